@@ -1,0 +1,154 @@
+//! Modules, functions, programs and their statements.
+//!
+//! A [`Module`] is an ordered list of items — type aliases, rings, functions and programs —
+//! each stored in an arena. A function body is a sequence of [`Statement`]s over expressions in
+//! the function's own arena; an expression may only use expressions defined before it, and a
+//! function may only call functions defined before it (so there is no recursion and the item
+//! order is a valid evaluation order).
+
+use strata_entity::{Arena, Handle};
+
+use crate::literal::Literal;
+use crate::op::{Op, Value};
+use crate::span::{SourceInfo, Span};
+use crate::types::{DimName, Interval, Scalar, Type, TypeArena};
+
+/// A whole `.strata` file.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Module {
+    /// Interned types.
+    pub types: TypeArena,
+    /// `!Name = type` aliases.
+    pub aliases: Arena<TypeAlias, SourceInfo>,
+    /// `ring @name …` items.
+    pub rings: Arena<Ring, SourceInfo>,
+    /// `func` and `program` items.
+    pub functions: Arena<Function, SourceInfo>,
+    /// Every item in source order.
+    pub items: Vec<Item>,
+    /// Comments after the last item, without the `//`.
+    pub trailing_comments: Vec<String>,
+}
+
+impl Module {
+    /// The function named `name`.
+    pub fn function_by_name(&self, name: &str) -> Option<Handle<Function>> {
+        self.functions.iter().find(|(_, f)| f.name == name).map(|(h, _)| h)
+    }
+
+    /// The alias that names `ty`, if any (the first one declared).
+    pub fn alias_of(&self, ty: Handle<Type>) -> Option<&TypeAlias> {
+        self.aliases.iter().map(|(_, a)| a).find(|a| a.ty == ty)
+    }
+}
+
+/// One top-level item, in source order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Item {
+    /// A type alias.
+    Alias(Handle<TypeAlias>),
+    /// A ring.
+    Ring(Handle<Ring>),
+    /// A function or program.
+    Function(Handle<Function>),
+}
+
+/// `!Name = type`: the printer writes `!Name` wherever the type occurs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TypeAlias {
+    /// Name without the `!`.
+    pub name: String,
+    /// The type.
+    pub ty: Handle<Type>,
+}
+
+/// A user ring (seed 002's `%tensor.Ring`): element type, zero, addition, multiplication.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ring {
+    /// Name without the `@`.
+    pub name: String,
+    /// Element type.
+    pub element: Scalar,
+    /// Additive identity.
+    pub zero: Literal,
+    /// `(T, T) -> T`.
+    pub add: Handle<Function>,
+    /// `(T, T) -> T`.
+    pub mul: Handle<Function>,
+}
+
+/// Whether an item is a pure function or a procedural program (seed 000's "fencil").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FunctionKind {
+    /// `func`: pure, ends in `return`.
+    Func,
+    /// `program`: writes its `out` parameters with assignments, returns nothing.
+    Program,
+}
+
+/// Whether a parameter is read or written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamMode {
+    /// Read only.
+    In,
+    /// Written by assignments (programs only); reading it sees the writes made so far.
+    Out,
+}
+
+/// A function or program.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Function {
+    /// Name without the `@`.
+    pub name: String,
+    /// Function or program.
+    pub kind: FunctionKind,
+    /// Parameter expressions, in order (the first entries of `exprs`).
+    pub params: Vec<Value>,
+    /// The result type of a `func`.
+    pub result: Option<Handle<Type>>,
+    /// Every value: parameters first, then op results.
+    pub exprs: Arena<Expr, Span>,
+    /// The statements in order.
+    pub body: Arena<Statement, SourceInfo>,
+    /// Comments after the last statement, before the closing `}`, without the `//`.
+    pub closing_comments: Vec<String>,
+}
+
+/// A named, typed value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Expr {
+    /// Name without the `%`.
+    pub name: String,
+    /// The declared type.
+    pub ty: Handle<Type>,
+    /// Parameter or operation.
+    pub kind: ExprKind,
+}
+
+/// What defines an expression.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ExprKind {
+    /// A parameter.
+    Param(ParamMode),
+    /// The result of an operation.
+    Op(Op),
+}
+
+/// A statement of a function body.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Statement {
+    /// `%x = op(…) : T`.
+    Let(Value),
+    /// `%out <- %v` or `%out[D[a:b], …] <- %v` (programs): writes `value` over the target's
+    /// domain, or over the given sub-domain.
+    Assign {
+        /// An `out` parameter.
+        target: Value,
+        /// Sub-intervals written, if not the whole target.
+        domain: Option<Vec<(DimName, Interval)>>,
+        /// The value written; its domain must cover what is written.
+        value: Value,
+    },
+    /// `return %x` (functions).
+    Return(Value),
+}

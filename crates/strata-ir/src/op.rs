@@ -1,0 +1,785 @@
+//! The closed set of operations.
+//!
+//! Every operation is a variant of [`Op`]; passes match it exhaustively and destructure every
+//! field, so adding a field or a variant breaks them at compile time instead of silently.
+//! Operands are [`Handle<Expr>`](crate::Expr) referring to *earlier* expressions of the same
+//! function.
+//!
+//! Conventions pinned here (see docs/language.md):
+//! - `cartesian_shift(x, dim = D, offset = o)[p] = x[p + o]`, so the result's interval is the
+//!   operand's moved by `-o` (GT4Py's convention; seed 000's formula text is mirrored);
+//! - `transpose(perm)` follows numpy / StableHLO: `out.shape[i] = in.shape[perm[i]]` (MimIR's
+//!   permutation is the inverse);
+//! - `map_reduce` accumulates into its `init`: a literal (the ring zero) or a tensor operand
+//!   (destination-passing, as `outs(%init)` in seeds 001 and 004).
+
+use strata_entity::Handle;
+
+use crate::affine::{AffineMap, Einsum};
+use crate::literal::Literal;
+use crate::module::{Expr, Function, Ring};
+use crate::types::{DimName, Interval, Scalar, Type};
+
+/// A handle to an expression (an SSA value) of the enclosing function.
+pub type Value = Handle<Expr>;
+
+macro_rules! keyword_enum {
+    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident = $kw:literal,)* }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum $name { $($(#[$vm])* $variant,)* }
+        impl $name {
+            /// Every variant.
+            pub const ALL: &'static [$name] = &[$($name::$variant,)*];
+            /// The keyword in the text format.
+            pub fn keyword(self) -> &'static str { match self { $($name::$variant => $kw,)* } }
+            /// Parses the keyword.
+            pub fn from_keyword(s: &str) -> Option<$name> { match s { $($kw => Some($name::$variant),)* _ => None } }
+        }
+    };
+}
+
+keyword_enum! {
+    /// Elementwise unary builtins (seed 000), broadcast by name.
+    UnaryOp {
+        /// Logical not (`bool`).
+        Not = "not",
+        /// Negation (numeric).
+        Neg = "neg",
+        /// Absolute value (numeric).
+        Abs = "abs",
+        /// Square root (float).
+        Sqrt = "sqrt",
+        /// Exponential (float).
+        Exp = "exp",
+        /// Natural logarithm (float).
+        Log = "log",
+        /// Sine (float).
+        Sin = "sin",
+        /// Cosine (float).
+        Cos = "cos",
+        /// Tangent (float).
+        Tan = "tan",
+        /// Hyperbolic tangent (float).
+        Tanh = "tanh",
+        /// Round down (float).
+        Floor = "floor",
+        /// Round up (float).
+        Ceil = "ceil",
+    }
+}
+
+impl UnaryOp {
+    /// Whether the op is only defined on floats.
+    pub fn float_only(self) -> bool {
+        !matches!(self, UnaryOp::Not | UnaryOp::Neg | UnaryOp::Abs)
+    }
+}
+
+keyword_enum! {
+    /// Elementwise binary builtins (seed 000), broadcast by name.
+    BinaryOp {
+        /// `a + b`
+        Plus = "plus",
+        /// `a - b`
+        Minus = "minus",
+        /// `a * b`
+        Multiplies = "multiplies",
+        /// `a / b`
+        Divides = "divides",
+        /// Remainder with the sign of the dividend.
+        Modulo = "modulo",
+        /// `a ** b`
+        Power = "power",
+        /// The larger.
+        Maximum = "maximum",
+        /// The smaller.
+        Minimum = "minimum",
+        /// Logical and (`bool`).
+        And = "and",
+        /// Logical or (`bool`).
+        Or = "or",
+        /// Logical exclusive or (`bool`).
+        Xor = "xor",
+        /// `a == b` → `bool`
+        Eq = "eq",
+        /// `a != b` → `bool`
+        Ne = "ne",
+        /// `a < b` → `bool`
+        Less = "less",
+        /// `a <= b` → `bool`
+        LessEqual = "less_equal",
+        /// `a > b` → `bool`
+        Greater = "greater",
+        /// `a >= b` → `bool`
+        GreaterEqual = "greater_equal",
+    }
+}
+
+/// The family a binary op belongs to, which decides its typing rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinaryClass {
+    /// Numeric operands, result of the operand type.
+    Arithmetic,
+    /// `bool` operands and result.
+    Logical,
+    /// Any scalar operands, `bool` result.
+    Comparison,
+}
+
+impl BinaryOp {
+    /// The typing family of the op.
+    pub fn class(self) -> BinaryClass {
+        match self {
+            BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => BinaryClass::Logical,
+            BinaryOp::Eq
+            | BinaryOp::Ne
+            | BinaryOp::Less
+            | BinaryOp::LessEqual
+            | BinaryOp::Greater
+            | BinaryOp::GreaterEqual => BinaryClass::Comparison,
+            _ => BinaryClass::Arithmetic,
+        }
+    }
+}
+
+keyword_enum! {
+    /// The builtin rings (seed 002's `%tensor.Ring`), generic over their element type.
+    BuiltinRing {
+        /// `(+, ×)` with zero 0, for numeric types.
+        PlusTimes = "plus_times",
+        /// `(max, +)` with zero −∞ (or the type's minimum), for numeric types.
+        MaxPlus = "max_plus",
+        /// `(min, +)` with zero +∞ (or the type's maximum), for numeric types.
+        MinPlus = "min_plus",
+        /// `(or, and)` with zero `false`, for `bool`.
+        OrAnd = "or_and",
+    }
+}
+
+/// A ring: builtin, or defined by the module (`ring @name …`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RingRef {
+    /// A builtin ring.
+    Builtin(BuiltinRing),
+    /// A ring item of the module.
+    User(Handle<Ring>),
+}
+
+keyword_enum! {
+    /// Whether a subset-style op may alias its operand (seed 004's view / copy attribute).
+    Mode {
+        /// Materialize the result in fresh storage.
+        Copy = "copy",
+        /// Alias the operand's storage; `gather` then yields a nested tensor of slices.
+        View = "view",
+    }
+}
+
+keyword_enum! {
+    /// The three spellings of seed 002's elementwise function application.
+    MapKind {
+        /// `map(@f, %a, %b, …)`: any number of operands.
+        Map = "map",
+        /// `unary(@f, %a)`: exactly one operand.
+        Unary = "unary",
+        /// `binary(@f, %a, %b)`: exactly two operands.
+        Binary = "binary",
+    }
+}
+
+keyword_enum! {
+    /// The array-API operations of seed 003 that no core op expresses directly. Their library
+    /// (and full typing rules) belong to the array-API layer; the core IR represents them as
+    /// [`Op::ArrayApi`] with keyword attributes and a declared result type.
+    ArrayFunc {
+        /// `arange(start, stop, step)`
+        Arange = "arange",
+        /// `full(value)`: also covers `empty`, `zeros`, `ones`.
+        Full = "full",
+        /// `full_like(x, value)`
+        FullLike = "full_like",
+        /// `eye(k)`
+        Eye = "eye",
+        /// `linspace(start, stop, endpoint)`
+        Linspace = "linspace",
+        /// `meshgrid(xs…, indexing)`
+        Meshgrid = "meshgrid",
+        /// `tril(x, k)`
+        Tril = "tril",
+        /// `triu(x, k)`
+        Triu = "triu",
+        /// `x[start:stop:step, …]`
+        Slice = "slice",
+        /// `x[mask]`
+        Mask = "mask",
+        /// `take(x, indices, axis)`
+        Take = "take",
+        /// `stack(xs…, axis)`
+        Stack = "stack",
+        /// `expand_dims(x, axis)`
+        ExpandDims = "expand_dims",
+        /// `flip(x, axis)`
+        Flip = "flip",
+        /// `reshape(x, shape, copy)`
+        Reshape = "reshape",
+        /// `roll(x, shift, axis)`
+        Roll = "roll",
+        /// `squeeze(x, axis)`
+        Squeeze = "squeeze",
+        /// `matmul(a, b)`
+        Matmul = "matmul",
+        /// `matrix_transpose(x)`
+        MatrixTranspose = "matrix_transpose",
+        /// `vecdot(a, b, axis)`
+        Vecdot = "vecdot",
+        /// `tensordot(a, b, axes)`
+        Tensordot = "tensordot",
+        /// `argmax(x, axis, keepdims)`
+        Argmax = "argmax",
+        /// `argmin(x, axis, keepdims)`
+        Argmin = "argmin",
+        /// `nonzero(x)`
+        Nonzero = "nonzero",
+        /// `unique_all(x)`
+        UniqueAll = "unique_all",
+        /// `unique_counts(x)`
+        UniqueCounts = "unique_counts",
+        /// `unique_inverse(x)`
+        UniqueInverse = "unique_inverse",
+        /// `unique_values(x)`
+        UniqueValues = "unique_values",
+        /// `sort(x, axis, descending, stable)`
+        Sort = "sort",
+        /// `argsort(x, axis, descending, stable)`
+        Argsort = "argsort",
+        /// `max(x, axis, keepdims)`
+        Max = "max",
+        /// `min(x, axis, keepdims)`
+        Min = "min",
+        /// `mean(x, axis, keepdims)`
+        Mean = "mean",
+        /// `prod(x, axis, keepdims)`
+        Prod = "prod",
+        /// `sum(x, axis, keepdims)`
+        Sum = "sum",
+        /// `var(x, axis, correction, keepdims)`
+        Var = "var",
+        /// `std(x, axis, correction, keepdims)`
+        Std = "std",
+        /// `cumulative_sum(x, axis)`
+        CumulativeSum = "cumulative_sum",
+        /// `any(x, axis, keepdims)`
+        Any = "any",
+        /// `all(x, axis, keepdims)`
+        All = "all",
+    }
+}
+
+impl ArrayFunc {
+    /// Whether the function creates an array from attributes alone (no array operand).
+    pub fn is_creation(self) -> bool {
+        matches!(self, ArrayFunc::Arange | ArrayFunc::Full | ArrayFunc::Eye | ArrayFunc::Linspace)
+    }
+}
+
+/// A keyword attribute value of an [`Op::ArrayApi`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Attr {
+    /// A literal.
+    Literal(Literal),
+    /// A bare word such as `xy` or a dimension name.
+    Word(String),
+    /// A list `[a, b, …]`.
+    List(Vec<Attr>),
+}
+
+/// The accumulator of a `map_reduce`: the ring zero (a literal, broadcast to the output) or an
+/// initial tensor that the reduction accumulates into (destination-passing style).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Init {
+    /// A literal of the output element type.
+    Literal(Literal),
+    /// A tensor of the output type.
+    Value(Value),
+}
+
+/// One operation. The result type is inferred from the operands and attributes, except for the
+/// few ops marked *declared*, whose result type is the one written in the text.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Op {
+    // ---- seed 000: builtins over named dimensions ----
+    /// A constant (*declared* type): a scalar, or a tensor filled with `value`.
+    Constant {
+        /// The value.
+        value: Literal,
+    },
+    /// An elementwise unary builtin.
+    Unary {
+        /// Which builtin.
+        op: UnaryOp,
+        /// The operand.
+        arg: Value,
+    },
+    /// An elementwise binary builtin with name-based broadcasting.
+    Binary {
+        /// Which builtin.
+        op: BinaryOp,
+        /// Left operand.
+        lhs: Value,
+        /// Right operand.
+        rhs: Value,
+    },
+    /// `select(cond, a, b)` — seed 000's `if` and seed 002's `select`, broadcast by name.
+    Select {
+        /// `bool` condition.
+        cond: Value,
+        /// Taken where `cond` holds.
+        on_true: Value,
+        /// Taken elsewhere.
+        on_false: Value,
+    },
+    /// Elementwise conversion to another scalar type.
+    Cast {
+        /// The operand.
+        arg: Value,
+        /// Target element type.
+        to: Scalar,
+    },
+    /// Builds tuple elements from tensors, broadcast by name.
+    MakeTuple {
+        /// The fields.
+        fields: Vec<Value>,
+    },
+    /// Projects field `index` of a tuple-element tensor.
+    TupleGet {
+        /// The tuple tensor.
+        tuple: Value,
+        /// Field number.
+        index: u32,
+    },
+    /// Applies a function (the seed's λ application).
+    Call {
+        /// The callee, defined earlier in the module.
+        func: Handle<Function>,
+        /// Arguments.
+        args: Vec<Value>,
+    },
+    /// `x[p + offset]` along `dim`: moves the interval by `-offset`.
+    CartesianShift {
+        /// The operand.
+        arg: Value,
+        /// The dimension shifted.
+        dim: DimName,
+        /// The offset.
+        offset: i64,
+    },
+    /// Partial unstructured shift: looks up all neighbors through `table`, adding a neighbor
+    /// counter dimension `NB_k`.
+    ShiftInit {
+        /// The operand, defined on the table's source dimension.
+        arg: Value,
+        /// Neighbor table `tensor<int, Dst[..], NB_Src[0:n]>`.
+        table: Value,
+    },
+    /// Selects neighbor `neighbor` of the highest neighbor counter dimension.
+    ShiftApply {
+        /// The operand, with at least one `NB_k` dimension.
+        arg: Value,
+        /// Which neighbor.
+        neighbor: i64,
+    },
+    /// `shift_apply(neighbor)(shift_init(table)(arg))`.
+    UnstructuredShift {
+        /// The operand.
+        arg: Value,
+        /// Neighbor table.
+        table: Value,
+        /// Which neighbor.
+        neighbor: i64,
+    },
+    /// Whether each value exists (is not a skipped neighbor).
+    CanDeref {
+        /// The operand.
+        arg: Value,
+    },
+    /// Folds `func` over the highest neighbor counter dimension.
+    Reduce {
+        /// `(acc, a_1, …) -> acc` over tensors without the reduced dimension.
+        func: Handle<Function>,
+        /// Operands.
+        args: Vec<Value>,
+        /// Initial accumulator.
+        init: Literal,
+    },
+    /// A scan along `dim`: `state_k = func(state_{k∓1}, a_1[k], …)`.
+    Scan {
+        /// `(state, a_1, …) -> state` over tensors without `dim`.
+        func: Handle<Function>,
+        /// Operands.
+        args: Vec<Value>,
+        /// The scanned dimension.
+        dim: DimName,
+        /// Increasing indices if true.
+        forward: bool,
+        /// State before the first step.
+        init: Literal,
+    },
+    /// Restricts intervals to sub-intervals.
+    Subset {
+        /// The operand.
+        arg: Value,
+        /// New intervals for some dimensions.
+        domain: Vec<(DimName, Interval)>,
+    },
+    /// Concatenates along `dim`: named dimensions need contiguous intervals; positional ones are
+    /// placed one after another.
+    Concat {
+        /// The pieces, in order.
+        args: Vec<Value>,
+        /// The dimension.
+        dim: DimName,
+    },
+    /// The indices of `dim` as an `index` tensor over that dimension.
+    Pos {
+        /// The operand whose interval is read.
+        arg: Value,
+        /// The dimension.
+        dim: DimName,
+    },
+    /// Adds a dimension along which the operand is constant.
+    AddDim {
+        /// The operand.
+        arg: Value,
+        /// The new dimension.
+        dim: DimName,
+        /// Its interval.
+        interval: Interval,
+    },
+
+    // ---- seed 002: structured core ----
+    /// `map_reduce` in Einstein notation: `out[o] = fold(func, init, inputs at (o, r))`.
+    MapReduce {
+        /// `(acc, x_1, …) -> acc` on elements.
+        func: Handle<Function>,
+        /// Inputs.
+        args: Vec<Value>,
+        /// Accumulator start.
+        init: Init,
+        /// Subscripts.
+        subscripts: Einsum,
+    },
+    /// `map_reduce` with affine access maps over an explicit iteration domain.
+    MapReduceAff {
+        /// `(acc, x_1, …) -> acc` on elements.
+        func: Handle<Function>,
+        /// Inputs.
+        args: Vec<Value>,
+        /// Accumulator start.
+        init: Init,
+        /// `Sr`: bounds of the loop nest, output loops first.
+        domain: Vec<u64>,
+        /// `Ro`: how many leading loops are parallel output loops.
+        outputs: u32,
+        /// `So`: the result shape.
+        shape: Vec<u64>,
+        /// Loop vector → write coordinates.
+        out_map: AffineMap,
+        /// Per input: loop vector → read coordinates.
+        maps: Vec<AffineMap>,
+    },
+    /// Generalized dot product over a ring with batching and contracting dimensions.
+    DotGeneral {
+        /// Left operand.
+        lhs: Value,
+        /// Right operand.
+        rhs: Value,
+        /// The ring.
+        ring: RingRef,
+        /// Contracting dimensions of `lhs` (positions).
+        lhs_contract: Vec<u32>,
+        /// Contracting dimensions of `rhs`, pairwise with `lhs_contract`.
+        rhs_contract: Vec<u32>,
+        /// Batching dimensions of `lhs`.
+        lhs_batch: Vec<u32>,
+        /// Batching dimensions of `rhs`, pairwise with `lhs_batch`.
+        rhs_batch: Vec<u32>,
+    },
+    /// Matrix product of two 2-d tensors over a ring.
+    Product2d {
+        /// `m×k`.
+        lhs: Value,
+        /// `k×l`.
+        rhs: Value,
+        /// The ring.
+        ring: RingRef,
+    },
+    /// Permutes dimensions: `out.dims[i] = in.dims[perm[i]]`.
+    Transpose {
+        /// The operand.
+        arg: Value,
+        /// The permutation.
+        perm: Vec<u32>,
+    },
+    /// Expands size-1 dimensions to `shape` (same rank).
+    Broadcast {
+        /// The operand.
+        arg: Value,
+        /// The result shape.
+        shape: Vec<u64>,
+    },
+    /// Places operand dimension `i` at result position `dims[i]` and broadcasts the rest.
+    BroadcastInDim {
+        /// The operand.
+        arg: Value,
+        /// The result shape.
+        shape: Vec<u64>,
+        /// Result position of each operand dimension.
+        dims: Vec<u32>,
+    },
+    /// Applies `func` elementwise over same-shaped operands.
+    Map {
+        /// Which spelling.
+        kind: MapKind,
+        /// `(x_1, …) -> y` on elements.
+        func: Handle<Function>,
+        /// Operands.
+        args: Vec<Value>,
+    },
+    /// Reads one element.
+    Get {
+        /// The tensor.
+        arg: Value,
+        /// One `index` scalar per dimension.
+        indices: Vec<Value>,
+    },
+    /// Returns the tensor with one element replaced.
+    Set {
+        /// The tensor.
+        arg: Value,
+        /// One `index` scalar per dimension.
+        indices: Vec<Value>,
+        /// The new element.
+        value: Value,
+    },
+
+    // ---- seed 001: nested tensors ----
+    /// `tensor<M x N x T>` → `tensor<M/b0 x N/b1 x tensor<b0 x b1 x T>>`.
+    Pack {
+        /// The operand.
+        arg: Value,
+        /// Tile size per dimension.
+        tile: Vec<u64>,
+    },
+    /// The inverse of `pack`.
+    Unpack {
+        /// A tensor of tensors.
+        arg: Value,
+    },
+
+    // ---- seed 004: beyond rectangular ----
+    /// Extracts slices at coordinates listed in `indices` (last dimension: one coordinate per
+    /// entry of `coordinates`).
+    Gather {
+        /// The tensor read.
+        source: Value,
+        /// `tensor<batch… x n x index>`.
+        indices: Value,
+        /// Which source dimensions the coordinates index.
+        coordinates: Vec<u32>,
+        /// `copy` gives a flat result, `view` a tensor of slices.
+        mode: Mode,
+    },
+    /// Inserts slices of `source` into `dest` at the listed coordinates.
+    Scatter {
+        /// The slices written.
+        source: Value,
+        /// The tensor written into.
+        dest: Value,
+        /// `tensor<batch… x n x index>`.
+        indices: Value,
+        /// Which `dest` dimensions the coordinates index.
+        coordinates: Vec<u32>,
+        /// Whether `dest` is updated in place.
+        mode: Mode,
+    },
+    /// Merges groups of adjacent dimensions.
+    CollapseShape {
+        /// The operand.
+        arg: Value,
+        /// Consecutive groups covering every dimension.
+        groups: Vec<Vec<u32>>,
+        /// View or copy.
+        mode: Mode,
+    },
+    /// Splits dimensions into groups.
+    ExpandShape {
+        /// The operand.
+        arg: Value,
+        /// For each operand dimension, the result dimensions it becomes.
+        groups: Vec<Vec<u32>>,
+        /// The result shape.
+        shape: Vec<u64>,
+        /// View or copy.
+        mode: Mode,
+    },
+    /// Changes storage formats (*declared* type: same dims and element, other formats).
+    Convert {
+        /// The operand.
+        arg: Value,
+    },
+
+    // ---- seed 003: placement ----
+    /// Moves a tensor to a device.
+    ToDevice {
+        /// The operand.
+        arg: Value,
+        /// Target device.
+        device: crate::types::Device,
+    },
+    /// Block-distributes a tensor along `dim` over a team.
+    Distribute {
+        /// The operand (no team).
+        arg: Value,
+        /// Team size.
+        ranks: u32,
+        /// The partitioned dimension.
+        dim: DimName,
+    },
+    /// Gathers a distributed tensor back onto one process.
+    Collect {
+        /// The distributed operand.
+        arg: Value,
+    },
+    /// An array-API operation of seed 003 (*declared* type).
+    ArrayApi {
+        /// Which function.
+        func: ArrayFunc,
+        /// Array operands.
+        args: Vec<Value>,
+        /// Keyword attributes in source order.
+        attrs: Vec<(String, Attr)>,
+    },
+}
+
+impl Op {
+    /// The op's name in the text format.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Op::Constant { .. } => "constant",
+            Op::Unary { op, .. } => op.keyword(),
+            Op::Binary { op, .. } => op.keyword(),
+            Op::Select { .. } => "select",
+            Op::Cast { .. } => "cast",
+            Op::MakeTuple { .. } => "make_tuple",
+            Op::TupleGet { .. } => "tuple_get",
+            Op::Call { .. } => "call",
+            Op::CartesianShift { .. } => "cartesian_shift",
+            Op::ShiftInit { .. } => "shift_init",
+            Op::ShiftApply { .. } => "shift_apply",
+            Op::UnstructuredShift { .. } => "unstructured_shift",
+            Op::CanDeref { .. } => "can_deref",
+            Op::Reduce { .. } => "reduce",
+            Op::Scan { .. } => "scan",
+            Op::Subset { .. } => "subset",
+            Op::Concat { .. } => "concat",
+            Op::Pos { .. } => "pos",
+            Op::AddDim { .. } => "add_dim",
+            Op::MapReduce { .. } => "map_reduce",
+            Op::MapReduceAff { .. } => "map_reduce_aff",
+            Op::DotGeneral { .. } => "dot_general",
+            Op::Product2d { .. } => "product_2d",
+            Op::Transpose { .. } => "transpose",
+            Op::Broadcast { .. } => "broadcast",
+            Op::BroadcastInDim { .. } => "broadcast_in_dim",
+            Op::Map { kind, .. } => kind.keyword(),
+            Op::Get { .. } => "get",
+            Op::Set { .. } => "set",
+            Op::Pack { .. } => "pack",
+            Op::Unpack { .. } => "unpack",
+            Op::Gather { .. } => "gather",
+            Op::Scatter { .. } => "scatter",
+            Op::CollapseShape { .. } => "collapse_shape",
+            Op::ExpandShape { .. } => "expand_shape",
+            Op::Convert { .. } => "convert",
+            Op::ToDevice { .. } => "to_device",
+            Op::Distribute { .. } => "distribute",
+            Op::Collect { .. } => "collect",
+            Op::ArrayApi { .. } => "array",
+        }
+    }
+
+    /// The value operands, in text order.
+    pub fn operands(&self) -> Vec<Value> {
+        match self {
+            Op::Constant { value: _ } => vec![],
+            Op::Unary { op: _, arg }
+            | Op::Cast { arg, to: _ }
+            | Op::CartesianShift { arg, dim: _, offset: _ }
+            | Op::ShiftApply { arg, neighbor: _ }
+            | Op::CanDeref { arg }
+            | Op::Subset { arg, domain: _ }
+            | Op::Pos { arg, dim: _ }
+            | Op::AddDim { arg, dim: _, interval: _ }
+            | Op::Transpose { arg, perm: _ }
+            | Op::Broadcast { arg, shape: _ }
+            | Op::BroadcastInDim { arg, shape: _, dims: _ }
+            | Op::Pack { arg, tile: _ }
+            | Op::Unpack { arg }
+            | Op::CollapseShape { arg, groups: _, mode: _ }
+            | Op::ExpandShape { arg, groups: _, shape: _, mode: _ }
+            | Op::Convert { arg }
+            | Op::ToDevice { arg, device: _ }
+            | Op::Distribute { arg, ranks: _, dim: _ }
+            | Op::Collect { arg } => vec![*arg],
+            Op::Binary { op: _, lhs, rhs }
+            | Op::DotGeneral { lhs, rhs, ring: _, lhs_contract: _, rhs_contract: _, lhs_batch: _, rhs_batch: _ }
+            | Op::Product2d { lhs, rhs, ring: _ } => vec![*lhs, *rhs],
+            Op::Select { cond, on_true, on_false } => vec![*cond, *on_true, *on_false],
+            Op::MakeTuple { fields } => fields.clone(),
+            Op::TupleGet { tuple, index: _ } => vec![*tuple],
+            Op::Call { func: _, args }
+            | Op::Reduce { func: _, args, init: _ }
+            | Op::Scan { func: _, args, dim: _, forward: _, init: _ }
+            | Op::Concat { args, dim: _ }
+            | Op::Map { kind: _, func: _, args }
+            | Op::ArrayApi { func: _, args, attrs: _ } => args.clone(),
+            Op::ShiftInit { arg, table } | Op::UnstructuredShift { arg, table, neighbor: _ } => vec![*arg, *table],
+            Op::MapReduce { func: _, args, init, subscripts: _ }
+            | Op::MapReduceAff { func: _, args, init, domain: _, outputs: _, shape: _, out_map: _, maps: _ } => {
+                let mut v = args.clone();
+                if let Init::Value(i) = init {
+                    v.push(*i);
+                }
+                v
+            }
+            Op::Get { arg, indices } => std::iter::once(*arg).chain(indices.iter().copied()).collect(),
+            Op::Set { arg, indices, value } => {
+                std::iter::once(*arg).chain(indices.iter().copied()).chain(std::iter::once(*value)).collect()
+            }
+            Op::Gather { source, indices, coordinates: _, mode: _ } => vec![*source, *indices],
+            Op::Scatter { source, dest, indices, coordinates: _, mode: _ } => vec![*source, *dest, *indices],
+        }
+    }
+
+    /// Functions the op refers to.
+    pub fn functions(&self) -> Vec<Handle<Function>> {
+        match self {
+            Op::Call { func, .. }
+            | Op::Reduce { func, .. }
+            | Op::Scan { func, .. }
+            | Op::MapReduce { func, .. }
+            | Op::MapReduceAff { func, .. }
+            | Op::Map { func, .. } => vec![*func],
+            _ => vec![],
+        }
+    }
+
+    /// Whether the result type is the declared one rather than inferred.
+    pub fn has_declared_type(&self) -> bool {
+        matches!(self, Op::Constant { .. } | Op::Convert { .. } | Op::ArrayApi { .. })
+    }
+}
+
+/// The type of a handle to a type, re-exported for convenience in op signatures.
+pub type TypeHandle = Handle<Type>;

@@ -1,0 +1,150 @@
+//! The canonical text printer.
+//!
+//! `module.to_string()` is the module's source text in canonical form: one item per paragraph,
+//! one statement per line, every value with its type, keyword attributes in a fixed order, and
+//! every comment the parser attached. Printing is idempotent and `parse(print(m)) == m`.
+
+mod ops;
+mod types;
+
+use std::fmt::{self, Write};
+
+use strata_entity::Handle;
+
+use crate::module::{ExprKind, Function, FunctionKind, Item, Module, ParamMode, Statement};
+use crate::span::SourceInfo;
+use crate::types::Type;
+
+pub use types::{is_identifier, TypeDisplay};
+
+impl fmt::Display for Module {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, item) in self.items.iter().enumerate() {
+            if i > 0 {
+                f.write_str("\n")?;
+            }
+            match *item {
+                Item::Alias(h) => {
+                    let a = &self.aliases[h];
+                    let info = self.aliases.meta(h);
+                    write_leading(f, info, "")?;
+                    // An alias prints its definition, never itself.
+                    write!(f, "!{} = {}", a.name, TypeDisplay::expanded(self, a.ty))?;
+                    write_trailing(f, info)?;
+                }
+                Item::Ring(h) => {
+                    let r = &self.rings[h];
+                    let info = self.rings.meta(h);
+                    write_leading(f, info, "")?;
+                    write!(
+                        f,
+                        "ring @{}<{}>(zero = {}, add = @{}, mul = @{})",
+                        r.name, r.element, r.zero, self.functions[r.add].name, self.functions[r.mul].name
+                    )?;
+                    write_trailing(f, info)?;
+                }
+                Item::Function(h) => self.write_function(f, h)?,
+            }
+        }
+        if !self.trailing_comments.is_empty() {
+            if !self.items.is_empty() {
+                f.write_str("\n")?;
+            }
+            for c in &self.trailing_comments {
+                writeln!(f, "//{c}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Module {
+    fn write_function(&self, f: &mut fmt::Formatter<'_>, h: Handle<crate::module::Function>) -> fmt::Result {
+        let func = &self.functions[h];
+        let info = self.functions.meta(h);
+        write_leading(f, info, "")?;
+        let kw = match func.kind {
+            FunctionKind::Func => "func",
+            FunctionKind::Program => "program",
+        };
+        write!(f, "{kw} @{}(", func.name)?;
+        for (i, &p) in func.params.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            let e = &func.exprs[p];
+            let mode = match e.kind {
+                ExprKind::Param(ParamMode::Out) => "out ",
+                _ => "",
+            };
+            write!(f, "%{}: {mode}{}", e.name, TypeDisplay::new(self, e.ty))?;
+        }
+        f.write_str(")")?;
+        if let Some(r) = func.result {
+            write!(f, " -> {}", TypeDisplay::new(self, r))?;
+        }
+        f.write_str(" {")?;
+        write_trailing(f, info)?;
+        for (s, stmt) in func.body.iter() {
+            let sinfo = func.body.meta(s);
+            write_leading(f, sinfo, "  ")?;
+            f.write_str("  ")?;
+            self.write_statement(f, func, stmt)?;
+            write_trailing(f, sinfo)?;
+        }
+        for c in &func.closing_comments {
+            writeln!(f, "  //{c}")?;
+        }
+        f.write_str("}\n")
+    }
+
+    fn write_statement(&self, f: &mut fmt::Formatter<'_>, func: &Function, stmt: &Statement) -> fmt::Result {
+        match stmt {
+            Statement::Let(v) => {
+                let e = &func.exprs[*v];
+                write!(f, "%{} = ", e.name)?;
+                match &e.kind {
+                    ExprKind::Op(op) => ops::write_op(f, self, func, op)?,
+                    ExprKind::Param(_) => f.write_str("<param>")?,
+                }
+                write!(f, " : {}", TypeDisplay::new(self, e.ty))
+            }
+            Statement::Assign { target, domain, value } => {
+                write!(f, "%{}", func.exprs[*target].name)?;
+                if let Some(d) = domain {
+                    f.write_str("[")?;
+                    for (i, (n, iv)) in d.iter().enumerate() {
+                        if i > 0 {
+                            f.write_str(", ")?;
+                        }
+                        write!(f, "{n}{iv}")?;
+                    }
+                    f.write_str("]")?;
+                }
+                write!(f, " <- %{}", func.exprs[*value].name)
+            }
+            Statement::Return(v) => write!(f, "return %{}", func.exprs[*v].name),
+        }
+    }
+
+    /// The canonical text of a type, using aliases.
+    pub fn type_to_string(&self, ty: Handle<Type>) -> String {
+        let mut s = String::new();
+        let _ = write!(s, "{}", TypeDisplay::new(self, ty));
+        s
+    }
+}
+
+fn write_leading(f: &mut fmt::Formatter<'_>, info: &SourceInfo, indent: &str) -> fmt::Result {
+    for c in &info.leading {
+        writeln!(f, "{indent}//{c}")?;
+    }
+    Ok(())
+}
+
+fn write_trailing(f: &mut fmt::Formatter<'_>, info: &SourceInfo) -> fmt::Result {
+    for c in &info.trailing {
+        write!(f, "  //{c}")?;
+    }
+    f.write_str("\n")
+}

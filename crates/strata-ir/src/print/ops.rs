@@ -1,0 +1,229 @@
+//! Printing operations: `name(positional operands, key = attribute, …)`.
+//!
+//! Value operands and function references are positional; every other parameter is a keyword
+//! attribute, always printed in the order listed here.
+
+use std::fmt::{self, Display};
+
+use crate::module::{Function, Module};
+use crate::op::{Attr, Init, Op, RingRef, Value};
+use crate::types::{DimName, Interval};
+
+use super::types::is_identifier;
+
+/// Accumulates the parts of an op call.
+struct Call<'a> {
+    module: &'a Module,
+    func: &'a Function,
+    parts: Vec<String>,
+}
+
+impl<'a> Call<'a> {
+    fn value(&mut self, v: Value) -> &mut Self {
+        let name = self.func.exprs.try_get(v).map_or("<invalid>", |e| e.name.as_str());
+        self.parts.push(format!("%{name}"));
+        self
+    }
+
+    fn values(&mut self, vs: &[Value]) -> &mut Self {
+        for &v in vs {
+            self.value(v);
+        }
+        self
+    }
+
+    fn function(&mut self, h: strata_entity::Handle<Function>) -> &mut Self {
+        let name = self.module.functions.try_get(h).map_or("<invalid>", |f| f.name.as_str());
+        self.parts.push(format!("@{name}"));
+        self
+    }
+
+    fn kw(&mut self, key: &str, value: impl Display) -> &mut Self {
+        self.parts.push(format!("{key} = {value}"));
+        self
+    }
+
+    fn ring(&mut self, ring: RingRef) -> &mut Self {
+        let text = match ring {
+            RingRef::Builtin(b) => b.keyword().to_string(),
+            RingRef::User(h) => format!("@{}", self.module.rings.try_get(h).map_or("<invalid>", |r| r.name.as_str())),
+        };
+        self.kw("ring", text)
+    }
+
+    fn init(&mut self, init: &Init) -> &mut Self {
+        match init {
+            Init::Literal(l) => self.kw("init", l),
+            Init::Value(v) => {
+                let name = self.func.exprs.try_get(*v).map_or("<invalid>", |e| e.name.as_str());
+                self.kw("init", format!("%{name}"))
+            }
+        }
+    }
+}
+
+fn list<T: Display>(items: &[T]) -> String {
+    let inner: Vec<String> = items.iter().map(|i| i.to_string()).collect();
+    format!("[{}]", inner.join(", "))
+}
+
+fn nested_list(groups: &[Vec<u32>]) -> String {
+    let inner: Vec<String> = groups.iter().map(|g| list(g)).collect();
+    format!("[{}]", inner.join(", "))
+}
+
+fn domain(d: &[(DimName, Interval)]) -> String {
+    let inner: Vec<String> = d.iter().map(|(n, i)| format!("{n}{i}")).collect();
+    format!("[{}]", inner.join(", "))
+}
+
+fn attr(a: &Attr) -> String {
+    match a {
+        Attr::Literal(l) => l.to_string(),
+        Attr::Word(w) if is_identifier(w) => w.clone(),
+        Attr::Word(w) => format!("{w:?}"),
+        Attr::List(items) => {
+            let inner: Vec<String> = items.iter().map(attr).collect();
+            format!("[{}]", inner.join(", "))
+        }
+    }
+}
+
+/// Writes `op` as `name(args…)`.
+pub(super) fn write_op(f: &mut fmt::Formatter<'_>, module: &Module, func: &Function, op: &Op) -> fmt::Result {
+    let mut c = Call { module, func, parts: Vec::new() };
+    let mut name = op.name().to_string();
+    match op {
+        Op::Constant { value } => {
+            c.kw("value", value);
+        }
+        Op::Unary { op: _, arg } | Op::CanDeref { arg } | Op::Unpack { arg } | Op::Convert { arg } | Op::Collect { arg } => {
+            c.value(*arg);
+        }
+        Op::Binary { op: _, lhs, rhs } => {
+            c.value(*lhs).value(*rhs);
+        }
+        Op::Select { cond, on_true, on_false } => {
+            c.value(*cond).value(*on_true).value(*on_false);
+        }
+        Op::Cast { arg, to } => {
+            c.value(*arg).kw("to", to);
+        }
+        Op::MakeTuple { fields } => {
+            c.values(fields);
+        }
+        Op::TupleGet { tuple, index } => {
+            c.value(*tuple).kw("index", index);
+        }
+        Op::Call { func, args } => {
+            c.function(*func).values(args);
+        }
+        Op::CartesianShift { arg, dim, offset } => {
+            c.value(*arg).kw("dim", dim).kw("offset", offset);
+        }
+        Op::ShiftInit { arg, table } => {
+            c.value(*arg).value(*table);
+        }
+        Op::ShiftApply { arg, neighbor } => {
+            c.value(*arg).kw("neighbor", neighbor);
+        }
+        Op::UnstructuredShift { arg, table, neighbor } => {
+            c.value(*arg).value(*table).kw("neighbor", neighbor);
+        }
+        Op::Reduce { func, args, init } => {
+            c.function(*func).values(args).kw("init", init);
+        }
+        Op::Scan { func, args, dim, forward, init } => {
+            c.function(*func).values(args).kw("dim", dim).kw("forward", forward).kw("init", init);
+        }
+        Op::Subset { arg, domain: d } => {
+            c.value(*arg).kw("domain", domain(d));
+        }
+        Op::Concat { args, dim } => {
+            c.values(args).kw("dim", dim);
+        }
+        Op::Pos { arg, dim } => {
+            c.value(*arg).kw("dim", dim);
+        }
+        Op::AddDim { arg, dim, interval } => {
+            c.value(*arg).kw("dim", format!("{dim}{interval}"));
+        }
+        Op::MapReduce { func, args, init, subscripts } => {
+            c.function(*func).values(args).init(init).kw("einsum", format!("\"{subscripts}\""));
+        }
+        Op::MapReduceAff { func, args, init, domain, outputs, shape, out_map, maps } => {
+            c.function(*func)
+                .values(args)
+                .init(init)
+                .kw("domain", list(domain))
+                .kw("outputs", outputs)
+                .kw("shape", list(shape))
+                .kw("out_map", out_map)
+                .kw("maps", list(maps));
+        }
+        Op::DotGeneral { lhs, rhs, ring, lhs_contract, rhs_contract, lhs_batch, rhs_batch } => {
+            c.value(*lhs)
+                .value(*rhs)
+                .ring(*ring)
+                .kw("lhs_contract", list(lhs_contract))
+                .kw("rhs_contract", list(rhs_contract))
+                .kw("lhs_batch", list(lhs_batch))
+                .kw("rhs_batch", list(rhs_batch));
+        }
+        Op::Product2d { lhs, rhs, ring } => {
+            c.value(*lhs).value(*rhs).ring(*ring);
+        }
+        Op::Transpose { arg, perm } => {
+            c.value(*arg).kw("perm", list(perm));
+        }
+        Op::Broadcast { arg, shape } => {
+            c.value(*arg).kw("shape", list(shape));
+        }
+        Op::BroadcastInDim { arg, shape, dims } => {
+            c.value(*arg).kw("shape", list(shape)).kw("dims", list(dims));
+        }
+        Op::Map { kind: _, func, args } => {
+            c.function(*func).values(args);
+        }
+        Op::Get { arg, indices } => {
+            c.value(*arg).values(indices);
+        }
+        Op::Set { arg, indices, value } => {
+            c.value(*arg).values(indices).value(*value);
+        }
+        Op::Pack { arg, tile } => {
+            c.value(*arg).kw("tile", list(tile));
+        }
+        Op::Gather { source, indices, coordinates, mode } => {
+            c.value(*source).value(*indices).kw("coordinates", list(coordinates)).kw("mode", mode.keyword());
+        }
+        Op::Scatter { source, dest, indices, coordinates, mode } => {
+            c.value(*source)
+                .value(*dest)
+                .value(*indices)
+                .kw("coordinates", list(coordinates))
+                .kw("mode", mode.keyword());
+        }
+        Op::CollapseShape { arg, groups, mode } => {
+            c.value(*arg).kw("groups", nested_list(groups)).kw("mode", mode.keyword());
+        }
+        Op::ExpandShape { arg, groups, shape, mode } => {
+            c.value(*arg).kw("groups", nested_list(groups)).kw("shape", list(shape)).kw("mode", mode.keyword());
+        }
+        Op::ToDevice { arg, device } => {
+            let d = device.to_string();
+            c.value(*arg).kw("device", if is_identifier(&d) { d } else { format!("{d:?}") });
+        }
+        Op::Distribute { arg, ranks, dim } => {
+            c.value(*arg).kw("ranks", ranks).kw("dim", dim);
+        }
+        Op::ArrayApi { func: af, args, attrs } => {
+            name = format!("array.{}", af.keyword());
+            c.values(args);
+            for (k, v) in attrs {
+                c.kw(k, attr(v));
+            }
+        }
+    }
+    write!(f, "{name}({})", c.parts.join(", "))
+}

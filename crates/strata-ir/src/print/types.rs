@@ -1,0 +1,161 @@
+//! Printing types.
+
+use std::fmt;
+
+use strata_entity::Handle;
+
+use crate::module::Module;
+use crate::types::{Device, Extent, Level, LevelFormat, TensorType, Type};
+
+/// Whether `s` can be written as a bare identifier.
+pub fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Displays a type in the text format, writing `!Alias` for aliased types.
+pub struct TypeDisplay<'a> {
+    module: &'a Module,
+    ty: Handle<Type>,
+    use_alias_at_top: bool,
+}
+
+impl<'a> TypeDisplay<'a> {
+    /// The type as it appears in a statement or signature.
+    pub fn new(module: &'a Module, ty: Handle<Type>) -> Self {
+        TypeDisplay { module, ty, use_alias_at_top: true }
+    }
+
+    /// The type's definition (the top level never abbreviated to an alias).
+    pub fn expanded(module: &'a Module, ty: Handle<Type>) -> Self {
+        TypeDisplay { module, ty, use_alias_at_top: false }
+    }
+}
+
+impl fmt::Display for TypeDisplay<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_type(f, self.module, self.ty, self.use_alias_at_top)
+    }
+}
+
+fn write_type(f: &mut fmt::Formatter<'_>, m: &Module, ty: Handle<Type>, alias: bool) -> fmt::Result {
+    if alias {
+        if let Some(a) = m.alias_of(ty) {
+            return write!(f, "!{}", a.name);
+        }
+    }
+    match m.types.try_get(ty) {
+        None => f.write_str("<invalid type>"),
+        Some(Type::Scalar(s)) => write!(f, "{s}"),
+        Some(Type::Tuple(fields)) => {
+            f.write_str("(")?;
+            for (i, t) in fields.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(", ")?;
+                }
+                write_type(f, m, *t, true)?;
+            }
+            if fields.len() == 1 {
+                f.write_str(",")?;
+            }
+            f.write_str(")")
+        }
+        Some(Type::Function { params, result }) => {
+            f.write_str("(")?;
+            for (i, t) in params.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(", ")?;
+                }
+                write_type(f, m, *t, true)?;
+            }
+            f.write_str(") -> ")?;
+            write_type(f, m, *result, true)
+        }
+        Some(Type::Tensor(t)) => write_tensor(f, m, t),
+    }
+}
+
+/// Whether the tensor can use the positional shorthand `tensor<4x8xT>`.
+fn is_shorthand(t: &TensorType) -> bool {
+    t.levels
+        .iter()
+        .enumerate()
+        .all(|(i, l)| l.name.position() == Some(i) && l.interval.start == 0 && l.format == LevelFormat::Dense)
+}
+
+fn write_tensor(f: &mut fmt::Formatter<'_>, m: &Module, t: &TensorType) -> fmt::Result {
+    f.write_str("tensor<")?;
+    if is_shorthand(t) {
+        for l in &t.levels {
+            write!(f, "{}x", l.interval.stop)?;
+        }
+        if !t.levels.is_empty() && !matches!(m.types.try_get(t.element), Some(Type::Scalar(_))) {
+            f.write_str(" ")?;
+        }
+        write_type(f, m, t.element, true)?;
+    } else {
+        write_type(f, m, t.element, true)?;
+        for l in &t.levels {
+            f.write_str(", ")?;
+            write_level(f, l)?;
+        }
+    }
+    if t.placement.device != Device::Cpu {
+        match &t.placement.device {
+            Device::Named(n) if is_identifier(n) => write!(f, ", device = {n}")?,
+            Device::Named(n) => write!(f, ", device = {n:?}")?,
+            Device::Cpu => {}
+        }
+    }
+    if let Some(team) = t.placement.team {
+        write!(f, ", team = {}", team.ranks)?;
+    }
+    f.write_str(">")
+}
+
+fn write_level(f: &mut fmt::Formatter<'_>, l: &Level) -> fmt::Result {
+    write!(f, "{}{}", l.name, l.interval)?;
+    match l.format {
+        LevelFormat::Dense => Ok(()),
+        LevelFormat::Compressed { unique, ordered, nnz } => {
+            let mut opts = Vec::new();
+            if !unique {
+                opts.push("nonunique".to_string());
+            }
+            if !ordered {
+                opts.push("nonordered".to_string());
+            }
+            if let Extent::Static(n) = nnz {
+                opts.push(format!("nnz = {n}"));
+            }
+            write_format(f, "compressed", &opts)
+        }
+        LevelFormat::Singleton { unique, ordered } => {
+            let mut opts = Vec::new();
+            if !unique {
+                opts.push("nonunique".to_string());
+            }
+            if !ordered {
+                opts.push("nonordered".to_string());
+            }
+            write_format(f, "singleton", &opts)
+        }
+        LevelFormat::Ragged { total } => {
+            let opts = match total {
+                Extent::Static(n) => vec![format!("total = {n}")],
+                Extent::Dynamic => vec![],
+            };
+            write_format(f, "ragged", &opts)
+        }
+        LevelFormat::Block => f.write_str(" block"),
+    }
+}
+
+fn write_format(f: &mut fmt::Formatter<'_>, kw: &str, opts: &[String]) -> fmt::Result {
+    write!(f, " {kw}")?;
+    if !opts.is_empty() {
+        write!(f, "({})", opts.join(", "))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,847 @@
+//! The recursive-descent parser: tokens to a [`Module`].
+//!
+//! Items are parsed in order; names resolve to earlier definitions only. On an error the parser
+//! records a diagnostic, skips to the next line (statement errors) or the next item keyword
+//! (item errors) and goes on, so one run reports several errors. Values whose definition failed
+//! are *poisoned*: statements using them are dropped without further messages.
+
+use std::collections::{HashMap, HashSet};
+
+use strata_entity::{Arena, Handle};
+use strata_ir::{
+    AffineExpr, AffineMap, Device, DimName, Diagnostic, Expr, ExprKind, Extent, Function, FunctionKind, Interval,
+    Item, Level, LevelFormat, Module, ParamMode, Placement, Ring, Scalar, SourceInfo, Span, Statement,
+    Team, TensorType, Type, TypeAlias, Value,
+};
+
+use crate::ast::{AttrValue, CallAst, Keyword, Spanned};
+use crate::comments::CommentCursor;
+use crate::lexer::{lex, Tok, Token};
+use crate::lower::{lower_op, Scope};
+
+/// The outcome of one parse step: a diagnostic to report, or a silent failure caused by an
+/// earlier, already reported error.
+pub(crate) enum Fail {
+    Report(Box<Diagnostic>),
+    Silent,
+}
+
+impl From<Diagnostic> for Fail {
+    fn from(d: Diagnostic) -> Self {
+        Fail::Report(Box::new(d))
+    }
+}
+
+pub(crate) type PResult<T> = Result<T, Fail>;
+
+/// Parses a whole module. Returns every diagnostic found if there is any.
+pub fn parse(src: &str) -> Result<Module, Vec<Diagnostic>> {
+    let (tokens, comments, mut errors) = lex(src);
+    let mut p = Parser {
+        tokens,
+        pos: 0,
+        module: Module::default(),
+        comments: CommentCursor::new(src, comments),
+        errors: Vec::new(),
+        declared_globals: HashSet::new(),
+    };
+    p.collect_global_names();
+    p.module_items();
+    errors.append(&mut p.errors);
+    if errors.is_empty() {
+        Ok(p.module)
+    } else {
+        errors.sort_by_key(|d| d.primary.span.start);
+        Err(errors)
+    }
+}
+
+struct Parser {
+    tokens: Vec<Token>,
+    pos: usize,
+    module: Module,
+    comments: CommentCursor,
+    errors: Vec<Diagnostic>,
+    /// Every `@name` defined anywhere in the file, for "used before its definition" messages.
+    declared_globals: HashSet<String>,
+}
+
+/// Per-function parsing state.
+struct FunctionScope {
+    values: HashMap<String, Value>,
+    poisoned: HashSet<String>,
+}
+
+fn err(code: &'static str, message: impl Into<String>, span: Span, label: impl Into<String>) -> Fail {
+    Fail::Report(Box::new(Diagnostic::new(code, message, span, label)))
+}
+
+impl Parser {
+    // ---- token cursor ----
+
+    fn peek(&self) -> &Tok {
+        &self.tokens[self.pos].tok
+    }
+
+    fn peek_at(&self, k: usize) -> &Tok {
+        &self.tokens[(self.pos + k).min(self.tokens.len() - 1)].tok
+    }
+
+    fn span(&self) -> Span {
+        self.tokens[self.pos].span
+    }
+
+    fn prev_span(&self) -> Span {
+        self.tokens[self.pos.saturating_sub(1)].span
+    }
+
+    fn bump(&mut self) -> Token {
+        let t = self.tokens[self.pos].clone();
+        if self.pos < self.tokens.len() - 1 {
+            self.pos += 1;
+        }
+        t
+    }
+
+    fn eat(&mut self, tok: &Tok) -> bool {
+        if self.peek() == tok {
+            self.bump();
+            true
+        } else {
+            false
+        }
+    }
+
+    fn unexpected(&self, expected: &str) -> Fail {
+        let found = self.peek().describe();
+        err("strata::parse::unexpected_token", format!("expected {expected}, found {found}"), self.span(), format!("expected {expected}"))
+    }
+
+    fn expect(&mut self, tok: &Tok, expected: &str) -> PResult<Span> {
+        if self.peek() == tok {
+            Ok(self.bump().span)
+        } else {
+            Err(self.unexpected(expected))
+        }
+    }
+
+    fn ident(&mut self, expected: &str) -> PResult<(String, Span)> {
+        match self.peek().clone() {
+            Tok::Ident(s) => {
+                let sp = self.bump().span;
+                Ok((s, sp))
+            }
+            _ => Err(self.unexpected(expected)),
+        }
+    }
+
+    fn report(&mut self, f: Fail) {
+        if let Fail::Report(d) = f {
+            self.errors.push(*d);
+        }
+    }
+
+    /// Skips to the first token of the next line (or a `}` / end of file).
+    fn recover_statement(&mut self) {
+        let start = self.pos;
+        while !matches!(self.peek(), Tok::Eof) {
+            if self.pos > start && (self.tokens[self.pos].line_start || matches!(self.peek(), Tok::RBrace)) {
+                break;
+            }
+            self.bump();
+        }
+    }
+
+    /// Skips to the next line that starts an item.
+    fn recover_item(&mut self) {
+        let start = self.pos;
+        while !matches!(self.peek(), Tok::Eof) {
+            let t = &self.tokens[self.pos];
+            let item_start = matches!(&t.tok, Tok::Ident(k) if k == "func" || k == "program" || k == "ring")
+                || matches!(t.tok, Tok::Alias(_));
+            if self.pos > start && t.line_start && item_start {
+                break;
+            }
+            self.bump();
+        }
+    }
+
+    fn collect_global_names(&mut self) {
+        for w in self.tokens.windows(2) {
+            if let (Tok::Ident(k), Tok::Global(n)) = (&w[0].tok, &w[1].tok) {
+                if k == "func" || k == "program" || k == "ring" {
+                    self.declared_globals.insert(n.clone());
+                }
+            }
+        }
+    }
+
+    // ---- items ----
+
+    fn module_items(&mut self) {
+        loop {
+            match self.peek().clone() {
+                Tok::Eof => break,
+                Tok::Alias(_) => {
+                    if let Err(e) = self.alias_item() {
+                        self.report(e);
+                        self.recover_item();
+                    }
+                }
+                Tok::Ident(k) if k == "ring" => {
+                    if let Err(e) = self.ring_item() {
+                        self.report(e);
+                        self.recover_item();
+                    }
+                }
+                Tok::Ident(k) if k == "func" || k == "program" => {
+                    if let Err(e) = self.function_item() {
+                        self.report(e);
+                        self.recover_item();
+                    }
+                }
+                _ => {
+                    let f = err(
+                        "strata::parse::unexpected_token",
+                        format!("expected an item (`func`, `program`, `ring` or `!Alias = type`), found {}", self.peek().describe()),
+                        self.span(),
+                        "not an item",
+                    );
+                    self.report(f);
+                    self.recover_item();
+                }
+            }
+        }
+        self.module.trailing_comments = self.comments.rest();
+    }
+
+    fn check_global_unique(&self, name: &str, span: Span) -> PResult<()> {
+        let taken = self.module.functions.iter().any(|(_, f)| f.name == name)
+            || self.module.rings.iter().any(|(_, r)| r.name == name);
+        if taken {
+            return Err(err("strata::parse::duplicate_definition", format!("`@{name}` is defined twice"), span, "second definition"));
+        }
+        Ok(())
+    }
+
+    fn alias_item(&mut self) -> PResult<()> {
+        let start = self.span();
+        let Tok::Alias(name) = self.bump().tok else { unreachable!("checked by caller") };
+        if self.module.aliases.iter().any(|(_, a)| a.name == name) {
+            return Err(err("strata::parse::duplicate_definition", format!("type alias `!{name}` is defined twice"), start, "second definition"));
+        }
+        self.expect(&Tok::Eq, "`=` after the alias name")?;
+        let ty = self.parse_type()?;
+        let span = start.join(self.prev_span());
+        let info = self.comments.info(span);
+        let h = self.module.aliases.append(TypeAlias { name, ty }, info);
+        self.module.items.push(Item::Alias(h));
+        Ok(())
+    }
+
+    fn ring_item(&mut self) -> PResult<()> {
+        let start = self.bump().span;
+        let (name, name_span) = match self.peek().clone() {
+            Tok::Global(n) => (n, self.bump().span),
+            _ => return Err(self.unexpected("a ring name `@name`")),
+        };
+        self.check_global_unique(&name, name_span)?;
+        self.expect(&Tok::Lt, "`<` and the ring's element type")?;
+        let (ename, espan) = self.ident("a scalar element type")?;
+        let element = Scalar::from_name(&ename)
+            .ok_or_else(|| err("strata::parse::unknown_type", format!("unknown scalar type `{ename}`"), espan, "not a scalar type"))?;
+        self.expect(&Tok::Gt, "`>`")?;
+        let call = self.call_args(String::from("ring"), name_span)?;
+        let mut zero = None;
+        let mut add = None;
+        let mut mul = None;
+        if let Some(p) = call.positional.first() {
+            return Err(err("strata::parse::unexpected_argument", "ring parameters are keywords: `zero`, `add`, `mul`", p.span, "write `key = value`"));
+        }
+        for kw in &call.keywords {
+            match kw.key.as_str() {
+                "zero" => zero = Some(crate::lower::literal_of(&kw.value)?),
+                "add" | "mul" => {
+                    let AttrValue::Global(fname) = &kw.value.node else {
+                        return Err(err("strata::parse::wrong_attribute", format!("`{}` expects a function `@name`", kw.key), kw.value.span, "not a function"));
+                    };
+                    let f = self.resolve_function(fname, kw.value.span)?;
+                    if kw.key == "add" {
+                        add = Some(f);
+                    } else {
+                        mul = Some(f);
+                    }
+                }
+                other => {
+                    return Err(err("strata::parse::unknown_attribute", format!("rings have no parameter `{other}`"), kw.key_span, "expected `zero`, `add` or `mul`"))
+                }
+            }
+        }
+        let missing = |what: &str| err("strata::parse::missing_attribute", format!("ring `@{name}` needs `{what}`"), call.span, format!("`{what} = …` missing"));
+        let ring = Ring {
+            zero: zero.ok_or_else(|| missing("zero"))?,
+            add: add.ok_or_else(|| missing("add"))?,
+            mul: mul.ok_or_else(|| missing("mul"))?,
+            name,
+            element,
+        };
+        let span = start.join(self.prev_span());
+        let info = self.comments.info(span);
+        let h = self.module.rings.append(ring, info);
+        self.module.items.push(Item::Ring(h));
+        Ok(())
+    }
+
+    fn resolve_function(&self, name: &str, span: Span) -> PResult<Handle<Function>> {
+        crate::lower::resolve_function(&self.module, &self.declared_globals, name, span)
+    }
+
+    fn function_item(&mut self) -> PResult<()> {
+        let kw = self.bump();
+        let kind = if matches!(&kw.tok, Tok::Ident(k) if k == "program") { FunctionKind::Program } else { FunctionKind::Func };
+        let (name, name_span) = match self.peek().clone() {
+            Tok::Global(n) => (n, self.bump().span),
+            _ => return Err(self.unexpected("a function name `@name`")),
+        };
+        self.check_global_unique(&name, name_span)?;
+        let mut exprs: Arena<Expr, Span> = Arena::new();
+        let mut scope = FunctionScope { values: HashMap::new(), poisoned: HashSet::new() };
+        let mut params = Vec::new();
+        self.expect(&Tok::LParen, "`(` and the parameter list")?;
+        while !matches!(self.peek(), Tok::RParen) {
+            let (pname, pspan) = match self.peek().clone() {
+                Tok::Value(n) => (n, self.bump().span),
+                _ => return Err(self.unexpected("a parameter `%name`")),
+            };
+            self.expect(&Tok::Colon, "`:` and the parameter type")?;
+            let mut mode = ParamMode::In;
+            if matches!(self.peek(), Tok::Ident(k) if k == "out") {
+                let ospan = self.bump().span;
+                if kind == FunctionKind::Func {
+                    return Err(Fail::Report(Box::new(
+                        Diagnostic::new("strata::parse::out_param_in_func", "a `func` cannot have `out` parameters", ospan, "only programs write outputs")
+                            .with_help("return the result, or make this a `program`"),
+                    )));
+                }
+                mode = ParamMode::Out;
+            }
+            let ty = self.parse_type()?;
+            if scope.values.contains_key(&pname) {
+                return Err(err("strata::parse::duplicate_value", format!("parameter `%{pname}` is declared twice"), pspan, "second declaration"));
+            }
+            let h = exprs.append(Expr { name: pname.clone(), ty, kind: ExprKind::Param(mode) }, pspan.join(self.prev_span()));
+            scope.values.insert(pname, h);
+            params.push(h);
+            if !self.eat(&Tok::Comma) {
+                break;
+            }
+        }
+        self.expect(&Tok::RParen, "`,` or `)`")?;
+        let mut result = None;
+        if self.eat(&Tok::Arrow) {
+            let rspan = self.prev_span();
+            if kind == FunctionKind::Program {
+                return Err(Fail::Report(Box::new(
+                    Diagnostic::new("strata::parse::program_result", "a `program` has no result type", rspan, "programs write `out` parameters instead")
+                        .with_help("declare an `out` parameter and assign to it with `<-`"),
+                )));
+            }
+            result = Some(self.parse_type()?);
+        } else if kind == FunctionKind::Func {
+            return Err(self.unexpected("`->` and the result type"));
+        }
+        self.expect(&Tok::LBrace, "`{`")?;
+        let header = kw.span.join(self.prev_span());
+        let info = self.comments.info(header);
+        let mut body: Arena<Statement, SourceInfo> = Arena::new();
+        loop {
+            match self.peek() {
+                Tok::RBrace => break,
+                Tok::Eof => return Err(err("strata::parse::unexpected_token", format!("`@{name}` is missing its closing `}}`"), self.span(), "file ends here")),
+                _ => {}
+            }
+            let start = self.span();
+            match self.statement(kind, &mut exprs, &mut scope) {
+                Ok(stmt) => {
+                    let span = start.join(self.prev_span());
+                    let sinfo = self.comments.info(span);
+                    body.append(stmt, sinfo);
+                }
+                Err(e) => {
+                    self.report(e);
+                    self.recover_statement();
+                }
+            }
+        }
+        let close = self.bump().span;
+        let closing_comments = self.comments.before(close.start as usize);
+        let f = Function { name, kind, params, result, exprs, body, closing_comments };
+        let h = self.module.functions.append(f, info);
+        self.module.items.push(Item::Function(h));
+        Ok(())
+    }
+
+    fn lookup_value(&self, scope: &FunctionScope, name: &str, span: Span) -> PResult<Value> {
+        if let Some(&v) = scope.values.get(name) {
+            return Ok(v);
+        }
+        if scope.poisoned.contains(name) {
+            return Err(Fail::Silent);
+        }
+        Err(err("strata::parse::unknown_value", format!("no value named `%{name}` is defined before this point"), span, "unknown value"))
+    }
+
+    fn statement(&mut self, kind: FunctionKind, exprs: &mut Arena<Expr, Span>, scope: &mut FunctionScope) -> PResult<Statement> {
+        match self.peek().clone() {
+            Tok::Ident(k) if k == "return" => {
+                let rspan = self.bump().span;
+                if kind == FunctionKind::Program {
+                    return Err(err("strata::parse::return_in_program", "`return` in a `program`", rspan, "programs assign to `out` parameters"));
+                }
+                let (name, span) = match self.peek().clone() {
+                    Tok::Value(n) => (n, self.bump().span),
+                    _ => return Err(self.unexpected("the returned value `%name`")),
+                };
+                Ok(Statement::Return(self.lookup_value(scope, &name, span)?))
+            }
+            Tok::Value(name) => {
+                let name_span = self.bump().span;
+                match self.peek() {
+                    Tok::Eq => {
+                        self.bump();
+                        let result = self.let_statement(&name, name_span, exprs, scope);
+                        if result.is_err() {
+                            scope.poisoned.insert(name);
+                        }
+                        result
+                    }
+                    Tok::Assign | Tok::LBracket => {
+                        if kind == FunctionKind::Func {
+                            return Err(err("strata::parse::assign_in_func", "assignment in a `func`", name_span, "only programs assign to outputs"));
+                        }
+                        let target = self.lookup_value(scope, &name, name_span)?;
+                        let mut domain = None;
+                        if self.eat(&Tok::LBracket) {
+                            let mut d = Vec::new();
+                            while !matches!(self.peek(), Tok::RBracket) {
+                                let (dn, _) = self.ident("a dimension `Name[start:stop]`")?;
+                                let iv = self.interval()?;
+                                d.push((DimName(dn), iv));
+                                if !self.eat(&Tok::Comma) {
+                                    break;
+                                }
+                            }
+                            self.expect(&Tok::RBracket, "`,` or `]`")?;
+                            domain = Some(d);
+                        }
+                        self.expect(&Tok::Assign, "`<-`")?;
+                        let (vname, vspan) = match self.peek().clone() {
+                            Tok::Value(n) => (n, self.bump().span),
+                            _ => return Err(self.unexpected("the assigned value `%name`")),
+                        };
+                        let value = self.lookup_value(scope, &vname, vspan)?;
+                        Ok(Statement::Assign { target, domain, value })
+                    }
+                    _ => Err(self.unexpected("`=` or `<-`")),
+                }
+            }
+            _ => Err(self.unexpected("a statement (`%name = op(…) : type`, `%out <- %value` or `return %value`)")),
+        }
+    }
+
+    fn let_statement(&mut self, name: &str, name_span: Span, exprs: &mut Arena<Expr, Span>, scope: &mut FunctionScope) -> PResult<Statement> {
+        if scope.values.contains_key(name) {
+            return Err(err("strata::parse::duplicate_value", format!("value `%{name}` is defined twice"), name_span, "redefined here"));
+        }
+        let (op_name, op_span) = self.ident("an operation name")?;
+        let call = self.call_args(op_name, op_span)?;
+        self.expect(&Tok::Colon, "`:` and the result type")?;
+        let ty = self.parse_type()?;
+        let op = {
+            let lookup = |n: &str, sp: Span| self.lookup_value(scope, n, sp);
+            let cx = Scope { module: &self.module, value: &lookup, declared_globals: &self.declared_globals };
+            lower_op(&call, &cx)?
+        };
+        let h = exprs.append(Expr { name: name.to_string(), ty, kind: ExprKind::Op(op) }, name_span.join(call.span));
+        scope.values.insert(name.to_string(), h);
+        Ok(Statement::Let(h))
+    }
+
+    /// Parses `(args)` after an op name.
+    fn call_args(&mut self, name: String, name_span: Span) -> PResult<CallAst> {
+        self.expect(&Tok::LParen, "`(` and the operation's arguments")?;
+        let mut positional = Vec::new();
+        let mut keywords: Vec<Keyword> = Vec::new();
+        while !matches!(self.peek(), Tok::RParen) {
+            if let (Tok::Ident(k), Tok::Eq) = (self.peek().clone(), self.peek_at(1).clone()) {
+                let key_span = self.bump().span;
+                self.bump();
+                if keywords.iter().any(|kw| kw.key == k) {
+                    return Err(err("strata::parse::duplicate_attribute", format!("attribute `{k}` is given twice"), key_span, "again here"));
+                }
+                let value = self.attr_value()?;
+                keywords.push(Keyword { key: k, key_span, value });
+            } else {
+                if let Some(kw) = keywords.last() {
+                    let v = self.attr_value()?;
+                    return Err(Fail::Report(Box::new(
+                        Diagnostic::new("strata::parse::positional_after_keyword", "positional argument after a keyword attribute", v.span, "positional argument")
+                            .with_label(kw.key_span, "keyword attribute")
+                            .with_help("write value operands first, then `key = value` attributes"),
+                    )));
+                }
+                positional.push(self.attr_value()?);
+            }
+            if !self.eat(&Tok::Comma) {
+                break;
+            }
+        }
+        let close = self.expect(&Tok::RParen, "`,` or `)`")?;
+        Ok(CallAst { name, name_span, positional, keywords, span: name_span.join(close) })
+    }
+
+    // ---- attributes ----
+
+    fn signed_int(&mut self) -> PResult<i64> {
+        let neg = self.eat(&Tok::Minus);
+        match self.peek().clone() {
+            Tok::Int(v) => {
+                self.bump();
+                Ok(if neg { -v } else { v })
+            }
+            _ => Err(self.unexpected("an integer")),
+        }
+    }
+
+    fn interval(&mut self) -> PResult<Interval> {
+        self.expect(&Tok::LBracket, "`[start:stop]`")?;
+        let start = self.signed_int()?;
+        self.expect(&Tok::Colon, "`:` between start and stop")?;
+        let stop = self.signed_int()?;
+        self.expect(&Tok::RBracket, "`]`")?;
+        Ok(Interval::new(start, stop))
+    }
+
+    fn attr_value(&mut self) -> PResult<Spanned<AttrValue>> {
+        let start = self.span();
+        let node = match self.peek().clone() {
+            Tok::Minus => {
+                self.bump();
+                match self.peek().clone() {
+                    Tok::Int(v) => {
+                        self.bump();
+                        AttrValue::Int(-v)
+                    }
+                    Tok::Float(x) => {
+                        self.bump();
+                        AttrValue::Float(-x)
+                    }
+                    Tok::Ident(w) if w == "inf" => {
+                        self.bump();
+                        AttrValue::Float(f64::NEG_INFINITY)
+                    }
+                    _ => return Err(self.unexpected("a number after `-`")),
+                }
+            }
+            Tok::Int(v) => {
+                self.bump();
+                AttrValue::Int(v)
+            }
+            Tok::Float(x) => {
+                self.bump();
+                AttrValue::Float(x)
+            }
+            Tok::Str(s) => {
+                self.bump();
+                AttrValue::Str(s)
+            }
+            Tok::Value(v) => {
+                self.bump();
+                AttrValue::Value(v)
+            }
+            Tok::Global(g) => {
+                self.bump();
+                AttrValue::Global(g)
+            }
+            Tok::Ident(w) => {
+                self.bump();
+                match w.as_str() {
+                    "true" => AttrValue::Bool(true),
+                    "false" => AttrValue::Bool(false),
+                    "inf" => AttrValue::Float(f64::INFINITY),
+                    "nan" => AttrValue::Float(f64::NAN),
+                    _ if matches!(self.peek(), Tok::LBracket) => {
+                        let iv = self.interval()?;
+                        AttrValue::Interval(w, iv)
+                    }
+                    _ => AttrValue::Word(w),
+                }
+            }
+            Tok::LBracket => {
+                self.bump();
+                let items = self.attr_list(&Tok::RBracket)?;
+                AttrValue::List(items)
+            }
+            Tok::LParen => {
+                self.bump();
+                let items = self.attr_list(&Tok::RParen)?;
+                if self.eat(&Tok::Arrow) {
+                    AttrValue::Map(self.affine_map(items, start)?)
+                } else {
+                    AttrValue::Tuple(items)
+                }
+            }
+            _ => return Err(self.unexpected("an attribute value")),
+        };
+        Ok(Spanned { node, span: start.join(self.prev_span()) })
+    }
+
+    fn attr_list(&mut self, close: &Tok) -> PResult<Vec<Spanned<AttrValue>>> {
+        let mut items = Vec::new();
+        while self.peek() != close {
+            items.push(self.attr_value()?);
+            if !self.eat(&Tok::Comma) {
+                break;
+            }
+        }
+        self.expect(close, &format!("`,` or {}", close.describe()))?;
+        Ok(items)
+    }
+
+    fn affine_map(&mut self, dims: Vec<Spanned<AttrValue>>, start: Span) -> PResult<AffineMap> {
+        for (i, d) in dims.iter().enumerate() {
+            let ok = matches!(&d.node, AttrValue::Word(w) if *w == format!("d{i}"));
+            if !ok {
+                return Err(err(
+                    "strata::parse::invalid_affine_map",
+                    format!("affine map dimensions must be named `d0, d1, …` in order; position {i} should be `d{i}`"),
+                    d.span,
+                    "unexpected dimension name",
+                ));
+            }
+        }
+        let num_dims = dims.len() as u32;
+        self.expect(&Tok::LParen, "`(` and the map's results")?;
+        let mut results = Vec::new();
+        while !matches!(self.peek(), Tok::RParen) {
+            results.push(self.affine_expr(num_dims)?);
+            if !self.eat(&Tok::Comma) {
+                break;
+            }
+        }
+        self.expect(&Tok::RParen, "`,` or `)`")?;
+        let _ = start;
+        Ok(AffineMap { num_dims, results })
+    }
+
+    fn affine_expr(&mut self, num_dims: u32) -> PResult<AffineExpr> {
+        let mut e = AffineExpr::default();
+        let mut sign = if self.eat(&Tok::Minus) { -1 } else { 1 };
+        loop {
+            self.affine_term(&mut e, sign, num_dims)?;
+            if self.eat(&Tok::Plus) {
+                sign = 1;
+            } else if self.eat(&Tok::Minus) {
+                sign = -1;
+            } else {
+                return Ok(e);
+            }
+        }
+    }
+
+    fn affine_dim(&mut self, num_dims: u32) -> PResult<u32> {
+        let (w, span) = self.ident("a loop dimension `dN`")?;
+        let d = w.strip_prefix('d').and_then(|n| n.parse::<u32>().ok());
+        match d {
+            Some(d) if d < num_dims => Ok(d),
+            Some(_) => Err(err("strata::parse::invalid_affine_map", format!("`{w}` is not among the map's {num_dims} dimensions"), span, "out of range")),
+            None => Err(err("strata::parse::invalid_affine_map", format!("`{w}` is not a loop dimension"), span, "expected `d0`, `d1`, …")),
+        }
+    }
+
+    fn affine_term(&mut self, e: &mut AffineExpr, sign: i64, num_dims: u32) -> PResult<()> {
+        match self.peek().clone() {
+            Tok::Int(c) => {
+                self.bump();
+                if self.eat(&Tok::Star) {
+                    let d = self.affine_dim(num_dims)?;
+                    e.add_term(d, sign * c);
+                } else {
+                    e.constant += sign * c;
+                }
+            }
+            Tok::Ident(_) => {
+                let d = self.affine_dim(num_dims)?;
+                let mut c = 1;
+                if self.eat(&Tok::Star) {
+                    match self.peek().clone() {
+                        Tok::Int(k) => {
+                            self.bump();
+                            c = k;
+                        }
+                        _ => return Err(self.unexpected("an integer coefficient")),
+                    }
+                }
+                e.add_term(d, sign * c);
+            }
+            _ => return Err(self.unexpected("an affine term (`dN`, `c*dN` or an integer)")),
+        }
+        Ok(())
+    }
+
+    // ---- types ----
+
+    fn parse_type(&mut self) -> PResult<Handle<Type>> {
+        match self.peek().clone() {
+            Tok::Alias(name) => {
+                let span = self.bump().span;
+                match self.module.aliases.iter().find(|(_, a)| a.name == name) {
+                    Some((_, a)) => Ok(a.ty),
+                    None => Err(err("strata::parse::unknown_type", format!("no type alias `!{name}` is defined before this point"), span, "unknown alias")),
+                }
+            }
+            Tok::Ident(w) if w == "tensor" => self.tensor_type(),
+            Tok::Ident(w) => {
+                let span = self.bump().span;
+                match Scalar::from_name(&w) {
+                    Some(s) => Ok(self.module.types.insert(Type::Scalar(s))),
+                    None => Err(Fail::Report(Box::new(
+                        Diagnostic::new("strata::parse::unknown_type", format!("unknown type `{w}`"), span, "not a type")
+                            .with_help("scalar types are bool, i8, i16, i32, i64, u8, u16, u32, u64, f32, f64, index"),
+                    ))),
+                }
+            }
+            Tok::LParen => {
+                let start = self.bump().span;
+                let mut fields = Vec::new();
+                let mut trailing_comma = false;
+                while !matches!(self.peek(), Tok::RParen) {
+                    fields.push(self.parse_type()?);
+                    trailing_comma = self.eat(&Tok::Comma);
+                    if !trailing_comma {
+                        break;
+                    }
+                }
+                self.expect(&Tok::RParen, "`,` or `)`")?;
+                if self.eat(&Tok::Arrow) {
+                    let result = self.parse_type()?;
+                    return Ok(self.module.types.insert(Type::Function { params: fields, result }));
+                }
+                if fields.is_empty() {
+                    return Err(err("strata::parse::empty_tuple", "empty tuple type", start.join(self.prev_span()), "a tuple needs at least one field"));
+                }
+                if fields.len() == 1 && !trailing_comma {
+                    return Ok(fields[0]);
+                }
+                Ok(self.module.types.insert(Type::Tuple(fields)))
+            }
+            _ => Err(self.unexpected("a type")),
+        }
+    }
+
+    fn tensor_type(&mut self) -> PResult<Handle<Type>> {
+        self.bump();
+        self.expect(&Tok::Lt, "`<` after `tensor`")?;
+        let mut levels = Vec::new();
+        if let Tok::Shape(dims) = self.peek().clone() {
+            self.bump();
+            for (i, n) in dims.iter().enumerate() {
+                levels.push(Level::dense(DimName::positional(i), Interval::from_len(*n)));
+            }
+        }
+        let element = self.parse_type()?;
+        let mut placement = Placement::HOST;
+        let positional = !levels.is_empty();
+        while self.eat(&Tok::Comma) {
+            let (name, span) = self.ident("a dimension `Name[start:stop]` or `device = …` / `team = …`")?;
+            if self.eat(&Tok::Eq) {
+                match name.as_str() {
+                    "device" => {
+                        let d = match self.peek().clone() {
+                            Tok::Ident(d) | Tok::Str(d) => {
+                                self.bump();
+                                d
+                            }
+                            _ => return Err(self.unexpected("a device name")),
+                        };
+                        placement.device = if d == "cpu" { Device::Cpu } else { Device::Named(d) };
+                    }
+                    "team" => {
+                        let n = self.signed_int()?;
+                        if n < 1 || n > u32::MAX as i64 {
+                            return Err(err("strata::parse::invalid_team", format!("a team has at least one rank, not {n}"), self.prev_span(), "team size"));
+                        }
+                        placement.team = Some(Team { ranks: n as u32 });
+                    }
+                    other => {
+                        return Err(err("strata::parse::unknown_attribute", format!("tensor types have no attribute `{other}`"), span, "expected `device` or `team`"))
+                    }
+                }
+                continue;
+            }
+            if positional {
+                return Err(Fail::Report(Box::new(
+                    Diagnostic::new("strata::parse::mixed_shape_forms", "named dimensions cannot follow a positional shape", span, "named dimension")
+                        .with_help("write every dimension by name: `tensor<f32, _0[0:4], _1[0:8], J[0:3]>`"),
+                )));
+            }
+            if !matches!(self.peek(), Tok::LBracket) {
+                return Err(self.unexpected(&format!("`[start:stop]` after dimension `{name}`")));
+            }
+            let iv = self.interval()?;
+            let format = self.level_format()?;
+            levels.push(Level { name: DimName(name), interval: iv, format });
+        }
+        self.expect(&Tok::Gt, "`,` or `>` closing the tensor type")?;
+        Ok(self.module.types.insert(Type::Tensor(TensorType { element, levels, placement })))
+    }
+
+    fn level_format(&mut self) -> PResult<LevelFormat> {
+        let Tok::Ident(kw) = self.peek().clone() else { return Ok(LevelFormat::Dense) };
+        let span = self.span();
+        let base = match kw.as_str() {
+            "dense" => LevelFormat::Dense,
+            "compressed" => LevelFormat::COMPRESSED,
+            "singleton" => LevelFormat::Singleton { unique: true, ordered: true },
+            "ragged" => LevelFormat::Ragged { total: Extent::Dynamic },
+            "block" => LevelFormat::Block,
+            _ => {
+                return Err(Fail::Report(Box::new(
+                    Diagnostic::new("strata::parse::unknown_format", format!("unknown level format `{kw}`"), span, "not a format")
+                        .with_help("level formats are dense, compressed, singleton, ragged and block"),
+                )))
+            }
+        };
+        self.bump();
+        if !self.eat(&Tok::LParen) {
+            return Ok(base);
+        }
+        let mut fmt = base;
+        while !matches!(self.peek(), Tok::RParen) {
+            let (opt, ospan) = self.ident("a format option")?;
+            let bad = || err("strata::parse::unknown_format", format!("`{kw}` has no option `{opt}`"), ospan, "unknown option");
+            match (&mut fmt, opt.as_str()) {
+                (LevelFormat::Compressed { unique, .. } | LevelFormat::Singleton { unique, .. }, "nonunique") => *unique = false,
+                (LevelFormat::Compressed { ordered, .. } | LevelFormat::Singleton { ordered, .. }, "nonordered") => *ordered = false,
+                (LevelFormat::Compressed { nnz: n, .. }, "nnz") | (LevelFormat::Ragged { total: n }, "total") => {
+                    self.expect(&Tok::Eq, "`=`")?;
+                    *n = if self.eat(&Tok::Question) {
+                        Extent::Dynamic
+                    } else {
+                        let v = self.signed_int()?;
+                        if v < 0 {
+                            return Err(err("strata::parse::invalid_number", "a count cannot be negative", self.prev_span(), "negative"));
+                        }
+                        Extent::Static(v as u64)
+                    };
+                }
+                _ => return Err(bad()),
+            }
+            if !self.eat(&Tok::Comma) {
+                break;
+            }
+        }
+        self.expect(&Tok::RParen, "`,` or `)`")?;
+        Ok(fmt)
+    }
+}
