@@ -1,1 +1,160 @@
-//! placeholder
+//! The `strata` command's library half: reading files, running the front end and verifier,
+//! rendering diagnostics, and the `check` and `fmt` commands. `main.rs` only parses arguments.
+
+#![deny(missing_docs)]
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use miette::{GraphicalReportHandler, GraphicalTheme, NamedSource};
+use strata_ir::{Diagnostic, Module};
+
+/// Failures of the command itself (as opposed to diagnostics about a program).
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// A file could not be read.
+    #[error("cannot read `{path}`: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A file is not UTF-8.
+    #[error("`{path}` is not UTF-8 text")]
+    NotText {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A file could not be written.
+    #[error("cannot write `{path}`: {source}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// Renders diagnostics for `source` (named `name`) as text: `name:line:col`, the source line
+/// with the labelled span underlined, the message, and help.
+pub fn render(name: &str, source: &str, diagnostics: &[Diagnostic], color: bool) -> String {
+    let theme = if color { GraphicalTheme::unicode() } else { GraphicalTheme::unicode_nocolor() };
+    let handler = GraphicalReportHandler::new_themed(theme).with_width(100).with_context_lines(1);
+    let mut out = String::new();
+    for d in diagnostics {
+        let (line, col) = d.primary.span.line_col(source);
+        let report = miette::Report::new(d.clone()).with_source_code(NamedSource::new(name, source.to_string()));
+        let _ = writeln!(out, "{name}:{line}:{col}: error: {}", d.message);
+        if handler.render_report(&mut out, report.as_ref()).is_err() {
+            let _ = writeln!(out, "  [{}] {}", d.code, d.message);
+        }
+    }
+    out
+}
+
+/// Parses and verifies source text.
+pub fn check_source(source: &str) -> Result<Module, Vec<Diagnostic>> {
+    let module = strata_syntax::parse(source)?;
+    strata_verify::verify(&module)?;
+    Ok(module)
+}
+
+/// Reads a file as UTF-8.
+pub fn read_source(path: &Path) -> Result<String, CliError> {
+    let bytes = std::fs::read(path).map_err(|source| CliError::Read { path: path.into(), source })?;
+    String::from_utf8(bytes).map_err(|_| CliError::NotText { path: path.into() })
+}
+
+/// Whether to colour output written to stderr.
+pub fn stderr_color() -> bool {
+    std::env::var_os("NO_COLOR").is_none() && std::io::IsTerminal::is_terminal(&std::io::stderr())
+}
+
+/// `strata check`: exit status 0 if every file verifies, 1 if any has diagnostics, 2 if a file
+/// cannot be read.
+pub fn cmd_check(files: &[PathBuf]) -> i32 {
+    let color = stderr_color();
+    let mut status = 0;
+    let mut stderr = std::io::stderr().lock();
+    for path in files {
+        let source = match read_source(path) {
+            Ok(s) => s,
+            Err(e) => {
+                let _ = writeln!(stderr, "error: {e}");
+                status = 2;
+                continue;
+            }
+        };
+        match check_source(&source) {
+            Ok(_) => println!("{}: ok", path.display()),
+            Err(diags) => {
+                let _ = write!(stderr, "{}", render(&path.display().to_string(), &source, &diags, color));
+                let _ = writeln!(stderr, "{}: {} error{}", path.display(), diags.len(), if diags.len() == 1 { "" } else { "s" });
+                status = status.max(1);
+            }
+        }
+    }
+    status
+}
+
+/// The canonical text of `source`, or its parse diagnostics.
+pub fn format_source(source: &str) -> Result<String, Vec<Diagnostic>> {
+    Ok(strata_syntax::parse(source)?.to_string())
+}
+
+/// Writes `text` to `path` through a temporary file in the same folder and a rename, so the
+/// file is never left half-written.
+pub fn write_atomically(path: &Path, text: &str) -> Result<(), CliError> {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.strata-fmt.{}", std::process::id()));
+    let werr = |source| CliError::Write { path: path.into(), source };
+    std::fs::write(&tmp, text).map_err(werr)?;
+    if let Ok(meta) = std::fs::metadata(path) {
+        let _ = std::fs::set_permissions(&tmp, meta.permissions());
+    }
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        werr(e)
+    })
+}
+
+/// `strata fmt`: rewrites files in canonical form (or, with `check`, only reports the ones that
+/// are not). Files with syntax errors are reported and left untouched.
+pub fn cmd_fmt(files: &[PathBuf], check: bool) -> i32 {
+    let color = stderr_color();
+    let mut status = 0;
+    let mut stderr = std::io::stderr().lock();
+    for path in files {
+        let source = match read_source(path) {
+            Ok(s) => s,
+            Err(e) => {
+                let _ = writeln!(stderr, "error: {e}");
+                status = 2;
+                continue;
+            }
+        };
+        match format_source(&source) {
+            Err(diags) => {
+                let _ = write!(stderr, "{}", render(&path.display().to_string(), &source, &diags, color));
+                status = status.max(1);
+            }
+            Ok(text) if text == source => {}
+            Ok(_) if check => {
+                let _ = writeln!(stderr, "{}: not formatted (run `strata fmt {}`)", path.display(), path.display());
+                status = status.max(1);
+            }
+            Ok(text) => {
+                if let Err(e) = write_atomically(path, &text) {
+                    let _ = writeln!(stderr, "error: {e}");
+                    status = 2;
+                } else {
+                    println!("formatted {}", path.display());
+                }
+            }
+        }
+    }
+    status
+}

@@ -29,6 +29,6 @@ pub use module::{Expr, ExprKind, Function, FunctionKind, Item, Module, ParamMode
 pub use op::{ArrayFunc, Attr, BinaryClass, BinaryOp, BuiltinRing, Init, MapKind, Mode, Op, RingRef, UnaryOp, Value};
 pub use span::{SourceInfo, Span};
 pub use types::{
-    element_of, element_scalar, Device, DimName, Extent, Interval, Level, LevelFormat, Placement, Scalar, TensorType,
-    Team, Type, TypeArena,
+    element_of, element_scalar, Device, DimName, Extent, Interval, Level, LevelFormat, Placement, Scalar, Team,
+    TensorType, Type, TypeArena,
 };

@@ -118,7 +118,15 @@ pub struct Comment {
 
 /// Splits `src` into tokens and comments; lexical errors are collected and lexing goes on.
 pub fn lex(src: &str) -> (Vec<Token>, Vec<Comment>, Vec<Diagnostic>) {
-    let mut lx = Lexer { src, bytes: src.as_bytes(), pos: 0, tokens: Vec::new(), comments: Vec::new(), errors: Vec::new(), line_has_token: false };
+    let mut lx = Lexer {
+        src,
+        bytes: src.as_bytes(),
+        pos: 0,
+        tokens: Vec::new(),
+        comments: Vec::new(),
+        errors: Vec::new(),
+        line_has_token: false,
+    };
     lx.run();
     (lx.tokens, lx.comments, lx.errors)
 }
@@ -153,7 +161,12 @@ impl Lexer<'_> {
     }
 
     fn error(&mut self, code: &'static str, message: String, start: usize, label: &str) {
-        self.errors.push(Diagnostic::new(code, message, Span::new(start, self.pos.max(start + 1).min(self.src.len().max(start))), label));
+        self.errors.push(Diagnostic::new(
+            code,
+            message,
+            Span::new(start, self.pos.max(start + 1).min(self.src.len().max(start))),
+            label,
+        ));
     }
 
     fn word(&mut self, dots: bool) -> String {
@@ -196,7 +209,12 @@ impl Lexer<'_> {
                             b'@' => "function or ring",
                             _ => "type alias",
                         };
-                        self.error("strata::parse::invalid_token", format!("expected a {what} name after `{}`", b as char), start, "name missing here");
+                        self.error(
+                            "strata::parse::invalid_token",
+                            format!("expected a {what} name after `{}`", b as char),
+                            start,
+                            "name missing here",
+                        );
                         continue;
                     }
                     let tok = match b {
@@ -258,7 +276,12 @@ impl Lexer<'_> {
         loop {
             match self.src[self.pos..].chars().next() {
                 None | Some('\n') => {
-                    self.error("strata::parse::unterminated_string", "unterminated string literal".into(), start, "string starts here");
+                    self.error(
+                        "strata::parse::unterminated_string",
+                        "unterminated string literal".into(),
+                        start,
+                        "string starts here",
+                    );
                     return;
                 }
                 Some('"') => {
@@ -277,7 +300,12 @@ impl Lexer<'_> {
                             self.pos += 1;
                         }
                         _ => {
-                            self.error("strata::parse::invalid_token", "unknown escape in string literal".into(), self.pos - 1, "only `\\\"`, `\\\\` and `\\n` are escapes");
+                            self.error(
+                                "strata::parse::invalid_token",
+                                "unknown escape in string literal".into(),
+                                self.pos - 1,
+                                "only `\\\"`, `\\\\` and `\\n` are escapes",
+                            );
                         }
                     }
                 }
@@ -320,7 +348,12 @@ impl Lexer<'_> {
                 match d.parse::<u64>() {
                     Ok(v) => parsed.push(v),
                     Err(_) => {
-                        self.error("strata::parse::invalid_number", format!("extent `{d}` is too large"), start, "in this shape");
+                        self.error(
+                            "strata::parse::invalid_number",
+                            format!("extent `{d}` is too large"),
+                            start,
+                            "in this shape",
+                        );
                         return;
                     }
                 }
@@ -348,19 +381,34 @@ impl Lexer<'_> {
         }
         if self.peek(0).is_some_and(is_ident_start) {
             let w = self.word(false);
-            self.error("strata::parse::invalid_number", format!("invalid suffix `{w}` on a number"), start, "number ends here");
+            self.error(
+                "strata::parse::invalid_number",
+                format!("invalid suffix `{w}` on a number"),
+                start,
+                "number ends here",
+            );
             return;
         }
         let text = &self.src[start..self.pos];
         if is_float {
             match text.parse::<f64>() {
                 Ok(x) if x.is_finite() => self.push(Tok::Float(x), start),
-                _ => self.error("strata::parse::invalid_number", format!("float literal `{text}` is out of range"), start, "write `inf` for infinity"),
+                _ => self.error(
+                    "strata::parse::invalid_number",
+                    format!("float literal `{text}` is out of range"),
+                    start,
+                    "write `inf` for infinity",
+                ),
             }
         } else {
             match text.parse::<i64>() {
                 Ok(v) => self.push(Tok::Int(v), start),
-                Err(_) => self.error("strata::parse::invalid_number", format!("integer literal `{text}` does not fit in 64 bits"), start, "too large"),
+                Err(_) => self.error(
+                    "strata::parse::invalid_number",
+                    format!("integer literal `{text}` does not fit in 64 bits"),
+                    start,
+                    "too large",
+                ),
             }
         }
     }
@@ -380,7 +428,14 @@ mod tests {
     fn lexes_shapes_and_types() {
         assert_eq!(
             kinds("tensor<4x8xf32>"),
-            vec![Tok::Ident("tensor".into()), Tok::Lt, Tok::Shape(vec![4, 8]), Tok::Ident("f32".into()), Tok::Gt, Tok::Eof]
+            vec![
+                Tok::Ident("tensor".into()),
+                Tok::Lt,
+                Tok::Shape(vec![4, 8]),
+                Tok::Ident("f32".into()),
+                Tok::Gt,
+                Tok::Eof
+            ]
         );
         assert_eq!(kinds("4x8x tensor")[0], Tok::Shape(vec![4, 8]));
     }
@@ -389,7 +444,16 @@ mod tests {
     fn lexes_numbers_and_arrows() {
         assert_eq!(
             kinds("-1 2.5 1e3 -> <- 7"),
-            vec![Tok::Minus, Tok::Int(1), Tok::Float(2.5), Tok::Float(1000.0), Tok::Arrow, Tok::Assign, Tok::Int(7), Tok::Eof]
+            vec![
+                Tok::Minus,
+                Tok::Int(1),
+                Tok::Float(2.5),
+                Tok::Float(1000.0),
+                Tok::Arrow,
+                Tok::Assign,
+                Tok::Int(7),
+                Tok::Eof
+            ]
         );
     }
 

@@ -45,17 +45,32 @@ pub(crate) fn literal_of(v: &Spanned<AttrValue>) -> PResult<Literal> {
     }
 }
 
-pub(crate) fn resolve_function(module: &Module, declared: &HashSet<String>, name: &str, span: Span) -> PResult<Handle<Function>> {
+pub(crate) fn resolve_function(
+    module: &Module,
+    declared: &HashSet<String>,
+    name: &str,
+    span: Span,
+) -> PResult<Handle<Function>> {
     if let Some(h) = module.function_by_name(name) {
         return Ok(h);
     }
     if declared.contains(name) && !module.rings.iter().any(|(_, r)| r.name == name) {
         return Err(Fail::Report(Box::new(
-            Diagnostic::new("strata::parse::use_before_definition", format!("function `@{name}` is used before its definition"), span, "defined further down")
-                .with_help("move the definition above its first use: functions may only call earlier functions"),
+            Diagnostic::new(
+                "strata::parse::use_before_definition",
+                format!("function `@{name}` is used before its definition"),
+                span,
+                "defined further down",
+            )
+            .with_help("move the definition above its first use: functions may only call earlier functions"),
         )));
     }
-    Err(err("strata::parse::unknown_function", format!("no function named `@{name}`"), span, "not defined in this file"))
+    Err(err(
+        "strata::parse::unknown_function",
+        format!("no function named `@{name}`"),
+        span,
+        "not defined in this file",
+    ))
 }
 
 /// Reads the arguments of one call.
@@ -83,11 +98,20 @@ impl<'c> Args<'c> {
             }
             Some(other) => Err(err(
                 "strata::parse::missing_operand",
-                format!("`{}` expects a function `@name` as its first argument, found {}", self.op(), other.node.describe()),
+                format!(
+                    "`{}` expects a function `@name` as its first argument, found {}",
+                    self.op(),
+                    other.node.describe()
+                ),
                 other.span,
                 "expected a function",
             )),
-            None => Err(err("strata::parse::missing_operand", format!("`{}` expects a function `@name` as its first argument", self.op()), self.call.span, "function missing")),
+            None => Err(err(
+                "strata::parse::missing_operand",
+                format!("`{}` expects a function `@name` as its first argument", self.op()),
+                self.call.span,
+                "function missing",
+            )),
         }
     }
 
@@ -131,7 +155,12 @@ impl<'c> Args<'c> {
 
     fn kw(&mut self, key: &str) -> PResult<&'c Spanned<AttrValue>> {
         self.kw_opt(key).ok_or_else(|| {
-            err("strata::parse::missing_attribute", format!("`{}` needs the attribute `{key}`", self.call.name), self.call.span, format!("`{key} = …` missing"))
+            err(
+                "strata::parse::missing_attribute",
+                format!("`{}` needs the attribute `{key}`", self.call.name),
+                self.call.span,
+                format!("`{key} = …` missing"),
+            )
         })
     }
 
@@ -184,7 +213,11 @@ impl<'c> Args<'c> {
         }
     }
 
-    fn list_of<T>(key: &str, v: &'c Spanned<AttrValue>, f: impl Fn(&str, &'c Spanned<AttrValue>) -> PResult<T>) -> PResult<Vec<T>> {
+    fn list_of<T>(
+        key: &str,
+        v: &'c Spanned<AttrValue>,
+        f: impl Fn(&str, &'c Spanned<AttrValue>) -> PResult<T>,
+    ) -> PResult<Vec<T>> {
         match &v.node {
             AttrValue::List(items) => items.iter().map(|i| f(key, i)).collect(),
             _ => Err(wrong(key, "a list `[…]`", v)),
@@ -231,13 +264,25 @@ impl<'c> Args<'c> {
         match &v.node {
             AttrValue::Word(w) => BuiltinRing::from_keyword(w).map(RingRef::Builtin).ok_or_else(|| {
                 Fail::Report(Box::new(
-                    Diagnostic::new("strata::parse::unknown_ring", format!("no builtin ring `{w}`"), v.span, "unknown ring")
-                        .with_help("builtin rings are plus_times, max_plus, min_plus and or_and; user rings are written `@name`"),
+                    Diagnostic::new(
+                        "strata::parse::unknown_ring",
+                        format!("no builtin ring `{w}`"),
+                        v.span,
+                        "unknown ring",
+                    )
+                    .with_help(
+                        "builtin rings are plus_times, max_plus, min_plus and or_and; user rings are written `@name`",
+                    ),
                 ))
             }),
             AttrValue::Global(g) => match self.cx.module.rings.iter().find(|(_, r)| r.name == *g) {
                 Some((h, _)) => Ok(RingRef::User(h)),
-                None => Err(err("strata::parse::unknown_ring", format!("no ring named `@{g}` is defined before this point"), v.span, "unknown ring")),
+                None => Err(err(
+                    "strata::parse::unknown_ring",
+                    format!("no ring named `@{g}` is defined before this point"),
+                    v.span,
+                    "unknown ring",
+                )),
             },
             _ => Err(wrong("ring", "a ring name", v)),
         }
@@ -263,11 +308,18 @@ impl<'c> Args<'c> {
 
     fn einsum(&mut self) -> PResult<Einsum> {
         let v = self.kw("einsum")?;
-        let AttrValue::Str(s) = &v.node else { return Err(wrong("einsum", "a string such as \"ik,kj->ij\"", v)) };
+        let AttrValue::Str(s) = &v.node else {
+            return Err(wrong("einsum", "a string such as \"ik,kj->ij\"", v));
+        };
         parse_einsum(s).map_err(|why| {
             Fail::Report(Box::new(
-                Diagnostic::new("strata::parse::invalid_einsum", format!("invalid Einstein subscripts {s:?}: {why}"), v.span, "here")
-                    .with_help("write one letter per dimension: \"ik,kj->ij\""),
+                Diagnostic::new(
+                    "strata::parse::invalid_einsum",
+                    format!("invalid Einstein subscripts {s:?}: {why}"),
+                    v.span,
+                    "here",
+                )
+                .with_help("write one letter per dimension: \"ik,kj->ij\""),
             ))
         })
     }
@@ -299,7 +351,9 @@ impl<'c> Args<'c> {
     fn device(&mut self, key: &str) -> PResult<Device> {
         let v = self.kw(key)?;
         match &v.node {
-            AttrValue::Word(w) | AttrValue::Str(w) => Ok(if w == "cpu" { Device::Cpu } else { Device::Named(w.clone()) }),
+            AttrValue::Word(w) | AttrValue::Str(w) => {
+                Ok(if w == "cpu" { Device::Cpu } else { Device::Named(w.clone()) })
+            }
             _ => Err(wrong(key, "a device name", v)),
         }
     }
@@ -308,7 +362,9 @@ impl<'c> Args<'c> {
     fn generic_attrs(&mut self) -> PResult<Vec<(String, Attr)>> {
         fn conv(v: &Spanned<AttrValue>) -> PResult<Attr> {
             Ok(match &v.node {
-                AttrValue::Int(_) | AttrValue::Float(_) | AttrValue::Bool(_) | AttrValue::Tuple(_) => Attr::Literal(literal_of(v)?),
+                AttrValue::Int(_) | AttrValue::Float(_) | AttrValue::Bool(_) | AttrValue::Tuple(_) => {
+                    Attr::Literal(literal_of(v)?)
+                }
                 AttrValue::Word(w) | AttrValue::Str(w) => Attr::Word(w.clone()),
                 AttrValue::List(items) => Attr::List(items.iter().map(conv).collect::<PResult<_>>()?),
                 _ => return Err(wrong("attribute", "a literal, name or list", v)),
@@ -377,8 +433,13 @@ pub(crate) fn lower_op(call: &CallAst, cx: &Scope<'_>) -> PResult<Op> {
     } else if let Some(f) = name.strip_prefix("array.") {
         let Some(func) = ArrayFunc::from_keyword(f) else {
             return Err(Fail::Report(Box::new(
-                Diagnostic::new("strata::parse::unknown_op", format!("no array-API operation `{f}`"), call.name_span, "unknown operation")
-                    .with_help("see docs/language.md, section \"Array API\", for the list"),
+                Diagnostic::new(
+                    "strata::parse::unknown_op",
+                    format!("no array-API operation `{f}`"),
+                    call.name_span,
+                    "unknown operation",
+                )
+                .with_help("see docs/language.md, section \"Array API\", for the list"),
             )));
         };
         Op::ArrayApi { func, args: a.values_rest()?, attrs: a.generic_attrs()? }
@@ -393,7 +454,9 @@ pub(crate) fn lower_op(call: &CallAst, cx: &Scope<'_>) -> PResult<Op> {
             "cartesian_shift" => Op::CartesianShift { arg: a.value()?, dim: a.dim("dim")?, offset: a.int("offset")? },
             "shift_init" => Op::ShiftInit { arg: a.value()?, table: a.value()? },
             "shift_apply" => Op::ShiftApply { arg: a.value()?, neighbor: a.int("neighbor")? },
-            "unstructured_shift" => Op::UnstructuredShift { arg: a.value()?, table: a.value()?, neighbor: a.int("neighbor")? },
+            "unstructured_shift" => {
+                Op::UnstructuredShift { arg: a.value()?, table: a.value()?, neighbor: a.int("neighbor")? }
+            }
             "can_deref" => Op::CanDeref { arg: a.value()? },
             "reduce" => Op::Reduce { func: a.func()?, args: a.values_rest()?, init: a.literal("init")? },
             "scan" => Op::Scan {
@@ -411,7 +474,9 @@ pub(crate) fn lower_op(call: &CallAst, cx: &Scope<'_>) -> PResult<Op> {
                 let (dim, interval) = a.dim_interval("dim")?;
                 Op::AddDim { arg, dim, interval }
             }
-            "map_reduce" => Op::MapReduce { func: a.func()?, args: a.values_rest()?, init: a.init()?, subscripts: a.einsum()? },
+            "map_reduce" => {
+                Op::MapReduce { func: a.func()?, args: a.values_rest()?, init: a.init()?, subscripts: a.einsum()? }
+            }
             "map_reduce_aff" => Op::MapReduceAff {
                 func: a.func()?,
                 args: a.values_rest()?,
@@ -434,19 +499,31 @@ pub(crate) fn lower_op(call: &CallAst, cx: &Scope<'_>) -> PResult<Op> {
             "product_2d" => Op::Product2d { lhs: a.value()?, rhs: a.value()?, ring: a.ring()? },
             "transpose" => Op::Transpose { arg: a.value()?, perm: a.u32_list("perm")? },
             "broadcast" => Op::Broadcast { arg: a.value()?, shape: a.u64_list("shape")? },
-            "broadcast_in_dim" => Op::BroadcastInDim { arg: a.value()?, shape: a.u64_list("shape")?, dims: a.u32_list("dims")? },
+            "broadcast_in_dim" => {
+                Op::BroadcastInDim { arg: a.value()?, shape: a.u64_list("shape")?, dims: a.u32_list("dims")? }
+            }
             "get" => Op::Get { arg: a.value()?, indices: a.values_rest()? },
             "set" => {
                 let arg = a.value()?;
                 let mut rest = a.values_rest()?;
                 let Some(value) = rest.pop() else {
-                    return Err(err("strata::parse::missing_operand", "`set` expects the tensor, its indices and the new element", call.span, "operands missing"));
+                    return Err(err(
+                        "strata::parse::missing_operand",
+                        "`set` expects the tensor, its indices and the new element",
+                        call.span,
+                        "operands missing",
+                    ));
                 };
                 Op::Set { arg, indices: rest, value }
             }
             "pack" => Op::Pack { arg: a.value()?, tile: a.u64_list("tile")? },
             "unpack" => Op::Unpack { arg: a.value()? },
-            "gather" => Op::Gather { source: a.value()?, indices: a.value()?, coordinates: a.u32_list("coordinates")?, mode: a.mode()? },
+            "gather" => Op::Gather {
+                source: a.value()?,
+                indices: a.value()?,
+                coordinates: a.u32_list("coordinates")?,
+                mode: a.mode()?,
+            },
             "scatter" => Op::Scatter {
                 source: a.value()?,
                 dest: a.value()?,
@@ -455,7 +532,12 @@ pub(crate) fn lower_op(call: &CallAst, cx: &Scope<'_>) -> PResult<Op> {
                 mode: a.mode()?,
             },
             "collapse_shape" => Op::CollapseShape { arg: a.value()?, groups: a.groups("groups")?, mode: a.mode()? },
-            "expand_shape" => Op::ExpandShape { arg: a.value()?, groups: a.groups("groups")?, shape: a.u64_list("shape")?, mode: a.mode()? },
+            "expand_shape" => Op::ExpandShape {
+                arg: a.value()?,
+                groups: a.groups("groups")?,
+                shape: a.u64_list("shape")?,
+                mode: a.mode()?,
+            },
             "convert" => Op::Convert { arg: a.value()? },
             "to_device" => Op::ToDevice { arg: a.value()?, device: a.device("device")? },
             "distribute" => {
@@ -470,8 +552,13 @@ pub(crate) fn lower_op(call: &CallAst, cx: &Scope<'_>) -> PResult<Op> {
             "collect" => Op::Collect { arg: a.value()? },
             _ => {
                 return Err(Fail::Report(Box::new(
-                    Diagnostic::new("strata::parse::unknown_op", format!("unknown operation `{name}`"), call.name_span, "not an operation")
-                        .with_help(suggest(name)),
+                    Diagnostic::new(
+                        "strata::parse::unknown_op",
+                        format!("unknown operation `{name}`"),
+                        call.name_span,
+                        "not an operation",
+                    )
+                    .with_help(suggest(name)),
                 )))
             }
         }
@@ -483,10 +570,42 @@ pub(crate) fn lower_op(call: &CallAst, cx: &Scope<'_>) -> PResult<Op> {
 /// Every op name of the core IR (array-API ops excluded).
 pub fn op_names() -> Vec<&'static str> {
     let mut v: Vec<&'static str> = vec![
-        "constant", "select", "cast", "make_tuple", "tuple_get", "call", "cartesian_shift", "shift_init", "shift_apply",
-        "unstructured_shift", "can_deref", "reduce", "scan", "subset", "concat", "pos", "add_dim", "map_reduce",
-        "map_reduce_aff", "dot_general", "product_2d", "transpose", "broadcast", "broadcast_in_dim", "get", "set", "pack",
-        "unpack", "gather", "scatter", "collapse_shape", "expand_shape", "convert", "to_device", "distribute", "collect",
+        "constant",
+        "select",
+        "cast",
+        "make_tuple",
+        "tuple_get",
+        "call",
+        "cartesian_shift",
+        "shift_init",
+        "shift_apply",
+        "unstructured_shift",
+        "can_deref",
+        "reduce",
+        "scan",
+        "subset",
+        "concat",
+        "pos",
+        "add_dim",
+        "map_reduce",
+        "map_reduce_aff",
+        "dot_general",
+        "product_2d",
+        "transpose",
+        "broadcast",
+        "broadcast_in_dim",
+        "get",
+        "set",
+        "pack",
+        "unpack",
+        "gather",
+        "scatter",
+        "collapse_shape",
+        "expand_shape",
+        "convert",
+        "to_device",
+        "distribute",
+        "collect",
     ];
     v.extend(UnaryOp::ALL.iter().map(|u| u.keyword()));
     v.extend(BinaryOp::ALL.iter().map(|b| b.keyword()));
@@ -497,7 +616,9 @@ pub fn op_names() -> Vec<&'static str> {
 fn suggest(name: &str) -> String {
     let best = op_names().into_iter().min_by_key(|c| edit_distance(name, c));
     match best {
-        Some(b) if edit_distance(name, b) <= 2.max(name.len() / 3) => format!("did you mean `{b}`?"),
+        Some(b) if edit_distance(name, b) <= 2.max(name.len() / 3) => {
+            format!("did you mean `{b}`?")
+        }
         _ => "see docs/language.md for the operations".to_string(),
     }
 }

@@ -9,9 +9,9 @@ use std::collections::{HashMap, HashSet};
 
 use strata_entity::{Arena, Handle};
 use strata_ir::{
-    AffineExpr, AffineMap, Device, DimName, Diagnostic, Expr, ExprKind, Extent, Function, FunctionKind, Interval,
-    Item, Level, LevelFormat, Module, ParamMode, Placement, Ring, Scalar, SourceInfo, Span, Statement,
-    Team, TensorType, Type, TypeAlias, Value,
+    AffineExpr, AffineMap, Device, Diagnostic, DimName, Expr, ExprKind, Extent, Function, FunctionKind, Interval, Item,
+    Level, LevelFormat, Module, ParamMode, Placement, Ring, Scalar, SourceInfo, Span, Statement, Team, TensorType,
+    Type, TypeAlias, Value,
 };
 
 use crate::ast::{AttrValue, CallAst, Keyword, Spanned};
@@ -114,7 +114,12 @@ impl Parser {
 
     fn unexpected(&self, expected: &str) -> Fail {
         let found = self.peek().describe();
-        err("strata::parse::unexpected_token", format!("expected {expected}, found {found}"), self.span(), format!("expected {expected}"))
+        err(
+            "strata::parse::unexpected_token",
+            format!("expected {expected}, found {found}"),
+            self.span(),
+            format!("expected {expected}"),
+        )
     }
 
     fn expect(&mut self, tok: &Tok, expected: &str) -> PResult<Span> {
@@ -203,7 +208,10 @@ impl Parser {
                 _ => {
                     let f = err(
                         "strata::parse::unexpected_token",
-                        format!("expected an item (`func`, `program`, `ring` or `!Alias = type`), found {}", self.peek().describe()),
+                        format!(
+                            "expected an item (`func`, `program`, `ring` or `!Alias = type`), found {}",
+                            self.peek().describe()
+                        ),
                         self.span(),
                         "not an item",
                     );
@@ -219,7 +227,12 @@ impl Parser {
         let taken = self.module.functions.iter().any(|(_, f)| f.name == name)
             || self.module.rings.iter().any(|(_, r)| r.name == name);
         if taken {
-            return Err(err("strata::parse::duplicate_definition", format!("`@{name}` is defined twice"), span, "second definition"));
+            return Err(err(
+                "strata::parse::duplicate_definition",
+                format!("`@{name}` is defined twice"),
+                span,
+                "second definition",
+            ));
         }
         Ok(())
     }
@@ -228,7 +241,12 @@ impl Parser {
         let start = self.span();
         let Tok::Alias(name) = self.bump().tok else { unreachable!("checked by caller") };
         if self.module.aliases.iter().any(|(_, a)| a.name == name) {
-            return Err(err("strata::parse::duplicate_definition", format!("type alias `!{name}` is defined twice"), start, "second definition"));
+            return Err(err(
+                "strata::parse::duplicate_definition",
+                format!("type alias `!{name}` is defined twice"),
+                start,
+                "second definition",
+            ));
         }
         self.expect(&Tok::Eq, "`=` after the alias name")?;
         let ty = self.parse_type()?;
@@ -248,22 +266,33 @@ impl Parser {
         self.check_global_unique(&name, name_span)?;
         self.expect(&Tok::Lt, "`<` and the ring's element type")?;
         let (ename, espan) = self.ident("a scalar element type")?;
-        let element = Scalar::from_name(&ename)
-            .ok_or_else(|| err("strata::parse::unknown_type", format!("unknown scalar type `{ename}`"), espan, "not a scalar type"))?;
+        let element = Scalar::from_name(&ename).ok_or_else(|| {
+            err("strata::parse::unknown_type", format!("unknown scalar type `{ename}`"), espan, "not a scalar type")
+        })?;
         self.expect(&Tok::Gt, "`>`")?;
         let call = self.call_args(String::from("ring"), name_span)?;
         let mut zero = None;
         let mut add = None;
         let mut mul = None;
         if let Some(p) = call.positional.first() {
-            return Err(err("strata::parse::unexpected_argument", "ring parameters are keywords: `zero`, `add`, `mul`", p.span, "write `key = value`"));
+            return Err(err(
+                "strata::parse::unexpected_argument",
+                "ring parameters are keywords: `zero`, `add`, `mul`",
+                p.span,
+                "write `key = value`",
+            ));
         }
         for kw in &call.keywords {
             match kw.key.as_str() {
                 "zero" => zero = Some(crate::lower::literal_of(&kw.value)?),
                 "add" | "mul" => {
                     let AttrValue::Global(fname) = &kw.value.node else {
-                        return Err(err("strata::parse::wrong_attribute", format!("`{}` expects a function `@name`", kw.key), kw.value.span, "not a function"));
+                        return Err(err(
+                            "strata::parse::wrong_attribute",
+                            format!("`{}` expects a function `@name`", kw.key),
+                            kw.value.span,
+                            "not a function",
+                        ));
                     };
                     let f = self.resolve_function(fname, kw.value.span)?;
                     if kw.key == "add" {
@@ -273,11 +302,23 @@ impl Parser {
                     }
                 }
                 other => {
-                    return Err(err("strata::parse::unknown_attribute", format!("rings have no parameter `{other}`"), kw.key_span, "expected `zero`, `add` or `mul`"))
+                    return Err(err(
+                        "strata::parse::unknown_attribute",
+                        format!("rings have no parameter `{other}`"),
+                        kw.key_span,
+                        "expected `zero`, `add` or `mul`",
+                    ))
                 }
             }
         }
-        let missing = |what: &str| err("strata::parse::missing_attribute", format!("ring `@{name}` needs `{what}`"), call.span, format!("`{what} = …` missing"));
+        let missing = |what: &str| {
+            err(
+                "strata::parse::missing_attribute",
+                format!("ring `@{name}` needs `{what}`"),
+                call.span,
+                format!("`{what} = …` missing"),
+            )
+        };
         let ring = Ring {
             zero: zero.ok_or_else(|| missing("zero"))?,
             add: add.ok_or_else(|| missing("add"))?,
@@ -298,7 +339,8 @@ impl Parser {
 
     fn function_item(&mut self) -> PResult<()> {
         let kw = self.bump();
-        let kind = if matches!(&kw.tok, Tok::Ident(k) if k == "program") { FunctionKind::Program } else { FunctionKind::Func };
+        let kind =
+            if matches!(&kw.tok, Tok::Ident(k) if k == "program") { FunctionKind::Program } else { FunctionKind::Func };
         let (name, name_span) = match self.peek().clone() {
             Tok::Global(n) => (n, self.bump().span),
             _ => return Err(self.unexpected("a function name `@name`")),
@@ -319,17 +361,28 @@ impl Parser {
                 let ospan = self.bump().span;
                 if kind == FunctionKind::Func {
                     return Err(Fail::Report(Box::new(
-                        Diagnostic::new("strata::parse::out_param_in_func", "a `func` cannot have `out` parameters", ospan, "only programs write outputs")
-                            .with_help("return the result, or make this a `program`"),
+                        Diagnostic::new(
+                            "strata::parse::out_param_in_func",
+                            "a `func` cannot have `out` parameters",
+                            ospan,
+                            "only programs write outputs",
+                        )
+                        .with_help("return the result, or make this a `program`"),
                     )));
                 }
                 mode = ParamMode::Out;
             }
             let ty = self.parse_type()?;
             if scope.values.contains_key(&pname) {
-                return Err(err("strata::parse::duplicate_value", format!("parameter `%{pname}` is declared twice"), pspan, "second declaration"));
+                return Err(err(
+                    "strata::parse::duplicate_value",
+                    format!("parameter `%{pname}` is declared twice"),
+                    pspan,
+                    "second declaration",
+                ));
             }
-            let h = exprs.append(Expr { name: pname.clone(), ty, kind: ExprKind::Param(mode) }, pspan.join(self.prev_span()));
+            let h = exprs
+                .append(Expr { name: pname.clone(), ty, kind: ExprKind::Param(mode) }, pspan.join(self.prev_span()));
             scope.values.insert(pname, h);
             params.push(h);
             if !self.eat(&Tok::Comma) {
@@ -342,8 +395,13 @@ impl Parser {
             let rspan = self.prev_span();
             if kind == FunctionKind::Program {
                 return Err(Fail::Report(Box::new(
-                    Diagnostic::new("strata::parse::program_result", "a `program` has no result type", rspan, "programs write `out` parameters instead")
-                        .with_help("declare an `out` parameter and assign to it with `<-`"),
+                    Diagnostic::new(
+                        "strata::parse::program_result",
+                        "a `program` has no result type",
+                        rspan,
+                        "programs write `out` parameters instead",
+                    )
+                    .with_help("declare an `out` parameter and assign to it with `<-`"),
                 )));
             }
             result = Some(self.parse_type()?);
@@ -357,7 +415,14 @@ impl Parser {
         loop {
             match self.peek() {
                 Tok::RBrace => break,
-                Tok::Eof => return Err(err("strata::parse::unexpected_token", format!("`@{name}` is missing its closing `}}`"), self.span(), "file ends here")),
+                Tok::Eof => {
+                    return Err(err(
+                        "strata::parse::unexpected_token",
+                        format!("`@{name}` is missing its closing `}}`"),
+                        self.span(),
+                        "file ends here",
+                    ))
+                }
                 _ => {}
             }
             let start = self.span();
@@ -388,15 +453,30 @@ impl Parser {
         if scope.poisoned.contains(name) {
             return Err(Fail::Silent);
         }
-        Err(err("strata::parse::unknown_value", format!("no value named `%{name}` is defined before this point"), span, "unknown value"))
+        Err(err(
+            "strata::parse::unknown_value",
+            format!("no value named `%{name}` is defined before this point"),
+            span,
+            "unknown value",
+        ))
     }
 
-    fn statement(&mut self, kind: FunctionKind, exprs: &mut Arena<Expr, Span>, scope: &mut FunctionScope) -> PResult<Statement> {
+    fn statement(
+        &mut self,
+        kind: FunctionKind,
+        exprs: &mut Arena<Expr, Span>,
+        scope: &mut FunctionScope,
+    ) -> PResult<Statement> {
         match self.peek().clone() {
             Tok::Ident(k) if k == "return" => {
                 let rspan = self.bump().span;
                 if kind == FunctionKind::Program {
-                    return Err(err("strata::parse::return_in_program", "`return` in a `program`", rspan, "programs assign to `out` parameters"));
+                    return Err(err(
+                        "strata::parse::return_in_program",
+                        "`return` in a `program`",
+                        rspan,
+                        "programs assign to `out` parameters",
+                    ));
                 }
                 let (name, span) = match self.peek().clone() {
                     Tok::Value(n) => (n, self.bump().span),
@@ -417,7 +497,12 @@ impl Parser {
                     }
                     Tok::Assign | Tok::LBracket => {
                         if kind == FunctionKind::Func {
-                            return Err(err("strata::parse::assign_in_func", "assignment in a `func`", name_span, "only programs assign to outputs"));
+                            return Err(err(
+                                "strata::parse::assign_in_func",
+                                "assignment in a `func`",
+                                name_span,
+                                "only programs assign to outputs",
+                            ));
                         }
                         let target = self.lookup_value(scope, &name, name_span)?;
                         let mut domain = None;
@@ -449,9 +534,20 @@ impl Parser {
         }
     }
 
-    fn let_statement(&mut self, name: &str, name_span: Span, exprs: &mut Arena<Expr, Span>, scope: &mut FunctionScope) -> PResult<Statement> {
+    fn let_statement(
+        &mut self,
+        name: &str,
+        name_span: Span,
+        exprs: &mut Arena<Expr, Span>,
+        scope: &mut FunctionScope,
+    ) -> PResult<Statement> {
         if scope.values.contains_key(name) {
-            return Err(err("strata::parse::duplicate_value", format!("value `%{name}` is defined twice"), name_span, "redefined here"));
+            return Err(err(
+                "strata::parse::duplicate_value",
+                format!("value `%{name}` is defined twice"),
+                name_span,
+                "redefined here",
+            ));
         }
         let (op_name, op_span) = self.ident("an operation name")?;
         let call = self.call_args(op_name, op_span)?;
@@ -477,7 +573,12 @@ impl Parser {
                 let key_span = self.bump().span;
                 self.bump();
                 if keywords.iter().any(|kw| kw.key == k) {
-                    return Err(err("strata::parse::duplicate_attribute", format!("attribute `{k}` is given twice"), key_span, "again here"));
+                    return Err(err(
+                        "strata::parse::duplicate_attribute",
+                        format!("attribute `{k}` is given twice"),
+                        key_span,
+                        "again here",
+                    ));
                 }
                 let value = self.attr_value()?;
                 keywords.push(Keyword { key: k, key_span, value });
@@ -485,9 +586,14 @@ impl Parser {
                 if let Some(kw) = keywords.last() {
                     let v = self.attr_value()?;
                     return Err(Fail::Report(Box::new(
-                        Diagnostic::new("strata::parse::positional_after_keyword", "positional argument after a keyword attribute", v.span, "positional argument")
-                            .with_label(kw.key_span, "keyword attribute")
-                            .with_help("write value operands first, then `key = value` attributes"),
+                        Diagnostic::new(
+                            "strata::parse::positional_after_keyword",
+                            "positional argument after a keyword attribute",
+                            v.span,
+                            "positional argument",
+                        )
+                        .with_label(kw.key_span, "keyword attribute")
+                        .with_help("write value operands first, then `key = value` attributes"),
                     )));
                 }
                 positional.push(self.attr_value()?);
@@ -654,8 +760,18 @@ impl Parser {
         let d = w.strip_prefix('d').and_then(|n| n.parse::<u32>().ok());
         match d {
             Some(d) if d < num_dims => Ok(d),
-            Some(_) => Err(err("strata::parse::invalid_affine_map", format!("`{w}` is not among the map's {num_dims} dimensions"), span, "out of range")),
-            None => Err(err("strata::parse::invalid_affine_map", format!("`{w}` is not a loop dimension"), span, "expected `d0`, `d1`, …")),
+            Some(_) => Err(err(
+                "strata::parse::invalid_affine_map",
+                format!("`{w}` is not among the map's {num_dims} dimensions"),
+                span,
+                "out of range",
+            )),
+            None => Err(err(
+                "strata::parse::invalid_affine_map",
+                format!("`{w}` is not a loop dimension"),
+                span,
+                "expected `d0`, `d1`, …",
+            )),
         }
     }
 
@@ -697,7 +813,12 @@ impl Parser {
                 let span = self.bump().span;
                 match self.module.aliases.iter().find(|(_, a)| a.name == name) {
                     Some((_, a)) => Ok(a.ty),
-                    None => Err(err("strata::parse::unknown_type", format!("no type alias `!{name}` is defined before this point"), span, "unknown alias")),
+                    None => Err(err(
+                        "strata::parse::unknown_type",
+                        format!("no type alias `!{name}` is defined before this point"),
+                        span,
+                        "unknown alias",
+                    )),
                 }
             }
             Tok::Ident(w) if w == "tensor" => self.tensor_type(),
@@ -706,8 +827,13 @@ impl Parser {
                 match Scalar::from_name(&w) {
                     Some(s) => Ok(self.module.types.insert(Type::Scalar(s))),
                     None => Err(Fail::Report(Box::new(
-                        Diagnostic::new("strata::parse::unknown_type", format!("unknown type `{w}`"), span, "not a type")
-                            .with_help("scalar types are bool, i8, i16, i32, i64, u8, u16, u32, u64, f32, f64, index"),
+                        Diagnostic::new(
+                            "strata::parse::unknown_type",
+                            format!("unknown type `{w}`"),
+                            span,
+                            "not a type",
+                        )
+                        .with_help("scalar types are bool, i8, i16, i32, i64, u8, u16, u32, u64, f32, f64, index"),
                     ))),
                 }
             }
@@ -728,7 +854,12 @@ impl Parser {
                     return Ok(self.module.types.insert(Type::Function { params: fields, result }));
                 }
                 if fields.is_empty() {
-                    return Err(err("strata::parse::empty_tuple", "empty tuple type", start.join(self.prev_span()), "a tuple needs at least one field"));
+                    return Err(err(
+                        "strata::parse::empty_tuple",
+                        "empty tuple type",
+                        start.join(self.prev_span()),
+                        "a tuple needs at least one field",
+                    ));
                 }
                 if fields.len() == 1 && !trailing_comma {
                     return Ok(fields[0]);
@@ -769,20 +900,35 @@ impl Parser {
                     "team" => {
                         let n = self.signed_int()?;
                         if n < 1 || n > u32::MAX as i64 {
-                            return Err(err("strata::parse::invalid_team", format!("a team has at least one rank, not {n}"), self.prev_span(), "team size"));
+                            return Err(err(
+                                "strata::parse::invalid_team",
+                                format!("a team has at least one rank, not {n}"),
+                                self.prev_span(),
+                                "team size",
+                            ));
                         }
                         placement.team = Some(Team { ranks: n as u32 });
                     }
                     other => {
-                        return Err(err("strata::parse::unknown_attribute", format!("tensor types have no attribute `{other}`"), span, "expected `device` or `team`"))
+                        return Err(err(
+                            "strata::parse::unknown_attribute",
+                            format!("tensor types have no attribute `{other}`"),
+                            span,
+                            "expected `device` or `team`",
+                        ))
                     }
                 }
                 continue;
             }
             if positional {
                 return Err(Fail::Report(Box::new(
-                    Diagnostic::new("strata::parse::mixed_shape_forms", "named dimensions cannot follow a positional shape", span, "named dimension")
-                        .with_help("write every dimension by name: `tensor<f32, _0[0:4], _1[0:8], J[0:3]>`"),
+                    Diagnostic::new(
+                        "strata::parse::mixed_shape_forms",
+                        "named dimensions cannot follow a positional shape",
+                        span,
+                        "named dimension",
+                    )
+                    .with_help("write every dimension by name: `tensor<f32, _0[0:4], _1[0:8], J[0:3]>`"),
                 )));
             }
             if !matches!(self.peek(), Tok::LBracket) {
@@ -797,7 +943,9 @@ impl Parser {
     }
 
     fn level_format(&mut self) -> PResult<LevelFormat> {
-        let Tok::Ident(kw) = self.peek().clone() else { return Ok(LevelFormat::Dense) };
+        let Tok::Ident(kw) = self.peek().clone() else {
+            return Ok(LevelFormat::Dense);
+        };
         let span = self.span();
         let base = match kw.as_str() {
             "dense" => LevelFormat::Dense,
@@ -807,8 +955,13 @@ impl Parser {
             "block" => LevelFormat::Block,
             _ => {
                 return Err(Fail::Report(Box::new(
-                    Diagnostic::new("strata::parse::unknown_format", format!("unknown level format `{kw}`"), span, "not a format")
-                        .with_help("level formats are dense, compressed, singleton, ragged and block"),
+                    Diagnostic::new(
+                        "strata::parse::unknown_format",
+                        format!("unknown level format `{kw}`"),
+                        span,
+                        "not a format",
+                    )
+                    .with_help("level formats are dense, compressed, singleton, ragged and block"),
                 )))
             }
         };
@@ -819,10 +972,16 @@ impl Parser {
         let mut fmt = base;
         while !matches!(self.peek(), Tok::RParen) {
             let (opt, ospan) = self.ident("a format option")?;
-            let bad = || err("strata::parse::unknown_format", format!("`{kw}` has no option `{opt}`"), ospan, "unknown option");
+            let bad = || {
+                err("strata::parse::unknown_format", format!("`{kw}` has no option `{opt}`"), ospan, "unknown option")
+            };
             match (&mut fmt, opt.as_str()) {
-                (LevelFormat::Compressed { unique, .. } | LevelFormat::Singleton { unique, .. }, "nonunique") => *unique = false,
-                (LevelFormat::Compressed { ordered, .. } | LevelFormat::Singleton { ordered, .. }, "nonordered") => *ordered = false,
+                (LevelFormat::Compressed { unique, .. } | LevelFormat::Singleton { unique, .. }, "nonunique") => {
+                    *unique = false
+                }
+                (LevelFormat::Compressed { ordered, .. } | LevelFormat::Singleton { ordered, .. }, "nonordered") => {
+                    *ordered = false
+                }
                 (LevelFormat::Compressed { nnz: n, .. }, "nnz") | (LevelFormat::Ragged { total: n }, "total") => {
                     self.expect(&Tok::Eq, "`=`")?;
                     *n = if self.eat(&Tok::Question) {
@@ -830,7 +989,12 @@ impl Parser {
                     } else {
                         let v = self.signed_int()?;
                         if v < 0 {
-                            return Err(err("strata::parse::invalid_number", "a count cannot be negative", self.prev_span(), "negative"));
+                            return Err(err(
+                                "strata::parse::invalid_number",
+                                "a count cannot be negative",
+                                self.prev_span(),
+                                "negative",
+                            ));
                         }
                         Extent::Static(v as u64)
                     };

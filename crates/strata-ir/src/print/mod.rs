@@ -20,14 +20,19 @@ pub use types::{is_identifier, TypeDisplay};
 impl fmt::Display for Module {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (i, item) in self.items.iter().enumerate() {
-            if i > 0 {
+            // Items are separated by a blank line, except a run of aliases written together.
+            let alias_run = match (i.checked_sub(1).map(|p| self.items[p]), *item) {
+                (Some(Item::Alias(_)), Item::Alias(h)) => self.aliases.meta(h).leading.first().is_none_or(|c| c != "\n"),
+                _ => false,
+            };
+            if i > 0 && !alias_run {
                 f.write_str("\n")?;
             }
             match *item {
                 Item::Alias(h) => {
                     let a = &self.aliases[h];
                     let info = self.aliases.meta(h);
-                    write_leading(f, info, "")?;
+                    write_leading(f, info, "", true)?;
                     // An alias prints its definition, never itself.
                     write!(f, "!{} = {}", a.name, TypeDisplay::expanded(self, a.ty))?;
                     write_trailing(f, info)?;
@@ -35,7 +40,7 @@ impl fmt::Display for Module {
                 Item::Ring(h) => {
                     let r = &self.rings[h];
                     let info = self.rings.meta(h);
-                    write_leading(f, info, "")?;
+                    write_leading(f, info, "", true)?;
                     write!(
                         f,
                         "ring @{}<{}>(zero = {}, add = @{}, mul = @{})",
@@ -62,7 +67,7 @@ impl Module {
     fn write_function(&self, f: &mut fmt::Formatter<'_>, h: Handle<crate::module::Function>) -> fmt::Result {
         let func = &self.functions[h];
         let info = self.functions.meta(h);
-        write_leading(f, info, "")?;
+        write_leading(f, info, "", true)?;
         let kw = match func.kind {
             FunctionKind::Func => "func",
             FunctionKind::Program => "program",
@@ -87,7 +92,7 @@ impl Module {
         write_trailing(f, info)?;
         for (s, stmt) in func.body.iter() {
             let sinfo = func.body.meta(s);
-            write_leading(f, sinfo, "  ")?;
+            write_leading(f, sinfo, "  ", false)?;
             f.write_str("  ")?;
             self.write_statement(f, func, stmt)?;
             write_trailing(f, sinfo)?;
@@ -135,9 +140,26 @@ impl Module {
     }
 }
 
-fn write_leading(f: &mut fmt::Formatter<'_>, info: &SourceInfo, indent: &str) -> fmt::Result {
-    for c in &info.leading {
-        writeln!(f, "{indent}//{c}")?;
+/// Writes leading comments; the entry `"\n"` stands for a blank line. Blank lines at the start
+/// of an item's comments are dropped (items are already separated by one).
+fn write_leading(f: &mut fmt::Formatter<'_>, info: &SourceInfo, indent: &str, at_item: bool) -> fmt::Result {
+    let mut lines = info.leading.iter().peekable();
+    if at_item {
+        while lines.peek().is_some_and(|c| *c == "\n") {
+            lines.next();
+        }
+    }
+    let mut prev_blank = false;
+    for c in lines {
+        if c == "\n" {
+            if !prev_blank {
+                f.write_str("\n")?;
+            }
+            prev_blank = true;
+        } else {
+            writeln!(f, "{indent}//{c}")?;
+            prev_blank = false;
+        }
     }
     Ok(())
 }

@@ -97,7 +97,11 @@ pub(super) fn write_op(f: &mut fmt::Formatter<'_>, module: &Module, func: &Funct
         Op::Constant { value } => {
             c.kw("value", value);
         }
-        Op::Unary { op: _, arg } | Op::CanDeref { arg } | Op::Unpack { arg } | Op::Convert { arg } | Op::Collect { arg } => {
+        Op::Unary { op: _, arg }
+        | Op::CanDeref { arg }
+        | Op::Unpack { arg }
+        | Op::Convert { arg }
+        | Op::Collect { arg } => {
             c.value(*arg);
         }
         Op::Binary { op: _, lhs, rhs } => {

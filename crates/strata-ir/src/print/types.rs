@@ -5,7 +5,7 @@ use std::fmt;
 use strata_entity::Handle;
 
 use crate::module::Module;
-use crate::types::{Device, Extent, Level, LevelFormat, TensorType, Type};
+use crate::types::{Device, Extent, Level, LevelFormat, TensorType, Type, TypeArena};
 
 /// Whether `s` can be written as a bare identifier.
 pub fn is_identifier(s: &str) -> bool {
@@ -17,6 +17,7 @@ pub fn is_identifier(s: &str) -> bool {
 /// Displays a type in the text format, writing `!Alias` for aliased types.
 pub struct TypeDisplay<'a> {
     module: &'a Module,
+    types: &'a TypeArena,
     ty: Handle<Type>,
     use_alias_at_top: bool,
 }
@@ -24,55 +25,99 @@ pub struct TypeDisplay<'a> {
 impl<'a> TypeDisplay<'a> {
     /// The type as it appears in a statement or signature.
     pub fn new(module: &'a Module, ty: Handle<Type>) -> Self {
-        TypeDisplay { module, ty, use_alias_at_top: true }
+        TypeDisplay { module, types: &module.types, ty, use_alias_at_top: true }
     }
 
     /// The type's definition (the top level never abbreviated to an alias).
     pub fn expanded(module: &'a Module, ty: Handle<Type>) -> Self {
-        TypeDisplay { module, ty, use_alias_at_top: false }
+        TypeDisplay { module, types: &module.types, ty, use_alias_at_top: false }
+    }
+
+    /// A type from an extension of the module's type arena (as the verifier builds), printed
+    /// with the module's aliases.
+    pub fn in_arena(module: &'a Module, types: &'a TypeArena, ty: Handle<Type>) -> Self {
+        TypeDisplay { module, types, ty, use_alias_at_top: true }
     }
 }
 
 impl fmt::Display for TypeDisplay<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write_type(f, self.module, self.ty, self.use_alias_at_top)
+        let p = Printer { module: self.module, types: self.types };
+        p.write_type(f, self.ty, self.use_alias_at_top)
     }
 }
 
-fn write_type(f: &mut fmt::Formatter<'_>, m: &Module, ty: Handle<Type>, alias: bool) -> fmt::Result {
-    if alias {
-        if let Some(a) = m.alias_of(ty) {
-            return write!(f, "!{}", a.name);
+struct Printer<'a> {
+    module: &'a Module,
+    types: &'a TypeArena,
+}
+
+impl Printer<'_> {
+    fn write_type(&self, f: &mut fmt::Formatter<'_>, ty: Handle<Type>, alias: bool) -> fmt::Result {
+        if alias {
+            if let Some(a) = self.module.alias_of(ty) {
+                return write!(f, "!{}", a.name);
+            }
+        }
+        match self.types.try_get(ty) {
+            None => f.write_str("<invalid type>"),
+            Some(Type::Scalar(s)) => write!(f, "{s}"),
+            Some(Type::Tuple(fields)) => {
+                f.write_str("(")?;
+                for (i, t) in fields.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    self.write_type(f, *t, true)?;
+                }
+                if fields.len() == 1 {
+                    f.write_str(",")?;
+                }
+                f.write_str(")")
+            }
+            Some(Type::Function { params, result }) => {
+                f.write_str("(")?;
+                for (i, t) in params.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    self.write_type(f, *t, true)?;
+                }
+                f.write_str(") -> ")?;
+                self.write_type(f, *result, true)
+            }
+            Some(Type::Tensor(t)) => self.write_tensor(f, t),
         }
     }
-    match m.types.try_get(ty) {
-        None => f.write_str("<invalid type>"),
-        Some(Type::Scalar(s)) => write!(f, "{s}"),
-        Some(Type::Tuple(fields)) => {
-            f.write_str("(")?;
-            for (i, t) in fields.iter().enumerate() {
-                if i > 0 {
-                    f.write_str(", ")?;
-                }
-                write_type(f, m, *t, true)?;
+
+    fn write_tensor(&self, f: &mut fmt::Formatter<'_>, t: &TensorType) -> fmt::Result {
+        f.write_str("tensor<")?;
+        if is_shorthand(t) {
+            for l in &t.levels {
+                write!(f, "{}x", l.interval.stop)?;
             }
-            if fields.len() == 1 {
-                f.write_str(",")?;
+            if !t.levels.is_empty() && !matches!(self.types.try_get(t.element), Some(Type::Scalar(_))) {
+                f.write_str(" ")?;
             }
-            f.write_str(")")
+            self.write_type(f, t.element, true)?;
+        } else {
+            self.write_type(f, t.element, true)?;
+            for l in &t.levels {
+                f.write_str(", ")?;
+                write_level(f, l)?;
+            }
         }
-        Some(Type::Function { params, result }) => {
-            f.write_str("(")?;
-            for (i, t) in params.iter().enumerate() {
-                if i > 0 {
-                    f.write_str(", ")?;
-                }
-                write_type(f, m, *t, true)?;
+        if t.placement.device != Device::Cpu {
+            match &t.placement.device {
+                Device::Named(n) if is_identifier(n) => write!(f, ", device = {n}")?,
+                Device::Named(n) => write!(f, ", device = {n:?}")?,
+                Device::Cpu => {}
             }
-            f.write_str(") -> ")?;
-            write_type(f, m, *result, true)
         }
-        Some(Type::Tensor(t)) => write_tensor(f, m, t),
+        if let Some(team) = t.placement.team {
+            write!(f, ", team = {}", team.ranks)?;
+        }
+        f.write_str(">")
     }
 }
 
@@ -82,36 +127,6 @@ fn is_shorthand(t: &TensorType) -> bool {
         .iter()
         .enumerate()
         .all(|(i, l)| l.name.position() == Some(i) && l.interval.start == 0 && l.format == LevelFormat::Dense)
-}
-
-fn write_tensor(f: &mut fmt::Formatter<'_>, m: &Module, t: &TensorType) -> fmt::Result {
-    f.write_str("tensor<")?;
-    if is_shorthand(t) {
-        for l in &t.levels {
-            write!(f, "{}x", l.interval.stop)?;
-        }
-        if !t.levels.is_empty() && !matches!(m.types.try_get(t.element), Some(Type::Scalar(_))) {
-            f.write_str(" ")?;
-        }
-        write_type(f, m, t.element, true)?;
-    } else {
-        write_type(f, m, t.element, true)?;
-        for l in &t.levels {
-            f.write_str(", ")?;
-            write_level(f, l)?;
-        }
-    }
-    if t.placement.device != Device::Cpu {
-        match &t.placement.device {
-            Device::Named(n) if is_identifier(n) => write!(f, ", device = {n}")?,
-            Device::Named(n) => write!(f, ", device = {n:?}")?,
-            Device::Cpu => {}
-        }
-    }
-    if let Some(team) = t.placement.team {
-        write!(f, ", team = {}", team.ranks)?;
-    }
-    f.write_str(">")
 }
 
 fn write_level(f: &mut fmt::Formatter<'_>, l: &Level) -> fmt::Result {

@@ -1,0 +1,122 @@
+//! Seed 000's domain builtins: `subset`, `concat`, `pos`, `add_dim`.
+
+use strata_ir::{DimName, Interval, Level, LevelFormat, Scalar, Value};
+
+use crate::broadcast::common_placement;
+use crate::context::{Cx, RuleResult, View};
+use crate::rules::shifts::unknown_dim;
+
+pub(crate) fn subset(cx: &mut Cx, arg: Value, domain: &[(DimName, Interval)]) -> RuleResult {
+    let mut v = cx.view(arg);
+    for (name, iv) in domain {
+        let Some(level) = v.levels.iter_mut().find(|l| &l.name == name) else {
+            return Err(unknown_dim(cx, arg, name, "subset"));
+        };
+        if iv.stop < iv.start {
+            return Err(cx.error("strata::verify::invalid_interval", format!("interval `{name}{iv}` ends before it starts"), "stop < start"));
+        }
+        if !level.interval.contains(*iv) {
+            let d = cx.error(
+                "strata::verify::subset_not_contained",
+                format!("`{name}{iv}` is not inside the operand's `{name}{}`", level.interval),
+                "a subset may only shrink intervals",
+            );
+            return Err(cx.with_operand(d, arg));
+        }
+        level.interval = *iv;
+    }
+    Ok(cx.tensor_or_element(v.is_tensor, v.element, v.levels, v.placement))
+}
+
+pub(crate) fn concat(cx: &mut Cx, args: &[Value], dim: &DimName) -> RuleResult {
+    let Some(&first) = args.first() else {
+        return Err(cx.error("strata::verify::arity_mismatch", "`concat` needs at least one operand", "no operands"));
+    };
+    let views: Vec<View> = args.iter().map(|&a| cx.view(a)).collect();
+    let placement = common_placement(cx, args, &views)?;
+    let base = &views[0];
+    let Some(pos) = base.levels.iter().position(|l| &l.name == dim) else { return Err(unknown_dim(cx, first, dim, "concat")) };
+    let positional = dim.position().is_some();
+    let mut joined = base.levels[pos].interval;
+    for (k, v) in views.iter().enumerate() {
+        let a = args[k];
+        let Some(level) = v.level(dim) else { return Err(unknown_dim(cx, a, dim, "concat")) };
+        if level.format != LevelFormat::Dense {
+            let d = cx.error(
+                "strata::verify::format_not_supported",
+                format!("`concat` joins dense levels, but `{dim}` is `{}`", level.format.keyword()),
+                "not dense",
+            );
+            return Err(cx.with_operand(d, a));
+        }
+        if v.element != base.element {
+            let d = cx.error("strata::verify::element_type_mismatch", "`concat` operands have different element types", "mixed element types");
+            return Err(cx.with_operand(cx.with_operand(d, first), a));
+        }
+        let others_match = v.without(dim) == base.without(dim)
+            && v.levels.iter().position(|l| &l.name == dim) == Some(pos);
+        if !others_match {
+            let d = cx.error(
+                "strata::verify::concat_shape_mismatch",
+                format!("`concat` operands must agree on every dimension but `{dim}`"),
+                "other dimensions differ",
+            );
+            return Err(cx.with_operand(cx.with_operand(d, first), a));
+        }
+        if k == 0 {
+            continue;
+        }
+        if positional {
+            joined.stop += level.interval.len() as i64;
+        } else if level.interval.start != joined.stop {
+            let d = cx.error(
+                "strata::verify::concat_not_contiguous",
+                format!(
+                    "`{dim}` intervals must be contiguous: {} does not start where {} ends",
+                    level.interval,
+                    Interval::new(joined.start, joined.stop)
+                ),
+                "gap or overlap",
+            );
+            return Err(cx.with_operand(d, a));
+        } else {
+            joined.stop = level.interval.stop;
+        }
+    }
+    let mut levels = base.levels.clone();
+    levels[pos].interval = joined;
+    Ok(cx.tensor(base.element, levels, placement))
+}
+
+pub(crate) fn pos(cx: &mut Cx, arg: Value, dim: &DimName) -> RuleResult {
+    let v = cx.view(arg);
+    let Some(level) = v.level(dim) else { return Err(unknown_dim(cx, arg, dim, "pos")) };
+    let levels = vec![Level::dense(dim.clone(), level.interval)];
+    let idx = cx.scalar(Scalar::Index);
+    Ok(cx.tensor(idx, levels, v.placement))
+}
+
+pub(crate) fn add_dim(cx: &mut Cx, arg: Value, dim: &DimName, interval: Interval) -> RuleResult {
+    let v = cx.view(arg);
+    if v.level(dim).is_some() {
+        let d = cx.error(
+            "strata::verify::duplicate_dimension",
+            format!("`%{}` already has a dimension `{dim}`", cx.expr(arg).name),
+            "cannot add it again",
+        );
+        return Err(cx.with_operand(d, arg));
+    }
+    if interval.stop < interval.start {
+        return Err(cx.error("strata::verify::invalid_interval", format!("interval `{dim}{interval}` ends before it starts"), "stop < start"));
+    }
+    let mut levels = vec![Level::dense(dim.clone(), interval)];
+    levels.extend(v.levels);
+    if dim.position().is_some() {
+        return Err(cx.error(
+            "strata::verify::positional_name_mismatch",
+            format!("`add_dim` adds a named dimension; `{dim}` is a positional name"),
+            "positional name",
+        ));
+    }
+    Ok(cx.tensor(v.element, levels, v.placement))
+}

@@ -1,0 +1,226 @@
+//! Seed 000's elementwise builtins: unary and binary math, select, cast, constants, tuples and
+//! calls.
+
+use strata_entity::Handle;
+use strata_ir::{BinaryClass, BinaryOp, Function, FunctionKind, Literal, Scalar, Type, UnaryOp, Value};
+
+use crate::broadcast::{broadcast, SparseMerge};
+use crate::context::{signature, Cx, RuleResult};
+
+fn scalar_element(cx: &Cx, v: Value, op: &str) -> Result<Scalar, Box<strata_ir::Diagnostic>> {
+    cx.scalar_of(cx.element(v)).ok_or_else(|| {
+        let d = cx.error(
+            "strata::verify::expected_scalar_element",
+            format!("`{op}` needs scalar elements, but `%{}` has elements of type `{}`", cx.expr(v).name, cx.show(cx.element(v))),
+            "non-scalar elements",
+        );
+        let d = cx.with_operand(d, v);
+        Box::new(d.with_help("use `map` with a function to apply an operation to tuple or tensor elements"))
+    })
+}
+
+pub(crate) fn unary(cx: &mut Cx, op: UnaryOp, arg: Value) -> RuleResult {
+    let s = scalar_element(cx, arg, op.keyword())?;
+    let ok = match op {
+        UnaryOp::Not => s == Scalar::Bool,
+        UnaryOp::Neg | UnaryOp::Abs => s.is_numeric(),
+        _ => s.is_float(),
+    };
+    if !ok {
+        let wanted = match op {
+            UnaryOp::Not => "`bool`",
+            UnaryOp::Neg | UnaryOp::Abs => "a numeric type",
+            _ => "a float type",
+        };
+        let code = if op.float_only() { "strata::verify::expected_float" } else { "strata::verify::element_type_mismatch" };
+        let d = cx.error(code, format!("`{}` is defined on {wanted}, not on `{s}`", op.keyword()), format!("`{s}` operand"));
+        let d = cx.with_operand(d, arg);
+        return Err(if op.float_only() { Box::new(d.with_help("convert first, e.g. `cast(%x, to = f64)`")) } else { d });
+    }
+    let (levels, placement, any) = broadcast(cx, &[arg], SparseMerge::Intersect)?;
+    let el = cx.element(arg);
+    Ok(cx.tensor_or_element(any, el, levels, placement))
+}
+
+pub(crate) fn binary(cx: &mut Cx, op: BinaryOp, lhs: Value, rhs: Value) -> RuleResult {
+    let a = scalar_element(cx, lhs, op.keyword())?;
+    let b = scalar_element(cx, rhs, op.keyword())?;
+    if a != b {
+        let d = cx.error(
+            "strata::verify::element_type_mismatch",
+            format!("`{}` operands have different element types `{a}` and `{b}`", op.keyword()),
+            "mixed element types",
+        );
+        let d = cx.with_operand(cx.with_operand(d, lhs), rhs);
+        return Err(Box::new(d.with_help("Strata never converts implicitly: insert a `cast`")));
+    }
+    let class = op.class();
+    let ok = match class {
+        BinaryClass::Arithmetic => a.is_numeric(),
+        BinaryClass::Logical => a == Scalar::Bool,
+        BinaryClass::Comparison => true,
+    };
+    if !ok {
+        let wanted = if class == BinaryClass::Logical { "`bool`" } else { "numeric types" };
+        let d = cx.error(
+            "strata::verify::element_type_mismatch",
+            format!("`{}` is defined on {wanted}, not on `{a}`", op.keyword()),
+            format!("`{a}` operands"),
+        );
+        return Err(cx.with_operand(d, lhs));
+    }
+    let merge = if matches!(op, BinaryOp::Multiplies | BinaryOp::And) { SparseMerge::Intersect } else { SparseMerge::Union };
+    let (levels, placement, any) = broadcast(cx, &[lhs, rhs], merge)?;
+    let el = if class == BinaryClass::Arithmetic { cx.element(lhs) } else { cx.scalar(Scalar::Bool) };
+    Ok(cx.tensor_or_element(any, el, levels, placement))
+}
+
+pub(crate) fn select(cx: &mut Cx, cond: Value, on_true: Value, on_false: Value) -> RuleResult {
+    if cx.scalar_of(cx.element(cond)) != Some(Scalar::Bool) {
+        let d = cx.error(
+            "strata::verify::expected_bool",
+            format!("the condition of `select` must have `bool` elements, not `{}`", cx.show(cx.element(cond))),
+            "not a condition",
+        );
+        return Err(cx.with_operand(d, cond));
+    }
+    if cx.element(on_true) != cx.element(on_false) {
+        let d = cx.error(
+            "strata::verify::element_type_mismatch",
+            format!(
+                "the branches of `select` have different element types `{}` and `{}`",
+                cx.show(cx.element(on_true)),
+                cx.show(cx.element(on_false))
+            ),
+            "mixed element types",
+        );
+        return Err(cx.with_operand(cx.with_operand(d, on_true), on_false));
+    }
+    let (levels, placement, any) = broadcast(cx, &[cond, on_true, on_false], SparseMerge::Union)?;
+    let el = cx.element(on_true);
+    Ok(cx.tensor_or_element(any, el, levels, placement))
+}
+
+pub(crate) fn cast(cx: &mut Cx, arg: Value, to: Scalar) -> RuleResult {
+    scalar_element(cx, arg, "cast")?;
+    let (levels, placement, any) = broadcast(cx, &[arg], SparseMerge::Intersect)?;
+    let el = cx.scalar(to);
+    Ok(cx.tensor_or_element(any, el, levels, placement))
+}
+
+pub(crate) fn constant(cx: &mut Cx, value: &Literal, declared: Handle<Type>) -> RuleResult {
+    if let Type::Tensor(t) = &cx.types[declared] {
+        if !t.is_all_dense() {
+            return Err(cx.error(
+                "strata::verify::constant_not_dense",
+                "a constant tensor must be dense",
+                "sparse, ragged or distributed levels",
+            ));
+        }
+    }
+    if matches!(cx.types[declared], Type::Function { .. }) || !cx.literal_fits(value, declared) {
+        return Err(cx.error(
+            "strata::verify::literal_type_mismatch",
+            format!("literal `{value}` is not a value of type `{}`", cx.show(declared)),
+            "literal does not fit",
+        ));
+    }
+    Ok(declared)
+}
+
+pub(crate) fn make_tuple(cx: &mut Cx, fields: &[Value]) -> RuleResult {
+    if fields.is_empty() {
+        return Err(cx.error("strata::verify::empty_tuple", "`make_tuple` needs at least one field", "no fields"));
+    }
+    let (levels, placement, any) = broadcast(cx, fields, SparseMerge::Union)?;
+    let elems: Vec<Handle<Type>> = fields.iter().map(|&f| cx.element(f)).collect();
+    let el = cx.intern(Type::Tuple(elems));
+    Ok(cx.tensor_or_element(any, el, levels, placement))
+}
+
+pub(crate) fn tuple_get(cx: &mut Cx, tuple: Value, index: u32) -> RuleResult {
+    let el = cx.element(tuple);
+    let Type::Tuple(fields) = cx.types[el].clone() else {
+        let d = cx.error(
+            "strata::verify::expected_tuple",
+            format!("`tuple_get` needs tuple elements, not `{}`", cx.show(el)),
+            "not a tuple",
+        );
+        return Err(cx.with_operand(d, tuple));
+    };
+    let Some(&field) = fields.get(index as usize) else {
+        let d = cx.error(
+            "strata::verify::tuple_index_out_of_range",
+            format!("tuple index {index} is out of range for a tuple of {} fields", fields.len()),
+            "no such field",
+        );
+        return Err(cx.with_operand(d, tuple));
+    };
+    let v = cx.view(tuple);
+    Ok(cx.tensor_or_element(v.is_tensor, field, v.levels, v.placement))
+}
+
+/// Checks `args` against a function's parameters; returns the function's result type.
+pub(crate) fn check_call(cx: &mut Cx, func: Handle<Function>, args: &[Value]) -> RuleResult {
+    let f = &cx.module.functions[func];
+    if f.kind == FunctionKind::Program {
+        return Err(Box::new(
+            cx.error("strata::verify::call_program", format!("`@{}` is a program and cannot be called", f.name), "called here")
+                .with_help("programs are entry points; factor the computation into a `func`"),
+        ));
+    }
+    let (params, result) = signature(cx.module, func);
+    if params.len() != args.len() {
+        return Err(cx.error(
+            "strata::verify::arity_mismatch",
+            format!("`@{}` takes {} arguments, {} given", f.name, params.len(), args.len()),
+            "wrong number of arguments",
+        ));
+    }
+    for (i, (&p, &a)) in params.iter().zip(args).enumerate() {
+        if cx.ty(a) != p {
+            let d = cx.error(
+                "strata::verify::argument_type_mismatch",
+                format!("argument {} of `@{}` must have type `{}`, found `{}`", i + 1, f.name, cx.show(p), cx.show(cx.ty(a))),
+                "mismatched argument",
+            );
+            return Err(cx.with_operand(d, a));
+        }
+    }
+    Ok(result.expect("a func has a result type"))
+}
+
+/// Checks that function `func` has exactly the parameter and result types `expected`.
+pub(crate) fn check_signature(
+    cx: &mut Cx,
+    op: &str,
+    func: Handle<Function>,
+    expected_params: &[Handle<Type>],
+    expected_result: Option<Handle<Type>>,
+) -> Result<(), Box<strata_ir::Diagnostic>> {
+    let f = &cx.module.functions[func];
+    if f.kind == FunctionKind::Program {
+        return Err(cx.error("strata::verify::call_program", format!("`@{}` is a program, not a function", f.name), "used here"));
+    }
+    let (params, result) = signature(cx.module, func);
+    let show_list = |cx: &Cx, ts: &[Handle<Type>]| ts.iter().map(|&t| cx.show(t)).collect::<Vec<_>>().join(", ");
+    let result_ok = expected_result.is_none_or(|r| result == Some(r));
+    if params != expected_params || !result_ok {
+        let want = format!(
+            "({}) -> {}",
+            show_list(cx, expected_params),
+            expected_result.map_or_else(|| "…".to_string(), |r| cx.show(r))
+        );
+        let have = format!("({}) -> {}", show_list(cx, &params), result.map_or_else(|| "?".to_string(), |r| cx.show(r)));
+        let span = cx.module.functions.meta(func).span;
+        return Err(Box::new(
+            cx.error(
+                "strata::verify::function_signature_mismatch",
+                format!("`{op}` needs `@{}` to have type `{want}`, but it has type `{have}`", f.name),
+                "function used here",
+            )
+            .with_label(span, "defined here"),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,176 @@
+//! Seed 004's ops beyond rectangular arrays: `gather`, `scatter`, `collapse_shape`,
+//! `expand_shape` and `convert`.
+
+use strata_entity::Handle;
+use strata_ir::{DimName, Interval, Level, LevelFormat, Mode, Placement, Scalar, Type, Value};
+
+use crate::broadcast::common_placement;
+use crate::context::{renumber, Cx, RuleResult, View};
+
+type Res<T> = Result<T, Box<strata_ir::Diagnostic>>;
+
+fn dense(cx: &Cx, v: Value, op: &str) -> Res<View> {
+    let view = cx.view(v);
+    if let Some(l) = view.levels.iter().find(|l| l.format != LevelFormat::Dense) {
+        let d = cx.error(
+            "strata::verify::format_not_supported",
+            format!("`{op}` needs dense levels, but `{}` is `{}`", l.name, l.format.keyword()),
+            "not dense",
+        );
+        return Err(cx.with_operand(d, v));
+    }
+    Ok(view)
+}
+
+fn clash(cx: &Cx, name: DimName) -> Box<strata_ir::Diagnostic> {
+    cx.error("strata::verify::duplicate_dimension", format!("the result would have two dimensions named `{name}`"), "name clash")
+}
+
+/// The result type of `gather(source, indices, coordinates, mode)`.
+fn gather_type(cx: &mut Cx, source: Value, indices: Value, coordinates: &[u32], mode: Mode) -> Res<Handle<Type>> {
+    let (s, i) = (dense(cx, source, "gather")?, dense(cx, indices, "gather")?);
+    let placement = common_placement(cx, &[source, indices], &[s.clone(), i.clone()])?;
+    if !cx.scalar_of(i.element).is_some_and(Scalar::is_integer) {
+        let d = cx.error("strata::verify::expected_index", "gather indices must be integers", "not an index tensor");
+        return Err(cx.with_operand(d, indices));
+    }
+    let Some(last) = i.levels.last() else {
+        let d = cx.error("strata::verify::gather_coordinate_mismatch", "gather indices need a trailing coordinate dimension", "0-d indices");
+        return Err(cx.with_operand(d, indices));
+    };
+    if last.interval.len() != coordinates.len() as u64 {
+        let d = cx.error(
+            "strata::verify::gather_coordinate_mismatch",
+            format!("the indices' last dimension holds {} coordinates, but `coordinates` lists {}", last.interval.len(), coordinates.len()),
+            "coordinate count differs",
+        );
+        return Err(cx.with_operand(d, indices));
+    }
+    let mut sorted = coordinates.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    if sorted.len() != coordinates.len() || sorted.last().is_some_and(|&c| c as usize >= s.rank()) {
+        let d = cx.error(
+            "strata::verify::invalid_dimension_index",
+            format!("`coordinates` must list distinct dimensions of the source (rank {})", s.rank()),
+            "bad coordinate list",
+        );
+        return Err(cx.with_operand(d, source));
+    }
+    let batch: Vec<Level> = i.levels[..i.rank() - 1].to_vec();
+    let slice: Vec<Level> =
+        s.levels.iter().enumerate().filter(|(k, _)| !coordinates.contains(&(*k as u32))).map(|(_, l)| l.clone()).collect();
+    Ok(match mode {
+        Mode::Copy => {
+            let levels = renumber([batch, slice].concat()).map_err(|n| clash(cx, n))?;
+            cx.tensor(s.element, levels, placement)
+        }
+        Mode::View => {
+            let inner = renumber(slice).map_err(|n| clash(cx, n))?;
+            let outer = renumber(batch).map_err(|n| clash(cx, n))?;
+            let el = cx.tensor(s.element, inner, Placement::HOST);
+            cx.tensor(el, outer, placement)
+        }
+    })
+}
+
+pub(crate) fn gather(cx: &mut Cx, source: Value, indices: Value, coordinates: &[u32], mode: Mode) -> RuleResult {
+    gather_type(cx, source, indices, coordinates, mode)
+}
+
+pub(crate) fn scatter(cx: &mut Cx, source: Value, dest: Value, indices: Value, coordinates: &[u32], mode: Mode) -> RuleResult {
+    let expected = gather_type(cx, dest, indices, coordinates, mode)?;
+    if cx.ty(source) != expected {
+        let d = cx.error(
+            "strata::verify::scatter_shape_mismatch",
+            format!("the scattered values must have type `{}` (what `gather` would read there)", cx.show(expected)),
+            "source type differs",
+        );
+        return Err(cx.with_operand(d, source));
+    }
+    Ok(cx.ty(dest))
+}
+
+fn check_groups(cx: &Cx, groups: &[Vec<u32>], rank: usize, what: &str) -> Res<()> {
+    let flat: Vec<u32> = groups.iter().flatten().copied().collect();
+    if flat != (0..rank as u32).collect::<Vec<_>>() || groups.iter().any(Vec::is_empty) {
+        return Err(Box::new(
+            cx.error(
+                "strata::verify::invalid_reassociation",
+                format!("`groups` must split the {rank} {what} dimensions into consecutive, non-empty runs in order"),
+                "bad grouping",
+            )
+            .with_help("e.g. `[[0, 1], [2]]` merges the first two of three dimensions"),
+        ));
+    }
+    Ok(())
+}
+
+pub(crate) fn collapse_shape(cx: &mut Cx, arg: Value, groups: &[Vec<u32>]) -> RuleResult {
+    let v = dense(cx, arg, "collapse_shape")?;
+    check_groups(cx, groups, v.rank(), "operand")?;
+    let levels: Vec<Level> = groups
+        .iter()
+        .map(|g| {
+            if g.len() == 1 {
+                v.levels[g[0] as usize].clone()
+            } else {
+                let n: u64 = g.iter().map(|&i| v.levels[i as usize].interval.len()).product();
+                Level::dense(DimName::positional(0), Interval::from_len(n))
+            }
+        })
+        .collect();
+    let levels = renumber(levels).map_err(|n| clash(cx, n))?;
+    Ok(cx.tensor(v.element, levels, v.placement))
+}
+
+pub(crate) fn expand_shape(cx: &mut Cx, arg: Value, groups: &[Vec<u32>], shape: &[u64]) -> RuleResult {
+    let v = dense(cx, arg, "expand_shape")?;
+    if groups.len() != v.rank() {
+        let d = cx.error(
+            "strata::verify::invalid_reassociation",
+            format!("`groups` has {} entries for an operand of rank {}", groups.len(), v.rank()),
+            "one group per operand dimension",
+        );
+        return Err(cx.with_operand(d, arg));
+    }
+    check_groups(cx, groups, shape.len(), "result")?;
+    let mut levels = Vec::new();
+    for (g, l) in groups.iter().zip(&v.levels) {
+        let n: u64 = g.iter().map(|&i| shape[i as usize]).product();
+        if n != l.interval.len() {
+            let d = cx.error(
+                "strata::verify::expand_size_mismatch",
+                format!("dimension `{}` has extent {} but its group multiplies to {n}", l.name, l.interval.len()),
+                "sizes differ",
+            );
+            return Err(cx.with_operand(d, arg));
+        }
+        if g.len() == 1 {
+            levels.push(l.clone());
+        } else {
+            levels.extend(g.iter().map(|&i| Level::dense(DimName::positional(0), Interval::from_len(shape[i as usize]))));
+        }
+    }
+    let levels = renumber(levels).map_err(|n| clash(cx, n))?;
+    Ok(cx.tensor(v.element, levels, v.placement))
+}
+
+pub(crate) fn convert(cx: &mut Cx, arg: Value, declared: Handle<Type>) -> RuleResult {
+    let v = cx.view(arg);
+    let to = cx.view_of_type(declared);
+    let key = |w: &View| {
+        let mut k: Vec<(DimName, Interval)> = w.levels.iter().map(|l| (l.name.clone(), l.interval)).collect();
+        k.sort_by(|a, b| a.0.cmp(&b.0));
+        k
+    };
+    if !to.is_tensor || v.element != to.element || v.placement != to.placement || key(&v) != key(&to) {
+        let d = cx.error(
+            "strata::verify::convert_mismatch",
+            format!("`convert` changes storage only; `{}` cannot become `{}`", cx.show(cx.ty(arg)), cx.show(declared)),
+            "element, dimensions, intervals and placement must stay",
+        );
+        return Err(cx.with_operand(d, arg));
+    }
+    Ok(declared)
+}
