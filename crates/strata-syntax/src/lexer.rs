@@ -55,6 +55,8 @@ pub enum Tok {
     Plus,
     /// `*`
     Star,
+    /// Input the lexer could not read (already reported).
+    Error,
     /// End of input.
     Eof,
 }
@@ -88,6 +90,7 @@ impl Tok {
             Tok::Minus => "`-`".into(),
             Tok::Plus => "`+`".into(),
             Tok::Star => "`*`".into(),
+            Tok::Error => "invalid input".into(),
             Tok::Eof => "end of file".into(),
         }
     }
@@ -160,13 +163,14 @@ impl Lexer<'_> {
         self.tokens.push(Token { tok, span: Span::new(start, self.pos), line_start });
     }
 
+    /// Reports an error and leaves a [`Tok::Error`] token in its place, so the parser stays
+    /// quiet about the same spot.
     fn error(&mut self, code: &'static str, message: String, start: usize, label: &str) {
-        self.errors.push(Diagnostic::new(
-            code,
-            message,
-            Span::new(start, self.pos.max(start + 1).min(self.src.len().max(start))),
-            label,
-        ));
+        let span = Span::new(start, self.pos.max(start + 1).min(self.src.len().max(start)));
+        self.errors.push(Diagnostic::new(code, message, span, label));
+        let line_start = !self.line_has_token;
+        self.line_has_token = true;
+        self.tokens.push(Token { tok: Tok::Error, span, line_start });
     }
 
     fn word(&mut self, dots: bool) -> String {

@@ -113,13 +113,20 @@ impl Parser {
     }
 
     fn unexpected(&self, expected: &str) -> Fail {
+        if matches!(self.peek(), Tok::Error) {
+            // The lexer has reported this token already.
+            return Fail::Silent;
+        }
         let found = self.peek().describe();
-        err(
-            "strata::parse::unexpected_token",
-            format!("expected {expected}, found {found}"),
-            self.span(),
-            format!("expected {expected}"),
-        )
+        // When the offending token starts a new line, the problem is at the end of the
+        // previous one: point there.
+        let span = if self.tokens[self.pos].line_start && self.pos > 0 {
+            let end = self.prev_span().end as usize;
+            Span::new(end, end)
+        } else {
+            self.span()
+        };
+        err("strata::parse::unexpected_token", format!("expected {expected}, found {found}"), span, format!("expected {expected}"))
     }
 
     fn expect(&mut self, tok: &Tok, expected: &str) -> PResult<Span> {
@@ -146,20 +153,20 @@ impl Parser {
         }
     }
 
-    /// Skips to the first token of the next line (or a `}` / end of file).
-    fn recover_statement(&mut self) {
-        let start = self.pos;
-        while !matches!(self.peek(), Tok::Eof) {
-            if self.pos > start && (self.tokens[self.pos].line_start || matches!(self.peek(), Tok::RBrace)) {
+    /// After a failed statement that began at token `start`: skips to the first token of a later
+    /// line (or a `}` / end of file), never past a statement that has not been tried.
+    fn recover_statement(&mut self, start: usize) {
+        while !matches!(self.peek(), Tok::Eof | Tok::RBrace) {
+            if self.pos > start && self.tokens[self.pos].line_start {
                 break;
             }
             self.bump();
         }
     }
 
-    /// Skips to the next line that starts an item.
-    fn recover_item(&mut self) {
-        let start = self.pos;
+    /// After a failed item that began at token `start`: skips to the next line that starts an
+    /// item.
+    fn recover_item(&mut self, start: usize) {
         while !matches!(self.peek(), Tok::Eof) {
             let t = &self.tokens[self.pos];
             let item_start = matches!(&t.tok, Tok::Ident(k) if k == "func" || k == "program" || k == "ring")
@@ -185,24 +192,25 @@ impl Parser {
 
     fn module_items(&mut self) {
         loop {
+            let start = self.pos;
             match self.peek().clone() {
                 Tok::Eof => break,
                 Tok::Alias(_) => {
                     if let Err(e) = self.alias_item() {
                         self.report(e);
-                        self.recover_item();
+                        self.recover_item(start);
                     }
                 }
                 Tok::Ident(k) if k == "ring" => {
                     if let Err(e) = self.ring_item() {
                         self.report(e);
-                        self.recover_item();
+                        self.recover_item(start);
                     }
                 }
                 Tok::Ident(k) if k == "func" || k == "program" => {
                     if let Err(e) = self.function_item() {
                         self.report(e);
-                        self.recover_item();
+                        self.recover_item(start);
                     }
                 }
                 _ => {
@@ -216,7 +224,7 @@ impl Parser {
                         "not an item",
                     );
                     self.report(f);
-                    self.recover_item();
+                    self.recover_item(start);
                 }
             }
         }
@@ -426,6 +434,7 @@ impl Parser {
                 _ => {}
             }
             let start = self.span();
+            let start_pos = self.pos;
             match self.statement(kind, &mut exprs, &mut scope) {
                 Ok(stmt) => {
                     let span = start.join(self.prev_span());
@@ -434,7 +443,7 @@ impl Parser {
                 }
                 Err(e) => {
                     self.report(e);
-                    self.recover_statement();
+                    self.recover_statement(start_pos);
                 }
             }
         }
@@ -946,6 +955,10 @@ impl Parser {
         let Tok::Ident(kw) = self.peek().clone() else {
             return Ok(LevelFormat::Dense);
         };
+        if self.tokens[self.pos].line_start {
+            // A word on the next line is not this level's format (the `>` is missing).
+            return Ok(LevelFormat::Dense);
+        }
         let span = self.span();
         let base = match kw.as_str() {
             "dense" => LevelFormat::Dense,
