@@ -224,7 +224,13 @@ fn check_expectations(code: &str, diags: &[Diagnostic]) -> Result<(), String> {
     let mut unexpected = Vec::new();
     for d in diags {
         let (line, _) = d.primary.span.line_col(code);
-        match expected.iter_mut().find(|(l, text, _)| *l == line && d.message.contains(text.as_str())) {
+        let fits = |e: &(usize, String, bool)| e.0 == line && d.message.contains(e.1.as_str());
+        // Prefer an expectation not matched yet, so two equal messages need two annotations.
+        let slot = match expected.iter().position(|e| !e.2 && fits(e)) {
+            Some(i) => Some(i),
+            None => expected.iter().position(fits),
+        };
+        match slot.map(|i| &mut expected[i]) {
             Some(e) => e.2 = true,
             None => unexpected.push(format!("unexpected diagnostic on line {line}: {} [{}]", d.message, d.code)),
         }
