@@ -20,17 +20,31 @@ impl AffineExpr {
         AffineExpr { terms: vec![(dim, 1)], constant: 0 }
     }
 
-    /// Adds `coefficient·d_dim`, keeping the canonical form.
-    pub fn add_term(&mut self, dim: u32, coefficient: i64) {
+    /// Adds `coefficient·d_dim`, keeping the canonical form; `false` (and no change) if the
+    /// coefficient would overflow.
+    pub fn add_term(&mut self, dim: u32, coefficient: i64) -> bool {
         match self.terms.binary_search_by_key(&dim, |t| t.0) {
             Ok(i) => {
-                self.terms[i].1 += coefficient;
-                if self.terms[i].1 == 0 {
+                let Some(sum) = self.terms[i].1.checked_add(coefficient) else { return false };
+                self.terms[i].1 = sum;
+                if sum == 0 {
                     self.terms.remove(i);
                 }
             }
             Err(i) if coefficient != 0 => self.terms.insert(i, (dim, coefficient)),
             Err(_) => {}
+        }
+        true
+    }
+
+    /// Adds to the constant term; `false` (and no change) on overflow.
+    pub fn add_constant(&mut self, c: i64) -> bool {
+        match self.constant.checked_add(c) {
+            Some(v) => {
+                self.constant = v;
+                true
+            }
+            None => false,
         }
     }
 
@@ -40,15 +54,16 @@ impl AffineExpr {
     }
 
     /// The smallest and largest value over the box `0 <= d_i < bounds[i]` (bounds ≥ 1), or
-    /// `None` if some bound is 0 (the box is empty).
-    pub fn range(&self, bounds: &[u64]) -> Option<(i64, i64)> {
-        let (mut lo, mut hi) = (self.constant, self.constant);
+    /// `None` if some bound is 0 (the box is empty). Computed in 128 bits, so it cannot overflow
+    /// for 64-bit coefficients and bounds.
+    pub fn range(&self, bounds: &[u64]) -> Option<(i128, i128)> {
+        let (mut lo, mut hi) = (self.constant as i128, self.constant as i128);
         for &(d, c) in &self.terms {
             let b = *bounds.get(d as usize)?;
             if b == 0 {
                 return None;
             }
-            let extreme = c * (b as i64 - 1);
+            let extreme = c as i128 * (b as i128 - 1);
             if extreme < 0 {
                 lo += extreme;
             } else {
@@ -63,7 +78,7 @@ impl fmt::Display for AffineExpr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut first = true;
         for &(d, c) in &self.terms {
-            let (sign, mag) = if c < 0 { ("-", -c) } else { ("+", c) };
+            let (sign, mag) = if c < 0 { ("-", c.unsigned_abs()) } else { ("+", c.unsigned_abs()) };
             if first {
                 if sign == "-" {
                     f.write_str("-")?;
@@ -83,7 +98,7 @@ impl fmt::Display for AffineExpr {
         } else if self.constant > 0 {
             write!(f, " + {}", self.constant)
         } else if self.constant < 0 {
-            write!(f, " - {}", -self.constant)
+            write!(f, " - {}", self.constant.unsigned_abs())
         } else {
             Ok(())
         }

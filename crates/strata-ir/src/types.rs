@@ -145,7 +145,7 @@ impl Interval {
 
     /// Number of indices (0 when empty).
     pub fn len(self) -> u64 {
-        (self.stop - self.start).max(0) as u64
+        (self.stop as i128 - self.start as i128).max(0) as u64
     }
 
     /// Whether the interval holds no index.
@@ -163,9 +163,14 @@ impl Interval {
         other.is_empty() || (self.start <= other.start && other.stop <= self.stop)
     }
 
-    /// The interval moved by `delta`.
-    pub fn shifted(self, delta: i64) -> Interval {
-        Interval { start: self.start + delta, stop: self.stop + delta }
+    /// The interval moved by `delta`, or `None` if a bound leaves the 64-bit range.
+    pub fn shifted(self, delta: i64) -> Option<Interval> {
+        Some(Interval { start: self.start.checked_add(delta)?, stop: self.stop.checked_add(delta)? })
+    }
+
+    /// `[start:stop)` from wide bounds, or `None` if a bound leaves the 64-bit range.
+    pub fn from_wide(start: i128, stop: i128) -> Option<Interval> {
+        Some(Interval { start: i64::try_from(start).ok()?, stop: i64::try_from(stop).ok()? })
     }
 }
 

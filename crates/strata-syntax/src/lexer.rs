@@ -13,8 +13,8 @@ pub enum Tok {
     Global(String),
     /// `!name`
     Alias(String),
-    /// An unsigned integer.
-    Int(i64),
+    /// An unsigned integer (the parser applies a sign and checks the 64-bit range).
+    Int(u64),
     /// An unsigned float.
     Float(f64),
     /// `"text"`
@@ -405,7 +405,7 @@ impl Lexer<'_> {
                 ),
             }
         } else {
-            match text.parse::<i64>() {
+            match text.parse::<u64>() {
                 Ok(v) => self.push(Tok::Int(v), start),
                 Err(_) => self.error(
                     "strata::parse::invalid_number",
@@ -474,6 +474,7 @@ mod tests {
     fn reports_bad_characters_and_goes_on() {
         let (t, _, e) = lex("%a $ %b");
         assert_eq!(e.len(), 1);
-        assert_eq!(t.len(), 3);
+        let kinds: Vec<Tok> = t.into_iter().map(|t| t.tok).collect();
+        assert_eq!(kinds, vec![Tok::Value("a".into()), Tok::Error, Tok::Value("b".into()), Tok::Eof]);
     }
 }

@@ -617,12 +617,20 @@ impl Parser {
 
     // ---- attributes ----
 
+    /// Applies a sign to an integer token's magnitude, checking the 64-bit range.
+    fn int_value(&self, neg: bool, magnitude: u64, span: Span) -> PResult<i64> {
+        let v = if neg { -(magnitude as i128) } else { magnitude as i128 };
+        i64::try_from(v).map_err(|_| {
+            err("strata::parse::invalid_number", format!("integer literal `{v}` does not fit in 64 bits"), span, "too large")
+        })
+    }
+
     fn signed_int(&mut self) -> PResult<i64> {
         let neg = self.eat(&Tok::Minus);
         match self.peek().clone() {
             Tok::Int(v) => {
-                self.bump();
-                Ok(if neg { -v } else { v })
+                let span = self.bump().span;
+                self.int_value(neg, v, span)
             }
             _ => Err(self.unexpected("an integer")),
         }
@@ -644,8 +652,8 @@ impl Parser {
                 self.bump();
                 match self.peek().clone() {
                     Tok::Int(v) => {
-                        self.bump();
-                        AttrValue::Int(-v)
+                        let span = self.bump().span;
+                        AttrValue::Int(self.int_value(true, v, span)?)
                     }
                     Tok::Float(x) => {
                         self.bump();
@@ -659,8 +667,8 @@ impl Parser {
                 }
             }
             Tok::Int(v) => {
-                self.bump();
-                AttrValue::Int(v)
+                let span = self.bump().span;
+                AttrValue::Int(self.int_value(false, v, span)?)
             }
             Tok::Float(x) => {
                 self.bump();
@@ -785,31 +793,41 @@ impl Parser {
     }
 
     fn affine_term(&mut self, e: &mut AffineExpr, sign: i64, num_dims: u32) -> PResult<()> {
-        match self.peek().clone() {
+        let start = self.span();
+        let ok = match self.peek().clone() {
             Tok::Int(c) => {
-                self.bump();
+                let span = self.bump().span;
+                let c = self.int_value(sign < 0, c, span)?;
                 if self.eat(&Tok::Star) {
                     let d = self.affine_dim(num_dims)?;
-                    e.add_term(d, sign * c);
+                    e.add_term(d, c)
                 } else {
-                    e.constant += sign * c;
+                    e.add_constant(c)
                 }
             }
             Tok::Ident(_) => {
                 let d = self.affine_dim(num_dims)?;
-                let mut c = 1;
+                let mut c = sign;
                 if self.eat(&Tok::Star) {
                     match self.peek().clone() {
                         Tok::Int(k) => {
-                            self.bump();
-                            c = k;
+                            let span = self.bump().span;
+                            c = self.int_value(sign < 0, k, span)?;
                         }
                         _ => return Err(self.unexpected("an integer coefficient")),
                     }
                 }
-                e.add_term(d, sign * c);
+                e.add_term(d, c)
             }
             _ => return Err(self.unexpected("an affine term (`dN`, `c*dN` or an integer)")),
+        };
+        if !ok {
+            return Err(err(
+                "strata::parse::invalid_number",
+                "affine coefficients do not fit in 64 bits",
+                start.join(self.prev_span()),
+                "overflows",
+            ));
         }
         Ok(())
     }

@@ -123,6 +123,25 @@ impl<'m> Cx<'m> {
         Box::new(Diagnostic::new(code, message, self.span, label))
     }
 
+    /// The error for an extent or bound that leaves the 64-bit range.
+    pub fn overflow(&self, what: &str) -> Box<Diagnostic> {
+        self.error("strata::verify::size_overflow", format!("{what} does not fit in 64 bits"), "too large")
+    }
+
+    /// `[start:stop)` from wide bounds, or the overflow error.
+    pub fn interval(&self, start: i128, stop: i128, what: &str) -> Result<strata_ir::Interval, Box<Diagnostic>> {
+        strata_ir::Interval::from_wide(start, stop).ok_or_else(|| self.overflow(what))
+    }
+
+    /// The product of extents, or the overflow error.
+    pub fn product(&self, extents: impl IntoIterator<Item = u64>, what: &str) -> Result<u64, Box<Diagnostic>> {
+        extents
+            .into_iter()
+            .try_fold(1u64, |acc, n| acc.checked_mul(n))
+            .filter(|&n| n <= i64::MAX as u64)
+            .ok_or_else(|| self.overflow(what))
+    }
+
     /// Adds a label showing an operand's type at its definition.
     pub fn with_operand(&self, d: Box<Diagnostic>, v: Value) -> Box<Diagnostic> {
         let text = format!("`%{}` has type `{}`", self.expr(v).name, self.show(self.ty(v)));

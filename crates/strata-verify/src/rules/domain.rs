@@ -67,7 +67,7 @@ pub(crate) fn concat(cx: &mut Cx, args: &[Value], dim: &DimName) -> RuleResult {
             continue;
         }
         if positional {
-            joined.stop += level.interval.len() as i64;
+            joined = cx.interval(joined.start as i128, joined.stop as i128 + level.interval.len() as i128, "the concatenated interval")?;
         } else if level.interval.start != joined.stop {
             let d = cx.error(
                 "strata::verify::concat_not_contiguous",

@@ -60,11 +60,10 @@ pub(crate) fn unpack(cx: &mut Cx, arg: Value) -> RuleResult {
         );
         return Err(cx.with_operand(d, arg));
     }
-    let levels: Vec<Level> = v
-        .levels
-        .iter()
-        .zip(&inner.levels)
-        .map(|(o, i)| Level::dense(o.name.clone(), Interval::from_len(o.interval.len() * i.interval.len())))
-        .collect();
+    let mut levels = Vec::new();
+    for (o, i) in v.levels.iter().zip(&inner.levels) {
+        let n = cx.product([o.interval.len(), i.interval.len()], &format!("the unpacked extent of `{}`", o.name))?;
+        levels.push(Level::dense(o.name.clone(), Interval::from_len(n)));
+    }
     Ok(cx.tensor(inner.element, levels, v.placement))
 }

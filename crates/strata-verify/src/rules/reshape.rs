@@ -109,17 +109,15 @@ fn check_groups(cx: &Cx, groups: &[Vec<u32>], rank: usize, what: &str) -> Res<()
 pub(crate) fn collapse_shape(cx: &mut Cx, arg: Value, groups: &[Vec<u32>]) -> RuleResult {
     let v = dense(cx, arg, "collapse_shape")?;
     check_groups(cx, groups, v.rank(), "operand")?;
-    let levels: Vec<Level> = groups
-        .iter()
-        .map(|g| {
-            if g.len() == 1 {
-                v.levels[g[0] as usize].clone()
-            } else {
-                let n: u64 = g.iter().map(|&i| v.levels[i as usize].interval.len()).product();
-                Level::dense(DimName::positional(0), Interval::from_len(n))
-            }
-        })
-        .collect();
+    let mut levels = Vec::new();
+    for g in groups {
+        if g.len() == 1 {
+            levels.push(v.levels[g[0] as usize].clone());
+        } else {
+            let n = cx.product(g.iter().map(|&i| v.levels[i as usize].interval.len()), "the collapsed extent")?;
+            levels.push(Level::dense(DimName::positional(0), Interval::from_len(n)));
+        }
+    }
     let levels = renumber(levels).map_err(|n| clash(cx, n))?;
     Ok(cx.tensor(v.element, levels, v.placement))
 }
@@ -137,7 +135,7 @@ pub(crate) fn expand_shape(cx: &mut Cx, arg: Value, groups: &[Vec<u32>], shape: 
     check_groups(cx, groups, shape.len(), "result")?;
     let mut levels = Vec::new();
     for (g, l) in groups.iter().zip(&v.levels) {
-        let n: u64 = g.iter().map(|&i| shape[i as usize]).product();
+        let n = cx.product(g.iter().map(|&i| shape[i as usize]), "the expanded extent")?;
         if n != l.interval.len() {
             let d = cx.error(
                 "strata::verify::expand_size_mismatch",

@@ -47,7 +47,8 @@ pub(crate) fn cartesian_shift(cx: &mut Cx, arg: Value, dim: &DimName, offset: i6
         );
         return Err(cx.with_operand(d, arg));
     }
-    v.levels[i].interval = v.levels[i].interval.shifted(-offset);
+    let moved = offset.checked_neg().and_then(|d| v.levels[i].interval.shifted(d));
+    v.levels[i].interval = moved.ok_or_else(|| cx.overflow(&format!("the shifted interval of `{dim}`")))?;
     Ok(cx.tensor(v.element, v.levels, v.placement))
 }
 

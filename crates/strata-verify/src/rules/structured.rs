@@ -153,7 +153,7 @@ fn check_map(cx: &Cx, what: &str, m: &AffineMap, dims: usize, results: usize, bo
     }
     for (i, e) in m.results.iter().enumerate() {
         if let Some((lo, hi)) = e.range(bounds) {
-            if lo < 0 || hi >= target[i] as i64 {
+            if lo < 0 || hi >= target[i] as i128 {
                 return Err(cx.error(
                     "strata::verify::affine_out_of_bounds",
                     format!("{what}: coordinate {i} `{e}` ranges over [{lo}, {hi}] but the extent is {}", target[i]),
@@ -355,7 +355,8 @@ pub(crate) fn broadcast_op(cx: &mut Cx, arg: Value, shape: &[u64]) -> RuleResult
             );
             return Err(cx.with_operand(d, arg));
         }
-        levels.push(Level::dense(l.name.clone(), Interval::new(l.interval.start, l.interval.start + n as i64)));
+        let iv = cx.interval(l.interval.start as i128, l.interval.start as i128 + n as i128, "the broadcast interval")?;
+        levels.push(Level::dense(l.name.clone(), iv));
     }
     Ok(cx.tensor(v.element, levels, v.placement))
 }
@@ -384,7 +385,8 @@ pub(crate) fn broadcast_in_dim(cx: &mut Cx, arg: Value, shape: &[u64], dims: &[u
             );
             return Err(cx.with_operand(diag, arg));
         }
-        levels[d as usize] = Level::dense(l.name.clone(), Interval::new(l.interval.start, l.interval.start + n as i64));
+        let iv = cx.interval(l.interval.start as i128, l.interval.start as i128 + n as i128, "the broadcast interval")?;
+        levels[d as usize] = Level::dense(l.name.clone(), iv);
     }
     let levels = finish_levels(cx, levels)?;
     Ok(cx.tensor(v.element, levels, v.placement))
