@@ -1,0 +1,94 @@
+//! The `strata` binary as users and scripts run it: exit statuses, output, and that `fmt`
+//! never damages a file.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn strata() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_strata"))
+}
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("strata-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn check_accepts_the_examples() {
+    let ex = workspace().join("examples/stencil/laplacian.strata");
+    let out = strata().arg("check").arg(&ex).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("laplacian.strata: ok"));
+}
+
+#[test]
+fn check_reports_with_location_and_exit_1() {
+    let d = tmpdir("check");
+    let f = d.join("bad.strata");
+    std::fs::write(&f, "func @f(%a: f64) -> f64 {\n  %b = plus(%a, %zz) : f64\n  return %b\n}\n").unwrap();
+    let out = strata().arg("check").arg(&f).env("NO_COLOR", "1").output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.strata:2:17: error: no value named `%zz`"), "{err}");
+    assert!(err.contains("strata::parse::unknown_value"), "{err}");
+}
+
+#[test]
+fn check_reports_unreadable_files_with_exit_2() {
+    let out = strata().args(["check", "/nonexistent/x.strata"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read `/nonexistent/x.strata`"));
+    let d = tmpdir("binary");
+    let f = d.join("bin.strata");
+    std::fs::write(&f, [0xff, 0xfe, 0x00, 0x80]).unwrap();
+    let out = strata().arg("check").arg(&f).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not UTF-8 text"));
+}
+
+#[test]
+fn fmt_rewrites_to_canonical_form_and_keeps_comments() {
+    let d = tmpdir("fmt");
+    let f = d.join("x.strata");
+    let messy = "// header\nfunc @f(%a: f64)->f64{ // why\n  %b = plus( %a,%a ) :f64   // double\n\n  return %b\n  // done\n}\n";
+    std::fs::write(&f, messy).unwrap();
+    let check = strata().args(["fmt", "--check"]).arg(&f).output().unwrap();
+    assert_eq!(check.status.code(), Some(1));
+    assert_eq!(std::fs::read_to_string(&f).unwrap(), messy, "--check must not write");
+    let out = strata().arg("fmt").arg(&f).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let formatted = std::fs::read_to_string(&f).unwrap();
+    assert_eq!(
+        formatted,
+        "// header\nfunc @f(%a: f64) -> f64 {  // why\n  %b = plus(%a, %a) : f64  // double\n\n  return %b\n  // done\n}\n"
+    );
+    let again = strata().args(["fmt", "--check"]).arg(&f).output().unwrap();
+    assert_eq!(again.status.code(), Some(0), "fmt is idempotent");
+    let leftovers: Vec<_> = std::fs::read_dir(&d).unwrap().flatten().filter(|e| e.file_name() != "x.strata").collect();
+    assert!(leftovers.is_empty(), "temporary files left behind");
+}
+
+#[test]
+fn fmt_leaves_files_with_syntax_errors_untouched() {
+    let d = tmpdir("fmt-bad");
+    let f = d.join("x.strata");
+    let broken = "func @f(%a: f64) -> f64 {\n  %b = plus(%a %a) : f64\n  return %b\n}\n";
+    std::fs::write(&f, broken).unwrap();
+    let out = strata().arg("fmt").arg(&f).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(std::fs::read_to_string(&f).unwrap(), broken);
+}
+
+#[test]
+fn help_shows_examples() {
+    let out = strata().arg("--help").output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("check") && text.contains("fmt") && text.contains("Examples:"), "{text}");
+}
