@@ -72,13 +72,38 @@ pub fn stderr_color() -> bool {
     std::env::var_os("NO_COLOR").is_none() && std::io::IsTerminal::is_terminal(&std::io::stderr())
 }
 
+/// Expands directories into the `.strata` files below them (sorted); other paths are kept.
+pub fn expand_inputs(paths: &[PathBuf]) -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        let mut entries: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+        entries.sort();
+        for p in entries {
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "strata") {
+                out.push(p);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            walk(p, &mut out);
+        } else {
+            out.push(p.clone());
+        }
+    }
+    out
+}
+
 /// `strata check`: exit status 0 if every file verifies, 1 if any has diagnostics, 2 if a file
-/// cannot be read.
+/// cannot be read. Directories are searched for `.strata` files.
 pub fn cmd_check(files: &[PathBuf]) -> i32 {
     let color = stderr_color();
     let mut status = 0;
     let mut stderr = std::io::stderr().lock();
-    for path in files {
+    for path in &expand_inputs(files) {
         let source = match read_source(path) {
             Ok(s) => s,
             Err(e) => {
@@ -122,12 +147,13 @@ pub fn write_atomically(path: &Path, text: &str) -> Result<(), CliError> {
 }
 
 /// `strata fmt`: rewrites files in canonical form (or, with `check`, only reports the ones that
-/// are not). Files with syntax errors are reported and left untouched.
+/// are not). Files with syntax errors are reported and left untouched. Directories are searched
+/// for `.strata` files.
 pub fn cmd_fmt(files: &[PathBuf], check: bool) -> i32 {
     let color = stderr_color();
     let mut status = 0;
     let mut stderr = std::io::stderr().lock();
-    for path in files {
+    for path in &expand_inputs(files) {
         let source = match read_source(path) {
             Ok(s) => s,
             Err(e) => {

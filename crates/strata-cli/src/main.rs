@@ -10,7 +10,7 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "strata",
     version,
-    after_help = "Examples:\n  strata check examples/stencil/laplacian.strata\n  strata check examples/**/*.strata\n  strata fmt --check examples/*.strata\n  strata fmt my_program.strata"
+    after_help = "Examples:\n  strata check examples/stencil/laplacian.strata\n  strata check examples/*        (folders are searched for .strata files)\n  strata fmt --check examples/*\n  strata fmt my_program.strata"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -22,7 +22,7 @@ enum Command {
     /// Parse and verify programs; exit 0 when clean, 1 on diagnostics, 2 on unreadable files.
     #[command(after_help = "Example:\n  strata check examples/stencil/laplacian.strata examples/sparse/spmv_csr.strata")]
     Check {
-        /// `.strata` files.
+        /// `.strata` files, or folders to search for them.
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
@@ -32,7 +32,7 @@ enum Command {
         /// Report files that are not formatted instead of rewriting them (exit 1 if any).
         #[arg(long)]
         check: bool,
-        /// `.strata` files.
+        /// `.strata` files, or folders to search for them.
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },

@@ -28,6 +28,18 @@ fn check_accepts_the_examples() {
 }
 
 #[test]
+fn check_and_fmt_accept_folders() {
+    let ex = workspace().join("examples");
+    let dirs: Vec<PathBuf> = std::fs::read_dir(&ex).unwrap().flatten().map(|e| e.path()).collect();
+    let out = strata().arg("check").args(&dirs).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.lines().filter(|l| l.ends_with(": ok")).count() >= 15, "{stdout}");
+    let out = strata().args(["fmt", "--check"]).args(&dirs).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
 fn check_reports_with_location_and_exit_1() {
     let d = tmpdir("check");
     let f = d.join("bad.strata");
