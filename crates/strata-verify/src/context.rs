@@ -142,7 +142,32 @@ impl<'m> Cx<'m> {
             .ok_or_else(|| self.overflow(what))
     }
 
+    /// The operand's view, or an error if it is not a tensor.
+    pub fn need_tensor(&self, v: Value, op: &str) -> Result<View, Box<Diagnostic>> {
+        let view = self.view(v);
+        if !view.is_tensor {
+            let d = self.error("strata::verify::expected_tensor", format!("`{op}` needs a tensor operand"), "not a tensor");
+            return Err(self.with_operand(d, v));
+        }
+        Ok(view)
+    }
+
+    /// The operand's view, or an error naming its first level that is not dense.
+    pub fn require_dense(&self, v: Value, op: &str) -> Result<View, Box<Diagnostic>> {
+        let view = self.view(v);
+        if let Some(l) = view.levels.iter().find(|l| l.format != strata_ir::LevelFormat::Dense) {
+            let d = self.error(
+                "strata::verify::format_not_supported",
+                format!("`{op}` needs dense levels, but `{}` is `{}`", l.name, l.format.keyword()),
+                "not dense",
+            );
+            return Err(Box::new(self.with_operand(d, v).with_help("insert a `convert` to a dense tensor first")));
+        }
+        Ok(view)
+    }
+
     /// Adds a label showing an operand's type at its definition.
+    #[allow(clippy::boxed_local)] // diagnostics travel boxed so rule results stay small
     pub fn with_operand(&self, d: Box<Diagnostic>, v: Value) -> Box<Diagnostic> {
         let text = format!("`%{}` has type `{}`", self.expr(v).name, self.show(self.ty(v)));
         Box::new(d.with_label(*self.func.exprs.meta(v), text))

@@ -5,15 +5,7 @@ use strata_ir::{DimName, Interval, Level, Placement, Type, Value};
 use crate::context::{renumber, Cx, RuleResult};
 
 pub(crate) fn pack(cx: &mut Cx, arg: Value, tile: &[u64]) -> RuleResult {
-    let v = cx.view(arg);
-    if let Some(l) = v.levels.iter().find(|l| l.format != strata_ir::LevelFormat::Dense) {
-        let d = cx.error(
-            "strata::verify::format_not_supported",
-            format!("`pack` tiles dense levels, but `{}` is `{}`", l.name, l.format.keyword()),
-            "not dense",
-        );
-        return Err(cx.with_operand(d, arg));
-    }
+    let v = cx.require_dense(arg, "pack")?;
     if tile.len() != v.rank() {
         let d = cx.error(
             "strata::verify::rank_mismatch",

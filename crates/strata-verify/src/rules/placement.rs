@@ -7,23 +7,14 @@ use crate::broadcast::common_placement;
 use crate::context::{Cx, RuleResult, View};
 use crate::rules::shifts::unknown_dim;
 
-fn need_tensor(cx: &Cx, v: Value, op: &str) -> Result<View, Box<strata_ir::Diagnostic>> {
-    let view = cx.view(v);
-    if !view.is_tensor {
-        let d = cx.error("strata::verify::expected_tensor", format!("`{op}` needs a tensor operand"), "not a tensor");
-        return Err(cx.with_operand(d, v));
-    }
-    Ok(view)
-}
-
 pub(crate) fn to_device(cx: &mut Cx, arg: Value, device: &Device) -> RuleResult {
-    let mut v = need_tensor(cx, arg, "to_device")?;
+    let mut v = cx.need_tensor(arg, "to_device")?;
     v.placement.device = device.clone();
     Ok(cx.tensor(v.element, v.levels, v.placement))
 }
 
 pub(crate) fn distribute(cx: &mut Cx, arg: Value, ranks: u32, dim: &DimName) -> RuleResult {
-    let mut v = need_tensor(cx, arg, "distribute")?;
+    let mut v = cx.need_tensor(arg, "distribute")?;
     if let Some(t) = v.placement.team {
         let d = cx.error(
             "strata::verify::already_distributed",
@@ -47,7 +38,7 @@ pub(crate) fn distribute(cx: &mut Cx, arg: Value, ranks: u32, dim: &DimName) -> 
 }
 
 pub(crate) fn collect(cx: &mut Cx, arg: Value) -> RuleResult {
-    let mut v = need_tensor(cx, arg, "collect")?;
+    let mut v = cx.need_tensor(arg, "collect")?;
     if v.placement.team.is_none() {
         let d = cx.error("strata::verify::not_distributed", format!("`%{}` is not distributed", cx.expr(arg).name), "no team");
         return Err(cx.with_operand(d, arg));

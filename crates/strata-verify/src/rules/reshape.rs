@@ -2,25 +2,12 @@
 //! `expand_shape` and `convert`.
 
 use strata_entity::Handle;
-use strata_ir::{DimName, Interval, Level, LevelFormat, Mode, Placement, Scalar, Type, Value};
+use strata_ir::{DimName, Interval, Level, Mode, Placement, Scalar, Type, Value};
 
 use crate::broadcast::common_placement;
 use crate::context::{renumber, Cx, RuleResult, View};
 
 type Res<T> = Result<T, Box<strata_ir::Diagnostic>>;
-
-fn dense(cx: &Cx, v: Value, op: &str) -> Res<View> {
-    let view = cx.view(v);
-    if let Some(l) = view.levels.iter().find(|l| l.format != LevelFormat::Dense) {
-        let d = cx.error(
-            "strata::verify::format_not_supported",
-            format!("`{op}` needs dense levels, but `{}` is `{}`", l.name, l.format.keyword()),
-            "not dense",
-        );
-        return Err(cx.with_operand(d, v));
-    }
-    Ok(view)
-}
 
 fn clash(cx: &Cx, name: DimName) -> Box<strata_ir::Diagnostic> {
     cx.error("strata::verify::duplicate_dimension", format!("the result would have two dimensions named `{name}`"), "name clash")
@@ -28,7 +15,7 @@ fn clash(cx: &Cx, name: DimName) -> Box<strata_ir::Diagnostic> {
 
 /// The result type of `gather(source, indices, coordinates, mode)`.
 fn gather_type(cx: &mut Cx, source: Value, indices: Value, coordinates: &[u32], mode: Mode) -> Res<Handle<Type>> {
-    let (s, i) = (dense(cx, source, "gather")?, dense(cx, indices, "gather")?);
+    let (s, i) = (cx.require_dense(source, "gather")?, cx.require_dense(indices, "gather")?);
     let placement = common_placement(cx, &[source, indices], &[s.clone(), i.clone()])?;
     if !cx.scalar_of(i.element).is_some_and(Scalar::is_integer) {
         let d = cx.error("strata::verify::expected_index", "gather indices must be integers", "not an index tensor");
@@ -107,7 +94,7 @@ fn check_groups(cx: &Cx, groups: &[Vec<u32>], rank: usize, what: &str) -> Res<()
 }
 
 pub(crate) fn collapse_shape(cx: &mut Cx, arg: Value, groups: &[Vec<u32>]) -> RuleResult {
-    let v = dense(cx, arg, "collapse_shape")?;
+    let v = cx.require_dense(arg, "collapse_shape")?;
     check_groups(cx, groups, v.rank(), "operand")?;
     let mut levels = Vec::new();
     for g in groups {
@@ -123,7 +110,7 @@ pub(crate) fn collapse_shape(cx: &mut Cx, arg: Value, groups: &[Vec<u32>]) -> Ru
 }
 
 pub(crate) fn expand_shape(cx: &mut Cx, arg: Value, groups: &[Vec<u32>], shape: &[u64]) -> RuleResult {
-    let v = dense(cx, arg, "expand_shape")?;
+    let v = cx.require_dense(arg, "expand_shape")?;
     if groups.len() != v.rank() {
         let d = cx.error(
             "strata::verify::invalid_reassociation",

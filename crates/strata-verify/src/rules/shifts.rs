@@ -8,15 +8,6 @@ use crate::broadcast::{broadcast, SparseMerge};
 use crate::context::{Cx, RuleResult, View};
 use crate::rules::elementwise::check_signature;
 
-fn need_tensor(cx: &Cx, v: Value, op: &str) -> Result<View, Box<strata_ir::Diagnostic>> {
-    let view = cx.view(v);
-    if !view.is_tensor {
-        let d = cx.error("strata::verify::expected_tensor", format!("`{op}` needs a tensor operand"), "not a tensor");
-        return Err(cx.with_operand(d, v));
-    }
-    Ok(view)
-}
-
 pub(crate) fn unknown_dim(cx: &Cx, v: Value, dim: &DimName, op: &str) -> Box<strata_ir::Diagnostic> {
     let d = cx.error(
         "strata::verify::unknown_dimension",
@@ -27,7 +18,7 @@ pub(crate) fn unknown_dim(cx: &Cx, v: Value, dim: &DimName, op: &str) -> Box<str
 }
 
 pub(crate) fn cartesian_shift(cx: &mut Cx, arg: Value, dim: &DimName, offset: i64) -> RuleResult {
-    let mut v = need_tensor(cx, arg, "cartesian_shift")?;
+    let mut v = cx.need_tensor(arg, "cartesian_shift")?;
     let Some(i) = v.levels.iter().position(|l| &l.name == dim) else { return Err(unknown_dim(cx, arg, dim, "cartesian_shift")) };
     if dim.neighbor_counter_index().is_some() || dim.table_source().is_some() {
         return Err(Box::new(
@@ -60,7 +51,7 @@ struct Table {
 }
 
 fn table(cx: &Cx, t: Value) -> Result<Table, Box<strata_ir::Diagnostic>> {
-    let v = need_tensor(cx, t, "shift_init")?;
+    let v = cx.need_tensor(t, "shift_init")?;
     if !cx.scalar_of(v.element).is_some_and(Scalar::is_integer) {
         let d = cx.error(
             "strata::verify::table_not_integer",
@@ -85,7 +76,7 @@ fn table(cx: &Cx, t: Value) -> Result<Table, Box<strata_ir::Diagnostic>> {
 
 /// Levels of `shift_init(table)(arg)` before the neighbor dimension is added.
 fn shifted_levels(cx: &Cx, arg: Value, tbl: &Table) -> Result<View, Box<strata_ir::Diagnostic>> {
-    let mut v = need_tensor(cx, arg, "shift_init")?;
+    let mut v = cx.need_tensor(arg, "shift_init")?;
     let Some(i) = v.levels.iter().position(|l| l.name == tbl.src) else {
         let d = cx.error(
             "strata::verify::table_source_missing",
@@ -127,7 +118,7 @@ fn check_neighbor(cx: &Cx, neighbor: i64, range: Interval, what: &str) -> Result
 }
 
 pub(crate) fn shift_apply(cx: &mut Cx, arg: Value, neighbor: i64) -> RuleResult {
-    let v = need_tensor(cx, arg, "shift_apply")?;
+    let v = cx.need_tensor(arg, "shift_apply")?;
     let Some(k) = v.highest_neighbor_counter() else {
         let d = cx.error(
             "strata::verify::no_neighbor_dimension",

@@ -40,19 +40,6 @@ fn dense_result(levels: &[Level]) -> Vec<Level> {
     levels.iter().map(|l| Level::dense(l.name.clone(), l.interval)).collect()
 }
 
-fn require_dense(cx: &Cx, v: Value, op: &str) -> Res<View> {
-    let view = cx.view(v);
-    if let Some(l) = view.levels.iter().find(|l| l.format != strata_ir::LevelFormat::Dense) {
-        let d = cx.error(
-            "strata::verify::format_not_supported",
-            format!("`{op}` needs dense levels, but `{}` is `{}`", l.name, l.format.keyword()),
-            "not dense",
-        );
-        return Err(Box::new(cx.with_operand(d, v).with_help("insert a `convert` to a dense tensor first")));
-    }
-    Ok(view)
-}
-
 /// The accumulator element type of a payload function.
 fn payload_result(cx: &Cx, func: Handle<Function>, op: &str) -> Res<Handle<Type>> {
     let f = &cx.module.functions[func];
@@ -318,7 +305,7 @@ pub(crate) fn product_2d(cx: &mut Cx, lhs: Value, rhs: Value, ring: RingRef) -> 
 }
 
 pub(crate) fn transpose(cx: &mut Cx, arg: Value, perm: &[u32]) -> RuleResult {
-    let v = require_dense(cx, arg, "transpose")?;
+    let v = cx.require_dense(arg, "transpose")?;
     let mut sorted = perm.to_vec();
     sorted.sort_unstable();
     if sorted != (0..v.rank() as u32).collect::<Vec<_>>() {
@@ -335,7 +322,7 @@ pub(crate) fn transpose(cx: &mut Cx, arg: Value, perm: &[u32]) -> RuleResult {
 }
 
 pub(crate) fn broadcast_op(cx: &mut Cx, arg: Value, shape: &[u64]) -> RuleResult {
-    let v = require_dense(cx, arg, "broadcast")?;
+    let v = cx.require_dense(arg, "broadcast")?;
     if shape.len() != v.rank() {
         let d = cx.error(
             "strata::verify::rank_mismatch",
@@ -362,7 +349,7 @@ pub(crate) fn broadcast_op(cx: &mut Cx, arg: Value, shape: &[u64]) -> RuleResult
 }
 
 pub(crate) fn broadcast_in_dim(cx: &mut Cx, arg: Value, shape: &[u64], dims: &[u32]) -> RuleResult {
-    let v = require_dense(cx, arg, "broadcast_in_dim")?;
+    let v = cx.require_dense(arg, "broadcast_in_dim")?;
     if dims.len() != v.rank() {
         let d = cx.error(
             "strata::verify::rank_mismatch",
