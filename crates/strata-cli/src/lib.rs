@@ -97,31 +97,40 @@ pub fn expand_inputs(paths: &[PathBuf]) -> Vec<PathBuf> {
     out
 }
 
+/// Runs `f` on the text of every input file (folders expanded) with stderr at hand; an
+/// unreadable file is reported with status 2. Returns the worst status.
+fn over_sources(files: &[PathBuf], mut f: impl FnMut(&Path, &str, &mut dyn std::io::Write) -> i32) -> i32 {
+    let mut stderr = std::io::stderr().lock();
+    let mut status = 0;
+    for path in &expand_inputs(files) {
+        let s = match read_source(path) {
+            Ok(source) => f(path, &source, &mut stderr),
+            Err(e) => {
+                let _ = writeln!(stderr, "error: {e}");
+                2
+            }
+        };
+        status = status.max(s);
+    }
+    status
+}
+
 /// `strata check`: exit status 0 if every file verifies, 1 if any has diagnostics, 2 if a file
 /// cannot be read. Directories are searched for `.strata` files.
 pub fn cmd_check(files: &[PathBuf]) -> i32 {
     let color = stderr_color();
-    let mut status = 0;
-    let mut stderr = std::io::stderr().lock();
-    for path in &expand_inputs(files) {
-        let source = match read_source(path) {
-            Ok(s) => s,
-            Err(e) => {
-                let _ = writeln!(stderr, "error: {e}");
-                status = 2;
-                continue;
-            }
-        };
-        match check_source(&source) {
-            Ok(_) => println!("{}: ok", path.display()),
-            Err(diags) => {
-                let _ = write!(stderr, "{}", render(&path.display().to_string(), &source, &diags, color));
-                let _ = writeln!(stderr, "{}: {} error{}", path.display(), diags.len(), if diags.len() == 1 { "" } else { "s" });
-                status = status.max(1);
-            }
+    over_sources(files, |path, source, stderr| match check_source(source) {
+        Ok(_) => {
+            println!("{}: ok", path.display());
+            0
         }
-    }
-    status
+        Err(diags) => {
+            let _ = write!(stderr, "{}", render(&path.display().to_string(), source, &diags, color));
+            let plural = if diags.len() == 1 { "" } else { "s" };
+            let _ = writeln!(stderr, "{}: {} error{plural}", path.display(), diags.len());
+            1
+        }
+    })
 }
 
 /// The canonical text of `source`, or its parse diagnostics.
@@ -151,36 +160,25 @@ pub fn write_atomically(path: &Path, text: &str) -> Result<(), CliError> {
 /// for `.strata` files.
 pub fn cmd_fmt(files: &[PathBuf], check: bool) -> i32 {
     let color = stderr_color();
-    let mut status = 0;
-    let mut stderr = std::io::stderr().lock();
-    for path in &expand_inputs(files) {
-        let source = match read_source(path) {
-            Ok(s) => s,
+    over_sources(files, |path, source, stderr| match format_source(source) {
+        Err(diags) => {
+            let _ = write!(stderr, "{}", render(&path.display().to_string(), source, &diags, color));
+            1
+        }
+        Ok(text) if text == source => 0,
+        Ok(_) if check => {
+            let _ = writeln!(stderr, "{}: not formatted (run `strata fmt {}`)", path.display(), path.display());
+            1
+        }
+        Ok(text) => match write_atomically(path, &text) {
+            Ok(()) => {
+                println!("formatted {}", path.display());
+                0
+            }
             Err(e) => {
                 let _ = writeln!(stderr, "error: {e}");
-                status = 2;
-                continue;
+                2
             }
-        };
-        match format_source(&source) {
-            Err(diags) => {
-                let _ = write!(stderr, "{}", render(&path.display().to_string(), &source, &diags, color));
-                status = status.max(1);
-            }
-            Ok(text) if text == source => {}
-            Ok(_) if check => {
-                let _ = writeln!(stderr, "{}: not formatted (run `strata fmt {}`)", path.display(), path.display());
-                status = status.max(1);
-            }
-            Ok(text) => {
-                if let Err(e) = write_atomically(path, &text) {
-                    let _ = writeln!(stderr, "error: {e}");
-                    status = 2;
-                } else {
-                    println!("formatted {}", path.display());
-                }
-            }
-        }
-    }
-    status
+        },
+    })
 }

@@ -20,7 +20,9 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Parse and verify programs; exit 0 when clean, 1 on diagnostics, 2 on unreadable files.
-    #[command(after_help = "Example:\n  strata check examples/stencil/laplacian.strata examples/sparse/spmv_csr.strata")]
+    #[command(
+        after_help = "Example:\n  strata check examples/stencil/laplacian.strata examples/sparse/spmv_csr.strata"
+    )]
     Check {
         /// `.strata` files, or folders to search for them.
         #[arg(required = true)]

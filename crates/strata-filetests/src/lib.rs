@@ -102,7 +102,8 @@ pub fn check_clean(src: &str) -> Result<Module, String> {
 pub fn roundtrip(src: &str) -> Result<(), String> {
     let m1 = strata_syntax::parse(src).map_err(|d| render_plain("input", src, &d))?;
     let p1 = m1.to_string();
-    let m2 = strata_syntax::parse(&p1).map_err(|d| format!("printed module does not parse:\n{}\n{p1}", render_plain("printed", &p1, &d)))?;
+    let m2 = strata_syntax::parse(&p1)
+        .map_err(|d| format!("printed module does not parse:\n{}\n{p1}", render_plain("printed", &p1, &d)))?;
     if m1 != m2 {
         return Err(format!("re-parsed module differs from the original; printed text:\n{p1}"));
     }
@@ -235,8 +236,11 @@ fn check_expectations(code: &str, diags: &[Diagnostic]) -> Result<(), String> {
             None => unexpected.push(format!("unexpected diagnostic on line {line}: {} [{}]", d.message, d.code)),
         }
     }
-    let missing: Vec<String> =
-        expected.iter().filter(|e| !e.2).map(|(l, t, _)| format!("expected an error containing {t:?} on line {l}")).collect();
+    let missing: Vec<String> = expected
+        .iter()
+        .filter(|e| !e.2)
+        .map(|(l, t, _)| format!("expected an error containing {t:?} on line {l}"))
+        .collect();
     if unexpected.is_empty() && missing.is_empty() {
         Ok(())
     } else {

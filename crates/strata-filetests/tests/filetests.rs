@@ -56,7 +56,13 @@ fn examples_check_and_are_canonical() {
         let src = std::fs::read_to_string(&f).expect("readable");
         let m = strata_filetests::check_clean(&src).unwrap_or_else(|e| panic!("{} does not check:\n{e}", f.display()));
         let printed = m.to_string();
-        assert_eq!(printed, src, "{} is not in canonical form:\n{}", f.display(), strata_filetests::diff(&src, &printed));
+        assert_eq!(
+            printed,
+            src,
+            "{} is not in canonical form:\n{}",
+            f.display(),
+            strata_filetests::diff(&src, &printed)
+        );
         strata_filetests::roundtrip(&src).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
     }
 }

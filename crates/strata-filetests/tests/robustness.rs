@@ -47,12 +47,74 @@ impl Rng {
 }
 
 const FRAGMENTS: &[&str] = &[
-    "%", "@", "!", "(", ")", "[", "]", "<", ">", "{", "}", ",", ":", "=", "->", "<-", "-", "+", "*", "?", "\"", "//",
-    "tensor<", "x", "4x8x", "0", "-1", "99999999999999999999", "1e999", "nan", "-inf", "NB_0", "NB_Vertex", "_0", "_7",
-    "compressed", "singleton", "ragged", "block", "team = 0", "device = ", "func", "program", "ring", "return", "out",
-    "\u{e9}", "\u{1F600}", "\t", "\n", "%x", "@f", "!T", "I[5:2]", "I[0:0]", "(d0, d1) -> (d0)", "einsum = \"ij->\"",
-    "dim = NB_1", "offset = -9223372036854775807", "perm = [0, 0]", "tile = [0]", "shape = []", "groups = [[]]",
-    "coordinates = [9]", "neighbor = -5", "ranks = 0", "init = (0.0, (1, true))", "tensor<tensor<tensor<f32>>>",
+    "%",
+    "@",
+    "!",
+    "(",
+    ")",
+    "[",
+    "]",
+    "<",
+    ">",
+    "{",
+    "}",
+    ",",
+    ":",
+    "=",
+    "->",
+    "<-",
+    "-",
+    "+",
+    "*",
+    "?",
+    "\"",
+    "//",
+    "tensor<",
+    "x",
+    "4x8x",
+    "0",
+    "-1",
+    "99999999999999999999",
+    "1e999",
+    "nan",
+    "-inf",
+    "NB_0",
+    "NB_Vertex",
+    "_0",
+    "_7",
+    "compressed",
+    "singleton",
+    "ragged",
+    "block",
+    "team = 0",
+    "device = ",
+    "func",
+    "program",
+    "ring",
+    "return",
+    "out",
+    "\u{e9}",
+    "\u{1F600}",
+    "\t",
+    "\n",
+    "%x",
+    "@f",
+    "!T",
+    "I[5:2]",
+    "I[0:0]",
+    "(d0, d1) -> (d0)",
+    "einsum = \"ij->\"",
+    "dim = NB_1",
+    "offset = -9223372036854775807",
+    "perm = [0, 0]",
+    "tile = [0]",
+    "shape = []",
+    "groups = [[]]",
+    "coordinates = [9]",
+    "neighbor = -5",
+    "ranks = 0",
+    "init = (0.0, (1, true))",
+    "tensor<tensor<tensor<f32>>>",
 ];
 
 fn mutate(src: &str, rng: &mut Rng) -> String {
@@ -102,7 +164,8 @@ fn mutate(src: &str, rng: &mut Rng) -> String {
                 let at = rng.below(n);
                 if let Some(p) = (at..n).find(|&i| s[i].is_ascii_alphabetic()) {
                     let end = (p..n).find(|&i| !(s[i].is_ascii_alphanumeric() || s[i] == '_')).unwrap_or(n);
-                    let repl = ["I", "J", "f32", "i1", "compressed", "plus", "call", "map_reduce", "tensor", "NB_0"][rng.below(10)];
+                    let repl = ["I", "J", "f32", "i1", "compressed", "plus", "call", "map_reduce", "tensor", "NB_0"]
+                        [rng.below(10)];
                     s.splice(p..end, repl.chars());
                 }
             }
@@ -133,7 +196,10 @@ fn check_one(src: &str) -> Result<(), String> {
         };
         for d in &diags {
             let s = d.primary.span;
-            if s.end as usize > src.len() || !src.is_char_boundary(s.start as usize) || !src.is_char_boundary(s.end as usize) {
+            if s.end as usize > src.len()
+                || !src.is_char_boundary(s.start as usize)
+                || !src.is_char_boundary(s.end as usize)
+            {
                 return Err(format!("diagnostic `{}` has a span outside the source: {s:?}", d.message));
             }
         }
@@ -175,7 +241,8 @@ fn ten_thousand_mutants_never_panic() {
 
 #[test]
 fn degenerate_inputs() {
-    for src in ["", "\n", "//", "func", "func @f(", "}", "tensor<", "!T = tensor<4x", "\u{feff}func", "\0\0\0", "%%%%"] {
+    for src in ["", "\n", "//", "func", "func @f(", "}", "tensor<", "!T = tensor<4x", "\u{feff}func", "\0\0\0", "%%%%"]
+    {
         check_one(src).unwrap_or_else(|e| panic!("{src:?}: {e}"));
     }
 }

@@ -126,7 +126,12 @@ impl Parser {
         } else {
             self.span()
         };
-        err("strata::parse::unexpected_token", format!("expected {expected}, found {found}"), span, format!("expected {expected}"))
+        err(
+            "strata::parse::unexpected_token",
+            format!("expected {expected}, found {found}"),
+            span,
+            format!("expected {expected}"),
+        )
     }
 
     fn expect(&mut self, tok: &Tok, expected: &str) -> PResult<Span> {
@@ -621,7 +626,12 @@ impl Parser {
     fn int_value(&self, neg: bool, magnitude: u64, span: Span) -> PResult<i64> {
         let v = if neg { -(magnitude as i128) } else { magnitude as i128 };
         i64::try_from(v).map_err(|_| {
-            err("strata::parse::invalid_number", format!("integer literal `{v}` does not fit in 64 bits"), span, "too large")
+            err(
+                "strata::parse::invalid_number",
+                format!("integer literal `{v}` does not fit in 64 bits"),
+                span,
+                "too large",
+            )
         })
     }
 

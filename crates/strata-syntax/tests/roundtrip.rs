@@ -134,9 +134,16 @@ fn dim(g: &mut Gen) -> DimName {
 
 fn gen_op(g: &mut Gen, vals: &[Value], funcs: &[Handle<Function>], ring: Handle<Ring>) -> Op {
     let f = funcs[g.below(funcs.len())];
-    let init = |g: &mut Gen, vals: &[Value]| if g.flip() { Init::Literal(literal(g, 1)) } else { Init::Value(vals[g.below(vals.len())]) };
+    let init = |g: &mut Gen, vals: &[Value]| {
+        if g.flip() {
+            Init::Literal(literal(g, 1))
+        } else {
+            Init::Value(vals[g.below(vals.len())])
+        }
+    };
     let mode = |g: &mut Gen| if g.flip() { Mode::Copy } else { Mode::View };
-    let ring_ref = |g: &mut Gen| if g.flip() { RingRef::User(ring) } else { RingRef::Builtin(g.pick(BuiltinRing::ALL)) };
+    let ring_ref =
+        |g: &mut Gen| if g.flip() { RingRef::User(ring) } else { RingRef::Builtin(g.pick(BuiltinRing::ALL)) };
     match g.below(40) {
         0 => Op::Constant { value: literal(g, 2) },
         1 => Op::Unary { op: g.pick(UnaryOp::ALL), arg: val(g, vals) },
@@ -153,7 +160,10 @@ fn gen_op(g: &mut Gen, vals: &[Value], funcs: &[Handle<Function>], ring: Handle<
         12 => Op::CanDeref { arg: val(g, vals) },
         13 => Op::Reduce { func: f, args: some(g, vals), init: literal(g, 1) },
         14 => Op::Scan { func: f, args: some(g, vals), dim: dim(g), forward: g.flip(), init: literal(g, 2) },
-        15 => Op::Subset { arg: val(g, vals), domain: (0..g.below(3)).map(|_| (dim(g), Interval::new(g.range(-3, 3), g.range(3, 9)))).collect() },
+        15 => Op::Subset {
+            arg: val(g, vals),
+            domain: (0..g.below(3)).map(|_| (dim(g), Interval::new(g.range(-3, 3), g.range(3, 9)))).collect(),
+        },
         16 => Op::Concat { args: some(g, vals), dim: dim(g) },
         17 => Op::Pos { arg: val(g, vals), dim: dim(g) },
         18 => Op::AddDim { arg: val(g, vals), dim: dim(g), interval: Interval::new(g.range(-3, 0), g.range(0, 9)) },
@@ -198,8 +208,18 @@ fn gen_op(g: &mut Gen, vals: &[Value], funcs: &[Handle<Function>], ring: Handle<
         29 => Op::Pack { arg: val(g, vals), tile: u64s(g, 0, 3) },
         30 => Op::Unpack { arg: val(g, vals) },
         31 => Op::Gather { source: val(g, vals), indices: val(g, vals), coordinates: u32s(g, 0, 3), mode: mode(g) },
-        32 => Op::Scatter { source: val(g, vals), dest: val(g, vals), indices: val(g, vals), coordinates: u32s(g, 0, 3), mode: mode(g) },
-        33 => Op::CollapseShape { arg: val(g, vals), groups: (0..g.below(3)).map(|_| u32s(g, 1, 3)).collect(), mode: mode(g) },
+        32 => Op::Scatter {
+            source: val(g, vals),
+            dest: val(g, vals),
+            indices: val(g, vals),
+            coordinates: u32s(g, 0, 3),
+            mode: mode(g),
+        },
+        33 => Op::CollapseShape {
+            arg: val(g, vals),
+            groups: (0..g.below(3)).map(|_| u32s(g, 1, 3)).collect(),
+            mode: mode(g),
+        },
         34 => Op::ExpandShape {
             arg: val(g, vals),
             groups: (0..g.below(3)).map(|_| u32s(g, 1, 3)).collect(),
@@ -207,7 +227,10 @@ fn gen_op(g: &mut Gen, vals: &[Value], funcs: &[Handle<Function>], ring: Handle<
             mode: mode(g),
         },
         35 => Op::Convert { arg: val(g, vals) },
-        36 => Op::ToDevice { arg: val(g, vals), device: if g.flip() { Device::Cpu } else { Device::Named("gpu:1".into()) } },
+        36 => Op::ToDevice {
+            arg: val(g, vals),
+            device: if g.flip() { Device::Cpu } else { Device::Named("gpu:1".into()) },
+        },
         37 => Op::Distribute { arg: val(g, vals), ranks: g.range(1, 16) as u32, dim: dim(g) },
         38 => Op::Collect { arg: val(g, vals) },
         _ => Op::ArrayApi {
@@ -230,7 +253,15 @@ fn helper(types: &mut TypeArena, name: &str, ty: Handle<Type>, arity: usize) -> 
     let mut body = Arena::new();
     body.append(Statement::Return(params[0]), SourceInfo::default());
     let _ = types;
-    Function { name: name.into(), kind: FunctionKind::Func, params, result: Some(ty), exprs, body, closing_comments: vec![] }
+    Function {
+        name: name.into(),
+        kind: FunctionKind::Func,
+        params,
+        result: Some(ty),
+        exprs,
+        body,
+        closing_comments: vec![],
+    }
 }
 
 fn gen_module(seed: u64) -> Module {
@@ -274,7 +305,10 @@ fn gen_module(seed: u64) -> Module {
     }
     if program {
         let domain = g.flip().then(|| vec![(DimName::new("I"), Interval::new(-1, 4))]);
-        body.append(Statement::Assign { target: params[0], domain, value: *vals.last().unwrap() }, SourceInfo::default());
+        body.append(
+            Statement::Assign { target: params[0], domain, value: *vals.last().unwrap() },
+            SourceInfo::default(),
+        );
     } else {
         body.append(Statement::Return(*vals.last().unwrap()), SourceInfo::default());
     }

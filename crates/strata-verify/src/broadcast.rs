@@ -46,9 +46,9 @@ pub(crate) fn broadcast(
                     "positional dimensions would be matched from the left",
                 );
                 let d = cx.with_operand(cx.with_operand(d, operands[i0]), operands[i]);
-                return Err(Box::new(d.with_help(
-                    "use `broadcast_in_dim` to place the lower-rank operand's dimensions explicitly",
-                )));
+                return Err(Box::new(
+                    d.with_help("use `broadcast_in_dim` to place the lower-rank operand's dimensions explicitly"),
+                ));
             }
             _ => {}
         }
@@ -121,7 +121,9 @@ fn merge_format(a: LevelFormat, b: LevelFormat, merge: SparseMerge) -> Option<Le
             Compressed { .. } | Singleton { .. } if merge == SparseMerge::Union => Dense,
             other => other,
         }),
-        (Compressed { unique, ordered, .. }, Compressed { unique: u2, ordered: o2, .. }) if unique == u2 && ordered == o2 => {
+        (Compressed { unique, ordered, .. }, Compressed { unique: u2, ordered: o2, .. })
+            if unique == u2 && ordered == o2 =>
+        {
             Some(Compressed { unique, ordered, nnz: strata_ir::Extent::Dynamic })
         }
         (Ragged { .. }, Ragged { .. }) => Some(Ragged { total: strata_ir::Extent::Dynamic }),
@@ -150,7 +152,9 @@ pub(crate) fn common_placement(
                     "compute follows data: operands must share device and team",
                 );
                 let d = cx.with_operand(cx.with_operand(d, operands[i0]), operands[i]);
-                return Err(Box::new(d.with_help("move one operand with `to_device`, `distribute` or `collect` first")));
+                return Err(Box::new(
+                    d.with_help("move one operand with `to_device`, `distribute` or `collect` first"),
+                ));
             }
             _ => {}
         }

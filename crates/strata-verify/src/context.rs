@@ -146,7 +146,8 @@ impl<'m> Cx<'m> {
     pub fn need_tensor(&self, v: Value, op: &str) -> Result<View, Box<Diagnostic>> {
         let view = self.view(v);
         if !view.is_tensor {
-            let d = self.error("strata::verify::expected_tensor", format!("`{op}` needs a tensor operand"), "not a tensor");
+            let d =
+                self.error("strata::verify::expected_tensor", format!("`{op}` needs a tensor operand"), "not a tensor");
             return Err(self.with_operand(d, v));
         }
         Ok(view)

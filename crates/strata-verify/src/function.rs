@@ -1,8 +1,6 @@
 //! Verifying one function or program: parameters, statements, assignments and returns.
 
-use strata_ir::{
-    Diagnostic, ExprKind, Function, FunctionKind, Interval, Module, ParamMode, Statement, TypeArena,
-};
+use strata_ir::{Diagnostic, ExprKind, Function, FunctionKind, Interval, Module, ParamMode, Statement, TypeArena};
 
 use crate::context::Cx;
 use crate::rules::infer;
@@ -77,7 +75,13 @@ pub(crate) fn verify_function(
                 if cx.ty(*v) != want {
                     let d = cx.error(
                         "strata::verify::return_type_mismatch",
-                        format!("`@{}` returns `{}`, but `%{}` has type `{}`", func.name, cx.show(want), func.exprs[*v].name, cx.show(cx.ty(*v))),
+                        format!(
+                            "`@{}` returns `{}`, but `%{}` has type `{}`",
+                            func.name,
+                            cx.show(want),
+                            func.exprs[*v].name,
+                            cx.show(cx.ty(*v))
+                        ),
                         "wrong type returned",
                     );
                     cx.errors.push(*d);
@@ -87,8 +91,13 @@ pub(crate) fn verify_function(
     }
     match func.kind {
         FunctionKind::Func if !returned => cx.errors.push(
-            Diagnostic::new("strata::verify::missing_return", format!("`@{}` never returns a value", func.name), info_span, "no `return`")
-                .with_help("end the body with `return %value`"),
+            Diagnostic::new(
+                "strata::verify::missing_return",
+                format!("`@{}` never returns a value", func.name),
+                info_span,
+                "no `return`",
+            )
+            .with_help("end the body with `return %value`"),
         ),
         FunctionKind::Program => {
             for &p in &func.params {
@@ -145,7 +154,12 @@ fn check_assign(
     if v.element != tv.element {
         let d = cx.error(
             "strata::verify::element_type_mismatch",
-            format!("`%{}` holds `{}` but the value has elements of type `{}`", t.name, cx.show(tv.element), cx.show(v.element)),
+            format!(
+                "`%{}` holds `{}` but the value has elements of type `{}`",
+                t.name,
+                cx.show(tv.element),
+                cx.show(v.element)
+            ),
             "element types differ",
         );
         return Err(cx.with_operand(d, value));

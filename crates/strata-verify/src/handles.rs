@@ -7,7 +7,9 @@ use strata_ir::{Diagnostic, ExprKind, Item, Module, RingRef, Statement};
 /// Returns one diagnostic per dangling or forward reference.
 pub fn validate_handles(module: &Module) -> Vec<Diagnostic> {
     let mut out = Vec::new();
-    let bad = |what: String| Diagnostic::new("strata::verify::invalid_handle", what, strata_ir::Span::UNKNOWN, "invalid reference");
+    let bad = |what: String| {
+        Diagnostic::new("strata::verify::invalid_handle", what, strata_ir::Span::UNKNOWN, "invalid reference")
+    };
     for item in &module.items {
         let ok = match *item {
             Item::Alias(h) => module.aliases.try_get(h).is_some(),

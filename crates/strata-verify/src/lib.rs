@@ -61,7 +61,12 @@ pub fn verify(module: &Module) -> Result<ModuleInfo, Vec<Diagnostic>> {
     }
 }
 
-fn verify_ring(module: &Module, types: &mut TypeArena, h: strata_entity::Handle<strata_ir::Ring>, errors: &mut Vec<Diagnostic>) {
+fn verify_ring(
+    module: &Module,
+    types: &mut TypeArena,
+    h: strata_entity::Handle<strata_ir::Ring>,
+    errors: &mut Vec<Diagnostic>,
+) {
     let r = &module.rings[h];
     let span = module.rings.meta(h).span;
     let t = types.insert(Type::Scalar(r.element));

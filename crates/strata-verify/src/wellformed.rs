@@ -13,7 +13,14 @@ pub(crate) struct TypeChecker {
 
 impl TypeChecker {
     /// Checks `ty` (and its components) as written at `span`.
-    pub fn check(&mut self, module: &Module, types: &TypeArena, ty: Handle<Type>, span: Span, out: &mut Vec<Diagnostic>) {
+    pub fn check(
+        &mut self,
+        module: &Module,
+        types: &TypeArena,
+        ty: Handle<Type>,
+        span: Span,
+        out: &mut Vec<Diagnostic>,
+    ) {
         if !self.seen.insert(ty) {
             return;
         }
@@ -91,7 +98,9 @@ impl TypeChecker {
                                     span,
                                     format!("in `{}`", show()),
                                 )
-                                .with_help(format!("positional names match positions: call it `_{i}`, or give it a name")),
+                                .with_help(format!(
+                                    "positional names match positions: call it `_{i}`, or give it a name"
+                                )),
                             );
                         }
                     }
@@ -102,7 +111,10 @@ impl TypeChecker {
                                 out.push(
                                     Diagnostic::new(
                                         "strata::verify::singleton_without_parent",
-                                        format!("singleton level `{}` must follow a compressed or singleton level", l.name),
+                                        format!(
+                                            "singleton level `{}` must follow a compressed or singleton level",
+                                            l.name
+                                        ),
                                         span,
                                         format!("in `{}`", show()),
                                     )

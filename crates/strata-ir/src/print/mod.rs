@@ -22,7 +22,9 @@ impl fmt::Display for Module {
         for (i, item) in self.items.iter().enumerate() {
             // Items are separated by a blank line, except a run of aliases written together.
             let alias_run = match (i.checked_sub(1).map(|p| self.items[p]), *item) {
-                (Some(Item::Alias(_)), Item::Alias(h)) => self.aliases.meta(h).leading.first().is_none_or(|c| c != "\n"),
+                (Some(Item::Alias(_)), Item::Alias(h)) => {
+                    self.aliases.meta(h).leading.first().is_none_or(|c| c != "\n")
+                }
                 _ => false,
             };
             if i > 0 && !alias_run {

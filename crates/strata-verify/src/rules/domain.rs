@@ -13,7 +13,11 @@ pub(crate) fn subset(cx: &mut Cx, arg: Value, domain: &[(DimName, Interval)]) ->
             return Err(unknown_dim(cx, arg, name, "subset"));
         };
         if iv.stop < iv.start {
-            return Err(cx.error("strata::verify::invalid_interval", format!("interval `{name}{iv}` ends before it starts"), "stop < start"));
+            return Err(cx.error(
+                "strata::verify::invalid_interval",
+                format!("interval `{name}{iv}` ends before it starts"),
+                "stop < start",
+            ));
         }
         if !level.interval.contains(*iv) {
             let d = cx.error(
@@ -35,7 +39,9 @@ pub(crate) fn concat(cx: &mut Cx, args: &[Value], dim: &DimName) -> RuleResult {
     let views: Vec<View> = args.iter().map(|&a| cx.view(a)).collect();
     let placement = common_placement(cx, args, &views)?;
     let base = &views[0];
-    let Some(pos) = base.levels.iter().position(|l| &l.name == dim) else { return Err(unknown_dim(cx, first, dim, "concat")) };
+    let Some(pos) = base.levels.iter().position(|l| &l.name == dim) else {
+        return Err(unknown_dim(cx, first, dim, "concat"));
+    };
     let positional = dim.position().is_some();
     let mut joined = base.levels[pos].interval;
     for (k, v) in views.iter().enumerate() {
@@ -50,11 +56,15 @@ pub(crate) fn concat(cx: &mut Cx, args: &[Value], dim: &DimName) -> RuleResult {
             return Err(cx.with_operand(d, a));
         }
         if v.element != base.element {
-            let d = cx.error("strata::verify::element_type_mismatch", "`concat` operands have different element types", "mixed element types");
+            let d = cx.error(
+                "strata::verify::element_type_mismatch",
+                "`concat` operands have different element types",
+                "mixed element types",
+            );
             return Err(cx.with_operand(cx.with_operand(d, first), a));
         }
-        let others_match = v.without(dim) == base.without(dim)
-            && v.levels.iter().position(|l| &l.name == dim) == Some(pos);
+        let others_match =
+            v.without(dim) == base.without(dim) && v.levels.iter().position(|l| &l.name == dim) == Some(pos);
         if !others_match {
             let d = cx.error(
                 "strata::verify::concat_shape_mismatch",
@@ -67,7 +77,11 @@ pub(crate) fn concat(cx: &mut Cx, args: &[Value], dim: &DimName) -> RuleResult {
             continue;
         }
         if positional {
-            joined = cx.interval(joined.start as i128, joined.stop as i128 + level.interval.len() as i128, "the concatenated interval")?;
+            joined = cx.interval(
+                joined.start as i128,
+                joined.stop as i128 + level.interval.len() as i128,
+                "the concatenated interval",
+            )?;
         } else if level.interval.start != joined.stop {
             let d = cx.error(
                 "strata::verify::concat_not_contiguous",
@@ -107,7 +121,11 @@ pub(crate) fn add_dim(cx: &mut Cx, arg: Value, dim: &DimName, interval: Interval
         return Err(cx.with_operand(d, arg));
     }
     if interval.stop < interval.start {
-        return Err(cx.error("strata::verify::invalid_interval", format!("interval `{dim}{interval}` ends before it starts"), "stop < start"));
+        return Err(cx.error(
+            "strata::verify::invalid_interval",
+            format!("interval `{dim}{interval}` ends before it starts"),
+            "stop < start",
+        ));
     }
     let mut levels = vec![Level::dense(dim.clone(), interval)];
     levels.extend(v.levels);

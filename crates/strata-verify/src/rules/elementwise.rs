@@ -11,7 +11,11 @@ fn scalar_element(cx: &Cx, v: Value, op: &str) -> Result<Scalar, Box<strata_ir::
     cx.scalar_of(cx.element(v)).ok_or_else(|| {
         let d = cx.error(
             "strata::verify::expected_scalar_element",
-            format!("`{op}` needs scalar elements, but `%{}` has elements of type `{}`", cx.expr(v).name, cx.show(cx.element(v))),
+            format!(
+                "`{op}` needs scalar elements, but `%{}` has elements of type `{}`",
+                cx.expr(v).name,
+                cx.show(cx.element(v))
+            ),
             "non-scalar elements",
         );
         let d = cx.with_operand(d, v);
@@ -32,10 +36,19 @@ pub(crate) fn unary(cx: &mut Cx, op: UnaryOp, arg: Value) -> RuleResult {
             UnaryOp::Neg | UnaryOp::Abs => "a numeric type",
             _ => "a float type",
         };
-        let code = if op.float_only() { "strata::verify::expected_float" } else { "strata::verify::element_type_mismatch" };
-        let d = cx.error(code, format!("`{}` is defined on {wanted}, not on `{s}`", op.keyword()), format!("`{s}` operand"));
+        let code =
+            if op.float_only() { "strata::verify::expected_float" } else { "strata::verify::element_type_mismatch" };
+        let d = cx.error(
+            code,
+            format!("`{}` is defined on {wanted}, not on `{s}`", op.keyword()),
+            format!("`{s}` operand"),
+        );
         let d = cx.with_operand(d, arg);
-        return Err(if op.float_only() { Box::new(d.with_help("convert first, e.g. `cast(%x, to = f64)`")) } else { d });
+        return Err(if op.float_only() {
+            Box::new(d.with_help("convert first, e.g. `cast(%x, to = f64)`"))
+        } else {
+            d
+        });
     }
     let (levels, placement, any) = broadcast(cx, &[arg], SparseMerge::Intersect)?;
     let el = cx.element(arg);
@@ -69,7 +82,8 @@ pub(crate) fn binary(cx: &mut Cx, op: BinaryOp, lhs: Value, rhs: Value) -> RuleR
         );
         return Err(cx.with_operand(d, lhs));
     }
-    let merge = if matches!(op, BinaryOp::Multiplies | BinaryOp::And) { SparseMerge::Intersect } else { SparseMerge::Union };
+    let merge =
+        if matches!(op, BinaryOp::Multiplies | BinaryOp::And) { SparseMerge::Intersect } else { SparseMerge::Union };
     let (levels, placement, any) = broadcast(cx, &[lhs, rhs], merge)?;
     let el = if class == BinaryClass::Arithmetic { cx.element(lhs) } else { cx.scalar(Scalar::Bool) };
     Ok(cx.tensor_or_element(any, el, levels, placement))
@@ -165,8 +179,12 @@ pub(crate) fn check_call(cx: &mut Cx, func: Handle<Function>, args: &[Value]) ->
     let f = &cx.module.functions[func];
     if f.kind == FunctionKind::Program {
         return Err(Box::new(
-            cx.error("strata::verify::call_program", format!("`@{}` is a program and cannot be called", f.name), "called here")
-                .with_help("programs are entry points; factor the computation into a `func`"),
+            cx.error(
+                "strata::verify::call_program",
+                format!("`@{}` is a program and cannot be called", f.name),
+                "called here",
+            )
+            .with_help("programs are entry points; factor the computation into a `func`"),
         ));
     }
     let (params, result) = signature(cx.module, func);
@@ -181,7 +199,13 @@ pub(crate) fn check_call(cx: &mut Cx, func: Handle<Function>, args: &[Value]) ->
         if cx.ty(a) != p {
             let d = cx.error(
                 "strata::verify::argument_type_mismatch",
-                format!("argument {} of `@{}` must have type `{}`, found `{}`", i + 1, f.name, cx.show(p), cx.show(cx.ty(a))),
+                format!(
+                    "argument {} of `@{}` must have type `{}`, found `{}`",
+                    i + 1,
+                    f.name,
+                    cx.show(p),
+                    cx.show(cx.ty(a))
+                ),
                 "mismatched argument",
             );
             return Err(cx.with_operand(d, a));
@@ -200,7 +224,11 @@ pub(crate) fn check_signature(
 ) -> Result<(), Box<strata_ir::Diagnostic>> {
     let f = &cx.module.functions[func];
     if f.kind == FunctionKind::Program {
-        return Err(cx.error("strata::verify::call_program", format!("`@{}` is a program, not a function", f.name), "used here"));
+        return Err(cx.error(
+            "strata::verify::call_program",
+            format!("`@{}` is a program, not a function", f.name),
+            "used here",
+        ));
     }
     let (params, result) = signature(cx.module, func);
     let show_list = |cx: &Cx, ts: &[Handle<Type>]| ts.iter().map(|&t| cx.show(t)).collect::<Vec<_>>().join(", ");
@@ -211,7 +239,8 @@ pub(crate) fn check_signature(
             show_list(cx, expected_params),
             expected_result.map_or_else(|| "…".to_string(), |r| cx.show(r))
         );
-        let have = format!("({}) -> {}", show_list(cx, &params), result.map_or_else(|| "?".to_string(), |r| cx.show(r)));
+        let have =
+            format!("({}) -> {}", show_list(cx, &params), result.map_or_else(|| "?".to_string(), |r| cx.show(r)));
         let span = cx.module.functions.meta(func).span;
         return Err(Box::new(
             cx.error(

@@ -29,7 +29,8 @@ pub(crate) fn pack(cx: &mut Cx, arg: Value, tile: &[u64]) -> RuleResult {
         outer.push(Level::dense(l.name.clone(), Interval::from_len(n / b)));
         inner.push(Level::dense(DimName::positional(i), Interval::from_len(b)));
     }
-    let outer = renumber(outer).map_err(|n| cx.error("strata::verify::duplicate_dimension", format!("duplicate `{n}`"), "name clash"))?;
+    let outer = renumber(outer)
+        .map_err(|n| cx.error("strata::verify::duplicate_dimension", format!("duplicate `{n}`"), "name clash"))?;
     let el = cx.tensor(v.element, inner, Placement::HOST);
     Ok(cx.tensor(el, outer, v.placement))
 }
@@ -44,7 +45,10 @@ pub(crate) fn unpack(cx: &mut Cx, arg: Value) -> RuleResult {
         );
         return Err(cx.with_operand(d, arg));
     };
-    if inner.levels.len() != v.rank() || !inner.is_all_dense() || v.levels.iter().any(|l| l.format != strata_ir::LevelFormat::Dense) {
+    if inner.levels.len() != v.rank()
+        || !inner.is_all_dense()
+        || v.levels.iter().any(|l| l.format != strata_ir::LevelFormat::Dense)
+    {
         let d = cx.error(
             "strata::verify::rank_mismatch",
             format!("`unpack` needs dense tiles of the outer rank {}, found rank {}", v.rank(), inner.levels.len()),

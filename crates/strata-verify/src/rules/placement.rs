@@ -23,7 +23,9 @@ pub(crate) fn distribute(cx: &mut Cx, arg: Value, ranks: u32, dim: &DimName) -> 
         );
         return Err(Box::new(cx.with_operand(d, arg).with_help("`collect` it first to redistribute")));
     }
-    let Some(level) = v.levels.iter_mut().find(|l| &l.name == dim) else { return Err(unknown_dim(cx, arg, dim, "distribute")) };
+    let Some(level) = v.levels.iter_mut().find(|l| &l.name == dim) else {
+        return Err(unknown_dim(cx, arg, dim, "distribute"));
+    };
     if level.format != LevelFormat::Dense {
         let d = cx.error(
             "strata::verify::format_not_supported",
@@ -40,7 +42,11 @@ pub(crate) fn distribute(cx: &mut Cx, arg: Value, ranks: u32, dim: &DimName) -> 
 pub(crate) fn collect(cx: &mut Cx, arg: Value) -> RuleResult {
     let mut v = cx.need_tensor(arg, "collect")?;
     if v.placement.team.is_none() {
-        let d = cx.error("strata::verify::not_distributed", format!("`%{}` is not distributed", cx.expr(arg).name), "no team");
+        let d = cx.error(
+            "strata::verify::not_distributed",
+            format!("`%{}` is not distributed", cx.expr(arg).name),
+            "no team",
+        );
         return Err(cx.with_operand(d, arg));
     }
     for l in &mut v.levels {

@@ -10,7 +10,11 @@ use crate::context::{renumber, Cx, RuleResult, View};
 type Res<T> = Result<T, Box<strata_ir::Diagnostic>>;
 
 fn clash(cx: &Cx, name: DimName) -> Box<strata_ir::Diagnostic> {
-    cx.error("strata::verify::duplicate_dimension", format!("the result would have two dimensions named `{name}`"), "name clash")
+    cx.error(
+        "strata::verify::duplicate_dimension",
+        format!("the result would have two dimensions named `{name}`"),
+        "name clash",
+    )
 }
 
 /// The result type of `gather(source, indices, coordinates, mode)`.
@@ -22,13 +26,21 @@ fn gather_type(cx: &mut Cx, source: Value, indices: Value, coordinates: &[u32], 
         return Err(cx.with_operand(d, indices));
     }
     let Some(last) = i.levels.last() else {
-        let d = cx.error("strata::verify::gather_coordinate_mismatch", "gather indices need a trailing coordinate dimension", "0-d indices");
+        let d = cx.error(
+            "strata::verify::gather_coordinate_mismatch",
+            "gather indices need a trailing coordinate dimension",
+            "0-d indices",
+        );
         return Err(cx.with_operand(d, indices));
     };
     if last.interval.len() != coordinates.len() as u64 {
         let d = cx.error(
             "strata::verify::gather_coordinate_mismatch",
-            format!("the indices' last dimension holds {} coordinates, but `coordinates` lists {}", last.interval.len(), coordinates.len()),
+            format!(
+                "the indices' last dimension holds {} coordinates, but `coordinates` lists {}",
+                last.interval.len(),
+                coordinates.len()
+            ),
             "coordinate count differs",
         );
         return Err(cx.with_operand(d, indices));
@@ -45,8 +57,13 @@ fn gather_type(cx: &mut Cx, source: Value, indices: Value, coordinates: &[u32], 
         return Err(cx.with_operand(d, source));
     }
     let batch: Vec<Level> = i.levels[..i.rank() - 1].to_vec();
-    let slice: Vec<Level> =
-        s.levels.iter().enumerate().filter(|(k, _)| !coordinates.contains(&(*k as u32))).map(|(_, l)| l.clone()).collect();
+    let slice: Vec<Level> = s
+        .levels
+        .iter()
+        .enumerate()
+        .filter(|(k, _)| !coordinates.contains(&(*k as u32)))
+        .map(|(_, l)| l.clone())
+        .collect();
     Ok(match mode {
         Mode::Copy => {
             let levels = renumber([batch, slice].concat()).map_err(|n| clash(cx, n))?;
@@ -65,7 +82,14 @@ pub(crate) fn gather(cx: &mut Cx, source: Value, indices: Value, coordinates: &[
     gather_type(cx, source, indices, coordinates, mode)
 }
 
-pub(crate) fn scatter(cx: &mut Cx, source: Value, dest: Value, indices: Value, coordinates: &[u32], mode: Mode) -> RuleResult {
+pub(crate) fn scatter(
+    cx: &mut Cx,
+    source: Value,
+    dest: Value,
+    indices: Value,
+    coordinates: &[u32],
+    mode: Mode,
+) -> RuleResult {
     let expected = gather_type(cx, dest, indices, coordinates, mode)?;
     if cx.ty(source) != expected {
         let d = cx.error(
@@ -134,7 +158,8 @@ pub(crate) fn expand_shape(cx: &mut Cx, arg: Value, groups: &[Vec<u32>], shape: 
         if g.len() == 1 {
             levels.push(l.clone());
         } else {
-            levels.extend(g.iter().map(|&i| Level::dense(DimName::positional(0), Interval::from_len(shape[i as usize]))));
+            levels
+                .extend(g.iter().map(|&i| Level::dense(DimName::positional(0), Interval::from_len(shape[i as usize]))));
         }
     }
     let levels = renumber(levels).map_err(|n| clash(cx, n))?;

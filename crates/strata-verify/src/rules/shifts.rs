@@ -19,7 +19,9 @@ pub(crate) fn unknown_dim(cx: &Cx, v: Value, dim: &DimName, op: &str) -> Box<str
 
 pub(crate) fn cartesian_shift(cx: &mut Cx, arg: Value, dim: &DimName, offset: i64) -> RuleResult {
     let mut v = cx.need_tensor(arg, "cartesian_shift")?;
-    let Some(i) = v.levels.iter().position(|l| &l.name == dim) else { return Err(unknown_dim(cx, arg, dim, "cartesian_shift")) };
+    let Some(i) = v.levels.iter().position(|l| &l.name == dim) else {
+        return Err(unknown_dim(cx, arg, dim, "cartesian_shift"));
+    };
     if dim.neighbor_counter_index().is_some() || dim.table_source().is_some() {
         return Err(Box::new(
             cx.error(
@@ -62,16 +64,26 @@ fn table(cx: &Cx, t: Value) -> Result<Table, Box<strata_ir::Diagnostic>> {
     }
     let tagged: Vec<&Level> = v.levels.iter().filter(|l| l.name.table_source().is_some()).collect();
     let others: Vec<&Level> = v.levels.iter().filter(|l| l.name.table_source().is_none()).collect();
-    if v.levels.len() != 2 || tagged.len() != 1 || others.len() != 1 || !v.levels.iter().all(|l| l.format == LevelFormat::Dense) {
+    if v.levels.len() != 2
+        || tagged.len() != 1
+        || others.len() != 1
+        || !v.levels.iter().all(|l| l.format == LevelFormat::Dense)
+    {
         let d = cx.error(
             "strata::verify::malformed_table",
             "a neighbor table has one destination dimension and one `NB_<Src>` dimension, both dense",
             "not a neighbor table",
         );
         let d = cx.with_operand(d, t);
-        return Err(Box::new(d.with_help("e.g. `tensor<i32, Edge[0:16167], NB_Vertex[0:2]>` maps edges to their vertices")));
+        return Err(Box::new(
+            d.with_help("e.g. `tensor<i32, Edge[0:16167], NB_Vertex[0:2]>` maps edges to their vertices"),
+        ));
     }
-    Ok(Table { dst: others[0].clone(), src: tagged[0].name.table_source().expect("tagged"), neighbors: tagged[0].interval })
+    Ok(Table {
+        dst: others[0].clone(),
+        src: tagged[0].name.table_source().expect("tagged"),
+        neighbors: tagged[0].interval,
+    })
 }
 
 /// Levels of `shift_init(table)(arg)` before the neighbor dimension is added.
@@ -163,7 +175,11 @@ fn result_element(cx: &Cx, func: Handle<Function>, op: &str) -> Result<Handle<Ty
     let f = &cx.module.functions[func];
     match f.result {
         Some(r) => Ok(strata_ir::element_of(cx.types, r)),
-        None => Err(cx.error("strata::verify::call_program", format!("`{op}` needs a function, `@{}` is a program", f.name), "used here")),
+        None => Err(cx.error(
+            "strata::verify::call_program",
+            format!("`{op}` needs a function, `@{}` is a program", f.name),
+            "used here",
+        )),
     }
 }
 
@@ -197,13 +213,7 @@ pub(crate) fn reduce(cx: &mut Cx, func: Handle<Function>, args: &[Value], init: 
     Ok(result)
 }
 
-pub(crate) fn scan(
-    cx: &mut Cx,
-    func: Handle<Function>,
-    args: &[Value],
-    dim: &DimName,
-    init: &Literal,
-) -> RuleResult {
+pub(crate) fn scan(cx: &mut Cx, func: Handle<Function>, args: &[Value], dim: &DimName, init: &Literal) -> RuleResult {
     if args.is_empty() {
         return Err(cx.error("strata::verify::arity_mismatch", "`scan` needs at least one operand", "no operands"));
     }

@@ -7,8 +7,8 @@
 
 use strata_entity::Handle;
 use strata_ir::{
-    AffineMap, BuiltinRing, DimName, Einsum, Function, Init, Interval, Level, MapKind, Placement, RingRef, Scalar, Type,
-    Value,
+    AffineMap, BuiltinRing, DimName, Einsum, Function, Init, Interval, Level, MapKind, Placement, RingRef, Scalar,
+    Type, Value,
 };
 
 use crate::broadcast::common_placement;
@@ -43,7 +43,13 @@ fn dense_result(levels: &[Level]) -> Vec<Level> {
 /// The accumulator element type of a payload function.
 fn payload_result(cx: &Cx, func: Handle<Function>, op: &str) -> Res<Handle<Type>> {
     let f = &cx.module.functions[func];
-    f.result.ok_or_else(|| cx.error("strata::verify::call_program", format!("`{op}` needs a function, `@{}` is a program", f.name), "used here"))
+    f.result.ok_or_else(|| {
+        cx.error(
+            "strata::verify::call_program",
+            format!("`{op}` needs a function, `@{}` is a program", f.name),
+            "used here",
+        )
+    })
 }
 
 fn check_init(cx: &Cx, init: &Init, to: Handle<Type>, result: Handle<Type>) -> Res<()> {
@@ -85,7 +91,13 @@ pub(crate) fn map_reduce(cx: &mut Cx, func: Handle<Function>, args: &[Value], in
         if subs.len() != v.rank() {
             let d = cx.error(
                 "strata::verify::einsum_rank_mismatch",
-                format!("input {} has {} subscripts `{}` but rank {}", k + 1, subs.len(), subs.iter().collect::<String>(), v.rank()),
+                format!(
+                    "input {} has {} subscripts `{}` but rank {}",
+                    k + 1,
+                    subs.len(),
+                    subs.iter().collect::<String>(),
+                    v.rank()
+                ),
                 "one letter per dimension",
             );
             return Err(cx.with_operand(d, args[k]));
@@ -95,7 +107,11 @@ pub(crate) fn map_reduce(cx: &mut Cx, func: Handle<Function>, args: &[Value], in
                 Some((_, prev, pk)) if prev.interval.len() != l.interval.len() => {
                     let d = cx.error(
                         "strata::verify::einsum_extent_mismatch",
-                        format!("index `{c}` ranges over {} elements in one input and {} in another", prev.interval.len(), l.interval.len()),
+                        format!(
+                            "index `{c}` ranges over {} elements in one input and {} in another",
+                            prev.interval.len(),
+                            l.interval.len()
+                        ),
                         "extents differ",
                     );
                     return Err(cx.with_operand(cx.with_operand(d, args[*pk]), args[k]));
@@ -126,7 +142,15 @@ pub(crate) fn map_reduce(cx: &mut Cx, func: Handle<Function>, args: &[Value], in
     Ok(result)
 }
 
-fn check_map(cx: &Cx, what: &str, m: &AffineMap, dims: usize, results: usize, bounds: &[u64], target: &[u64]) -> Res<()> {
+fn check_map(
+    cx: &Cx,
+    what: &str,
+    m: &AffineMap,
+    dims: usize,
+    results: usize,
+    bounds: &[u64],
+    target: &[u64],
+) -> Res<()> {
     if m.num_dims as usize != dims || m.results.len() != results {
         return Err(cx.error(
             "strata::verify::affine_map_arity",
@@ -202,7 +226,8 @@ pub(crate) fn map_reduce_aff(
         let extents: Vec<u64> = v.levels.iter().map(|l| l.interval.len()).collect();
         check_map(cx, &format!("the map of input {}", k + 1), m, domain.len(), v.rank(), domain, &extents)?;
     }
-    let levels: Vec<Level> = shape.iter().enumerate().map(|(i, &n)| Level::dense(DimName::positional(i), Interval::from_len(n))).collect();
+    let levels: Vec<Level> =
+        shape.iter().enumerate().map(|(i, &n)| Level::dense(DimName::positional(i), Interval::from_len(n))).collect();
     let to = payload_result(cx, func, "map_reduce_aff")?;
     let mut params = vec![to];
     params.extend(vs.iter().map(|v| v.element));
@@ -239,7 +264,9 @@ fn check_dims(cx: &Cx, which: &str, dims: &[u32], rank: usize) -> Res<()> {
         if d as usize >= rank || dims[..i].contains(&d) {
             return Err(cx.error(
                 "strata::verify::invalid_dimension_index",
-                format!("{which} lists dimension {d}, but the operand has rank {rank} (and each dimension may appear once)"),
+                format!(
+                    "{which} lists dimension {d}, but the operand has rank {rank} (and each dimension may appear once)"
+                ),
                 "bad dimension list",
             ));
         }
@@ -274,14 +301,24 @@ pub(crate) fn dot_general(
         if x.interval.len() != y.interval.len() {
             let d = cx.error(
                 "strata::verify::dot_extent_mismatch",
-                format!("paired dimensions `{}` ({}) and `{}` ({}) differ in extent", x.name, x.interval.len(), y.name, y.interval.len()),
+                format!(
+                    "paired dimensions `{}` ({}) and `{}` ({}) differ in extent",
+                    x.name,
+                    x.interval.len(),
+                    y.name,
+                    y.interval.len()
+                ),
                 "extents differ",
             );
             return Err(cx.with_operand(cx.with_operand(d, lhs), rhs));
         }
     }
     if a.element != b.element {
-        let d = cx.error("strata::verify::element_type_mismatch", "`dot_general` operands have different element types", "mixed element types");
+        let d = cx.error(
+            "strata::verify::element_type_mismatch",
+            "`dot_general` operands have different element types",
+            "mixed element types",
+        );
         return Err(cx.with_operand(cx.with_operand(d, lhs), rhs));
     }
     let el = check_ring(cx, ring, a.element)?;
@@ -342,7 +379,8 @@ pub(crate) fn broadcast_op(cx: &mut Cx, arg: Value, shape: &[u64]) -> RuleResult
             );
             return Err(cx.with_operand(d, arg));
         }
-        let iv = cx.interval(l.interval.start as i128, l.interval.start as i128 + n as i128, "the broadcast interval")?;
+        let iv =
+            cx.interval(l.interval.start as i128, l.interval.start as i128 + n as i128, "the broadcast interval")?;
         levels.push(Level::dense(l.name.clone(), iv));
     }
     Ok(cx.tensor(v.element, levels, v.placement))
@@ -372,7 +410,8 @@ pub(crate) fn broadcast_in_dim(cx: &mut Cx, arg: Value, shape: &[u64], dims: &[u
             );
             return Err(cx.with_operand(diag, arg));
         }
-        let iv = cx.interval(l.interval.start as i128, l.interval.start as i128 + n as i128, "the broadcast interval")?;
+        let iv =
+            cx.interval(l.interval.start as i128, l.interval.start as i128 + n as i128, "the broadcast interval")?;
         levels[d as usize] = Level::dense(l.name.clone(), iv);
     }
     let levels = finish_levels(cx, levels)?;
@@ -388,7 +427,12 @@ pub(crate) fn map(cx: &mut Cx, kind: MapKind, func: Handle<Function>, args: &[Va
     if args.is_empty() || want.is_some_and(|n| n != args.len()) {
         return Err(cx.error(
             "strata::verify::arity_mismatch",
-            format!("`{}` takes {} operands, {} given", kind.keyword(), want.map_or("at least 1".into(), |n| n.to_string()), args.len()),
+            format!(
+                "`{}` takes {} operands, {} given",
+                kind.keyword(),
+                want.map_or("at least 1".into(), |n| n.to_string()),
+                args.len()
+            ),
             "wrong number of operands",
         ));
     }
@@ -421,7 +465,11 @@ fn check_indices(cx: &Cx, arg: Value, indices: &[Value], op: &str) -> Res<View> 
     }
     for &i in indices {
         if cx.scalar_of(cx.ty(i)) != Some(Scalar::Index) {
-            let d = cx.error("strata::verify::expected_index", format!("`{op}` indices are `index` scalars"), "not an `index`");
+            let d = cx.error(
+                "strata::verify::expected_index",
+                format!("`{op}` indices are `index` scalars"),
+                "not an `index`",
+            );
             return Err(cx.with_operand(d, i));
         }
     }
