@@ -439,6 +439,8 @@ pub enum Op {
         args: Vec<Value>,
         /// The dimension.
         dim: DimName,
+        /// `view`: the pieces are to be placed in one buffer in place (seed 004); `copy`: copied.
+        mode: Mode,
     },
     /// The indices of `dim` as an `index` tensor over that dimension.
     Pos {
@@ -627,6 +629,9 @@ pub enum Op {
     Convert {
         /// The operand.
         arg: Value,
+        /// `view` reinterprets the storage (only when every level keeps its kind and place);
+        /// `copy` rebuilds it.
+        mode: Mode,
     },
 
     // ---- seed 003: placement ----
@@ -728,7 +733,7 @@ impl Op {
             | Op::Unpack { arg }
             | Op::CollapseShape { arg, groups: _, mode: _ }
             | Op::ExpandShape { arg, groups: _, shape: _, mode: _ }
-            | Op::Convert { arg }
+            | Op::Convert { arg, mode: _ }
             | Op::ToDevice { arg, device: _ }
             | Op::Distribute { arg, ranks: _, dim: _ }
             | Op::Collect { arg } => vec![*arg],
@@ -741,7 +746,7 @@ impl Op {
             Op::Call { func: _, args }
             | Op::Reduce { func: _, args, init: _ }
             | Op::Scan { func: _, args, dim: _, forward: _, init: _ }
-            | Op::Concat { args, dim: _ }
+            | Op::Concat { args, dim: _, mode: _ }
             | Op::Map { kind: _, func: _, args }
             | Op::ArrayApi { func: _, args, attrs: _ } => args.clone(),
             Op::ShiftInit { arg, table } | Op::UnstructuredShift { arg, table, neighbor: _ } => vec![*arg, *table],

@@ -467,7 +467,7 @@ pub(crate) fn lower_op(call: &CallAst, cx: &Scope<'_>) -> PResult<Op> {
                 init: a.literal("init")?,
             },
             "subset" => Op::Subset { arg: a.value()?, domain: a.domain("domain")? },
-            "concat" => Op::Concat { args: a.values_rest()?, dim: a.dim("dim")? },
+            "concat" => Op::Concat { args: a.values_rest()?, dim: a.dim("dim")?, mode: a.mode()? },
             "pos" => Op::Pos { arg: a.value()?, dim: a.dim("dim")? },
             "add_dim" => {
                 let arg = a.value()?;
@@ -538,7 +538,7 @@ pub(crate) fn lower_op(call: &CallAst, cx: &Scope<'_>) -> PResult<Op> {
                 shape: a.u64_list("shape")?,
                 mode: a.mode()?,
             },
-            "convert" => Op::Convert { arg: a.value()? },
+            "convert" => Op::Convert { arg: a.value()?, mode: a.mode()? },
             "to_device" => Op::ToDevice { arg: a.value()?, device: a.device("device")? },
             "distribute" => {
                 let arg = a.value()?;

@@ -164,7 +164,7 @@ fn gen_op(g: &mut Gen, vals: &[Value], funcs: &[Handle<Function>], ring: Handle<
             arg: val(g, vals),
             domain: (0..g.below(3)).map(|_| (dim(g), Interval::new(g.range(-3, 3), g.range(3, 9)))).collect(),
         },
-        16 => Op::Concat { args: some(g, vals), dim: dim(g) },
+        16 => Op::Concat { args: some(g, vals), dim: dim(g), mode: mode(g) },
         17 => Op::Pos { arg: val(g, vals), dim: dim(g) },
         18 => Op::AddDim { arg: val(g, vals), dim: dim(g), interval: Interval::new(g.range(-3, 0), g.range(0, 9)) },
         19 => {
@@ -226,7 +226,7 @@ fn gen_op(g: &mut Gen, vals: &[Value], funcs: &[Handle<Function>], ring: Handle<
             shape: u64s(g, 0, 4),
             mode: mode(g),
         },
-        35 => Op::Convert { arg: val(g, vals) },
+        35 => Op::Convert { arg: val(g, vals), mode: mode(g) },
         36 => Op::ToDevice {
             arg: val(g, vals),
             device: if g.flip() { Device::Cpu } else { Device::Named("gpu:1".into()) },

@@ -100,9 +100,11 @@ pub(super) fn write_op(f: &mut fmt::Formatter<'_>, module: &Module, func: &Funct
         Op::Unary { op: _, arg }
         | Op::CanDeref { arg }
         | Op::Unpack { arg }
-        | Op::Convert { arg }
         | Op::Collect { arg } => {
             c.value(*arg);
+        }
+        Op::Convert { arg, mode } => {
+            c.value(*arg).kw("mode", mode.keyword());
         }
         Op::Binary { op: _, lhs, rhs } => {
             c.value(*lhs).value(*rhs);
@@ -143,8 +145,8 @@ pub(super) fn write_op(f: &mut fmt::Formatter<'_>, module: &Module, func: &Funct
         Op::Subset { arg, domain: d } => {
             c.value(*arg).kw("domain", domain(d));
         }
-        Op::Concat { args, dim } => {
-            c.values(args).kw("dim", dim);
+        Op::Concat { args, dim, mode } => {
+            c.values(args).kw("dim", dim).kw("mode", mode.keyword());
         }
         Op::Pos { arg, dim } => {
             c.value(*arg).kw("dim", dim);

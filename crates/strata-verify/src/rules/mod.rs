@@ -34,7 +34,7 @@ pub(crate) fn infer(cx: &mut Cx, op: &Op, declared: Handle<Type>) -> RuleResult 
         Op::Reduce { func, args, init } => shifts::reduce(cx, *func, args, init),
         Op::Scan { func, args, dim, forward: _, init } => shifts::scan(cx, *func, args, dim, init),
         Op::Subset { arg, domain } => domain::subset(cx, *arg, domain),
-        Op::Concat { args, dim } => domain::concat(cx, args, dim),
+        Op::Concat { args, dim, mode: _ } => domain::concat(cx, args, dim),
         Op::Pos { arg, dim } => domain::pos(cx, *arg, dim),
         Op::AddDim { arg, dim, interval } => domain::add_dim(cx, *arg, dim, *interval),
         Op::MapReduce { func, args, init, subscripts } => structured::map_reduce(cx, *func, args, init, subscripts),
@@ -59,7 +59,7 @@ pub(crate) fn infer(cx: &mut Cx, op: &Op, declared: Handle<Type>) -> RuleResult 
         }
         Op::CollapseShape { arg, groups, mode: _ } => reshape::collapse_shape(cx, *arg, groups),
         Op::ExpandShape { arg, groups, shape, mode: _ } => reshape::expand_shape(cx, *arg, groups, shape),
-        Op::Convert { arg } => reshape::convert(cx, *arg, declared),
+        Op::Convert { arg, mode } => reshape::convert(cx, *arg, *mode, declared),
         Op::ToDevice { arg, device } => placement::to_device(cx, *arg, device),
         Op::Distribute { arg, ranks, dim } => placement::distribute(cx, *arg, *ranks, dim),
         Op::Collect { arg } => placement::collect(cx, *arg),

@@ -166,7 +166,7 @@ pub(crate) fn expand_shape(cx: &mut Cx, arg: Value, groups: &[Vec<u32>], shape: 
     Ok(cx.tensor(v.element, levels, v.placement))
 }
 
-pub(crate) fn convert(cx: &mut Cx, arg: Value, declared: Handle<Type>) -> RuleResult {
+pub(crate) fn convert(cx: &mut Cx, arg: Value, mode: Mode, declared: Handle<Type>) -> RuleResult {
     let v = cx.view(arg);
     let to = cx.view_of_type(declared);
     let key = |w: &View| {
@@ -181,6 +181,16 @@ pub(crate) fn convert(cx: &mut Cx, arg: Value, declared: Handle<Type>) -> RuleRe
             "element, dimensions, intervals and placement must stay",
         );
         return Err(cx.with_operand(d, arg));
+    }
+    let same_layout = v.levels.len() == to.levels.len()
+        && v.levels.iter().zip(&to.levels).all(|(a, b)| a.name == b.name && a.format.keyword() == b.format.keyword());
+    if mode == Mode::View && !same_layout {
+        let d = cx.error(
+            "strata::verify::view_not_possible",
+            format!("`convert` to `{}` rebuilds the storage and cannot be a view", cx.show(declared)),
+            "levels change kind or order",
+        );
+        return Err(Box::new(cx.with_operand(d, arg).with_help("use `mode = copy`")));
     }
     Ok(declared)
 }
