@@ -3,6 +3,8 @@
 
 #![deny(missing_docs)]
 
+pub mod run;
+
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -181,4 +183,139 @@ pub fn cmd_fmt(files: &[PathBuf], check: bool) -> i32 {
             }
         },
     })
+}
+
+/// Options of `strata run`.
+#[derive(Debug, Default)]
+pub struct RunOptions {
+    /// The entry to run (default: the last program, else the last function).
+    pub entry: Option<String>,
+    /// `NAME=SPEC` arguments.
+    pub args: Vec<String>,
+    /// `NAME=PATH` outputs.
+    pub outs: Vec<String>,
+    /// `interp` or `native`.
+    pub backend: String,
+    /// Print timings.
+    pub time: bool,
+}
+
+/// `strata run`: exit 0 on success, 1 on diagnostics or run-time errors, 2 on bad usage or
+/// unreadable files.
+pub fn cmd_run(file: &Path, opts: &RunOptions) -> i32 {
+    let color = stderr_color();
+    let mut stderr = std::io::stderr().lock();
+    let usage = |stderr: &mut dyn std::io::Write, m: String| {
+        let _ = writeln!(stderr, "error: {m}");
+        2
+    };
+    match opts.backend.as_str() {
+        "interp" => {}
+        "native" => {
+            return usage(&mut stderr, "the native backend is not built yet; run with `--backend interp` (the default)".into())
+        }
+        other => return usage(&mut stderr, format!("unknown backend `{other}` (expected `interp` or `native`)")),
+    }
+    let source = match read_source(file) {
+        Ok(s) => s,
+        Err(e) => return usage(&mut stderr, e.to_string()),
+    };
+    let name = file.display().to_string();
+    let module = match strata_syntax::parse(&source) {
+        Ok(m) => m,
+        Err(d) => {
+            let _ = write!(stderr, "{}", render(&name, &source, &d, color));
+            return 1;
+        }
+    };
+    let info = match strata_verify::verify(&module) {
+        Ok(i) => i,
+        Err(d) => {
+            let _ = write!(stderr, "{}", render(&name, &source, &d, color));
+            return 1;
+        }
+    };
+    let mut sources = Vec::new();
+    for a in &opts.args {
+        match run::split_assignment(a).and_then(|(n, v)| Ok((n, run::ArgSource::parse(&v)?))) {
+            Ok(p) => sources.push(p),
+            Err(m) => return usage(&mut stderr, format!("--arg {m}")),
+        }
+    }
+    let mut outs = Vec::new();
+    for o in &opts.outs {
+        match run::split_assignment(o) {
+            Ok((n, p)) => outs.push((n, PathBuf::from(p))),
+            Err(m) => return usage(&mut stderr, format!("--out {m}")),
+        }
+    }
+    let entry = match run::find_entry(&module, opts.entry.as_deref()) {
+        Ok(e) => e,
+        Err(m) => return usage(&mut stderr, m),
+    };
+    let interp = strata_interp::Interpreter::new(&module, &info.types);
+    let args = match run::prepare_args(&interp, &module, entry, &sources) {
+        Ok(a) => a,
+        Err(m) => return usage(&mut stderr, m),
+    };
+    // Refuse to overwrite an input with an output.
+    for (n, p) in &outs {
+        if sources.iter().any(|(_, s)| matches!(s, run::ArgSource::File(f) if same_file(f, p))) {
+            return usage(&mut stderr, format!("--out {n}={} would overwrite an input file", p.display()));
+        }
+    }
+    let start = std::time::Instant::now();
+    let outcome = match interp.run(entry, args) {
+        Ok(o) => o,
+        Err(e) => {
+            let _ = write!(stderr, "{}", render(&name, &source, &[e.to_diagnostic()], color));
+            return 1;
+        }
+    };
+    let elapsed = start.elapsed();
+    if let Err(m) = run::write_outputs(&outcome.values, &outs) {
+        let _ = writeln!(stderr, "error: {m}");
+        return 1;
+    }
+    for (n, t) in &outcome.values {
+        if outs.iter().any(|(o, _)| o == n) {
+            continue;
+        }
+        println!("{n} =\n{}", run::show_value(t));
+    }
+    if opts.time {
+        let _ = writeln!(stderr, "time: interpreter {:.3} ms", elapsed.as_secs_f64() * 1e3);
+    }
+    0
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => a == b,
+    }
+}
+
+/// `strata sig`: prints every entry's parameters and results.
+pub fn cmd_sig(file: &Path, json: bool) -> i32 {
+    let color = stderr_color();
+    let source = match read_source(file) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
+    let name = file.display().to_string();
+    let checked = strata_syntax::parse(&source).and_then(|m| strata_verify::verify(&m).map(|i| (m, i)));
+    match checked {
+        Ok((m, info)) => {
+            print!("{}", run::signatures(&m, &info.types, json));
+            0
+        }
+        Err(d) => {
+            eprint!("{}", render(&name, &source, &d, color));
+            1
+        }
+    }
 }

@@ -28,6 +28,37 @@ enum Command {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
+    /// Run an entry of a program with the reference interpreter.
+    #[command(after_help = "Examples:\n  strata run examples/stencil/laplacian.strata --arg inp=random:1\n  strata run prog.strata --entry lap --arg inp=in.npy --out result=out.npy --time\n\nArguments come from .npy files (.npz with arrays f0, f1, ... for tuple elements), or\nrandom:SEED, zeros, ones. Results not written with --out are printed.")]
+    Run {
+        /// The `.strata` file.
+        file: PathBuf,
+        /// The function or program to run (default: the last program, else the last function).
+        #[arg(long)]
+        entry: Option<String>,
+        /// `NAME=PATH.npy`, `NAME=random:SEED`, `NAME=zeros` or `NAME=ones`.
+        #[arg(long = "arg", value_name = "NAME=SPEC")]
+        args: Vec<String>,
+        /// `NAME=PATH.npy` (or `.npz` for tuple elements); a function's result is named `result`.
+        #[arg(long = "out", value_name = "NAME=PATH")]
+        outs: Vec<String>,
+        /// `interp` (reference interpreter) or `native`.
+        #[arg(long, default_value = "interp")]
+        backend: String,
+        /// Print how long the run took.
+        #[arg(long)]
+        time: bool,
+    },
+    /// Print each entry's parameters and results with their full types.
+    #[command(after_help = "Example:\n  strata sig --json examples/stencil/nabla.strata")]
+    Sig {
+        /// The `.strata` file.
+        file: PathBuf,
+        /// JSON: {\"entries\": [{\"name\", \"kind\", \"params\": [P], \"results\": [P]}]} with P having
+        /// name, type, dtype, shape, format and dims.
+        #[arg(long)]
+        json: bool,
+    },
     /// Rewrite programs in canonical form (idempotent; comments are kept).
     #[command(after_help = "Examples:\n  strata fmt program.strata\n  strata fmt --check examples/*.strata")]
     Fmt {
@@ -45,6 +76,10 @@ fn main() {
     let status = match cli.command {
         Command::Check { files } => strata_cli::cmd_check(&files),
         Command::Fmt { check, files } => strata_cli::cmd_fmt(&files, check),
+        Command::Run { file, entry, args, outs, backend, time } => {
+            strata_cli::cmd_run(&file, &strata_cli::RunOptions { entry, args, outs, backend, time })
+        }
+        Command::Sig { file, json } => strata_cli::cmd_sig(&file, json),
     };
     std::process::exit(status);
 }

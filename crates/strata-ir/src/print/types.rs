@@ -38,6 +38,11 @@ impl<'a> TypeDisplay<'a> {
     pub fn in_arena(module: &'a Module, types: &'a TypeArena, ty: Handle<Type>) -> Self {
         TypeDisplay { module, types, ty, use_alias_at_top: true }
     }
+
+    /// Prints the definition even if the type itself has an alias.
+    pub fn without_top_alias(self) -> Self {
+        TypeDisplay { use_alias_at_top: false, ..self }
+    }
 }
 
 impl fmt::Display for TypeDisplay<'_> {

@@ -1,0 +1,312 @@
+//! `strata run` and `strata sig`: preparing arguments, running the interpreter, writing and
+//! printing results, and describing entry signatures for scripts.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use strata_entity::Handle;
+use strata_interp::Interpreter;
+use strata_ir::{ExprKind, Function, FunctionKind, LevelFormat, Module, ParamMode, Scalar};
+use strata_runtime::{Column, Data, ElemType, Sv, Tensor, ValueType};
+
+/// Where an argument's value comes from (`--arg NAME=SPEC`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum ArgSource {
+    /// A `.npy` (or `.npz` for tuples) file.
+    File(PathBuf),
+    /// Pseudo-random values from a seed: floats in `[0, 1)`, integers in `[0, 10)`.
+    Random(u64),
+    /// All zeros.
+    Zeros,
+    /// All ones.
+    Ones,
+}
+
+impl ArgSource {
+    /// Parses `random:SEED`, `zeros`, `ones` or a path.
+    pub fn parse(spec: &str) -> Result<ArgSource, String> {
+        if let Some(seed) = spec.strip_prefix("random:") {
+            return seed.parse().map(ArgSource::Random).map_err(|_| format!("`{spec}`: the seed must be a non-negative integer"));
+        }
+        Ok(match spec {
+            "zeros" => ArgSource::Zeros,
+            "ones" => ArgSource::Ones,
+            _ => ArgSource::File(PathBuf::from(spec)),
+        })
+    }
+}
+
+/// Splits `NAME=VALUE`.
+pub fn split_assignment(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((n, v)) if !n.is_empty() && !v.is_empty() => Ok((n.trim_start_matches('%').to_string(), v.to_string())),
+        _ => Err(format!("`{s}` is not of the form NAME=VALUE")),
+    }
+}
+
+/// The entry to run: `--entry NAME`, else the last program, else the last function.
+pub fn find_entry(module: &Module, name: Option<&str>) -> Result<Handle<Function>, String> {
+    if let Some(n) = name {
+        let n = n.trim_start_matches('@');
+        return module.function_by_name(n).ok_or_else(|| {
+            let names: Vec<String> = module.functions.iter().map(|(_, f)| format!("@{}", f.name)).collect();
+            format!("no entry `@{n}`; the file defines {}", names.join(", "))
+        });
+    }
+    let last = |kind| module.functions.iter().filter(|(_, f)| f.kind == kind).map(|(h, _)| h).last();
+    last(FunctionKind::Program).or_else(|| last(FunctionKind::Func)).ok_or_else(|| "the file defines no function or program".to_string())
+}
+
+struct XorShift(u64);
+impl XorShift {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+}
+
+fn fill(ty: &ValueType, mut f: impl FnMut(Scalar) -> Sv) -> Result<Tensor, String> {
+    let mut t = Tensor::zeros(ty);
+    fn fill_data(d: &mut Data, f: &mut dyn FnMut(Scalar) -> Sv) -> Result<(), String> {
+        match d {
+            Data::Scalars(c) => {
+                let s = c.scalar();
+                *c = Column::from_fn(s, c.len(), |_| f(s));
+                Ok(())
+            }
+            Data::Tuple(fs) => fs.iter_mut().try_for_each(|x| fill_data(x, f)),
+            Data::Tensors(ts) => ts.iter_mut().try_for_each(|t| fill_data(&mut t.data, f)),
+        }
+    }
+    fill_data(&mut t.data, &mut f)?;
+    Ok(t)
+}
+
+/// Makes an argument value of type `ty`.
+pub fn make_arg(name: &str, ty: &ValueType, source: &ArgSource) -> Result<Tensor, String> {
+    match source {
+        ArgSource::File(path) => strata_runtime::npy::read_value(path, name, ty).map_err(|e| e.to_string()),
+        ArgSource::Zeros => Ok(Tensor::zeros(ty)),
+        ArgSource::Ones => fill(ty, |s| Sv::from_i128(s, 1)),
+        ArgSource::Random(seed) => {
+            let mut rng = XorShift(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+            fill(ty, |s| {
+                let r = rng.next();
+                if s.is_float() {
+                    Sv::from_f64(s, (r >> 11) as f64 / (1u64 << 53) as f64)
+                } else {
+                    Sv::from_i128(s, (r % if s == Scalar::Bool { 2 } else { 10 }) as i128)
+                }
+            })
+        }
+    }
+}
+
+/// numpy-like text for a value: the full array when small, a summary when large.
+pub fn show_value(t: &Tensor) -> String {
+    const FULL: usize = 1000;
+    let shape = t.ty.shape();
+    let mut out = String::new();
+    match &t.data {
+        Data::Scalars(c) if t.len() <= FULL => nested(&mut out, c, &shape, 0, 0, t),
+        Data::Scalars(c) => {
+            let vals: Vec<f64> = (0..c.len()).filter(|&i| t.is_present(i)).map(|i| c.get(i).as_f64()).collect();
+            let (mn, mx) = vals.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| (a.min(x), b.max(x)));
+            let mean = vals.iter().sum::<f64>() / vals.len().max(1) as f64;
+            let _ = write!(out, "shape {shape:?}, dtype {}, min {mn}, max {mx}, mean {mean}", c.scalar().numpy_name());
+        }
+        Data::Tuple(fields) => {
+            for (i, f) in fields.iter().enumerate() {
+                let ft = Tensor { ty: ValueType { element: field_type(&t.ty.element, i), ..t.ty.clone() }, data: f.clone(), present: t.present.clone() };
+                let _ = write!(out, "field {i}: {}", show_value(&ft));
+                if i + 1 < fields.len() {
+                    out.push('\n');
+                }
+            }
+        }
+        Data::Tensors(ts) => {
+            let _ = write!(out, "shape {shape:?} of tensors; first: {}", ts.first().map(show_value).unwrap_or_default());
+        }
+    }
+    out
+}
+
+fn field_type(t: &ElemType, i: usize) -> ElemType {
+    match t {
+        ElemType::Tuple(fs) => fs[i].clone(),
+        other => other.clone(),
+    }
+}
+
+fn nested(out: &mut String, c: &Column, shape: &[usize], d: usize, base: usize, t: &Tensor) {
+    if d == shape.len() {
+        if t.is_present(base) {
+            let _ = write!(out, "{}", c.get(base));
+        } else {
+            out.push_str("--");
+        }
+        return;
+    }
+    let stride: usize = shape[d + 1..].iter().product();
+    out.push('[');
+    for i in 0..shape[d] {
+        if i > 0 {
+            out.push_str(if d + 1 == shape.len() { ", " } else { ",\n" });
+            if d + 1 < shape.len() {
+                out.push_str(&" ".repeat(d + 1));
+            }
+        }
+        nested(out, c, shape, d + 1, base + i * stride, t);
+    }
+    out.push(']');
+}
+
+/// The `format` of a type for `strata sig`.
+pub fn format_name(ty: &ValueType) -> &'static str {
+    let f: Vec<LevelFormat> = ty.levels.iter().map(|l| l.format).collect();
+    use LevelFormat::*;
+    match f.as_slice() {
+        _ if f.iter().all(|x| *x == Dense) => "dense",
+        _ if f.contains(&Block) => "distributed",
+        _ if f.iter().any(|x| matches!(x, Ragged { .. })) => "ragged",
+        [Dense, Compressed { .. }] => "csr",
+        [Compressed { .. }, Compressed { .. }] => "dcsr",
+        [Compressed { unique: false, .. }, Singleton { .. }] => "coo",
+        [Compressed { .. }] => "sparse_vector",
+        _ => "sparse",
+    }
+}
+
+fn json_str(s: &str) -> String {
+    let mut o = String::from("\"");
+    for ch in s.chars() {
+        match ch {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            '\n' => o.push_str("\\n"),
+            c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+fn dtype_json(t: &ElemType) -> String {
+    match t {
+        ElemType::Scalar(s) => json_str(s.numpy_name()),
+        ElemType::Tuple(fs) => format!("[{}]", fs.iter().map(dtype_json).collect::<Vec<_>>().join(", ")),
+        ElemType::Tensor(vt) => format!("{{\"tensor\": {}}}", dtype_json(&vt.element)),
+    }
+}
+
+/// One parameter or result as JSON.
+fn param_json(name: &str, type_text: &str, ty: &ValueType) -> String {
+    let dense = ty.levels.iter().all(|l| l.format.is_dense_like());
+    let shape = if dense { format!("[{}]", ty.shape().iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")) } else { "null".into() };
+    let dims: Vec<String> = ty
+        .levels
+        .iter()
+        .map(|l| format!("{{\"name\": {}, \"start\": {}, \"stop\": {}, \"format\": {}}}", json_str(l.name.as_str()), l.interval.start, l.interval.stop, json_str(l.format.keyword())))
+        .collect();
+    format!(
+        "{{\"name\": {}, \"type\": {}, \"dtype\": {}, \"shape\": {shape}, \"format\": {}, \"dims\": [{}]}}",
+        json_str(name),
+        json_str(type_text),
+        dtype_json(&ty.element),
+        json_str(format_name(ty)),
+        dims.join(", ")
+    )
+}
+
+/// `strata sig`: every entry's parameters and results, as text or JSON.
+pub fn signatures(module: &Module, types: &strata_ir::TypeArena, json: bool) -> String {
+    let mut entries = Vec::new();
+    let mut text = String::new();
+    for (_, f) in module.functions.iter() {
+        let mut params = Vec::new();
+        let mut results = Vec::new();
+        let _ = writeln!(text, "{} @{}", if f.kind == FunctionKind::Program { "program" } else { "func" }, f.name);
+        let mut show = |name: &str, ty: strata_ir::op::TypeHandle, out: bool, params: &mut Vec<String>, results: &mut Vec<String>| {
+            let vt = ValueType::from_ir(types, ty);
+            // The full type (no alias at the top), so scripts see dimensions and intervals.
+            let full = strata_ir::print::TypeDisplay::in_arena(module, types, ty).without_top_alias().to_string();
+            let j = param_json(name, &full, &vt);
+            if out { results.push(j) } else { params.push(j) }
+            let _ = writeln!(text, "  {} {name}: {full}", if out { "out" } else { "in " });
+        };
+        for &p in &f.params {
+            let e = &f.exprs[p];
+            let out = e.kind == ExprKind::Param(ParamMode::Out);
+            show(&e.name, e.ty, out, &mut params, &mut results);
+        }
+        if let Some(r) = f.result {
+            show("result", r, true, &mut params, &mut results);
+        }
+        entries.push(format!(
+            "{{\"name\": {}, \"kind\": {}, \"params\": [{}], \"results\": [{}]}}",
+            json_str(&f.name),
+            json_str(if f.kind == FunctionKind::Program { "program" } else { "func" }),
+            params.join(", "),
+            results.join(", ")
+        ));
+    }
+    if json {
+        format!("{{\"entries\": [{}]}}\n", entries.join(", "))
+    } else {
+        text
+    }
+}
+
+/// Builds the argument list of `entry` from `--arg` sources; `out` parameters without a source
+/// start as zeros.
+pub fn prepare_args(
+    interp: &Interpreter,
+    module: &Module,
+    entry: Handle<Function>,
+    sources: &[(String, ArgSource)],
+) -> Result<Vec<Tensor>, String> {
+    let f = &module.functions[entry];
+    for (n, _) in sources {
+        if !f.params.iter().any(|&p| f.exprs[p].name == *n) {
+            let names: Vec<String> = f.params.iter().map(|&p| format!("`{}`", f.exprs[p].name)).collect();
+            return Err(format!("`@{}` has no parameter `{n}` (parameters: {})", f.name, names.join(", ")));
+        }
+    }
+    let mut args = Vec::new();
+    let mut missing = Vec::new();
+    for &p in &f.params {
+        let e = &f.exprs[p];
+        let ty = interp.value_type(e.ty);
+        match sources.iter().find(|(n, _)| *n == e.name) {
+            Some((_, src)) => args.push(make_arg(&e.name, &ty, src)?),
+            None if e.kind == ExprKind::Param(ParamMode::Out) => args.push(Tensor::zeros(&ty)),
+            None => {
+                missing.push(e.name.clone());
+                args.push(Tensor::zeros(&ty));
+            }
+        }
+    }
+    if !missing.is_empty() {
+        return Err(format!(
+            "missing --arg for {} of `@{}` (see `strata sig`; use NAME=PATH.npy, NAME=random:SEED, NAME=zeros or NAME=ones)",
+            missing.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", "),
+            f.name
+        ));
+    }
+    Ok(args)
+}
+
+/// Writes results named in `outs` to their paths.
+pub fn write_outputs(values: &[(String, Tensor)], outs: &[(String, PathBuf)]) -> Result<(), String> {
+    for (n, path) in outs {
+        let Some((_, t)) = values.iter().find(|(v, _)| v == n) else {
+            let names: Vec<&str> = values.iter().map(|(v, _)| v.as_str()).collect();
+            return Err(format!("no result named `{n}` (results: {})", names.join(", ")));
+        };
+        strata_runtime::npy::write_value(Path::new(path), n, t).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}

@@ -1,0 +1,358 @@
+//! The meaning of each operation.
+
+use strata_ir::{BinaryOp, DimName, Function, Interval, Literal, Op, Scalar, Span, Value};
+use strata_runtime::{Column, Data, Elem, ElemType, Sv, Tensor, ValueType};
+
+use crate::index::{for_each_coord, index_map, offset_at};
+use crate::{Interpreter, RunError};
+
+/// What an op evaluation sees.
+pub(crate) struct OpCx<'a, 'm> {
+    pub interp: &'a Interpreter<'m>,
+    pub env: &'a [Option<Tensor>],
+    pub span: Span,
+    /// The result type (the verified declared type).
+    pub ty: &'a ValueType,
+}
+
+type R<T> = Result<T, RunError>;
+
+impl OpCx<'_, '_> {
+    fn arg(&self, v: Value) -> &Tensor {
+        self.env[v.index()].as_ref().expect("operands are defined before use")
+    }
+
+    fn err(&self, code: &'static str, message: impl Into<String>) -> RunError {
+        RunError { code, message: message.into(), span: self.span }
+    }
+
+    fn unsupported(&self, op: &str) -> RunError {
+        self.err(
+            "strata::run::unsupported",
+            format!("the reference interpreter does not run `{op}` yet (see docs/runtime.md, \"Coverage\")"),
+        )
+    }
+}
+
+/// Elementwise evaluation over the result type: `f` gets each operand's element (zero if
+/// absent) and whether all operands are present there.
+fn elementwise(cx: &OpCx, args: &[&Tensor], mut f: impl FnMut(&[Elem], bool) -> R<Elem>) -> R<Tensor> {
+    let maps: Vec<Vec<Option<usize>>> = args.iter().map(|a| index_map(&cx.ty.levels, &a.ty, &[])).collect();
+    let n = cx.ty.len();
+    let mut out = Tensor::zeros(cx.ty);
+    let mut present = vec![true; n];
+    let mut elems = Vec::with_capacity(args.len());
+    for i in 0..n {
+        elems.clear();
+        let mut all = true;
+        for (a, m) in args.iter().zip(&maps) {
+            let j = m[i].expect("verified broadcast");
+            all &= a.is_present(j);
+            elems.push(a.get(j));
+        }
+        present[i] = all;
+        let e = f(&elems, all)?;
+        out.data.set(i, e);
+    }
+    out.present = Some(present);
+    out.normalize_presence();
+    Ok(out)
+}
+
+fn scalar(e: &Elem) -> Sv {
+    e.scalar().expect("verified scalar element")
+}
+
+fn literal_elem(lit: &Literal, t: &ElemType) -> Elem {
+    match (lit, t) {
+        (Literal::Tuple(items), ElemType::Tuple(fs)) => Elem::Tuple(items.iter().zip(fs).map(|(l, f)| literal_elem(l, f)).collect()),
+        (l, ElemType::Scalar(s)) => Elem::Scalar(Sv::from_literal(l, *s).unwrap_or(Sv::zero(*s))),
+        (l, ElemType::Tensor(vt)) => Elem::Tensor(filled(vt, &literal_elem(l, &vt.element))),
+        (_, t) => Elem::zero(t),
+    }
+}
+
+/// A tensor of type `ty` with every element `e`.
+fn filled(ty: &ValueType, e: &Elem) -> Tensor {
+    let mut t = Tensor::zeros(ty);
+    for i in 0..t.len() {
+        t.data.set(i, e.clone());
+    }
+    t
+}
+
+pub(crate) fn eval(cx: &OpCx, op: &Op) -> R<Tensor> {
+    match op {
+        Op::Constant { value } => Ok(filled(cx.ty, &literal_elem(value, &cx.ty.element))),
+        Op::Unary { op, arg } => elementwise(cx, &[cx.arg(*arg)], |e, _| Ok(Elem::Scalar(scalar(&e[0]).unary(*op)))),
+        Op::Binary { op, lhs, rhs } => elementwise(cx, &[cx.arg(*lhs), cx.arg(*rhs)], |e, present| {
+            let (a, b) = (scalar(&e[0]), scalar(&e[1]));
+            match a.binary(*op, b) {
+                Ok(v) => Ok(Elem::Scalar(v)),
+                // Absent elements read as zero; their failures do not count.
+                Err(_) if !present => Ok(Elem::Scalar(Sv::zero(a.scalar()))),
+                Err(err) => Err(cx.err("strata::run::division_by_zero", format!("{err} ({a} {} {b})", binary_symbol(*op)))),
+            }
+        }),
+        Op::Select { cond, on_true, on_false } => {
+            elementwise(cx, &[cx.arg(*cond), cx.arg(*on_true), cx.arg(*on_false)], |e, _| {
+                Ok(if scalar(&e[0]).as_bool() == Some(true) { e[1].clone() } else { e[2].clone() })
+            })
+        }
+        Op::Cast { arg, to } => elementwise(cx, &[cx.arg(*arg)], |e, _| Ok(Elem::Scalar(scalar(&e[0]).cast(*to)))),
+        Op::MakeTuple { fields } => {
+            let args: Vec<&Tensor> = fields.iter().map(|&f| cx.arg(f)).collect();
+            elementwise(cx, &args, |e, _| Ok(Elem::Tuple(e.to_vec())))
+        }
+        Op::TupleGet { tuple, index } => {
+            let t = cx.arg(*tuple);
+            let Data::Tuple(fields) = &t.data else { unreachable!("verified tuple") };
+            Ok(Tensor { ty: cx.ty.clone(), data: fields[*index as usize].clone(), present: t.present.clone() })
+        }
+        Op::Call { func, args } => {
+            let args: Vec<Tensor> = args.iter().map(|&a| cx.arg(a).clone()).collect();
+            cx.interp.call(*func, args)
+        }
+        Op::CartesianShift { arg, .. } => {
+            // The data does not move; only the intervals do.
+            let t = cx.arg(*arg);
+            Ok(Tensor { ty: cx.ty.clone(), data: t.data.clone(), present: t.present.clone() })
+        }
+        Op::ShiftInit { arg, table } => neighbors(cx, cx.arg(*arg), cx.arg(*table), None),
+        Op::UnstructuredShift { arg, table, neighbor } => neighbors(cx, cx.arg(*arg), cx.arg(*table), Some(*neighbor)),
+        Op::ShiftApply { arg, neighbor } => {
+            let t = cx.arg(*arg);
+            let nb = DimName::neighbor_counter(highest_counter(&t.ty));
+            Ok(gather_by_map(cx.ty, t, &index_map(&cx.ty.levels, &t.ty, &[(nb, *neighbor)])))
+        }
+        Op::CanDeref { arg } => {
+            let t = cx.arg(*arg);
+            let col = Column::from_fn(Scalar::Bool, t.len(), |i| Sv::Bool(t.is_present(i)));
+            Ok(Tensor { ty: cx.ty.clone(), data: Data::Scalars(col), present: None })
+        }
+        Op::Reduce { func, args, init } => reduce(cx, *func, args, init),
+        Op::Scan { func, args, dim, forward, init } => scan(cx, *func, args, dim, *forward, init),
+        Op::Subset { arg, .. } => {
+            let t = cx.arg(*arg);
+            Ok(gather_by_map(cx.ty, t, &index_map(&cx.ty.levels, &t.ty, &[])))
+        }
+        Op::AddDim { arg, .. } => {
+            let t = cx.arg(*arg);
+            Ok(gather_by_map(cx.ty, t, &index_map(&cx.ty.levels, &t.ty, &[])))
+        }
+        Op::Pos { dim, .. } => {
+            let start = cx.ty.levels.iter().find(|l| &l.name == dim).map_or(0, |l| l.interval.start);
+            let col = Column::from_fn(Scalar::Index, cx.ty.len(), |i| Sv::Index(start + i as i64));
+            Ok(Tensor { ty: cx.ty.clone(), data: Data::Scalars(col), present: None })
+        }
+        Op::Concat { args, dim, mode: _ } => concat(cx, args, dim),
+        other => Err(cx.unsupported(other.name())),
+    }
+}
+
+fn binary_symbol(op: BinaryOp) -> &'static str {
+    match op {
+        BinaryOp::Divides => "/",
+        BinaryOp::Modulo => "%",
+        _ => op.keyword(),
+    }
+}
+
+fn highest_counter(ty: &ValueType) -> u32 {
+    ty.levels.iter().filter_map(|l| l.name.neighbor_counter_index()).max().expect("verified neighbor dimension")
+}
+
+/// The result of type `ty` whose element `i` is `t`'s element `map[i]`.
+fn gather_by_map(ty: &ValueType, t: &Tensor, map: &[Option<usize>]) -> Tensor {
+    let positions: Vec<usize> = map.iter().map(|m| m.unwrap_or(0)).collect();
+    let data = t.data.select(&positions);
+    let present: Vec<bool> = map.iter().map(|m| m.is_some_and(|j| t.is_present(j))).collect();
+    let mut out = Tensor { ty: ty.clone(), data, present: Some(present) };
+    out.normalize_presence();
+    out
+}
+
+/// `shift_init` (`neighbor = None`) and `unstructured_shift`: looks up each destination's
+/// neighbors through the table; the skip value `-1` makes the element absent.
+fn neighbors(cx: &OpCx, x: &Tensor, table: &Tensor, neighbor: Option<i64>) -> R<Tensor> {
+    let tag = table.ty.levels.iter().find(|l| l.name.table_source().is_some()).expect("verified table");
+    let src = tag.name.table_source().expect("tag");
+    let dst = table.ty.levels.iter().find(|l| l.name.table_source().is_none()).expect("verified table").name.clone();
+    let nb = if neighbor.is_none() { Some(DimName::neighbor_counter(highest_counter(cx.ty))) } else { None };
+    let src_interval = x.ty.levels.iter().find(|l| l.name == src).expect("verified source").interval;
+    let n = cx.ty.len();
+    let mut positions = Vec::with_capacity(n);
+    let mut present = Vec::with_capacity(n);
+    let mut failure = None;
+    for_each_coord(&cx.ty.levels, |_, coord| {
+        if failure.is_some() {
+            return;
+        }
+        let at = |name: &DimName| cx.ty.levels.iter().position(|l| &l.name == name).map(|p| coord[p]);
+        let j = match (&nb, neighbor) {
+            (Some(nb), _) => at(nb).expect("counter"),
+            (None, Some(j)) => j,
+            (None, None) => unreachable!(),
+        };
+        let d = at(&dst).expect("destination");
+        let entry = offset_at(table, |name| if *name == dst { Some(d) } else if *name == tag.name { Some(j) } else { None })
+            .map(|o| (table.is_present(o), table.scalar_at(o).as_i128()));
+        match entry {
+            Some((true, t)) if t >= 0 => {
+                let t = t as i64;
+                if t < src_interval.start || t >= src_interval.stop {
+                    failure = Some(cx.err(
+                        "strata::run::index_out_of_interval",
+                        format!("neighbor table entry {t} at {dst}={d}, {}={j} is outside `{src}{src_interval}`", tag.name),
+                    ));
+                    return;
+                }
+                let o = offset_at(x, |name| if *name == src { Some(t) } else { at(name) }).expect("verified dims");
+                positions.push(o);
+                present.push(x.is_present(o));
+            }
+            Some((true, -1)) | Some((false, _)) => {
+                positions.push(0);
+                present.push(false);
+            }
+            Some((true, t)) => {
+                failure = Some(cx.err(
+                    "strata::run::index_out_of_interval",
+                    format!("neighbor table entry {t} at {dst}={d}, {}={j} is negative (only -1 means \"no neighbor\")", tag.name),
+                ));
+            }
+            None => {
+                positions.push(0);
+                present.push(false);
+            }
+        }
+    });
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let mut out = Tensor { ty: cx.ty.clone(), data: x.data.select(&positions), present: Some(present) };
+    out.normalize_presence();
+    Ok(out)
+}
+
+/// The slice of `t` at `dim = k` as a tensor of type `ty` (which lacks `dim`).
+fn slice(t: &Tensor, ty: &ValueType, dim: &DimName, k: i64) -> Tensor {
+    if !t.ty.levels.iter().any(|l| &l.name == dim) {
+        return Tensor { ty: ty.clone(), ..t.clone() };
+    }
+    gather_by_map(ty, t, &index_map(&ty.levels, &t.ty, &[(dim.clone(), k)]))
+}
+
+fn param_types(cx: &OpCx, func: strata_entity::Handle<Function>) -> Vec<ValueType> {
+    let f = &cx.interp.module.functions[func];
+    f.params.iter().map(|&p| cx.interp.value_type(f.exprs[p].ty)).collect()
+}
+
+/// `reduce`: folds `func` over the highest neighbor dimension, skipping absent neighbors.
+fn reduce(cx: &OpCx, func: strata_entity::Handle<Function>, args: &[Value], init: &Literal) -> R<Tensor> {
+    let tensors: Vec<&Tensor> = args.iter().map(|&a| cx.arg(a)).collect();
+    let k = tensors.iter().filter_map(|t| t.ty.levels.iter().filter_map(|l| l.name.neighbor_counter_index()).max()).max().expect("verified");
+    let nb = DimName::neighbor_counter(k);
+    let interval = tensors.iter().find_map(|t| t.ty.levels.iter().find(|l| l.name == nb)).expect("nb").interval;
+    let params = param_types(cx, func);
+    let mut acc = filled(cx.ty, &literal_elem(init, &cx.ty.element));
+    for j in interval.start..interval.stop {
+        let mut call_args = vec![acc.clone()];
+        for (t, pty) in tensors.iter().zip(&params[1..]) {
+            call_args.push(slice(t, pty, &nb, j));
+        }
+        let next = cx.interp.call(func, call_args)?;
+        // Keep the accumulator where a neighbor is absent.
+        for i in 0..acc.len() {
+            if next.is_present(i) {
+                acc.data.set(i, next.get(i));
+            }
+        }
+    }
+    Ok(acc)
+}
+
+/// `scan`: runs `func` along `dim` in the given direction, writing each state.
+fn scan(cx: &OpCx, func: strata_entity::Handle<Function>, args: &[Value], dim: &DimName, forward: bool, init: &Literal) -> R<Tensor> {
+    let tensors: Vec<&Tensor> = args.iter().map(|&a| cx.arg(a)).collect();
+    let params = param_types(cx, func);
+    let state_ty = &params[0];
+    let interval = cx.ty.levels.iter().find(|l| &l.name == dim).expect("verified scan dim").interval;
+    let mut state = filled(state_ty, &literal_elem(init, &state_ty.element));
+    let mut out = Tensor::zeros(cx.ty);
+    let mut present = vec![true; out.len()];
+    let ks: Vec<i64> = if forward { (interval.start..interval.stop).collect() } else { (interval.start..interval.stop).rev().collect() };
+    for k in ks {
+        let mut call_args = vec![state];
+        for (t, pty) in tensors.iter().zip(&params[1..]) {
+            call_args.push(slice(t, pty, dim, k));
+        }
+        state = cx.interp.call(func, call_args)?;
+        // Write the state into the column at dim = k.
+        let map = index_map(&state.ty.levels, &out.ty, &[(dim.clone(), k)]);
+        for (i, o) in map.iter().enumerate() {
+            let o = o.expect("column inside the result");
+            out.data.set(o, state.get(i));
+            present[o] = state.is_present(i);
+        }
+    }
+    out.present = Some(present);
+    out.normalize_presence();
+    Ok(out)
+}
+
+fn concat(cx: &OpCx, args: &[Value], dim: &DimName) -> R<Tensor> {
+    let pieces: Vec<&Tensor> = args.iter().map(|&a| cx.arg(a)).collect();
+    let pos = cx.ty.levels.iter().position(|l| &l.name == dim).expect("verified");
+    let positional = dim.position().is_some();
+    // Where each piece starts along `dim` in the result.
+    let mut starts = Vec::new();
+    let mut next = cx.ty.levels[pos].interval.start;
+    for p in &pieces {
+        let iv = p.ty.levels[pos].interval;
+        starts.push(if positional { next } else { iv.start });
+        next += iv.len() as i64;
+    }
+    let mut out = Tensor::zeros(cx.ty);
+    let mut present = vec![true; out.len()];
+    for_each_coord(&cx.ty.levels, |i, coord| {
+        let c = coord[pos];
+        let k = (0..pieces.len()).rev().find(|&k| c >= starts[k]).expect("inside the result");
+        let p = pieces[k];
+        let local = c - starts[k] + p.ty.levels[pos].interval.start;
+        let o = offset_at(p, |name| {
+            let r = cx.ty.levels.iter().position(|l| &l.name == name)?;
+            Some(if r == pos { local } else { coord[r] })
+        })
+        .expect("verified pieces");
+        out.data.set(i, p.get(o));
+        present[i] = p.is_present(o);
+    });
+    out.present = Some(present);
+    out.normalize_presence();
+    Ok(out)
+}
+
+/// A program assignment: writes `value` over `target`'s domain (or a sub-domain).
+pub(crate) fn assign(target: &mut Tensor, domain: Option<&[(DimName, Interval)]>, value: &Tensor) -> Result<(), String> {
+    let mut written = target.ty.levels.clone();
+    for (name, iv) in domain.unwrap_or(&[]) {
+        if let Some(l) = written.iter_mut().find(|l| &l.name == name) {
+            l.interval = *iv;
+        }
+    }
+    let to_target = index_map(&written, &target.ty, &[]);
+    let from_value = index_map(&written, &value.ty, &[]);
+    let mut present = target.present.take().unwrap_or_else(|| vec![true; target.len()]);
+    for (t, v) in to_target.iter().zip(&from_value) {
+        let (Some(t), Some(v)) = (t, v) else {
+            return Err("the assigned value does not cover the written domain".into());
+        };
+        target.data.set(*t, value.get(*v));
+        present[*t] = value.is_present(*v);
+    }
+    target.present = Some(present);
+    target.normalize_presence();
+    Ok(())
+}
+

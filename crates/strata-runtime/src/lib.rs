@@ -1,0 +1,14 @@
+//! Strata's runtime values.
+//!
+//! - [`scalar`]: scalar values with their types and the arithmetic rules; typed columns;
+//! - [`tensor`]: every value as a tensor over levels, with tuple, nested and absent elements;
+//! - [`npy`]: numpy `.npy` exchange for dense tensors.
+
+#![deny(missing_docs)]
+
+pub mod npy;
+pub mod scalar;
+pub mod tensor;
+
+pub use scalar::{Column, ScalarError, Sv};
+pub use tensor::{strides, Data, Elem, ElemType, Tensor, ValueType};

@@ -1,0 +1,512 @@
+//! Scalar values and typed columns.
+//!
+//! Arithmetic follows these rules (docs/runtime.md): integers wrap on overflow (two's
+//! complement, like numpy); integer division and modulo by zero are run-time errors; floats follow
+//! IEEE 754 (a comparison with NaN is false, except `ne`); `modulo` takes the sign of the
+//! dividend; float-to-integer casts truncate toward zero and saturate (NaN becomes 0).
+
+use std::fmt;
+
+use strata_ir::{BinaryOp, Literal, Scalar, UnaryOp};
+
+/// One scalar value with its type.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Sv {
+    /// `bool`
+    Bool(bool),
+    /// `i8`
+    I8(i8),
+    /// `i16`
+    I16(i16),
+    /// `i32`
+    I32(i32),
+    /// `i64`
+    I64(i64),
+    /// `u8`
+    U8(u8),
+    /// `u16`
+    U16(u16),
+    /// `u32`
+    U32(u32),
+    /// `u64`
+    U64(u64),
+    /// `f32`
+    F32(f32),
+    /// `f64`
+    F64(f64),
+    /// `index`
+    Index(i64),
+}
+
+/// Why a scalar operation failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ScalarError {
+    /// Integer division or modulo by zero.
+    #[error("integer division by zero in `{0}`")]
+    DivisionByZero(&'static str),
+    /// A negative integer exponent.
+    #[error("negative integer exponent in `power`")]
+    NegativeExponent,
+}
+
+macro_rules! int_arith {
+    ($op:expr, $a:expr, $b:expr, $name:literal) => {{
+        let (a, b) = ($a, $b);
+        match $op {
+            BinaryOp::Plus => a.wrapping_add(b),
+            BinaryOp::Minus => a.wrapping_sub(b),
+            BinaryOp::Multiplies => a.wrapping_mul(b),
+            BinaryOp::Divides => {
+                if b == 0 {
+                    return Err(ScalarError::DivisionByZero("divides"));
+                }
+                a.wrapping_div(b)
+            }
+            BinaryOp::Modulo => {
+                if b == 0 {
+                    return Err(ScalarError::DivisionByZero("modulo"));
+                }
+                a.wrapping_rem(b)
+            }
+            BinaryOp::Power => {
+                let e: i128 = b as i128;
+                if e < 0 {
+                    return Err(ScalarError::NegativeExponent);
+                }
+                a.wrapping_pow(e.min(u32::MAX as i128) as u32)
+            }
+            BinaryOp::Maximum => a.max(b),
+            BinaryOp::Minimum => a.min(b),
+            _ => unreachable!("not arithmetic"),
+        }
+    }};
+}
+
+macro_rules! float_arith {
+    ($op:expr, $a:expr, $b:expr) => {{
+        let (a, b) = ($a, $b);
+        match $op {
+            BinaryOp::Plus => a + b,
+            BinaryOp::Minus => a - b,
+            BinaryOp::Multiplies => a * b,
+            BinaryOp::Divides => a / b,
+            BinaryOp::Modulo => a % b,
+            BinaryOp::Power => a.powf(b),
+            // numpy's maximum / minimum propagate NaN.
+            BinaryOp::Maximum => {
+                if a.is_nan() || b.is_nan() {
+                    a + b
+                } else {
+                    a.max(b)
+                }
+            }
+            BinaryOp::Minimum => {
+                if a.is_nan() || b.is_nan() {
+                    a + b
+                } else {
+                    a.min(b)
+                }
+            }
+            _ => unreachable!("not arithmetic"),
+        }
+    }};
+}
+
+impl Sv {
+    /// The value's type.
+    pub fn scalar(self) -> Scalar {
+        match self {
+            Sv::Bool(_) => Scalar::Bool,
+            Sv::I8(_) => Scalar::I8,
+            Sv::I16(_) => Scalar::I16,
+            Sv::I32(_) => Scalar::I32,
+            Sv::I64(_) => Scalar::I64,
+            Sv::U8(_) => Scalar::U8,
+            Sv::U16(_) => Scalar::U16,
+            Sv::U32(_) => Scalar::U32,
+            Sv::U64(_) => Scalar::U64,
+            Sv::F32(_) => Scalar::F32,
+            Sv::F64(_) => Scalar::F64,
+            Sv::Index(_) => Scalar::Index,
+        }
+    }
+
+    /// Zero (or `false`) of type `s`.
+    pub fn zero(s: Scalar) -> Sv {
+        Sv::from_i128(s, 0)
+    }
+
+    /// The integer `v` converted to `s` (wrapping for integers).
+    pub fn from_i128(s: Scalar, v: i128) -> Sv {
+        match s {
+            Scalar::Bool => Sv::Bool(v != 0),
+            Scalar::I8 => Sv::I8(v as i8),
+            Scalar::I16 => Sv::I16(v as i16),
+            Scalar::I32 => Sv::I32(v as i32),
+            Scalar::I64 => Sv::I64(v as i64),
+            Scalar::U8 => Sv::U8(v as u8),
+            Scalar::U16 => Sv::U16(v as u16),
+            Scalar::U32 => Sv::U32(v as u32),
+            Scalar::U64 => Sv::U64(v as u64),
+            Scalar::F32 => Sv::F32(v as f32),
+            Scalar::F64 => Sv::F64(v as f64),
+            Scalar::Index => Sv::Index(v as i64),
+        }
+    }
+
+    /// The float `v` converted to `s` (truncating and saturating for integers).
+    pub fn from_f64(s: Scalar, v: f64) -> Sv {
+        match s {
+            Scalar::Bool => Sv::Bool(v != 0.0),
+            Scalar::I8 => Sv::I8(v as i8),
+            Scalar::I16 => Sv::I16(v as i16),
+            Scalar::I32 => Sv::I32(v as i32),
+            Scalar::I64 => Sv::I64(v as i64),
+            Scalar::U8 => Sv::U8(v as u8),
+            Scalar::U16 => Sv::U16(v as u16),
+            Scalar::U32 => Sv::U32(v as u32),
+            Scalar::U64 => Sv::U64(v as u64),
+            Scalar::F32 => Sv::F32(v as f32),
+            Scalar::F64 => Sv::F64(v),
+            Scalar::Index => Sv::Index(v as i64),
+        }
+    }
+
+    /// A literal as a value of type `s`, if it fits (tuples never do).
+    pub fn from_literal(lit: &Literal, s: Scalar) -> Option<Sv> {
+        match (lit, s) {
+            (Literal::Bool(b), Scalar::Bool) => Some(Sv::Bool(*b)),
+            (Literal::Int(i), s) if s != Scalar::Bool => Some(Sv::from_i128(s, *i as i128)),
+            (Literal::Float(x), s) if s.is_float() => Some(Sv::from_f64(s, *x)),
+            _ => None,
+        }
+    }
+
+    /// The value as a float.
+    pub fn as_f64(self) -> f64 {
+        match self {
+            Sv::Bool(b) => b as u8 as f64,
+            Sv::F32(x) => x as f64,
+            Sv::F64(x) => x,
+            other => other.as_i128() as f64,
+        }
+    }
+
+    /// The value as a wide integer (floats truncate).
+    pub fn as_i128(self) -> i128 {
+        match self {
+            Sv::Bool(b) => b as i128,
+            Sv::I8(v) => v as i128,
+            Sv::I16(v) => v as i128,
+            Sv::I32(v) => v as i128,
+            Sv::I64(v) | Sv::Index(v) => v as i128,
+            Sv::U8(v) => v as i128,
+            Sv::U16(v) => v as i128,
+            Sv::U32(v) => v as i128,
+            Sv::U64(v) => v as i128,
+            Sv::F32(x) => x as i128,
+            Sv::F64(x) => x as i128,
+        }
+    }
+
+    /// Conversion to another scalar type (`cast`).
+    pub fn cast(self, to: Scalar) -> Sv {
+        match self {
+            Sv::F32(_) | Sv::F64(_) => Sv::from_f64(to, self.as_f64()),
+            _ if to.is_float() => Sv::from_f64(to, self.as_f64()),
+            _ => Sv::from_i128(to, self.as_i128()),
+        }
+    }
+
+    /// `bool` value, if it is one.
+    pub fn as_bool(self) -> Option<bool> {
+        match self {
+            Sv::Bool(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// Applies a unary builtin (operand type checked by the verifier).
+    pub fn unary(self, op: UnaryOp) -> Sv {
+        match (op, self) {
+            (UnaryOp::Not, Sv::Bool(b)) => Sv::Bool(!b),
+            (UnaryOp::Neg, Sv::F32(x)) => Sv::F32(-x),
+            (UnaryOp::Neg, Sv::F64(x)) => Sv::F64(-x),
+            (UnaryOp::Neg, v) => Sv::from_i128(v.scalar(), -v.as_i128()),
+            (UnaryOp::Abs, Sv::F32(x)) => Sv::F32(x.abs()),
+            (UnaryOp::Abs, Sv::F64(x)) => Sv::F64(x.abs()),
+            (UnaryOp::Abs, v) => Sv::from_i128(v.scalar(), v.as_i128().abs()),
+            (op, Sv::F32(x)) => Sv::F32(float_unary(op, x as f64) as f32),
+            (op, Sv::F64(x)) => Sv::F64(float_unary(op, x)),
+            (_, v) => v,
+        }
+    }
+
+    /// Applies a binary builtin to two values of the same type.
+    pub fn binary(self, op: BinaryOp, other: Sv) -> Result<Sv, ScalarError> {
+        use strata_ir::BinaryClass::*;
+        match op.class() {
+            Comparison => Ok(Sv::Bool(self.compare(op, other))),
+            Logical => {
+                let (a, b) = (self.as_bool().unwrap_or(false), other.as_bool().unwrap_or(false));
+                Ok(Sv::Bool(match op {
+                    BinaryOp::And => a && b,
+                    BinaryOp::Or => a || b,
+                    _ => a != b,
+                }))
+            }
+            Arithmetic => Ok(match (self, other) {
+                (Sv::F32(a), Sv::F32(b)) => Sv::F32(float_arith!(op, a, b)),
+                (Sv::F64(a), Sv::F64(b)) => Sv::F64(float_arith!(op, a, b)),
+                (Sv::I8(a), Sv::I8(b)) => Sv::I8(int_arith!(op, a, b, "i8")),
+                (Sv::I16(a), Sv::I16(b)) => Sv::I16(int_arith!(op, a, b, "i16")),
+                (Sv::I32(a), Sv::I32(b)) => Sv::I32(int_arith!(op, a, b, "i32")),
+                (Sv::I64(a), Sv::I64(b)) => Sv::I64(int_arith!(op, a, b, "i64")),
+                (Sv::Index(a), Sv::Index(b)) => Sv::Index(int_arith!(op, a, b, "index")),
+                (Sv::U8(a), Sv::U8(b)) => Sv::U8(int_arith!(op, a, b, "u8")),
+                (Sv::U16(a), Sv::U16(b)) => Sv::U16(int_arith!(op, a, b, "u16")),
+                (Sv::U32(a), Sv::U32(b)) => Sv::U32(int_arith!(op, a, b, "u32")),
+                (Sv::U64(a), Sv::U64(b)) => Sv::U64(int_arith!(op, a, b, "u64")),
+                (a, _) => a,
+            }),
+        }
+    }
+
+    fn compare(self, op: BinaryOp, other: Sv) -> bool {
+        let ord = match (self, other) {
+            (Sv::F32(_) | Sv::F64(_), _) | (_, Sv::F32(_) | Sv::F64(_)) => self.as_f64().partial_cmp(&other.as_f64()),
+            _ => Some(self.as_i128().cmp(&other.as_i128())),
+        };
+        use std::cmp::Ordering::*;
+        match (op, ord) {
+            (BinaryOp::Ne, None) => true,
+            (_, None) => false,
+            (BinaryOp::Eq, Some(o)) => o == Equal,
+            (BinaryOp::Ne, Some(o)) => o != Equal,
+            (BinaryOp::Less, Some(o)) => o == Less,
+            (BinaryOp::LessEqual, Some(o)) => o != Greater,
+            (BinaryOp::Greater, Some(o)) => o == Greater,
+            (BinaryOp::GreaterEqual, Some(o)) => o != Less,
+            _ => false,
+        }
+    }
+}
+
+fn float_unary(op: UnaryOp, x: f64) -> f64 {
+    match op {
+        UnaryOp::Sqrt => x.sqrt(),
+        UnaryOp::Exp => x.exp(),
+        UnaryOp::Log => x.ln(),
+        UnaryOp::Sin => x.sin(),
+        UnaryOp::Cos => x.cos(),
+        UnaryOp::Tan => x.tan(),
+        UnaryOp::Tanh => x.tanh(),
+        UnaryOp::Floor => x.floor(),
+        UnaryOp::Ceil => x.ceil(),
+        UnaryOp::Neg => -x,
+        UnaryOp::Abs => x.abs(),
+        UnaryOp::Not => x,
+    }
+}
+
+impl fmt::Display for Sv {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Sv::Bool(b) => write!(f, "{}", if *b { "True" } else { "False" }),
+            Sv::F32(x) => write!(f, "{x}"),
+            Sv::F64(x) => write!(f, "{x}"),
+            other => write!(f, "{}", other.as_i128()),
+        }
+    }
+}
+
+/// A typed, contiguous buffer of scalars.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Column {
+    /// `bool`
+    Bool(Vec<bool>),
+    /// `i8`
+    I8(Vec<i8>),
+    /// `i16`
+    I16(Vec<i16>),
+    /// `i32`
+    I32(Vec<i32>),
+    /// `i64`
+    I64(Vec<i64>),
+    /// `u8`
+    U8(Vec<u8>),
+    /// `u16`
+    U16(Vec<u16>),
+    /// `u32`
+    U32(Vec<u32>),
+    /// `u64`
+    U64(Vec<u64>),
+    /// `f32`
+    F32(Vec<f32>),
+    /// `f64`
+    F64(Vec<f64>),
+    /// `index`
+    Index(Vec<i64>),
+}
+
+macro_rules! column_dispatch {
+    ($self:expr, $v:ident => $body:expr) => {
+        match $self {
+            Column::Bool($v) => $body,
+            Column::I8($v) => $body,
+            Column::I16($v) => $body,
+            Column::I32($v) => $body,
+            Column::I64($v) => $body,
+            Column::U8($v) => $body,
+            Column::U16($v) => $body,
+            Column::U32($v) => $body,
+            Column::U64($v) => $body,
+            Column::F32($v) => $body,
+            Column::F64($v) => $body,
+            Column::Index($v) => $body,
+        }
+    };
+}
+
+impl Column {
+    /// `n` zeros of type `s`.
+    pub fn zeros(s: Scalar, n: usize) -> Column {
+        match s {
+            Scalar::Bool => Column::Bool(vec![false; n]),
+            Scalar::I8 => Column::I8(vec![0; n]),
+            Scalar::I16 => Column::I16(vec![0; n]),
+            Scalar::I32 => Column::I32(vec![0; n]),
+            Scalar::I64 => Column::I64(vec![0; n]),
+            Scalar::U8 => Column::U8(vec![0; n]),
+            Scalar::U16 => Column::U16(vec![0; n]),
+            Scalar::U32 => Column::U32(vec![0; n]),
+            Scalar::U64 => Column::U64(vec![0; n]),
+            Scalar::F32 => Column::F32(vec![0.0; n]),
+            Scalar::F64 => Column::F64(vec![0.0; n]),
+            Scalar::Index => Column::Index(vec![0; n]),
+        }
+    }
+
+    /// A column of type `s` with `n` values from `f`.
+    pub fn from_fn(s: Scalar, n: usize, mut f: impl FnMut(usize) -> Sv) -> Column {
+        let mut c = Column::zeros(s, n);
+        for i in 0..n {
+            c.set(i, f(i));
+        }
+        c
+    }
+
+    /// The element type.
+    pub fn scalar(&self) -> Scalar {
+        match self {
+            Column::Bool(_) => Scalar::Bool,
+            Column::I8(_) => Scalar::I8,
+            Column::I16(_) => Scalar::I16,
+            Column::I32(_) => Scalar::I32,
+            Column::I64(_) => Scalar::I64,
+            Column::U8(_) => Scalar::U8,
+            Column::U16(_) => Scalar::U16,
+            Column::U32(_) => Scalar::U32,
+            Column::U64(_) => Scalar::U64,
+            Column::F32(_) => Scalar::F32,
+            Column::F64(_) => Scalar::F64,
+            Column::Index(_) => Scalar::Index,
+        }
+    }
+
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        column_dispatch!(self, v => v.len())
+    }
+
+    /// Whether the column is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Value `i`.
+    pub fn get(&self, i: usize) -> Sv {
+        match self {
+            Column::Bool(v) => Sv::Bool(v[i]),
+            Column::I8(v) => Sv::I8(v[i]),
+            Column::I16(v) => Sv::I16(v[i]),
+            Column::I32(v) => Sv::I32(v[i]),
+            Column::I64(v) => Sv::I64(v[i]),
+            Column::U8(v) => Sv::U8(v[i]),
+            Column::U16(v) => Sv::U16(v[i]),
+            Column::U32(v) => Sv::U32(v[i]),
+            Column::U64(v) => Sv::U64(v[i]),
+            Column::F32(v) => Sv::F32(v[i]),
+            Column::F64(v) => Sv::F64(v[i]),
+            Column::Index(v) => Sv::Index(v[i]),
+        }
+    }
+
+    /// Sets value `i`, converting `x` to the column's type.
+    pub fn set(&mut self, i: usize, x: Sv) {
+        let x = if x.scalar() == self.scalar() { x } else { x.cast(self.scalar()) };
+        match (self, x) {
+            (Column::Bool(v), Sv::Bool(x)) => v[i] = x,
+            (Column::I8(v), Sv::I8(x)) => v[i] = x,
+            (Column::I16(v), Sv::I16(x)) => v[i] = x,
+            (Column::I32(v), Sv::I32(x)) => v[i] = x,
+            (Column::I64(v), Sv::I64(x)) => v[i] = x,
+            (Column::U8(v), Sv::U8(x)) => v[i] = x,
+            (Column::U16(v), Sv::U16(x)) => v[i] = x,
+            (Column::U32(v), Sv::U32(x)) => v[i] = x,
+            (Column::U64(v), Sv::U64(x)) => v[i] = x,
+            (Column::F32(v), Sv::F32(x)) => v[i] = x,
+            (Column::F64(v), Sv::F64(x)) => v[i] = x,
+            (Column::Index(v), Sv::Index(x)) => v[i] = x,
+            _ => unreachable!("cast to the column type"),
+        }
+    }
+
+    /// The values at `positions`, in that order.
+    pub fn select(&self, positions: &[usize]) -> Column {
+        Column::from_fn(self.scalar(), positions.len(), |i| self.get(positions[i]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integer_arithmetic_wraps_and_checks_division() {
+        assert_eq!(Sv::I8(127).binary(BinaryOp::Plus, Sv::I8(1)), Ok(Sv::I8(-128)));
+        assert_eq!(Sv::U8(0).binary(BinaryOp::Minus, Sv::U8(1)), Ok(Sv::U8(255)));
+        assert_eq!(Sv::I32(7).binary(BinaryOp::Divides, Sv::I32(0)), Err(ScalarError::DivisionByZero("divides")));
+        assert_eq!(Sv::I32(-7).binary(BinaryOp::Modulo, Sv::I32(3)), Ok(Sv::I32(-1)));
+        assert_eq!(Sv::I64(i64::MIN).binary(BinaryOp::Divides, Sv::I64(-1)), Ok(Sv::I64(i64::MIN)));
+    }
+
+    #[test]
+    fn float_rules_follow_ieee() {
+        let nan = Sv::F64(f64::NAN);
+        assert_eq!(nan.binary(BinaryOp::Eq, nan), Ok(Sv::Bool(false)));
+        assert_eq!(nan.binary(BinaryOp::Ne, nan), Ok(Sv::Bool(true)));
+        assert_eq!(nan.binary(BinaryOp::Less, Sv::F64(1.0)), Ok(Sv::Bool(false)));
+        assert!(matches!(Sv::F64(1.0).binary(BinaryOp::Maximum, nan), Ok(Sv::F64(x)) if x.is_nan()));
+        assert_eq!(Sv::F64(1.0).binary(BinaryOp::Divides, Sv::F64(0.0)), Ok(Sv::F64(f64::INFINITY)));
+    }
+
+    #[test]
+    fn casts_truncate_and_saturate() {
+        assert_eq!(Sv::F64(-2.7).cast(Scalar::I32), Sv::I32(-2));
+        assert_eq!(Sv::F64(1e20).cast(Scalar::I32), Sv::I32(i32::MAX));
+        assert_eq!(Sv::F64(f64::NAN).cast(Scalar::I64), Sv::I64(0));
+        assert_eq!(Sv::I32(300).cast(Scalar::U8), Sv::U8(44));
+        assert_eq!(Sv::Bool(true).cast(Scalar::F32), Sv::F32(1.0));
+    }
+
+    #[test]
+    fn columns_round_trip_values() {
+        let mut c = Column::zeros(Scalar::U16, 3);
+        c.set(1, Sv::U16(9));
+        c.set(2, Sv::I64(70000));
+        assert_eq!(c.get(1), Sv::U16(9));
+        assert_eq!(c.get(2), Sv::U16(70000u32 as u16));
+        assert_eq!(c.select(&[2, 1]).len(), 2);
+    }
+}

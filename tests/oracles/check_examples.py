@@ -1,0 +1,118 @@
+"""Runs Strata's examples with generated data and compares with numpy / SciPy oracles.
+
+Usage: python check_examples.py STRATA_BINARY WORKDIR [NAME ...]
+Exits non-zero on the first mismatch, printing what differed. Float results are compared with
+rtol=1e-12, atol=1e-12 (the interpreter evaluates in the same precision and order as the
+straightforward numpy formula, so only reassociation of sums may differ).
+"""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+import mesh  # noqa: E402
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
+RTOL = ATOL = 1e-12
+
+
+def run(strata, example, work, args, outs, entry=None):
+    cmd = [strata, "run", os.path.join(ROOT, "examples", example)]
+    if entry:
+        cmd += ["--entry", entry]
+    for name, array in args.items():
+        path = os.path.join(work, f"{name}.npy")
+        np.save(path, array)
+        cmd += ["--arg", f"{name}={path}"]
+    paths = {}
+    for name, ext in outs.items():
+        paths[name] = os.path.join(work, f"out_{name}{ext}")
+        cmd += ["--out", f"{name}={paths[name]}"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"{example}: strata run failed ({proc.returncode}):\n{proc.stderr}")
+    return {n: np.load(p) for n, p in paths.items()}
+
+
+def expect(name, got, want):
+    got = np.asarray(got)
+    if got.shape != want.shape or got.dtype != want.dtype:
+        raise SystemExit(f"{name}: got shape {got.shape} {got.dtype}, expected {want.shape} {want.dtype}")
+    if not np.allclose(got, want, rtol=RTOL, atol=ATOL):
+        err = np.max(np.abs(got - want))
+        raise SystemExit(f"{name}: max abs error {err}\n got {got.ravel()[:8]}\nwant {want.ravel()[:8]}")
+    print(f"ok {name}: shape {got.shape}, max |value| {np.max(np.abs(want)) if want.size else 0:.3g}")
+
+
+def laplacian(strata, work, rng):
+    inp = rng.standard_normal((7, 9, 9))  # I[-1:6], J[-1:8], K[0:9]
+    out = run(strata, "stencil/laplacian.strata", work, {"inp": inp}, {"out": ".npy"})["out"]
+    c = inp[1:-1, 1:-1]
+    want = inp[2:, 1:-1] + inp[:-2, 1:-1] + (inp[1:-1, 2:] + inp[1:-1, :-2]) - 4.0 * c
+    expect("laplacian", out, want)
+
+
+def tridiagonal(strata, work, rng):
+    shape = (3, 7, 5)
+    a, c, d = (rng.standard_normal(shape) for _ in range(3))
+    b = 4.0 + rng.random(shape)
+    x = run(strata, "stencil/tridiagonal.strata", work, {"a": a, "b": b, "c": c, "d": d}, {"x": ".npy"})["x"]
+    want = np.empty(shape)
+    for i in range(shape[0]):
+        for j in range(shape[1]):
+            m = np.diag(b[i, j]) + np.diag(a[i, j, 1:], -1) + np.diag(c[i, j, :-1], 1)
+            want[i, j] = np.linalg.solve(m, d[i, j])
+    expect("tridiagonal", x, want)
+
+
+def nabla(strata, work, rng):
+    e2v, v2e = mesh.make_mesh()
+    nv, ne = v2e.shape[0], e2v.shape[0]
+    assert (nv, ne) == (5440, 16167)
+    pp = rng.standard_normal(nv)
+    s_mxx, s_myy = rng.standard_normal(ne), rng.standard_normal(ne)
+    vol = 1.0 + rng.random(nv)
+    # sign: +1 where the vertex is the edge's first vertex, -1 otherwise, 0 for skipped slots.
+    first = e2v[np.maximum(v2e, 0), 0] == np.arange(nv)[:, None]
+    sign = np.where(v2e == -1, 0.0, np.where(first, 1.0, -1.0))
+    args = {"pp": pp, "s_mxx": s_mxx, "s_myy": s_myy, "sign": sign, "vol": vol, "e2v": e2v, "v2e": v2e}
+    out = np.load(run_npz(strata, work, args))
+    valid = v2e != -1
+    for field, s in (("f0", s_mxx), ("f1", s_myy)):
+        flux = s * 0.5 * (pp[e2v[:, 0]] + pp[e2v[:, 1]])
+        want = np.where(valid, flux[np.maximum(v2e, 0)] * sign, 0.0).sum(axis=1) / vol
+        expect(f"nabla.{field}", out[field], want)
+
+
+def run_npz(strata, work, args):
+    cmd = [strata, "run", os.path.join(ROOT, "examples", "stencil/nabla.strata")]
+    for name, array in args.items():
+        path = os.path.join(work, f"{name}.npy")
+        np.save(path, array)
+        cmd += ["--arg", f"{name}={path}"]
+    out = os.path.join(work, "nabla_out.npz")
+    cmd += ["--out", f"out={out}"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"nabla: strata run failed ({proc.returncode}):\n{proc.stderr}")
+    return out
+
+
+CHECKS = {"laplacian": laplacian, "tridiagonal": tridiagonal, "nabla": nabla}
+
+
+def main():
+    strata, work = sys.argv[1], sys.argv[2]
+    names = sys.argv[3:] or list(CHECKS)
+    os.makedirs(work, exist_ok=True)
+    rng = np.random.default_rng(20261122)
+    for n in names:
+        CHECKS[n](strata, work, rng)
+    print(f"{len(names)} passed, 0 failed")
+
+
+if __name__ == "__main__":
+    main()
