@@ -212,7 +212,10 @@ pub fn cmd_run(file: &Path, opts: &RunOptions) -> i32 {
     match opts.backend.as_str() {
         "interp" => {}
         "native" => {
-            return usage(&mut stderr, "the native backend is not built yet; run with `--backend interp` (the default)".into())
+            return usage(
+                &mut stderr,
+                "the native backend is not built yet; run with `--backend interp` (the default)".into(),
+            )
         }
         other => return usage(&mut stderr, format!("unknown backend `{other}` (expected `interp` or `native`)")),
     }

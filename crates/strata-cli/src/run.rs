@@ -26,7 +26,10 @@ impl ArgSource {
     /// Parses `random:SEED`, `zeros`, `ones` or a path.
     pub fn parse(spec: &str) -> Result<ArgSource, String> {
         if let Some(seed) = spec.strip_prefix("random:") {
-            return seed.parse().map(ArgSource::Random).map_err(|_| format!("`{spec}`: the seed must be a non-negative integer"));
+            return seed
+                .parse()
+                .map(ArgSource::Random)
+                .map_err(|_| format!("`{spec}`: the seed must be a non-negative integer"));
         }
         Ok(match spec {
             "zeros" => ArgSource::Zeros,
@@ -54,7 +57,9 @@ pub fn find_entry(module: &Module, name: Option<&str>) -> Result<Handle<Function
         });
     }
     let last = |kind| module.functions.iter().filter(|(_, f)| f.kind == kind).map(|(h, _)| h).last();
-    last(FunctionKind::Program).or_else(|| last(FunctionKind::Func)).ok_or_else(|| "the file defines no function or program".to_string())
+    last(FunctionKind::Program)
+        .or_else(|| last(FunctionKind::Func))
+        .ok_or_else(|| "the file defines no function or program".to_string())
 }
 
 struct XorShift(u64);
@@ -119,7 +124,11 @@ pub fn show_value(t: &Tensor) -> String {
         }
         Data::Tuple(fields) => {
             for (i, f) in fields.iter().enumerate() {
-                let ft = Tensor { ty: ValueType { element: field_type(&t.ty.element, i), ..t.ty.clone() }, data: f.clone(), present: t.present.clone() };
+                let ft = Tensor {
+                    ty: ValueType { element: field_type(&t.ty.element, i), ..t.ty.clone() },
+                    data: f.clone(),
+                    present: t.present.clone(),
+                };
                 let _ = write!(out, "field {i}: {}", show_value(&ft));
                 if i + 1 < fields.len() {
                     out.push('\n');
@@ -127,7 +136,8 @@ pub fn show_value(t: &Tensor) -> String {
             }
         }
         Data::Tensors(ts) => {
-            let _ = write!(out, "shape {shape:?} of tensors; first: {}", ts.first().map(show_value).unwrap_or_default());
+            let _ =
+                write!(out, "shape {shape:?} of tensors; first: {}", ts.first().map(show_value).unwrap_or_default());
         }
     }
     out
@@ -205,11 +215,23 @@ fn dtype_json(t: &ElemType) -> String {
 /// One parameter or result as JSON.
 fn param_json(name: &str, type_text: &str, ty: &ValueType) -> String {
     let dense = ty.levels.iter().all(|l| l.format.is_dense_like());
-    let shape = if dense { format!("[{}]", ty.shape().iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")) } else { "null".into() };
+    let shape = if dense {
+        format!("[{}]", ty.shape().iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", "))
+    } else {
+        "null".into()
+    };
     let dims: Vec<String> = ty
         .levels
         .iter()
-        .map(|l| format!("{{\"name\": {}, \"start\": {}, \"stop\": {}, \"format\": {}}}", json_str(l.name.as_str()), l.interval.start, l.interval.stop, json_str(l.format.keyword())))
+        .map(|l| {
+            format!(
+                "{{\"name\": {}, \"start\": {}, \"stop\": {}, \"format\": {}}}",
+                json_str(l.name.as_str()),
+                l.interval.start,
+                l.interval.stop,
+                json_str(l.format.keyword())
+            )
+        })
         .collect();
     format!(
         "{{\"name\": {}, \"type\": {}, \"dtype\": {}, \"shape\": {shape}, \"format\": {}, \"dims\": [{}]}}",
@@ -229,12 +251,20 @@ pub fn signatures(module: &Module, types: &strata_ir::TypeArena, json: bool) -> 
         let mut params = Vec::new();
         let mut results = Vec::new();
         let _ = writeln!(text, "{} @{}", if f.kind == FunctionKind::Program { "program" } else { "func" }, f.name);
-        let mut show = |name: &str, ty: strata_ir::op::TypeHandle, out: bool, params: &mut Vec<String>, results: &mut Vec<String>| {
+        let mut show = |name: &str,
+                        ty: strata_ir::op::TypeHandle,
+                        out: bool,
+                        params: &mut Vec<String>,
+                        results: &mut Vec<String>| {
             let vt = ValueType::from_ir(types, ty);
             // The full type (no alias at the top), so scripts see dimensions and intervals.
             let full = strata_ir::print::TypeDisplay::in_arena(module, types, ty).without_top_alias().to_string();
             let j = param_json(name, &full, &vt);
-            if out { results.push(j) } else { params.push(j) }
+            if out {
+                results.push(j)
+            } else {
+                params.push(j)
+            }
             let _ = writeln!(text, "  {} {name}: {full}", if out { "out" } else { "in " });
         };
         for &p in &f.params {

@@ -26,3 +26,19 @@ fn stencil_examples_match_numpy() {
     assert!(out.status.success(), "{text}");
     assert!(text.contains("ok nabla.f1"), "{text}");
 }
+
+#[test]
+fn every_interpreted_operation_matches_numpy() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let work = std::env::temp_dir().join(format!("strata-ops-{}", std::process::id()));
+    let out = Command::new(python())
+        .arg(root.join("tests/oracles/check_ops.py"))
+        .arg(env!("CARGO_BIN_EXE_strata"))
+        .arg(&work)
+        .output()
+        .expect("python runs");
+    let _ = std::fs::remove_dir_all(&work);
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains(" passed, 0 failed"), "{text}");
+}

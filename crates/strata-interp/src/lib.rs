@@ -12,6 +12,7 @@
 
 mod index;
 mod ops;
+mod structured;
 
 use strata_entity::Handle;
 use strata_ir::{Diagnostic, ExprKind, Function, FunctionKind, Module, ParamMode, Span, Statement, TypeArena};
@@ -91,7 +92,11 @@ impl<'m> Interpreter<'m> {
         Ok(result.expect("verified funcs return"))
     }
 
-    fn call_env(&self, func: Handle<Function>, args: Vec<Tensor>) -> Result<(Vec<Option<Tensor>>, Option<Tensor>), RunError> {
+    fn call_env(
+        &self,
+        func: Handle<Function>,
+        args: Vec<Tensor>,
+    ) -> Result<(Vec<Option<Tensor>>, Option<Tensor>), RunError> {
         let f = &self.module.functions[func];
         let mut env: Vec<Option<Tensor>> = vec![None; f.exprs.len()];
         for (&p, a) in f.params.iter().zip(args) {
@@ -111,7 +116,11 @@ impl<'m> Interpreter<'m> {
                     let span = f.exprs.meta(*value);
                     let v = env[value.index()].clone().expect("defined before use");
                     let t = env[target.index()].as_mut().expect("parameter bound");
-                    ops::assign(t, domain.as_deref(), &v).map_err(|m| RunError { code: "strata::run::assign", message: m, span: *span })?;
+                    ops::assign(t, domain.as_deref(), &v).map_err(|m| RunError {
+                        code: "strata::run::assign",
+                        message: m,
+                        span: *span,
+                    })?;
                 }
                 Statement::Return(v) => return Ok((env.clone(), env[v.index()].clone())),
             }

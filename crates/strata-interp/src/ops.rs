@@ -4,6 +4,7 @@ use strata_ir::{BinaryOp, DimName, Function, Interval, Literal, Op, Scalar, Span
 use strata_runtime::{Column, Data, Elem, ElemType, Sv, Tensor, ValueType};
 
 use crate::index::{for_each_coord, index_map, offset_at};
+use crate::structured as st;
 use crate::{Interpreter, RunError};
 
 /// What an op evaluation sees.
@@ -18,11 +19,11 @@ pub(crate) struct OpCx<'a, 'm> {
 type R<T> = Result<T, RunError>;
 
 impl OpCx<'_, '_> {
-    fn arg(&self, v: Value) -> &Tensor {
+    pub(crate) fn arg(&self, v: Value) -> &Tensor {
         self.env[v.index()].as_ref().expect("operands are defined before use")
     }
 
-    fn err(&self, code: &'static str, message: impl Into<String>) -> RunError {
+    pub(crate) fn err(&self, code: &'static str, message: impl Into<String>) -> RunError {
         RunError { code, message: message.into(), span: self.span }
     }
 
@@ -35,37 +36,47 @@ impl OpCx<'_, '_> {
 }
 
 /// Elementwise evaluation over the result type: `f` gets each operand's element (zero if
-/// absent) and whether all operands are present there.
-fn elementwise(cx: &OpCx, args: &[&Tensor], mut f: impl FnMut(&[Elem], bool) -> R<Elem>) -> R<Tensor> {
+/// absent) and each operand's presence, and returns the result element or `None` for absent.
+fn elementwise_with(cx: &OpCx, args: &[&Tensor], mut f: impl FnMut(&[Elem], &[bool]) -> R<Option<Elem>>) -> R<Tensor> {
     let maps: Vec<Vec<Option<usize>>> = args.iter().map(|a| index_map(&cx.ty.levels, &a.ty, &[])).collect();
     let n = cx.ty.len();
     let mut out = Tensor::zeros(cx.ty);
     let mut present = vec![true; n];
     let mut elems = Vec::with_capacity(args.len());
+    let mut here = Vec::with_capacity(args.len());
     for i in 0..n {
         elems.clear();
-        let mut all = true;
+        here.clear();
         for (a, m) in args.iter().zip(&maps) {
             let j = m[i].expect("verified broadcast");
-            all &= a.is_present(j);
+            here.push(a.is_present(j));
             elems.push(a.get(j));
         }
-        present[i] = all;
-        let e = f(&elems, all)?;
-        out.data.set(i, e);
+        match f(&elems, &here)? {
+            Some(e) => out.data.set(i, e),
+            None => present[i] = false,
+        }
     }
     out.present = Some(present);
     out.normalize_presence();
     Ok(out)
 }
 
+/// Elementwise evaluation where the result exists only where every operand does; `f` is not
+/// called for absent elements (so, e.g., a division by an absent zero is no error).
+fn elementwise(cx: &OpCx, args: &[&Tensor], mut f: impl FnMut(&[Elem]) -> R<Elem>) -> R<Tensor> {
+    elementwise_with(cx, args, |e, here| if here.iter().all(|&h| h) { f(e).map(Some) } else { Ok(None) })
+}
+
 fn scalar(e: &Elem) -> Sv {
     e.scalar().expect("verified scalar element")
 }
 
-fn literal_elem(lit: &Literal, t: &ElemType) -> Elem {
+pub(crate) fn literal_elem(lit: &Literal, t: &ElemType) -> Elem {
     match (lit, t) {
-        (Literal::Tuple(items), ElemType::Tuple(fs)) => Elem::Tuple(items.iter().zip(fs).map(|(l, f)| literal_elem(l, f)).collect()),
+        (Literal::Tuple(items), ElemType::Tuple(fs)) => {
+            Elem::Tuple(items.iter().zip(fs).map(|(l, f)| literal_elem(l, f)).collect())
+        }
         (l, ElemType::Scalar(s)) => Elem::Scalar(Sv::from_literal(l, *s).unwrap_or(Sv::zero(*s))),
         (l, ElemType::Tensor(vt)) => Elem::Tensor(filled(vt, &literal_elem(l, &vt.element))),
         (_, t) => Elem::zero(t),
@@ -84,25 +95,28 @@ fn filled(ty: &ValueType, e: &Elem) -> Tensor {
 pub(crate) fn eval(cx: &OpCx, op: &Op) -> R<Tensor> {
     match op {
         Op::Constant { value } => Ok(filled(cx.ty, &literal_elem(value, &cx.ty.element))),
-        Op::Unary { op, arg } => elementwise(cx, &[cx.arg(*arg)], |e, _| Ok(Elem::Scalar(scalar(&e[0]).unary(*op)))),
-        Op::Binary { op, lhs, rhs } => elementwise(cx, &[cx.arg(*lhs), cx.arg(*rhs)], |e, present| {
+        Op::Unary { op, arg } => elementwise(cx, &[cx.arg(*arg)], |e| Ok(Elem::Scalar(scalar(&e[0]).unary(*op)))),
+        Op::Binary { op, lhs, rhs } => elementwise(cx, &[cx.arg(*lhs), cx.arg(*rhs)], |e| {
             let (a, b) = (scalar(&e[0]), scalar(&e[1]));
-            match a.binary(*op, b) {
-                Ok(v) => Ok(Elem::Scalar(v)),
-                // Absent elements read as zero; their failures do not count.
-                Err(_) if !present => Ok(Elem::Scalar(Sv::zero(a.scalar()))),
-                Err(err) => Err(cx.err("strata::run::division_by_zero", format!("{err} ({a} {} {b})", binary_symbol(*op)))),
-            }
+            a.binary(*op, b).map(Elem::Scalar).map_err(|err| {
+                cx.err("strata::run::division_by_zero", format!("{err} ({a} {} {b})", binary_symbol(*op)))
+            })
         }),
+        // Only the chosen branch needs to exist: `select(can_deref(x), x, 0)` fills skipped
+        // neighbors, as in GT4Py.
         Op::Select { cond, on_true, on_false } => {
-            elementwise(cx, &[cx.arg(*cond), cx.arg(*on_true), cx.arg(*on_false)], |e, _| {
-                Ok(if scalar(&e[0]).as_bool() == Some(true) { e[1].clone() } else { e[2].clone() })
+            elementwise_with(cx, &[cx.arg(*cond), cx.arg(*on_true), cx.arg(*on_false)], |e, here| {
+                if !here[0] {
+                    return Ok(None);
+                }
+                let k = if scalar(&e[0]).as_bool() == Some(true) { 1 } else { 2 };
+                Ok(here[k].then(|| e[k].clone()))
             })
         }
-        Op::Cast { arg, to } => elementwise(cx, &[cx.arg(*arg)], |e, _| Ok(Elem::Scalar(scalar(&e[0]).cast(*to)))),
+        Op::Cast { arg, to } => elementwise(cx, &[cx.arg(*arg)], |e| Ok(Elem::Scalar(scalar(&e[0]).cast(*to)))),
         Op::MakeTuple { fields } => {
             let args: Vec<&Tensor> = fields.iter().map(|&f| cx.arg(f)).collect();
-            elementwise(cx, &args, |e, _| Ok(Elem::Tuple(e.to_vec())))
+            elementwise(cx, &args, |e| Ok(Elem::Tuple(e.to_vec())))
         }
         Op::TupleGet { tuple, index } => {
             let t = cx.arg(*tuple);
@@ -146,7 +160,30 @@ pub(crate) fn eval(cx: &OpCx, op: &Op) -> R<Tensor> {
             Ok(Tensor { ty: cx.ty.clone(), data: Data::Scalars(col), present: None })
         }
         Op::Concat { args, dim, mode: _ } => concat(cx, args, dim),
-        other => Err(cx.unsupported(other.name())),
+        Op::MapReduce { func, args, init, subscripts } => st::map_reduce(cx, *func, args, init, subscripts),
+        Op::MapReduceAff { func, args, init, domain, outputs, shape: _, out_map, maps } => {
+            st::map_reduce_aff(cx, *func, args, init, domain, *outputs, out_map, maps)
+        }
+        Op::DotGeneral { lhs, rhs, ring, lhs_contract, rhs_contract, lhs_batch, rhs_batch } => {
+            st::dot_general(cx, *lhs, *rhs, *ring, lhs_contract, rhs_contract, lhs_batch, rhs_batch)
+        }
+        Op::Product2d { lhs, rhs, ring } => st::dot_general(cx, *lhs, *rhs, *ring, &[1], &[0], &[], &[]),
+        Op::Transpose { arg, perm } => st::transpose(cx, *arg, perm),
+        Op::Broadcast { arg, shape } => st::broadcast_in_dim(cx, *arg, &(0..shape.len() as u32).collect::<Vec<_>>()),
+        Op::BroadcastInDim { arg, shape: _, dims } => st::broadcast_in_dim(cx, *arg, dims),
+        Op::Map { kind: _, func, args } => st::map(cx, *func, args),
+        Op::Get { arg, indices } => st::get(cx, *arg, indices),
+        Op::Set { arg, indices, value } => st::set(cx, *arg, indices, *value),
+        Op::Pack { arg, tile } => st::pack(cx, *arg, tile),
+        Op::Unpack { arg } => st::unpack(cx, *arg),
+        Op::Gather { source, indices, coordinates, mode } => st::gather(cx, *source, *indices, coordinates, *mode),
+        Op::Scatter { source, dest, indices, coordinates, mode } => {
+            st::scatter(cx, *source, *dest, *indices, coordinates, *mode)
+        }
+        Op::CollapseShape { arg, .. } | Op::ExpandShape { arg, .. } => Ok(st::retype(cx, *arg)),
+        Op::Convert { arg, mode: _ } => st::convert(cx, *arg),
+        Op::ToDevice { arg, .. } | Op::Distribute { arg, .. } | Op::Collect { arg } => Ok(st::retype(cx, *arg)),
+        Op::ArrayApi { func, .. } => Err(cx.unsupported(&format!("array.{}", func.keyword()))),
     }
 }
 
@@ -168,7 +205,7 @@ fn gather_by_map(ty: &ValueType, t: &Tensor, map: &[Option<usize>]) -> Tensor {
     let data = t.data.select(&positions);
     let present: Vec<bool> = map.iter().map(|m| m.is_some_and(|j| t.is_present(j))).collect();
     let mut out = Tensor { ty: ty.clone(), data, present: Some(present) };
-    out.normalize_presence();
+    out.clear_absent();
     out
 }
 
@@ -195,15 +232,26 @@ fn neighbors(cx: &OpCx, x: &Tensor, table: &Tensor, neighbor: Option<i64>) -> R<
             (None, None) => unreachable!(),
         };
         let d = at(&dst).expect("destination");
-        let entry = offset_at(table, |name| if *name == dst { Some(d) } else if *name == tag.name { Some(j) } else { None })
-            .map(|o| (table.is_present(o), table.scalar_at(o).as_i128()));
+        let entry = offset_at(table, |name| {
+            if *name == dst {
+                Some(d)
+            } else if *name == tag.name {
+                Some(j)
+            } else {
+                None
+            }
+        })
+        .map(|o| (table.is_present(o), table.scalar_at(o).as_i128()));
         match entry {
             Some((true, t)) if t >= 0 => {
                 let t = t as i64;
                 if t < src_interval.start || t >= src_interval.stop {
                     failure = Some(cx.err(
                         "strata::run::index_out_of_interval",
-                        format!("neighbor table entry {t} at {dst}={d}, {}={j} is outside `{src}{src_interval}`", tag.name),
+                        format!(
+                            "neighbor table entry {t} at {dst}={d}, {}={j} is outside `{src}{src_interval}`",
+                            tag.name
+                        ),
                     ));
                     return;
                 }
@@ -218,7 +266,10 @@ fn neighbors(cx: &OpCx, x: &Tensor, table: &Tensor, neighbor: Option<i64>) -> R<
             Some((true, t)) => {
                 failure = Some(cx.err(
                     "strata::run::index_out_of_interval",
-                    format!("neighbor table entry {t} at {dst}={d}, {}={j} is negative (only -1 means \"no neighbor\")", tag.name),
+                    format!(
+                        "neighbor table entry {t} at {dst}={d}, {}={j} is negative (only -1 means \"no neighbor\")",
+                        tag.name
+                    ),
                 ));
             }
             None => {
@@ -231,7 +282,7 @@ fn neighbors(cx: &OpCx, x: &Tensor, table: &Tensor, neighbor: Option<i64>) -> R<
         return Err(e);
     }
     let mut out = Tensor { ty: cx.ty.clone(), data: x.data.select(&positions), present: Some(present) };
-    out.normalize_presence();
+    out.clear_absent();
     Ok(out)
 }
 
@@ -251,7 +302,11 @@ fn param_types(cx: &OpCx, func: strata_entity::Handle<Function>) -> Vec<ValueTyp
 /// `reduce`: folds `func` over the highest neighbor dimension, skipping absent neighbors.
 fn reduce(cx: &OpCx, func: strata_entity::Handle<Function>, args: &[Value], init: &Literal) -> R<Tensor> {
     let tensors: Vec<&Tensor> = args.iter().map(|&a| cx.arg(a)).collect();
-    let k = tensors.iter().filter_map(|t| t.ty.levels.iter().filter_map(|l| l.name.neighbor_counter_index()).max()).max().expect("verified");
+    let k = tensors
+        .iter()
+        .filter_map(|t| t.ty.levels.iter().filter_map(|l| l.name.neighbor_counter_index()).max())
+        .max()
+        .expect("verified");
     let nb = DimName::neighbor_counter(k);
     let interval = tensors.iter().find_map(|t| t.ty.levels.iter().find(|l| l.name == nb)).expect("nb").interval;
     let params = param_types(cx, func);
@@ -273,7 +328,14 @@ fn reduce(cx: &OpCx, func: strata_entity::Handle<Function>, args: &[Value], init
 }
 
 /// `scan`: runs `func` along `dim` in the given direction, writing each state.
-fn scan(cx: &OpCx, func: strata_entity::Handle<Function>, args: &[Value], dim: &DimName, forward: bool, init: &Literal) -> R<Tensor> {
+fn scan(
+    cx: &OpCx,
+    func: strata_entity::Handle<Function>,
+    args: &[Value],
+    dim: &DimName,
+    forward: bool,
+    init: &Literal,
+) -> R<Tensor> {
     let tensors: Vec<&Tensor> = args.iter().map(|&a| cx.arg(a)).collect();
     let params = param_types(cx, func);
     let state_ty = &params[0];
@@ -281,7 +343,11 @@ fn scan(cx: &OpCx, func: strata_entity::Handle<Function>, args: &[Value], dim: &
     let mut state = filled(state_ty, &literal_elem(init, &state_ty.element));
     let mut out = Tensor::zeros(cx.ty);
     let mut present = vec![true; out.len()];
-    let ks: Vec<i64> = if forward { (interval.start..interval.stop).collect() } else { (interval.start..interval.stop).rev().collect() };
+    let ks: Vec<i64> = if forward {
+        (interval.start..interval.stop).collect()
+    } else {
+        (interval.start..interval.stop).rev().collect()
+    };
     for k in ks {
         let mut call_args = vec![state];
         for (t, pty) in tensors.iter().zip(&params[1..]) {
@@ -334,7 +400,11 @@ fn concat(cx: &OpCx, args: &[Value], dim: &DimName) -> R<Tensor> {
 }
 
 /// A program assignment: writes `value` over `target`'s domain (or a sub-domain).
-pub(crate) fn assign(target: &mut Tensor, domain: Option<&[(DimName, Interval)]>, value: &Tensor) -> Result<(), String> {
+pub(crate) fn assign(
+    target: &mut Tensor,
+    domain: Option<&[(DimName, Interval)]>,
+    value: &Tensor,
+) -> Result<(), String> {
     let mut written = target.ty.levels.clone();
     for (name, iv) in domain.unwrap_or(&[]) {
         if let Some(l) = written.iter_mut().find(|l| &l.name == name) {
@@ -355,4 +425,3 @@ pub(crate) fn assign(target: &mut Tensor, domain: Option<&[(DimName, Interval)]>
     target.normalize_presence();
     Ok(())
 }
-

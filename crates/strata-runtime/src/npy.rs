@@ -256,12 +256,16 @@ pub fn read_npy(path: &Path, name: &str, ty: &ValueType) -> Result<Tensor, NpyEr
 }
 
 /// Writes through a temporary file renamed into place.
-fn write_atomically(path: &Path, f: impl FnOnce(BufWriter<std::fs::File>) -> std::io::Result<()>) -> Result<(), NpyError> {
+fn write_atomically(
+    path: &Path,
+    f: impl FnOnce(BufWriter<std::fs::File>) -> std::io::Result<()>,
+) -> Result<(), NpyError> {
     let werr = |source| NpyError::Write { path: path.into(), source };
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let tmp = dir.join(format!(".{file_name}.strata-tmp.{}", std::process::id()));
-    let result = std::fs::File::create(&tmp).and_then(|file| f(BufWriter::new(file))).and_then(|()| std::fs::rename(&tmp, path));
+    let result =
+        std::fs::File::create(&tmp).and_then(|file| f(BufWriter::new(file))).and_then(|()| std::fs::rename(&tmp, path));
     if let Err(e) = result {
         let _ = std::fs::remove_file(&tmp);
         return Err(werr(e));

@@ -12,12 +12,9 @@
 //! ragged *storage* (positions, coordinates, offsets) is produced from and read into this
 //! logical form by [`crate::storage`].
 
-
 use strata_ir::{Level, Placement, Scalar, Type, TypeArena};
 
 use crate::scalar::{Column, Sv};
-
-
 
 /// The type of a runtime value, detached from any module.
 #[derive(Clone, Debug, PartialEq)]
@@ -239,6 +236,20 @@ impl Tensor {
             Data::Scalars(c) => c.get(i),
             _ => panic!("scalar_at on a non-scalar tensor"),
         }
+    }
+
+    /// Sets every absent element to zero (the invariant: absent elements read as zero), then
+    /// drops the mask if every element is present.
+    pub fn clear_absent(&mut self) {
+        if let Some(p) = &self.present {
+            let zero = Elem::zero(&self.ty.element);
+            for (i, here) in p.iter().enumerate() {
+                if !here {
+                    self.data.set(i, zero.clone());
+                }
+            }
+        }
+        self.normalize_presence();
     }
 
     /// Drops the mask if every element is present.

@@ -97,10 +97,7 @@ pub(super) fn write_op(f: &mut fmt::Formatter<'_>, module: &Module, func: &Funct
         Op::Constant { value } => {
             c.kw("value", value);
         }
-        Op::Unary { op: _, arg }
-        | Op::CanDeref { arg }
-        | Op::Unpack { arg }
-        | Op::Collect { arg } => {
+        Op::Unary { op: _, arg } | Op::CanDeref { arg } | Op::Unpack { arg } | Op::Collect { arg } => {
             c.value(*arg);
         }
         Op::Convert { arg, mode } => {

@@ -1,0 +1,146 @@
+//! `strata run` and `strata sig` on bad input: clear messages, non-zero exits, inputs untouched.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn strata(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_strata")).args(args).env("NO_COLOR", "1").output().unwrap()
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("strata-run-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+const DIV: &str = "func @f(%a: tensor<i32, I[0:3]>, %b: tensor<i32, I[0:3]>) -> tensor<i32, I[0:3]> {\n  %q = divides(%a, %b) : tensor<i32, I[0:3]>\n  return %q\n}\n";
+
+#[test]
+fn integer_division_by_zero_is_a_located_error() {
+    let d = tmp("div");
+    let f = write(&d, "div.strata", DIV);
+    let o = strata(&["run", &f, "--arg", "a=ones", "--arg", "b=zeros"]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(e.contains("div.strata:2:3: error: integer division by zero in `divides` (1 / 0)"), "{e}");
+    assert!(e.contains("strata::run::division_by_zero"), "{e}");
+}
+
+#[test]
+fn ones_and_printing() {
+    let d = tmp("print");
+    let f = write(&d, "div.strata", DIV);
+    let o = strata(&["run", &f, "--arg", "a=ones", "--arg", "b=ones"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "result =\n[1, 1, 1]\n");
+}
+
+#[test]
+fn neighbor_table_entries_outside_the_source_interval_are_errors() {
+    let d = tmp("table");
+    let f = write(
+        &d,
+        "t.strata",
+        "func @f(%v: tensor<f64, V[0:3]>, %t: tensor<i32, E[0:2], NB_V[0:2]>) -> tensor<f64, E[0:2]> {\n  %s = unstructured_shift(%v, %t, neighbor = 1) : tensor<f64, E[0:2]>\n  return %s\n}\n",
+    );
+    // random:3 fills the table with values in [0, 10): some are >= 3.
+    let o = strata(&["run", &f, "--arg", "v=ones", "--arg", "t=random:3"]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(e.contains("is outside `V[0:3]`") && e.contains("strata::run::index_out_of_interval"), "{e}");
+}
+
+#[test]
+fn missing_and_unknown_arguments_are_named() {
+    let d = tmp("args");
+    let f = write(&d, "div.strata", DIV);
+    let o = strata(&["run", &f, "--arg", "a=ones"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("missing --arg for `b` of `@f`"), "{}", stderr(&o));
+    let o = strata(&["run", &f, "--arg", "a=ones", "--arg", "b=ones", "--arg", "c=ones"]);
+    assert!(stderr(&o).contains("`@f` has no parameter `c` (parameters: `a`, `b`)"), "{}", stderr(&o));
+    let o = strata(&["run", &f, "--entry", "nope", "--arg", "a=ones"]);
+    assert!(stderr(&o).contains("no entry `@nope`; the file defines @f"), "{}", stderr(&o));
+    let o = strata(&["run", &f, "--arg", "a"]);
+    assert!(stderr(&o).contains("--arg `a` is not of the form NAME=VALUE"), "{}", stderr(&o));
+}
+
+#[test]
+fn native_backend_is_reported_as_not_built() {
+    let d = tmp("native");
+    let f = write(&d, "div.strata", DIV);
+    let o = strata(&["run", &f, "--backend", "native", "--arg", "a=ones", "--arg", "b=ones"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("the native backend is not built yet"), "{}", stderr(&o));
+}
+
+#[test]
+fn npy_shape_and_dtype_mismatches_name_the_argument() {
+    let d = tmp("npy");
+    let f = write(&d, "div.strata", DIV);
+    // Write a 4-element int32 .npy with strata itself, then feed it where 3 are expected.
+    let g = write(&d, "four.strata", "func @g(%a: tensor<i32, I[0:4]>) -> tensor<i32, I[0:4]> {\n  return %a\n}\n");
+    let four = d.join("four.npy").display().to_string();
+    assert_eq!(strata(&["run", &g, "--arg", "a=ones", "--out", &format!("result={four}")]).status.code(), Some(0));
+    let o = strata(&["run", &f, "--arg", &format!("a={four}"), "--arg", "b=ones"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(
+        e.contains("argument `a`")
+            && e.contains("holds dtype int32, shape [4], but the program expects dtype int32, shape [3]"),
+        "{e}"
+    );
+    let h = write(&d, "f64.strata", "func @g(%a: tensor<f64, I[0:4]>) -> tensor<f64, I[0:4]> {\n  return %a\n}\n");
+    let o = strata(&["run", &h, "--arg", &format!("a={four}")]);
+    assert!(
+        stderr(&o).contains("holds dtype int32, shape [4], but the program expects dtype float64, shape [4]"),
+        "{}",
+        stderr(&o)
+    );
+    let o = strata(&["run", &h, "--arg", "a=/nonexistent.npy"]);
+    assert!(stderr(&o).contains("cannot read `/nonexistent.npy`"), "{}", stderr(&o));
+}
+
+#[test]
+fn outputs_never_overwrite_inputs() {
+    let d = tmp("overwrite");
+    let g = write(&d, "id.strata", "func @g(%a: tensor<i32, I[0:4]>) -> tensor<i32, I[0:4]> {\n  return %a\n}\n");
+    let p = d.join("a.npy").display().to_string();
+    assert_eq!(strata(&["run", &g, "--arg", "a=ones", "--out", &format!("result={p}")]).status.code(), Some(0));
+    let before = std::fs::read(&p).unwrap();
+    let o = strata(&["run", &g, "--arg", &format!("a={p}"), "--out", &format!("result={p}")]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("would overwrite an input file"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&p).unwrap(), before);
+}
+
+#[test]
+fn sig_describes_entries_for_scripts() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let nabla = root.join("examples/stencil/nabla.strata").display().to_string();
+    let o = strata(&["sig", "--json", &nabla]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let json = String::from_utf8_lossy(&o.stdout);
+    assert!(json.starts_with("{\"entries\": ["), "{json}");
+    assert!(json.contains("{\"name\": \"out\", \"type\": \"tensor<(f64, f64), Vertex[0:5440]>\", \"dtype\": [\"float64\", \"float64\"], \"shape\": [5440], \"format\": \"dense\""), "{json}");
+    assert!(json.contains("\"name\": \"v2e\", \"type\": \"tensor<i32, Vertex[0:5440], NB_Edge[0:7]>\", \"dtype\": \"int32\", \"shape\": [5440, 7]"), "{json}");
+    let spmv = root.join("examples/sparse/spmv_csr.strata").display().to_string();
+    let o = strata(&["sig", "--json", &spmv]);
+    let json = String::from_utf8_lossy(&o.stdout);
+    assert!(json.contains("\"shape\": null, \"format\": \"csr\""), "{json}");
+    let o = strata(&["sig", &nabla]);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("program @nabla\n  out out: tensor<(f64, f64), Vertex[0:5440]>")
+    );
+}

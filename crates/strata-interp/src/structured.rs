@@ -1,0 +1,573 @@
+//! Seed 002's structured core, seed 001's nested tensors and seed 004's operations beyond
+//! rectangular arrays, interpreted with explicit loops over positions.
+//!
+//! Positional conventions: these operations address an operand's dimensions by level order and
+//! iterate offsets `0..len` along each, so two dimensions of equal length but different interval
+//! starts pair up position by position. `get`, `set`, `gather` and `scatter` take *coordinates*
+//! within each dimension's interval (0-based for positional tensors) and fail with a clear error
+//! outside it.
+
+use strata_entity::Handle;
+use strata_ir::{AffineMap, BuiltinRing, Function, Init, LevelFormat, Mode, RingRef, Value};
+use strata_runtime::{strides, Data, Elem, ElemType, Sv, Tensor};
+
+use crate::ops::{literal_elem, OpCx};
+use crate::RunError;
+
+type R<T> = Result<T, RunError>;
+
+/// Calls `func` on single elements (0-d values of its parameter types).
+pub(crate) fn call_elems(cx: &OpCx, func: Handle<Function>, elems: Vec<Elem>) -> R<Elem> {
+    let f = &cx.interp.module.functions[func];
+    let args: Vec<Tensor> = f
+        .params
+        .iter()
+        .zip(elems)
+        .map(|(&p, e)| match e {
+            Elem::Tensor(t) => t,
+            e => Tensor::scalar(cx.interp.value_type(f.exprs[p].ty), e),
+        })
+        .collect();
+    let r = cx.interp.call(func, args)?;
+    Ok(if r.ty.is_tensor { Elem::Tensor(r) } else { r.get(0) })
+}
+
+/// Linear offset of positional offsets `pos` in a tensor with `shape`.
+fn linear(strides: &[usize], pos: &[usize]) -> usize {
+    pos.iter().zip(strides).map(|(p, s)| p * s).sum()
+}
+
+/// Iterates every offset vector of `shape` in row-major order.
+fn for_each_pos(shape: &[usize], mut f: impl FnMut(&[usize]) -> R<()>) -> R<()> {
+    if shape.iter().any(|&n| n == 0) {
+        return Ok(());
+    }
+    let mut pos = vec![0; shape.len()];
+    loop {
+        f(&pos)?;
+        let mut d = shape.len();
+        loop {
+            if d == 0 {
+                return Ok(());
+            }
+            d -= 1;
+            pos[d] += 1;
+            if pos[d] < shape[d] {
+                break;
+            }
+            pos[d] = 0;
+        }
+    }
+}
+
+fn initial(cx: &OpCx, init: &Init, out_index: usize) -> Elem {
+    match init {
+        Init::Literal(l) => literal_elem(l, &cx.ty.element),
+        Init::Value(v) => cx.arg(*v).get(out_index),
+    }
+}
+
+/// `map_reduce` in Einstein notation. Iteration points where an operand element is absent
+/// (unstored sparse entries) are skipped: the loop runs over the intersection of the stored
+/// sets, which is what sparse co-iteration computes.
+pub(crate) fn map_reduce(
+    cx: &OpCx,
+    func: Handle<Function>,
+    args: &[Value],
+    init: &Init,
+    e: &strata_ir::Einsum,
+) -> R<Tensor> {
+    let ts: Vec<&Tensor> = args.iter().map(|&a| cx.arg(a)).collect();
+    let letters = e.loop_letters();
+    let mut extent = vec![0usize; letters.len()];
+    for (subs, t) in e.inputs.iter().zip(&ts) {
+        for (c, l) in subs.iter().zip(&t.ty.levels) {
+            extent[letters.iter().position(|x| x == c).expect("letter")] = l.interval.len() as usize;
+        }
+    }
+    let n_out = e.output.len();
+    let red_shape = &extent[n_out..];
+    let maps: Vec<Vec<usize>> = e
+        .inputs
+        .iter()
+        .map(|subs| subs.iter().map(|c| letters.iter().position(|x| x == c).expect("letter")).collect())
+        .collect();
+    let in_strides: Vec<Vec<usize>> = ts.iter().map(|t| t.strides()).collect();
+    let mut out = Tensor::zeros(cx.ty);
+    let mut full = vec![0usize; letters.len()];
+    let out_shape = extent[..n_out].to_vec();
+    let out_strides = strides(&out_shape);
+    for_each_pos(&out_shape, |opos| {
+        full[..n_out].copy_from_slice(opos);
+        let oi = linear(&out_strides, opos);
+        let mut acc = initial(cx, init, oi);
+        for_each_pos(red_shape, |rpos| {
+            full[n_out..].copy_from_slice(rpos);
+            let mut elems = Vec::with_capacity(ts.len() + 1);
+            elems.push(Elem::Scalar(Sv::Bool(false)));
+            for (k, t) in ts.iter().enumerate() {
+                let pos: Vec<usize> = maps[k].iter().map(|&l| full[l]).collect();
+                let j = linear(&in_strides[k], &pos);
+                if !t.is_present(j) {
+                    return Ok(());
+                }
+                elems.push(t.get(j));
+            }
+            elems[0] = acc.clone();
+            acc = call_elems(cx, func, elems)?;
+            Ok(())
+        })?;
+        out.data.set(oi, acc);
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+fn apply_map(m: &AffineMap, loops: &[usize]) -> Vec<i64> {
+    m.results
+        .iter()
+        .map(|e| e.constant + e.terms.iter().map(|&(d, c)| c * loops[d as usize] as i64).sum::<i64>())
+        .collect()
+}
+
+/// `map_reduce_aff`: the loop nest over `domain`, reading through affine maps.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn map_reduce_aff(
+    cx: &OpCx,
+    func: Handle<Function>,
+    args: &[Value],
+    init: &Init,
+    domain: &[u64],
+    outputs: u32,
+    out_map: &AffineMap,
+    maps: &[AffineMap],
+) -> R<Tensor> {
+    let ts: Vec<&Tensor> = args.iter().map(|&a| cx.arg(a)).collect();
+    let in_strides: Vec<Vec<usize>> = ts.iter().map(|t| t.strides()).collect();
+    let ro = outputs as usize;
+    let dom: Vec<usize> = domain.iter().map(|&d| d as usize).collect();
+    let out_strides = strides(&cx.ty.shape());
+    let mut out = Tensor::zeros(cx.ty);
+    let mut written = vec![false; out.len()];
+    let mut loops = vec![0usize; dom.len()];
+    for_each_pos(&dom[..ro], |opos| {
+        loops[..ro].copy_from_slice(opos);
+        let oc = apply_map(out_map, &loops);
+        let oi = linear(&out_strides, &oc.iter().map(|&c| c as usize).collect::<Vec<_>>());
+        let mut acc = if written[oi] { out.get(oi) } else { initial(cx, init, oi) };
+        for_each_pos(&dom[ro..], |rpos| {
+            loops[ro..].copy_from_slice(rpos);
+            let mut elems = vec![acc.clone()];
+            for (k, (t, m)) in ts.iter().zip(maps).enumerate() {
+                let c: Vec<usize> = apply_map(m, &loops).iter().map(|&c| c as usize).collect();
+                let j = linear(&in_strides[k], &c);
+                if !t.is_present(j) {
+                    return Ok(());
+                }
+                elems.push(t.get(j));
+            }
+            acc = call_elems(cx, func, elems)?;
+            Ok(())
+        })?;
+        out.data.set(oi, acc);
+        written[oi] = true;
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// A ring's zero, addition and multiplication on scalars.
+struct RingOps<'a, 'b, 'm> {
+    cx: &'a OpCx<'b, 'm>,
+    ring: RingRef,
+    scalar: strata_ir::Scalar,
+}
+
+impl RingOps<'_, '_, '_> {
+    fn zero(&self) -> Sv {
+        use BuiltinRing::*;
+        let s = self.scalar;
+        match self.ring {
+            RingRef::Builtin(PlusTimes) | RingRef::Builtin(OrAnd) => Sv::zero(s),
+            RingRef::Builtin(MaxPlus) => {
+                if s.is_float() {
+                    Sv::from_f64(s, f64::NEG_INFINITY)
+                } else {
+                    min_of(s)
+                }
+            }
+            RingRef::Builtin(MinPlus) => {
+                if s.is_float() {
+                    Sv::from_f64(s, f64::INFINITY)
+                } else {
+                    max_of(s)
+                }
+            }
+            RingRef::User(h) => Sv::from_literal(&self.cx.interp.module.rings[h].zero, s).unwrap_or(Sv::zero(s)),
+        }
+    }
+
+    fn combine(&self, add: bool, a: Sv, b: Sv) -> R<Sv> {
+        use strata_ir::BinaryOp as B;
+        use BuiltinRing::*;
+        let op = match (self.ring, add) {
+            (RingRef::User(h), _) => {
+                let r = &self.cx.interp.module.rings[h];
+                let f = if add { r.add } else { r.mul };
+                return call_elems(self.cx, f, vec![Elem::Scalar(a), Elem::Scalar(b)])
+                    .map(|e| e.scalar().expect("scalar ring"));
+            }
+            (RingRef::Builtin(PlusTimes), true) => B::Plus,
+            (RingRef::Builtin(PlusTimes), false) => B::Multiplies,
+            (RingRef::Builtin(MaxPlus), true) => B::Maximum,
+            (RingRef::Builtin(MinPlus), true) => B::Minimum,
+            (RingRef::Builtin(MaxPlus | MinPlus), false) => B::Plus,
+            (RingRef::Builtin(OrAnd), true) => B::Or,
+            (RingRef::Builtin(OrAnd), false) => B::And,
+        };
+        a.binary(op, b).map_err(|e| self.cx.err("strata::run::division_by_zero", e.to_string()))
+    }
+}
+
+fn min_of(s: strata_ir::Scalar) -> Sv {
+    use strata_ir::Scalar::*;
+    match s {
+        I8 => Sv::I8(i8::MIN),
+        I16 => Sv::I16(i16::MIN),
+        I32 => Sv::I32(i32::MIN),
+        I64 => Sv::I64(i64::MIN),
+        Index => Sv::Index(i64::MIN),
+        other => Sv::zero(other),
+    }
+}
+
+fn max_of(s: strata_ir::Scalar) -> Sv {
+    use strata_ir::Scalar::*;
+    match s {
+        I8 => Sv::I8(i8::MAX),
+        I16 => Sv::I16(i16::MAX),
+        I32 => Sv::I32(i32::MAX),
+        I64 => Sv::I64(i64::MAX),
+        Index => Sv::Index(i64::MAX),
+        U8 => Sv::U8(u8::MAX),
+        U16 => Sv::U16(u16::MAX),
+        U32 => Sv::U32(u32::MAX),
+        U64 => Sv::U64(u64::MAX),
+        other => Sv::zero(other),
+    }
+}
+
+/// `dot_general` over a ring: result = batch dims, lhs free dims, rhs free dims.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn dot_general(
+    cx: &OpCx,
+    lhs: Value,
+    rhs: Value,
+    ring: RingRef,
+    lc: &[u32],
+    rc: &[u32],
+    lb: &[u32],
+    rb: &[u32],
+) -> R<Tensor> {
+    let (a, b) = (cx.arg(lhs), cx.arg(rhs));
+    let scalar = cx.ty.element.scalar().expect("scalar ring element");
+    let ops = RingOps { cx, ring, scalar };
+    let (ash, bsh) = (a.ty.shape(), b.ty.shape());
+    let a_free: Vec<usize> =
+        (0..ash.len()).filter(|i| !lc.contains(&(*i as u32)) && !lb.contains(&(*i as u32))).collect();
+    let b_free: Vec<usize> =
+        (0..bsh.len()).filter(|i| !rc.contains(&(*i as u32)) && !rb.contains(&(*i as u32))).collect();
+    let con_shape: Vec<usize> = lc.iter().map(|&i| ash[i as usize]).collect();
+    let (ast, bst) = (a.strides(), b.strides());
+    let out_shape = cx.ty.shape();
+    let out_strides = strides(&out_shape);
+    let mut out = Tensor::zeros(cx.ty);
+    let nb = lb.len();
+    for_each_pos(&out_shape, |opos| {
+        let mut apos = vec![0; ash.len()];
+        let mut bpos = vec![0; bsh.len()];
+        for (k, (&i, &j)) in lb.iter().zip(rb).enumerate() {
+            apos[i as usize] = opos[k];
+            bpos[j as usize] = opos[k];
+        }
+        for (k, &i) in a_free.iter().enumerate() {
+            apos[i] = opos[nb + k];
+        }
+        for (k, &j) in b_free.iter().enumerate() {
+            bpos[j] = opos[nb + a_free.len() + k];
+        }
+        let mut acc = ops.zero();
+        for_each_pos(&con_shape, |cpos| {
+            for (k, (&i, &j)) in lc.iter().zip(rc).enumerate() {
+                apos[i as usize] = cpos[k];
+                bpos[j as usize] = cpos[k];
+            }
+            let (ai, bi) = (linear(&ast, &apos), linear(&bst, &bpos));
+            if a.is_present(ai) && b.is_present(bi) {
+                let p = ops.combine(false, a.scalar_at(ai), b.scalar_at(bi))?;
+                acc = ops.combine(true, acc, p)?;
+            }
+            Ok(())
+        })?;
+        out.data.set(linear(&out_strides, opos), Elem::Scalar(acc));
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// Builds a result whose element at each position comes from `source(pos)` (an operand offset).
+fn remap(cx: &OpCx, t: &Tensor, mut source: impl FnMut(&[usize]) -> usize) -> R<Tensor> {
+    let shape = cx.ty.shape();
+    let mut positions = Vec::with_capacity(cx.ty.len());
+    for_each_pos(&shape, |pos| {
+        positions.push(source(pos));
+        Ok(())
+    })?;
+    let present = t.present.as_ref().map(|p| positions.iter().map(|&j| p[j]).collect());
+    Ok(Tensor { ty: cx.ty.clone(), data: t.data.select(&positions), present })
+}
+
+pub(crate) fn transpose(cx: &OpCx, arg: Value, perm: &[u32]) -> R<Tensor> {
+    let t = cx.arg(arg);
+    let st = t.strides();
+    remap(cx, t, |pos| pos.iter().enumerate().map(|(i, &p)| p * st[perm[i] as usize]).sum())
+}
+
+pub(crate) fn broadcast_in_dim(cx: &OpCx, arg: Value, dims: &[u32]) -> R<Tensor> {
+    let t = cx.arg(arg);
+    let (st, sh) = (t.strides(), t.ty.shape());
+    remap(cx, t, |pos| {
+        dims.iter().enumerate().map(|(j, &d)| if sh[j] == 1 { 0 } else { pos[d as usize] * st[j] }).sum()
+    })
+}
+
+pub(crate) fn map(cx: &OpCx, func: Handle<Function>, args: &[Value]) -> R<Tensor> {
+    let ts: Vec<&Tensor> = args.iter().map(|&a| cx.arg(a)).collect();
+    let mut out = Tensor::zeros(cx.ty);
+    let mut present = vec![true; out.len()];
+    for i in 0..out.len() {
+        present[i] = ts.iter().all(|t| t.is_present(i));
+        let e = call_elems(cx, func, ts.iter().map(|t| t.get(i)).collect())?;
+        out.data.set(i, e);
+    }
+    out.present = Some(present);
+    out.normalize_presence();
+    Ok(out)
+}
+
+/// The offset of the element at interval coordinates given by `index` scalars.
+fn element_offset(cx: &OpCx, t: &Tensor, indices: &[Value]) -> R<usize> {
+    let st = t.strides();
+    let mut off = 0;
+    for ((l, &v), s) in t.ty.levels.iter().zip(indices).zip(&st) {
+        let c = cx.arg(v).scalar_at(0).as_i128() as i64;
+        if c < l.interval.start || c >= l.interval.stop {
+            return Err(cx.err(
+                "strata::run::index_out_of_interval",
+                format!("index {c} is outside `{}{}`", l.name, l.interval),
+            ));
+        }
+        off += (c - l.interval.start) as usize * s;
+    }
+    Ok(off)
+}
+
+pub(crate) fn get(cx: &OpCx, arg: Value, indices: &[Value]) -> R<Tensor> {
+    let t = cx.arg(arg);
+    let o = element_offset(cx, t, indices)?;
+    let e = t.get(o);
+    Ok(match e {
+        Elem::Tensor(inner) => inner,
+        e => Tensor::scalar(cx.ty.clone(), e),
+    })
+}
+
+pub(crate) fn set(cx: &OpCx, arg: Value, indices: &[Value], value: Value) -> R<Tensor> {
+    let mut t = cx.arg(arg).clone();
+    let o = element_offset(cx, &t, indices)?;
+    let v = cx.arg(value);
+    let e =
+        if v.ty.is_tensor && matches!(t.ty.element, ElemType::Tensor(_)) { Elem::Tensor(v.clone()) } else { v.get(0) };
+    t.data.set(o, e);
+    if let Some(p) = t.present.as_mut() {
+        p[o] = true;
+    }
+    Ok(t)
+}
+
+pub(crate) fn pack(cx: &OpCx, arg: Value, tile: &[u64]) -> R<Tensor> {
+    let t = cx.arg(arg);
+    let st = t.strides();
+    let ElemType::Tensor(inner_ty) = &cx.ty.element else { unreachable!("verified nested result") };
+    let inner_shape = inner_ty.shape();
+    let mut tiles = Vec::with_capacity(cx.ty.len());
+    for_each_pos(&cx.ty.shape(), |opos| {
+        let mut positions = Vec::with_capacity(inner_ty.len());
+        for_each_pos(&inner_shape, |ipos| {
+            positions
+                .push(opos.iter().zip(ipos).enumerate().map(|(d, (o, i))| (o * tile[d] as usize + i) * st[d]).sum());
+            Ok(())
+        })?;
+        let present = t.present.as_ref().map(|p| positions.iter().map(|&j| p[j]).collect());
+        tiles.push(Tensor { ty: (**inner_ty).clone(), data: t.data.select(&positions), present });
+        Ok(())
+    })?;
+    Ok(Tensor {
+        ty: cx.ty.clone(),
+        data: Data::Tensors(tiles),
+        present: t.present.as_ref().map(|_| vec![true; cx.ty.len()]),
+    })
+}
+
+pub(crate) fn unpack(cx: &OpCx, arg: Value) -> R<Tensor> {
+    let t = cx.arg(arg);
+    let Data::Tensors(tiles) = &t.data else { unreachable!("verified nested operand") };
+    let outer_st = t.strides();
+    let tile_shape = tiles.first().map(|x| x.ty.shape()).unwrap_or_default();
+    let tile_st = strides(&tile_shape);
+    let mut out = Tensor::zeros(cx.ty);
+    let mut present = vec![true; out.len()];
+    let out_st = out.strides();
+    for_each_pos(&cx.ty.shape(), |pos| {
+        let o: Vec<usize> = pos.iter().zip(&tile_shape).map(|(p, b)| p / b).collect();
+        let i: Vec<usize> = pos.iter().zip(&tile_shape).map(|(p, b)| p % b).collect();
+        let tile = &tiles[linear(&outer_st, &o)];
+        let ti = linear(&tile_st, &i);
+        let oi = linear(&out_st, pos);
+        out.data.set(oi, tile.get(ti));
+        present[oi] = tile.is_present(ti);
+        Ok(())
+    })?;
+    out.present = Some(present);
+    out.normalize_presence();
+    Ok(out)
+}
+
+/// Source offsets of every element of `gather(source, indices, coordinates)` (copy layout:
+/// batch positions, then slice positions).
+fn gather_positions(cx: &OpCx, src: &Tensor, idx: &Tensor, coordinates: &[u32]) -> R<(Vec<usize>, usize)> {
+    let ish = idx.ty.shape();
+    let batch_shape = &ish[..ish.len() - 1];
+    let n = *ish.last().expect("coordinate dimension");
+    let sst = src.strides();
+    let slice_dims: Vec<usize> = (0..src.ty.levels.len()).filter(|d| !coordinates.contains(&(*d as u32))).collect();
+    let slice_shape: Vec<usize> = slice_dims.iter().map(|&d| src.ty.levels[d].interval.len() as usize).collect();
+    let slice_len: usize = slice_shape.iter().product();
+    let mut out = Vec::new();
+    let mut bi = 0;
+    for_each_pos(batch_shape, |_| {
+        let mut base = 0;
+        for k in 0..n {
+            let d = coordinates[k] as usize;
+            let l = &src.ty.levels[d];
+            let c = idx.scalar_at(bi * n + k).as_i128() as i64;
+            if c < l.interval.start || c >= l.interval.stop {
+                return Err(cx.err(
+                    "strata::run::index_out_of_interval",
+                    format!("gather index {c} is outside `{}{}`", l.name, l.interval),
+                ));
+            }
+            base += (c - l.interval.start) as usize * sst[d];
+        }
+        for_each_pos(&slice_shape, |spos| {
+            out.push(base + spos.iter().zip(&slice_dims).map(|(p, &d)| p * sst[d]).sum::<usize>());
+            Ok(())
+        })?;
+        bi += 1;
+        Ok(())
+    })?;
+    Ok((out, slice_len))
+}
+
+pub(crate) fn gather(cx: &OpCx, source: Value, indices: Value, coordinates: &[u32], mode: Mode) -> R<Tensor> {
+    let (src, idx) = (cx.arg(source), cx.arg(indices));
+    let (positions, slice_len) = gather_positions(cx, src, idx, coordinates)?;
+    let flat_present = src.present.as_ref().map(|p| positions.iter().map(|&j| p[j]).collect::<Vec<_>>());
+    match mode {
+        Mode::Copy => Ok(Tensor { ty: cx.ty.clone(), data: src.data.select(&positions), present: flat_present }),
+        Mode::View => {
+            let ElemType::Tensor(inner) = &cx.ty.element else { unreachable!("verified nested result") };
+            let tiles = positions
+                .chunks(slice_len.max(1))
+                .take(cx.ty.len())
+                .map(|chunk| Tensor {
+                    ty: (**inner).clone(),
+                    data: src.data.select(chunk),
+                    present: src.present.as_ref().map(|p| chunk.iter().map(|&j| p[j]).collect()),
+                })
+                .collect();
+            Ok(Tensor { ty: cx.ty.clone(), data: Data::Tensors(tiles), present: None })
+        }
+    }
+}
+
+pub(crate) fn scatter(
+    cx: &OpCx,
+    source: Value,
+    dest: Value,
+    indices: Value,
+    coordinates: &[u32],
+    mode: Mode,
+) -> R<Tensor> {
+    let (vals, idx) = (cx.arg(source), cx.arg(indices));
+    let mut out = cx.arg(dest).clone();
+    let (positions, slice_len) = gather_positions(cx, &out, idx, coordinates)?;
+    let mut present = out.present.take().unwrap_or_else(|| vec![true; out.len()]);
+    for (k, &p) in positions.iter().enumerate() {
+        let (e, here) = match mode {
+            Mode::Copy => (vals.get(k), vals.is_present(k)),
+            Mode::View => match &vals.data {
+                Data::Tensors(ts) => {
+                    let t = &ts[k / slice_len.max(1)];
+                    (t.get(k % slice_len.max(1)), t.is_present(k % slice_len.max(1)))
+                }
+                _ => unreachable!("verified nested values"),
+            },
+        };
+        out.data.set(p, e);
+        present[p] = here;
+    }
+    out.present = Some(present);
+    out.normalize_presence();
+    Ok(out)
+}
+
+/// Same elements in the same row-major order under another type (collapse/expand, placement).
+pub(crate) fn retype(cx: &OpCx, arg: Value) -> Tensor {
+    let t = cx.arg(arg);
+    Tensor { ty: cx.ty.clone(), data: t.data.clone(), present: t.present.clone() }
+}
+
+/// `convert`: the logical value is unchanged, except that converting dense storage to sparse
+/// drops zeros (they become unstored, i.e. absent) and converting to dense stores every entry.
+pub(crate) fn convert(cx: &OpCx, arg: Value) -> R<Tensor> {
+    let t = cx.arg(arg);
+    // Levels may be reordered (CSR -> CSC): map by name.
+    let map = crate::index::index_map(&cx.ty.levels, &t.ty, &[]);
+    let positions: Vec<usize> = map.iter().map(|m| m.expect("same dimensions")).collect();
+    let mut data = t.data.select(&positions);
+    let was_sparse = t.ty.levels.iter().any(|l| l.format.is_sparse() || matches!(l.format, LevelFormat::Ragged { .. }));
+    let to_sparse = cx.ty.levels.iter().any(|l| l.format.is_sparse());
+    let mut present: Vec<bool> = positions.iter().map(|&j| t.is_present(j)).collect();
+    if to_sparse && !was_sparse {
+        if let Data::Scalars(c) = &data {
+            for (i, p) in present.iter_mut().enumerate() {
+                *p = *p && c.get(i).as_f64() != 0.0;
+            }
+        }
+    }
+    if !to_sparse && !cx.ty.levels.iter().any(|l| matches!(l.format, LevelFormat::Ragged { .. })) {
+        // Dense storage: unstored entries become explicit zeros.
+        if let Data::Scalars(c) = &mut data {
+            for (i, p) in present.iter_mut().enumerate() {
+                if !*p {
+                    c.set(i, Sv::zero(c.scalar()));
+                    *p = true;
+                }
+            }
+        }
+    }
+    let mut out = Tensor { ty: cx.ty.clone(), data, present: Some(present) };
+    out.normalize_presence();
+    Ok(out)
+}

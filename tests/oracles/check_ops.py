@@ -1,0 +1,473 @@
+"""Every interpreted operation against numpy, on small programs written inline.
+
+Usage: python check_ops.py STRATA_BINARY WORKDIR
+Each case is a Strata program, its inputs (numpy arrays), and a numpy function computing the
+expected outputs. Integers must match exactly; floats within rtol=atol=1e-12.
+"""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+RTOL = ATOL = 1e-12
+rng = np.random.default_rng(7)
+CASES = []
+
+
+def case(name, program, inputs, expected, entry=None):
+    CASES.append((name, program, inputs, expected, entry))
+
+
+def randn(*shape):
+    return rng.standard_normal(shape)
+
+
+def randi(lo, hi, *shape, dtype=np.int32):
+    return rng.integers(lo, hi, shape).astype(dtype)
+
+
+# ---- seed 000: elementwise builtins with name-based broadcasting ----------------------------
+a, b = randn(4, 3), randn(3)
+case(
+    "binary_broadcast_by_name",
+    """
+func @f(%a: tensor<f64, I[0:4], J[0:3]>, %b: tensor<f64, J[0:3]>) -> tensor<(f64, f64, f64, f64, bool), I[0:4], J[0:3]> {
+  %p = plus(%a, %b) : tensor<f64, I[0:4], J[0:3]>
+  %m = multiplies(%a, %b) : tensor<f64, I[0:4], J[0:3]>
+  %d = divides(%a, %b) : tensor<f64, I[0:4], J[0:3]>
+  %x = maximum(%a, %b) : tensor<f64, I[0:4], J[0:3]>
+  %l = less(%a, %b) : tensor<bool, I[0:4], J[0:3]>
+  %t = make_tuple(%p, %m, %d, %x, %l) : tensor<(f64, f64, f64, f64, bool), I[0:4], J[0:3]>
+  return %t
+}""",
+    {"a": a, "b": b},
+    lambda a, b: {"f0": a + b, "f1": a * b, "f2": a / b, "f3": np.maximum(a, b), "f4": a < b},
+)
+
+x = np.abs(randn(10)) + 0.1
+case(
+    "unary_math",
+    """
+func @f(%x: tensor<f64, I[0:10]>) -> tensor<(f64, f64, f64, f64, f64, f64, f64, f64), I[0:10]> {
+  %a = sqrt(%x) : tensor<f64, I[0:10]>
+  %b = exp(%x) : tensor<f64, I[0:10]>
+  %c = log(%x) : tensor<f64, I[0:10]>
+  %d = sin(%x) : tensor<f64, I[0:10]>
+  %e = cos(%x) : tensor<f64, I[0:10]>
+  %f = tanh(%x) : tensor<f64, I[0:10]>
+  %g = floor(%x) : tensor<f64, I[0:10]>
+  %h = neg(%x) : tensor<f64, I[0:10]>
+  %t = make_tuple(%a, %b, %c, %d, %e, %f, %g, %h) : tensor<(f64, f64, f64, f64, f64, f64, f64, f64), I[0:10]>
+  return %t
+}""",
+    {"x": x},
+    lambda x: {f"f{i}": v for i, v in enumerate([np.sqrt(x), np.exp(x), np.log(x), np.sin(x), np.cos(x), np.tanh(x), np.floor(x), -x])},
+)
+
+# Intervals intersect: x on I[0:8], y on I[3:10] -> I[3:8].
+case(
+    "interval_intersection",
+    """
+func @f(%x: tensor<i64, I[0:8]>, %y: tensor<i64, I[3:10]>) -> tensor<i64, I[3:8]> {
+  %s = minus(%x, %y) : tensor<i64, I[3:8]>
+  return %s
+}""",
+    {"x": randi(-50, 50, 8, dtype=np.int64), "y": randi(-50, 50, 7, dtype=np.int64)},
+    lambda x, y: {"result": x[3:8] - y[0:5]},
+)
+
+ia, ib = randi(-100, 100, 6), randi(1, 9, 6)
+case(
+    "integer_rules",
+    """
+func @f(%a: tensor<i32, I[0:6]>, %b: tensor<i32, I[0:6]>) -> tensor<(i32, i32, u8, i32, bool), I[0:6]> {
+  %q = divides(%a, %b) : tensor<i32, I[0:6]>
+  %r = modulo(%a, %b) : tensor<i32, I[0:6]>
+  %c = cast(%a, to = u8) : tensor<u8, I[0:6]>
+  %big = constant(value = 2147483647) : i32
+  %w = plus(%big, %b) : tensor<i32, I[0:6]>
+  %e = eq(%a, %b) : tensor<bool, I[0:6]>
+  %t = make_tuple(%q, %r, %c, %w, %e) : tensor<(i32, i32, u8, i32, bool), I[0:6]>
+  return %t
+}""",
+    {"a": ia, "b": ib},
+    lambda a, b: {
+        "f0": (np.trunc(a / b)).astype(np.int32),
+        "f1": np.fmod(a, b).astype(np.int32),
+        "f2": a.astype(np.uint8),
+        "f3": (np.int64(2147483647) + b.astype(np.int64)).astype(np.int32),
+        "f4": a == b,
+    },
+)
+
+c, t, f = rng.random(5) < 0.5, randn(5), randn(5)
+case(
+    "select_cast",
+    """
+func @f(%c: tensor<bool, I[0:5]>, %t: tensor<f64, I[0:5]>, %f: tensor<f64, I[0:5]>) -> tensor<(f64, i64), I[0:5]> {
+  %s = select(%c, %t, %f) : tensor<f64, I[0:5]>
+  %i = cast(%t, to = i64) : tensor<i64, I[0:5]>
+  %r = make_tuple(%s, %i) : tensor<(f64, i64), I[0:5]>
+  return %r
+}""",
+    {"c": c, "t": t, "f": f},
+    lambda c, t, f: {"f0": np.where(c, t, f), "f1": np.trunc(t).astype(np.int64)},
+)
+
+# ---- seed 000: domain builtins --------------------------------------------------------------
+case(
+    "subset_concat_pos_add_dim",
+    """
+func @f(%x: tensor<f64, I[-2:4]>, %y: tensor<f64, I[4:7]>) -> tensor<(f64, index), K[0:2], I[-1:6]> {
+  %c = concat(%x, %y, dim = I, mode = copy) : tensor<f64, I[-2:7]>
+  %s = subset(%c, domain = [I[-1:6]]) : tensor<f64, I[-1:6]>
+  %p = pos(%s, dim = I) : tensor<index, I[-1:6]>
+  %a = add_dim(%s, dim = K[0:2]) : tensor<f64, K[0:2], I[-1:6]>
+  %t = make_tuple(%a, %p) : tensor<(f64, index), K[0:2], I[-1:6]>
+  return %t
+}""",
+    {"x": randn(6), "y": randn(3)},
+    lambda x, y: {"f0": np.tile(np.concatenate([x, y])[1:8], (2, 1)), "f1": np.tile(np.arange(-1, 6), (2, 1))},
+)
+
+case(
+    "concat_positional",
+    """
+func @f(%a: tensor<3x4xi32>, %b: tensor<3x2xi32>) -> tensor<3x6xi32> {
+  %c = concat(%a, %b, dim = _1, mode = copy) : tensor<3x6xi32>
+  return %c
+}""",
+    {"a": randi(0, 9, 3, 4), "b": randi(0, 9, 3, 2)},
+    lambda a, b: {"result": np.concatenate([a, b], axis=1)},
+)
+
+# ---- seed 000: neighbor tables with skip values, reduce, scan -------------------------------
+table = np.array([[0, 2, -1], [1, -1, -1], [3, 0, 2], [-1, -1, -1]], dtype=np.int32)  # C2V
+vals = randn(4)
+case(
+    "neighbors_skip_values",
+    """
+func @add(%acc: tensor<f64, C[0:4]>, %x: tensor<f64, C[0:4]>) -> tensor<f64, C[0:4]> {
+  %s = plus(%acc, %x) : tensor<f64, C[0:4]>
+  return %s
+}
+func @f(%v: tensor<f64, V[0:4]>, %c2v: tensor<i32, C[0:4], NB_V[0:3]>) -> tensor<(f64, f64, bool, f64), C[0:4]> {
+  %n = shift_init(%v, %c2v) : tensor<f64, C[0:4], NB_0[0:3]>
+  %s = reduce(@add, %n, init = 0.0) : tensor<f64, C[0:4]>
+  %first = shift_apply(%n, neighbor = 0) : tensor<f64, C[0:4]>
+  %second = unstructured_shift(%v, %c2v, neighbor = 1) : tensor<f64, C[0:4]>
+  %ok = can_deref(%second) : tensor<bool, C[0:4]>
+  %zero = constant(value = 0.0) : f64
+  %has_first = can_deref(%first) : tensor<bool, C[0:4]>
+  %first_or_0 = select(%has_first, %first, %zero) : tensor<f64, C[0:4]>
+  %second_or_0 = select(%ok, %second, %zero) : tensor<f64, C[0:4]>
+  %t = make_tuple(%s, %first_or_0, %ok, %second_or_0) : tensor<(f64, f64, bool, f64), C[0:4]>
+  return %t
+}""",
+    {"v": vals, "c2v": table},
+    lambda v, c2v: {
+        "f0": np.where(c2v >= 0, v[np.maximum(c2v, 0)], 0.0).sum(axis=1),
+        "f1": np.where(c2v[:, 0] >= 0, v[np.maximum(c2v[:, 0], 0)], 0.0),
+        "f2": c2v[:, 1] >= 0,
+        "f3": np.where(c2v[:, 1] >= 0, v[np.maximum(c2v[:, 1], 0)], 0.0),
+    },
+)
+
+case(
+    "scan_both_directions",
+    """
+func @step(%s: tensor<f64, I[0:3]>, %x: tensor<f64, I[0:3]>) -> tensor<f64, I[0:3]> {
+  %n = plus(%s, %x) : tensor<f64, I[0:3]>
+  return %n
+}
+func @f(%x: tensor<f64, I[0:3], K[0:6]>) -> tensor<(f64, f64), I[0:3], K[0:6]> {
+  %fw = scan(@step, %x, dim = K, forward = true, init = 1.0) : tensor<f64, I[0:3], K[0:6]>
+  %bw = scan(@step, %x, dim = K, forward = false, init = 0.0) : tensor<f64, I[0:3], K[0:6]>
+  %t = make_tuple(%fw, %bw) : tensor<(f64, f64), I[0:3], K[0:6]>
+  return %t
+}""",
+    {"x": randn(3, 6)},
+    lambda x: {"f0": 1.0 + np.cumsum(x, axis=1), "f1": np.cumsum(x[:, ::-1], axis=1)[:, ::-1]},
+)
+
+# ---- seed 002: structured core --------------------------------------------------------------
+MAC = """
+func @mac(%acc: f64, %a: f64, %b: f64) -> f64 {
+  %p = multiplies(%a, %b) : f64
+  %s = plus(%acc, %p) : f64
+  return %s
+}
+"""
+A, B, C0 = randn(4, 5), randn(5, 3), randn(4, 3)
+case(
+    "map_reduce_einsum_and_init",
+    MAC
+    + """
+func @f(%a: tensor<4x5xf64>, %b: tensor<5x3xf64>, %c: tensor<4x3xf64>) -> tensor<(f64, f64), _0[0:4], _1[0:3]> {
+  %p = map_reduce(@mac, %a, %b, init = 0.0, einsum = "ik,kj->ij") : tensor<4x3xf64>
+  %q = map_reduce(@mac, %a, %b, init = %c, einsum = "ik,kj->ij") : tensor<4x3xf64>
+  %t = make_tuple(%p, %q) : tensor<(f64, f64), _0[0:4], _1[0:3]>
+  return %t
+}""",
+    {"a": A, "b": B, "c": C0},
+    lambda a, b, c: {"f0": a @ b, "f1": c + a @ b},
+)
+
+S = randn(4, 4)
+case(
+    "map_reduce_trace_and_rowsum",
+    """
+func @add(%acc: f64, %x: f64) -> f64 {
+  %s = plus(%acc, %x) : f64
+  return %s
+}
+func @f(%s: tensor<4x4xf64>) -> tensor<(f64, f64), _0[0:4]> {
+  %tr = map_reduce(@add, %s, init = 0.0, einsum = "ii->") : tensor<f64>
+  %rs = map_reduce(@add, %s, init = 0.0, einsum = "ij->i") : tensor<4xf64>
+  %t = make_tuple(%rs, %tr) : tensor<(f64, f64), _0[0:4]>
+  return %t
+}""",
+    {"s": S},
+    lambda s: {"f0": s.sum(axis=1), "f1": np.full(4, np.trace(s))},
+)
+
+case(
+    "map_reduce_aff_window_and_transpose",
+    """
+func @add(%acc: f64, %x: f64) -> f64 {
+  %s = plus(%acc, %x) : f64
+  return %s
+}
+func @f(%x: tensor<10xf64>, %m: tensor<3x5xf64>) -> tensor<(f64, f64), _0[0:8]> {
+  %w = map_reduce_aff(@add, %x, init = 0.0, domain = [8, 3], outputs = 1, shape = [8], out_map = (d0, d1) -> (d0), maps = [(d0, d1) -> (d0 + d1)]) : tensor<8xf64>
+  %t = map_reduce_aff(@add, %m, init = 0.0, domain = [3, 5], outputs = 2, shape = [5, 3], out_map = (d0, d1) -> (d1, d0), maps = [(d0, d1) -> (d0, d1)]) : tensor<5x3xf64>
+  %c = collapse_shape(%t, groups = [[0, 1]], mode = copy) : tensor<15xf64>
+  %h = subset(%c, domain = [_0[0:8]]) : tensor<8xf64>
+  %r = make_tuple(%w, %h) : tensor<(f64, f64), _0[0:8]>
+  return %r
+}""",
+    {"x": randn(10), "m": randn(3, 5)},
+    lambda x, m: {"f0": np.convolve(x, np.ones(3), "valid"), "f1": m.T.ravel()[:8]},
+)
+
+P, Q = randn(2, 3, 4), randn(2, 4, 5)
+case(
+    "dot_general_batched",
+    """
+func @f(%p: tensor<2x3x4xf64>, %q: tensor<2x4x5xf64>) -> tensor<2x3x5xf64> {
+  %r = dot_general(%p, %q, ring = plus_times, lhs_contract = [2], rhs_contract = [1], lhs_batch = [0], rhs_batch = [0]) : tensor<2x3x5xf64>
+  return %r
+}""",
+    {"p": P, "q": Q},
+    lambda p, q: {"result": np.einsum("bij,bjk->bik", p, q)},
+)
+
+D = np.abs(randn(5, 5))
+case(
+    "product_2d_rings",
+    """
+func @fmax(%a: f64, %b: f64) -> f64 {
+  %m = maximum(%a, %b) : f64
+  return %m
+}
+func @fmul(%a: f64, %b: f64) -> f64 {
+  %m = multiplies(%a, %b) : f64
+  return %m
+}
+ring @viterbi<f64>(zero = 0.0, add = @fmax, mul = @fmul)
+func @f(%d: tensor<5x5xf64>, %r: tensor<5x5xbool>) -> tensor<(f64, f64, f64, bool), _0[0:5], _1[0:5]> {
+  %mp = product_2d(%d, %d, ring = min_plus) : tensor<5x5xf64>
+  %xp = product_2d(%d, %d, ring = max_plus) : tensor<5x5xf64>
+  %vi = product_2d(%d, %d, ring = @viterbi) : tensor<5x5xf64>
+  %re = product_2d(%r, %r, ring = or_and) : tensor<5x5xbool>
+  %t = make_tuple(%mp, %xp, %vi, %re) : tensor<(f64, f64, f64, bool), _0[0:5], _1[0:5]>
+  return %t
+}""",
+    {"d": D, "r": rng.random((5, 5)) < 0.3},
+    lambda d, r: {
+        "f0": (d[:, :, None] + d[None, :, :]).min(axis=1),
+        "f1": (d[:, :, None] + d[None, :, :]).max(axis=1),
+        "f2": (d[:, :, None] * d[None, :, :]).max(axis=1),
+        "f3": (r.astype(int) @ r.astype(int)) > 0,
+    },
+)
+
+case(
+    "transpose_broadcast_map_get_set",
+    """
+func @axpy(%a: f64, %x: f64, %y: f64) -> f64 {
+  %ax = multiplies(%a, %x) : f64
+  %r = plus(%ax, %y) : f64
+  return %r
+}
+func @f(%x: tensor<2x3x4xf64>, %row: tensor<1x4xf64>, %v: tensor<3xf64>, %m: tensor<3x4xf64>, %i: index, %j: index) -> tensor<(f64, f64), _0[0:3], _1[0:4]> {
+  %t = transpose(%x, perm = [1, 2, 0]) : tensor<3x4x2xf64>
+  %rb = broadcast(%row, shape = [3, 4]) : tensor<3x4xf64>
+  %vb = broadcast_in_dim(%v, shape = [3, 4], dims = [0]) : tensor<3x4xf64>
+  %y = map(@axpy, %rb, %vb, %m) : tensor<3x4xf64>
+  %e = get(%y, %i, %j) : f64
+  %two = constant(value = 2.0) : f64
+  %e2 = multiplies(%e, %two) : f64
+  %z = set(%y, %i, %j, %e2) : tensor<3x4xf64>
+  %s = subset(%t, domain = [_0[0:3], _1[0:4]]) : tensor<3x4x2xf64>
+  %g = unpack(%p) : tensor<3x4xf64>
+  %r = make_tuple(%z, %z) : tensor<(f64, f64), _0[0:3], _1[0:4]>
+  return %r
+}""",
+    None,
+    None,
+)
+
+CASES.pop()  # the case above is replaced by the two below (kept short for readability)
+
+X3, ROW, V3, M3 = randn(2, 3, 4), randn(1, 4), randn(3), randn(3, 4)
+case(
+    "transpose_broadcast_map",
+    """
+func @axpy(%a: f64, %x: f64, %y: f64) -> f64 {
+  %ax = multiplies(%a, %x) : f64
+  %r = plus(%ax, %y) : f64
+  return %r
+}
+func @f(%x: tensor<2x3x4xf64>, %row: tensor<1x4xf64>, %v: tensor<3xf64>, %m: tensor<3x4xf64>) -> tensor<(f64, f64), _0[0:3], _1[0:4], _2[0:2]> {
+  %t = transpose(%x, perm = [1, 2, 0]) : tensor<3x4x2xf64>
+  %rb = broadcast(%row, shape = [3, 4]) : tensor<3x4xf64>
+  %vb = broadcast_in_dim(%v, shape = [3, 4], dims = [0]) : tensor<3x4xf64>
+  %y = map(@axpy, %rb, %vb, %m) : tensor<3x4xf64>
+  %y3 = broadcast_in_dim(%y, shape = [3, 4, 2], dims = [0, 1]) : tensor<3x4x2xf64>
+  %r = make_tuple(%t, %y3) : tensor<(f64, f64), _0[0:3], _1[0:4], _2[0:2]>
+  return %r
+}""",
+    {"x": X3, "row": ROW, "v": V3, "m": M3},
+    lambda x, row, v, m: {"f0": x.transpose(1, 2, 0), "f1": np.repeat((row * v[:, None] + m)[:, :, None], 2, axis=2)},
+)
+
+G = randn(3, 4)
+case(
+    "get_set",
+    """
+func @f(%g: tensor<3x4xf64>) -> tensor<3x4xf64> {
+  %i = constant(value = 2) : index
+  %j = constant(value = 1) : index
+  %e = get(%g, %i, %j) : f64
+  %two = constant(value = 2.0) : f64
+  %e2 = multiplies(%e, %two) : f64
+  %z = set(%g, %j, %i, %e2) : tensor<3x4xf64>
+  return %z
+}""",
+    {"g": G},
+    lambda g: {"result": (lambda z: (z.__setitem__((1, 2), 2 * g[2, 1]), z)[1])(g.copy())},
+)
+
+# ---- seed 001: nested tensors ----------------------------------------------------------------
+PA, PB = randn(8, 12), randn(12, 8)
+case(
+    "pack_product_unpack",
+    """
+func @tile_mac(%acc: tensor<4x4xf64>, %a: tensor<4x4xf64>, %b: tensor<4x4xf64>) -> tensor<4x4xf64> {
+  %p = product_2d(%a, %b, ring = plus_times) : tensor<4x4xf64>
+  %s = plus(%acc, %p) : tensor<4x4xf64>
+  return %s
+}
+func @f(%a: tensor<8x12xf64>, %b: tensor<12x8xf64>) -> tensor<8x8xf64> {
+  %pa = pack(%a, tile = [4, 4]) : tensor<2x3x tensor<4x4xf64>>
+  %pb = pack(%b, tile = [4, 4]) : tensor<3x2x tensor<4x4xf64>>
+  %acc = constant(value = 0.0) : tensor<2x2x tensor<4x4xf64>>
+  %pc = map_reduce_aff(@tile_mac, %pa, %pb, init = %acc, domain = [2, 2, 3], outputs = 2, shape = [2, 2], out_map = (d0, d1, d2) -> (d0, d1), maps = [(d0, d1, d2) -> (d0, d2), (d0, d1, d2) -> (d2, d1)]) : tensor<2x2x tensor<4x4xf64>>
+  %c = unpack(%pc) : tensor<8x8xf64>
+  return %c
+}""",
+    {"a": PA, "b": PB},
+    lambda a, b: {"result": a @ b},
+)
+
+# ---- seed 004: beyond rectangular ------------------------------------------------------------
+GM, GI = randn(6, 5), np.array([[4], [0], [4], [2]], dtype=np.int64)
+case(
+    "gather_scatter_reshape",
+    """
+func @f(%m: tensor<6x5xf64>, %idx: tensor<4x1xindex>) -> tensor<(f64, f64), _0[0:6], _1[0:5]> {
+  %g = gather(%m, %idx, coordinates = [0], mode = copy) : tensor<4x5xf64>
+  %n = neg(%g) : tensor<4x5xf64>
+  %s = scatter(%n, %m, %idx, coordinates = [0], mode = copy) : tensor<6x5xf64>
+  %c = collapse_shape(%m, groups = [[0, 1]], mode = view) : tensor<30xf64>
+  %e = expand_shape(%c, groups = [[0, 1]], shape = [6, 5], mode = view) : tensor<6x5xf64>
+  %t = make_tuple(%s, %e) : tensor<(f64, f64), _0[0:6], _1[0:5]>
+  return %t
+}""",
+    {"m": GM, "idx": GI},
+    lambda m, idx: {"f0": (lambda s: (s.__setitem__(idx[:, 0], -m[idx[:, 0]]), s)[1])(m.copy()), "f1": m},
+)
+
+case(
+    "convert_reorders_levels",
+    """
+func @f(%a: tensor<f64, Row[0:3], Col[0:4]>) -> tensor<f64, Col[0:4], Row[0:3]> {
+  %c = convert(%a, mode = copy) : tensor<f64, Col[0:4], Row[0:3]>
+  return %c
+}""",
+    {"a": randn(3, 4)},
+    lambda a: {"result": a.T},
+)
+
+case(
+    "distribute_collect",
+    """
+func @f(%x: tensor<f64, I[0:10]>) -> tensor<f64, I[0:10]> {
+  %d = distribute(%x, ranks = 3, dim = I) : tensor<f64, I[0:10] block, team = 3>
+  %s = plus(%d, %d) : tensor<f64, I[0:10] block, team = 3>
+  %c = collect(%s) : tensor<f64, I[0:10]>
+  return %c
+}""",
+    {"x": randn(10)},
+    lambda x: {"result": 2 * x},
+)
+
+
+def run_case(strata, work, name, program, inputs, expected, entry):
+    path = os.path.join(work, f"{name}.strata")
+    with open(path, "w") as fh:
+        fh.write(program.strip() + "\n")
+    cmd = [strata, "run", path, "--entry", entry or "f"]
+    for n, arr in inputs.items():
+        p = os.path.join(work, f"{name}_{n}.npy")
+        np.save(p, arr)
+        cmd += ["--arg", f"{n}={p}"]
+    want = expected(**inputs)
+    tuple_out = set(want) != {"result"}
+    out = os.path.join(work, f"{name}_out" + (".npz" if tuple_out else ".npy"))
+    cmd += ["--out", f"result={out}"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        return f"{name}: strata run failed:\n{proc.stderr}"
+    got = np.load(out)
+    for field, w in want.items():
+        g = got[field] if tuple_out else got
+        w = np.asarray(w)
+        if g.shape != w.shape:
+            return f"{name}.{field}: shape {g.shape}, expected {w.shape}"
+        ok = np.array_equal(g, w) if w.dtype.kind in "biu" else np.allclose(g, w, rtol=RTOL, atol=ATOL)
+        if not ok:
+            return f"{name}.{field}: mismatch\n got {g.ravel()[:10]}\nwant {w.ravel()[:10]}"
+    return None
+
+
+def main():
+    strata, work = sys.argv[1], sys.argv[2]
+    os.makedirs(work, exist_ok=True)
+    failed = 0
+    for name, program, inputs, expected, entry in CASES:
+        err = run_case(strata, work, name, program, inputs, expected, entry)
+        if err:
+            failed += 1
+            print("FAIL", err)
+        else:
+            print("ok", name)
+    print(f"{len(CASES) - failed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
