@@ -2,12 +2,14 @@
 //!
 //! - [`scalar`]: scalar values with their types and the arithmetic rules; typed columns;
 //! - [`tensor`]: every value as a tensor over levels, with tuple, nested and absent elements;
-//! - [`npy`]: numpy `.npy` exchange for dense tensors.
+//! - [`storage`]: per-level buffers of sparse and ragged tensors (positions, coordinates, offsets);
+//! - [`npy`]: numpy `.npy` / `.npz` and SciPy sparse exchange.
 
 #![deny(missing_docs)]
 
 pub mod npy;
 pub mod scalar;
+pub mod storage;
 pub mod tensor;
 
 pub use scalar::{Column, ScalarError, Sv};
