@@ -69,14 +69,9 @@ fn initial(cx: &OpCx, init: &Init, out_index: usize) -> Elem {
 
 /// `map_reduce` in Einstein notation. Iteration points where an operand element is absent
 /// (unstored sparse entries) are skipped: the loop runs over the intersection of the stored
-/// sets, which is what sparse co-iteration computes.
-pub(crate) fn map_reduce(
-    cx: &OpCx,
-    func: Handle<Function>,
-    args: &[Value],
-    init: &Init,
-    e: &strata_ir::Einsum,
-) -> R<Tensor> {
+/// sets, which is what sparse co-iteration computes. When an operand has absent elements, its
+/// stored entries drive the loop (in row-major order), so sparse operands cost what they store.
+pub(crate) fn map_reduce(cx: &OpCx, func: Handle<Function>, args: &[Value], init: &Init, e: &strata_ir::Einsum) -> R<Tensor> {
     let ts: Vec<&Tensor> = args.iter().map(|&a| cx.arg(a)).collect();
     let letters = e.loop_letters();
     let mut extent = vec![0usize; letters.len()];
@@ -86,23 +81,45 @@ pub(crate) fn map_reduce(
         }
     }
     let n_out = e.output.len();
-    let red_shape = &extent[n_out..];
-    let maps: Vec<Vec<usize>> = e
-        .inputs
-        .iter()
-        .map(|subs| subs.iter().map(|c| letters.iter().position(|x| x == c).expect("letter")).collect())
-        .collect();
+    let maps: Vec<Vec<usize>> =
+        e.inputs.iter().map(|subs| subs.iter().map(|c| letters.iter().position(|x| x == c).expect("letter")).collect()).collect();
     let in_strides: Vec<Vec<usize>> = ts.iter().map(|t| t.strides()).collect();
+    let out_strides = strides(&extent[..n_out]);
     let mut out = Tensor::zeros(cx.ty);
+    for oi in 0..out.len() {
+        out.data.set(oi, initial(cx, init, oi));
+    }
+    // The driver: the first operand with unstored elements, if any.
+    let driver = ts.iter().position(|t| t.present.is_some());
+    let bound: Vec<bool> = (0..letters.len()).map(|l| driver.is_some_and(|d| maps[d].contains(&l))).collect();
+    let free: Vec<usize> = (0..letters.len()).filter(|&l| !bound[l]).collect();
+    let free_shape: Vec<usize> = free.iter().map(|&l| extent[l]).collect();
+    let driver_points: Vec<Vec<usize>> = match driver {
+        None => vec![Vec::new()],
+        Some(d) => {
+            let shape = ts[d].ty.shape();
+            let st = &in_strides[d];
+            (0..ts[d].len())
+                .filter(|&i| ts[d].is_present(i))
+                .map(|i| shape.iter().enumerate().map(|(k, &n)| (i / st[k]) % n.max(1)).collect())
+                .filter(|pos: &Vec<usize>| {
+                    // A letter repeated within the driver (a diagonal) must agree.
+                    maps[d].iter().enumerate().all(|(k, &l)| maps[d].iter().enumerate().all(|(k2, &l2)| l != l2 || pos[k] == pos[k2]))
+                })
+                .collect()
+        }
+    };
     let mut full = vec![0usize; letters.len()];
-    let out_shape = extent[..n_out].to_vec();
-    let out_strides = strides(&out_shape);
-    for_each_pos(&out_shape, |opos| {
-        full[..n_out].copy_from_slice(opos);
-        let oi = linear(&out_strides, opos);
-        let mut acc = initial(cx, init, oi);
-        for_each_pos(red_shape, |rpos| {
-            full[n_out..].copy_from_slice(rpos);
+    for dpos in &driver_points {
+        if let Some(d) = driver {
+            for (k, &l) in maps[d].iter().enumerate() {
+                full[l] = dpos[k];
+            }
+        }
+        for_each_pos(&free_shape, |fpos| {
+            for (k, &l) in free.iter().enumerate() {
+                full[l] = fpos[k];
+            }
             let mut elems = Vec::with_capacity(ts.len() + 1);
             elems.push(Elem::Scalar(Sv::Bool(false)));
             for (k, t) in ts.iter().enumerate() {
@@ -113,13 +130,13 @@ pub(crate) fn map_reduce(
                 }
                 elems.push(t.get(j));
             }
-            elems[0] = acc.clone();
-            acc = call_elems(cx, func, elems)?;
+            let oi = linear(&out_strides, &full[..n_out]);
+            elems[0] = out.get(oi);
+            let acc = call_elems(cx, func, elems)?;
+            out.data.set(oi, acc);
             Ok(())
         })?;
-        out.data.set(oi, acc);
-        Ok(())
-    })?;
+    }
     Ok(out)
 }
 

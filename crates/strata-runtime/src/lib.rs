@@ -9,6 +9,7 @@
 
 pub mod npy;
 pub mod scalar;
+pub mod sparse_io;
 pub mod storage;
 pub mod tensor;
 

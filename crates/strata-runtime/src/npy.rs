@@ -80,7 +80,7 @@ fn scalar_of_descr(descr: &str) -> Option<Scalar> {
 }
 
 /// Reads one `.npy` stream holding `want` values of shape `shape` (C or Fortran order).
-fn read_column<R: std::io::Read>(
+pub(crate) fn read_column<R: std::io::Read>(
     reader: R,
     name: &str,
     path: &Path,
@@ -138,7 +138,7 @@ fn read_column<R: std::io::Read>(
 }
 
 /// Serializes a column as one `.npy` stream (C order).
-fn write_column<W: std::io::Write>(w: W, col: &Column, shape: &[u64]) -> std::io::Result<()> {
+pub(crate) fn write_column<W: std::io::Write>(w: W, col: &Column, shape: &[u64]) -> std::io::Result<()> {
     macro_rules! write {
         ($v:expr, $t:ty) => {{
             let mut npy = npyz::WriteOptions::<$t>::new().default_dtype().shape(shape).writer(w).begin_nd()?;
@@ -207,17 +207,12 @@ fn fields_of_data<'d>(d: &'d Data, prefix: &str, out: &mut Vec<(String, &'d Colu
     Some(())
 }
 
-fn check_dense(ty: &ValueType, name: &str) -> Result<(), NpyError> {
-    if ty.levels.iter().any(|l| !l.format.is_dense_like()) {
-        return Err(NpyError::Unsupported { name: name.into(), what: "a sparse or ragged tensor".into() });
-    }
-    Ok(())
-}
-
 /// Reads a value of type `ty` from `path`: a `.npy` file for scalar elements, a `.npz` archive
 /// with one array per tuple field (`f0`, `f1`, nested `f1_0`, …) for tuple elements.
 pub fn read_value(path: &Path, name: &str, ty: &ValueType) -> Result<Tensor, NpyError> {
-    check_dense(ty, name)?;
+    if ty.levels.iter().any(|l| !l.format.is_dense_like()) {
+        return crate::sparse_io::read_sparse(path, name, ty);
+    }
     let rerr = |source| NpyError::Read { path: path.into(), source };
     let shape = ty.shape();
     match &ty.element {
@@ -256,7 +251,7 @@ pub fn read_npy(path: &Path, name: &str, ty: &ValueType) -> Result<Tensor, NpyEr
 }
 
 /// Writes through a temporary file renamed into place.
-fn write_atomically(
+pub(crate) fn write_atomically(
     path: &Path,
     f: impl FnOnce(BufWriter<std::fs::File>) -> std::io::Result<()>,
 ) -> Result<(), NpyError> {
@@ -276,7 +271,9 @@ fn write_atomically(
 /// Writes a value: scalar elements as `.npy` (C order), tuple elements as `.npz` with one
 /// array per field. Absent elements are written as zeros.
 pub fn write_value(path: &Path, name: &str, t: &Tensor) -> Result<(), NpyError> {
-    check_dense(&t.ty, name)?;
+    if t.ty.levels.iter().any(|l| !l.format.is_dense_like()) {
+        return crate::sparse_io::write_sparse(path, name, t);
+    }
     let shape: Vec<u64> = t.ty.shape().iter().map(|&d| d as u64).collect();
     match &t.data {
         Data::Scalars(col) => write_atomically(path, |w| write_column(w, col, &shape)),

@@ -1,0 +1,236 @@
+//! SciPy sparse matrices (`scipy.sparse.save_npz` / `load_npz`) and ragged tensors in `.npz`.
+//!
+//! Reading accepts SciPy's CSR, CSC and COO files for any sparse tensor type: the file's stored
+//! entries become the tensor's present elements (duplicates add up, as in SciPy); the level
+//! formats of the type only decide how the tensor is stored afterwards. Writing picks the SciPy
+//! format from the type: `[dense, compressed]` levels as CSR with shape (level 0, level 1),
+//! everything else as COO. A 1-d sparse tensor is a COO matrix of shape `(1, n)`.
+//!
+//! Ragged tensors (`[dense, ragged]`) use the layout `offsets` (int64, rows + 1 entries) and
+//! `values` (the rows' runs, concatenated).
+
+use std::io::{BufReader, Read};
+use std::path::Path;
+
+use strata_ir::LevelFormat;
+
+use crate::npy::{read_column, write_atomically, write_column, NpyError};
+use crate::scalar::Column;
+use crate::storage::{assemble, disassemble, LevelBuffers, Storage};
+use crate::tensor::{Data, Tensor, ValueType};
+
+type Archive = zip::ZipArchive<BufReader<std::fs::File>>;
+
+fn open(path: &Path) -> Result<Archive, NpyError> {
+    let rerr = |source| NpyError::Read { path: path.into(), source };
+    let file = std::fs::File::open(path).map_err(rerr)?;
+    zip::ZipArchive::new(BufReader::new(file)).map_err(|e| rerr(std::io::Error::other(e)))
+}
+
+fn entry<'a>(a: &'a mut Archive, path: &Path, name: &str, array: &str) -> Result<zip::read::ZipFile<'a, BufReader<std::fs::File>>, NpyError> {
+    a.by_name(&format!("{array}.npy")).map_err(|_| NpyError::Mismatch {
+        name: name.into(),
+        path: path.into(),
+        found: format!("no array `{array}`"),
+        expected: "a SciPy sparse matrix (scipy.sparse.save_npz) or Strata's ragged layout".into(),
+    })
+}
+
+/// Reads an integer array of any integer dtype.
+fn read_ints<R: Read>(r: R, path: &Path, name: &str, array: &str) -> Result<Vec<i64>, NpyError> {
+    let rerr = |source| NpyError::Read { path: path.into(), source };
+    let npy = npyz::NpyFile::new(r).map_err(rerr)?;
+    let descr = match npy.dtype() {
+        npyz::DType::Plain(ts) => ts.to_string(),
+        other => format!("{other:?}"),
+    };
+    let body = descr.trim_start_matches(['<', '>', '|', '=']).to_string();
+    Ok(match body.as_str() {
+        "i4" => npy.into_vec::<i32>().map_err(rerr)?.into_iter().map(i64::from).collect(),
+        "i8" => npy.into_vec::<i64>().map_err(rerr)?,
+        "u4" => npy.into_vec::<u32>().map_err(rerr)?.into_iter().map(i64::from).collect(),
+        "u8" => npy.into_vec::<u64>().map_err(rerr)?.into_iter().map(|v| v as i64).collect(),
+        _ => {
+            return Err(NpyError::Mismatch {
+                name: name.into(),
+                path: path.into(),
+                found: format!("array `{array}` of dtype {descr}"),
+                expected: "integer indices".into(),
+            })
+        }
+    })
+}
+
+fn read_format<R: Read>(r: R, path: &Path) -> Result<String, NpyError> {
+    let rerr = |source| NpyError::Read { path: path.into(), source };
+    let npy = npyz::NpyFile::new(r).map_err(rerr)?;
+    let v: Vec<Vec<u8>> = npy.into_vec::<Vec<u8>>().map_err(rerr)?;
+    Ok(v.first().map(|b| String::from_utf8_lossy(b).trim_end_matches('\0').to_string()).unwrap_or_default())
+}
+
+fn to_usize(v: &[i64], what: &str, path: &Path, name: &str) -> Result<Vec<usize>, NpyError> {
+    v.iter()
+        .map(|&x| usize::try_from(x))
+        .collect::<Result<_, _>>()
+        .map_err(|_| NpyError::Mismatch { name: name.into(), path: path.into(), found: format!("negative {what}"), expected: "non-negative indices".into() })
+}
+
+/// Reads a sparse or ragged tensor of type `ty`.
+pub fn read_sparse(path: &Path, name: &str, ty: &ValueType) -> Result<Tensor, NpyError> {
+    let scalar = ty.element.scalar().ok_or_else(|| NpyError::Unsupported { name: name.into(), what: "a sparse tensor of tuples or tensors".into() })?;
+    let mut a = open(path)?;
+    let shape = ty.shape();
+    let mismatch = |found: String, expected: String| NpyError::Mismatch { name: name.into(), path: path.into(), found, expected };
+    let ragged = ty.levels.iter().any(|l| matches!(l.format, LevelFormat::Ragged { .. }));
+    let storage = if ragged {
+        if shape.len() != 2 || ty.levels[0].format != LevelFormat::Dense {
+            return Err(NpyError::Unsupported { name: name.into(), what: "a ragged tensor other than [dense, ragged]".into() });
+        }
+        let offsets = read_ints(entry(&mut a, path, name, "offsets")?, path, name, "offsets")?;
+        let total = offsets.last().copied().unwrap_or(0).max(0) as usize;
+        let values = read_column(entry(&mut a, path, name, "values")?, name, path, scalar, &[total])?;
+        Storage { levels: vec![LevelBuffers::Dense { size: shape[0] }, LevelBuffers::Ragged { offsets: to_usize(&offsets, "offsets", path, name)? }], values }
+    } else {
+        let format = read_format(entry(&mut a, path, name, "format")?, path)?;
+        let file_shape = read_ints(entry(&mut a, path, name, "shape")?, path, name, "shape")?;
+        let (rows, cols) = match shape.as_slice() {
+            [n] => (1, *n),
+            [m, n] => (*m, *n),
+            _ => return Err(NpyError::Unsupported { name: name.into(), what: format!("a sparse tensor of rank {}", shape.len()) }),
+        };
+        let want = |r: usize, c: usize| vec![r as i64, c as i64];
+        let expect_shape = |s: Vec<i64>| -> Result<(), NpyError> {
+            if file_shape != s {
+                return Err(mismatch(format!("a {format} matrix of shape {file_shape:?}"), format!("shape {s:?}")));
+            }
+            Ok(())
+        };
+        let nnz_data = |a: &mut Archive, n: usize| read_column(entry(a, path, name, "data")?, name, path, scalar, &[n]);
+        match format.as_str() {
+            "csr" | "csc" => {
+                let indptr = to_usize(&read_ints(entry(&mut a, path, name, "indptr")?, path, name, "indptr")?, "indptr", path, name)?;
+                let indices = to_usize(&read_ints(entry(&mut a, path, name, "indices")?, path, name, "indices")?, "indices", path, name)?;
+                let data = nnz_data(&mut a, indices.len())?;
+                // CSR of (r, c) and CSC of (c, r) store the same level structure.
+                if format == "csr" { expect_shape(want(rows, cols))? } else { expect_shape(want(cols, rows))? }
+                let levels = vec![LevelBuffers::Dense { size: rows }, LevelBuffers::Compressed { positions: indptr, coordinates: indices }];
+                to_coo_like(levels, data, rows, cols)
+            }
+            "coo" => {
+                expect_shape(want(rows, cols))?;
+                let r = to_usize(&read_ints(entry(&mut a, path, name, "row")?, path, name, "row")?, "row", path, name)?;
+                let c = to_usize(&read_ints(entry(&mut a, path, name, "col")?, path, name, "col")?, "col", path, name)?;
+                let data = nnz_data(&mut a, r.len())?;
+                coo_storage(r, c, data, rows, cols)
+            }
+            other => return Err(mismatch(format!("SciPy format `{other}`"), "csr, csc or coo".into())),
+        }
+    };
+    // Interpret the buffers over a dense-layout type of the same shape, then retype.
+    let logical_ty = if ragged { ty.clone() } else { coo_type(ty) };
+    let t = disassemble(&logical_ty, &storage).map_err(|e| mismatch(e.0, format!("valid buffers for {:?}", shape)))?;
+    Ok(Tensor { ty: ty.clone(), ..t })
+}
+
+/// Storage of a COO matrix (rows compressed non-unique, columns singleton), or of a vector.
+fn coo_storage(r: Vec<usize>, c: Vec<usize>, data: Column, rows: usize, cols: usize) -> Storage {
+    let _ = (rows, cols);
+    Storage {
+        levels: vec![LevelBuffers::Compressed { positions: vec![0, r.len()], coordinates: r }, LevelBuffers::Singleton { coordinates: c }],
+        values: data,
+    }
+}
+
+/// CSR buffers re-expressed as COO (so one logical type reads every SciPy format).
+fn to_coo_like(levels: Vec<LevelBuffers>, data: Column, rows: usize, cols: usize) -> Storage {
+    let (LevelBuffers::Compressed { positions, coordinates }, n) = (&levels[1], rows) else { unreachable!() };
+    let mut r = Vec::with_capacity(coordinates.len());
+    for row in 0..n {
+        let (a, b) = (positions.get(row).copied().unwrap_or(0), positions.get(row + 1).copied().unwrap_or(0));
+        r.extend(std::iter::repeat_n(row, b.saturating_sub(a)));
+    }
+    coo_storage(r, coordinates.clone(), data, rows, cols)
+}
+
+/// A rank-2 COO view of `ty` (a vector becomes a single row).
+fn coo_type(ty: &ValueType) -> ValueType {
+    use strata_ir::{DimName, Extent, Interval, Level};
+    let mut t = ty.clone();
+    let mut levels: Vec<Level> = ty.levels.clone();
+    if levels.len() == 1 {
+        levels.insert(0, Level::dense(DimName::new("__row"), Interval::from_len(1)));
+    }
+    levels[0].format = LevelFormat::Compressed { unique: false, ordered: true, nnz: Extent::Dynamic };
+    levels[1].format = LevelFormat::Singleton { unique: true, ordered: true };
+    t.levels = levels;
+    t
+}
+
+/// Writes a sparse or ragged tensor (see the module docs for the formats).
+pub fn write_sparse(path: &Path, name: &str, t: &Tensor) -> Result<(), NpyError> {
+    if !matches!(t.data, Data::Scalars(_)) {
+        return Err(NpyError::Unsupported { name: name.into(), what: "a sparse tensor of tuples or tensors".into() });
+    }
+    let shape = t.ty.shape();
+    let formats: Vec<LevelFormat> = t.ty.levels.iter().map(|l| l.format).collect();
+    let mut arrays: Vec<(&str, Column, Vec<u64>)> = Vec::new();
+    let mut format = None;
+    match formats.as_slice() {
+        [LevelFormat::Dense, LevelFormat::Ragged { .. }] => {
+            let s = assemble(t);
+            let LevelBuffers::Ragged { offsets } = &s.levels[1] else { unreachable!() };
+            arrays.push(("offsets", Column::I64(offsets.iter().map(|&o| o as i64).collect()), vec![offsets.len() as u64]));
+            arrays.push(("values", s.values.clone(), vec![s.values.len() as u64]));
+        }
+        _ if formats.iter().any(|f| matches!(f, LevelFormat::Ragged { .. })) || shape.len() > 2 => {
+            return Err(NpyError::Unsupported { name: name.into(), what: "this sparse or ragged layout".into() })
+        }
+        [LevelFormat::Dense, LevelFormat::Compressed { .. }] => {
+            let s = assemble(t);
+            let LevelBuffers::Compressed { positions, coordinates } = &s.levels[1] else { unreachable!() };
+            format = Some("csr");
+            arrays.push(("indptr", Column::I64(positions.iter().map(|&o| o as i64).collect()), vec![positions.len() as u64]));
+            arrays.push(("indices", Column::I64(coordinates.iter().map(|&o| o as i64).collect()), vec![coordinates.len() as u64]));
+            arrays.push(("data", s.values.clone(), vec![s.values.len() as u64]));
+            arrays.push(("shape", Column::I64(vec![shape[0] as i64, shape[1] as i64]), vec![2]));
+        }
+        _ => {
+            let ct = Tensor { ty: coo_type(&t.ty), ..t.clone() };
+            let s = assemble(&ct);
+            let (LevelBuffers::Compressed { coordinates: r, .. }, LevelBuffers::Singleton { coordinates: c }) = (&s.levels[0], &s.levels[1]) else { unreachable!() };
+            let (rows, cols) = if shape.len() == 1 { (1, shape[0]) } else { (shape[0], shape[1]) };
+            format = Some("coo");
+            arrays.push(("row", Column::I64(r.iter().map(|&o| o as i64).collect()), vec![r.len() as u64]));
+            arrays.push(("col", Column::I64(c.iter().map(|&o| o as i64).collect()), vec![c.len() as u64]));
+            arrays.push(("data", s.values.clone(), vec![s.values.len() as u64]));
+            arrays.push(("shape", Column::I64(vec![rows as i64, cols as i64]), vec![2]));
+        }
+    }
+    write_atomically(path, |w| {
+        let mut zip = zip::ZipWriter::new(w);
+        let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+        for (n, col, shape) in &arrays {
+            zip.start_file(format!("{n}.npy"), opts).map_err(std::io::Error::other)?;
+            let mut buf = Vec::new();
+            write_column(&mut buf, col, shape)?;
+            std::io::Write::write_all(&mut zip, &buf)?;
+        }
+        if let Some(f) = format {
+            zip.start_file("format.npy", opts).map_err(std::io::Error::other)?;
+            let mut buf = Vec::new();
+            write_bytes_scalar(&mut buf, f.as_bytes())?;
+            std::io::Write::write_all(&mut zip, &buf)?;
+        }
+        let mut inner = zip.finish().map_err(std::io::Error::other)?;
+        std::io::Write::flush(&mut inner)
+    })
+}
+
+/// A 0-d `|S<n>` array, as SciPy stores its `format` entry.
+fn write_bytes_scalar<W: std::io::Write>(w: W, bytes: &[u8]) -> std::io::Result<()> {
+    let dtype = npyz::DType::Plain(format!("|S{}", bytes.len()).parse().map_err(std::io::Error::other)?);
+    use npyz::WriterBuilder;
+    let mut npy = npyz::WriteOptions::<[u8]>::new().dtype(dtype).shape(&[]).writer(w).begin_nd()?;
+    npy.push(bytes)?;
+    npy.finish()
+}
