@@ -165,6 +165,60 @@ def ragged_row_sum(strata, work, rng):
     print("ok ragged_row_sum: 1000 rows, 3 empty")
 
 
+def nested(strata, work, rng):
+    a = rng.standard_normal((128, 256)).astype(np.float32)
+    b = rng.standard_normal((256, 256)).astype(np.float32)
+    got = run(strata, "nested/gemm_tensor_of_tensors.strata", work, {"a": a, "b": b}, {"result": ".npy"}, entry="packed_gemm")["result"]
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    if got.dtype != np.float32 or not np.allclose(got, want, rtol=1e-4, atol=1e-3):
+        raise SystemExit(f"gemm_tensor_of_tensors: max error {np.abs(got - want).max()}")
+    print("ok gemm_tensor_of_tensors (f32 tiles, tolerance 1e-3)")
+
+
+def structured(strata, work, rng):
+    a, b = rng.standard_normal((8, 64, 32)), rng.standard_normal((8, 32, 16))
+    out = run(strata, "structured/dot_product.strata", work, {"a": a, "b": b}, {"result": ".npy"}, entry="batched_matmul")
+    expect("batched_matmul", out["result"], np.einsum("bij,bjk->bik", a, b))
+    x, y = rng.standard_normal(1000), rng.standard_normal(1000)
+    out = run(strata, "structured/dot_product.strata", work, {"x": x, "y": y}, {"result": ".npy"}, entry="vector_dot")
+    expect("vector_dot", out["result"], np.array(x @ y))
+    d = np.abs(rng.standard_normal((100, 100)))
+    out = run(strata, "structured/product_2d.strata", work, {"d": d}, {"result": ".npy"}, entry="shortest_step")
+    expect("min_plus", out["result"], (d[:, :, None] + d[None, :, :]).min(axis=1))
+    r = rng.random((100, 100)) < 0.02
+    out = run(strata, "structured/product_2d.strata", work, {"r": r}, {"result": ".npy"}, entry="reach_step")
+    expect("or_and", out["result"], (r.astype(int) @ r.astype(int)) > 0)
+    p, q = rng.random((16, 16)), rng.random((16, 16))
+    out = run(strata, "structured/product_2d.strata", work, {"p": p, "q": q}, {"result": ".npy"}, entry="most_likely")
+    expect("viterbi", out["result"], (p[:, :, None] * q[None, :, :]).max(axis=1))
+    t = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    out = run(strata, "structured/transpose.strata", work, {"x": t}, {"result": ".npy"}, entry="transpose_3d")
+    expect("transpose", out["result"], t.transpose(2, 0, 1))
+
+
+def beyond(strata, work, rng):
+    a0, a1, a2 = (rng.standard_normal(s).astype(np.float32) for s in ((42, 32), (32, 64), (42, 64)))
+    a5 = rng.standard_normal(2688).astype(np.float32)
+    out = run(strata, "beyond/matmul_collapse_sub.strata", work, {"0": a0, "1": a1, "2": a2, "5": a5}, {"result": ".npy"}, entry="matmul_bias")
+    got, want = out["result"], (a2 + a0 @ a1).reshape(-1) - a5
+    if not np.allclose(got, want, rtol=1e-4, atol=1e-4):
+        raise SystemExit(f"matmul_collapse_sub: max error {np.abs(got - want).max()}")
+    print("ok matmul_collapse_sub (f32, tolerance 1e-4)")
+    idx = np.array([[3], [41], [0], [3], [17]], dtype=np.int64)
+    b5 = rng.standard_normal((5, 64)).astype(np.float32)
+    out = run(strata, "beyond/matmul_gather_sub.strata", work, {"0": a0, "1": a1, "2": a2, "indices": idx, "5": b5}, {"result": ".npy"}, entry="matmul_gather_bias")
+    got, want = out["result"], (a2 + a0 @ a1)[idx[:, 0]] - b5
+    if not np.allclose(got, want, rtol=1e-4, atol=1e-4):
+        raise SystemExit(f"matmul_gather_sub: max error {np.abs(got - want).max()}")
+    print("ok matmul_gather_sub (f32, tolerance 1e-4)")
+
+
+def distributed(strata, work, rng):
+    x, y = rng.standard_normal(1_000_000), rng.standard_normal(1_000_000)
+    out = run(strata, "placement/distributed_axpy.strata", work, {"x": x, "y": y}, {"out": ".npy"}, entry="run")
+    expect("distributed_axpy", out["out"], 2.0 * x + y)
+
+
 CHECKS = {
     "laplacian": laplacian,
     "tridiagonal": tridiagonal,
@@ -172,6 +226,10 @@ CHECKS = {
     "spmv_csr": spmv_csr,
     "sparse_dot": sparse_dot,
     "ragged_row_sum": ragged_row_sum,
+    "nested": nested,
+    "structured": structured,
+    "beyond": beyond,
+    "distributed": distributed,
 }
 
 

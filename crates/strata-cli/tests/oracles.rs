@@ -12,7 +12,7 @@ fn python() -> String {
 }
 
 #[test]
-fn stencil_examples_match_numpy() {
+fn examples_match_numpy_and_scipy() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let work = std::env::temp_dir().join(format!("strata-oracles-{}", std::process::id()));
     let out = Command::new(python())
@@ -24,7 +24,7 @@ fn stencil_examples_match_numpy() {
     let _ = std::fs::remove_dir_all(&work);
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "{text}");
-    assert!(text.contains("ok nabla.f1"), "{text}");
+    assert!(text.contains("ok nabla.f1") && text.contains("ok distributed_axpy") && text.contains(" passed, 0 failed"), "{text}");
 }
 
 #[test]
