@@ -56,7 +56,7 @@ pub fn find_entry(module: &Module, name: Option<&str>) -> Result<Handle<Function
             format!("no entry `@{n}`; the file defines {}", names.join(", "))
         });
     }
-    let last = |kind| module.functions.iter().filter(|(_, f)| f.kind == kind).map(|(h, _)| h).last();
+    let last = |kind| module.functions.iter().rev().find(|(_, f)| f.kind == kind).map(|(h, _)| h);
     last(FunctionKind::Program)
         .or_else(|| last(FunctionKind::Func))
         .ok_or_else(|| "the file defines no function or program".to_string())

@@ -24,7 +24,10 @@ fn examples_match_numpy_and_scipy() {
     let _ = std::fs::remove_dir_all(&work);
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "{text}");
-    assert!(text.contains("ok nabla.f1") && text.contains("ok distributed_axpy") && text.contains(" passed, 0 failed"), "{text}");
+    assert!(
+        text.contains("ok nabla.f1") && text.contains("ok distributed_axpy") && text.contains(" passed, 0 failed"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -144,3 +144,13 @@ fn sig_describes_entries_for_scripts() {
         String::from_utf8_lossy(&o.stdout).contains("program @nabla\n  out out: tensor<(f64, f64), Vertex[0:5440]>")
     );
 }
+
+#[test]
+fn array_api_operations_are_reported_as_not_interpreted_yet() {
+    let d = tmp("array");
+    let f = write(&d, "s.strata", "func @f(%x: tensor<f64, I[0:4]>) -> tensor<f64, I[0:4]> {\n  %s = array.sort(%x, axis = 0) : tensor<f64, I[0:4]>\n  return %s\n}\n");
+    let o = strata(&["run", &f, "--arg", "x=ones"]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(e.contains("the reference interpreter does not run `array.sort` yet") && e.contains("strata::run::unsupported"), "{e}");
+}

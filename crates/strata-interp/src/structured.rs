@@ -39,7 +39,7 @@ fn linear(strides: &[usize], pos: &[usize]) -> usize {
 
 /// Iterates every offset vector of `shape` in row-major order.
 fn for_each_pos(shape: &[usize], mut f: impl FnMut(&[usize]) -> R<()>) -> R<()> {
-    if shape.iter().any(|&n| n == 0) {
+    if shape.contains(&0) {
         return Ok(());
     }
     let mut pos = vec![0; shape.len()];
@@ -71,7 +71,13 @@ fn initial(cx: &OpCx, init: &Init, out_index: usize) -> Elem {
 /// (unstored sparse entries) are skipped: the loop runs over the intersection of the stored
 /// sets, which is what sparse co-iteration computes. When an operand has absent elements, its
 /// stored entries drive the loop (in row-major order), so sparse operands cost what they store.
-pub(crate) fn map_reduce(cx: &OpCx, func: Handle<Function>, args: &[Value], init: &Init, e: &strata_ir::Einsum) -> R<Tensor> {
+pub(crate) fn map_reduce(
+    cx: &OpCx,
+    func: Handle<Function>,
+    args: &[Value],
+    init: &Init,
+    e: &strata_ir::Einsum,
+) -> R<Tensor> {
     let ts: Vec<&Tensor> = args.iter().map(|&a| cx.arg(a)).collect();
     let letters = e.loop_letters();
     let mut extent = vec![0usize; letters.len()];
@@ -81,8 +87,11 @@ pub(crate) fn map_reduce(cx: &OpCx, func: Handle<Function>, args: &[Value], init
         }
     }
     let n_out = e.output.len();
-    let maps: Vec<Vec<usize>> =
-        e.inputs.iter().map(|subs| subs.iter().map(|c| letters.iter().position(|x| x == c).expect("letter")).collect()).collect();
+    let maps: Vec<Vec<usize>> = e
+        .inputs
+        .iter()
+        .map(|subs| subs.iter().map(|c| letters.iter().position(|x| x == c).expect("letter")).collect())
+        .collect();
     let in_strides: Vec<Vec<usize>> = ts.iter().map(|t| t.strides()).collect();
     let out_strides = strides(&extent[..n_out]);
     let mut out = Tensor::zeros(cx.ty);
@@ -104,7 +113,10 @@ pub(crate) fn map_reduce(cx: &OpCx, func: Handle<Function>, args: &[Value], init
                 .map(|i| shape.iter().enumerate().map(|(k, &n)| (i / st[k]) % n.max(1)).collect())
                 .filter(|pos: &Vec<usize>| {
                     // A letter repeated within the driver (a diagonal) must agree.
-                    maps[d].iter().enumerate().all(|(k, &l)| maps[d].iter().enumerate().all(|(k2, &l2)| l != l2 || pos[k] == pos[k2]))
+                    maps[d]
+                        .iter()
+                        .enumerate()
+                        .all(|(k, &l)| maps[d].iter().enumerate().all(|(k2, &l2)| l != l2 || pos[k] == pos[k2]))
                 })
                 .collect()
         }
@@ -362,8 +374,8 @@ pub(crate) fn map(cx: &OpCx, func: Handle<Function>, args: &[Value]) -> R<Tensor
     let ts: Vec<&Tensor> = args.iter().map(|&a| cx.arg(a)).collect();
     let mut out = Tensor::zeros(cx.ty);
     let mut present = vec![true; out.len()];
-    for i in 0..out.len() {
-        present[i] = ts.iter().all(|t| t.is_present(i));
+    for (i, here) in present.iter_mut().enumerate() {
+        *here = ts.iter().all(|t| t.is_present(i));
         let e = call_elems(cx, func, ts.iter().map(|t| t.get(i)).collect())?;
         out.data.set(i, e);
     }
@@ -474,8 +486,8 @@ fn gather_positions(cx: &OpCx, src: &Tensor, idx: &Tensor, coordinates: &[u32]) 
     let mut bi = 0;
     for_each_pos(batch_shape, |_| {
         let mut base = 0;
-        for k in 0..n {
-            let d = coordinates[k] as usize;
+        for (k, &coordinate) in coordinates.iter().enumerate().take(n) {
+            let d = coordinate as usize;
             let l = &src.ty.levels[d];
             let c = idx.scalar_at(bi * n + k).as_i128() as i64;
             if c < l.interval.start || c >= l.interval.stop {

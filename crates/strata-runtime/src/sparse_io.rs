@@ -27,7 +27,12 @@ fn open(path: &Path) -> Result<Archive, NpyError> {
     zip::ZipArchive::new(BufReader::new(file)).map_err(|e| rerr(std::io::Error::other(e)))
 }
 
-fn entry<'a>(a: &'a mut Archive, path: &Path, name: &str, array: &str) -> Result<zip::read::ZipFile<'a, BufReader<std::fs::File>>, NpyError> {
+fn entry<'a>(
+    a: &'a mut Archive,
+    path: &Path,
+    name: &str,
+    array: &str,
+) -> Result<zip::read::ZipFile<'a, BufReader<std::fs::File>>, NpyError> {
     a.by_name(&format!("{array}.npy")).map_err(|_| NpyError::Mismatch {
         name: name.into(),
         path: path.into(),
@@ -69,34 +74,54 @@ fn read_format<R: Read>(r: R, path: &Path) -> Result<String, NpyError> {
 }
 
 fn to_usize(v: &[i64], what: &str, path: &Path, name: &str) -> Result<Vec<usize>, NpyError> {
-    v.iter()
-        .map(|&x| usize::try_from(x))
-        .collect::<Result<_, _>>()
-        .map_err(|_| NpyError::Mismatch { name: name.into(), path: path.into(), found: format!("negative {what}"), expected: "non-negative indices".into() })
+    v.iter().map(|&x| usize::try_from(x)).collect::<Result<_, _>>().map_err(|_| NpyError::Mismatch {
+        name: name.into(),
+        path: path.into(),
+        found: format!("negative {what}"),
+        expected: "non-negative indices".into(),
+    })
 }
 
 /// Reads a sparse or ragged tensor of type `ty`.
 pub fn read_sparse(path: &Path, name: &str, ty: &ValueType) -> Result<Tensor, NpyError> {
-    let scalar = ty.element.scalar().ok_or_else(|| NpyError::Unsupported { name: name.into(), what: "a sparse tensor of tuples or tensors".into() })?;
+    let scalar = ty.element.scalar().ok_or_else(|| NpyError::Unsupported {
+        name: name.into(),
+        what: "a sparse tensor of tuples or tensors".into(),
+    })?;
     let mut a = open(path)?;
     let shape = ty.shape();
-    let mismatch = |found: String, expected: String| NpyError::Mismatch { name: name.into(), path: path.into(), found, expected };
+    let mismatch =
+        |found: String, expected: String| NpyError::Mismatch { name: name.into(), path: path.into(), found, expected };
     let ragged = ty.levels.iter().any(|l| matches!(l.format, LevelFormat::Ragged { .. }));
     let storage = if ragged {
         if shape.len() != 2 || ty.levels[0].format != LevelFormat::Dense {
-            return Err(NpyError::Unsupported { name: name.into(), what: "a ragged tensor other than [dense, ragged]".into() });
+            return Err(NpyError::Unsupported {
+                name: name.into(),
+                what: "a ragged tensor other than [dense, ragged]".into(),
+            });
         }
         let offsets = read_ints(entry(&mut a, path, name, "offsets")?, path, name, "offsets")?;
         let total = offsets.last().copied().unwrap_or(0).max(0) as usize;
         let values = read_column(entry(&mut a, path, name, "values")?, name, path, scalar, &[total])?;
-        Storage { levels: vec![LevelBuffers::Dense { size: shape[0] }, LevelBuffers::Ragged { offsets: to_usize(&offsets, "offsets", path, name)? }], values }
+        Storage {
+            levels: vec![
+                LevelBuffers::Dense { size: shape[0] },
+                LevelBuffers::Ragged { offsets: to_usize(&offsets, "offsets", path, name)? },
+            ],
+            values,
+        }
     } else {
         let format = read_format(entry(&mut a, path, name, "format")?, path)?;
         let file_shape = read_ints(entry(&mut a, path, name, "shape")?, path, name, "shape")?;
         let (rows, cols) = match shape.as_slice() {
             [n] => (1, *n),
             [m, n] => (*m, *n),
-            _ => return Err(NpyError::Unsupported { name: name.into(), what: format!("a sparse tensor of rank {}", shape.len()) }),
+            _ => {
+                return Err(NpyError::Unsupported {
+                    name: name.into(),
+                    what: format!("a sparse tensor of rank {}", shape.len()),
+                })
+            }
         };
         let want = |r: usize, c: usize| vec![r as i64, c as i64];
         let expect_shape = |s: Vec<i64>| -> Result<(), NpyError> {
@@ -108,12 +133,29 @@ pub fn read_sparse(path: &Path, name: &str, ty: &ValueType) -> Result<Tensor, Np
         let nnz_data = |a: &mut Archive, n: usize| read_column(entry(a, path, name, "data")?, name, path, scalar, &[n]);
         match format.as_str() {
             "csr" | "csc" => {
-                let indptr = to_usize(&read_ints(entry(&mut a, path, name, "indptr")?, path, name, "indptr")?, "indptr", path, name)?;
-                let indices = to_usize(&read_ints(entry(&mut a, path, name, "indices")?, path, name, "indices")?, "indices", path, name)?;
+                let indptr = to_usize(
+                    &read_ints(entry(&mut a, path, name, "indptr")?, path, name, "indptr")?,
+                    "indptr",
+                    path,
+                    name,
+                )?;
+                let indices = to_usize(
+                    &read_ints(entry(&mut a, path, name, "indices")?, path, name, "indices")?,
+                    "indices",
+                    path,
+                    name,
+                )?;
                 let data = nnz_data(&mut a, indices.len())?;
                 // CSR of (r, c) and CSC of (c, r) store the same level structure.
-                if format == "csr" { expect_shape(want(rows, cols))? } else { expect_shape(want(cols, rows))? }
-                let levels = vec![LevelBuffers::Dense { size: rows }, LevelBuffers::Compressed { positions: indptr, coordinates: indices }];
+                if format == "csr" {
+                    expect_shape(want(rows, cols))?
+                } else {
+                    expect_shape(want(cols, rows))?
+                }
+                let levels = vec![
+                    LevelBuffers::Dense { size: rows },
+                    LevelBuffers::Compressed { positions: indptr, coordinates: indices },
+                ];
                 to_coo_like(levels, data, rows, cols)
             }
             "coo" => {
@@ -136,7 +178,10 @@ pub fn read_sparse(path: &Path, name: &str, ty: &ValueType) -> Result<Tensor, Np
 fn coo_storage(r: Vec<usize>, c: Vec<usize>, data: Column, rows: usize, cols: usize) -> Storage {
     let _ = (rows, cols);
     Storage {
-        levels: vec![LevelBuffers::Compressed { positions: vec![0, r.len()], coordinates: r }, LevelBuffers::Singleton { coordinates: c }],
+        levels: vec![
+            LevelBuffers::Compressed { positions: vec![0, r.len()], coordinates: r },
+            LevelBuffers::Singleton { coordinates: c },
+        ],
         values: data,
     }
 }
@@ -179,7 +224,11 @@ pub fn write_sparse(path: &Path, name: &str, t: &Tensor) -> Result<(), NpyError>
         [LevelFormat::Dense, LevelFormat::Ragged { .. }] => {
             let s = assemble(t);
             let LevelBuffers::Ragged { offsets } = &s.levels[1] else { unreachable!() };
-            arrays.push(("offsets", Column::I64(offsets.iter().map(|&o| o as i64).collect()), vec![offsets.len() as u64]));
+            arrays.push((
+                "offsets",
+                Column::I64(offsets.iter().map(|&o| o as i64).collect()),
+                vec![offsets.len() as u64],
+            ));
             arrays.push(("values", s.values.clone(), vec![s.values.len() as u64]));
         }
         _ if formats.iter().any(|f| matches!(f, LevelFormat::Ragged { .. })) || shape.len() > 2 => {
@@ -189,15 +238,27 @@ pub fn write_sparse(path: &Path, name: &str, t: &Tensor) -> Result<(), NpyError>
             let s = assemble(t);
             let LevelBuffers::Compressed { positions, coordinates } = &s.levels[1] else { unreachable!() };
             format = Some("csr");
-            arrays.push(("indptr", Column::I64(positions.iter().map(|&o| o as i64).collect()), vec![positions.len() as u64]));
-            arrays.push(("indices", Column::I64(coordinates.iter().map(|&o| o as i64).collect()), vec![coordinates.len() as u64]));
+            arrays.push((
+                "indptr",
+                Column::I64(positions.iter().map(|&o| o as i64).collect()),
+                vec![positions.len() as u64],
+            ));
+            arrays.push((
+                "indices",
+                Column::I64(coordinates.iter().map(|&o| o as i64).collect()),
+                vec![coordinates.len() as u64],
+            ));
             arrays.push(("data", s.values.clone(), vec![s.values.len() as u64]));
             arrays.push(("shape", Column::I64(vec![shape[0] as i64, shape[1] as i64]), vec![2]));
         }
         _ => {
             let ct = Tensor { ty: coo_type(&t.ty), ..t.clone() };
             let s = assemble(&ct);
-            let (LevelBuffers::Compressed { coordinates: r, .. }, LevelBuffers::Singleton { coordinates: c }) = (&s.levels[0], &s.levels[1]) else { unreachable!() };
+            let (LevelBuffers::Compressed { coordinates: r, .. }, LevelBuffers::Singleton { coordinates: c }) =
+                (&s.levels[0], &s.levels[1])
+            else {
+                unreachable!()
+            };
             let (rows, cols) = if shape.len() == 1 { (1, shape[0]) } else { (shape[0], shape[1]) };
             format = Some("coo");
             arrays.push(("row", Column::I64(r.iter().map(|&o| o as i64).collect()), vec![r.len() as u64]));

@@ -97,7 +97,8 @@ pub fn assemble(t: &Tensor) -> Storage {
                     }
                     positions.push(coordinates.len());
                 }
-                next_linear = next_segments.iter().map(|s: &Vec<usize>| s.first().map(|&e| linear(&entries[e], &st))).collect();
+                next_linear =
+                    next_segments.iter().map(|s: &Vec<usize>| s.first().map(|&e| linear(&entries[e], &st))).collect();
                 levels.push(LevelBuffers::Compressed { positions, coordinates });
             }
             LevelFormat::Singleton { .. } => {
@@ -148,7 +149,11 @@ pub fn disassemble(ty: &ValueType, storage: &Storage) -> Result<Tensor, StorageE
     let shape = ty.shape();
     let st = strides(&shape);
     if storage.levels.len() != shape.len() {
-        return Err(StorageError(format!("{} storage levels for a tensor of rank {}", storage.levels.len(), shape.len())));
+        return Err(StorageError(format!(
+            "{} storage levels for a tensor of rank {}",
+            storage.levels.len(),
+            shape.len()
+        )));
     }
     // Each position of the current level: the linear offset of its prefix.
     let mut prefixes: Vec<usize> = vec![0];
@@ -166,7 +171,12 @@ pub fn disassemble(ty: &ValueType, storage: &Storage) -> Result<Tensor, StorageE
             }
             LevelBuffers::Compressed { positions, coordinates } => {
                 if positions.len() != prefixes.len() + 1 || positions.last() != Some(&coordinates.len()) {
-                    return Err(bad(format!("{} positions for {} parents and {} coordinates", positions.len(), prefixes.len(), coordinates.len())));
+                    return Err(bad(format!(
+                        "{} positions for {} parents and {} coordinates",
+                        positions.len(),
+                        prefixes.len(),
+                        coordinates.len()
+                    )));
                 }
                 for (k, &p) in prefixes.iter().enumerate() {
                     let (a, b) = (positions[k], positions[k + 1]);
@@ -239,7 +249,11 @@ mod tests {
                 .iter()
                 .zip(shape)
                 .enumerate()
-                .map(|(i, (&format, &n))| Level { name: DimName::new(format!("D{i}")), interval: Interval::from_len(n), format })
+                .map(|(i, (&format, &n))| Level {
+                    name: DimName::new(format!("D{i}")),
+                    interval: Interval::from_len(n),
+                    format,
+                })
                 .collect(),
             placement: Placement::HOST,
             element: ElemType::Scalar(Scalar::F64),
@@ -270,7 +284,10 @@ mod tests {
         let s = assemble(&matrix(ty(&[C, C], &[3, 3])));
         assert_eq!(s.levels[0], LevelBuffers::Compressed { positions: vec![0, 2], coordinates: vec![0, 2] });
         assert_eq!(s.levels[1], LevelBuffers::Compressed { positions: vec![0, 1, 3], coordinates: vec![1, 0, 2] });
-        let coo = [LevelFormat::Compressed { unique: false, ordered: true, nnz: Extent::Dynamic }, LevelFormat::Singleton { unique: true, ordered: true }];
+        let coo = [
+            LevelFormat::Compressed { unique: false, ordered: true, nnz: Extent::Dynamic },
+            LevelFormat::Singleton { unique: true, ordered: true },
+        ];
         let s = assemble(&matrix(ty(&coo, &[3, 3])));
         assert_eq!(s.levels[0], LevelBuffers::Compressed { positions: vec![0, 3], coordinates: vec![0, 2, 2] });
         assert_eq!(s.levels[1], LevelBuffers::Singleton { coordinates: vec![1, 0, 2] });
@@ -278,8 +295,16 @@ mod tests {
 
     #[test]
     fn assemble_then_disassemble_is_identity() {
-        let coo = [LevelFormat::Compressed { unique: false, ordered: true, nnz: Extent::Dynamic }, LevelFormat::Singleton { unique: true, ordered: true }];
-        for f in [vec![LevelFormat::Dense, C], vec![C, C], coo.to_vec(), vec![LevelFormat::Dense, LevelFormat::Ragged { total: Extent::Dynamic }]] {
+        let coo = [
+            LevelFormat::Compressed { unique: false, ordered: true, nnz: Extent::Dynamic },
+            LevelFormat::Singleton { unique: true, ordered: true },
+        ];
+        for f in [
+            vec![LevelFormat::Dense, C],
+            vec![C, C],
+            coo.to_vec(),
+            vec![LevelFormat::Dense, LevelFormat::Ragged { total: Extent::Dynamic }],
+        ] {
             let t = ty(&f, &[3, 3]);
             let m = matrix(t.clone());
             let back = disassemble(&t, &assemble(&m)).expect("valid");
@@ -295,7 +320,13 @@ mod tests {
     #[test]
     fn malformed_buffers_are_rejected() {
         let t = ty(&[LevelFormat::Dense, C], &[3, 3]);
-        let s = Storage { levels: vec![LevelBuffers::Dense { size: 3 }, LevelBuffers::Compressed { positions: vec![0, 1, 1, 3], coordinates: vec![1, 0, 9] }], values: Column::F64(vec![1.0; 3]) };
+        let s = Storage {
+            levels: vec![
+                LevelBuffers::Dense { size: 3 },
+                LevelBuffers::Compressed { positions: vec![0, 1, 1, 3], coordinates: vec![1, 0, 9] },
+            ],
+            values: Column::F64(vec![1.0; 3]),
+        };
         assert!(disassemble(&t, &s).unwrap_err().0.contains("coordinate 9 outside the extent 3"));
     }
 }
