@@ -127,6 +127,11 @@ def spmv_csr(strata, work, rng):
     np.save(os.path.join(work, "x.npy"), x)
     out = run_files(strata, "sparse/spmv_csr.strata", work, {"a": os.path.join(work, "a.npz"), "x": os.path.join(work, "x.npy")}, {"result": ".npy"}, entry="spmv")
     expect("spmv_csr", np.load(out["result"]), a @ x)
+    # The file may hold the same matrix in any SciPy format.
+    for fmt in ("csc", "coo"):
+        sp.save_npz(os.path.join(work, f"a_{fmt}.npz"), a.asformat(fmt))
+        out = run_files(strata, "sparse/spmv_csr.strata", work, {"a": os.path.join(work, f"a_{fmt}.npz"), "x": os.path.join(work, "x.npy")}, {"result": ".npy"}, entry="spmv")
+        expect(f"spmv_from_{fmt}", np.load(out["result"]), a @ x)
     # Format conversions keep the matrix: CSR -> CSC -> COO -> DCSR, written back as SciPy COO.
     out = run_files(strata, "sparse/spmv_csr.strata", work, {"a": os.path.join(work, "a.npz")}, {"result": ".npz"}, entry="formats")
     back = sp.load_npz(out["result"])

@@ -425,6 +425,55 @@ func @f(%x: tensor<f64, I[0:10]>) -> tensor<f64, I[0:10]> {
     lambda x: {"result": 2 * x},
 )
 
+# ---- data exchange edge cases ---------------------------------------------------------------
+case(
+    "empty_interval",
+    """
+func @f(%x: tensor<f64, I[3:3], J[0:2]>) -> tensor<f64, I[3:3], J[0:2]> {
+  %y = exp(%x) : tensor<f64, I[3:3], J[0:2]>
+  return %y
+}""",
+    {"x": np.zeros((0, 2))},
+    lambda x: {"result": np.exp(x)},
+)
+
+FO = np.asfortranarray(randn(3, 4))
+case(
+    "fortran_order_input",
+    """
+func @f(%x: tensor<f64, I[0:3], J[0:4]>) -> tensor<f64, I[0:3], J[0:4]> {
+  %two = constant(value = 2.0) : f64
+  %y = multiplies(%two, %x) : tensor<f64, I[0:3], J[0:4]>
+  return %y
+}""",
+    {"x": FO},
+    lambda x: {"result": 2.0 * np.ascontiguousarray(x)},
+)
+
+case(
+    "big_endian_input",
+    """
+func @f(%x: tensor<i32, I[0:5]>) -> tensor<i32, I[0:5]> {
+  %y = plus(%x, %x) : tensor<i32, I[0:5]>
+  return %y
+}""",
+    {"x": randi(-1000, 1000, 5).astype(">i4")},
+    lambda x: {"result": (2 * x).astype(np.int32)},
+)
+
+for dt, strata_ty in [("bool", "bool"), ("int8", "i8"), ("int16", "i16"), ("int64", "i64"), ("uint8", "u8"),
+                      ("uint16", "u16"), ("uint32", "u32"), ("uint64", "u64"), ("float32", "f32"), ("int64", "index")]:
+    arr = (rng.random(6) < 0.5) if dt == "bool" else rng.integers(0, 100, 6).astype(dt)
+    case(
+        f"dtype_round_trip_{strata_ty}",
+        f"""
+func @f(%x: tensor<{strata_ty}, I[0:2], J[-1:2]>) -> tensor<{strata_ty}, I[0:2], J[-1:2]> {{
+  return %x
+}}""",
+        {"x": arr.reshape(2, 3)},
+        lambda x: {"result": x},
+    )
+
 
 def run_case(strata, work, name, program, inputs, expected, entry):
     path = os.path.join(work, f"{name}.strata")

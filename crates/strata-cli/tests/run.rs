@@ -152,5 +152,8 @@ fn array_api_operations_are_reported_as_not_interpreted_yet() {
     let o = strata(&["run", &f, "--arg", "x=ones"]);
     assert_eq!(o.status.code(), Some(1));
     let e = stderr(&o);
-    assert!(e.contains("the reference interpreter does not run `array.sort` yet") && e.contains("strata::run::unsupported"), "{e}");
+    assert!(
+        e.contains("the reference interpreter does not run `array.sort` yet") && e.contains("strata::run::unsupported"),
+        "{e}"
+    );
 }

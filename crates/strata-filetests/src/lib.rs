@@ -262,7 +262,10 @@ pub fn declared_codes(crates_dir: &Path) -> Vec<String> {
             let code = &tail[..end];
             // Static diagnostics only; run-time errors (`strata::run::…`) are tested by the CLI tests.
             let is_static = code.starts_with("strata::parse::") || code.starts_with("strata::verify::");
-            if is_static && code.matches("::").count() == 2 && code.chars().all(|c| c.is_ascii_lowercase() || c == ':' || c == '_') {
+            if is_static
+                && code.matches("::").count() == 2
+                && code.chars().all(|c| c.is_ascii_lowercase() || c == ':' || c == '_')
+            {
                 codes.push(code.to_string());
             }
             rest = &tail[end..];

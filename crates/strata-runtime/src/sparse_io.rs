@@ -1,8 +1,9 @@
 //! SciPy sparse matrices (`scipy.sparse.save_npz` / `load_npz`) and ragged tensors in `.npz`.
 //!
-//! Reading accepts SciPy's CSR, CSC and COO files for any sparse tensor type: the file's stored
-//! entries become the tensor's present elements (duplicates add up, as in SciPy); the level
-//! formats of the type only decide how the tensor is stored afterwards. Writing picks the SciPy
+//! Reading accepts SciPy's CSR, CSC and COO files for any sparse tensor type: the file holds the
+//! matrix whose rows are the tensor's level 0 and columns its level 1, whatever the SciPy
+//! format; its stored entries become the tensor's present elements (duplicates add up, as in
+//! SciPy). The level formats of the type only decide how the tensor is stored afterwards. Writing picks the SciPy
 //! format from the type: `[dense, compressed]` levels as CSR with shape (level 0, level 1),
 //! everything else as COO. A 1-d sparse tensor is a COO matrix of shape `(1, n)`.
 //!
@@ -146,24 +147,34 @@ pub fn read_sparse(path: &Path, name: &str, ty: &ValueType) -> Result<Tensor, Np
                     name,
                 )?;
                 let data = nnz_data(&mut a, indices.len())?;
-                // CSR of (r, c) and CSC of (c, r) store the same level structure.
-                if format == "csr" {
-                    expect_shape(want(rows, cols))?
-                } else {
-                    expect_shape(want(cols, rows))?
+                expect_shape(want(rows, cols))?;
+                // CSR compresses rows, CSC columns: either way, list the (row, col) pairs.
+                let outer = if format == "csr" { rows } else { cols };
+                let consistent = indptr.len() == outer + 1
+                    && indptr.last() == Some(&indices.len())
+                    && indptr.windows(2).all(|w| w[0] <= w[1]);
+                if !consistent {
+                    return Err(mismatch(
+                        format!("an inconsistent {format} index pointer"),
+                        format!("{} non-decreasing entries ending at nnz", outer + 1),
+                    ));
                 }
-                let levels = vec![
-                    LevelBuffers::Dense { size: rows },
-                    LevelBuffers::Compressed { positions: indptr, coordinates: indices },
-                ];
-                to_coo_like(levels, data, rows, cols)
+                let mut major = Vec::with_capacity(indices.len());
+                for o in 0..outer {
+                    major.extend(std::iter::repeat_n(o, indptr[o + 1] - indptr[o]));
+                }
+                if format == "csr" {
+                    coo_storage(major, indices, data)
+                } else {
+                    coo_storage(indices, major, data)
+                }
             }
             "coo" => {
                 expect_shape(want(rows, cols))?;
                 let r = to_usize(&read_ints(entry(&mut a, path, name, "row")?, path, name, "row")?, "row", path, name)?;
                 let c = to_usize(&read_ints(entry(&mut a, path, name, "col")?, path, name, "col")?, "col", path, name)?;
                 let data = nnz_data(&mut a, r.len())?;
-                coo_storage(r, c, data, rows, cols)
+                coo_storage(r, c, data)
             }
             other => return Err(mismatch(format!("SciPy format `{other}`"), "csr, csc or coo".into())),
         }
@@ -175,8 +186,7 @@ pub fn read_sparse(path: &Path, name: &str, ty: &ValueType) -> Result<Tensor, Np
 }
 
 /// Storage of a COO matrix (rows compressed non-unique, columns singleton), or of a vector.
-fn coo_storage(r: Vec<usize>, c: Vec<usize>, data: Column, rows: usize, cols: usize) -> Storage {
-    let _ = (rows, cols);
+fn coo_storage(r: Vec<usize>, c: Vec<usize>, data: Column) -> Storage {
     Storage {
         levels: vec![
             LevelBuffers::Compressed { positions: vec![0, r.len()], coordinates: r },
@@ -184,17 +194,6 @@ fn coo_storage(r: Vec<usize>, c: Vec<usize>, data: Column, rows: usize, cols: us
         ],
         values: data,
     }
-}
-
-/// CSR buffers re-expressed as COO (so one logical type reads every SciPy format).
-fn to_coo_like(levels: Vec<LevelBuffers>, data: Column, rows: usize, cols: usize) -> Storage {
-    let (LevelBuffers::Compressed { positions, coordinates }, n) = (&levels[1], rows) else { unreachable!() };
-    let mut r = Vec::with_capacity(coordinates.len());
-    for row in 0..n {
-        let (a, b) = (positions.get(row).copied().unwrap_or(0), positions.get(row + 1).copied().unwrap_or(0));
-        r.extend(std::iter::repeat_n(row, b.saturating_sub(a)));
-    }
-    coo_storage(r, coordinates.clone(), data, rows, cols)
 }
 
 /// A rank-2 COO view of `ty` (a vector becomes a single row).
