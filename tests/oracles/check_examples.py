@@ -178,6 +178,31 @@ def nested(strata, work, rng):
     if got.dtype != np.float32 or not np.allclose(got, want, rtol=1e-4, atol=1e-3):
         raise SystemExit(f"gemm_tensor_of_tensors: max error {np.abs(got - want).max()}")
     print("ok gemm_tensor_of_tensors (f32 tiles, tolerance 1e-3)")
+    # The tensor-of-tensors entry reads and writes (outer..., inner...) arrays.
+    a4 = rng.standard_normal((4, 8, 32, 32)).astype(np.float32)
+    b4 = rng.standard_normal((8, 8, 32, 32)).astype(np.float32)
+    got = run(strata, "nested/gemm_tensor_of_tensors.strata", work, {"arg0": a4, "arg1": b4}, {"result": ".npy"}, entry="entry")["result"]
+    want = np.einsum("ikab,kjbc->ijac", a4.astype(np.float64), b4.astype(np.float64))
+    close32("tensor of tensors entry", got, want, tol=1e-3)
+
+
+def close32(name, got, want, tol=2e-4):
+    if got.dtype != np.float32 or got.shape != want.shape or not np.allclose(got, want, rtol=tol, atol=tol * np.abs(want).max()):
+        raise SystemExit(f"{name}: dtype {got.dtype}, shape {got.shape}, max error {np.abs(got - want).max()}")
+    print(f"ok {name} (f32, relative tolerance {tol})")
+
+
+def gemms(strata, work, rng):
+    a = rng.standard_normal((256, 1024)).astype(np.float32)
+    w = rng.standard_normal((1024, 1024)).astype(np.float32)
+    got = run(strata, "nested/gemm_2d.strata", work, {"arg0": a}, {"result": ".npy"}, entry="entry")["result"]
+    close32("gemm_2d (constant weight 1)", got, a.astype(np.float64) @ np.ones((1024, 1024)))
+    got = run(strata, "nested/gemm_2d.strata", work, {"arg0": a, "w": w}, {"result": ".npy"}, entry="entry_einsum")["result"]
+    close32("gemm_2d einsum", got, a.astype(np.float64) @ w.astype(np.float64))
+    p = rng.standard_normal((4, 16, 64, 64)).astype(np.float32)
+    got = run(strata, "nested/gemm_packed_4d.strata", work, {"arg0": p}, {"result": ".npy"}, entry="entry")["result"]
+    want = np.einsum("akbl,nklm->anbm", p.astype(np.float64), np.ones((16, 16, 64, 64)))
+    close32("gemm_packed_4d", got, want)
 
 
 def structured(strata, work, rng):
@@ -199,6 +224,22 @@ def structured(strata, work, rng):
     t = rng.standard_normal((2, 3, 4)).astype(np.float32)
     out = run(strata, "structured/transpose.strata", work, {"x": t}, {"result": ".npy"}, entry="transpose_3d")
     expect("transpose", out["result"], t.transpose(2, 0, 1))
+    n = rng.standard_normal((3, 5)).astype(np.float32)
+    out = run(strata, "structured/transpose.strata", work, {"x": n}, {"result": ".npy"}, entry="named")
+    expect("transpose named", out["result"], n.T)
+    row, v, m = (rng.standard_normal(s).astype(np.float32) for s in ((1, 8), (8,), (4, 8)))
+    i, j = np.array(2, dtype=np.int64), np.array(5, dtype=np.int64)
+    got = run(strata, "structured/transpose.strata", work, {"row": row, "v": v, "m": m, "i": i, "j": j}, {"result": ".npy"}, entry="friends")["result"]
+    y = row * v[None, :] + m
+    s_ = np.where(y > m, y, m)
+    s_[2, 5] *= 2
+    close32("broadcast/map/select/get/set", got, s_.astype(np.float64), tol=1e-6)
+    a, b = rng.standard_normal((64, 32)).astype(np.float32), rng.standard_normal((32, 48)).astype(np.float32)
+    got = run(strata, "structured/product_2d.strata", work, {"a": a, "b": b}, {"result": ".npy"}, entry="matmul")["result"]
+    close32("product_2d", got, a.astype(np.float64) @ b.astype(np.float64))
+    a, b = rng.standard_normal((4, 8)).astype(np.float32), rng.standard_normal((8, 5)).astype(np.float32)
+    got = run(strata, "structured/dot_product.strata", work, {"a": a, "b": b}, {"result": ".npy"}, entry="named")["result"]
+    close32("dot_general named", got, a.astype(np.float64) @ b.astype(np.float64))
 
 
 def beyond(strata, work, rng):
@@ -216,12 +257,28 @@ def beyond(strata, work, rng):
     if not np.allclose(got, want, rtol=1e-4, atol=1e-4):
         raise SystemExit(f"matmul_gather_sub: max error {np.abs(got - want).max()}")
     print("ok matmul_gather_sub (f32, tolerance 1e-4)")
+    rows, m = rng.standard_normal((5, 64)).astype(np.float32), rng.standard_normal((42, 64)).astype(np.float32)
+    idx2 = np.array([[3], [41], [0], [7], [17]], dtype=np.int64)
+    got = run(strata, "beyond/matmul_gather_sub.strata", work, {"rows": rows, "m": m, "indices": idx2}, {"result": ".npy"}, entry="write_rows")["result"]
+    want = m.copy()
+    want[idx2[:, 0]] = rows
+    expect("scatter rows", got, want)
+    got = run(strata, "beyond/matmul_gather_sub.strata", work, {"m": m, "indices": idx2}, {"result": ".npy"}, entry="row_views")["result"]
+    expect("gather view", got, m[idx2[:, 0]])
+    p, q = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((3, 5)).astype(np.float32)
+    got = run(strata, "beyond/matmul_gather_sub.strata", work, {"a": p, "b": q}, {"result": ".npy"}, entry="stack_rows")["result"]
+    expect("concat", got, np.concatenate([p, q], axis=1))
+    vec = rng.standard_normal(2688).astype(np.float32)
+    got = run(strata, "beyond/matmul_collapse_sub.strata", work, {"v": vec}, {"result": ".npy"}, entry="rows")["result"]
+    expect("expand_shape", got, vec.reshape(42, 64))
 
 
 def distributed(strata, work, rng):
     x, y = rng.standard_normal(1_000_000), rng.standard_normal(1_000_000)
     out = run(strata, "placement/distributed_axpy.strata", work, {"x": x, "y": y}, {"out": ".npy"}, entry="run")
     expect("distributed_axpy", out["out"], 2.0 * x + y)
+    out = run(strata, "placement/distributed_axpy.strata", work, {"x": x, "y": y}, {"result": ".npy"}, entry="on_gpu")
+    expect("to_device", out["result"], x + y)
 
 
 CHECKS = {
@@ -232,6 +289,7 @@ CHECKS = {
     "sparse_dot": sparse_dot,
     "ragged_row_sum": ragged_row_sum,
     "nested": nested,
+    "gemms": gemms,
     "structured": structured,
     "beyond": beyond,
     "distributed": distributed,

@@ -121,6 +121,43 @@ pub(crate) fn map_reduce(
                 .collect()
         }
     };
+    // Offset of each input as a linear function of the loop letters.
+    let coef: Vec<Vec<usize>> = maps
+        .iter()
+        .zip(&in_strides)
+        .map(|(m, st)| {
+            let mut c = vec![0usize; letters.len()];
+            for (&l, &s) in m.iter().zip(st) {
+                c[l] += s;
+            }
+            c
+        })
+        .collect();
+    let fast = is_multiply_add(cx, func) && ts.len() == 2 && ts.iter().all(|t| matches!(t.data, Data::Scalars(_)));
+    let err = |e: strata_runtime::ScalarError| cx.err("strata::run::division_by_zero", e.to_string());
+    if fast && driver.is_none() {
+        // Dense operands: one typed multiply-add loop over the reduction letters per output.
+        let k = |i: usize| -> Vec<i64> { coef[i].iter().map(|&c| c as i64).collect() };
+        let (ka, kb) = (k(0), k(1));
+        let red = &extent[n_out..];
+        let mut all_typed = true;
+        for_each_pos(&extent[..n_out], |opos| {
+            let base = |kk: &[i64]| kk[..n_out].iter().zip(opos).map(|(c, &p)| c * p as i64).sum::<i64>();
+            let oi = linear(&out_strides, opos);
+            let acc = out.get(oi).scalar().expect("scalar accumulator");
+            match typed_multiply_add(ts[0], ts[1], (base(&ka), base(&kb)), red, &ka[n_out..], &kb[n_out..], acc) {
+                Some(v) => out.data.set(oi, Elem::Scalar(v)),
+                None => all_typed = false,
+            }
+            Ok(())
+        })?;
+        if all_typed {
+            return Ok(out);
+        }
+        for oi in 0..out.len() {
+            out.data.set(oi, initial(cx, init, oi));
+        }
+    }
     let mut full = vec![0usize; letters.len()];
     for dpos in &driver_points {
         if let Some(d) = driver {
@@ -132,19 +169,24 @@ pub(crate) fn map_reduce(
             for (k, &l) in free.iter().enumerate() {
                 full[l] = fpos[k];
             }
-            let mut elems = Vec::with_capacity(ts.len() + 1);
-            elems.push(Elem::Scalar(Sv::Bool(false)));
-            for (k, t) in ts.iter().enumerate() {
-                let pos: Vec<usize> = maps[k].iter().map(|&l| full[l]).collect();
-                let j = linear(&in_strides[k], &pos);
-                if !t.is_present(j) {
-                    return Ok(());
-                }
-                elems.push(t.get(j));
+            let offset = |k: usize| coef[k].iter().zip(&full).map(|(c, f)| c * f).sum::<usize>();
+            if ts.iter().enumerate().any(|(k, t)| !t.is_present(offset(k))) {
+                return Ok(());
             }
             let oi = linear(&out_strides, &full[..n_out]);
-            elems[0] = out.get(oi);
-            let acc = call_elems(cx, func, elems)?;
+            let acc = if fast {
+                let (a, b) = (ts[0].scalar_at(offset(0)), ts[1].scalar_at(offset(1)));
+                let acc = out.get(oi).scalar().expect("scalar accumulator");
+                Elem::Scalar(
+                    acc.binary(strata_ir::BinaryOp::Plus, a.binary(strata_ir::BinaryOp::Multiplies, b).map_err(err)?)
+                        .map_err(err)?,
+                )
+            } else {
+                let mut elems = Vec::with_capacity(ts.len() + 1);
+                elems.push(out.get(oi));
+                elems.extend(ts.iter().enumerate().map(|(k, t)| t.get(offset(k))));
+                call_elems(cx, func, elems)?
+            };
             out.data.set(oi, acc);
             Ok(())
         })?;
@@ -152,11 +194,114 @@ pub(crate) fn map_reduce(
     Ok(out)
 }
 
-fn apply_map(m: &AffineMap, loops: &[usize]) -> Vec<i64> {
-    m.results
-        .iter()
-        .map(|e| e.constant + e.terms.iter().map(|&(d, c)| c * loops[d as usize] as i64).sum::<i64>())
-        .collect()
+/// Whether `func` is the multiply-add `acc + a * b` on scalars, which contractions then evaluate
+/// directly instead of calling the function once per point (same arithmetic, same order).
+fn is_multiply_add(cx: &OpCx, func: Handle<Function>) -> bool {
+    use strata_ir::{BinaryOp, ExprKind, Op, Statement};
+    let f = &cx.interp.module.functions[func];
+    if f.params.len() != 3 || f.body.len() != 3 {
+        return false;
+    }
+    let scalar = |v: Value| {
+        cx.interp.value_type(f.exprs[v].ty).element.scalar().is_some() && !cx.interp.value_type(f.exprs[v].ty).is_tensor
+    };
+    if !f.params.iter().all(|&p| scalar(p)) {
+        return false;
+    }
+    let stmts: Vec<&Statement> = f.body.iter().map(|(_, s)| s).collect();
+    let (Statement::Let(p), Statement::Let(s), Statement::Return(r)) = (stmts[0], stmts[1], stmts[2]) else {
+        return false;
+    };
+    let (acc, a, b) = (f.params[0], f.params[1], f.params[2]);
+    let is = |v: Value, op: BinaryOp, x: Value, y: Value| matches!(&f.exprs[v].kind, ExprKind::Op(Op::Binary { op: o, lhs, rhs }) if *o == op && ((*lhs == x && *rhs == y) || (*lhs == y && *rhs == x)));
+    // Operand order is immaterial: IEEE and wrapping addition and multiplication commute.
+    is(*p, BinaryOp::Multiplies, a, b) && is(*s, BinaryOp::Plus, acc, *p) && r == s
+}
+
+/// The linear offset `constant + Σ coef[d] · loop[d]` of an affine access into a tensor with
+/// `strides`.
+fn affine_offsets(m: &AffineMap, strides: &[usize], loops: usize) -> (i64, Vec<i64>) {
+    let mut constant = 0i64;
+    let mut coef = vec![0i64; loops];
+    for (e, &s) in m.results.iter().zip(strides) {
+        constant += e.constant * s as i64;
+        for &(d, c) in &e.terms {
+            coef[d as usize] += c * s as i64;
+        }
+    }
+    (constant, coef)
+}
+
+/// `acc + Σ a[oa] · b[ob]` over the box `extents`, where each loop step moves the offsets by
+/// `ka[d]` and `kb[d]`: the multiply-add payload on typed buffers, in row-major loop order (the
+/// order the generic path calls the payload in), without fused multiply-add.
+fn multiply_add_box<T: Copy + std::ops::Add<Output = T> + std::ops::Mul<Output = T>>(
+    a: &[T],
+    b: &[T],
+    (mut oa, mut ob): (i64, i64),
+    extents: &[usize],
+    ka: &[i64],
+    kb: &[i64],
+    mut acc: T,
+) -> T {
+    if extents.contains(&0) {
+        return acc;
+    }
+    let n = extents.len();
+    if n == 0 {
+        return acc + a[oa as usize] * b[ob as usize];
+    }
+    let mut pos = vec![0usize; n];
+    let last = n - 1;
+    loop {
+        // The innermost loop, stepping by constant strides.
+        let (sa, sb) = (ka[last], kb[last]);
+        let (mut ia, mut ib) = (oa, ob);
+        for _ in 0..extents[last] {
+            acc = acc + a[ia as usize] * b[ib as usize];
+            ia += sa;
+            ib += sb;
+        }
+        // Advance the outer loops.
+        let mut d = last;
+        loop {
+            if d == 0 {
+                return acc;
+            }
+            d -= 1;
+            pos[d] += 1;
+            oa += ka[d];
+            ob += kb[d];
+            if pos[d] < extents[d] {
+                break;
+            }
+            oa -= ka[d] * extents[d] as i64;
+            ob -= kb[d] * extents[d] as i64;
+            pos[d] = 0;
+        }
+    }
+}
+
+/// Runs [`multiply_add_box`] when both operands and the accumulator are `f32` or `f64`
+/// columns; `None` otherwise.
+fn typed_multiply_add(
+    a: &Tensor,
+    b: &Tensor,
+    start: (i64, i64),
+    extents: &[usize],
+    ka: &[i64],
+    kb: &[i64],
+    acc: Sv,
+) -> Option<Sv> {
+    match (&a.data, &b.data, acc) {
+        (Data::Scalars(strata_runtime::Column::F64(x)), Data::Scalars(strata_runtime::Column::F64(y)), Sv::F64(s)) => {
+            Some(Sv::F64(multiply_add_box(x, y, start, extents, ka, kb, s)))
+        }
+        (Data::Scalars(strata_runtime::Column::F32(x)), Data::Scalars(strata_runtime::Column::F32(y)), Sv::F32(s)) => {
+            Some(Sv::F32(multiply_add_box(x, y, start, extents, ka, kb, s)))
+        }
+        _ => None,
+    }
 }
 
 /// `map_reduce_aff`: the loop nest over `domain`, reading through affine maps.
@@ -172,32 +317,70 @@ pub(crate) fn map_reduce_aff(
     maps: &[AffineMap],
 ) -> R<Tensor> {
     let ts: Vec<&Tensor> = args.iter().map(|&a| cx.arg(a)).collect();
-    let in_strides: Vec<Vec<usize>> = ts.iter().map(|t| t.strides()).collect();
     let ro = outputs as usize;
     let dom: Vec<usize> = domain.iter().map(|&d| d as usize).collect();
-    let out_strides = strides(&cx.ty.shape());
+    let access: Vec<(i64, Vec<i64>)> =
+        ts.iter().zip(maps).map(|(t, m)| affine_offsets(m, &t.strides(), dom.len())).collect();
+    let out_access = affine_offsets(out_map, &strides(&cx.ty.shape()), dom.len());
+    let offset = |(c, coef): &(i64, Vec<i64>), loops: &[usize]| -> usize {
+        (c + coef.iter().zip(loops).map(|(k, &l)| k * l as i64).sum::<i64>()) as usize
+    };
+    let fast =
+        is_multiply_add(cx, func) && ts.iter().all(|t| t.present.is_none() && matches!(t.data, Data::Scalars(_)));
     let mut out = Tensor::zeros(cx.ty);
     let mut written = vec![false; out.len()];
     let mut loops = vec![0usize; dom.len()];
     for_each_pos(&dom[..ro], |opos| {
         loops[..ro].copy_from_slice(opos);
-        let oc = apply_map(out_map, &loops);
-        let oi = linear(&out_strides, &oc.iter().map(|&c| c as usize).collect::<Vec<_>>());
+        let oi = offset(&out_access, &loops);
         let mut acc = if written[oi] { out.get(oi) } else { initial(cx, init, oi) };
-        for_each_pos(&dom[ro..], |rpos| {
-            loops[ro..].copy_from_slice(rpos);
-            let mut elems = vec![acc.clone()];
-            for (k, (t, m)) in ts.iter().zip(maps).enumerate() {
-                let c: Vec<usize> = apply_map(m, &loops).iter().map(|&c| c as usize).collect();
-                let j = linear(&in_strides[k], &c);
-                if !t.is_present(j) {
-                    return Ok(());
+        let typed = if fast {
+            let base = |(c, coef): &(i64, Vec<i64>)| {
+                c + coef[..ro].iter().zip(&loops[..ro]).map(|(k, &l)| k * l as i64).sum::<i64>()
+            };
+            let sum = acc.scalar().expect("scalar accumulator");
+            typed_multiply_add(
+                ts[0],
+                ts[1],
+                (base(&access[0]), base(&access[1])),
+                &dom[ro..],
+                &access[0].1[ro..],
+                &access[1].1[ro..],
+                sum,
+            )
+        } else {
+            None
+        };
+        if let Some(sum) = typed {
+            acc = Elem::Scalar(sum);
+        } else if fast {
+            let mut sum = acc.scalar().expect("scalar accumulator");
+            let err = |e: strata_runtime::ScalarError| cx.err("strata::run::division_by_zero", e.to_string());
+            for_each_pos(&dom[ro..], |rpos| {
+                loops[ro..].copy_from_slice(rpos);
+                let a = ts[0].scalar_at(offset(&access[0], &loops));
+                let b = ts[1].scalar_at(offset(&access[1], &loops));
+                sum = sum
+                    .binary(strata_ir::BinaryOp::Plus, a.binary(strata_ir::BinaryOp::Multiplies, b).map_err(err)?)
+                    .map_err(err)?;
+                Ok(())
+            })?;
+            acc = Elem::Scalar(sum);
+        } else {
+            for_each_pos(&dom[ro..], |rpos| {
+                loops[ro..].copy_from_slice(rpos);
+                let mut elems = vec![acc.clone()];
+                for (t, acc_k) in ts.iter().zip(&access) {
+                    let j = offset(acc_k, &loops);
+                    if !t.is_present(j) {
+                        return Ok(());
+                    }
+                    elems.push(t.get(j));
                 }
-                elems.push(t.get(j));
-            }
-            acc = call_elems(cx, func, elems)?;
-            Ok(())
-        })?;
+                acc = call_elems(cx, func, elems)?;
+                Ok(())
+            })?;
+        }
         out.data.set(oi, acc);
         written[oi] = true;
         Ok(())

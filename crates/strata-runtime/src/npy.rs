@@ -241,7 +241,27 @@ pub fn read_value(path: &Path, name: &str, ty: &ValueType) -> Result<Tensor, Npy
             }
             Ok(Tensor { ty: ty.clone(), data: data_from_fields(&ty.element, "", &mut cols), present: None })
         }
-        ElemType::Tensor(_) => Err(NpyError::Unsupported { name: name.into(), what: "a tensor of tensors".into() }),
+        // A dense tensor of dense tensors is one array of the outer shape followed by the inner
+        // shape (seed 001: `tensor<4x8 x tensor<32x32xf32>>` is a (4, 8, 32, 32) array).
+        ElemType::Tensor(inner) => {
+            let ElemType::Scalar(want) = inner.element else {
+                return Err(NpyError::Unsupported { name: name.into(), what: "deeper nesting".into() });
+            };
+            if inner.levels.iter().any(|l| !l.format.is_dense_like()) {
+                return Err(NpyError::Unsupported { name: name.into(), what: "sparse tensor elements".into() });
+            }
+            let full: Vec<usize> = shape.iter().chain(inner.shape().iter()).copied().collect();
+            let file = std::fs::File::open(path).map_err(rerr)?;
+            let col = read_column(BufReader::new(file), name, path, want, &full)?;
+            let tile = inner.len();
+            let tiles = (0..ty.len())
+                .map(|k| {
+                    let positions: Vec<usize> = (k * tile..(k + 1) * tile).collect();
+                    Tensor { ty: (**inner).clone(), data: Data::Scalars(col.select(&positions)), present: None }
+                })
+                .collect();
+            Ok(Tensor { ty: ty.clone(), data: Data::Tensors(tiles), present: None })
+        }
     }
 }
 
@@ -294,7 +314,24 @@ pub fn write_value(path: &Path, name: &str, t: &Tensor) -> Result<(), NpyError> 
                 std::io::Write::flush(&mut inner)
             })
         }
-        Data::Tensors(_) => Err(NpyError::Unsupported { name: name.into(), what: "a tensor of tensors".into() }),
+        Data::Tensors(tiles) => {
+            let ElemType::Tensor(inner) = &t.ty.element else { unreachable!("tensor elements") };
+            let full: Vec<u64> = shape.iter().copied().chain(inner.shape().iter().map(|&d| d as u64)).collect();
+            let Some(scalar) = inner.element.scalar() else {
+                return Err(NpyError::Unsupported { name: name.into(), what: "deeper nesting".into() });
+            };
+            let tile = inner.len();
+            let mut col = Column::zeros(scalar, tiles.len() * tile);
+            for (k, x) in tiles.iter().enumerate() {
+                let Data::Scalars(c) = &x.data else {
+                    return Err(NpyError::Unsupported { name: name.into(), what: "deeper nesting".into() });
+                };
+                for i in 0..tile {
+                    col.set(k * tile + i, if x.is_present(i) { c.get(i) } else { crate::Sv::zero(scalar) });
+                }
+            }
+            write_atomically(path, |w| write_column(w, &col, &full))
+        }
     }
 }
 
