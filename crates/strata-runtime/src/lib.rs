@@ -3,10 +3,12 @@
 //! - [`scalar`]: scalar values with their types and the arithmetic rules; typed columns;
 //! - [`tensor`]: every value as a tensor over levels, with tuple, nested and absent elements;
 //! - [`storage`]: per-level buffers of sparse and ragged tensors (positions, coordinates, offsets);
+//! - [`dist`]: block partitions and per-rank blocks of tensors on a team;
 //! - [`npy`]: numpy `.npy` / `.npz` and SciPy sparse exchange.
 
 #![deny(missing_docs)]
 
+pub mod dist;
 pub mod npy;
 pub mod scalar;
 pub mod sparse_io;
