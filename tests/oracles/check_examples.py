@@ -20,12 +20,16 @@ RTOL = ATOL = 1e-12
 
 
 def run(strata, example, work, args, outs, entry=None):
+    """Runs an example entry; `args` maps names to numpy arrays (saved as .npy) or to paths of
+    files already written. Returns the outputs loaded (`.npy`) or their paths (other files)."""
     cmd = [strata, "run", os.path.join(ROOT, "examples", example)]
     if entry:
         cmd += ["--entry", entry]
-    for name, array in args.items():
-        path = os.path.join(work, f"{name}.npy")
-        np.save(path, array)
+    for name, value in args.items():
+        path = value
+        if isinstance(value, np.ndarray):
+            path = os.path.join(work, f"{name}.npy")
+            np.save(path, value)
         cmd += ["--arg", f"{name}={path}"]
     paths = {}
     for name, ext in outs.items():
@@ -34,7 +38,7 @@ def run(strata, example, work, args, outs, entry=None):
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"{example}: strata run failed ({proc.returncode}):\n{proc.stderr}")
-    return {n: np.load(p) for n, p in paths.items()}
+    return {n: np.load(p) if p.endswith(".npy") else p for n, p in paths.items()}
 
 
 def expect(name, got, want):
@@ -79,43 +83,12 @@ def nabla(strata, work, rng):
     first = e2v[np.maximum(v2e, 0), 0] == np.arange(nv)[:, None]
     sign = np.where(v2e == -1, 0.0, np.where(first, 1.0, -1.0))
     args = {"pp": pp, "s_mxx": s_mxx, "s_myy": s_myy, "sign": sign, "vol": vol, "e2v": e2v, "v2e": v2e}
-    out = np.load(run_npz(strata, work, args))
+    out = np.load(run(strata, "stencil/nabla.strata", work, args, {"out": ".npz"})["out"])
     valid = v2e != -1
     for field, s in (("f0", s_mxx), ("f1", s_myy)):
         flux = s * 0.5 * (pp[e2v[:, 0]] + pp[e2v[:, 1]])
         want = np.where(valid, flux[np.maximum(v2e, 0)] * sign, 0.0).sum(axis=1) / vol
         expect(f"nabla.{field}", out[field], want)
-
-
-def run_npz(strata, work, args):
-    cmd = [strata, "run", os.path.join(ROOT, "examples", "stencil/nabla.strata")]
-    for name, array in args.items():
-        path = os.path.join(work, f"{name}.npy")
-        np.save(path, array)
-        cmd += ["--arg", f"{name}={path}"]
-    out = os.path.join(work, "nabla_out.npz")
-    cmd += ["--out", f"out={out}"]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"nabla: strata run failed ({proc.returncode}):\n{proc.stderr}")
-    return out
-
-
-def run_files(strata, example, work, args, outs, entry=None):
-    """Like `run`, for arguments already written as files (`args` maps names to paths)."""
-    cmd = [strata, "run", os.path.join(ROOT, "examples", example)]
-    if entry:
-        cmd += ["--entry", entry]
-    for name, path in args.items():
-        cmd += ["--arg", f"{name}={path}"]
-    paths = {}
-    for name, ext in outs.items():
-        paths[name] = os.path.join(work, f"out_{name}{ext}")
-        cmd += ["--out", f"{name}={paths[name]}"]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"{example}: strata run failed ({proc.returncode}):\n{proc.stderr}")
-    return paths
 
 
 def spmv_csr(strata, work, rng):
@@ -125,15 +98,15 @@ def spmv_csr(strata, work, rng):
     x = rng.standard_normal(4096)
     sp.save_npz(os.path.join(work, "a.npz"), a)
     np.save(os.path.join(work, "x.npy"), x)
-    out = run_files(strata, "sparse/spmv_csr.strata", work, {"a": os.path.join(work, "a.npz"), "x": os.path.join(work, "x.npy")}, {"result": ".npy"}, entry="spmv")
-    expect("spmv_csr", np.load(out["result"]), a @ x)
+    out = run(strata, "sparse/spmv_csr.strata", work, {"a": os.path.join(work, "a.npz"), "x": os.path.join(work, "x.npy")}, {"result": ".npy"}, entry="spmv")
+    expect("spmv_csr", out["result"], a @ x)
     # The file may hold the same matrix in any SciPy format.
     for fmt in ("csc", "coo"):
         sp.save_npz(os.path.join(work, f"a_{fmt}.npz"), a.asformat(fmt))
-        out = run_files(strata, "sparse/spmv_csr.strata", work, {"a": os.path.join(work, f"a_{fmt}.npz"), "x": os.path.join(work, "x.npy")}, {"result": ".npy"}, entry="spmv")
-        expect(f"spmv_from_{fmt}", np.load(out["result"]), a @ x)
+        out = run(strata, "sparse/spmv_csr.strata", work, {"a": os.path.join(work, f"a_{fmt}.npz"), "x": os.path.join(work, "x.npy")}, {"result": ".npy"}, entry="spmv")
+        expect(f"spmv_from_{fmt}", out["result"], a @ x)
     # Format conversions keep the matrix: CSR -> CSC -> COO -> DCSR, written back as SciPy COO.
-    out = run_files(strata, "sparse/spmv_csr.strata", work, {"a": os.path.join(work, "a.npz")}, {"result": ".npz"}, entry="formats")
+    out = run(strata, "sparse/spmv_csr.strata", work, {"a": os.path.join(work, "a.npz")}, {"result": ".npz"}, entry="formats")
     back = sp.load_npz(out["result"])
     expect("formats", back.toarray(), a.toarray())
 
@@ -149,9 +122,9 @@ def sparse_dot(strata, work, rng):
     for name, m in (("a", a), ("b", b)):
         sp.save_npz(os.path.join(work, f"{name}.npz"), m)
     files = {"a": os.path.join(work, "a.npz"), "b": os.path.join(work, "b.npz")}
-    out = run_files(strata, "sparse/sparse_dot.strata", work, files, {"result": ".npy"}, entry="dot")
-    expect("sparse_dot", np.load(out["result"]), np.array(a.multiply(b).sum()))
-    out = run_files(strata, "sparse/sparse_dot.strata", work, files, {"result": ".npz"}, entry="hadamard")
+    out = run(strata, "sparse/sparse_dot.strata", work, files, {"result": ".npy"}, entry="dot")
+    expect("sparse_dot", out["result"], np.array(a.multiply(b).sum()))
+    out = run(strata, "sparse/sparse_dot.strata", work, files, {"result": ".npz"}, entry="hadamard")
     expect("hadamard", sp.load_npz(out["result"]).toarray(), a.multiply(b).toarray())
 
 
@@ -162,9 +135,9 @@ def ragged_row_sum(strata, work, rng):
     values = rng.standard_normal(offsets[-1]).astype(np.float32)
     path = os.path.join(work, "jagged.npz")
     np.savez(path, offsets=offsets, values=values)
-    out = run_files(strata, "sparse/ragged_row_sum.strata", work, {"x": path}, {"result": ".npy"})
+    out = run(strata, "sparse/ragged_row_sum.strata", work, {"x": path}, {"result": ".npy"})
     want = np.array([values[offsets[i]:offsets[i + 1]].sum(dtype=np.float32) for i in range(1000)], dtype=np.float32)
-    got = np.load(out["result"])
+    got = out["result"]
     if got.dtype != np.float32 or not np.allclose(got, want, rtol=1e-5, atol=1e-5):
         raise SystemExit(f"ragged_row_sum: got {got[:6]}, want {want[:6]}")
     print("ok ragged_row_sum: 1000 rows, 3 empty")
