@@ -200,14 +200,14 @@ pub struct RunOptions {
     pub time: bool,
 }
 
-/// `strata run`: exit 0 on success, 1 on diagnostics or run-time errors, 2 on bad usage or
-/// unreadable files.
+/// `strata run`: exit 0 on success, 1 on any failure — diagnostics, bad or unreadable data,
+/// missing arguments, run-time errors (clap itself exits 2 on malformed command lines).
 pub fn cmd_run(file: &Path, opts: &RunOptions) -> i32 {
     let color = stderr_color();
     let mut stderr = std::io::stderr().lock();
     let usage = |stderr: &mut dyn std::io::Write, m: String| {
         let _ = writeln!(stderr, "error: {m}");
-        2
+        1
     };
     match opts.backend.as_str() {
         "interp" => {}

@@ -66,7 +66,7 @@ fn missing_and_unknown_arguments_are_named() {
     let d = tmp("args");
     let f = write(&d, "div.strata", DIV);
     let o = strata(&["run", &f, "--arg", "a=ones"]);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("missing --arg for `b` of `@f`"), "{}", stderr(&o));
     let o = strata(&["run", &f, "--arg", "a=ones", "--arg", "b=ones", "--arg", "c=ones"]);
     assert!(stderr(&o).contains("`@f` has no parameter `c` (parameters: `a`, `b`)"), "{}", stderr(&o));
@@ -81,7 +81,7 @@ fn native_backend_is_reported_as_not_built() {
     let d = tmp("native");
     let f = write(&d, "div.strata", DIV);
     let o = strata(&["run", &f, "--backend", "native", "--arg", "a=ones", "--arg", "b=ones"]);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("the native backend is not built yet"), "{}", stderr(&o));
 }
 
@@ -94,7 +94,7 @@ fn npy_shape_and_dtype_mismatches_name_the_argument() {
     let four = d.join("four.npy").display().to_string();
     assert_eq!(strata(&["run", &g, "--arg", "a=ones", "--out", &format!("result={four}")]).status.code(), Some(0));
     let o = strata(&["run", &f, "--arg", &format!("a={four}"), "--arg", "b=ones"]);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(1));
     let e = stderr(&o);
     assert!(
         e.contains("argument `a`")
@@ -120,7 +120,7 @@ fn outputs_never_overwrite_inputs() {
     assert_eq!(strata(&["run", &g, "--arg", "a=ones", "--out", &format!("result={p}")]).status.code(), Some(0));
     let before = std::fs::read(&p).unwrap();
     let o = strata(&["run", &g, "--arg", &format!("a={p}"), "--out", &format!("result={p}")]);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("would overwrite an input file"), "{}", stderr(&o));
     assert_eq!(std::fs::read(&p).unwrap(), before);
 }
@@ -156,4 +156,22 @@ fn array_api_operations_are_reported_as_not_interpreted_yet() {
         e.contains("the reference interpreter does not run `array.sort` yet") && e.contains("strata::run::unsupported"),
         "{e}"
     );
+}
+
+#[test]
+fn corrupt_and_foreign_npy_files_are_errors_not_panics() {
+    let d = tmp("corrupt");
+    let f = write(&d, "id.strata", "func @g(%a: tensor<f64, I[0:4]>) -> tensor<f64, I[0:4]> {\n  return %a\n}\n");
+    let cases: [(&str, &[u8], &str); 3] = [
+        ("garbage.npy", b"not a numpy file at all", "magic not found"),
+        ("truncated.npy", b"\x93NUMPY\x01\x00\x76\x00{'descr': '<f8', 'fortran_order': False, 'shape': (4,), }", "cannot read"),
+        ("empty.npy", b"", "cannot read"),
+    ];
+    for (name, bytes, want) in cases {
+        let p = d.join(name);
+        std::fs::write(&p, bytes).unwrap();
+        let o = strata(&["run", &f, "--arg", &format!("a={}", p.display())]);
+        assert_eq!(o.status.code(), Some(1), "{name}");
+        assert!(stderr(&o).contains(want), "{name}: {}", stderr(&o));
+    }
 }
