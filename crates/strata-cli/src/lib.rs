@@ -209,16 +209,11 @@ pub fn cmd_run(file: &Path, opts: &RunOptions) -> i32 {
         let _ = writeln!(stderr, "error: {m}");
         1
     };
-    match opts.backend.as_str() {
-        "interp" => {}
-        "native" => {
-            return usage(
-                &mut stderr,
-                "the native backend is not built yet; run with `--backend interp` (the default)".into(),
-            )
-        }
+    let native = match opts.backend.as_str() {
+        "interp" => false,
+        "native" => true,
         other => return usage(&mut stderr, format!("unknown backend `{other}` (expected `interp` or `native`)")),
-    }
+    };
     let source = match read_source(file) {
         Ok(s) => s,
         Err(e) => return usage(&mut stderr, e.to_string()),
@@ -268,14 +263,22 @@ pub fn cmd_run(file: &Path, opts: &RunOptions) -> i32 {
         }
     }
     let start = std::time::Instant::now();
-    let outcome = match interp.run(entry, args) {
-        Ok(o) => o,
-        Err(e) => {
-            let _ = write!(stderr, "{}", render(&name, &source, &[e.to_diagnostic()], color));
-            return 1;
+    let values = if native {
+        match run_native(&module, &info.types, entry, &args, opts.time) {
+            Ok(v) => v,
+            Err(m) => return usage(&mut stderr, m),
+        }
+    } else {
+        match interp.run(entry, args) {
+            Ok(o) => o.values,
+            Err(e) => {
+                let _ = write!(stderr, "{}", render(&name, &source, &[e.to_diagnostic()], color));
+                return 1;
+            }
         }
     };
     let elapsed = start.elapsed();
+    let outcome = strata_interp::Outcome { values };
     if let Err(m) = run::write_outputs(&outcome.values, &outs) {
         let _ = writeln!(stderr, "error: {m}");
         return 1;
@@ -286,10 +289,83 @@ pub fn cmd_run(file: &Path, opts: &RunOptions) -> i32 {
         }
         println!("{n} =\n{}", run::show_value(t));
     }
-    if opts.time {
+    if opts.time && !native {
         let _ = writeln!(stderr, "time: interpreter {:.3} ms", elapsed.as_secs_f64() * 1e3);
     }
     0
+}
+
+/// Lowers, compiles (or finds in the cache) and runs `entry` natively.
+fn run_native(
+    module: &strata_ir::Module,
+    types: &strata_ir::TypeArena,
+    entry: strata_entity::Handle<strata_ir::Function>,
+    args: &[strata_runtime::Tensor],
+    time: bool,
+) -> Result<Vec<(String, strata_runtime::Tensor)>, String> {
+    let t0 = std::time::Instant::now();
+    let program = strata_codegen::lower(module, types, entry).map_err(|e| e.to_string())?;
+    let source = strata_codegen::emit_c::emit(&program);
+    let (so, state) = strata_codegen::compile::build(&source).map_err(|e| e.to_string())?;
+    let lib = strata_codegen::compile::Loaded::open(&so).map_err(|e| e.to_string())?;
+    let t1 = std::time::Instant::now();
+    let f = &module.functions[entry];
+    let names: Vec<String> = f.params.iter().map(|&p| f.exprs[p].name.clone()).collect();
+    let result_ty = f.result.map(|r| strata_runtime::ValueType::from_ir(types, r));
+    let values = strata_codegen::exec::run(&program, &lib, args, &names, result_ty.as_ref())
+        .map_err(|e| format!("native run of `@{}` failed: {e}", f.name))?;
+    if time {
+        let how = match state {
+            strata_codegen::compile::CacheState::Cold => "cold",
+            strata_codegen::compile::CacheState::Warm => "cached",
+        };
+        eprintln!(
+            "time: compile {:.3} ms ({how}), run {:.3} ms",
+            (t1 - t0).as_secs_f64() * 1e3,
+            t1.elapsed().as_secs_f64() * 1e3
+        );
+    }
+    Ok(values)
+}
+
+/// `strata lower`: prints an entry's loop kernels or generated C.
+pub fn cmd_lower(file: &Path, entry: Option<&str>, to: &str) -> i32 {
+    let color = stderr_color();
+    let source = match read_source(file) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 1;
+        }
+    };
+    let name = file.display().to_string();
+    let (module, info) = match strata_syntax::parse(&source).and_then(|m| strata_verify::verify(&m).map(|i| (m, i))) {
+        Ok(x) => x,
+        Err(d) => {
+            eprint!("{}", render(&name, &source, &d, color));
+            return 1;
+        }
+    };
+    let entry = match run::find_entry(&module, entry) {
+        Ok(e) => e,
+        Err(m) => {
+            eprintln!("error: {m}");
+            return 1;
+        }
+    };
+    match strata_codegen::lower(&module, &info.types, entry) {
+        Ok(p) => {
+            match to {
+                "loops" => print!("{p}"),
+                _ => print!("{}", strata_codegen::emit_c::emit(&p)),
+            }
+            0
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            1
+        }
+    }
 }
 
 fn same_file(a: &Path, b: &Path) -> bool {

@@ -51,6 +51,18 @@ enum Command {
         #[arg(long)]
         time: bool,
     },
+    /// Print an entry's lowered forms: fused loop kernels or the generated C.
+    #[command(after_help = "Example:\n  strata lower examples/stencil/laplacian.strata --to c")]
+    Lower {
+        /// The `.strata` file.
+        file: PathBuf,
+        /// The function or program (default: the last program, else the last function).
+        #[arg(long)]
+        entry: Option<String>,
+        /// `loops` (fused loop kernels) or `c` (the generated C).
+        #[arg(long, default_value = "loops", value_parser = ["loops", "c"])]
+        to: String,
+    },
     /// Print each entry's parameters and results with their full types.
     #[command(after_help = "Example:\n  strata sig --json examples/stencil/nabla.strata")]
     Sig {
@@ -82,6 +94,7 @@ fn main() {
             strata_cli::cmd_run(&file, &strata_cli::RunOptions { entry, args, outs, backend, time })
         }
         Command::Sig { file, json } => strata_cli::cmd_sig(&file, json),
+        Command::Lower { file, entry, to } => strata_cli::cmd_lower(&file, entry.as_deref(), &to),
     };
     std::process::exit(status);
 }

@@ -164,7 +164,11 @@ fn corrupt_and_foreign_npy_files_are_errors_not_panics() {
     let f = write(&d, "id.strata", "func @g(%a: tensor<f64, I[0:4]>) -> tensor<f64, I[0:4]> {\n  return %a\n}\n");
     let cases: [(&str, &[u8], &str); 3] = [
         ("garbage.npy", b"not a numpy file at all", "magic not found"),
-        ("truncated.npy", b"\x93NUMPY\x01\x00\x76\x00{'descr': '<f8', 'fortran_order': False, 'shape': (4,), }", "cannot read"),
+        (
+            "truncated.npy",
+            b"\x93NUMPY\x01\x00\x76\x00{'descr': '<f8', 'fortran_order': False, 'shape': (4,), }",
+            "cannot read",
+        ),
         ("empty.npy", b"", "cannot read"),
     ];
     for (name, bytes, want) in cases {

@@ -29,7 +29,8 @@ pub fn block_partition(interval: Interval, ranks: u32) -> Vec<Interval> {
 /// Each rank's block of a distributed tensor (the whole tensor, once, if it has no block level
 /// or no team): the block level's interval becomes the rank's global sub-interval.
 pub fn local_blocks(t: &Tensor) -> Vec<Tensor> {
-    let (Some(team), Some(d)) = (t.ty.placement.team, t.ty.levels.iter().position(|l| l.format == LevelFormat::Block)) else {
+    let (Some(team), Some(d)) = (t.ty.placement.team, t.ty.levels.iter().position(|l| l.format == LevelFormat::Block))
+    else {
         return vec![t.clone()];
     };
     let shape = t.ty.shape();
@@ -87,7 +88,8 @@ mod tests {
             element: ElemType::Scalar(Scalar::I32),
             is_tensor: true,
         };
-        let t = Tensor { data: Data::Scalars(Column::from_fn(Scalar::I32, 10, |i| Sv::I32(i as i32))), ty, present: None };
+        let t =
+            Tensor { data: Data::Scalars(Column::from_fn(Scalar::I32, 10, |i| Sv::I32(i as i32))), ty, present: None };
         let blocks = local_blocks(&t);
         assert_eq!(blocks.len(), 2);
         assert_eq!(blocks[0].ty.levels[0].interval, Interval::new(0, 2));

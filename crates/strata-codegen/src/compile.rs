@@ -1,0 +1,171 @@
+//! Compiling generated C with the system C compiler, with an on-disk cache.
+//!
+//! The compiler is `$CC`, else `cc`, with `-O3 -march=native -fPIC -shared -ffp-contract=off`
+//! (no fused multiply-add, so results equal the interpreter's bit for bit). Shared objects are
+//! cached in `$STRATA_CACHE_DIR`, else `$XDG_CACHE_HOME/strata`, else `~/.cache/strata`, keyed
+//! by a hash of the source, the compiler's identity and the flags: a warm run skips the compiler.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// The flags every kernel is compiled with.
+pub const FLAGS: &[&str] = &["-O3", "-march=native", "-fPIC", "-shared", "-ffp-contract=off", "-std=gnu11"];
+
+/// Why compiling or loading failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CompileError {
+    /// The compiler could not be started.
+    #[error("cannot run the C compiler `{compiler}`: {source} (set $CC to a C compiler)")]
+    NoCompiler {
+        /// The command.
+        compiler: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The compiler rejected the generated code.
+    #[error("the C compiler `{compiler}` failed on the generated file {}:\n{stderr}", file.display())]
+    Failed {
+        /// The command.
+        compiler: String,
+        /// The generated C file, kept for inspection.
+        file: PathBuf,
+        /// What the compiler said.
+        stderr: String,
+    },
+    /// The cache could not be written.
+    #[error("cannot write to the kernel cache {}: {source} (set $STRATA_CACHE_DIR)", dir.display())]
+    Cache {
+        /// The cache folder.
+        dir: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The shared object could not be loaded.
+    #[error("cannot load the compiled kernel {}: {source}", path.display())]
+    Load {
+        /// The shared object.
+        path: PathBuf,
+        /// Why.
+        source: libloading::Error,
+    },
+}
+
+/// The C compiler command.
+pub fn compiler() -> String {
+    std::env::var("CC").ok().filter(|c| !c.trim().is_empty()).unwrap_or_else(|| "cc".to_string())
+}
+
+/// The kernel cache folder.
+pub fn cache_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("STRATA_CACHE_DIR") {
+        return PathBuf::from(d);
+    }
+    if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
+        return PathBuf::from(d).join("strata");
+    }
+    if let Some(h) = std::env::var_os("HOME") {
+        return PathBuf::from(h).join(".cache/strata");
+    }
+    std::env::temp_dir().join("strata-cache")
+}
+
+/// FNV-1a, 64 bits: a stable hash for cache keys.
+fn fnv1a(parts: &[&[u8]]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for p in parts {
+        for &b in *p {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        h ^= 0xff;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+fn compiler_identity(cc: &str) -> String {
+    static ID: OnceLock<String> = OnceLock::new();
+    ID.get_or_init(|| {
+        Command::new(cc)
+            .arg("--version")
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).lines().next().unwrap_or_default().to_string())
+            .unwrap_or_default()
+    })
+    .clone()
+}
+
+/// Whether the last [`build`] found its shared object in the cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheState {
+    /// Compiled now.
+    Cold,
+    /// Reused.
+    Warm,
+}
+
+/// Compiles `source` (or finds it in the cache); returns the shared object's path.
+pub fn build(source: &str) -> Result<(PathBuf, CacheState), CompileError> {
+    let cc = compiler();
+    let key = fnv1a(&[source.as_bytes(), cc.as_bytes(), compiler_identity(&cc).as_bytes(), FLAGS.join(" ").as_bytes()]);
+    let dir = cache_dir();
+    let so = dir.join(format!("k{key:016x}.so"));
+    if so.exists() {
+        return Ok((so, CacheState::Warm));
+    }
+    std::fs::create_dir_all(&dir).map_err(|source| CompileError::Cache { dir: dir.clone(), source })?;
+    let c_file = dir.join(format!("k{key:016x}.c"));
+    std::fs::write(&c_file, source).map_err(|source| CompileError::Cache { dir: dir.clone(), source })?;
+    let tmp = dir.join(format!("k{key:016x}.so.{}.tmp", std::process::id()));
+    let out = Command::new(&cc)
+        .args(FLAGS)
+        .arg("-o")
+        .arg(&tmp)
+        .arg(&c_file)
+        .arg("-lm")
+        .output()
+        .map_err(|source| CompileError::NoCompiler { compiler: cc.clone(), source })?;
+    if !out.status.success() {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(CompileError::Failed {
+            compiler: cc,
+            file: c_file,
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        });
+    }
+    std::fs::rename(&tmp, &so).map_err(|source| CompileError::Cache { dir: dir.clone(), source })?;
+    Ok((so, CacheState::Cold))
+}
+
+/// A loaded kernel library.
+pub struct Loaded {
+    // Keeps the library mapped while `entry` may be called.
+    _lib: libloading::Library,
+    entry: unsafe extern "C" fn(*mut *mut std::ffi::c_void) -> i32,
+}
+
+impl Loaded {
+    /// Loads `strata_entry` from a shared object.
+    pub fn open(path: &Path) -> Result<Loaded, CompileError> {
+        let lerr = |source| CompileError::Load { path: path.into(), source };
+        // SAFETY: the library is one this module compiled from generated C; loading runs no
+        // initializers of ours.
+        let lib = unsafe { libloading::Library::new(path) }.map_err(lerr)?;
+        // SAFETY: `strata_entry` has exactly this signature in every generated file.
+        let entry = unsafe { lib.get::<unsafe extern "C" fn(*mut *mut std::ffi::c_void) -> i32>(b"strata_entry\0") }
+            .map_err(lerr)?;
+        let entry = *entry;
+        Ok(Loaded { _lib: lib, entry })
+    }
+
+    /// Runs the kernels on `buffers` (one pointer per program buffer, in order).
+    ///
+    /// # Safety
+    /// Every pointer must point to a buffer of the element type and length its program buffer
+    /// declares, valid (and, if written, exclusively borrowed) for the call.
+    pub unsafe fn call(&self, buffers: &mut [*mut std::ffi::c_void]) -> i32 {
+        // SAFETY: guaranteed by the caller.
+        unsafe { (self.entry)(buffers.as_mut_ptr()) }
+    }
+}

@@ -1,0 +1,415 @@
+//! C code for a [`KernelProgram`]: one function per kernel, named loops over the domain, the
+//! fused expression per store, and `strata_entry(void **buffers)` running the kernels in order.
+//!
+//! Semantics match the reference interpreter bit for bit: integer arithmetic wraps (computed in
+//! unsigned types), integer division by zero and neighbor-table entries outside their source
+//! interval return an error code, float casts saturate, `maximum`/`minimum` propagate NaN, and
+//! the code is compiled without floating-point contraction (no fused multiply-add). A point
+//! whose value is absent (a skipped neighbor) stores zero; only present values are computed.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+use std::rc::Rc;
+
+use strata_ir::{BinaryOp, Scalar, UnaryOp};
+use strata_runtime::Sv;
+
+use crate::lower::{Buffer, KernelProgram};
+use crate::sym::{Coord, Load, SExpr};
+
+/// The C type of a scalar.
+pub fn c_type(s: Scalar) -> &'static str {
+    match s {
+        Scalar::Bool | Scalar::U8 => "uint8_t",
+        Scalar::I8 => "int8_t",
+        Scalar::I16 => "int16_t",
+        Scalar::I32 => "int32_t",
+        Scalar::I64 | Scalar::Index => "int64_t",
+        Scalar::U16 => "uint16_t",
+        Scalar::U32 => "uint32_t",
+        Scalar::U64 => "uint64_t",
+        Scalar::F32 => "float",
+        Scalar::F64 => "double",
+    }
+}
+
+fn unsigned_of(s: Scalar) -> &'static str {
+    match s {
+        Scalar::I8 | Scalar::U8 | Scalar::Bool => "uint8_t",
+        Scalar::I16 | Scalar::U16 => "uint16_t",
+        Scalar::I32 | Scalar::U32 => "uint32_t",
+        _ => "uint64_t",
+    }
+}
+
+const PRELUDE: &str = r#"#include <stdint.h>
+#include <math.h>
+
+/* Neighbor-table entry: -1 means "no neighbor" (the point is absent); anything else must lie in
+   [lo, hi). Returns a safe coordinate to address with. */
+static inline int64_t strata_nb(int64_t t, int64_t lo, int64_t hi, int *err) {
+  if (t == -1) return lo;
+  if (t < lo || t >= hi) { *err = 2; return lo; }
+  return t;
+}
+static inline int strata_ok(int64_t t) { return t != -1; }
+static inline double strata_fmax(double a, double b) { return (isnan(a) || isnan(b)) ? a + b : (a > b ? a : b); }
+static inline double strata_fmin(double a, double b) { return (isnan(a) || isnan(b)) ? a + b : (a < b ? a : b); }
+static inline float strata_fmaxf(float a, float b) { return (isnan(a) || isnan(b)) ? a + b : (a > b ? a : b); }
+static inline float strata_fminf(float a, float b) { return (isnan(a) || isnan(b)) ? a + b : (a < b ? a : b); }
+/* Saturating float-to-integer conversion, NaN to 0 (as Rust's `as`). */
+#define STRATA_F2I(name, T, lo, hi) static inline T name(double x) { \
+  if (isnan(x)) return 0; if (x <= (double)(lo)) return (T)(lo); if (x >= (double)(hi)) return (T)(hi); return (T)x; }
+STRATA_F2I(strata_f2i8, int8_t, INT8_MIN, INT8_MAX)
+STRATA_F2I(strata_f2i16, int16_t, INT16_MIN, INT16_MAX)
+STRATA_F2I(strata_f2i32, int32_t, INT32_MIN, INT32_MAX)
+STRATA_F2I(strata_f2u8, uint8_t, 0, UINT8_MAX)
+STRATA_F2I(strata_f2u16, uint16_t, 0, UINT16_MAX)
+STRATA_F2I(strata_f2u32, uint32_t, 0, UINT32_MAX)
+static inline int64_t strata_f2i64(double x) { if (isnan(x)) return 0; if (x <= -9223372036854775808.0) return INT64_MIN; if (x >= 9223372036854775808.0) return INT64_MAX; return (int64_t)x; }
+static inline uint64_t strata_f2u64(double x) { if (isnan(x) || x <= 0.0) return 0; if (x >= 18446744073709551616.0) return UINT64_MAX; return (uint64_t)x; }
+"#;
+
+struct Emitter<'p> {
+    program: &'p KernelProgram,
+    acc_types: HashMap<u32, Scalar>,
+}
+
+fn var(name: &str) -> String {
+    let clean: String = name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+    format!("d_{clean}")
+}
+
+fn literal(v: Sv) -> String {
+    match v {
+        Sv::Bool(b) => (b as u8).to_string(),
+        Sv::F64(x) => float_lit(x, ""),
+        Sv::F32(x) => float_lit(x as f64, "f"),
+        Sv::I64(x) | Sv::Index(x) => {
+            if x == i64::MIN {
+                "INT64_MIN".into()
+            } else {
+                format!("INT64_C({x})")
+            }
+        }
+        Sv::U64(x) => format!("UINT64_C({x})"),
+        other => format!("(({}){})", c_type(other.scalar()), other.as_i128()),
+    }
+}
+
+fn float_lit(x: f64, suffix: &str) -> String {
+    if x.is_nan() {
+        "NAN".into()
+    } else if x.is_infinite() {
+        if x > 0.0 {
+            "INFINITY".into()
+        } else {
+            "(-INFINITY)".into()
+        }
+    } else {
+        format!("{x:.17e}{suffix}")
+    }
+}
+
+impl Emitter<'_> {
+    fn buffer(&self, b: usize) -> &Buffer {
+        &self.program.buffers[b]
+    }
+
+    fn coord(&self, c: &Coord) -> String {
+        match c {
+            Coord::Var { dim, offset } => {
+                if *offset == 0 {
+                    var(dim.as_str())
+                } else {
+                    format!("({} + {offset})", var(dim.as_str()))
+                }
+            }
+            Coord::Const(k) => format!("INT64_C({k})"),
+            Coord::Table { table, source, offset } => {
+                let t = format!("strata_nb((int64_t){}, {}, {}, err)", self.load(table), source.start, source.stop);
+                if *offset == 0 {
+                    t
+                } else {
+                    format!("({t} + {offset})")
+                }
+            }
+        }
+    }
+
+    fn load(&self, l: &Load) -> String {
+        let b = self.buffer(l.buffer);
+        let shape: Vec<i64> = b.levels.iter().map(|x| x.interval.len() as i64).collect();
+        let mut stride = 1i64;
+        let mut terms = Vec::new();
+        for (k, (lv, c)) in b.levels.iter().zip(&l.coords).enumerate().rev() {
+            let _ = k;
+            let rel = if lv.interval.start == 0 {
+                self.coord(c)
+            } else {
+                format!("({} - ({}))", self.coord(c), lv.interval.start)
+            };
+            terms.push(if stride == 1 { rel } else { format!("{rel} * {stride}") });
+            stride *= shape[k];
+        }
+        terms.reverse();
+        let idx = if terms.is_empty() { "0".to_string() } else { terms.join(" + ") };
+        format!("b{}[{idx}]", l.buffer)
+    }
+
+    /// Whether the value exists (skip values propagate).
+    fn present(&self, e: &SExpr) -> String {
+        let and = |parts: Vec<String>| {
+            let p: Vec<String> = parts.into_iter().filter(|s| s != "1").collect();
+            if p.is_empty() {
+                "1".to_string()
+            } else {
+                format!("({})", p.join(" && "))
+            }
+        };
+        match e {
+            SExpr::Load(l) => and(self.load_present(l)),
+            SExpr::Const(_) | SExpr::Acc(_) | SExpr::Present(_) | SExpr::Reduce { .. } => "1".into(),
+            SExpr::Index(c) => and(self.coord_present(c)),
+            SExpr::Unary(_, a, _) | SExpr::Cast(a, _, _) => self.present(a),
+            SExpr::Binary(_, a, b, _) => and(vec![self.present(a), self.present(b)]),
+            SExpr::Select(c, t, f) => {
+                let (pc, pt, pf) = (self.present(c), self.present(t), self.present(f));
+                if pt == "1" && pf == "1" {
+                    pc
+                } else {
+                    and(vec![pc, format!("({} ? {pt} : {pf})", self.value(c))])
+                }
+            }
+        }
+    }
+
+    fn load_present(&self, l: &Load) -> Vec<String> {
+        l.coords.iter().flat_map(|c| self.coord_present(c)).collect()
+    }
+
+    fn coord_present(&self, c: &Coord) -> Vec<String> {
+        match c {
+            Coord::Table { table, .. } => {
+                let mut v = self.load_present(table);
+                v.push(format!("strata_ok((int64_t){})", self.load(table)));
+                v
+            }
+            _ => vec![],
+        }
+    }
+
+    fn value(&self, e: &SExpr) -> String {
+        match e {
+            SExpr::Load(l) => self.load(l),
+            SExpr::Const(v) => literal(*v),
+            SExpr::Index(c) => self.coord(c),
+            SExpr::Unary(op, a, s) => self.unary(*op, &self.value(a), *s),
+            SExpr::Binary(op, a, b, s) => self.binary(*op, &self.value(a), &self.value(b), *s),
+            SExpr::Select(c, t, f) => format!("({} ? {} : {})", self.value(c), self.value(t), self.value(f)),
+            SExpr::Cast(a, from, to) => cast(&self.value(a), *from, *to),
+            SExpr::Present(a) => format!("((uint8_t){})", self.present(a)),
+            SExpr::Acc(id) => format!("acc{id}"),
+            SExpr::Reduce { id, var: v, range, init, body } => {
+                let t = c_type(init.scalar());
+                let d = var(v.as_str());
+                format!(
+                    "({{ {t} acc{id} = {}; for (int64_t {d} = {}; {d} < {}; ++{d}) {{ if ({}) acc{id} = {}; }} acc{id}; }})",
+                    literal(*init),
+                    range.start,
+                    range.stop,
+                    self.present(body),
+                    self.value(body)
+                )
+            }
+        }
+    }
+
+    fn unary(&self, op: UnaryOp, a: &str, s: Scalar) -> String {
+        let f32 = s == Scalar::F32;
+        let m = |name: &str| format!("{name}{}({a})", if f32 { "f" } else { "" });
+        match op {
+            UnaryOp::Not => format!("((uint8_t)!({a}))"),
+            UnaryOp::Neg if s.is_float() => format!("(-({a}))"),
+            UnaryOp::Neg => format!("(({})(({})0 - ({})({a})))", c_type(s), unsigned_of(s), unsigned_of(s)),
+            UnaryOp::Abs if s.is_float() => m("fabs"),
+            UnaryOp::Abs if matches!(s, Scalar::U8 | Scalar::U16 | Scalar::U32 | Scalar::U64) => a.to_string(),
+            UnaryOp::Abs => {
+                format!(
+                    "({{ {t} x_ = {a}; (({t})(x_ < 0 ? ({u})0 - ({u})x_ : ({u})x_)); }})",
+                    t = c_type(s),
+                    u = unsigned_of(s)
+                )
+            }
+            UnaryOp::Sqrt => m("sqrt"),
+            UnaryOp::Exp => m("exp"),
+            UnaryOp::Log => m("log"),
+            UnaryOp::Sin => m("sin"),
+            UnaryOp::Cos => m("cos"),
+            UnaryOp::Tan => m("tan"),
+            UnaryOp::Tanh => m("tanh"),
+            UnaryOp::Floor => m("floor"),
+            UnaryOp::Ceil => m("ceil"),
+        }
+    }
+
+    fn binary(&self, op: BinaryOp, a: &str, b: &str, s: Scalar) -> String {
+        let t = c_type(s);
+        let u = unsigned_of(s);
+        let wrap = |sym: &str| format!("(({t})(({u})({a}) {sym} ({u})({b})))");
+        let cmp = |sym: &str| format!("((uint8_t)(({a}) {sym} ({b})))");
+        match op {
+            BinaryOp::Plus if s.is_float() => format!("(({a}) + ({b}))"),
+            BinaryOp::Minus if s.is_float() => format!("(({a}) - ({b}))"),
+            BinaryOp::Multiplies if s.is_float() => format!("(({a}) * ({b}))"),
+            BinaryOp::Divides if s.is_float() => format!("(({a}) / ({b}))"),
+            BinaryOp::Plus => wrap("+"),
+            BinaryOp::Minus => wrap("-"),
+            BinaryOp::Multiplies => wrap("*"),
+            BinaryOp::Divides | BinaryOp::Modulo if s.is_float() => {
+                format!("fmod{}(({a}), ({b}))", if s == Scalar::F32 { "f" } else { "" })
+            }
+            BinaryOp::Divides | BinaryOp::Modulo => {
+                let sym = if op == BinaryOp::Divides { "/" } else { "%" };
+                // Wrapping MIN / -1 and a run-time error for a zero divisor, as the interpreter.
+                format!(
+                    "({{ {t} a_ = {a}, b_ = {b}; (b_ == 0) ? (*err = 1, ({t})0) : ((b_ == ({t})-1) ? (({t})(({u})0 - ({u})a_) * ({t})({sym_is_mod})) : ({t})(a_ {sym} b_)); }})",
+                    sym_is_mod = if op == BinaryOp::Divides { "1" } else { "0" }
+                )
+            }
+            BinaryOp::Power if s.is_float() => format!("pow{}(({a}), ({b}))", if s == Scalar::F32 { "f" } else { "" }),
+            BinaryOp::Power => format!(
+                "({{ {u} r_ = 1, x_ = ({u})({a}); int64_t e_ = (int64_t)({b}); if (e_ < 0) *err = 3; for (; e_ > 0; e_ >>= 1) {{ if (e_ & 1) r_ *= x_; x_ *= x_; }} ({t})r_; }})"
+            ),
+            BinaryOp::Maximum if s.is_float() => format!("strata_fmax{}(({a}), ({b}))", if s == Scalar::F32 { "f" } else { "" }),
+            BinaryOp::Minimum if s.is_float() => format!("strata_fmin{}(({a}), ({b}))", if s == Scalar::F32 { "f" } else { "" }),
+            BinaryOp::Maximum => format!("({{ {t} a_ = {a}, b_ = {b}; a_ > b_ ? a_ : b_; }})"),
+            BinaryOp::Minimum => format!("({{ {t} a_ = {a}, b_ = {b}; a_ < b_ ? a_ : b_; }})"),
+            BinaryOp::And => format!("((uint8_t)(({a}) && ({b})))"),
+            BinaryOp::Or => format!("((uint8_t)(({a}) || ({b})))"),
+            BinaryOp::Xor => format!("((uint8_t)((({a}) != 0) != (({b}) != 0)))"),
+            BinaryOp::Eq => cmp("=="),
+            BinaryOp::Ne => cmp("!="),
+            BinaryOp::Less => cmp("<"),
+            BinaryOp::LessEqual => cmp("<="),
+            BinaryOp::Greater => cmp(">"),
+            BinaryOp::GreaterEqual => cmp(">="),
+        }
+    }
+}
+
+fn cast(a: &str, from: Scalar, to: Scalar) -> String {
+    if from == to {
+        return a.to_string();
+    }
+    if to == Scalar::Bool {
+        return format!("((uint8_t)(({a}) != 0))");
+    }
+    if from.is_float() && !to.is_float() {
+        let f = match to {
+            Scalar::I8 => "strata_f2i8",
+            Scalar::I16 => "strata_f2i16",
+            Scalar::I32 => "strata_f2i32",
+            Scalar::I64 | Scalar::Index => "strata_f2i64",
+            Scalar::U8 => "strata_f2u8",
+            Scalar::U16 => "strata_f2u16",
+            Scalar::U32 => "strata_f2u32",
+            _ => "strata_f2u64",
+        };
+        return format!("{f}((double)({a}))");
+    }
+    // Integer to integer wraps (through the unsigned type of the target width).
+    if !from.is_float() && !to.is_float() {
+        return format!("(({})({})({a}))", c_type(to), unsigned_of(to));
+    }
+    format!("(({})({a}))", c_type(to))
+}
+
+/// Collects the accumulator types of every reduction in `e`.
+fn collect_accs(e: &Rc<SExpr>, em: &mut Emitter) {
+    match &**e {
+        SExpr::Reduce { id, init, body, .. } => {
+            em.acc_types.insert(*id, init.scalar());
+            collect_accs(body, em);
+        }
+        SExpr::Unary(_, a, _) | SExpr::Cast(a, _, _) | SExpr::Present(a) => collect_accs(a, em),
+        SExpr::Binary(_, a, b, _) => {
+            collect_accs(a, em);
+            collect_accs(b, em);
+        }
+        SExpr::Select(c, t, f) => {
+            collect_accs(c, em);
+            collect_accs(t, em);
+            collect_accs(f, em);
+        }
+        _ => {}
+    }
+}
+
+/// The C translation unit for `program`.
+pub fn emit(program: &KernelProgram) -> String {
+    let mut em = Emitter { program, acc_types: HashMap::new() };
+    for k in &program.kernels {
+        for s in &k.stores {
+            collect_accs(&s.value, &mut em);
+        }
+    }
+    let mut out = String::new();
+    let _ = writeln!(out, "/* Generated by Strata from `@{}`. */", program.entry);
+    out.push_str(PRELUDE);
+    let _ = writeln!(out, "\n/* Buffers (row-major over their intervals):");
+    for (i, b) in program.buffers.iter().enumerate() {
+        let dims: Vec<String> = b.levels.iter().map(|l| format!("{}{}", l.name, l.interval)).collect();
+        let _ = writeln!(
+            out,
+            "   b{i}: %{} {} [{}]{}",
+            b.name,
+            c_type(b.scalar),
+            dims.join(", "),
+            if b.written { " (written)" } else { "" }
+        );
+    }
+    out.push_str("*/\n");
+    for (ki, k) in program.kernels.iter().enumerate() {
+        let _ = writeln!(out, "\n/* kernel {ki}: {} */", k.comment);
+        let _ = writeln!(out, "static int kernel{ki}(void **buf) {{");
+        let _ = writeln!(out, "  int e_ = 0; int *err = &e_;");
+        for (i, b) in program.buffers.iter().enumerate() {
+            let c = if b.written { "" } else { "const " };
+            let _ = writeln!(out, "  {c}{} *restrict b{i} = ({c}{} *)buf[{i}];", c_type(b.scalar), c_type(b.scalar));
+        }
+        let mut indent = String::from("  ");
+        for l in &k.domain {
+            let d = var(l.name.as_str());
+            let _ = writeln!(
+                out,
+                "{indent}for (int64_t {d} = {}; {d} < {}; ++{d}) {{  /* {}{} */",
+                l.interval.start, l.interval.stop, l.name, l.interval
+            );
+            indent.push_str("  ");
+        }
+        for s in &k.stores {
+            let b = &program.buffers[s.buffer];
+            let coords: Vec<Coord> = b.levels.iter().map(|l| Coord::Var { dim: l.name.clone(), offset: 0 }).collect();
+            let target = em.load(&Load { buffer: s.buffer, coords });
+            let p = em.present(&s.value);
+            let v = em.value(&s.value);
+            if p == "1" {
+                let _ = writeln!(out, "{indent}{target} = {v};");
+            } else {
+                let _ = writeln!(out, "{indent}{target} = {p} ? {v} : ({})0;", c_type(b.scalar));
+            }
+        }
+        for _ in &k.domain {
+            indent.truncate(indent.len() - 2);
+            let _ = writeln!(out, "{indent}}}");
+        }
+        let _ = writeln!(out, "  return e_;\n}}");
+    }
+    let _ = writeln!(out, "\nint strata_entry(void **buf) {{\n  int e;");
+    for ki in 0..program.kernels.len() {
+        let _ = writeln!(out, "  if ((e = kernel{ki}(buf))) return e;");
+    }
+    let _ = writeln!(out, "  return 0;\n}}");
+    out
+}

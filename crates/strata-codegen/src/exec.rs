@@ -1,0 +1,109 @@
+//! Running a compiled [`KernelProgram`] on runtime values.
+
+use strata_runtime::{Column, Data, Elem, ElemType, Tensor, ValueType};
+
+use crate::compile::Loaded;
+use crate::lower::KernelProgram;
+
+/// Why a native run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    /// Integer division or modulo by zero.
+    #[error("integer division by zero")]
+    DivisionByZero,
+    /// A neighbor-table entry outside its source interval.
+    #[error("a neighbor table entry is outside its source interval")]
+    TableOutOfInterval,
+    /// A negative integer exponent.
+    #[error("negative integer exponent in `power`")]
+    NegativeExponent,
+    /// Any other code.
+    #[error("native kernel failed with code {0}")]
+    Other(i32),
+}
+
+fn column<'a>(d: &'a Data, path: &[usize]) -> &'a Column {
+    match (d, path.split_first()) {
+        (Data::Scalars(c), None) => c,
+        (Data::Tuple(fs), Some((i, rest))) => column(&fs[*i], rest),
+        _ => panic!("buffer path matches the value's type"),
+    }
+}
+
+fn column_ptr(c: &mut Column) -> *mut std::ffi::c_void {
+    match c {
+        Column::Bool(v) => v.as_mut_ptr().cast(),
+        Column::I8(v) => v.as_mut_ptr().cast(),
+        Column::I16(v) => v.as_mut_ptr().cast(),
+        Column::I32(v) => v.as_mut_ptr().cast(),
+        Column::I64(v) | Column::Index(v) => v.as_mut_ptr().cast(),
+        Column::U8(v) => v.as_mut_ptr().cast(),
+        Column::U16(v) => v.as_mut_ptr().cast(),
+        Column::U32(v) => v.as_mut_ptr().cast(),
+        Column::U64(v) => v.as_mut_ptr().cast(),
+        Column::F32(v) => v.as_mut_ptr().cast(),
+        Column::F64(v) => v.as_mut_ptr().cast(),
+    }
+}
+
+/// Rebuilds a value of type `ty` from its leaf columns (in field order).
+fn data_of(t: &ElemType, cols: &mut impl Iterator<Item = Column>) -> Data {
+    match t {
+        ElemType::Tuple(fs) => Data::Tuple(fs.iter().map(|f| data_of(f, cols)).collect()),
+        _ => Data::Scalars(cols.next().expect("one column per leaf")),
+    }
+}
+
+/// Runs `program` with `args` (one per entry parameter); returns the written values: the
+/// function result as `result`, or each `out` parameter by name, with `result_ty` / the
+/// parameter types giving their shapes.
+pub fn run(
+    program: &KernelProgram,
+    lib: &Loaded,
+    args: &[Tensor],
+    names: &[String],
+    result_ty: Option<&ValueType>,
+) -> Result<Vec<(String, Tensor)>, ExecError> {
+    // Every buffer gets its own column: copies of the inputs (so nothing the caller holds is
+    // written), zeros for results.
+    let mut cols: Vec<Column> = program
+        .buffers
+        .iter()
+        .map(|b| match b.param {
+            Some(p) => column(&args[p].data, &b.field).clone(),
+            None => Column::zeros(b.scalar, b.levels.iter().map(|l| l.interval.len() as usize).product()),
+        })
+        .collect();
+    let mut ptrs: Vec<*mut std::ffi::c_void> = cols.iter_mut().map(column_ptr).collect();
+    // SAFETY: each pointer addresses a column of the buffer's type and length (built above from
+    // values of the verified types), alive and exclusively ours for the call.
+    let code = unsafe { lib.call(&mut ptrs) };
+    match code {
+        0 => {}
+        1 => return Err(ExecError::DivisionByZero),
+        2 => return Err(ExecError::TableOutOfInterval),
+        3 => return Err(ExecError::NegativeExponent),
+        c => return Err(ExecError::Other(c)),
+    }
+    let mut results = Vec::new();
+    let mut by_param: Vec<(Option<usize>, Vec<Column>)> = Vec::new();
+    for (b, c) in program.buffers.iter().zip(cols) {
+        if !b.written {
+            continue;
+        }
+        match by_param.iter_mut().find(|(p, _)| *p == b.param) {
+            Some((_, v)) => v.push(c),
+            None => by_param.push((b.param, vec![c])),
+        }
+    }
+    for (p, leaf_cols) in by_param {
+        let (name, ty) = match p {
+            Some(i) => (names[i].clone(), args[i].ty.clone()),
+            None => ("result".to_string(), result_ty.expect("a function's result type").clone()),
+        };
+        let data = data_of(&ty.element, &mut leaf_cols.into_iter());
+        results.push((name, Tensor { ty, data, present: None }));
+    }
+    let _ = Elem::Scalar;
+    Ok(results)
+}

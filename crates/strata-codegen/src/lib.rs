@@ -1,0 +1,23 @@
+//! Strata's native backend.
+//!
+//! Pipeline, each stage printable (`strata lower --to loops|c`):
+//! 1. [`lower`]: a verified entry → fused loop kernels ([`lower::KernelProgram`]): one loop nest
+//!    per output over its domain, every elementwise op, shift, call and neighbor reduction
+//!    inlined into one scalar expression ([`sym`]);
+//! 2. [`emit_c`]: kernels → one C translation unit;
+//! 3. [`compile`]: C → shared object with the system C compiler, cached on disk;
+//! 4. [`exec`]: running it on runtime values.
+//!
+//! Coverage today: elementwise builtins, constants, tuples, calls, cartesian and unstructured
+//! shifts, `can_deref`, neighbor `reduce`, `subset`, `add_dim`, `pos`, on dense tensors.
+//! Everything else is reported as not compiled yet (the interpreter runs it).
+
+#![deny(missing_docs)]
+
+pub mod compile;
+pub mod emit_c;
+pub mod exec;
+pub mod lower;
+pub mod sym;
+
+pub use lower::{lower, KernelProgram, LowerError};

@@ -1,0 +1,426 @@
+//! Lowering a verified entry into fused loop kernels ([`KernelProgram`]).
+//!
+//! Each output — a function's result, or each assignment of a program — becomes one loop nest
+//! over its domain whose body is the fully inlined scalar expression of the value (see
+//! [`crate::sym`]). Calls are inlined, shifts become coordinate arithmetic, neighbor
+//! reductions become inner loops with the skip test; no intermediate tensor is materialized.
+//! Operations this backend does not compile yet are reported by name, never approximated.
+
+use std::rc::Rc;
+
+use strata_entity::Handle;
+use strata_ir::{
+    DimName, Expr, ExprKind, Function, FunctionKind, Level, Literal, Module, Op, ParamMode, Scalar, Statement, Type,
+    TypeArena, Value,
+};
+use strata_runtime::Sv;
+
+use crate::sym::{shift, substitute, Coord, Load, SExpr, Sym};
+
+/// One scalar buffer: a parameter (or one tuple field of it), or a function result.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Buffer {
+    /// `name` or `name.f0` for tuple fields.
+    pub name: String,
+    /// Element type.
+    pub scalar: Scalar,
+    /// Levels (names and intervals), outermost first.
+    pub levels: Vec<Level>,
+    /// Which parameter (`None` for a function's result).
+    pub param: Option<usize>,
+    /// Tuple field path within the parameter or result.
+    pub field: Vec<usize>,
+    /// Whether kernels write it.
+    pub written: bool,
+}
+
+/// A write of one scalar expression per point of a kernel's domain.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Store {
+    /// The buffer written.
+    pub buffer: usize,
+    /// The value; absent points store zero.
+    pub value: Rc<SExpr>,
+}
+
+/// One fused loop nest.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Kernel {
+    /// What it computes, for the generated code's comments.
+    pub comment: String,
+    /// The loop dimensions, outermost first.
+    pub domain: Vec<Level>,
+    /// The stores at each point.
+    pub stores: Vec<Store>,
+}
+
+/// A lowered entry: buffers and kernels run in order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KernelProgram {
+    /// The entry's name.
+    pub entry: String,
+    /// Every buffer: parameters' fields first, then results.
+    pub buffers: Vec<Buffer>,
+    /// The loop nests.
+    pub kernels: Vec<Kernel>,
+}
+
+/// Why an entry cannot be compiled.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LowerError {
+    /// An operation the native backend does not compile yet.
+    #[error("the native backend does not compile `{op}` yet (in `@{func}`); run with `--backend interp`")]
+    Unsupported {
+        /// The op.
+        op: String,
+        /// Where.
+        func: String,
+    },
+    /// A type the native backend does not handle yet.
+    #[error("the native backend does not handle {what} yet (in `@{func}`); run with `--backend interp`")]
+    UnsupportedType {
+        /// What.
+        what: String,
+        /// Where.
+        func: String,
+    },
+}
+
+struct Lowerer<'m> {
+    module: &'m Module,
+    types: &'m TypeArena,
+    buffers: Vec<Buffer>,
+    next_acc: u32,
+}
+
+/// The scalar leaves of an element type with their field paths.
+fn leaves(
+    types: &TypeArena,
+    ty: Handle<Type>,
+    path: Vec<usize>,
+    out: &mut Vec<(Vec<usize>, Scalar)>,
+) -> Result<(), String> {
+    match &types[ty] {
+        Type::Scalar(s) => out.push((path, *s)),
+        Type::Tuple(fs) => {
+            for (i, f) in fs.iter().enumerate() {
+                let mut p = path.clone();
+                p.push(i);
+                leaves(types, *f, p, out)?;
+            }
+        }
+        Type::Tensor(_) => return Err("tensors of tensors".into()),
+        Type::Function { .. } => return Err("function values".into()),
+    }
+    Ok(())
+}
+
+fn split(types: &TypeArena, ty: Handle<Type>) -> (Vec<Level>, Handle<Type>) {
+    match &types[ty] {
+        Type::Tensor(t) => (t.levels.clone(), t.element),
+        _ => (Vec::new(), ty),
+    }
+}
+
+/// Builds a [`Sym`] of the tuple shape of `ty` from leaf expressions in order.
+fn assemble(types: &TypeArena, ty: Handle<Type>, leaves: &mut impl Iterator<Item = Rc<SExpr>>) -> Sym {
+    match &types[ty] {
+        Type::Tuple(fs) => Sym::Tuple(fs.iter().map(|f| assemble(types, *f, leaves)).collect()),
+        _ => Sym::Scalar(leaves.next().expect("one leaf per scalar")),
+    }
+}
+
+impl<'m> Lowerer<'m> {
+    fn unsupported_type(&self, what: impl Into<String>, func: &Function) -> LowerError {
+        LowerError::UnsupportedType { what: what.into(), func: func.name.clone() }
+    }
+
+    /// Buffers for a value of type `ty` (one per scalar leaf), and the symbolic value reading them.
+    fn bind(
+        &mut self,
+        name: &str,
+        ty: Handle<Type>,
+        param: Option<usize>,
+        written: bool,
+        func: &Function,
+    ) -> Result<(Sym, Vec<usize>), LowerError> {
+        let (levels, element) = split(self.types, ty);
+        if levels.iter().any(|l| !l.format.is_dense_like()) {
+            return Err(self.unsupported_type(format!("the sparse or ragged value `%{name}`"), func));
+        }
+        let mut ls = Vec::new();
+        leaves(self.types, element, Vec::new(), &mut ls).map_err(|w| self.unsupported_type(w, func))?;
+        let mut ids = Vec::new();
+        let mut exprs = Vec::new();
+        for (path, scalar) in ls {
+            let suffix: String = path.iter().map(|i| format!(".f{i}")).collect();
+            let id = self.buffers.len();
+            self.buffers.push(Buffer {
+                name: format!("{name}{suffix}"),
+                scalar,
+                levels: levels.clone(),
+                param,
+                field: path,
+                written,
+            });
+            ids.push(id);
+            let coords = levels.iter().map(|l| Coord::Var { dim: l.name.clone(), offset: 0 }).collect();
+            exprs.push(Rc::new(SExpr::Load(Rc::new(Load { buffer: id, coords }))));
+        }
+        Ok((assemble(self.types, element, &mut exprs.into_iter()), ids))
+    }
+
+    fn ty_of(&self, e: &Expr) -> Handle<Type> {
+        e.ty
+    }
+
+    fn element_scalar(&self, ty: Handle<Type>) -> Scalar {
+        strata_ir::element_scalar(self.types, ty).unwrap_or(Scalar::Bool)
+    }
+
+    /// Inlines `func` applied to `args`.
+    fn inline(&mut self, fh: Handle<Function>, args: Vec<Sym>) -> Result<Sym, LowerError> {
+        let func = &self.module.functions[fh];
+        let mut env: Vec<Option<Sym>> = vec![None; func.exprs.len()];
+        for (&p, a) in func.params.iter().zip(args) {
+            env[p.index()] = Some(a);
+        }
+        for (_, stmt) in func.body.iter() {
+            match stmt {
+                Statement::Let(v) => {
+                    let s = self.op(func, &env, *v)?;
+                    env[v.index()] = Some(s);
+                }
+                Statement::Return(v) => return Ok(env[v.index()].clone().expect("defined")),
+                Statement::Assign { .. } => {
+                    return Err(LowerError::Unsupported { op: "assignment".into(), func: func.name.clone() })
+                }
+            }
+        }
+        Err(LowerError::Unsupported { op: "a function without return".into(), func: func.name.clone() })
+    }
+
+    fn literal_sym(&self, lit: &Literal, ty: Handle<Type>, func: &Function) -> Result<Sym, LowerError> {
+        let (_, element) = split(self.types, ty);
+        Ok(match (&self.types[element], lit) {
+            (Type::Tuple(fs), Literal::Tuple(items)) => {
+                Sym::Tuple(fs.iter().zip(items).map(|(f, l)| self.literal_sym(l, *f, func)).collect::<Result<_, _>>()?)
+            }
+            (Type::Scalar(s), l) => Sym::Scalar(Rc::new(SExpr::Const(Sv::from_literal(l, *s).unwrap_or(Sv::zero(*s))))),
+            _ => return Err(self.unsupported_type("this constant", func)),
+        })
+    }
+
+    fn op(&mut self, func: &Function, env: &[Option<Sym>], v: Value) -> Result<Sym, LowerError> {
+        let e = &func.exprs[v];
+        let ExprKind::Op(op) = &e.kind else { unreachable!("lets define ops") };
+        let arg = |x: &Value| env[x.index()].clone().expect("defined before use");
+        let scalar_of = |x: &Value| self.element_scalar(func.exprs[*x].ty);
+        let unsupported = || LowerError::Unsupported { op: op.name().to_string(), func: func.name.clone() };
+        Ok(match op {
+            Op::Constant { value } => self.literal_sym(value, self.ty_of(e), func)?,
+            Op::Unary { op: u, arg: a } => Sym::Scalar(Rc::new(SExpr::Unary(*u, arg(a).scalar(), scalar_of(a)))),
+            Op::Binary { op: b, lhs, rhs } => {
+                Sym::Scalar(Rc::new(SExpr::Binary(*b, arg(lhs).scalar(), arg(rhs).scalar(), scalar_of(lhs))))
+            }
+            Op::Select { cond, on_true, on_false } => {
+                let (c, t, f) = (arg(cond).scalar(), arg(on_true), arg(on_false));
+                let (tl, fl) = (t.leaves(), f.leaves());
+                let mut sel = tl.iter().zip(&fl).map(|(a, b)| Rc::new(SExpr::Select(c.clone(), a.clone(), b.clone())));
+                assemble(self.types, split(self.types, e.ty).1, &mut sel)
+            }
+            Op::Cast { arg: a, to } => Sym::Scalar(Rc::new(SExpr::Cast(arg(a).scalar(), scalar_of(a), *to))),
+            Op::MakeTuple { fields } => Sym::Tuple(fields.iter().map(arg).collect()),
+            Op::TupleGet { tuple, index } => match arg(tuple) {
+                Sym::Tuple(fs) => fs[*index as usize].clone(),
+                Sym::Scalar(_) => return Err(unsupported()),
+            },
+            Op::Call { func: f, args } => {
+                let args = args.iter().map(arg).collect();
+                self.inline(*f, args)?
+            }
+            Op::CartesianShift { arg: a, dim, offset } => arg(a).map(&mut |x| shift(x, dim, *offset)),
+            Op::ShiftInit { arg: a, table } | Op::UnstructuredShift { arg: a, table, .. } => {
+                let neighbor = match op {
+                    Op::UnstructuredShift { neighbor, .. } => Coord::Const(*neighbor),
+                    _ => {
+                        let (levels, _) = split(self.types, e.ty);
+                        let k = levels.iter().filter_map(|l| l.name.neighbor_counter_index()).max().expect("verified");
+                        Coord::Var { dim: DimName::neighbor_counter(k), offset: 0 }
+                    }
+                };
+                let Sym::Scalar(t) = arg(table) else { return Err(unsupported()) };
+                let SExpr::Load(tl) = &*t else {
+                    return Err(LowerError::Unsupported {
+                        op: format!("{} through a computed neighbor table", op.name()),
+                        func: func.name.clone(),
+                    });
+                };
+                let table_levels = &self.buffers[tl.buffer].levels;
+                let tag = table_levels.iter().find(|l| l.name.table_source().is_some()).expect("verified table");
+                let src = tag.name.table_source().expect("tag");
+                let coords: Vec<Coord> = table_levels
+                    .iter()
+                    .zip(&tl.coords)
+                    .map(|(l, c)| if l.name == tag.name { neighbor.clone() } else { c.clone() })
+                    .collect();
+                let load = Rc::new(Load { buffer: tl.buffer, coords });
+                let (x_levels, _) = split(self.types, func.exprs[*a].ty);
+                let source = x_levels.iter().find(|l| l.name == src).expect("verified source").interval;
+                let with = Coord::Table { table: load, source, offset: 0 };
+                arg(a).map(&mut |x| substitute(x, &src, &with))
+            }
+            Op::ShiftApply { arg: a, neighbor } => {
+                let (levels, _) = split(self.types, func.exprs[*a].ty);
+                let k = levels.iter().filter_map(|l| l.name.neighbor_counter_index()).max().expect("verified");
+                arg(a).map(&mut |x| substitute(x, &DimName::neighbor_counter(k), &Coord::Const(*neighbor)))
+            }
+            Op::CanDeref { arg: a } => Sym::Scalar(Rc::new(SExpr::Present(arg(a).leaves()[0].clone()))),
+            Op::Reduce { func: f, args, init } => {
+                let k = args
+                    .iter()
+                    .filter_map(|x| {
+                        split(self.types, func.exprs[*x].ty)
+                            .0
+                            .iter()
+                            .filter_map(|l| l.name.neighbor_counter_index())
+                            .max()
+                    })
+                    .max()
+                    .expect("verified");
+                let var = DimName::neighbor_counter(k);
+                let range = args
+                    .iter()
+                    .find_map(|x| split(self.types, func.exprs[*x].ty).0.into_iter().find(|l| l.name == var))
+                    .expect("verified")
+                    .interval;
+                let scalar = self.element_scalar(e.ty);
+                let Some(init) = Sv::from_literal(init, scalar) else {
+                    return Err(self.unsupported_type("a reduction over tuples", func));
+                };
+                let id = self.next_acc;
+                self.next_acc += 1;
+                let mut call_args = vec![Sym::Scalar(Rc::new(SExpr::Acc(id)))];
+                call_args.extend(args.iter().map(arg));
+                let body = self.inline(*f, call_args)?.scalar();
+                Sym::Scalar(Rc::new(SExpr::Reduce { id, var, range, init, body }))
+            }
+            Op::Subset { arg: a, .. } | Op::AddDim { arg: a, .. } => arg(a),
+            Op::Pos { dim, .. } => Sym::Scalar(Rc::new(SExpr::Index(Coord::Var { dim: dim.clone(), offset: 0 }))),
+            _ => return Err(unsupported()),
+        })
+    }
+}
+
+/// Lowers `entry` of a verified module (`types` from verification) into kernels.
+pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Result<KernelProgram, LowerError> {
+    let func = &module.functions[entry];
+    let mut l = Lowerer { module, types, buffers: Vec::new(), next_acc: 0 };
+    let mut env: Vec<Option<Sym>> = vec![None; func.exprs.len()];
+    let mut param_buffers: Vec<Vec<usize>> = Vec::new();
+    for (i, &p) in func.params.iter().enumerate() {
+        let e = &func.exprs[p];
+        let out = e.kind == ExprKind::Param(ParamMode::Out);
+        let (sym, ids) = l.bind(&e.name, e.ty, Some(i), out, func)?;
+        env[p.index()] = Some(sym);
+        param_buffers.push(ids);
+    }
+    let mut kernels = Vec::new();
+    for (_, stmt) in func.body.iter() {
+        match stmt {
+            Statement::Let(v) => {
+                let s = l.op(func, &env, *v)?;
+                env[v.index()] = Some(s);
+            }
+            Statement::Assign { target, domain, value } => {
+                let p = func.params.iter().position(|x| x == target).expect("verified out parameter");
+                let mut dom = l.buffers[param_buffers[p][0]].levels.clone();
+                for (name, iv) in domain.iter().flatten() {
+                    if let Some(lv) = dom.iter_mut().find(|lv| &lv.name == name) {
+                        lv.interval = *iv;
+                    }
+                }
+                let leaves = env[value.index()].clone().expect("defined").leaves();
+                for (&b, value) in param_buffers[p].iter().zip(&leaves) {
+                    if reads(value, b) {
+                        return Err(LowerError::Unsupported {
+                            op: format!(
+                                "an assignment to `%{}` that reads `%{}` itself",
+                                func.exprs[*target].name, func.exprs[*target].name
+                            ),
+                            func: func.name.clone(),
+                        });
+                    }
+                }
+                let stores =
+                    param_buffers[p].iter().zip(leaves).map(|(&buffer, value)| Store { buffer, value }).collect();
+                kernels.push(Kernel {
+                    comment: format!("%{} <- %{}", func.exprs[*target].name, func.exprs[*value].name),
+                    domain: dom,
+                    stores,
+                });
+            }
+            Statement::Return(v) => {
+                let rty = func.result.expect("func");
+                let (sym_levels, _) = split(types, rty);
+                let (_, ids) = l.bind("result", rty, None, true, func)?;
+                let leaves = env[v.index()].clone().expect("defined").leaves();
+                let stores = ids.iter().zip(leaves).map(|(&buffer, value)| Store { buffer, value }).collect();
+                kernels.push(Kernel {
+                    comment: format!("return %{}", func.exprs[*v].name),
+                    domain: sym_levels,
+                    stores,
+                });
+            }
+        }
+    }
+    if func.kind == FunctionKind::Func && kernels.is_empty() {
+        return Err(LowerError::Unsupported { op: "a function without return".into(), func: func.name.clone() });
+    }
+    Ok(KernelProgram { entry: func.name.clone(), buffers: l.buffers, kernels })
+}
+
+/// Whether `e` reads buffer `b` (directly or through a table).
+fn reads(e: &Rc<SExpr>, b: usize) -> bool {
+    fn load_reads(l: &Load, b: usize) -> bool {
+        l.buffer == b || l.coords.iter().any(|c| matches!(c, Coord::Table { table, .. } if load_reads(table, b)))
+    }
+    match &**e {
+        SExpr::Load(l) => load_reads(l, b),
+        SExpr::Const(_) | SExpr::Acc(_) => false,
+        SExpr::Index(c) => matches!(c, Coord::Table { table, .. } if load_reads(table, b)),
+        SExpr::Unary(_, a, _) | SExpr::Cast(a, _, _) | SExpr::Present(a) => reads(a, b),
+        SExpr::Binary(_, a, c, _) => reads(a, b) || reads(c, b),
+        SExpr::Select(c, t, f) => reads(c, b) || reads(t, b) || reads(f, b),
+        SExpr::Reduce { body, .. } => reads(body, b),
+    }
+}
+
+/// The loop-level form, as `strata lower --to loops` prints it.
+impl std::fmt::Display for KernelProgram {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "// loop kernels of @{}", self.entry)?;
+        for (i, b) in self.buffers.iter().enumerate() {
+            let dims: Vec<String> = b.levels.iter().map(|l| format!("{}{}", l.name, l.interval)).collect();
+            writeln!(
+                f,
+                "buffer b{i} %{}: {} [{}]{}",
+                b.name,
+                b.scalar,
+                dims.join(", "),
+                if b.written { " written" } else { "" }
+            )?;
+        }
+        for (k, kernel) in self.kernels.iter().enumerate() {
+            writeln!(f, "kernel {k}: {}", kernel.comment)?;
+            let loops: Vec<String> = kernel.domain.iter().map(|l| format!("{} in {}", l.name, l.interval)).collect();
+            writeln!(f, "  for {}:", loops.join(", "))?;
+            for s in &kernel.stores {
+                let b = &self.buffers[s.buffer];
+                let idx: Vec<String> = b.levels.iter().map(|l| l.name.to_string()).collect();
+                writeln!(f, "    b{}[{}] = {}", s.buffer, idx.join(", "), crate::sym::show(&s.value))?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,210 @@
+//! Symbolic values: what an SSA value computes at one point of a kernel's iteration space.
+//!
+//! Fusion works by *substitution*: every value is an expression over the kernel's loop
+//! variables (one per named dimension). A cartesian shift rewrites coordinates `D` into
+//! `D + o`; an unstructured shift rewrites the source coordinate into a neighbor-table load; a
+//! call inlines the callee; a reduction becomes an inner loop over its neighbor dimension. No
+//! intermediate buffer is ever written: each output is one loop nest over its domain.
+
+use std::rc::Rc;
+
+use strata_ir::{BinaryOp, DimName, Interval, Scalar, UnaryOp};
+use strata_runtime::Sv;
+
+/// A coordinate along one dimension of a buffer, in terms of loop variables.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Coord {
+    /// Loop variable `dim`, plus a constant.
+    Var {
+        /// The loop variable (a dimension name).
+        dim: DimName,
+        /// Added constant.
+        offset: i64,
+    },
+    /// A constant coordinate.
+    Const(i64),
+    /// A neighbor-table entry plus a constant; the skip value `-1` makes the point absent.
+    Table {
+        /// The table read.
+        table: Rc<Load>,
+        /// The source interval the entry must fall in.
+        source: Interval,
+        /// Added constant.
+        offset: i64,
+    },
+}
+
+/// A read of one scalar from a buffer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Load {
+    /// Index into the kernel program's buffers.
+    pub buffer: usize,
+    /// One coordinate per buffer level, in level order.
+    pub coords: Vec<Coord>,
+}
+
+/// A scalar expression at one iteration point.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SExpr {
+    /// A buffer element.
+    Load(Rc<Load>),
+    /// A constant.
+    Const(Sv),
+    /// The value of a loop variable (`pos`).
+    Index(Coord),
+    /// A unary builtin on a value of type `Scalar`.
+    Unary(UnaryOp, Rc<SExpr>, Scalar),
+    /// A binary builtin on operands of type `Scalar`.
+    Binary(BinaryOp, Rc<SExpr>, Rc<SExpr>, Scalar),
+    /// `c ? t : f`.
+    Select(Rc<SExpr>, Rc<SExpr>, Rc<SExpr>),
+    /// A conversion.
+    Cast(Rc<SExpr>, Scalar, Scalar),
+    /// Whether a value exists (`can_deref`).
+    Present(Rc<SExpr>),
+    /// The accumulator of the innermost enclosing reduction.
+    Acc(u32),
+    /// `acc = init; for var in range: if present(body) acc = body; acc`.
+    Reduce {
+        /// Identifies the accumulator inside `body`.
+        id: u32,
+        /// The neighbor loop variable.
+        var: DimName,
+        /// Its range.
+        range: Interval,
+        /// Initial value.
+        init: Sv,
+        /// The next accumulator.
+        body: Rc<SExpr>,
+    },
+}
+
+/// A value: a scalar expression, or a tuple of values.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Sym {
+    /// A scalar.
+    Scalar(Rc<SExpr>),
+    /// A tuple.
+    Tuple(Vec<Sym>),
+}
+
+impl Sym {
+    /// The scalar expression (tuples have been projected by the verifier's types).
+    pub fn scalar(&self) -> Rc<SExpr> {
+        match self {
+            Sym::Scalar(e) => e.clone(),
+            Sym::Tuple(_) => panic!("tuple used as a scalar"),
+        }
+    }
+
+    /// Applies `f` to every scalar leaf.
+    pub fn map(&self, f: &mut impl FnMut(&Rc<SExpr>) -> Rc<SExpr>) -> Sym {
+        match self {
+            Sym::Scalar(e) => Sym::Scalar(f(e)),
+            Sym::Tuple(fs) => Sym::Tuple(fs.iter().map(|x| x.map(f)).collect()),
+        }
+    }
+
+    /// The scalar leaves in order.
+    pub fn leaves(&self) -> Vec<Rc<SExpr>> {
+        match self {
+            Sym::Scalar(e) => vec![e.clone()],
+            Sym::Tuple(fs) => fs.iter().flat_map(|x| x.leaves()).collect(),
+        }
+    }
+}
+
+/// Rewrites every coordinate of `e` with `f` (which returns `None` to keep a coordinate).
+pub fn rewrite(e: &Rc<SExpr>, f: &dyn Fn(&Coord) -> Option<Coord>) -> Rc<SExpr> {
+    let re = |x: &Rc<SExpr>| rewrite(x, f);
+    Rc::new(match &**e {
+        SExpr::Load(l) => SExpr::Load(rewrite_load(l, f)),
+        SExpr::Const(c) => SExpr::Const(*c),
+        SExpr::Index(c) => SExpr::Index(rewrite_coord(c, f)),
+        SExpr::Unary(op, a, s) => SExpr::Unary(*op, re(a), *s),
+        SExpr::Binary(op, a, b, s) => SExpr::Binary(*op, re(a), re(b), *s),
+        SExpr::Select(c, t, e2) => SExpr::Select(re(c), re(t), re(e2)),
+        SExpr::Cast(a, from, to) => SExpr::Cast(re(a), *from, *to),
+        SExpr::Present(a) => SExpr::Present(re(a)),
+        SExpr::Acc(id) => SExpr::Acc(*id),
+        SExpr::Reduce { id, var, range, init, body } => {
+            SExpr::Reduce { id: *id, var: var.clone(), range: *range, init: *init, body: re(body) }
+        }
+    })
+}
+
+fn rewrite_load(l: &Rc<Load>, f: &dyn Fn(&Coord) -> Option<Coord>) -> Rc<Load> {
+    Rc::new(Load { buffer: l.buffer, coords: l.coords.iter().map(|c| rewrite_coord(c, f)).collect() })
+}
+
+fn rewrite_coord(c: &Coord, f: &dyn Fn(&Coord) -> Option<Coord>) -> Coord {
+    let inner = match c {
+        Coord::Table { table, source, offset } => {
+            Coord::Table { table: rewrite_load(table, f), source: *source, offset: *offset }
+        }
+        other => other.clone(),
+    };
+    f(&inner).unwrap_or(inner)
+}
+
+/// `shift(dim, o)`: every coordinate `dim + k` becomes `dim + k + o`.
+pub fn shift(e: &Rc<SExpr>, dim: &DimName, o: i64) -> Rc<SExpr> {
+    rewrite(e, &|c| match c {
+        Coord::Var { dim: d, offset } if d == dim => Some(Coord::Var { dim: d.clone(), offset: offset + o }),
+        _ => None,
+    })
+}
+
+/// Replaces loop variable `dim` by `with` (plus the variable's offset).
+pub fn substitute(e: &Rc<SExpr>, dim: &DimName, with: &Coord) -> Rc<SExpr> {
+    rewrite(e, &|c| match c {
+        Coord::Var { dim: d, offset } if d == dim => Some(match with {
+            Coord::Var { dim: w, offset: o } => Coord::Var { dim: w.clone(), offset: o + offset },
+            Coord::Const(k) => Coord::Const(k + offset),
+            Coord::Table { table, source, offset: o } => {
+                Coord::Table { table: table.clone(), source: *source, offset: o + offset }
+            }
+        }),
+        _ => None,
+    })
+}
+
+fn show_coord(c: &Coord) -> String {
+    match c {
+        Coord::Var { dim, offset: 0 } => dim.to_string(),
+        Coord::Var { dim, offset } if *offset > 0 => format!("{dim}+{offset}"),
+        Coord::Var { dim, offset } => format!("{dim}{offset}"),
+        Coord::Const(k) => k.to_string(),
+        Coord::Table { table, offset, .. } => {
+            let t = show_load(table);
+            if *offset == 0 {
+                t
+            } else {
+                format!("{t}+{offset}")
+            }
+        }
+    }
+}
+
+fn show_load(l: &Load) -> String {
+    let cs: Vec<String> = l.coords.iter().map(show_coord).collect();
+    format!("b{}[{}]", l.buffer, cs.join(", "))
+}
+
+/// A readable one-line form of an expression (for `strata lower --to loops`).
+pub fn show(e: &SExpr) -> String {
+    match e {
+        SExpr::Load(l) => show_load(l),
+        SExpr::Const(v) => v.to_string(),
+        SExpr::Index(c) => show_coord(c),
+        SExpr::Unary(op, a, _) => format!("{}({})", op.keyword(), show(a)),
+        SExpr::Binary(op, a, b, _) => format!("{}({}, {})", op.keyword(), show(a), show(b)),
+        SExpr::Select(c, t, f) => format!("select({}, {}, {})", show(c), show(t), show(f)),
+        SExpr::Cast(a, _, to) => format!("cast({}, {to})", show(a)),
+        SExpr::Present(a) => format!("can_deref({})", show(a)),
+        SExpr::Acc(id) => format!("acc{id}"),
+        SExpr::Reduce { id, var, range, init, body } => {
+            format!("reduce(acc{id} = {init}; {var} in {range}; {})", show(body))
+        }
+    }
+}
