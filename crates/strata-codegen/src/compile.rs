@@ -148,12 +148,18 @@ pub struct Loaded {
 impl Loaded {
     /// Loads `strata_entry` from a shared object.
     pub fn open(path: &Path) -> Result<Loaded, CompileError> {
+        Loaded::open_symbol(path, "strata_entry")
+    }
+
+    /// Loads the entry exported as `symbol` (see [`crate::emit_c::emit_many`]).
+    pub fn open_symbol(path: &Path, symbol: &str) -> Result<Loaded, CompileError> {
         let lerr = |source| CompileError::Load { path: path.into(), source };
         // SAFETY: the library is one this module compiled from generated C; loading runs no
         // initializers of ours.
         let lib = unsafe { libloading::Library::new(path) }.map_err(lerr)?;
         // SAFETY: `strata_entry` has exactly this signature in every generated file.
-        let entry = unsafe { lib.get::<unsafe extern "C" fn(*mut *mut std::ffi::c_void) -> i32>(b"strata_entry\0") }
+        let name = format!("{symbol}\0");
+        let entry = unsafe { lib.get::<unsafe extern "C" fn(*mut *mut std::ffi::c_void) -> i32>(name.as_bytes()) }
             .map_err(lerr)?;
         let entry = *entry;
         Ok(Loaded { _lib: lib, entry })
