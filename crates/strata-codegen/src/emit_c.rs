@@ -75,9 +75,14 @@ struct Emitter<'p> {
     acc_types: HashMap<u32, Scalar>,
 }
 
+/// The C loop variable of a dimension (`d_I`), or of a fresh variable (`f_…`, never clashing).
 fn var(name: &str) -> String {
-    let clean: String = name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
-    format!("d_{clean}")
+    let clean =
+        |s: &str| s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect::<String>();
+    match name.strip_prefix('$') {
+        Some(rest) => format!("f_{}", clean(rest)),
+        None => format!("d_{}", clean(name)),
+    }
 }
 
 fn literal(v: Sv) -> String {
@@ -217,17 +222,20 @@ impl Emitter<'_> {
             SExpr::Cast(a, from, to) => cast(&self.value(a), *from, *to),
             SExpr::Present(a) => format!("((uint8_t){})", self.present(a)),
             SExpr::Acc(id) => format!("acc{id}"),
-            SExpr::Reduce { id, var: v, range, init, body } => {
-                let t = c_type(init.scalar());
-                let d = var(v.as_str());
-                format!(
-                    "({{ {t} acc{id} = {}; for (int64_t {d} = {}; {d} < {}; ++{d}) {{ if ({}) acc{id} = {}; }} acc{id}; }})",
-                    literal(*init),
-                    range.start,
-                    range.stop,
-                    self.present(body),
-                    self.value(body)
-                )
+            SExpr::Reduce { id, vars, init, scalar, body } => {
+                let t = c_type(*scalar);
+                let mut loops = String::new();
+                for (v, range) in vars {
+                    let d = var(v.as_str());
+                    let _ = write!(loops, "for (int64_t {d} = {}; {d} < {}; ++{d}) ", range.start, range.stop);
+                }
+                let p = self.present(body);
+                let step = if p == "1" {
+                    format!("acc{id} = {};", self.value(body))
+                } else {
+                    format!("if ({p}) acc{id} = {};", self.value(body))
+                };
+                format!("({{ {t} acc{id} = {}; {loops}{{ {step} }} acc{id}; }})", self.value(init))
             }
         }
     }
@@ -335,8 +343,9 @@ fn cast(a: &str, from: Scalar, to: Scalar) -> String {
 /// Collects the accumulator types of every reduction in `e`.
 fn collect_accs(e: &Rc<SExpr>, em: &mut Emitter) {
     match &**e {
-        SExpr::Reduce { id, init, body, .. } => {
-            em.acc_types.insert(*id, init.scalar());
+        SExpr::Reduce { id, init, scalar, body, .. } => {
+            em.acc_types.insert(*id, *scalar);
+            collect_accs(init, em);
             collect_accs(body, em);
         }
         SExpr::Unary(_, a, _) | SExpr::Cast(a, _, _) | SExpr::Present(a) => collect_accs(a, em),

@@ -211,6 +211,122 @@ impl<'m> Lowerer<'m> {
         })
     }
 
+    /// Renames a value's dimensions `levels` to coordinates `to`.
+    fn rename_sym(&mut self, s: &Sym, levels: &[Level], to: &[Coord]) -> Sym {
+        let from: Vec<DimName> = levels.iter().map(|l| l.name.clone()).collect();
+        let uid = self.next_acc;
+        self.next_acc += 1;
+        s.map(&mut |x| crate::sym::rename(x, &from, to, uid))
+    }
+
+    /// A fold of payload `f` over `red` from `init`, with `elems` the operand elements.
+    #[allow(clippy::too_many_arguments)]
+    fn contraction(
+        &mut self,
+        func: &Function,
+        e: &Expr,
+        f: Handle<Function>,
+        init: &strata_ir::Init,
+        env: &[Option<Sym>],
+        id: u32,
+        red: Vec<(DimName, strata_ir::Interval)>,
+        elems: Vec<Sym>,
+    ) -> Result<Sym, LowerError> {
+        let (_, element) = split(self.types, e.ty);
+        let Type::Scalar(scalar) = self.types[element] else {
+            return Err(self.unsupported_type("a contraction over tensor or tuple elements", func));
+        };
+        let init = match init {
+            strata_ir::Init::Literal(l) => {
+                Rc::new(SExpr::Const(Sv::from_literal(l, scalar).unwrap_or(Sv::zero(scalar))))
+            }
+            strata_ir::Init::Value(v) => env[v.index()].clone().expect("defined").scalar(),
+        };
+        let mut call_args = vec![Sym::Scalar(Rc::new(SExpr::Acc(id)))];
+        call_args.extend(elems);
+        let body = self.inline(f, call_args)?.scalar();
+        Ok(Sym::Scalar(Rc::new(SExpr::Reduce { id, vars: red, init, scalar, body })))
+    }
+
+    /// `dot_general` over a ring, as a fold over the contracting dimensions.
+    #[allow(clippy::too_many_arguments)]
+    fn dot(
+        &mut self,
+        func: &Function,
+        e: &Expr,
+        env: &[Option<Sym>],
+        lhs: Value,
+        rhs: Value,
+        ring: strata_ir::RingRef,
+        lc: &[u32],
+        rc: &[u32],
+        lb: &[u32],
+        rb: &[u32],
+    ) -> Result<Sym, LowerError> {
+        use strata_ir::{BinaryOp, BuiltinRing, RingRef};
+        let result = split(self.types, e.ty).0;
+        let scalar = self.element_scalar(e.ty);
+        let id = self.next_acc;
+        self.next_acc += 1;
+        let (la, lr) = (split(self.types, func.exprs[lhs].ty).0, split(self.types, func.exprs[rhs].ty).0);
+        let red: Vec<(DimName, strata_ir::Interval)> = lc
+            .iter()
+            .enumerate()
+            .map(|(k, &i)| {
+                (crate::sym::fresh("c", id, k), strata_ir::Interval::from_len(la[i as usize].interval.len()))
+            })
+            .collect();
+        let a_free: Vec<usize> =
+            (0..la.len()).filter(|i| !lc.contains(&(*i as u32)) && !lb.contains(&(*i as u32))).collect();
+        let b_free: Vec<usize> =
+            (0..lr.len()).filter(|i| !rc.contains(&(*i as u32)) && !rb.contains(&(*i as u32))).collect();
+        let target = |levels: &[Level],
+                      contract: &[u32],
+                      batch: &[u32],
+                      free: &[usize],
+                      free_base: usize|
+         -> Vec<Coord> {
+            (0..levels.len())
+                .map(|i| {
+                    let l = &levels[i];
+                    if let Some(k) = contract.iter().position(|&c| c as usize == i) {
+                        Coord::Var { dim: red[k].0.clone(), offset: l.interval.start }
+                    } else if let Some(k) = batch.iter().position(|&c| c as usize == i) {
+                        Coord::Var { dim: result[k].name.clone(), offset: l.interval.start - result[k].interval.start }
+                    } else {
+                        let k = free_base + free.iter().position(|&f| f == i).expect("free");
+                        Coord::Var { dim: result[k].name.clone(), offset: l.interval.start - result[k].interval.start }
+                    }
+                })
+                .collect()
+        };
+        let ta = target(&la, lc, lb, &a_free, lb.len());
+        let tb = target(&lr, rc, rb, &b_free, lb.len() + a_free.len());
+        let a = self.rename_sym(&env[lhs.index()].clone().expect("defined"), &la, &ta).scalar();
+        let b = self.rename_sym(&env[rhs.index()].clone().expect("defined"), &lr, &tb).scalar();
+        let acc = Rc::new(SExpr::Acc(id));
+        let (zero, body) = match ring {
+            RingRef::Builtin(r) => {
+                let (add, mul, zero) = match r {
+                    BuiltinRing::PlusTimes => (BinaryOp::Plus, BinaryOp::Multiplies, Sv::zero(scalar)),
+                    BuiltinRing::MaxPlus => (BinaryOp::Maximum, BinaryOp::Plus, extreme(scalar, false)),
+                    BuiltinRing::MinPlus => (BinaryOp::Minimum, BinaryOp::Plus, extreme(scalar, true)),
+                    BuiltinRing::OrAnd => (BinaryOp::Or, BinaryOp::And, Sv::Bool(false)),
+                };
+                let prod = Rc::new(SExpr::Binary(mul, a, b, scalar));
+                (zero, Rc::new(SExpr::Binary(add, acc, prod, scalar)))
+            }
+            RingRef::User(h) => {
+                let r = &self.module.rings[h];
+                let zero = Sv::from_literal(&r.zero, scalar).unwrap_or(Sv::zero(scalar));
+                let (add, mul) = (r.add, r.mul);
+                let prod = self.inline(mul, vec![Sym::Scalar(a), Sym::Scalar(b)])?;
+                (zero, self.inline(add, vec![Sym::Scalar(acc), prod])?.scalar())
+            }
+        };
+        Ok(Sym::Scalar(Rc::new(SExpr::Reduce { id, vars: red, init: Rc::new(SExpr::Const(zero)), scalar, body })))
+    }
+
     fn op(&mut self, func: &Function, env: &[Option<Sym>], v: Value) -> Result<Sym, LowerError> {
         let e = &func.exprs[v];
         let ExprKind::Op(op) = &e.kind else { unreachable!("lets define ops") };
@@ -303,9 +419,155 @@ impl<'m> Lowerer<'m> {
                 let mut call_args = vec![Sym::Scalar(Rc::new(SExpr::Acc(id)))];
                 call_args.extend(args.iter().map(arg));
                 let body = self.inline(*f, call_args)?.scalar();
-                Sym::Scalar(Rc::new(SExpr::Reduce { id, var, range, init, body }))
+                Sym::Scalar(Rc::new(SExpr::Reduce {
+                    id,
+                    vars: vec![(var, range)],
+                    init: Rc::new(SExpr::Const(init)),
+                    scalar,
+                    body,
+                }))
             }
             Op::Subset { arg: a, .. } | Op::AddDim { arg: a, .. } => arg(a),
+            Op::Map { func: f, args, .. } => {
+                let args = args.iter().map(arg).collect();
+                self.inline(*f, args)?
+            }
+            // Placement does not change values; the single-process backend computes in place.
+            Op::ToDevice { arg: a, .. } | Op::Distribute { arg: a, .. } | Op::Collect { arg: a } => arg(a),
+            Op::MapReduce { func: f, args, init, subscripts } => {
+                let result = split(self.types, e.ty).0;
+                let letters = subscripts.loop_letters();
+                let n_out = subscripts.output.len();
+                let id = self.next_acc;
+                self.next_acc += 1;
+                // Each letter's loop variable and range (positional offsets for reductions).
+                let mut extent = vec![0u64; letters.len()];
+                for (subs, x) in subscripts.inputs.iter().zip(args) {
+                    for (c, l) in subs.iter().zip(split(self.types, func.exprs[*x].ty).0) {
+                        extent[letters.iter().position(|y| y == c).expect("letter")] = l.interval.len();
+                    }
+                }
+                let red: Vec<(DimName, strata_ir::Interval)> = (n_out..letters.len())
+                    .map(|k| (crate::sym::fresh("r", id, k), strata_ir::Interval::from_len(extent[k])))
+                    .collect();
+                let mut elems = Vec::new();
+                for (subs, x) in subscripts.inputs.iter().zip(args) {
+                    let levels = split(self.types, func.exprs[*x].ty).0;
+                    let from: Vec<DimName> = levels.iter().map(|l| l.name.clone()).collect();
+                    let to: Vec<Coord> = subs
+                        .iter()
+                        .zip(&levels)
+                        .map(|(c, l)| {
+                            let k = letters.iter().position(|y| y == c).expect("letter");
+                            if k < n_out {
+                                Coord::Var {
+                                    dim: result[k].name.clone(),
+                                    offset: l.interval.start - result[k].interval.start,
+                                }
+                            } else {
+                                Coord::Var { dim: red[k - n_out].0.clone(), offset: l.interval.start }
+                            }
+                        })
+                        .collect();
+                    let uid = self.next_acc;
+                    self.next_acc += 1;
+                    elems.push(Sym::Scalar(crate::sym::rename(&arg(x).scalar(), &from, &to, uid)));
+                }
+                self.contraction(func, e, *f, init, env, id, red, elems)?
+            }
+            Op::MapReduceAff { func: f, args, init, domain, outputs, shape, out_map, maps } => {
+                let ro = *outputs as usize;
+                let result = split(self.types, e.ty).0;
+                let unsupported_map = || LowerError::Unsupported {
+                    op: "map_reduce_aff with this access map".into(),
+                    func: func.name.clone(),
+                };
+                // The write map must send each output loop to one result dimension, covering it.
+                let mut loop_of_result = vec![usize::MAX; ro];
+                for (r, ex) in out_map.results.iter().enumerate() {
+                    match ex.terms.as_slice() {
+                        [(d, 1)] if ex.constant == 0 && (*d as usize) < ro && domain[*d as usize] == shape[r] => {
+                            loop_of_result[r] = *d as usize
+                        }
+                        _ => return Err(unsupported_map()),
+                    }
+                }
+                let id = self.next_acc;
+                self.next_acc += 1;
+                let red: Vec<(DimName, strata_ir::Interval)> = (ro..domain.len())
+                    .map(|d| (crate::sym::fresh("a", id, d), strata_ir::Interval::from_len(domain[d])))
+                    .collect();
+                let mut elems = Vec::new();
+                for (m, x) in maps.iter().zip(args) {
+                    let levels = split(self.types, func.exprs[*x].ty).0;
+                    let mut to = Vec::new();
+                    for (ex, l) in m.results.iter().zip(&levels) {
+                        to.push(match ex.terms.as_slice() {
+                            [] => Coord::Const(l.interval.start + ex.constant),
+                            [(d, 1)] if (*d as usize) < ro => {
+                                let r = loop_of_result
+                                    .iter()
+                                    .position(|&x| x == *d as usize)
+                                    .ok_or_else(unsupported_map)?;
+                                Coord::Var {
+                                    dim: result[r].name.clone(),
+                                    offset: l.interval.start + ex.constant - result[r].interval.start,
+                                }
+                            }
+                            [(d, 1)] => Coord::Var {
+                                dim: red[*d as usize - ro].0.clone(),
+                                offset: l.interval.start + ex.constant,
+                            },
+                            _ => return Err(unsupported_map()),
+                        });
+                    }
+                    let uid = self.next_acc;
+                    self.next_acc += 1;
+                    let from: Vec<DimName> = levels.iter().map(|l| l.name.clone()).collect();
+                    elems.push(Sym::Scalar(crate::sym::rename(&arg(x).scalar(), &from, &to, uid)));
+                }
+                self.contraction(func, e, *f, init, env, id, red, elems)?
+            }
+            Op::DotGeneral { lhs, rhs, ring, lhs_contract, rhs_contract, lhs_batch, rhs_batch } => {
+                self.dot(func, e, env, *lhs, *rhs, *ring, lhs_contract, rhs_contract, lhs_batch, rhs_batch)?
+            }
+            Op::Product2d { lhs, rhs, ring } => self.dot(func, e, env, *lhs, *rhs, *ring, &[1], &[0], &[], &[])?,
+            Op::Transpose { arg: a, perm } => {
+                let result = split(self.types, e.ty).0;
+                let levels = split(self.types, func.exprs[*a].ty).0;
+                let mut to = vec![Coord::Const(0); levels.len()];
+                for (i, &p) in perm.iter().enumerate() {
+                    let p = p as usize;
+                    to[p] = Coord::Var {
+                        dim: result[i].name.clone(),
+                        offset: levels[p].interval.start - result[i].interval.start,
+                    };
+                }
+                self.rename_sym(&arg(a), &levels, &to)
+            }
+            Op::Broadcast { arg: a, .. } | Op::BroadcastInDim { arg: a, .. } => {
+                let result = split(self.types, e.ty).0;
+                let levels = split(self.types, func.exprs[*a].ty).0;
+                let dims: Vec<usize> = match op {
+                    Op::BroadcastInDim { dims, .. } => dims.iter().map(|&d| d as usize).collect(),
+                    _ => (0..levels.len()).collect(),
+                };
+                let to: Vec<Coord> = levels
+                    .iter()
+                    .zip(&dims)
+                    .map(|(l, &d)| {
+                        if l.interval.len() == 1 && result[d].interval.len() != 1 {
+                            Coord::Const(l.interval.start)
+                        } else {
+                            Coord::Var {
+                                dim: result[d].name.clone(),
+                                offset: l.interval.start - result[d].interval.start,
+                            }
+                        }
+                    })
+                    .collect();
+                self.rename_sym(&arg(a), &levels, &to)
+            }
             Op::Pos { dim, .. } => Sym::Scalar(Rc::new(SExpr::Index(Coord::Var { dim: dim.clone(), offset: 0 }))),
             _ => return Err(unsupported()),
         })
@@ -423,4 +685,23 @@ impl std::fmt::Display for KernelProgram {
         }
         Ok(())
     }
+}
+
+/// The zero of `(max, +)` (`min = false`: the lowest value) or `(min, +)` (the highest).
+fn extreme(s: Scalar, highest: bool) -> Sv {
+    if s.is_float() {
+        return Sv::from_f64(s, if highest { f64::INFINITY } else { f64::NEG_INFINITY });
+    }
+    let (lo, hi): (i128, i128) = match s {
+        Scalar::I8 => (i8::MIN.into(), i8::MAX.into()),
+        Scalar::I16 => (i16::MIN.into(), i16::MAX.into()),
+        Scalar::I32 => (i32::MIN.into(), i32::MAX.into()),
+        Scalar::I64 | Scalar::Index => (i64::MIN.into(), i64::MAX.into()),
+        Scalar::U8 => (0, u8::MAX.into()),
+        Scalar::U16 => (0, u16::MAX.into()),
+        Scalar::U32 => (0, u32::MAX.into()),
+        Scalar::U64 => (0, u64::MAX.into()),
+        _ => (0, 0),
+    };
+    Sv::from_i128(s, if highest { hi } else { lo })
 }

@@ -11,6 +11,25 @@ use std::rc::Rc;
 use strata_ir::{BinaryOp, DimName, Interval, Scalar, UnaryOp};
 use strata_runtime::Sv;
 
+/// A fresh loop-variable name (never a user dimension: `$` is not an identifier character).
+pub fn fresh(tag: &str, id: u32, i: usize) -> DimName {
+    DimName(format!("${tag}{id}_{i}"))
+}
+
+/// Renames several loop variables at once (`from[i]` becomes `to[i]` plus an offset), safe when
+/// the sets overlap (e.g. swapping `I` and `J`).
+pub fn rename(e: &Rc<SExpr>, from: &[DimName], to: &[Coord], uid: u32) -> Rc<SExpr> {
+    let mut x = e.clone();
+    let temps: Vec<DimName> = (0..from.len()).map(|i| fresh("t", uid, i)).collect();
+    for (f, t) in from.iter().zip(&temps) {
+        x = substitute(&x, f, &Coord::Var { dim: t.clone(), offset: 0 });
+    }
+    for (t, c) in temps.iter().zip(to) {
+        x = substitute(&x, t, c);
+    }
+    x
+}
+
 /// A coordinate along one dimension of a buffer, in terms of loop variables.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Coord {
@@ -64,16 +83,17 @@ pub enum SExpr {
     Present(Rc<SExpr>),
     /// The accumulator of the innermost enclosing reduction.
     Acc(u32),
-    /// `acc = init; for var in range: if present(body) acc = body; acc`.
+    /// `acc = init; for vars in ranges (row-major): if present(body) acc = body; acc` — a
+    /// neighbor reduction (one variable) or a contraction (`map_reduce`, `dot_general`).
     Reduce {
         /// Identifies the accumulator inside `body`.
         id: u32,
-        /// The neighbor loop variable.
-        var: DimName,
-        /// Its range.
-        range: Interval,
-        /// Initial value.
-        init: Sv,
+        /// The loop variables and their ranges, outermost first.
+        vars: Vec<(DimName, Interval)>,
+        /// Initial value (evaluated at the current point).
+        init: Rc<SExpr>,
+        /// The accumulator's type.
+        scalar: Scalar,
         /// The next accumulator.
         body: Rc<SExpr>,
     },
@@ -127,8 +147,8 @@ pub fn rewrite(e: &Rc<SExpr>, f: &dyn Fn(&Coord) -> Option<Coord>) -> Rc<SExpr> 
         SExpr::Cast(a, from, to) => SExpr::Cast(re(a), *from, *to),
         SExpr::Present(a) => SExpr::Present(re(a)),
         SExpr::Acc(id) => SExpr::Acc(*id),
-        SExpr::Reduce { id, var, range, init, body } => {
-            SExpr::Reduce { id: *id, var: var.clone(), range: *range, init: *init, body: re(body) }
+        SExpr::Reduce { id, vars, init, scalar, body } => {
+            SExpr::Reduce { id: *id, vars: vars.clone(), init: re(init), scalar: *scalar, body: re(body) }
         }
     })
 }
@@ -203,8 +223,9 @@ pub fn show(e: &SExpr) -> String {
         SExpr::Cast(a, _, to) => format!("cast({}, {to})", show(a)),
         SExpr::Present(a) => format!("can_deref({})", show(a)),
         SExpr::Acc(id) => format!("acc{id}"),
-        SExpr::Reduce { id, var, range, init, body } => {
-            format!("reduce(acc{id} = {init}; {var} in {range}; {})", show(body))
+        SExpr::Reduce { id, vars, init, body, .. } => {
+            let loops: Vec<String> = vars.iter().map(|(v, r)| format!("{v} in {r}")).collect();
+            format!("reduce(acc{id} = {}; {}; {})", show(init), loops.join(", "), show(body))
         }
     }
 }
