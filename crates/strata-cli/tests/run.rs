@@ -77,12 +77,41 @@ fn missing_and_unknown_arguments_are_named() {
 }
 
 #[test]
-fn native_backend_is_reported_as_not_built() {
+fn native_backend_runs_compiles_once_and_reports_what_it_cannot_compile() {
     let d = tmp("native");
     let f = write(&d, "div.strata", DIV);
-    let o = strata(&["run", &f, "--backend", "native", "--arg", "a=ones", "--arg", "b=ones"]);
+    let cache = d.join("cache");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", &f, "--backend", "native", "--time"];
+        args.extend_from_slice(extra);
+        Command::new(env!("CARGO_BIN_EXE_strata")).args(&args).env("STRATA_CACHE_DIR", &cache).output().unwrap()
+    };
+    let o = run(&["--arg", "a=ones", "--arg", "b=ones"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "result =\n[1, 1, 1]\n");
+    assert!(stderr(&o).contains("(cold)"), "{}", stderr(&o));
+    let o = run(&["--arg", "a=ones", "--arg", "b=ones"]);
+    assert!(stderr(&o).contains("(cached)"), "{}", stderr(&o));
+    let o = run(&["--arg", "a=ones", "--arg", "b=zeros"]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("the native backend is not built yet"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("native run of `@f` failed: integer division by zero"), "{}", stderr(&o));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let tri = root.join("examples/stencil/tridiagonal.strata").display().to_string();
+    let o = strata(&["run", &tri, "--backend", "native", "--arg", "a=ones", "--arg", "b=ones", "--arg", "c=ones", "--arg", "d=ones"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("the native backend does not compile `scan` yet"), "{}", stderr(&o));
+}
+
+#[test]
+fn lower_prints_loops_and_readable_c() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let lap = root.join("examples/stencil/laplacian.strata").display().to_string();
+    let o = strata(&["lower", &lap, "--to", "loops"]);
+    let loops = String::from_utf8_lossy(&o.stdout);
+    assert!(loops.contains("kernel 0: %out <- %l") && loops.contains("for I in [0:5], J in [0:7], K in [0:9]:"), "{loops}");
+    let o = strata(&["lower", &lap, "--to", "c"]);
+    let c = String::from_utf8_lossy(&o.stdout);
+    assert!(c.contains("/* kernel 0: %out <- %l */") && c.contains("const double *restrict inp_b1") && c.contains("for (int64_t d_I = 0; d_I < 5; ++d_I) {  /* I[0:5] */"), "{c}");
 }
 
 #[test]
