@@ -96,10 +96,10 @@ fn native_backend_runs_compiles_once_and_reports_what_it_cannot_compile() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("native run of `@f` failed: integer division by zero"), "{}", stderr(&o));
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let tri = root.join("examples/stencil/tridiagonal.strata").display().to_string();
-    let o = strata(&["run", &tri, "--backend", "native", "--arg", "a=ones", "--arg", "b=ones", "--arg", "c=ones", "--arg", "d=ones"]);
+    let tri = root.join("examples/sparse/spmv_csr.strata").display().to_string();
+    let o = strata(&["run", &tri, "--backend", "native", "--entry", "spmv", "--arg", "a=ones", "--arg", "x=ones"]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("the native backend does not compile `scan` yet"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("the native backend does not handle the sparse or ragged value `%a` yet"), "{}", stderr(&o));
 }
 
 #[test]

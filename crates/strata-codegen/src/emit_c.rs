@@ -386,6 +386,14 @@ fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
         for s in &k.stores {
             collect_accs(&s.value, &mut em);
         }
+        if let Some(sc) = &k.scan {
+            for (id, t, _) in &sc.states {
+                em.acc_types.insert(*id, *t);
+            }
+            for u in &sc.updates {
+                collect_accs(u, &mut em);
+            }
+        }
     }
     let _ = writeln!(out, "\n/* `@{}` -> {symbol}. Buffers (row-major over their intervals):", program.entry);
     for (i, b) in program.buffers.iter().enumerate() {
@@ -424,6 +432,25 @@ fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
             );
             indent.push_str("  ");
         }
+        if let Some(sc) = &k.scan {
+            for (id, t, init) in &sc.states {
+                let _ = writeln!(out, "{indent}{} acc{id} = {};  /* scan state */", c_type(*t), literal(*init));
+            }
+            let d = var(sc.dim.name.as_str());
+            let (a, b) = (sc.dim.interval.start, sc.dim.interval.stop);
+            if sc.forward {
+                let _ = writeln!(out, "{indent}for (int64_t {d} = {a}; {d} < {b}; ++{d}) {{  /* {}{} in order */", sc.dim.name, sc.dim.interval);
+            } else {
+                let _ = writeln!(out, "{indent}for (int64_t {d} = {}; {d} >= {a}; --{d}) {{  /* {}{} backward */", b - 1, sc.dim.name, sc.dim.interval);
+            }
+            indent.push_str("  ");
+            for ((id, t, _), u) in sc.states.iter().zip(&sc.updates) {
+                let _ = writeln!(out, "{indent}{} next{id} = {};", c_type(*t), em.value(u));
+            }
+            for (id, _, _) in &sc.states {
+                let _ = writeln!(out, "{indent}acc{id} = next{id};");
+            }
+        }
         for s in &k.stores {
             let b = &program.buffers[s.buffer];
             let coords: Vec<Coord> = b.levels.iter().map(|l| Coord::Var { dim: l.name.clone(), offset: 0 }).collect();
@@ -436,7 +463,7 @@ fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
                 let _ = writeln!(out, "{indent}{target} = {p} ? {v} : ({})0;", c_type(b.scalar));
             }
         }
-        for _ in &k.domain {
+        for _ in k.domain.iter().chain(k.scan.as_ref().map(|s| &s.dim)) {
             indent.truncate(indent.len() - 2);
             let _ = writeln!(out, "{indent}}}");
         }

@@ -88,7 +88,7 @@ pub fn run(
     let mut results = Vec::new();
     let mut by_param: Vec<(Option<usize>, Vec<Column>)> = Vec::new();
     for (b, c) in program.buffers.iter().zip(cols) {
-        if !b.written {
+        if !b.written || b.temp {
             continue;
         }
         match by_param.iter_mut().find(|(p, _)| *p == b.param) {

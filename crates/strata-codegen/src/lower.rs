@@ -32,6 +32,8 @@ pub struct Buffer {
     pub field: Vec<usize>,
     /// Whether kernels write it.
     pub written: bool,
+    /// A temporary between kernels (a materialized scan), neither argument nor result.
+    pub temp: bool,
 }
 
 /// A write of one scalar expression per point of a kernel's domain.
@@ -48,10 +50,26 @@ pub struct Store {
 pub struct Kernel {
     /// What it computes, for the generated code's comments.
     pub comment: String,
-    /// The loop dimensions, outermost first.
+    /// The loop dimensions, outermost first (for a scan: the dimensions besides the scanned one).
     pub domain: Vec<Level>,
-    /// The stores at each point.
+    /// A sequential loop carrying state, innermost (scans).
+    pub scan: Option<ScanLoop>,
+    /// The stores at each point (inside the sequential loop, after the state update).
     pub stores: Vec<Store>,
+}
+
+/// The sequential innermost loop of a scan kernel: state registers updated in order along
+/// `dim`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScanLoop {
+    /// The scanned dimension.
+    pub dim: Level,
+    /// Increasing indices if true.
+    pub forward: bool,
+    /// State registers (accumulator ids), their types and initial values.
+    pub states: Vec<(u32, Scalar, Sv)>,
+    /// The next value of each state register, from the current ones.
+    pub updates: Vec<Rc<SExpr>>,
 }
 
 /// A lowered entry: buffers and kernels run in order.
@@ -90,6 +108,7 @@ struct Lowerer<'m> {
     module: &'m Module,
     types: &'m TypeArena,
     buffers: Vec<Buffer>,
+    kernels: Vec<Kernel>,
     next_acc: u32,
 }
 
@@ -162,6 +181,7 @@ impl<'m> Lowerer<'m> {
                 param,
                 field: path,
                 written,
+                temp: param.is_none() && name != "result",
             });
             ids.push(id);
             let coords = levels.iter().map(|l| Coord::Var { dim: l.name.clone(), offset: 0 }).collect();
@@ -209,6 +229,60 @@ impl<'m> Lowerer<'m> {
             (Type::Scalar(s), l) => Sym::Scalar(Rc::new(SExpr::Const(Sv::from_literal(l, *s).unwrap_or(Sv::zero(*s))))),
             _ => return Err(self.unsupported_type("this constant", func)),
         })
+    }
+
+    /// A scan: materialized into a temporary by its own kernel (a sequential loop along `dim`
+    /// carrying the state in registers), read back by the consumers.
+    #[allow(clippy::too_many_arguments)]
+    fn scan(
+        &mut self,
+        func: &Function,
+        e: &Expr,
+        env: &[Option<Sym>],
+        f: Handle<Function>,
+        args: &[Value],
+        dim: &DimName,
+        forward: bool,
+        init: &Literal,
+    ) -> Result<Sym, LowerError> {
+        let levels = split(self.types, e.ty).0;
+        let unsupported = |what: &str| LowerError::Unsupported { op: format!("scan {what}"), func: func.name.clone() };
+        let arg_syms: Vec<Sym> = args.iter().map(|a| env[a.index()].clone().expect("defined")).collect();
+        // The scan is computed once for its whole domain, so its operands may depend on its own
+        // dimensions only.
+        let own: Vec<&DimName> = levels.iter().map(|l| &l.name).collect();
+        if arg_syms.iter().flat_map(|s| s.leaves()).any(|x| crate::sym::free_vars(&x).iter().any(|v| !own.contains(&v))) {
+            return Err(unsupported("inside a loop over other dimensions"));
+        }
+        let init_sym = self.literal_sym(init, split(self.types, e.ty).1, func)?;
+        let mut states = Vec::new();
+        let mut acc_exprs = Vec::new();
+        for leaf in init_sym.leaves() {
+            let SExpr::Const(v) = &*leaf else { unreachable!("literal") };
+            let id = self.next_acc;
+            self.next_acc += 1;
+            states.push((id, v.scalar(), *v));
+            acc_exprs.push(Rc::new(SExpr::Acc(id)));
+        }
+        let state = assemble(self.types, split(self.types, e.ty).1, &mut acc_exprs.into_iter());
+        let mut call_args = vec![state];
+        call_args.extend(arg_syms);
+        let updates = self.inline(f, call_args)?.leaves();
+        if updates.iter().any(|u| matches!(&**u, SExpr::Load(l) if l.coords.iter().any(|c| matches!(c, Coord::Table { .. })))) {
+            return Err(unsupported("through neighbor tables"));
+        }
+        let name = format!("scan{}", self.kernels.len());
+        let (sym, ids) = self.bind(&name, e.ty, None, true, func)?;
+        let dim_level = levels.iter().find(|l| &l.name == dim).expect("verified").clone();
+        let outer: Vec<Level> = levels.iter().filter(|l| &l.name != dim).cloned().collect();
+        let stores = ids.iter().zip(&states).map(|(&buffer, (id, _, _))| Store { buffer, value: Rc::new(SExpr::Acc(*id)) }).collect();
+        self.kernels.push(Kernel {
+            comment: format!("%{} = scan(@{}, dim = {dim}, forward = {forward})", e.name, self.module.functions[f].name),
+            domain: outer,
+            scan: Some(ScanLoop { dim: dim_level, forward, states, updates }),
+            stores,
+        });
+        Ok(sym)
     }
 
     /// Renames a value's dimensions `levels` to coordinates `to`.
@@ -428,6 +502,7 @@ impl<'m> Lowerer<'m> {
                 }))
             }
             Op::Subset { arg: a, .. } | Op::AddDim { arg: a, .. } => arg(a),
+            Op::Scan { func: f, args, dim, forward, init } => self.scan(func, e, env, *f, args, dim, *forward, init)?,
             Op::Map { func: f, args, .. } => {
                 let args = args.iter().map(arg).collect();
                 self.inline(*f, args)?
@@ -577,7 +652,7 @@ impl<'m> Lowerer<'m> {
 /// Lowers `entry` of a verified module (`types` from verification) into kernels.
 pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Result<KernelProgram, LowerError> {
     let func = &module.functions[entry];
-    let mut l = Lowerer { module, types, buffers: Vec::new(), next_acc: 0 };
+    let mut l = Lowerer { module, types, buffers: Vec::new(), kernels: Vec::new(), next_acc: 0 };
     let mut env: Vec<Option<Sym>> = vec![None; func.exprs.len()];
     let mut param_buffers: Vec<Vec<usize>> = Vec::new();
     for (i, &p) in func.params.iter().enumerate() {
@@ -587,7 +662,6 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
         env[p.index()] = Some(sym);
         param_buffers.push(ids);
     }
-    let mut kernels = Vec::new();
     for (_, stmt) in func.body.iter() {
         match stmt {
             Statement::Let(v) => {
@@ -616,9 +690,10 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
                 }
                 let stores =
                     param_buffers[p].iter().zip(leaves).map(|(&buffer, value)| Store { buffer, value }).collect();
-                kernels.push(Kernel {
+                l.kernels.push(Kernel {
                     comment: format!("%{} <- %{}", func.exprs[*target].name, func.exprs[*value].name),
                     domain: dom,
+                    scan: None,
                     stores,
                 });
             }
@@ -628,7 +703,8 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
                 let (_, ids) = l.bind("result", rty, None, true, func)?;
                 let leaves = env[v.index()].clone().expect("defined").leaves();
                 let stores = ids.iter().zip(leaves).map(|(&buffer, value)| Store { buffer, value }).collect();
-                kernels.push(Kernel {
+                l.kernels.push(Kernel {
+                    scan: None,
                     comment: format!("return %{}", func.exprs[*v].name),
                     domain: sym_levels,
                     stores,
@@ -636,10 +712,10 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
             }
         }
     }
-    if func.kind == FunctionKind::Func && kernels.is_empty() {
+    if func.kind == FunctionKind::Func && !l.kernels.iter().any(|k| k.comment.starts_with("return")) {
         return Err(LowerError::Unsupported { op: "a function without return".into(), func: func.name.clone() });
     }
-    Ok(KernelProgram { entry: func.name.clone(), buffers: l.buffers, kernels })
+    Ok(KernelProgram { entry: func.name.clone(), buffers: l.buffers, kernels: l.kernels })
 }
 
 /// Whether `e` reads buffer `b` (directly or through a table).
@@ -675,7 +751,13 @@ impl std::fmt::Display for KernelProgram {
         }
         for (k, kernel) in self.kernels.iter().enumerate() {
             writeln!(f, "kernel {k}: {}", kernel.comment)?;
-            let loops: Vec<String> = kernel.domain.iter().map(|l| format!("{} in {}", l.name, l.interval)).collect();
+            let mut loops: Vec<String> = kernel.domain.iter().map(|l| format!("{} in {}", l.name, l.interval)).collect();
+            if let Some(sc) = &kernel.scan {
+                loops.push(format!("{} in {} {}", sc.dim.name, sc.dim.interval, if sc.forward { "sequentially" } else { "sequentially, backward" }));
+                for ((id, _, init), u) in sc.states.iter().zip(&sc.updates) {
+                    writeln!(f, "  state acc{id} = {init}; next: {}", crate::sym::show(u))?;
+                }
+            }
             writeln!(f, "  for {}:", loops.join(", "))?;
             for s in &kernel.stores {
                 let b = &self.buffers[s.buffer];

@@ -229,3 +229,42 @@ pub fn show(e: &SExpr) -> String {
         }
     }
 }
+
+/// The loop variables an expression reads (not counting variables bound by its reductions).
+pub fn free_vars(e: &Rc<SExpr>) -> Vec<DimName> {
+    fn coord(c: &Coord, out: &mut Vec<DimName>) {
+        match c {
+            Coord::Var { dim, .. } => out.push(dim.clone()),
+            Coord::Const(_) => {}
+            Coord::Table { table, .. } => table.coords.iter().for_each(|c| coord(c, out)),
+        }
+    }
+    fn go(e: &SExpr, out: &mut Vec<DimName>) {
+        match e {
+            SExpr::Load(l) => l.coords.iter().for_each(|c| coord(c, out)),
+            SExpr::Index(c) => coord(c, out),
+            SExpr::Const(_) | SExpr::Acc(_) => {}
+            SExpr::Unary(_, a, _) | SExpr::Cast(a, _, _) | SExpr::Present(a) => go(a, out),
+            SExpr::Binary(_, a, b, _) => {
+                go(a, out);
+                go(b, out);
+            }
+            SExpr::Select(c, t, f) => {
+                go(c, out);
+                go(t, out);
+                go(f, out);
+            }
+            SExpr::Reduce { vars, init, body, .. } => {
+                go(init, out);
+                let mut inner = Vec::new();
+                go(body, &mut inner);
+                out.extend(inner.into_iter().filter(|v| !vars.iter().any(|(b, _)| b == v)));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    go(e, &mut out);
+    out.sort();
+    out.dedup();
+    out
+}
