@@ -198,6 +198,8 @@ pub struct RunOptions {
     pub backend: String,
     /// Print timings.
     pub time: bool,
+    /// Native threads (`None`: `$STRATA_NUM_THREADS`, else all cores).
+    pub threads: Option<usize>,
 }
 
 /// `strata run`: exit 0 on success, 1 on any failure — diagnostics, bad or unreadable data,
@@ -264,7 +266,7 @@ pub fn cmd_run(file: &Path, opts: &RunOptions) -> i32 {
     }
     let start = std::time::Instant::now();
     let values = if native {
-        match run_native(&module, &info.types, entry, &args, opts.time) {
+        match run_native(&module, &info.types, entry, &args, opts.time, opts.threads) {
             Ok(v) => v,
             Err(m) => return usage(&mut stderr, m),
         }
@@ -302,6 +304,7 @@ fn run_native(
     entry: strata_entity::Handle<strata_ir::Function>,
     args: &[strata_runtime::Tensor],
     time: bool,
+    threads: Option<usize>,
 ) -> Result<Vec<(String, strata_runtime::Tensor)>, String> {
     let t0 = std::time::Instant::now();
     let program = strata_codegen::lower(module, types, entry).map_err(|e| e.to_string())?;
@@ -312,7 +315,8 @@ fn run_native(
     let f = &module.functions[entry];
     let names: Vec<String> = f.params.iter().map(|&p| f.exprs[p].name.clone()).collect();
     let result_ty = f.result.map(|r| strata_runtime::ValueType::from_ir(types, r));
-    let values = strata_codegen::exec::run(&program, &lib, args, &names, result_ty.as_ref())
+    let threads = threads.unwrap_or_else(strata_codegen::exec::threads_from_env);
+    let values = strata_codegen::exec::run_threads(&program, &lib, args, &names, result_ty.as_ref(), threads)
         .map_err(|e| format!("native run of `@{}` failed: {e}", f.name))?;
     if time {
         let how = match state {

@@ -50,6 +50,9 @@ enum Command {
         /// Print how long the run took.
         #[arg(long)]
         time: bool,
+        /// Threads for the native backend (default: `$STRATA_NUM_THREADS`, else all cores).
+        #[arg(long)]
+        threads: Option<usize>,
     },
     /// Print an entry's lowered forms: fused loop kernels or the generated C.
     #[command(after_help = "Example:\n  strata lower examples/stencil/laplacian.strata --to c")]
@@ -90,8 +93,8 @@ fn main() {
     let status = match cli.command {
         Command::Check { files } => strata_cli::cmd_check(&files),
         Command::Fmt { check, files } => strata_cli::cmd_fmt(&files, check),
-        Command::Run { file, entry, args, outs, backend, time } => {
-            strata_cli::cmd_run(&file, &strata_cli::RunOptions { entry, args, outs, backend, time })
+        Command::Run { file, entry, args, outs, backend, time, threads } => {
+            strata_cli::cmd_run(&file, &strata_cli::RunOptions { entry, args, outs, backend, time, threads })
         }
         Command::Sig { file, json } => strata_cli::cmd_sig(&file, json),
         Command::Lower { file, entry, to } => strata_cli::cmd_lower(&file, entry.as_deref(), &to),

@@ -99,7 +99,11 @@ fn native_backend_runs_compiles_once_and_reports_what_it_cannot_compile() {
     let tri = root.join("examples/sparse/spmv_csr.strata").display().to_string();
     let o = strata(&["run", &tri, "--backend", "native", "--entry", "spmv", "--arg", "a=ones", "--arg", "x=ones"]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("the native backend does not handle the sparse or ragged value `%a` yet"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("the native backend does not handle the sparse or ragged value `%a` yet"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -108,10 +112,18 @@ fn lower_prints_loops_and_readable_c() {
     let lap = root.join("examples/stencil/laplacian.strata").display().to_string();
     let o = strata(&["lower", &lap, "--to", "loops"]);
     let loops = String::from_utf8_lossy(&o.stdout);
-    assert!(loops.contains("kernel 0: %out <- %l") && loops.contains("for I in [0:5], J in [0:7], K in [0:9]:"), "{loops}");
+    assert!(
+        loops.contains("kernel 0: %out <- %l") && loops.contains("for I in [0:5], J in [0:7], K in [0:9]:"),
+        "{loops}"
+    );
     let o = strata(&["lower", &lap, "--to", "c"]);
     let c = String::from_utf8_lossy(&o.stdout);
-    assert!(c.contains("/* kernel 0: %out <- %l */") && c.contains("const double *restrict inp_b1") && c.contains("for (int64_t d_I = 0; d_I < 5; ++d_I) {  /* I[0:5] */"), "{c}");
+    assert!(
+        c.contains("/* kernel 0: %out <- %l */")
+            && c.contains("const double *restrict inp_b1")
+            && c.contains("for (int64_t d_I = 0; d_I < 5; ++d_I) {  /* I[0:5] */"),
+        "{c}"
+    );
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! Compiling generated C with the system C compiler, with an on-disk cache.
 //!
-//! The compiler is `$CC`, else `cc`, with `-O3 -march=native -fPIC -shared -ffp-contract=off`
-//! (no fused multiply-add, so results equal the interpreter's bit for bit). Shared objects are
+//! The compiler is `$CC`, else `cc`, with `-O3 -march=native -fPIC -shared -ffp-contract=off
+//! -fopenmp` (no fused multiply-add, so results equal the interpreter's bit for bit; OpenMP
+//! threads share each kernel's outermost loop). Shared objects are
 //! cached in `$STRATA_CACHE_DIR`, else `$XDG_CACHE_HOME/strata`, else `~/.cache/strata`, keyed
 //! by a hash of the source, the compiler's identity and the flags: a warm run skips the compiler.
 
@@ -10,7 +11,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 /// The flags every kernel is compiled with.
-pub const FLAGS: &[&str] = &["-O3", "-march=native", "-fPIC", "-shared", "-ffp-contract=off", "-std=gnu11"];
+pub const FLAGS: &[&str] = &["-O3", "-march=native", "-fPIC", "-shared", "-ffp-contract=off", "-std=gnu11", "-fopenmp"];
 
 /// Why compiling or loading failed.
 #[derive(Debug, thiserror::Error)]
@@ -138,11 +139,26 @@ pub fn build(source: &str) -> Result<(PathBuf, CacheState), CompileError> {
     Ok((so, CacheState::Cold))
 }
 
-/// A loaded kernel library.
+/// A loaded kernel entry.
 pub struct Loaded {
-    // Keeps the library mapped while `entry` may be called.
-    _lib: libloading::Library,
-    entry: unsafe extern "C" fn(*mut *mut std::ffi::c_void) -> i32,
+    entry: unsafe extern "C" fn(*mut *mut std::ffi::c_void, i32) -> i32,
+}
+
+/// Kernel libraries stay loaded for the life of the process: unloading one could unmap the
+/// OpenMP runtime under its idle worker threads. Each path is loaded once.
+fn library(path: &Path) -> Result<&'static libloading::Library, libloading::Error> {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    static LIBS: OnceLock<Mutex<HashMap<PathBuf, &'static libloading::Library>>> = OnceLock::new();
+    let mut libs = LIBS.get_or_init(|| Mutex::new(HashMap::new())).lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(l) = libs.get(path) {
+        return Ok(l);
+    }
+    // SAFETY: the library is one this module compiled from generated C; loading runs no
+    // initializers of ours.
+    let lib: &'static libloading::Library = Box::leak(Box::new(unsafe { libloading::Library::new(path) }?));
+    libs.insert(path.to_path_buf(), lib);
+    Ok(lib)
 }
 
 impl Loaded {
@@ -154,24 +170,23 @@ impl Loaded {
     /// Loads the entry exported as `symbol` (see [`crate::emit_c::emit_many`]).
     pub fn open_symbol(path: &Path, symbol: &str) -> Result<Loaded, CompileError> {
         let lerr = |source| CompileError::Load { path: path.into(), source };
-        // SAFETY: the library is one this module compiled from generated C; loading runs no
-        // initializers of ours.
-        let lib = unsafe { libloading::Library::new(path) }.map_err(lerr)?;
+        let lib = library(path).map_err(lerr)?;
         // SAFETY: `strata_entry` has exactly this signature in every generated file.
         let name = format!("{symbol}\0");
-        let entry = unsafe { lib.get::<unsafe extern "C" fn(*mut *mut std::ffi::c_void) -> i32>(name.as_bytes()) }
+        let entry = unsafe { lib.get::<unsafe extern "C" fn(*mut *mut std::ffi::c_void, i32) -> i32>(name.as_bytes()) }
             .map_err(lerr)?;
         let entry = *entry;
-        Ok(Loaded { _lib: lib, entry })
+        Ok(Loaded { entry })
     }
 
-    /// Runs the kernels on `buffers` (one pointer per program buffer, in order).
+    /// Runs the kernels on `buffers` (one pointer per program buffer, in order) with `threads`
+    /// threads (0: the OpenMP default, all cores or `$OMP_NUM_THREADS`).
     ///
     /// # Safety
     /// Every pointer must point to a buffer of the element type and length its program buffer
     /// declares, valid (and, if written, exclusively borrowed) for the call.
-    pub unsafe fn call(&self, buffers: &mut [*mut std::ffi::c_void]) -> i32 {
+    pub unsafe fn call(&self, buffers: &mut [*mut std::ffi::c_void], threads: usize) -> i32 {
         // SAFETY: guaranteed by the caller.
-        unsafe { (self.entry)(buffers.as_mut_ptr()) }
+        unsafe { (self.entry)(buffers.as_mut_ptr(), threads.min(i32::MAX as usize) as i32) }
     }
 }

@@ -44,6 +44,7 @@ fn unsigned_of(s: Scalar) -> &'static str {
 
 const PRELUDE: &str = r#"#include <stdint.h>
 #include <math.h>
+#include <omp.h>
 
 /* Neighbor-table entry: -1 means "no neighbor" (the point is absent); anything else must lie in
    [lo, hi). Returns a safe coordinate to address with. */
@@ -411,7 +412,13 @@ fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
     for (ki, k) in program.kernels.iter().enumerate() {
         let _ = writeln!(out, "\n/* kernel {ki}: {} */", k.comment);
         let _ = writeln!(out, "static int {symbol}_kernel{ki}(void **buf) {{");
-        let _ = writeln!(out, "  int e_ = 0; int *err = &e_;");
+        // Threads share the outermost loop; each has its own error flag, combined at the end.
+        let parallel = !k.domain.is_empty();
+        if parallel {
+            let _ = writeln!(out, "  int e_ = 0;");
+        } else {
+            let _ = writeln!(out, "  int e_ = 0; int *err = &e_;");
+        }
         for (i, b) in program.buffers.iter().enumerate() {
             let c = if b.written { "" } else { "const " };
             let _ = writeln!(
@@ -423,14 +430,20 @@ fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
             );
         }
         let mut indent = String::from("  ");
-        for l in &k.domain {
+        for (depth, l) in k.domain.iter().enumerate() {
             let d = var(l.name.as_str());
+            if depth == 0 {
+                let _ = writeln!(out, "  #pragma omp parallel for schedule(static) reduction(max:e_)");
+            }
             let _ = writeln!(
                 out,
                 "{indent}for (int64_t {d} = {}; {d} < {}; ++{d}) {{  /* {}{} */",
                 l.interval.start, l.interval.stop, l.name, l.interval
             );
             indent.push_str("  ");
+            if depth == 0 {
+                let _ = writeln!(out, "{indent}int *err = &e_;");
+            }
         }
         if let Some(sc) = &k.scan {
             for (id, t, init) in &sc.states {
@@ -439,9 +452,19 @@ fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
             let d = var(sc.dim.name.as_str());
             let (a, b) = (sc.dim.interval.start, sc.dim.interval.stop);
             if sc.forward {
-                let _ = writeln!(out, "{indent}for (int64_t {d} = {a}; {d} < {b}; ++{d}) {{  /* {}{} in order */", sc.dim.name, sc.dim.interval);
+                let _ = writeln!(
+                    out,
+                    "{indent}for (int64_t {d} = {a}; {d} < {b}; ++{d}) {{  /* {}{} in order */",
+                    sc.dim.name, sc.dim.interval
+                );
             } else {
-                let _ = writeln!(out, "{indent}for (int64_t {d} = {}; {d} >= {a}; --{d}) {{  /* {}{} backward */", b - 1, sc.dim.name, sc.dim.interval);
+                let _ = writeln!(
+                    out,
+                    "{indent}for (int64_t {d} = {}; {d} >= {a}; --{d}) {{  /* {}{} backward */",
+                    b - 1,
+                    sc.dim.name,
+                    sc.dim.interval
+                );
             }
             indent.push_str("  ");
             for ((id, t, _), u) in sc.states.iter().zip(&sc.updates) {
@@ -469,7 +492,10 @@ fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
         }
         let _ = writeln!(out, "  return e_;\n}}");
     }
-    let _ = writeln!(out, "\nint {symbol}(void **buf) {{\n  int e;");
+    let _ = writeln!(
+        out,
+        "\nint {symbol}(void **buf, int threads) {{\n  int e;\n  if (threads > 0) omp_set_num_threads(threads);"
+    );
     for ki in 0..program.kernels.len() {
         let _ = writeln!(out, "  if ((e = {symbol}_kernel{ki}(buf))) return e;");
     }

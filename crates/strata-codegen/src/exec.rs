@@ -64,6 +64,23 @@ pub fn run(
     names: &[String],
     result_ty: Option<&ValueType>,
 ) -> Result<Vec<(String, Tensor)>, ExecError> {
+    run_threads(program, lib, args, names, result_ty, threads_from_env())
+}
+
+/// The thread count from `$STRATA_NUM_THREADS` (0, the OpenMP default, when unset).
+pub fn threads_from_env() -> usize {
+    std::env::var("STRATA_NUM_THREADS").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(0)
+}
+
+/// [`run`] with an explicit thread count (0: the OpenMP default).
+pub fn run_threads(
+    program: &KernelProgram,
+    lib: &Loaded,
+    args: &[Tensor],
+    names: &[String],
+    result_ty: Option<&ValueType>,
+    threads: usize,
+) -> Result<Vec<(String, Tensor)>, ExecError> {
     // Every buffer gets its own column: copies of the inputs (so nothing the caller holds is
     // written), zeros for results.
     let mut cols: Vec<Column> = program
@@ -77,7 +94,7 @@ pub fn run(
     let mut ptrs: Vec<*mut std::ffi::c_void> = cols.iter_mut().map(column_ptr).collect();
     // SAFETY: each pointer addresses a column of the buffer's type and length (built above from
     // values of the verified types), alive and exclusively ours for the call.
-    let code = unsafe { lib.call(&mut ptrs) };
+    let code = unsafe { lib.call(&mut ptrs, threads) };
     match code {
         0 => {}
         1 => return Err(ExecError::DivisionByZero),

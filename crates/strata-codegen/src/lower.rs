@@ -251,7 +251,8 @@ impl<'m> Lowerer<'m> {
         // The scan is computed once for its whole domain, so its operands may depend on its own
         // dimensions only.
         let own: Vec<&DimName> = levels.iter().map(|l| &l.name).collect();
-        if arg_syms.iter().flat_map(|s| s.leaves()).any(|x| crate::sym::free_vars(&x).iter().any(|v| !own.contains(&v))) {
+        if arg_syms.iter().flat_map(|s| s.leaves()).any(|x| crate::sym::free_vars(&x).iter().any(|v| !own.contains(&v)))
+        {
             return Err(unsupported("inside a loop over other dimensions"));
         }
         let init_sym = self.literal_sym(init, split(self.types, e.ty).1, func)?;
@@ -268,16 +269,26 @@ impl<'m> Lowerer<'m> {
         let mut call_args = vec![state];
         call_args.extend(arg_syms);
         let updates = self.inline(f, call_args)?.leaves();
-        if updates.iter().any(|u| matches!(&**u, SExpr::Load(l) if l.coords.iter().any(|c| matches!(c, Coord::Table { .. })))) {
+        if updates
+            .iter()
+            .any(|u| matches!(&**u, SExpr::Load(l) if l.coords.iter().any(|c| matches!(c, Coord::Table { .. }))))
+        {
             return Err(unsupported("through neighbor tables"));
         }
         let name = format!("scan{}", self.kernels.len());
         let (sym, ids) = self.bind(&name, e.ty, None, true, func)?;
         let dim_level = levels.iter().find(|l| &l.name == dim).expect("verified").clone();
         let outer: Vec<Level> = levels.iter().filter(|l| &l.name != dim).cloned().collect();
-        let stores = ids.iter().zip(&states).map(|(&buffer, (id, _, _))| Store { buffer, value: Rc::new(SExpr::Acc(*id)) }).collect();
+        let stores = ids
+            .iter()
+            .zip(&states)
+            .map(|(&buffer, (id, _, _))| Store { buffer, value: Rc::new(SExpr::Acc(*id)) })
+            .collect();
         self.kernels.push(Kernel {
-            comment: format!("%{} = scan(@{}, dim = {dim}, forward = {forward})", e.name, self.module.functions[f].name),
+            comment: format!(
+                "%{} = scan(@{}, dim = {dim}, forward = {forward})",
+                e.name, self.module.functions[f].name
+            ),
             domain: outer,
             scan: Some(ScanLoop { dim: dim_level, forward, states, updates }),
             stores,
@@ -751,9 +762,15 @@ impl std::fmt::Display for KernelProgram {
         }
         for (k, kernel) in self.kernels.iter().enumerate() {
             writeln!(f, "kernel {k}: {}", kernel.comment)?;
-            let mut loops: Vec<String> = kernel.domain.iter().map(|l| format!("{} in {}", l.name, l.interval)).collect();
+            let mut loops: Vec<String> =
+                kernel.domain.iter().map(|l| format!("{} in {}", l.name, l.interval)).collect();
             if let Some(sc) = &kernel.scan {
-                loops.push(format!("{} in {} {}", sc.dim.name, sc.dim.interval, if sc.forward { "sequentially" } else { "sequentially, backward" }));
+                loops.push(format!(
+                    "{} in {} {}",
+                    sc.dim.name,
+                    sc.dim.interval,
+                    if sc.forward { "sequentially" } else { "sequentially, backward" }
+                ));
                 for ((id, _, init), u) in sc.states.iter().zip(&sc.updates) {
                     writeln!(f, "  state acc{id} = {init}; next: {}", crate::sym::show(u))?;
                 }

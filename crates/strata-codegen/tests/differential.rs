@@ -205,6 +205,15 @@ fn thousand_random_programs_native_equals_interpreter() {
     let total = 1000;
     let batch = 125;
     let mut checked = 0;
+    // Generate and lower every batch first, then compile the batches on all cores at once.
+    struct Batch {
+        programs: Vec<Program>,
+        module: strata_ir::Module,
+        info: strata_verify::ModuleInfo,
+        lowered: Vec<strata_codegen::KernelProgram>,
+        source: String,
+    }
+    let mut batches = Vec::new();
     for start in (0..total).step_by(batch) {
         let programs: Vec<Program> = (start..start + batch).map(|i| generate(&mut rng, i)).collect();
         let text: String = programs.iter().map(|p| p.text.clone()).collect();
@@ -223,9 +232,29 @@ fn thousand_random_programs_native_equals_interpreter() {
             programs.iter().zip(&lowered).map(|(p, l)| (format!("entry_{}", p.entry), l)).collect();
         let refs: Vec<(&str, &strata_codegen::KernelProgram)> = named.iter().map(|(n, l)| (n.as_str(), *l)).collect();
         let source = emit_c::emit_many(&refs);
-        let (so, _) = compile::build(&source).expect("compiles");
-        let interp = strata_interp::Interpreter::new(&module, &info.types);
-        for (p, (symbol, kp)) in programs.iter().zip(&named) {
+        batches.push(Batch { programs, module, info, lowered, source });
+    }
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let sources: Vec<String> = batches.iter().map(|b| b.source.clone()).collect();
+    let sos: Vec<std::path::PathBuf> = std::thread::scope(|scope| {
+        let chunks: Vec<Vec<&String>> = (0..cores).map(|c| sources.iter().skip(c).step_by(cores).collect()).collect();
+        let handles: Vec<_> = chunks
+            .into_iter()
+            .map(|chunk| {
+                scope.spawn(move || {
+                    chunk.into_iter().map(|src| compile::build(src).expect("compiles").0).collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let mut per_core: Vec<std::vec::IntoIter<std::path::PathBuf>> =
+            handles.into_iter().map(|h| h.join().expect("build thread").into_iter()).collect();
+        (0..batches.len()).map(|i| per_core[i % cores].next().expect("built")).collect()
+    });
+    for (b, so) in batches.iter().zip(&sos) {
+        let (module, info) = (&b.module, &b.info);
+        let interp = strata_interp::Interpreter::new(module, &info.types);
+        for (p, kp) in b.programs.iter().zip(&b.lowered) {
+            let symbol = format!("entry_{}", p.entry);
             let h = module.function_by_name(&p.entry).expect("entry");
             let f = &module.functions[h];
             let args: Vec<Tensor> = f
@@ -238,11 +267,11 @@ fn thousand_random_programs_native_equals_interpreter() {
                 })
                 .collect();
             let want = interp.run(h, args.clone()).unwrap_or_else(|e| panic!("interpreter: {e}\n{}", p.text));
-            let lib = compile::Loaded::open_symbol(&so, symbol).expect("loads");
+            let lib = compile::Loaded::open_symbol(so, &symbol).expect("loads");
             let names: Vec<String> = f.params.iter().map(|&q| f.exprs[q].name.clone()).collect();
             let rty = ValueType::from_ir(&info.types, f.result.expect("func"));
-            let got =
-                exec::run(kp, &lib, &args, &names, Some(&rty)).unwrap_or_else(|e| panic!("native: {e}\n{}", p.text));
+            let got = exec::run_threads(kp, &lib, &args, &names, Some(&rty), 1)
+                .unwrap_or_else(|e| panic!("native: {e}\n{}", p.text));
             let (Data::Scalars(w), Data::Scalars(g)) = (&want.values[0].1.data, &got[0].1.data) else {
                 panic!("scalar results")
             };
