@@ -54,6 +54,11 @@ static inline int64_t strata_nb(int64_t t, int64_t lo, int64_t hi, int *err) {
   return t;
 }
 static inline int strata_ok(int64_t t) { return t != -1; }
+/* A computed index: must lie in [lo, hi), else error 4. */
+static inline int64_t strata_ix(int64_t t, int64_t lo, int64_t hi, int *err) {
+  if (t < lo || t >= hi) { *err = 4; return lo; }
+  return t;
+}
 static inline double strata_fmax(double a, double b) { return (isnan(a) || isnan(b)) ? a + b : (a > b ? a : b); }
 static inline double strata_fmin(double a, double b) { return (isnan(a) || isnan(b)) ? a + b : (a < b ? a : b); }
 static inline float strata_fmaxf(float a, float b) { return (isnan(a) || isnan(b)) ? a + b : (a > b ? a : b); }
@@ -132,6 +137,14 @@ impl Emitter<'_> {
                 }
             }
             Coord::Const(k) => format!("INT64_C({k})"),
+            Coord::Computed { value, source, offset } => {
+                let t = format!("strata_ix((int64_t)({}), {}, {}, err)", self.value(value), source.start, source.stop);
+                if *offset == 0 {
+                    t
+                } else {
+                    format!("({t} + {offset})")
+                }
+            }
             Coord::Table { table, source, offset } => {
                 let t = format!("strata_nb((int64_t){}, {}, {}, err)", self.load(table), source.start, source.stop);
                 if *offset == 0 {
@@ -167,7 +180,11 @@ impl Emitter<'_> {
     fn name(&self, b: usize) -> String {
         let clean: String =
             self.buffer(b).name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
-        format!("{clean}_b{b}")
+        if clean.starts_with(|c: char| c.is_ascii_digit()) {
+            format!("v{clean}_b{b}")
+        } else {
+            format!("{clean}_b{b}")
+        }
     }
 
     /// Whether the value exists (skip values propagate).
@@ -208,6 +225,7 @@ impl Emitter<'_> {
                 v.push(format!("strata_ok((int64_t){})", self.load(table)));
                 v
             }
+            Coord::Computed { value, .. } => vec![self.present(value)],
             _ => vec![],
         }
     }
@@ -218,6 +236,13 @@ impl Emitter<'_> {
             SExpr::Const(v) => literal(*v),
             SExpr::Index(c) => self.coord(c),
             SExpr::Unary(op, a, s) => self.unary(*op, &self.value(a), *s),
+            // Division of an integer by a positive constant needs no zero or overflow check.
+            SExpr::Binary(op @ (BinaryOp::Divides | BinaryOp::Modulo), a, b, s)
+                if !s.is_float() && matches!(&**b, SExpr::Const(v) if v.as_i128() > 0) =>
+            {
+                let sym = if *op == BinaryOp::Divides { "/" } else { "%" };
+                format!("(({}) {sym} {})", self.value(a), self.value(b))
+            }
             SExpr::Binary(op, a, b, s) => self.binary(*op, &self.value(a), &self.value(b), *s),
             SExpr::Select(c, t, f) => format!("({} ? {} : {})", self.value(c), self.value(t), self.value(f)),
             SExpr::Cast(a, from, to) => cast(&self.value(a), *from, *to),

@@ -17,6 +17,9 @@ pub enum ExecError {
     /// A negative integer exponent.
     #[error("negative integer exponent in `power`")]
     NegativeExponent,
+    /// A computed index (`get`, `set`, `gather`, `scatter`) outside its interval.
+    #[error("an index is outside its dimension's interval")]
+    IndexOutOfInterval,
     /// Any other code.
     #[error("native kernel failed with code {0}")]
     Other(i32),
@@ -100,6 +103,7 @@ pub fn run_threads(
         1 => return Err(ExecError::DivisionByZero),
         2 => return Err(ExecError::TableOutOfInterval),
         3 => return Err(ExecError::NegativeExponent),
+        4 => return Err(ExecError::IndexOutOfInterval),
         c => return Err(ExecError::Other(c)),
     }
     let mut results = Vec::new();

@@ -514,6 +514,199 @@ impl<'m> Lowerer<'m> {
             }
             Op::Subset { arg: a, .. } | Op::AddDim { arg: a, .. } => arg(a),
             Op::Scan { func: f, args, dim, forward, init } => self.scan(func, e, env, *f, args, dim, *forward, init)?,
+            Op::CollapseShape { arg: a, groups, .. } => {
+                let (result, levels) = (split(self.types, e.ty).0, split(self.types, func.exprs[*a].ty).0);
+                let mut to = vec![Coord::Const(0); levels.len()];
+                for (gi, g) in groups.iter().enumerate() {
+                    let r = &result[gi];
+                    if let [m] = g.as_slice() {
+                        let l = &levels[*m as usize];
+                        to[*m as usize] =
+                            Coord::Var { dim: r.name.clone(), offset: l.interval.start - r.interval.start };
+                        continue;
+                    }
+                    // Position within the merged dimension, split back into the group's members.
+                    let p = sub(index(Coord::Var { dim: r.name.clone(), offset: 0 }), ix(r.interval.start));
+                    for (j, &m) in g.iter().enumerate() {
+                        let l = &levels[m as usize];
+                        let stride: i64 =
+                            g[j + 1..].iter().map(|&k| levels[k as usize].interval.len() as i64).product();
+                        let len = l.interval.len() as i64;
+                        let local = bin(
+                            strata_ir::BinaryOp::Modulo,
+                            bin(strata_ir::BinaryOp::Divides, p.clone(), ix(stride)),
+                            ix(len.max(1)),
+                        );
+                        to[m as usize] = Coord::Computed {
+                            value: local,
+                            source: strata_ir::Interval::from_len(len as u64),
+                            offset: l.interval.start,
+                        };
+                    }
+                }
+                self.rename_sym(&arg(a), &levels, &to)
+            }
+            Op::ExpandShape { arg: a, groups, .. } => {
+                let (result, levels) = (split(self.types, e.ty).0, split(self.types, func.exprs[*a].ty).0);
+                let mut to = Vec::new();
+                for (l, g) in levels.iter().zip(groups) {
+                    if let [r] = g.as_slice() {
+                        let r = &result[*r as usize];
+                        to.push(Coord::Var { dim: r.name.clone(), offset: l.interval.start - r.interval.start });
+                        continue;
+                    }
+                    // Linearize the group's coordinates.
+                    let mut lin = ix(0);
+                    for (j, &r) in g.iter().enumerate() {
+                        let rl = &result[r as usize];
+                        let stride: i64 =
+                            g[j + 1..].iter().map(|&k| result[k as usize].interval.len() as i64).product();
+                        let pos = sub(index(Coord::Var { dim: rl.name.clone(), offset: 0 }), ix(rl.interval.start));
+                        lin = add(lin, mul(pos, ix(stride)));
+                    }
+                    to.push(Coord::Computed {
+                        value: lin,
+                        source: strata_ir::Interval::from_len(l.interval.len()),
+                        offset: l.interval.start,
+                    });
+                }
+                self.rename_sym(&arg(a), &levels, &to)
+            }
+            Op::Get { arg: a, indices } => {
+                let levels = split(self.types, func.exprs[*a].ty).0;
+                let to: Vec<Coord> = levels
+                    .iter()
+                    .zip(indices)
+                    .map(|(l, i)| Coord::Computed { value: arg(i).scalar(), source: l.interval, offset: 0 })
+                    .collect();
+                self.rename_sym(&arg(a), &levels, &to)
+            }
+            Op::Set { arg: a, indices, value } => {
+                let levels = split(self.types, func.exprs[*a].ty).0;
+                // The element at the indices (checked against the intervals) is replaced.
+                let mut hit = Rc::new(SExpr::Const(Sv::Bool(true)));
+                for (l, i) in levels.iter().zip(indices) {
+                    let here = index(Coord::Var { dim: l.name.clone(), offset: 0 });
+                    let at = index(Coord::Computed { value: arg(i).scalar(), source: l.interval, offset: 0 });
+                    let eq = Rc::new(SExpr::Binary(strata_ir::BinaryOp::Eq, here, at, Scalar::Index));
+                    hit = Rc::new(SExpr::Binary(strata_ir::BinaryOp::And, hit, eq, Scalar::Bool));
+                }
+                let (old, new) = (arg(a).leaves(), arg(value).leaves());
+                let mut sel =
+                    old.iter().zip(&new).map(|(o, n)| Rc::new(SExpr::Select(hit.clone(), n.clone(), o.clone())));
+                assemble(self.types, split(self.types, e.ty).1, &mut sel)
+            }
+            Op::Gather { source, indices, coordinates, mode: strata_ir::Mode::Copy } => {
+                let result = split(self.types, e.ty).0;
+                let (src, idx) =
+                    (split(self.types, func.exprs[*source].ty).0, split(self.types, func.exprs[*indices].ty).0);
+                let nb = idx.len() - 1;
+                // The index tensor read at (batch, k).
+                let idx_at = |this: &mut Self, k: usize| -> Rc<SExpr> {
+                    let mut to: Vec<Coord> = idx[..nb]
+                        .iter()
+                        .zip(&result)
+                        .map(|(l, r)| Coord::Var { dim: r.name.clone(), offset: l.interval.start - r.interval.start })
+                        .collect();
+                    to.push(Coord::Const(idx[nb].interval.start + k as i64));
+                    this.rename_sym(&arg(indices), &idx, &to).scalar()
+                };
+                let mut slice = nb;
+                let mut to = Vec::new();
+                for (d, l) in src.iter().enumerate() {
+                    match coordinates.iter().position(|&c| c as usize == d) {
+                        Some(k) => to.push(Coord::Computed { value: idx_at(self, k), source: l.interval, offset: 0 }),
+                        None => {
+                            let r = &result[slice];
+                            slice += 1;
+                            to.push(Coord::Var { dim: r.name.clone(), offset: l.interval.start - r.interval.start });
+                        }
+                    }
+                }
+                self.rename_sym(&arg(source), &src, &to)
+            }
+            Op::Scatter { source, dest, indices, coordinates, mode: strata_ir::Mode::Copy } => {
+                let dst = split(self.types, func.exprs[*dest].ty).0;
+                let (src, idx) =
+                    (split(self.types, func.exprs[*source].ty).0, split(self.types, func.exprs[*indices].ty).0);
+                let nb = idx.len() - 1;
+                let id = self.next_acc;
+                self.next_acc += 1;
+                let batch: Vec<(DimName, strata_ir::Interval)> = (0..nb)
+                    .map(|k| (crate::sym::fresh("s", id, k), strata_ir::Interval::from_len(idx[k].interval.len())))
+                    .collect();
+                // Does batch entry `b` address this point of `dest`? (Every index is checked.)
+                let mut hit = Rc::new(SExpr::Const(Sv::Bool(true)));
+                for (k, &c) in coordinates.iter().enumerate() {
+                    let mut to: Vec<Coord> = idx[..nb]
+                        .iter()
+                        .zip(&batch)
+                        .map(|(l, b)| Coord::Var { dim: b.0.clone(), offset: l.interval.start })
+                        .collect();
+                    to.push(Coord::Const(idx[nb].interval.start + k as i64));
+                    let at = self.rename_sym(&arg(indices), &idx, &to).scalar();
+                    let l = &dst[c as usize];
+                    let at = index(Coord::Computed { value: at, source: l.interval, offset: 0 });
+                    let here = index(Coord::Var { dim: l.name.clone(), offset: 0 });
+                    let eq = Rc::new(SExpr::Binary(strata_ir::BinaryOp::Eq, here, at, Scalar::Index));
+                    hit = Rc::new(SExpr::Binary(strata_ir::BinaryOp::And, hit, eq, Scalar::Bool));
+                }
+                // The scattered value: batch dims from the batch loop, slice dims from the point.
+                let slice_dims: Vec<&Level> = dst
+                    .iter()
+                    .enumerate()
+                    .filter(|(d, _)| !coordinates.contains(&(*d as u32)))
+                    .map(|(_, l)| l)
+                    .collect();
+                let to: Vec<Coord> = src
+                    .iter()
+                    .enumerate()
+                    .map(|(d, l)| {
+                        if d < nb {
+                            Coord::Var { dim: batch[d].0.clone(), offset: l.interval.start }
+                        } else {
+                            let t = slice_dims[d - nb];
+                            Coord::Var { dim: t.name.clone(), offset: l.interval.start - t.interval.start }
+                        }
+                    })
+                    .collect();
+                let val = self.rename_sym(&arg(source), &src, &to).scalar();
+                let scalar = self.element_scalar(e.ty);
+                let acc = Rc::new(SExpr::Acc(id));
+                let body = Rc::new(SExpr::Select(hit, val, acc));
+                let init = arg(dest).scalar();
+                Sym::Scalar(Rc::new(SExpr::Reduce { id, vars: batch, init, scalar, body }))
+            }
+            Op::Concat { args, dim, .. } => {
+                let result = split(self.types, e.ty).0;
+                let r = result.iter().find(|l| &l.name == dim).expect("verified").clone();
+                let positional = dim.position().is_some();
+                let mut pieces = Vec::new();
+                let mut next = r.interval.start;
+                for x in args {
+                    let levels = split(self.types, func.exprs[*x].ty).0;
+                    let pl = levels.iter().find(|l| &l.name == dim).expect("verified").interval;
+                    let start = if positional { next } else { pl.start };
+                    next = start + pl.len() as i64;
+                    let shifted = arg(x).map(&mut |v| shift(v, dim, pl.start - start));
+                    pieces.push((start + pl.len() as i64, shifted));
+                }
+                // The piece holding the coordinate, chosen lazily (untaken pieces are not read).
+                let (_, mut out) = pieces.pop().expect("at least one piece");
+                while let Some((stop, p)) = pieces.pop() {
+                    let cond = Rc::new(SExpr::Binary(
+                        strata_ir::BinaryOp::Less,
+                        index(Coord::Var { dim: dim.clone(), offset: 0 }),
+                        ix(stop),
+                        Scalar::Index,
+                    ));
+                    let (pl, ol) = (p.leaves(), out.leaves());
+                    let mut sel =
+                        pl.iter().zip(&ol).map(|(a, b)| Rc::new(SExpr::Select(cond.clone(), a.clone(), b.clone())));
+                    out = assemble(self.types, split(self.types, e.ty).1, &mut sel);
+                }
+                out
+            }
             Op::Map { func: f, args, .. } => {
                 let args = args.iter().map(arg).collect();
                 self.inline(*f, args)?
@@ -732,12 +925,19 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
 /// Whether `e` reads buffer `b` (directly or through a table).
 fn reads(e: &Rc<SExpr>, b: usize) -> bool {
     fn load_reads(l: &Load, b: usize) -> bool {
-        l.buffer == b || l.coords.iter().any(|c| matches!(c, Coord::Table { table, .. } if load_reads(table, b)))
+        l.buffer == b || l.coords.iter().any(|c| coord_reads(c, b))
+    }
+    fn coord_reads(c: &Coord, b: usize) -> bool {
+        match c {
+            Coord::Table { table, .. } => load_reads(table, b),
+            Coord::Computed { value, .. } => reads(value, b),
+            _ => false,
+        }
     }
     match &**e {
         SExpr::Load(l) => load_reads(l, b),
         SExpr::Const(_) | SExpr::Acc(_) => false,
-        SExpr::Index(c) => matches!(c, Coord::Table { table, .. } if load_reads(table, b)),
+        SExpr::Index(c) => coord_reads(c, b),
         SExpr::Unary(_, a, _) | SExpr::Cast(a, _, _) | SExpr::Present(a) => reads(a, b),
         SExpr::Binary(_, a, c, _) => reads(a, b) || reads(c, b),
         SExpr::Select(c, t, f) => reads(c, b) || reads(t, b) || reads(f, b),
@@ -803,4 +1003,28 @@ fn extreme(s: Scalar, highest: bool) -> Sv {
         _ => (0, 0),
     };
     Sv::from_i128(s, if highest { hi } else { lo })
+}
+
+fn ix(k: i64) -> Rc<SExpr> {
+    Rc::new(SExpr::Const(Sv::Index(k)))
+}
+
+fn index(c: Coord) -> Rc<SExpr> {
+    Rc::new(SExpr::Index(c))
+}
+
+fn bin(op: strata_ir::BinaryOp, a: Rc<SExpr>, b: Rc<SExpr>) -> Rc<SExpr> {
+    Rc::new(SExpr::Binary(op, a, b, Scalar::Index))
+}
+
+fn add(a: Rc<SExpr>, b: Rc<SExpr>) -> Rc<SExpr> {
+    bin(strata_ir::BinaryOp::Plus, a, b)
+}
+
+fn sub(a: Rc<SExpr>, b: Rc<SExpr>) -> Rc<SExpr> {
+    bin(strata_ir::BinaryOp::Minus, a, b)
+}
+
+fn mul(a: Rc<SExpr>, b: Rc<SExpr>) -> Rc<SExpr> {
+    bin(strata_ir::BinaryOp::Multiplies, a, b)
 }

@@ -42,6 +42,16 @@ pub enum Coord {
     },
     /// A constant coordinate.
     Const(i64),
+    /// A coordinate computed from data (an index scalar, a gather index) or by index
+    /// arithmetic (reshapes), plus a constant; outside `source` it is a run-time error.
+    Computed {
+        /// The index expression.
+        value: Rc<SExpr>,
+        /// The interval it must fall in.
+        source: Interval,
+        /// Added constant.
+        offset: i64,
+    },
     /// A neighbor-table entry plus a constant; the skip value `-1` makes the point absent.
     Table {
         /// The table read.
@@ -184,6 +194,9 @@ pub fn substitute(e: &Rc<SExpr>, dim: &DimName, with: &Coord) -> Rc<SExpr> {
             Coord::Table { table, source, offset: o } => {
                 Coord::Table { table: table.clone(), source: *source, offset: o + offset }
             }
+            Coord::Computed { value, source, offset: o } => {
+                Coord::Computed { value: value.clone(), source: *source, offset: o + offset }
+            }
         }),
         _ => None,
     })
@@ -201,6 +214,13 @@ fn show_coord(c: &Coord) -> String {
                 t
             } else {
                 format!("{t}+{offset}")
+            }
+        }
+        Coord::Computed { value, offset, .. } => {
+            if *offset == 0 {
+                format!("({})", show(value))
+            } else {
+                format!("({})+{offset}", show(value))
             }
         }
     }
@@ -237,6 +257,7 @@ pub fn free_vars(e: &Rc<SExpr>) -> Vec<DimName> {
             Coord::Var { dim, .. } => out.push(dim.clone()),
             Coord::Const(_) => {}
             Coord::Table { table, .. } => table.coords.iter().for_each(|c| coord(c, out)),
+            Coord::Computed { value, .. } => go(value, out),
         }
     }
     fn go(e: &SExpr, out: &mut Vec<DimName>) {

@@ -20,6 +20,8 @@ fn fill(ty: &ValueType, seed: u64, table_source: Option<i64>) -> Tensor {
         *c = Column::from_fn(s, c.len(), |_| {
             let r = next();
             match (table_source, s.is_float()) {
+                // Scalar indices (`get`, `set`): a position inside every example's intervals.
+                (None, false) if ty.levels.is_empty() && s == strata_ir::Scalar::Index => Sv::Index(1),
                 // A neighbor table: entries in the source interval, about one in five skipped.
                 (Some(n), _) => Sv::from_i128(s, if r % 5 == 0 { -1 } else { (r % n as u64) as i128 }),
                 (None, true) => Sv::from_f64(s, (r >> 11) as f64 / (1u64 << 53) as f64 * 4.0 - 2.0),
@@ -78,14 +80,33 @@ fn native_examples_equal_the_interpreter() {
                         fill(&vt, i as u64 + 1, source)
                     })
                     .collect();
-                let want = interp.run(h, args.clone()).unwrap_or_else(|e| panic!("{}: interpreter: {e}", f.name));
+                let want = interp.run(h, args.clone());
                 let names: Vec<String> = f.params.iter().map(|&q| f.exprs[q].name.clone()).collect();
                 let rty = f.result.map(|r| ValueType::from_ir(&info.types, r));
-                let got = exec::run(&program, &lib, &args, &names, rty.as_ref())
-                    .unwrap_or_else(|e| panic!("{}: native: {e}", f.name));
-                for ((wn, w), (gn, g)) in want.values.iter().zip(&got) {
-                    assert_eq!(wn, gn);
-                    assert!(same(&w.data, &g.data), "@{}: `{wn}` differs between native and interpreter", f.name);
+                // One thread and two threads: each point is computed by one thread, so the bits
+                // do not depend on the thread count.
+                for threads in [1, 2] {
+                    let got = exec::run_threads(&program, &lib, &args, &names, rty.as_ref(), threads);
+                    match (&want, got) {
+                        (Ok(want), Ok(got)) => {
+                            for ((wn, w), (gn, g)) in want.values.iter().zip(&got) {
+                                assert_eq!(wn, gn);
+                                assert!(
+                                    same(&w.data, &g.data),
+                                    "@{}: `{wn}` differs between native ({threads} threads) and interpreter",
+                                    f.name
+                                );
+                            }
+                        }
+                        // Both reject the data (e.g. an index outside its interval).
+                        (Err(_), Err(_)) => {}
+                        (w, g) => panic!(
+                            "@{}: interpreter {:?} but native {:?}",
+                            f.name,
+                            w.as_ref().map(|_| "ok"),
+                            g.map(|_| "ok")
+                        ),
+                    }
                 }
                 compiled.push(format!("{}@{}", file.file_name().to_string_lossy(), f.name));
             }
