@@ -513,6 +513,16 @@ impl<'m> Lowerer<'m> {
                 }))
             }
             Op::Subset { arg: a, .. } | Op::AddDim { arg: a, .. } => arg(a),
+            // Dense to dense: the same values by name, stored in the result's level order.
+            Op::Convert { arg: a, .. }
+                if split(self.types, e.ty)
+                    .0
+                    .iter()
+                    .chain(split(self.types, func.exprs[*a].ty).0.iter())
+                    .all(|l| l.format.is_dense_like()) =>
+            {
+                arg(a)
+            }
             Op::Scan { func: f, args, dim, forward, init } => self.scan(func, e, env, *f, args, dim, *forward, init)?,
             Op::CollapseShape { arg: a, groups, .. } => {
                 let (result, levels) = (split(self.types, e.ty).0, split(self.types, func.exprs[*a].ty).0);
@@ -797,7 +807,26 @@ impl<'m> Lowerer<'m> {
                                 dim: red[*d as usize - ro].0.clone(),
                                 offset: l.interval.start + ex.constant,
                             },
-                            _ => return Err(unsupported_map()),
+                            // A general affine access: computed (and checked) per point.
+                            terms => {
+                                let mut v = ix(l.interval.start + ex.constant);
+                                for &(d, c) in terms {
+                                    let var = if (d as usize) < ro {
+                                        let r = loop_of_result
+                                            .iter()
+                                            .position(|&x| x == d as usize)
+                                            .ok_or_else(unsupported_map)?;
+                                        sub(
+                                            index(Coord::Var { dim: result[r].name.clone(), offset: 0 }),
+                                            ix(result[r].interval.start),
+                                        )
+                                    } else {
+                                        index(Coord::Var { dim: red[d as usize - ro].0.clone(), offset: 0 })
+                                    };
+                                    v = add(v, mul(ix(c), var));
+                                }
+                                Coord::Computed { value: v, source: l.interval, offset: 0 }
+                            }
                         });
                     }
                     let uid = self.next_acc;

@@ -172,6 +172,9 @@ fn rewrite_coord(c: &Coord, f: &dyn Fn(&Coord) -> Option<Coord>) -> Coord {
         Coord::Table { table, source, offset } => {
             Coord::Table { table: rewrite_load(table, f), source: *source, offset: *offset }
         }
+        Coord::Computed { value, source, offset } => {
+            Coord::Computed { value: rewrite(value, f), source: *source, offset: *offset }
+        }
         other => other.clone(),
     };
     f(&inner).unwrap_or(inner)
