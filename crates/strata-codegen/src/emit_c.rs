@@ -200,6 +200,12 @@ impl Emitter<'_> {
         match e {
             SExpr::Load(l) => and(self.load_present(l)),
             SExpr::Const(_) | SExpr::Acc(_) | SExpr::Present(_) | SExpr::Reduce { .. } => "1".into(),
+            SExpr::Guard { table, value, .. } => {
+                let mut parts = self.load_present(table);
+                parts.push(format!("strata_ok((int64_t){})", self.load(table)));
+                parts.push(self.present(value));
+                and(parts)
+            }
             SExpr::Index(c) => and(self.coord_present(c)),
             SExpr::Unary(_, a, _) | SExpr::Cast(a, _, _) => self.present(a),
             SExpr::Binary(_, a, b, _) => and(vec![self.present(a), self.present(b)]),
@@ -248,6 +254,15 @@ impl Emitter<'_> {
             SExpr::Cast(a, from, to) => cast(&self.value(a), *from, *to),
             SExpr::Present(a) => format!("((uint8_t){})", self.present(a)),
             SExpr::Acc(id) => format!("acc{id}"),
+            SExpr::Guard { table, source, value } => {
+                format!(
+                    "((void)strata_nb((int64_t){}, {}, {}, err), {})",
+                    self.load(table),
+                    source.start,
+                    source.stop,
+                    self.value(value)
+                )
+            }
             SExpr::Reduce { id, vars, init, scalar, body } => {
                 let t = c_type(*scalar);
                 let mut loops = String::new();
@@ -374,7 +389,9 @@ fn collect_accs(e: &Rc<SExpr>, em: &mut Emitter) {
             collect_accs(init, em);
             collect_accs(body, em);
         }
-        SExpr::Unary(_, a, _) | SExpr::Cast(a, _, _) | SExpr::Present(a) => collect_accs(a, em),
+        SExpr::Unary(_, a, _) | SExpr::Cast(a, _, _) | SExpr::Present(a) | SExpr::Guard { value: a, .. } => {
+            collect_accs(a, em)
+        }
         SExpr::Binary(_, a, b, _) => {
             collect_accs(a, em);
             collect_accs(b, em);

@@ -468,8 +468,15 @@ impl<'m> Lowerer<'m> {
                 let load = Rc::new(Load { buffer: tl.buffer, coords });
                 let (x_levels, _) = split(self.types, func.exprs[*a].ty);
                 let source = x_levels.iter().find(|l| l.name == src).expect("verified source").interval;
-                let with = Coord::Table { table: load, source, offset: 0 };
-                arg(a).map(&mut |x| substitute(x, &src, &with))
+                let with = Coord::Table { table: load.clone(), source, offset: 0 };
+                arg(a).map(&mut |x| {
+                    // A value constant along the source dimension still inherits the skips.
+                    if crate::sym::free_vars(x).contains(&src) {
+                        substitute(x, &src, &with)
+                    } else {
+                        Rc::new(SExpr::Guard { table: load.clone(), source, value: x.clone() })
+                    }
+                })
             }
             Op::ShiftApply { arg: a, neighbor } => {
                 let (levels, _) = split(self.types, func.exprs[*a].ty);
@@ -968,6 +975,7 @@ fn reads(e: &Rc<SExpr>, b: usize) -> bool {
         SExpr::Const(_) | SExpr::Acc(_) => false,
         SExpr::Index(c) => coord_reads(c, b),
         SExpr::Unary(_, a, _) | SExpr::Cast(a, _, _) | SExpr::Present(a) => reads(a, b),
+        SExpr::Guard { table, value, .. } => load_reads(table, b) || reads(value, b),
         SExpr::Binary(_, a, c, _) => reads(a, b) || reads(c, b),
         SExpr::Select(c, t, f) => reads(c, b) || reads(t, b) || reads(f, b),
         SExpr::Reduce { body, .. } => reads(body, b),

@@ -93,6 +93,17 @@ pub enum SExpr {
     Present(Rc<SExpr>),
     /// The accumulator of the innermost enclosing reduction.
     Acc(u32),
+    /// `value`, existing only where a neighbor-table entry is not the skip value (and checked
+    /// against its source interval): a shifted value that does not depend on the source
+    /// dimension still inherits the table's skips.
+    Guard {
+        /// The table entry.
+        table: Rc<Load>,
+        /// Its source interval.
+        source: Interval,
+        /// The guarded value.
+        value: Rc<SExpr>,
+    },
     /// `acc = init; for vars in ranges (row-major): if present(body) acc = body; acc` — a
     /// neighbor reduction (one variable) or a contraction (`map_reduce`, `dot_general`).
     Reduce {
@@ -157,6 +168,9 @@ pub fn rewrite(e: &Rc<SExpr>, f: &dyn Fn(&Coord) -> Option<Coord>) -> Rc<SExpr> 
         SExpr::Cast(a, from, to) => SExpr::Cast(re(a), *from, *to),
         SExpr::Present(a) => SExpr::Present(re(a)),
         SExpr::Acc(id) => SExpr::Acc(*id),
+        SExpr::Guard { table, source, value } => {
+            SExpr::Guard { table: rewrite_load(table, f), source: *source, value: re(value) }
+        }
         SExpr::Reduce { id, vars, init, scalar, body } => {
             SExpr::Reduce { id: *id, vars: vars.clone(), init: re(init), scalar: *scalar, body: re(body) }
         }
@@ -246,6 +260,7 @@ pub fn show(e: &SExpr) -> String {
         SExpr::Cast(a, _, to) => format!("cast({}, {to})", show(a)),
         SExpr::Present(a) => format!("can_deref({})", show(a)),
         SExpr::Acc(id) => format!("acc{id}"),
+        SExpr::Guard { table, value, .. } => format!("guard({}, {})", show_load(table), show(value)),
         SExpr::Reduce { id, vars, init, body, .. } => {
             let loops: Vec<String> = vars.iter().map(|(v, r)| format!("{v} in {r}")).collect();
             format!("reduce(acc{id} = {}; {}; {})", show(init), loops.join(", "), show(body))
@@ -268,6 +283,10 @@ pub fn free_vars(e: &Rc<SExpr>) -> Vec<DimName> {
             SExpr::Load(l) => l.coords.iter().for_each(|c| coord(c, out)),
             SExpr::Index(c) => coord(c, out),
             SExpr::Const(_) | SExpr::Acc(_) => {}
+            SExpr::Guard { table, value, .. } => {
+                table.coords.iter().for_each(|c| coord(c, out));
+                go(value, out);
+            }
             SExpr::Unary(_, a, _) | SExpr::Cast(a, _, _) | SExpr::Present(a) => go(a, out),
             SExpr::Binary(_, a, b, _) => {
                 go(a, out);

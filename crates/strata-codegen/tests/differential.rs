@@ -37,7 +37,7 @@ fn ty(v: &V) -> String {
     let el = if v.tuple { format!("({0}, {0})", v.scalar) } else { v.scalar.to_string() };
     let dims: Vec<String> = v.dims.iter().map(|(d, s, e)| format!("{d}[{s}:{e}]")).collect();
     if dims.is_empty() {
-        el
+        format!("tensor<{el}>")
     } else {
         format!("tensor<{el}, {}>", dims.join(", "))
     }
@@ -67,6 +67,8 @@ fn bcast(vs: &[&V]) -> Option<Vec<(char, i64, i64)>> {
 struct Program {
     text: String,
     entry: String,
+    /// Neighbor-table parameters and the source interval their entries index.
+    tables: Vec<(String, i64, i64)>,
 }
 
 fn generate(rng: &mut Rng, id: usize) -> Program {
@@ -86,6 +88,8 @@ fn generate(rng: &mut Rng, id: usize) -> Program {
         vals.push(v);
     }
     let mut body = String::new();
+    let mut helpers = String::new();
+    let mut tables = Vec::new();
     let mut n = 0;
     let steps = 2 + rng.below(7);
     let mut guard = 0;
@@ -94,7 +98,7 @@ fn generate(rng: &mut Rng, id: usize) -> Program {
         let a = vals[rng.below(vals.len())].clone();
         let b = vals[rng.below(vals.len())].clone();
         let name = format!("v{n}");
-        let (op, out): (String, Option<V>) = match rng.below(11) {
+        let (op, out): (String, Option<V>) = match rng.below(12) {
             0..=3 if a.scalar == b.scalar && !a.tuple && !b.tuple && a.scalar != "bool" => {
                 let ops = if a.scalar == "f64" {
                     &["plus", "minus", "multiplies", "divides", "maximum", "minimum"][..]
@@ -165,6 +169,57 @@ fn generate(rng: &mut Rng, id: usize) -> Program {
                     Some(V { name: name.clone(), dims: d, scalar: a.scalar, tuple: false }),
                 )
             }
+            10 if !a.tuple
+                && a.scalar != "bool"
+                && a.dims.iter().any(|x| x.0 == 'I')
+                && !a.dims.iter().any(|x| x.0 == 'C') =>
+            {
+                // A neighbor reduction: C -> I through a table with skip values, summed.
+                let (_, lo, hi) = *a.dims.iter().find(|x| x.0 == 'I').expect("I");
+                let (cn, m) = (rng.range(2, 5), rng.range(1, 4));
+                let tb = format!("tb{n}");
+                params.push(format!("%{tb}: tensor<i32, C[0:{cn}], NB_I[0:{m}]>"));
+                tables.push((tb.clone(), lo, hi));
+                let mut sdims: Vec<(char, i64, i64)> =
+                    a.dims.iter().map(|&x| if x.0 == 'I' { ('C', 0, cn) } else { x }).collect();
+                let red = V { name: name.clone(), dims: sdims.clone(), scalar: a.scalar, tuple: false };
+                sdims.push(('N', 0, m));
+                let shown: Vec<String> = sdims
+                    .iter()
+                    .map(|(d, s, e)| if *d == 'N' { format!("NB_0[{s}:{e}]") } else { format!("{d}[{s}:{e}]") })
+                    .collect();
+                let _ = writeln!(
+                    body,
+                    "  %sh{n} = shift_init(%{}, %{tb}) : tensor<{}, {}>",
+                    a.name,
+                    a.scalar,
+                    shown.join(", ")
+                );
+                let rt = ty(&red);
+                let _ = writeln!(helpers, "func @sum{id}_{n}(%acc: {rt}, %x: {rt}) -> {rt} {{\n  %s = plus(%acc, %x) : {rt}\n  return %s\n}}\n");
+                let init = if a.scalar == "f64" { "0.0" } else { "0" };
+                (format!("reduce(@sum{id}_{n}, %sh{n}, init = {init})"), Some(red))
+            }
+            10 if !a.tuple && a.scalar != "bool" && a.dims.iter().any(|x| x.0 == 'K') => {
+                // A scan along K, forward or backward.
+                let col = V {
+                    name: String::new(),
+                    dims: a.dims.iter().copied().filter(|x| x.0 != 'K').collect(),
+                    ..a.clone()
+                };
+                let ct = ty(&col);
+                let op = ["plus", "maximum", "minus"][rng.below(3)];
+                let _ = writeln!(
+                    helpers,
+                    "func @step{id}_{n}(%s: {ct}, %x: {ct}) -> {ct} {{\n  %r = {op}(%x, %s) : {ct}\n  return %r\n}}\n"
+                );
+                let init = if a.scalar == "f64" { "0.5" } else { "1" };
+                let fw = rng.below(2) == 0;
+                (
+                    format!("scan(@step{id}_{n}, %{}, dim = K, forward = {fw}, init = {init})", a.name),
+                    Some(V { name: name.clone(), ..a.clone() }),
+                )
+            }
             _ if !a.dims.is_empty() && a.dims.iter().any(|x| x.2 - x.1 > 1) => {
                 let k = (0..a.dims.len()).find(|&k| a.dims[k].2 - a.dims[k].1 > 1).expect("some");
                 let mut dims = a.dims.clone();
@@ -184,8 +239,8 @@ fn generate(rng: &mut Rng, id: usize) -> Program {
     let last = vals.last().expect("values").name.clone();
     let rty = ty(vals.last().expect("values"));
     let entry = format!("g{id}");
-    let text = format!("func @{entry}({}) -> {rty} {{\n{body}  return %{last}\n}}\n", params.join(", "));
-    Program { text, entry }
+    let text = format!("{helpers}func @{entry}({}) -> {rty} {{\n{body}  return %{last}\n}}\n", params.join(", "));
+    Program { text, entry, tables }
 }
 
 fn same(a: &Column, b: &Column) -> bool {
@@ -263,7 +318,8 @@ fn thousand_random_programs_native_equals_interpreter() {
                 .enumerate()
                 .map(|(i, &q)| {
                     let vt = ValueType::from_ir(&info.types, f.exprs[q].ty);
-                    random_fill(&vt, (checked * 7 + i) as u64)
+                    let table = p.tables.iter().find(|t| t.0 == f.exprs[q].name).map(|t| (t.1, t.2));
+                    random_fill(&vt, (checked * 7 + i) as u64, table)
                 })
                 .collect();
             let want = interp.run(h, args.clone()).unwrap_or_else(|e| panic!("interpreter: {e}\n{}", p.text));
@@ -283,14 +339,17 @@ fn thousand_random_programs_native_equals_interpreter() {
     assert_eq!(checked, total);
 }
 
-fn random_fill(ty: &ValueType, seed: u64) -> Tensor {
+fn random_fill(ty: &ValueType, seed: u64, table: Option<(i64, i64)>) -> Tensor {
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let mut t = Tensor::zeros(ty);
     if let Data::Scalars(c) = &mut t.data {
         let s = c.scalar();
         *c = Column::from_fn(s, c.len(), |_| {
             let r = rng.next();
-            if s.is_float() {
+            if let Some((lo, hi)) = table {
+                // Entries in the source interval, about one in four skipped.
+                Sv::from_i128(s, if r % 4 == 0 { -1 } else { (lo + (r % (hi - lo) as u64) as i64) as i128 })
+            } else if s.is_float() {
                 Sv::from_f64(s, ((r >> 11) as f64 / (1u64 << 53) as f64) * 8.0 - 4.0)
             } else {
                 Sv::from_i128(s, (r % 2001) as i128 - 1000)

@@ -243,7 +243,13 @@ fn neighbors(cx: &OpCx, x: &Tensor, table: &Tensor, neighbor: Option<i64>) -> R<
         })
         .map(|o| (table.is_present(o), table.scalar_at(o).as_i128()));
         match entry {
-            Some((true, t)) if t >= 0 => {
+            // -1 is the skip value; every other entry is a coordinate of the source interval
+            // (negative ones included, for intervals that start below zero).
+            Some((true, -1)) | Some((false, _)) => {
+                positions.push(0);
+                present.push(false);
+            }
+            Some((true, t)) => {
                 let t = t as i64;
                 if t < src_interval.start || t >= src_interval.stop {
                     failure = Some(cx.err(
@@ -258,19 +264,6 @@ fn neighbors(cx: &OpCx, x: &Tensor, table: &Tensor, neighbor: Option<i64>) -> R<
                 let o = offset_at(x, |name| if *name == src { Some(t) } else { at(name) }).expect("verified dims");
                 positions.push(o);
                 present.push(x.is_present(o));
-            }
-            Some((true, -1)) | Some((false, _)) => {
-                positions.push(0);
-                present.push(false);
-            }
-            Some((true, t)) => {
-                failure = Some(cx.err(
-                    "strata::run::index_out_of_interval",
-                    format!(
-                        "neighbor table entry {t} at {dst}={d}, {}={j} is negative (only -1 means \"no neighbor\")",
-                        tag.name
-                    ),
-                ));
             }
             None => {
                 positions.push(0);
