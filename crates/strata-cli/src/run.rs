@@ -62,16 +62,6 @@ pub fn find_entry(module: &Module, name: Option<&str>) -> Result<Handle<Function
         .ok_or_else(|| "the file defines no function or program".to_string())
 }
 
-struct XorShift(u64);
-impl XorShift {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-}
-
 fn fill(ty: &ValueType, mut f: impl FnMut(Scalar) -> Sv) -> Result<Tensor, String> {
     let mut t = Tensor::zeros(ty);
     fn fill_data(d: &mut Data, f: &mut dyn FnMut(Scalar) -> Sv) -> Result<(), String> {
@@ -96,13 +86,12 @@ pub fn make_arg(name: &str, ty: &ValueType, source: &ArgSource) -> Result<Tensor
         ArgSource::Zeros => Ok(Tensor::zeros(ty)),
         ArgSource::Ones => fill(ty, |s| Sv::from_i128(s, 1)),
         ArgSource::Random(seed) => {
-            let mut rng = XorShift(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+            let mut rng = strata_runtime::random::XorShift::new(*seed);
             fill(ty, |s| {
-                let r = rng.next();
                 if s.is_float() {
-                    Sv::from_f64(s, (r >> 11) as f64 / (1u64 << 53) as f64)
+                    Sv::from_f64(s, rng.unit())
                 } else {
-                    Sv::from_i128(s, (r % if s == Scalar::Bool { 2 } else { 10 }) as i128)
+                    Sv::from_i128(s, rng.below(if s == Scalar::Bool { 2 } else { 10 }) as i128)
                 }
             })
         }

@@ -8,19 +8,20 @@ use std::fmt::Write;
 use strata_codegen::{compile, emit_c, exec, lower};
 use strata_runtime::{Column, Data, Sv, Tensor, ValueType};
 
-struct Rng(u64);
+/// The shared deterministic generator, with the helpers the generator uses.
+struct Rng(strata_runtime::random::XorShift);
 impl Rng {
+    fn seeded(seed: u64) -> Rng {
+        Rng(strata_runtime::random::XorShift::new(seed))
+    }
     fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        self.0.next_u64()
     }
     fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
+        self.0.below(n as u64) as usize
     }
     fn range(&mut self, lo: i64, hi: i64) -> i64 {
-        lo + (self.next() % (hi - lo + 1) as u64) as i64
+        self.0.range(lo, hi)
     }
 }
 
@@ -256,7 +257,7 @@ fn same(a: &Column, b: &Column) -> bool {
 fn thousand_random_programs_native_equals_interpreter() {
     let cache = std::env::temp_dir().join(format!("strata-difftest-{}", std::process::id()));
     std::env::set_var("STRATA_CACHE_DIR", &cache);
-    let mut rng = Rng(0xD1FF_5EED_0000_0001);
+    let mut rng = Rng::seeded(0xD1FF_5EED_0000_0001);
     let total = 1000;
     let batch = 125;
     let mut checked = 0;
@@ -340,7 +341,7 @@ fn thousand_random_programs_native_equals_interpreter() {
 }
 
 fn random_fill(ty: &ValueType, seed: u64, table: Option<(i64, i64)>) -> Tensor {
-    let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut rng = Rng::seeded(seed);
     let mut t = Tensor::zeros(ty);
     if let Data::Scalars(c) = &mut t.data {
         let s = c.scalar();
@@ -362,7 +363,7 @@ fn random_fill(ty: &ValueType, seed: u64, table: Option<(i64, i64)>) -> Tensor {
 #[test]
 #[ignore = "prints generated programs"]
 fn show_generated() {
-    let mut rng = Rng(0xD1FF_5EED_0000_0001);
+    let mut rng = Rng::seeded(0xD1FF_5EED_0000_0001);
     for i in 0..3 {
         println!("{}", generate(&mut rng, i).text);
     }

@@ -7,13 +7,8 @@ use strata_codegen::{compile, emit_c, exec, lower};
 use strata_runtime::{Column, Data, Sv, Tensor, ValueType};
 
 fn fill(ty: &ValueType, seed: u64, table_source: Option<i64>) -> Tensor {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut next = move || {
-        state ^= state >> 12;
-        state ^= state << 25;
-        state ^= state >> 27;
-        state.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    };
+    let mut rng = strata_runtime::random::XorShift::new(seed);
+    let mut next = move || rng.next_u64();
     let mut t = Tensor::zeros(ty);
     if let Data::Scalars(c) = &mut t.data {
         let s = c.scalar();

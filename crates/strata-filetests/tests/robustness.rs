@@ -28,21 +28,11 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// xorshift64*: deterministic, so a failure names a reproducible variant.
-struct Rng(u64);
+/// The shared deterministic generator: a failure names a reproducible variant.
+struct Rng(strata_runtime::random::XorShift);
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
     fn below(&mut self, n: usize) -> usize {
-        if n == 0 {
-            0
-        } else {
-            (self.next() % n as u64) as usize
-        }
+        self.0.below(n as u64) as usize
     }
 }
 
@@ -222,7 +212,7 @@ fn ten_thousand_mutants_never_panic() {
             *s = info.to_string();
         }
     }));
-    let mut rng = Rng(0x5EED_5EED_1234_5678);
+    let mut rng = Rng(strata_runtime::random::XorShift::new(0x5EED_5EED_1234_5678));
     let mut failures = Vec::new();
     let total = 12_000;
     for i in 0..total {

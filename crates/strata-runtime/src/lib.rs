@@ -4,12 +4,14 @@
 //! - [`tensor`]: every value as a tensor over levels, with tuple, nested and absent elements;
 //! - [`storage`]: per-level buffers of sparse and ragged tensors (positions, coordinates, offsets);
 //! - [`dist`]: block partitions and per-rank blocks of tensors on a team;
+//! - [`random`]: the deterministic generator behind `random:SEED` arguments;
 //! - [`npy`]: numpy `.npy` / `.npz` and SciPy sparse exchange.
 
 #![deny(missing_docs)]
 
 pub mod dist;
 pub mod npy;
+pub mod random;
 pub mod scalar;
 pub mod sparse_io;
 pub mod storage;
