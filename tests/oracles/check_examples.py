@@ -1,6 +1,8 @@
 """Runs Strata's examples with generated data and compares with numpy / SciPy oracles.
 
-Usage: python check_examples.py STRATA_BINARY WORKDIR [NAME ...]
+Usage: python check_examples.py STRATA_BINARY WORKDIR [--backend auto|interp|native] [NAME ...]
+With the default `auto` backend, entries the native backend compiles run natively and the rest
+in the interpreter; `interp` checks the reference interpreter alone.
 Exits non-zero on the first mismatch, printing what differed. Float results are compared with
 rtol=1e-12, atol=1e-12 (the interpreter evaluates in the same precision and order as the
 straightforward numpy formula, so only reassociation of sums may differ).
@@ -17,12 +19,13 @@ import mesh  # noqa: E402
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 RTOL = ATOL = 1e-12
+BACKEND = "auto"
 
 
 def run(strata, example, work, args, outs, entry=None):
     """Runs an example entry; `args` maps names to numpy arrays (saved as .npy) or to paths of
     files already written. Returns the outputs loaded (`.npy`) or their paths (other files)."""
-    cmd = [strata, "run", os.path.join(ROOT, "examples", example)]
+    cmd = [strata, "run", os.path.join(ROOT, "examples", example), "--backend", BACKEND]
     if entry:
         cmd += ["--entry", entry]
     for name, value in args.items():
@@ -270,13 +273,19 @@ CHECKS = {
 
 
 def main():
+    global BACKEND
     strata, work = sys.argv[1], sys.argv[2]
-    names = sys.argv[3:] or list(CHECKS)
+    rest = sys.argv[3:]
+    if "--backend" in rest:
+        i = rest.index("--backend")
+        BACKEND = rest[i + 1]
+        rest = rest[:i] + rest[i + 2 :]
+    names = rest or list(CHECKS)
     os.makedirs(work, exist_ok=True)
     rng = np.random.default_rng(20261122)
     for n in names:
         CHECKS[n](strata, work, rng)
-    print(f"{len(names)} passed, 0 failed")
+    print(f"{len(names)} passed, 0 failed ({BACKEND} backend)")
 
 
 if __name__ == "__main__":

@@ -385,6 +385,38 @@ func @f(%a: tensor<8x12xf64>, %b: tensor<12x8xf64>) -> tensor<8x8xf64> {
     lambda a, b: {"result": a @ b},
 )
 
+PT = randn(8, 12)
+
+
+def tile_transpose_oracle(a):
+    t = a.T.copy()
+    t[0:4, 0:4] = t[8:12, 4:8]
+    return {"result": t}
+
+
+case(
+    "tile_map_transpose_get_set",
+    """
+func @tile_t(%t: tensor<4x4xf64>) -> tensor<4x4xf64> {
+  %r = transpose(%t, perm = [1, 0]) : tensor<4x4xf64>
+  return %r
+}
+func @f(%a: tensor<8x12xf64>) -> tensor<12x8xf64> {
+  %pa = pack(%a, tile = [4, 4]) : tensor<2x3x tensor<4x4xf64>>
+  %mt = map(@tile_t, %pa) : tensor<2x3x tensor<4x4xf64>>
+  %tt = transpose(%mt, perm = [1, 0]) : tensor<3x2x tensor<4x4xf64>>
+  %i = constant(value = 2) : index
+  %j = constant(value = 1) : index
+  %k = constant(value = 0) : index
+  %g = get(%tt, %i, %j) : tensor<4x4xf64>
+  %z = set(%tt, %k, %k, %g) : tensor<3x2x tensor<4x4xf64>>
+  %c = unpack(%z) : tensor<12x8xf64>
+  return %c
+}""",
+    {"a": PT},
+    tile_transpose_oracle,
+)
+
 # ---- seed 004: beyond rectangular ------------------------------------------------------------
 GM, GI = randn(6, 5), np.array([[4], [0], [4], [2]], dtype=np.int64)
 case(

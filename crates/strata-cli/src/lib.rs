@@ -194,7 +194,7 @@ pub struct RunOptions {
     pub args: Vec<String>,
     /// `NAME=PATH` outputs.
     pub outs: Vec<String>,
-    /// `interp` or `native`.
+    /// `auto` (native where it compiles, else the interpreter), `interp` or `native`.
     pub backend: String,
     /// Print timings.
     pub time: bool,
@@ -211,10 +211,13 @@ pub fn cmd_run(file: &Path, opts: &RunOptions) -> i32 {
         let _ = writeln!(stderr, "error: {m}");
         1
     };
-    let native = match opts.backend.as_str() {
-        "interp" => false,
-        "native" => true,
-        other => return usage(&mut stderr, format!("unknown backend `{other}` (expected `interp` or `native`)")),
+    let backend = match opts.backend.as_str() {
+        "auto" | "" => Backend::Auto,
+        "interp" => Backend::Interp,
+        "native" => Backend::Native,
+        other => {
+            return usage(&mut stderr, format!("unknown backend `{other}` (expected `auto`, `interp` or `native`)"))
+        }
     };
     let source = match read_source(file) {
         Ok(s) => s,
@@ -265,19 +268,48 @@ pub fn cmd_run(file: &Path, opts: &RunOptions) -> i32 {
         }
     }
     let start = std::time::Instant::now();
-    let values = if native {
-        match run_native(&module, &info.types, entry, &args, opts.time, opts.threads) {
-            Ok(v) => v,
-            Err(m) => return usage(&mut stderr, m),
+    let native = match backend {
+        Backend::Interp => None,
+        _ => Some(run_native(&module, &info.types, entry, &args, opts.time, opts.threads)),
+    };
+    let ran_natively = matches!(native, Some(Ok(_)));
+    let values = match (backend, native) {
+        (_, Some(Ok(v))) => v,
+        (Backend::Native, Some(Err(e))) => return usage(&mut stderr, e.to_string()),
+        // Auto: what the native backend does not compile yet runs in the interpreter.
+        (Backend::Auto, Some(Err(NativeError::NotCompiled(e)))) => {
+            let _ = writeln!(stderr, "note: {}; running the reference interpreter", e.reason());
+            match interp.run(entry, args) {
+                Ok(o) => o.values,
+                Err(e) => {
+                    let _ = write!(stderr, "{}", render(&name, &source, &[e.to_diagnostic()], color));
+                    return 1;
+                }
+            }
         }
-    } else {
-        match interp.run(entry, args) {
+        // Auto: a failed native run is re-run in the interpreter for a located diagnostic.
+        (Backend::Auto, Some(Err(native_error))) => {
+            match interp.run(entry, args) {
+                Err(e) => {
+                    let _ = write!(stderr, "{}", render(&name, &source, &[e.to_diagnostic()], color));
+                }
+                Ok(_) => {
+                    let _ = writeln!(
+                        stderr,
+                        "error: {native_error}\nnote: the reference interpreter runs this entry: this is a native \
+                         backend bug (`--backend interp` avoids it)"
+                    );
+                }
+            }
+            return 1;
+        }
+        (_, _) => match interp.run(entry, args) {
             Ok(o) => o.values,
             Err(e) => {
                 let _ = write!(stderr, "{}", render(&name, &source, &[e.to_diagnostic()], color));
                 return 1;
             }
-        }
+        },
     };
     let elapsed = start.elapsed();
     let outcome = strata_interp::Outcome { values };
@@ -291,10 +323,32 @@ pub fn cmd_run(file: &Path, opts: &RunOptions) -> i32 {
         }
         println!("{n} =\n{}", run::show_value(t));
     }
-    if opts.time && !native {
+    if opts.time && !ran_natively {
         let _ = writeln!(stderr, "time: interpreter {:.3} ms", elapsed.as_secs_f64() * 1e3);
     }
     0
+}
+
+/// Which backend `strata run` uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Backend {
+    /// Native where the entry compiles, else the interpreter (the default).
+    Auto,
+    /// The reference interpreter.
+    Interp,
+    /// The native backend only.
+    Native,
+}
+
+/// Why a native run did not produce values.
+#[derive(Debug, thiserror::Error)]
+enum NativeError {
+    /// The entry uses something the native backend does not compile yet.
+    #[error(transparent)]
+    NotCompiled(strata_codegen::LowerError),
+    /// Compiling, loading or running failed.
+    #[error("{0}")]
+    Failed(String),
 }
 
 /// Lowers, compiles (or finds in the cache) and runs `entry` natively.
@@ -305,19 +359,19 @@ fn run_native(
     args: &[strata_runtime::Tensor],
     time: bool,
     threads: Option<usize>,
-) -> Result<Vec<(String, strata_runtime::Tensor)>, String> {
+) -> Result<Vec<(String, strata_runtime::Tensor)>, NativeError> {
     let t0 = std::time::Instant::now();
-    let program = strata_codegen::lower(module, types, entry).map_err(|e| e.to_string())?;
+    let program = strata_codegen::lower(module, types, entry).map_err(NativeError::NotCompiled)?;
     let source = strata_codegen::emit_c::emit(&program);
-    let (so, state) = strata_codegen::compile::build(&source).map_err(|e| e.to_string())?;
-    let lib = strata_codegen::compile::Loaded::open(&so).map_err(|e| e.to_string())?;
+    let (so, state) = strata_codegen::compile::build(&source).map_err(|e| NativeError::Failed(e.to_string()))?;
+    let lib = strata_codegen::compile::Loaded::open(&so).map_err(|e| NativeError::Failed(e.to_string()))?;
     let t1 = std::time::Instant::now();
     let f = &module.functions[entry];
     let names: Vec<String> = f.params.iter().map(|&p| f.exprs[p].name.clone()).collect();
     let result_ty = f.result.map(|r| strata_runtime::ValueType::from_ir(types, r));
     let threads = threads.unwrap_or_else(strata_codegen::exec::threads_from_env);
     let values = strata_codegen::exec::run_threads(&program, &lib, args, &names, result_ty.as_ref(), threads)
-        .map_err(|e| format!("native run of `@{}` failed: {e}", f.name))?;
+        .map_err(|e| NativeError::Failed(format!("native run of `@{}` failed: {e}", f.name)))?;
     if time {
         let how = match state {
             strata_codegen::compile::CacheState::Cold => "cold",

@@ -44,8 +44,9 @@ enum Command {
         /// `NAME=PATH.npy` (or `.npz` for tuple elements); a function's result is named `result`.
         #[arg(long = "out", value_name = "NAME=PATH")]
         outs: Vec<String>,
-        /// `interp` (reference interpreter) or `native`.
-        #[arg(long, default_value = "interp")]
+        /// `auto` (native code where the backend compiles the entry, else the reference
+        /// interpreter, with a note), `interp` or `native` (native only, an error otherwise).
+        #[arg(long, default_value = "auto")]
         backend: String,
         /// Print how long the run took.
         #[arg(long)]

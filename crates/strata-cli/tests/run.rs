@@ -106,6 +106,37 @@ fn native_backend_runs_compiles_once_and_reports_what_it_cannot_compile() {
     );
 }
 
+/// A tile payload that reads its accumulator transposed cannot run as a per-position fold.
+const TILE_ACC_T: &str = "func @mac(%acc: tensor<2x2xf64>, %a: tensor<2x2xf64>) -> tensor<2x2xf64> {
+  %t = transpose(%acc, perm = [1, 0]) : tensor<2x2xf64>
+  %s = plus(%t, %a) : tensor<2x2xf64>
+  return %s
+}
+func @f(%a: tensor<4x4xf64>) -> tensor<2x2xf64> {
+  %p = pack(%a, tile = [2, 2]) : tensor<2x2x tensor<2x2xf64>>
+  %z = constant(value = 0.0) : tensor<2 x tensor<2x2xf64>>
+  %r = map_reduce_aff(@mac, %p, init = %z, domain = [2, 2], outputs = 1, shape = [2], out_map = (d0, d1) -> (d0), maps = [(d0, d1) -> (d0, d1)]) : tensor<2 x tensor<2x2xf64>>
+  %g = constant(value = 1) : index
+  %e = get(%r, %g) : tensor<2x2xf64>
+  return %e
+}
+";
+
+#[test]
+fn native_backend_refuses_tile_payloads_reading_the_accumulator_elsewhere() {
+    let d = tmp("tile-acc");
+    let f = write(&d, "tile.strata", TILE_ACC_T);
+    let o = strata(&["run", &f, "--arg", "a=ones"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = strata(&["run", &f, "--backend", "native", "--arg", "a=ones"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("does not compile `@mac as a tile payload that reads its accumulator at other positions`"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 #[test]
 fn lower_prints_loops_and_readable_c() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");

@@ -25,10 +25,23 @@ pub enum ExecError {
     Other(i32),
 }
 
-fn column<'a>(d: &'a Data, path: &[usize]) -> &'a Column {
+/// The flat column of the leaf at `path`: tensor elements are laid out one after another
+/// (outer levels, then the element's levels, row-major), as the lowering's flat buffers expect.
+fn column(d: &Data, path: &[usize]) -> Column {
     match (d, path.split_first()) {
-        (Data::Scalars(c), None) => c,
+        (Data::Scalars(c), None) => c.clone(),
         (Data::Tuple(fs), Some((i, rest))) => column(&fs[*i], rest),
+        (Data::Tensors(tiles), _) => {
+            let parts: Vec<Column> = tiles.iter().map(|t| column(&t.data, path)).collect();
+            let scalar = parts.first().map(Column::scalar).unwrap_or(strata_ir::Scalar::F64);
+            let mut out = Column::zeros(scalar, parts.iter().map(Column::len).sum());
+            let mut at = 0;
+            for p in &parts {
+                out.copy_from(at, p);
+                at += p.len();
+            }
+            out
+        }
         _ => panic!("buffer path matches the value's type"),
     }
 }
@@ -50,9 +63,21 @@ fn column_ptr(c: &mut Column) -> *mut std::ffi::c_void {
 }
 
 /// Rebuilds a value of type `ty` from its leaf columns (in field order).
-fn data_of(t: &ElemType, cols: &mut impl Iterator<Item = Column>) -> Data {
+fn data_of(t: &ElemType, count: usize, cols: &mut dyn Iterator<Item = Column>) -> Data {
     match t {
-        ElemType::Tuple(fs) => Data::Tuple(fs.iter().map(|f| data_of(f, cols)).collect()),
+        ElemType::Tuple(fs) => Data::Tuple(fs.iter().map(|f| data_of(f, count, cols)).collect()),
+        ElemType::Tensor(vt) => {
+            // One flat column per leaf of the element: cut it into elements.
+            let flat: Vec<Column> = std::iter::from_fn(|| cols.next()).collect();
+            let n = vt.len();
+            let tiles = (0..count)
+                .map(|i| {
+                    let mut parts = flat.iter().map(|c| c.slice(i * n..(i + 1) * n));
+                    Tensor { ty: (**vt).clone(), data: data_of(&vt.element, n, &mut parts), present: None }
+                })
+                .collect();
+            Data::Tensors(tiles)
+        }
         _ => Data::Scalars(cols.next().expect("one column per leaf")),
     }
 }
@@ -90,7 +115,7 @@ pub fn run_threads(
         .buffers
         .iter()
         .map(|b| match b.param {
-            Some(p) => column(&args[p].data, &b.field).clone(),
+            Some(p) => column(&args[p].data, &b.field),
             None => Column::zeros(b.scalar, b.levels.iter().map(|l| l.interval.len() as usize).product()),
         })
         .collect();
@@ -122,7 +147,7 @@ pub fn run_threads(
             Some(i) => (names[i].clone(), args[i].ty.clone()),
             None => ("result".to_string(), result_ty.expect("a function's result type").clone()),
         };
-        let data = data_of(&ty.element, &mut leaf_cols.into_iter());
+        let data = data_of(&ty.element, ty.len(), &mut leaf_cols.into_iter());
         results.push((name, Tensor { ty, data, present: None }));
     }
     let _ = Elem::Scalar;

@@ -104,6 +104,20 @@ pub enum LowerError {
     },
 }
 
+impl LowerError {
+    /// What is not compiled, without the advice to switch backends.
+    pub fn reason(&self) -> String {
+        match self {
+            LowerError::Unsupported { op, func } => {
+                format!("the native backend does not compile `{op}` yet (in `@{func}`)")
+            }
+            LowerError::UnsupportedType { what, func } => {
+                format!("the native backend does not handle {what} yet (in `@{func}`)")
+            }
+        }
+    }
+}
+
 struct Lowerer<'m> {
     module: &'m Module,
     types: &'m TypeArena,
@@ -141,6 +155,42 @@ fn split(types: &TypeArena, ty: Handle<Type>) -> (Vec<Level>, Handle<Type>) {
     }
 }
 
+/// The loop variable of position `k` inside a tensor element (`$e0`, `$e1`, …).
+///
+/// A tensor of tensors is lowered *flat*: its buffer has the outer levels followed by the
+/// element's levels, and its symbolic value is an expression over the outer dimensions and
+/// these element variables (which never clash with user dimensions, as `$` is not an
+/// identifier character).
+pub fn element_var(k: usize) -> DimName {
+    DimName(format!("$e{k}"))
+}
+
+/// The flat levels of `ty` (outer levels, then the element tensor's levels named by
+/// [`element_var`]) and its innermost element type; tensors nested deeper are not handled.
+fn flat(types: &TypeArena, ty: Handle<Type>) -> Result<(Vec<Level>, Handle<Type>), String> {
+    let (mut levels, element) = split(types, ty);
+    let Type::Tensor(inner) = &types[element] else { return Ok((levels, element)) };
+    if matches!(types[inner.element], Type::Tensor(_)) {
+        return Err("tensors nested more than one level deep".into());
+    }
+    if inner.levels.iter().any(|l| !l.format.is_dense_like()) {
+        return Err("sparse or ragged tensor elements".into());
+    }
+    levels.extend(inner.levels.iter().enumerate().map(|(k, l)| Level { name: element_var(k), ..l.clone() }));
+    Ok((levels, inner.element))
+}
+
+/// The levels of the tensor element of `ty` (empty when the element is not a tensor).
+fn element_levels(types: &TypeArena, ty: Handle<Type>) -> Vec<Level> {
+    split(types, split(types, ty).1).0
+}
+
+/// The placeholder buffer of accumulator `id` while a payload over tensor elements is inlined
+/// (never emitted: replaced by the accumulator register once its reads are checked).
+fn acc_placeholder(id: u32) -> usize {
+    usize::MAX - id as usize
+}
+
 /// Builds a [`Sym`] of the tuple shape of `ty` from leaf expressions in order.
 fn assemble(types: &TypeArena, ty: Handle<Type>, leaves: &mut impl Iterator<Item = Rc<SExpr>>) -> Sym {
     match &types[ty] {
@@ -163,10 +213,10 @@ impl<'m> Lowerer<'m> {
         written: bool,
         func: &Function,
     ) -> Result<(Sym, Vec<usize>), LowerError> {
-        let (levels, element) = split(self.types, ty);
-        if levels.iter().any(|l| !l.format.is_dense_like()) {
+        if split(self.types, ty).0.iter().any(|l| !l.format.is_dense_like()) {
             return Err(self.unsupported_type(format!("the sparse or ragged value `%{name}`"), func));
         }
+        let (levels, element) = flat(self.types, ty).map_err(|w| self.unsupported_type(w, func))?;
         let mut ls = Vec::new();
         leaves(self.types, element, Vec::new(), &mut ls).map_err(|w| self.unsupported_type(w, func))?;
         let mut ids = Vec::new();
@@ -221,7 +271,7 @@ impl<'m> Lowerer<'m> {
     }
 
     fn literal_sym(&self, lit: &Literal, ty: Handle<Type>, func: &Function) -> Result<Sym, LowerError> {
-        let (_, element) = split(self.types, ty);
+        let (_, element) = flat(self.types, ty).map_err(|w| self.unsupported_type(w, func))?;
         Ok(match (&self.types[element], lit) {
             (Type::Tuple(fs), Literal::Tuple(items)) => {
                 Sym::Tuple(fs.iter().zip(items).map(|(f, l)| self.literal_sym(l, *f, func)).collect::<Result<_, _>>()?)
@@ -317,20 +367,90 @@ impl<'m> Lowerer<'m> {
         red: Vec<(DimName, strata_ir::Interval)>,
         elems: Vec<Sym>,
     ) -> Result<Sym, LowerError> {
-        let (_, element) = split(self.types, e.ty);
-        let Type::Scalar(scalar) = self.types[element] else {
-            return Err(self.unsupported_type("a contraction over tensor or tuple elements", func));
+        let (_, leaf) = flat(self.types, e.ty).map_err(|w| self.unsupported_type(w, func))?;
+        let Type::Scalar(scalar) = self.types[leaf] else {
+            return Err(self.unsupported_type("a contraction over tuple elements", func));
         };
+        let inner = element_levels(self.types, e.ty);
         let init = match init {
             strata_ir::Init::Literal(l) => {
                 Rc::new(SExpr::Const(Sv::from_literal(l, scalar).unwrap_or(Sv::zero(scalar))))
             }
             strata_ir::Init::Value(v) => env[v.index()].clone().expect("defined").scalar(),
         };
-        let mut call_args = vec![Sym::Scalar(Rc::new(SExpr::Acc(id)))];
+        if inner.is_empty() {
+            let mut call_args = vec![Sym::Scalar(Rc::new(SExpr::Acc(id)))];
+            call_args.extend(elems);
+            let body = self.inline(f, call_args)?.scalar();
+            return Ok(Sym::Scalar(Rc::new(SExpr::Reduce { id, vars: red, init, scalar, body })));
+        }
+        // Tensor elements: the fold runs per element position, which is exact when the payload
+        // reads its accumulator at that same position only (e.g. `plus(%acc, product_2d(…))`).
+        let at: Vec<Coord> = (0..inner.len()).map(|k| Coord::Var { dim: element_var(k), offset: 0 }).collect();
+        let placeholder = acc_placeholder(id);
+        let acc = Rc::new(SExpr::Load(Rc::new(Load { buffer: placeholder, coords: at.clone() })));
+        let mut call_args = vec![Sym::Scalar(acc)];
         call_args.extend(elems);
-        let body = self.inline(f, call_args)?.scalar();
+        let body = self.inline_on_elements(f, call_args)?.scalar();
+        let body = crate::sym::replace_loads(&body, &|l| {
+            (l.buffer == placeholder && l.coords == at).then(|| Rc::new(SExpr::Acc(id)))
+        });
+        if reads(&body, placeholder) {
+            return Err(LowerError::Unsupported {
+                op: format!(
+                    "@{} as a tile payload that reads its accumulator at other positions",
+                    self.module.functions[f].name
+                ),
+                func: func.name.clone(),
+            });
+        }
         Ok(Sym::Scalar(Rc::new(SExpr::Reduce { id, vars: red, init, scalar, body })))
+    }
+
+    /// Inlines payload `f` on single elements `args`. Tensor elements (expressions over the
+    /// [`element_var`]s and the enclosing loop variables) are handed to the payload as values
+    /// over its parameters' own dimensions, and its result is renamed back; the enclosing loop
+    /// variables are renamed out of the way meanwhile, as the names may coincide (`_0`, `_1`).
+    fn inline_on_elements(&mut self, fh: Handle<Function>, args: Vec<Sym>) -> Result<Sym, LowerError> {
+        let callee = &self.module.functions[fh];
+        let param_levels: Vec<Vec<Level>> =
+            callee.params.iter().map(|p| split(self.types, callee.exprs[*p].ty).0).collect();
+        let result_levels = callee.result.map(|r| split(self.types, r).0).unwrap_or_default();
+        if param_levels.iter().all(Vec::is_empty) && result_levels.is_empty() {
+            return self.inline(fh, args);
+        }
+        let mut outer: Vec<DimName> = Vec::new();
+        for x in args.iter().flat_map(Sym::leaves) {
+            for v in crate::sym::free_vars(&x) {
+                if !v.as_str().starts_with('$') && !outer.contains(&v) {
+                    outer.push(v);
+                }
+            }
+        }
+        let uid = self.next_acc;
+        self.next_acc += 1;
+        let temps: Vec<DimName> = (0..outer.len()).map(|i| crate::sym::fresh("o", uid, i)).collect();
+        let var = |d: &DimName| Coord::Var { dim: d.clone(), offset: 0 };
+        let mut passed = Vec::new();
+        for (a, levels) in args.iter().zip(&param_levels) {
+            let mut from = outer.clone();
+            let mut to: Vec<Coord> = temps.iter().map(var).collect();
+            for (k, l) in levels.iter().enumerate() {
+                from.push(element_var(k));
+                to.push(var(&l.name));
+            }
+            let ruid = self.next_acc;
+            self.next_acc += 1;
+            passed.push(a.map(&mut |x| crate::sym::rename(x, &from, &to, ruid)));
+        }
+        let r = self.inline(fh, passed)?;
+        let mut from: Vec<DimName> = result_levels.iter().map(|l| l.name.clone()).collect();
+        let mut to: Vec<Coord> = (0..from.len()).map(|k| var(&element_var(k))).collect();
+        from.extend(temps);
+        to.extend(outer.iter().map(var));
+        let ruid = self.next_acc;
+        self.next_acc += 1;
+        Ok(r.map(&mut |x| crate::sym::rename(x, &from, &to, ruid)))
     }
 
     /// `dot_general` over a ring, as a fold over the contracting dimensions.
@@ -591,12 +711,20 @@ impl<'m> Lowerer<'m> {
             }
             Op::Get { arg: a, indices } => {
                 let levels = split(self.types, func.exprs[*a].ty).0;
-                let to: Vec<Coord> = levels
+                let mut from: Vec<DimName> = levels.iter().map(|l| l.name.clone()).collect();
+                let mut to: Vec<Coord> = levels
                     .iter()
                     .zip(indices)
                     .map(|(l, i)| Coord::Computed { value: arg(i).scalar(), source: l.interval, offset: 0 })
                     .collect();
-                self.rename_sym(&arg(a), &levels, &to)
+                // A tensor element becomes a value over the result's own dimensions.
+                for (k, l) in split(self.types, e.ty).0.iter().enumerate() {
+                    from.push(element_var(k));
+                    to.push(Coord::Var { dim: l.name.clone(), offset: 0 });
+                }
+                let uid = self.next_acc;
+                self.next_acc += 1;
+                arg(a).map(&mut |x| crate::sym::rename(x, &from, &to, uid))
             }
             Op::Set { arg: a, indices, value } => {
                 let levels = split(self.types, func.exprs[*a].ty).0;
@@ -608,13 +736,24 @@ impl<'m> Lowerer<'m> {
                     let eq = Rc::new(SExpr::Binary(strata_ir::BinaryOp::Eq, here, at, Scalar::Index));
                     hit = Rc::new(SExpr::Binary(strata_ir::BinaryOp::And, hit, eq, Scalar::Bool));
                 }
-                let (old, new) = (arg(a).leaves(), arg(value).leaves());
+                // A tensor element is stored over the element variables.
+                let value_levels = split(self.types, func.exprs[*value].ty).0;
+                let element_vars: Vec<Coord> =
+                    (0..value_levels.len()).map(|k| Coord::Var { dim: element_var(k), offset: 0 }).collect();
+                let new_value = self.rename_sym(&arg(value), &value_levels, &element_vars);
+                let (old, new) = (arg(a).leaves(), new_value.leaves());
                 let mut sel =
                     old.iter().zip(&new).map(|(o, n)| Rc::new(SExpr::Select(hit.clone(), n.clone(), o.clone())));
                 assemble(self.types, split(self.types, e.ty).1, &mut sel)
             }
-            Op::Gather { source, indices, coordinates, mode: strata_ir::Mode::Copy } => {
-                let result = split(self.types, e.ty).0;
+            Op::Gather { source, indices, coordinates, mode } => {
+                // A copy's slice dimensions follow its batch dimensions; a view's slices are its
+                // tensor elements (their dimensions are the element variables).
+                let mut result = split(self.types, e.ty).0;
+                if *mode == strata_ir::Mode::View {
+                    let inner = element_levels(self.types, e.ty);
+                    result.extend(inner.iter().enumerate().map(|(k, l)| Level { name: element_var(k), ..l.clone() }));
+                }
                 let (src, idx) =
                     (split(self.types, func.exprs[*source].ty).0, split(self.types, func.exprs[*indices].ty).0);
                 let nb = idx.len() - 1;
@@ -726,7 +865,56 @@ impl<'m> Lowerer<'m> {
             }
             Op::Map { func: f, args, .. } => {
                 let args = args.iter().map(arg).collect();
-                self.inline(*f, args)?
+                self.inline_on_elements(*f, args)?
+            }
+            Op::Pack { arg: a, tile } => {
+                // Element (outer o, inner i) of dimension d is operand coordinate o·tile + i.
+                let (result, levels) = (split(self.types, e.ty).0, split(self.types, func.exprs[*a].ty).0);
+                let inner = element_levels(self.types, e.ty);
+                let to: Vec<Coord> = levels
+                    .iter()
+                    .enumerate()
+                    .map(|(d, l)| {
+                        let o = sub(
+                            index(Coord::Var { dim: result[d].name.clone(), offset: 0 }),
+                            ix(result[d].interval.start),
+                        );
+                        let i = sub(index(Coord::Var { dim: element_var(d), offset: 0 }), ix(inner[d].interval.start));
+                        Coord::Computed {
+                            value: add(mul(o, ix(tile[d] as i64)), i),
+                            source: strata_ir::Interval::from_len(l.interval.len()),
+                            offset: l.interval.start,
+                        }
+                    })
+                    .collect();
+                self.rename_sym(&arg(a), &levels, &to)
+            }
+            Op::Unpack { arg: a } => {
+                // Coordinate p of dimension d is element p / b at position p % b (b: tile size).
+                let (result, outer) = (split(self.types, e.ty).0, split(self.types, func.exprs[*a].ty).0);
+                let inner = element_levels(self.types, func.exprs[*a].ty);
+                let mut from: Vec<DimName> = outer.iter().map(|l| l.name.clone()).collect();
+                from.extend((0..inner.len()).map(element_var));
+                let mut to = Vec::new();
+                let div_mod = |d: usize, op: strata_ir::BinaryOp, l: &Level| {
+                    let p =
+                        sub(index(Coord::Var { dim: result[d].name.clone(), offset: 0 }), ix(result[d].interval.start));
+                    let b = ix(inner[d].interval.len().max(1) as i64);
+                    Coord::Computed {
+                        value: bin(op, p, b),
+                        source: strata_ir::Interval::from_len(l.interval.len()),
+                        offset: l.interval.start,
+                    }
+                };
+                for (d, l) in outer.iter().enumerate() {
+                    to.push(div_mod(d, strata_ir::BinaryOp::Divides, l));
+                }
+                for (d, l) in inner.iter().enumerate() {
+                    to.push(div_mod(d, strata_ir::BinaryOp::Modulo, l));
+                }
+                let uid = self.next_acc;
+                self.next_acc += 1;
+                arg(a).map(&mut |x| crate::sym::rename(x, &from, &to, uid))
             }
             // Placement does not change values; the single-process backend computes in place.
             Op::ToDevice { arg: a, .. } | Op::Distribute { arg: a, .. } | Op::Collect { arg: a } => arg(a),
@@ -939,7 +1127,8 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
             }
             Statement::Return(v) => {
                 let rty = func.result.expect("func");
-                let (sym_levels, _) = split(types, rty);
+                let (sym_levels, _) =
+                    flat(types, rty).map_err(|what| LowerError::UnsupportedType { what, func: func.name.clone() })?;
                 let (_, ids) = l.bind("result", rty, None, true, func)?;
                 let leaves = env[v.index()].clone().expect("defined").leaves();
                 let stores = ids.iter().zip(leaves).map(|(&buffer, value)| Store { buffer, value }).collect();

@@ -194,6 +194,26 @@ fn rewrite_coord(c: &Coord, f: &dyn Fn(&Coord) -> Option<Coord>) -> Coord {
     f(&inner).unwrap_or(inner)
 }
 
+/// Replaces each load `l` (outside coordinates) for which `f(l)` is `Some`.
+pub fn replace_loads(e: &Rc<SExpr>, f: &dyn Fn(&Load) -> Option<Rc<SExpr>>) -> Rc<SExpr> {
+    let re = |x: &Rc<SExpr>| replace_loads(x, f);
+    Rc::new(match &**e {
+        SExpr::Load(l) => return f(l).unwrap_or_else(|| e.clone()),
+        SExpr::Const(_) | SExpr::Index(_) | SExpr::Acc(_) => return e.clone(),
+        SExpr::Unary(op, a, s) => SExpr::Unary(*op, re(a), *s),
+        SExpr::Binary(op, a, b, s) => SExpr::Binary(*op, re(a), re(b), *s),
+        SExpr::Select(c, t, e2) => SExpr::Select(re(c), re(t), re(e2)),
+        SExpr::Cast(a, from, to) => SExpr::Cast(re(a), *from, *to),
+        SExpr::Present(a) => SExpr::Present(re(a)),
+        SExpr::Guard { table, source, value } => {
+            SExpr::Guard { table: table.clone(), source: *source, value: re(value) }
+        }
+        SExpr::Reduce { id, vars, init, scalar, body } => {
+            SExpr::Reduce { id: *id, vars: vars.clone(), init: re(init), scalar: *scalar, body: re(body) }
+        }
+    })
+}
+
 /// `shift(dim, o)`: every coordinate `dim + k` becomes `dim + k + o`.
 pub fn shift(e: &Rc<SExpr>, dim: &DimName, o: i64) -> Rc<SExpr> {
     rewrite(e, &|c| match c {

@@ -10,21 +10,30 @@ fn fill(ty: &ValueType, seed: u64, table_source: Option<i64>) -> Tensor {
     let mut rng = strata_runtime::random::XorShift::new(seed);
     let mut next = move || rng.next_u64();
     let mut t = Tensor::zeros(ty);
-    if let Data::Scalars(c) = &mut t.data {
-        let s = c.scalar();
-        *c = Column::from_fn(s, c.len(), |_| {
-            let r = next();
-            match (table_source, s.is_float()) {
-                // Scalar indices (`get`, `set`): a position inside every example's intervals.
-                (None, false) if ty.levels.is_empty() && s == strata_ir::Scalar::Index => Sv::Index(1),
-                // A neighbor table: entries in the source interval, about one in five skipped.
-                (Some(n), _) => Sv::from_i128(s, if r % 5 == 0 { -1 } else { (r % n as u64) as i128 }),
-                (None, true) => Sv::from_f64(s, (r >> 11) as f64 / (1u64 << 53) as f64 * 4.0 - 2.0),
-                (None, false) => Sv::from_i128(s, (r % 7) as i128),
-            }
-        });
-    }
+    fill_data(&mut t.data, ty.levels.is_empty(), table_source, &mut next);
     t
+}
+
+/// Random values for every scalar of `data` (tensor elements included).
+fn fill_data(data: &mut Data, zero_d: bool, table_source: Option<i64>, next: &mut impl FnMut() -> u64) {
+    match data {
+        Data::Scalars(c) => {
+            let s = c.scalar();
+            *c = Column::from_fn(s, c.len(), |_| {
+                let r = next();
+                match (table_source, s.is_float()) {
+                    // Scalar indices (`get`, `set`): a position inside every example's intervals.
+                    (None, false) if zero_d && s == strata_ir::Scalar::Index => Sv::Index(1),
+                    // A neighbor table: entries in the source interval, about one in five skipped.
+                    (Some(n), _) => Sv::from_i128(s, if r % 5 == 0 { -1 } else { (r % n as u64) as i128 }),
+                    (None, true) => Sv::from_f64(s, (r >> 11) as f64 / (1u64 << 53) as f64 * 4.0 - 2.0),
+                    (None, false) => Sv::from_i128(s, (r % 7) as i128),
+                }
+            });
+        }
+        Data::Tuple(fs) => fs.iter_mut().for_each(|f| fill_data(f, zero_d, table_source, next)),
+        Data::Tensors(ts) => ts.iter_mut().for_each(|t| fill_data(&mut t.data, false, None, next)),
+    }
 }
 
 fn same(a: &Data, b: &Data) -> bool {
@@ -36,6 +45,9 @@ fn same(a: &Data, b: &Data) -> bool {
             x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits() || (p.is_nan() && q.is_nan()))
         }
         (Data::Tuple(x), Data::Tuple(y)) => x.iter().zip(y).all(|(p, q)| same(p, q)),
+        (Data::Tensors(x), Data::Tensors(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same(&p.data, &q.data))
+        }
         _ => a == b,
     }
 }
@@ -113,6 +125,9 @@ fn native_examples_equal_the_interpreter() {
         "nabla.strata@nabla",
         "gemm_2d.strata@entry",
         "gemm_packed_4d.strata@entry",
+        "gemm_tensor_of_tensors.strata@entry",
+        "gemm_tensor_of_tensors.strata@packed_gemm",
+        "matmul_gather_sub.strata@row_views",
         "dot_product.strata@batched_matmul",
         "product_2d.strata@most_likely",
         "distributed_axpy.strata@run",

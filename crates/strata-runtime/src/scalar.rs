@@ -466,6 +466,43 @@ impl Column {
     pub fn select(&self, positions: &[usize]) -> Column {
         Column::from_fn(self.scalar(), positions.len(), |i| self.get(positions[i]))
     }
+
+    /// Copies `src` (of the same type) into positions `at..at + src.len()`.
+    pub fn copy_from(&mut self, at: usize, src: &Column) {
+        match (self, src) {
+            (Column::Bool(d), Column::Bool(s)) => d[at..at + s.len()].copy_from_slice(s),
+            (Column::I8(d), Column::I8(s)) => d[at..at + s.len()].copy_from_slice(s),
+            (Column::I16(d), Column::I16(s)) => d[at..at + s.len()].copy_from_slice(s),
+            (Column::I32(d), Column::I32(s)) => d[at..at + s.len()].copy_from_slice(s),
+            (Column::I64(d), Column::I64(s)) => d[at..at + s.len()].copy_from_slice(s),
+            (Column::U8(d), Column::U8(s)) => d[at..at + s.len()].copy_from_slice(s),
+            (Column::U16(d), Column::U16(s)) => d[at..at + s.len()].copy_from_slice(s),
+            (Column::U32(d), Column::U32(s)) => d[at..at + s.len()].copy_from_slice(s),
+            (Column::U64(d), Column::U64(s)) => d[at..at + s.len()].copy_from_slice(s),
+            (Column::F32(d), Column::F32(s)) => d[at..at + s.len()].copy_from_slice(s),
+            (Column::F64(d), Column::F64(s)) => d[at..at + s.len()].copy_from_slice(s),
+            (Column::Index(d), Column::Index(s)) => d[at..at + s.len()].copy_from_slice(s),
+            _ => panic!("copy_from between columns of different types"),
+        }
+    }
+
+    /// The values in `range`.
+    pub fn slice(&self, range: std::ops::Range<usize>) -> Column {
+        match self {
+            Column::Bool(v) => Column::Bool(v[range].to_vec()),
+            Column::I8(v) => Column::I8(v[range].to_vec()),
+            Column::I16(v) => Column::I16(v[range].to_vec()),
+            Column::I32(v) => Column::I32(v[range].to_vec()),
+            Column::I64(v) => Column::I64(v[range].to_vec()),
+            Column::U8(v) => Column::U8(v[range].to_vec()),
+            Column::U16(v) => Column::U16(v[range].to_vec()),
+            Column::U32(v) => Column::U32(v[range].to_vec()),
+            Column::U64(v) => Column::U64(v[range].to_vec()),
+            Column::F32(v) => Column::F32(v[range].to_vec()),
+            Column::F64(v) => Column::F64(v[range].to_vec()),
+            Column::Index(v) => Column::Index(v[range].to_vec()),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -330,18 +330,33 @@ impl Lexer<'_> {
         &self.src[s..self.pos]
     }
 
+    /// Where a shape's `x` separator at the cursor ends: an `x` right after the digits, or one
+    /// after spaces that is itself followed by a space or `!` (so `4 x tensor`, `8 x !Tile`).
+    fn shape_x(&self) -> Option<usize> {
+        if self.peek(0) == Some(b'x') {
+            return Some(self.pos + 1);
+        }
+        let bytes = self.src.as_bytes();
+        let mut i = self.pos;
+        while i < bytes.len() && bytes[i] == b' ' {
+            i += 1;
+        }
+        (i > self.pos && bytes.get(i) == Some(&b'x') && matches!(bytes.get(i + 1), Some(b' ' | b'!'))).then_some(i + 1)
+    }
+
     fn number(&mut self, start: usize) {
         let first = self.digits().to_string();
-        // Shape prefix: `4x8x…` (an `x` right after digits).
-        if self.peek(0) == Some(b'x') {
+        // Shape prefix: `4x8x…` (an `x` right after digits), also spaced as seed 001 writes it:
+        // `4x8 x tensor<…>`.
+        if let Some(after) = self.shape_x() {
             let mut dims = vec![first];
-            self.pos += 1;
+            self.pos = after;
             loop {
                 let save = self.pos;
                 let d = self.digits().to_string();
-                if !d.is_empty() && self.peek(0) == Some(b'x') {
+                if let Some(after) = self.shape_x().filter(|_| !d.is_empty()) {
                     dims.push(d);
-                    self.pos += 1;
+                    self.pos = after;
                 } else {
                     self.pos = save;
                     break;
@@ -442,6 +457,9 @@ mod tests {
             ]
         );
         assert_eq!(kinds("4x8x tensor")[0], Tok::Shape(vec![4, 8]));
+        // Seed 001's spelling of a tensor of tensors.
+        assert_eq!(kinds("4x8 x tensor<32x32xf32>")[..2], [Tok::Shape(vec![4, 8]), Tok::Ident("tensor".into())]);
+        assert_eq!(kinds("2 x !Tile")[0], Tok::Shape(vec![2]));
     }
 
     #[test]
