@@ -14,7 +14,7 @@ use std::rc::Rc;
 use strata_ir::{BinaryOp, Scalar, UnaryOp};
 use strata_runtime::Sv;
 
-use crate::lower::{Buffer, KernelProgram};
+use crate::lower::{Buffer, Kernel, KernelProgram};
 use crate::sym::{Coord, Load, SExpr};
 
 /// The C type of a scalar.
@@ -405,6 +405,31 @@ fn collect_accs(e: &Rc<SExpr>, em: &mut Emitter) {
     }
 }
 
+/// Strip length of the innermost loop in contraction kernels (accumulator rows on the stack).
+const STRIP: i64 = 256;
+
+/// Replaces the reductions `e` always evaluates (not under a select branch, a short-circuit
+/// operator or another reduction) by their accumulators, collecting them (once per id).
+fn hoist_reductions(e: &Rc<SExpr>, out: &mut Vec<Rc<SExpr>>) -> Rc<SExpr> {
+    let mut go = |x: &Rc<SExpr>| hoist_reductions(x, out);
+    match &**e {
+        SExpr::Reduce { id, .. } => {
+            if !out.iter().any(|r| matches!(&**r, SExpr::Reduce { id: other, .. } if other == id)) {
+                out.push(e.clone());
+            }
+            Rc::new(SExpr::Acc(*id))
+        }
+        SExpr::Unary(op, a, s) => Rc::new(SExpr::Unary(*op, go(a), *s)),
+        SExpr::Cast(a, from, to) => Rc::new(SExpr::Cast(go(a), *from, *to)),
+        SExpr::Binary(op, a, b, s) if !matches!(op, BinaryOp::And | BinaryOp::Or) => {
+            let a = go(a);
+            Rc::new(SExpr::Binary(*op, a, go(b), *s))
+        }
+        SExpr::Select(c, t, f) => Rc::new(SExpr::Select(go(c), t.clone(), f.clone())),
+        _ => e.clone(),
+    }
+}
+
 /// The C translation unit for `program`, exporting `strata_entry`.
 pub fn emit(program: &KernelProgram) -> String {
     emit_many(&[("strata_entry", program)])
@@ -470,6 +495,21 @@ fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
                 em.name(i),
                 c_type(b.scalar)
             );
+        }
+        // Contraction kernels: the innermost dimension is strip-mined and each always-evaluated
+        // reduction keeps a row of accumulators, so the reduction loops run outside the
+        // innermost loop, which vectorizes; every point still folds in the same order.
+        let mut hoisted = Vec::new();
+        let hoisted_stores: Vec<Rc<SExpr>> =
+            if k.scan.is_none() && !k.domain.is_empty() && k.stores.iter().all(|st| em.present(&st.value) == "1") {
+                k.stores.iter().map(|st| hoist_reductions(&st.value, &mut hoisted)).collect()
+            } else {
+                Vec::new()
+            };
+        if !hoisted.is_empty() {
+            emit_contraction(out, &em, k, &hoisted, &hoisted_stores);
+            let _ = writeln!(out, "  return e_;\n}}");
+            continue;
         }
         let mut indent = String::from("  ");
         for (depth, l) in k.domain.iter().enumerate() {
@@ -542,4 +582,84 @@ fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
         let _ = writeln!(out, "  if ((e = {symbol}_kernel{ki}(buf))) return e;");
     }
     let _ = writeln!(out, "  return 0;\n}}");
+}
+
+/// The loop nest of a contraction kernel (see [`hoist_reductions`]): outer loops, then strips
+/// of the innermost dimension holding one accumulator row per reduction.
+fn emit_contraction(out: &mut String, em: &Emitter, k: &Kernel, reductions: &[Rc<SExpr>], stores: &[Rc<SExpr>]) {
+    let (inner, outer) = k.domain.split_last().expect("a non-empty domain");
+    let mut indent = String::from("  ");
+    let open_parallel = |out: &mut String, indent: &str| {
+        let _ = writeln!(out, "{indent}#pragma omp parallel for schedule(static) reduction(max:e_)");
+    };
+    for (depth, l) in outer.iter().enumerate() {
+        let d = var(l.name.as_str());
+        if depth == 0 {
+            open_parallel(out, &indent);
+        }
+        let _ = writeln!(
+            out,
+            "{indent}for (int64_t {d} = {}; {d} < {}; ++{d}) {{  /* {}{} */",
+            l.interval.start, l.interval.stop, l.name, l.interval
+        );
+        indent.push_str("  ");
+        if depth == 0 {
+            let _ = writeln!(out, "{indent}int *err = &e_;");
+        }
+    }
+    let j = var(inner.name.as_str());
+    let (start, stop) = (inner.interval.start, inner.interval.stop);
+    if outer.is_empty() {
+        open_parallel(out, &indent);
+    }
+    let _ = writeln!(
+        out,
+        "{indent}for (int64_t jb = {start}; jb < {stop}; jb += {STRIP}) {{  /* strips of {}{} */",
+        inner.name, inner.interval
+    );
+    indent.push_str("  ");
+    if outer.is_empty() {
+        let _ = writeln!(out, "{indent}int *err = &e_;");
+    }
+    let _ = writeln!(out, "{indent}const int64_t je = jb + {STRIP} < {stop} ? jb + {STRIP} : {stop};");
+    let strip = format!("for (int64_t {j} = jb; {j} < je; ++{j})");
+    for r in reductions {
+        let SExpr::Reduce { id, vars, init, scalar, body } = &**r else { unreachable!("hoisted reductions") };
+        let t = c_type(*scalar);
+        let _ = writeln!(out, "{indent}{t} row{id}[{STRIP}];");
+        let _ = writeln!(out, "{indent}{strip} row{id}[{j} - jb] = {};", em.value(init));
+        let mut loops = String::new();
+        for (v, range) in vars {
+            let d = var(v.as_str());
+            let _ = write!(loops, "for (int64_t {d} = {}; {d} < {}; ++{d}) ", range.start, range.stop);
+        }
+        let p = em.present(body);
+        let step = if p == "1" {
+            format!("acc{id} = {};", em.value(body))
+        } else {
+            format!("if ({p}) acc{id} = {};", em.value(body))
+        };
+        let _ = writeln!(out, "{indent}{loops}{{");
+        let _ = writeln!(
+            out,
+            "{indent}  {strip} {{ {t} acc{id} = row{id}[{j} - jb]; {step} row{id}[{j} - jb] = acc{id}; }}"
+        );
+        let _ = writeln!(out, "{indent}}}");
+    }
+    let _ = writeln!(out, "{indent}{strip} {{");
+    for r in reductions {
+        let SExpr::Reduce { id, scalar, .. } = &**r else { unreachable!("hoisted reductions") };
+        let _ = writeln!(out, "{indent}  {} acc{id} = row{id}[{j} - jb];", c_type(*scalar));
+    }
+    for (st, value) in k.stores.iter().zip(stores) {
+        let b = &em.program.buffers[st.buffer];
+        let coords: Vec<Coord> = b.levels.iter().map(|l| Coord::Var { dim: l.name.clone(), offset: 0 }).collect();
+        let target = em.load(&Load { buffer: st.buffer, coords });
+        let _ = writeln!(out, "{indent}  {target} = {};", em.value(value));
+    }
+    let _ = writeln!(out, "{indent}}}");
+    for _ in 0..=outer.len() {
+        indent.truncate(indent.len() - 2);
+        let _ = writeln!(out, "{indent}}}");
+    }
 }
