@@ -264,20 +264,17 @@ impl Emitter<'_> {
                 )
             }
             SExpr::Reduce { id, vars, init, scalar, body } => {
-                let t = c_type(*scalar);
-                let mut loops = String::new();
-                for (v, range) in vars {
-                    let d = var(v.as_str());
-                    let _ = write!(loops, "for (int64_t {d} = {}; {d} < {}; ++{d}) ", range.start, range.stop);
-                }
-                let p = self.present(body);
-                let step = if p == "1" {
-                    format!("acc{id} = {};", self.value(body))
-                } else {
-                    format!("if ({p}) acc{id} = {};", self.value(body))
-                };
-                format!("({{ {t} acc{id} = {}; {loops}{{ {step} }} acc{id}; }})", self.value(init))
+                let (loops, step) = (fold_loops(vars), self.fold_step(*id, body));
+                format!("({{ {} acc{id} = {}; {loops}{{ {step} }} acc{id}; }})", c_type(*scalar), self.value(init))
             }
+        }
+    }
+
+    /// One step of fold `id`: the accumulator becomes `body` where `body` exists.
+    fn fold_step(&self, id: u32, body: &SExpr) -> String {
+        match self.present(body).as_str() {
+            "1" => format!("acc{id} = {};", self.value(body)),
+            p => format!("if ({p}) acc{id} = {};", self.value(body)),
         }
     }
 
@@ -405,6 +402,39 @@ fn collect_accs(e: &Rc<SExpr>, em: &mut Emitter) {
     }
 }
 
+/// The pragma sharing a kernel's outermost loop among threads (error flags combined by max).
+const PARALLEL_FOR: &str = "#pragma omp parallel for schedule(static) reduction(max:e_)";
+
+/// Opens one loop per level of `domain` (the outermost shared among threads, each thread with
+/// its own error pointer), indenting `indent`.
+fn open_domain_loops(out: &mut String, domain: &[strata_ir::Level], indent: &mut String) {
+    for (depth, l) in domain.iter().enumerate() {
+        let d = var(l.name.as_str());
+        if depth == 0 {
+            let _ = writeln!(out, "{indent}{PARALLEL_FOR}");
+        }
+        let _ = writeln!(
+            out,
+            "{indent}for (int64_t {d} = {}; {d} < {}; ++{d}) {{  /* {}{} */",
+            l.interval.start, l.interval.stop, l.name, l.interval
+        );
+        indent.push_str("  ");
+        if depth == 0 {
+            let _ = writeln!(out, "{indent}int *err = &e_;");
+        }
+    }
+}
+
+/// The loop headers of a fold's variables, outermost first.
+fn fold_loops(vars: &[(strata_ir::DimName, strata_ir::Interval)]) -> String {
+    let mut loops = String::new();
+    for (v, range) in vars {
+        let d = var(v.as_str());
+        let _ = write!(loops, "for (int64_t {d} = {}; {d} < {}; ++{d}) ", range.start, range.stop);
+    }
+    loops
+}
+
 /// Strip length of the innermost loop in contraction kernels (accumulator rows on the stack).
 const STRIP: i64 = 256;
 
@@ -512,21 +542,7 @@ fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
             continue;
         }
         let mut indent = String::from("  ");
-        for (depth, l) in k.domain.iter().enumerate() {
-            let d = var(l.name.as_str());
-            if depth == 0 {
-                let _ = writeln!(out, "  #pragma omp parallel for schedule(static) reduction(max:e_)");
-            }
-            let _ = writeln!(
-                out,
-                "{indent}for (int64_t {d} = {}; {d} < {}; ++{d}) {{  /* {}{} */",
-                l.interval.start, l.interval.stop, l.name, l.interval
-            );
-            indent.push_str("  ");
-            if depth == 0 {
-                let _ = writeln!(out, "{indent}int *err = &e_;");
-            }
-        }
+        open_domain_loops(out, &k.domain, &mut indent);
         if let Some(sc) = &k.scan {
             for (id, t, init) in &sc.states {
                 let _ = writeln!(out, "{indent}{} acc{id} = {};  /* scan state */", c_type(*t), literal(*init));
@@ -589,28 +605,11 @@ fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
 fn emit_contraction(out: &mut String, em: &Emitter, k: &Kernel, reductions: &[Rc<SExpr>], stores: &[Rc<SExpr>]) {
     let (inner, outer) = k.domain.split_last().expect("a non-empty domain");
     let mut indent = String::from("  ");
-    let open_parallel = |out: &mut String, indent: &str| {
-        let _ = writeln!(out, "{indent}#pragma omp parallel for schedule(static) reduction(max:e_)");
-    };
-    for (depth, l) in outer.iter().enumerate() {
-        let d = var(l.name.as_str());
-        if depth == 0 {
-            open_parallel(out, &indent);
-        }
-        let _ = writeln!(
-            out,
-            "{indent}for (int64_t {d} = {}; {d} < {}; ++{d}) {{  /* {}{} */",
-            l.interval.start, l.interval.stop, l.name, l.interval
-        );
-        indent.push_str("  ");
-        if depth == 0 {
-            let _ = writeln!(out, "{indent}int *err = &e_;");
-        }
-    }
+    open_domain_loops(out, outer, &mut indent);
     let j = var(inner.name.as_str());
     let (start, stop) = (inner.interval.start, inner.interval.stop);
     if outer.is_empty() {
-        open_parallel(out, &indent);
+        let _ = writeln!(out, "{indent}{PARALLEL_FOR}");
     }
     let _ = writeln!(
         out,
@@ -628,17 +627,7 @@ fn emit_contraction(out: &mut String, em: &Emitter, k: &Kernel, reductions: &[Rc
         let t = c_type(*scalar);
         let _ = writeln!(out, "{indent}{t} row{id}[{STRIP}];");
         let _ = writeln!(out, "{indent}{strip} row{id}[{j} - jb] = {};", em.value(init));
-        let mut loops = String::new();
-        for (v, range) in vars {
-            let d = var(v.as_str());
-            let _ = write!(loops, "for (int64_t {d} = {}; {d} < {}; ++{d}) ", range.start, range.stop);
-        }
-        let p = em.present(body);
-        let step = if p == "1" {
-            format!("acc{id} = {};", em.value(body))
-        } else {
-            format!("if ({p}) acc{id} = {};", em.value(body))
-        };
+        let (loops, step) = (fold_loops(vars), em.fold_step(*id, body));
         let _ = writeln!(out, "{indent}{loops}{{");
         let _ = writeln!(
             out,
