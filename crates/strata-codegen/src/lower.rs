@@ -1144,7 +1144,16 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
     if func.kind == FunctionKind::Func && !l.kernels.iter().any(|k| k.comment.starts_with("return")) {
         return Err(LowerError::Unsupported { op: "a function without return".into(), func: func.name.clone() });
     }
-    Ok(KernelProgram { entry: func.name.clone(), buffers: l.buffers, kernels: l.kernels })
+    let mut kernels = l.kernels;
+    for k in &mut kernels {
+        for st in &mut k.stores {
+            st.value = crate::sym::simplify(&st.value);
+        }
+        if let Some(sc) = &mut k.scan {
+            sc.updates = sc.updates.iter().map(crate::sym::simplify).collect();
+        }
+    }
+    Ok(KernelProgram { entry: func.name.clone(), buffers: l.buffers, kernels })
 }
 
 /// Whether `e` reads buffer `b` (directly or through a table).

@@ -214,6 +214,82 @@ pub fn replace_loads(e: &Rc<SExpr>, f: &dyn Fn(&Load) -> Option<Rc<SExpr>>) -> R
     })
 }
 
+/// Folds index arithmetic left by substitution, bottom-up: `x ± 0`, `x · 1`, constant
+/// operations, and `(p / b)·b + p % b` → `p` (an unpack read through a pack). Dropping the
+/// checks of the inner computed coordinates is safe: the enclosing one still checks `p`.
+pub fn simplify(e: &Rc<SExpr>) -> Rc<SExpr> {
+    use BinaryOp::{Divides, Minus, Modulo, Multiplies, Plus};
+    let s = |x: &Rc<SExpr>| simplify(x);
+    let cix = |x: &SExpr| match x {
+        SExpr::Const(Sv::Index(k)) => Some(*k),
+        _ => None,
+    };
+    // `Index(computed v)` as a value: `v` (its check is kept by the caller unless folded).
+    let computed = |x: &SExpr| match x {
+        SExpr::Index(Coord::Computed { value, offset: 0, .. }) => Some(value.clone()),
+        _ => None,
+    };
+    Rc::new(match &**e {
+        SExpr::Load(l) => SExpr::Load(simplify_load(l)),
+        SExpr::Index(c) => SExpr::Index(simplify_coord(c)),
+        SExpr::Binary(op, a, b, sc @ Scalar::Index) => {
+            let (a, b) = (s(a), s(b));
+            match (op, cix(&a), cix(&b)) {
+                (Plus, Some(x), Some(y)) => SExpr::Const(Sv::Index(x.wrapping_add(y))),
+                (Minus, Some(x), Some(y)) => SExpr::Const(Sv::Index(x.wrapping_sub(y))),
+                (Multiplies, Some(x), Some(y)) => SExpr::Const(Sv::Index(x.wrapping_mul(y))),
+                (Plus | Minus, _, Some(0)) | (Multiplies, _, Some(1)) => return a,
+                (Plus, Some(0), _) | (Multiplies, Some(1), _) => return b,
+                (Plus, _, _) => {
+                    let recombined = (|| {
+                        let SExpr::Binary(Multiplies, q, m, _) = &*a else { return None };
+                        let size = cix(m)?;
+                        let q = computed(q)?;
+                        let r = computed(&b)?;
+                        let (SExpr::Binary(Divides, p1, b1, _), SExpr::Binary(Modulo, p2, b2, _)) = (&*q, &*r) else {
+                            return None;
+                        };
+                        (size > 0 && cix(b1) == Some(size) && cix(b2) == Some(size) && p1 == p2).then(|| p1.clone())
+                    })();
+                    match recombined {
+                        Some(p) => return p,
+                        None => SExpr::Binary(*op, a, b, *sc),
+                    }
+                }
+                _ => SExpr::Binary(*op, a, b, *sc),
+            }
+        }
+        SExpr::Binary(op, a, b, sc) => SExpr::Binary(*op, s(a), s(b), *sc),
+        SExpr::Const(_) | SExpr::Acc(_) => return e.clone(),
+        SExpr::Unary(op, a, sc) => SExpr::Unary(*op, s(a), *sc),
+        SExpr::Select(c, t, f) => SExpr::Select(s(c), s(t), s(f)),
+        SExpr::Cast(a, from, to) => SExpr::Cast(s(a), *from, *to),
+        SExpr::Present(a) => SExpr::Present(s(a)),
+        SExpr::Guard { table, source, value } => {
+            SExpr::Guard { table: simplify_load(table), source: *source, value: s(value) }
+        }
+        SExpr::Reduce { id, vars, init, scalar, body } => {
+            SExpr::Reduce { id: *id, vars: vars.clone(), init: s(init), scalar: *scalar, body: s(body) }
+        }
+    })
+}
+
+fn simplify_load(l: &Rc<Load>) -> Rc<Load> {
+    Rc::new(Load { buffer: l.buffer, coords: l.coords.iter().map(simplify_coord).collect() })
+}
+
+fn simplify_coord(c: &Coord) -> Coord {
+    match c {
+        Coord::Computed { value, source, offset } => {
+            Coord::Computed { value: simplify(value), source: *source, offset: *offset }
+        }
+        Coord::Table { table, source, offset } => {
+            Coord::Table { table: simplify_load(table), source: *source, offset: *offset }
+        }
+        other => other.clone(),
+    }
+}
+
 /// `shift(dim, o)`: every coordinate `dim + k` becomes `dim + k + o`.
 pub fn shift(e: &Rc<SExpr>, dim: &DimName, o: i64) -> Rc<SExpr> {
     rewrite(e, &|c| match c {
@@ -330,4 +406,36 @@ pub fn free_vars(e: &Rc<SExpr>) -> Vec<DimName> {
     out.sort();
     out.dedup();
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ix(k: i64) -> Rc<SExpr> {
+        Rc::new(SExpr::Const(Sv::Index(k)))
+    }
+
+    fn bin(op: BinaryOp, a: Rc<SExpr>, b: Rc<SExpr>) -> Rc<SExpr> {
+        Rc::new(SExpr::Binary(op, a, b, Scalar::Index))
+    }
+
+    fn checked(value: Rc<SExpr>, len: u64) -> Rc<SExpr> {
+        Rc::new(SExpr::Index(Coord::Computed { value, source: Interval::from_len(len), offset: 0 }))
+    }
+
+    #[test]
+    fn simplify_folds_an_unpack_read_through_a_pack() {
+        let p = Rc::new(SExpr::Index(Coord::Var { dim: DimName::new("I"), offset: 0 }));
+        let parts = |b: i64, c: i64| {
+            let q = checked(bin(BinaryOp::Divides, p.clone(), ix(b)), 4);
+            let r = checked(bin(BinaryOp::Modulo, p.clone(), ix(c)), 32);
+            bin(BinaryOp::Plus, bin(BinaryOp::Multiplies, q, ix(b)), r)
+        };
+        assert_eq!(simplify(&parts(32, 32)), p);
+        // Different tile sizes are not a round trip and stay.
+        assert_eq!(simplify(&parts(32, 16)), parts(32, 16));
+        assert_eq!(simplify(&bin(BinaryOp::Minus, bin(BinaryOp::Multiplies, p.clone(), ix(1)), ix(0))), p);
+        assert_eq!(simplify(&bin(BinaryOp::Plus, ix(3), bin(BinaryOp::Multiplies, ix(2), ix(5)))), ix(13));
+    }
 }
