@@ -7,7 +7,6 @@
 //! the code is compiled without floating-point contraction (no fused multiply-add). A point
 //! whose value is absent (a skipped neighbor) stores zero; only present values are computed.
 
-use std::collections::HashMap;
 use std::fmt::Write;
 use std::rc::Rc;
 
@@ -78,7 +77,6 @@ static inline uint64_t strata_f2u64(double x) { if (isnan(x) || x <= 0.0) return
 
 struct Emitter<'p> {
     program: &'p KernelProgram,
-    acc_types: HashMap<u32, Scalar>,
 }
 
 /// The C loop variable of a dimension (`d_I`), or of a fresh variable (`f_…`, never clashing).
@@ -379,29 +377,6 @@ fn cast(a: &str, from: Scalar, to: Scalar) -> String {
 }
 
 /// Collects the accumulator types of every reduction in `e`.
-fn collect_accs(e: &Rc<SExpr>, em: &mut Emitter) {
-    match &**e {
-        SExpr::Reduce { id, init, scalar, body, .. } => {
-            em.acc_types.insert(*id, *scalar);
-            collect_accs(init, em);
-            collect_accs(body, em);
-        }
-        SExpr::Unary(_, a, _) | SExpr::Cast(a, _, _) | SExpr::Present(a) | SExpr::Guard { value: a, .. } => {
-            collect_accs(a, em)
-        }
-        SExpr::Binary(_, a, b, _) => {
-            collect_accs(a, em);
-            collect_accs(b, em);
-        }
-        SExpr::Select(c, t, f) => {
-            collect_accs(c, em);
-            collect_accs(t, em);
-            collect_accs(f, em);
-        }
-        _ => {}
-    }
-}
-
 /// The pragma sharing a kernel's outermost loop among threads (error flags combined by max).
 const PARALLEL_FOR: &str = "#pragma omp parallel for schedule(static) reduction(max:e_)";
 
@@ -479,20 +454,7 @@ pub fn emit_many(programs: &[(&str, &KernelProgram)]) -> String {
 }
 
 fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
-    let mut em = Emitter { program, acc_types: HashMap::new() };
-    for k in &program.kernels {
-        for s in &k.stores {
-            collect_accs(&s.value, &mut em);
-        }
-        if let Some(sc) = &k.scan {
-            for (id, t, _) in &sc.states {
-                em.acc_types.insert(*id, *t);
-            }
-            for u in &sc.updates {
-                collect_accs(u, &mut em);
-            }
-        }
-    }
+    let em = Emitter { program };
     let _ = writeln!(out, "\n/* `@{}` -> {symbol}. Buffers (row-major over their intervals):", program.entry);
     for (i, b) in program.buffers.iter().enumerate() {
         let dims: Vec<String> = b.levels.iter().map(|l| format!("{}{}", l.name, l.interval)).collect();

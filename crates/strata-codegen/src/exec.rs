@@ -1,6 +1,6 @@
 //! Running a compiled [`KernelProgram`] on runtime values.
 
-use strata_runtime::{Column, Data, Elem, ElemType, Tensor, ValueType};
+use strata_runtime::{Column, Data, ElemType, Tensor, ValueType};
 
 use crate::compile::Loaded;
 use crate::lower::KernelProgram;
@@ -150,6 +150,5 @@ pub fn run_threads(
         let data = data_of(&ty.element, ty.len(), &mut leaf_cols.into_iter());
         results.push((name, Tensor { ty, data, present: None }));
     }
-    let _ = Elem::Scalar;
     Ok(results)
 }

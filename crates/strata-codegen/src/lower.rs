@@ -310,8 +310,7 @@ impl<'m> Lowerer<'m> {
         let mut acc_exprs = Vec::new();
         for leaf in init_sym.leaves() {
             let SExpr::Const(v) = &*leaf else { unreachable!("literal") };
-            let id = self.next_acc;
-            self.next_acc += 1;
+            let id = self.fresh_id();
             states.push((id, v.scalar(), *v));
             acc_exprs.push(Rc::new(SExpr::Acc(id)));
         }
@@ -346,12 +345,22 @@ impl<'m> Lowerer<'m> {
         Ok(sym)
     }
 
+    /// A new identifier for an accumulator or a set of fresh loop variables.
+    fn fresh_id(&mut self) -> u32 {
+        self.next_acc += 1;
+        self.next_acc - 1
+    }
+
     /// Renames a value's dimensions `levels` to coordinates `to`.
     fn rename_sym(&mut self, s: &Sym, levels: &[Level], to: &[Coord]) -> Sym {
         let from: Vec<DimName> = levels.iter().map(|l| l.name.clone()).collect();
-        let uid = self.next_acc;
-        self.next_acc += 1;
-        s.map(&mut |x| crate::sym::rename(x, &from, to, uid))
+        self.rename_vars(s, &from, to)
+    }
+
+    /// Renames loop variables `from` to coordinates `to` (at once) in every leaf of `s`.
+    fn rename_vars(&mut self, s: &Sym, from: &[DimName], to: &[Coord]) -> Sym {
+        let uid = self.fresh_id();
+        s.map(&mut |x| crate::sym::rename(x, from, to, uid))
     }
 
     /// A fold of payload `f` over `red` from `init`, with `elems` the operand elements.
@@ -427,8 +436,7 @@ impl<'m> Lowerer<'m> {
                 }
             }
         }
-        let uid = self.next_acc;
-        self.next_acc += 1;
+        let uid = self.fresh_id();
         let temps: Vec<DimName> = (0..outer.len()).map(|i| crate::sym::fresh("o", uid, i)).collect();
         let var = |d: &DimName| Coord::Var { dim: d.clone(), offset: 0 };
         let mut passed = Vec::new();
@@ -439,18 +447,14 @@ impl<'m> Lowerer<'m> {
                 from.push(element_var(k));
                 to.push(var(&l.name));
             }
-            let ruid = self.next_acc;
-            self.next_acc += 1;
-            passed.push(a.map(&mut |x| crate::sym::rename(x, &from, &to, ruid)));
+            passed.push(self.rename_vars(a, &from, &to));
         }
         let r = self.inline(fh, passed)?;
         let mut from: Vec<DimName> = result_levels.iter().map(|l| l.name.clone()).collect();
         let mut to: Vec<Coord> = (0..from.len()).map(|k| var(&element_var(k))).collect();
         from.extend(temps);
         to.extend(outer.iter().map(var));
-        let ruid = self.next_acc;
-        self.next_acc += 1;
-        Ok(r.map(&mut |x| crate::sym::rename(x, &from, &to, ruid)))
+        Ok(self.rename_vars(&r, &from, &to))
     }
 
     /// `dot_general` over a ring, as a fold over the contracting dimensions.
@@ -471,8 +475,7 @@ impl<'m> Lowerer<'m> {
         use strata_ir::{BinaryOp, BuiltinRing, RingRef};
         let result = split(self.types, e.ty).0;
         let scalar = self.element_scalar(e.ty);
-        let id = self.next_acc;
-        self.next_acc += 1;
+        let id = self.fresh_id();
         let (la, lr) = (split(self.types, func.exprs[lhs].ty).0, split(self.types, func.exprs[rhs].ty).0);
         let red: Vec<(DimName, strata_ir::Interval)> = lc
             .iter()
@@ -626,8 +629,7 @@ impl<'m> Lowerer<'m> {
                 let Some(init) = Sv::from_literal(init, scalar) else {
                     return Err(self.unsupported_type("a reduction over tuples", func));
                 };
-                let id = self.next_acc;
-                self.next_acc += 1;
+                let id = self.fresh_id();
                 let mut call_args = vec![Sym::Scalar(Rc::new(SExpr::Acc(id)))];
                 call_args.extend(args.iter().map(arg));
                 let body = self.inline(*f, call_args)?.scalar();
@@ -722,9 +724,7 @@ impl<'m> Lowerer<'m> {
                     from.push(element_var(k));
                     to.push(Coord::Var { dim: l.name.clone(), offset: 0 });
                 }
-                let uid = self.next_acc;
-                self.next_acc += 1;
-                arg(a).map(&mut |x| crate::sym::rename(x, &from, &to, uid))
+                self.rename_vars(&arg(a), &from, &to)
             }
             Op::Set { arg: a, indices, value } => {
                 let levels = split(self.types, func.exprs[*a].ty).0;
@@ -786,8 +786,7 @@ impl<'m> Lowerer<'m> {
                 let (src, idx) =
                     (split(self.types, func.exprs[*source].ty).0, split(self.types, func.exprs[*indices].ty).0);
                 let nb = idx.len() - 1;
-                let id = self.next_acc;
-                self.next_acc += 1;
+                let id = self.fresh_id();
                 let batch: Vec<(DimName, strata_ir::Interval)> = (0..nb)
                     .map(|k| (crate::sym::fresh("s", id, k), strata_ir::Interval::from_len(idx[k].interval.len())))
                     .collect();
@@ -912,9 +911,7 @@ impl<'m> Lowerer<'m> {
                 for (d, l) in inner.iter().enumerate() {
                     to.push(div_mod(d, strata_ir::BinaryOp::Modulo, l));
                 }
-                let uid = self.next_acc;
-                self.next_acc += 1;
-                arg(a).map(&mut |x| crate::sym::rename(x, &from, &to, uid))
+                self.rename_vars(&arg(a), &from, &to)
             }
             // Placement does not change values; the single-process backend computes in place.
             Op::ToDevice { arg: a, .. } | Op::Distribute { arg: a, .. } | Op::Collect { arg: a } => arg(a),
@@ -922,8 +919,7 @@ impl<'m> Lowerer<'m> {
                 let result = split(self.types, e.ty).0;
                 let letters = subscripts.loop_letters();
                 let n_out = subscripts.output.len();
-                let id = self.next_acc;
-                self.next_acc += 1;
+                let id = self.fresh_id();
                 // Each letter's loop variable and range (positional offsets for reductions).
                 let mut extent = vec![0u64; letters.len()];
                 for (subs, x) in subscripts.inputs.iter().zip(args) {
@@ -937,7 +933,6 @@ impl<'m> Lowerer<'m> {
                 let mut elems = Vec::new();
                 for (subs, x) in subscripts.inputs.iter().zip(args) {
                     let levels = split(self.types, func.exprs[*x].ty).0;
-                    let from: Vec<DimName> = levels.iter().map(|l| l.name.clone()).collect();
                     let to: Vec<Coord> = subs
                         .iter()
                         .zip(&levels)
@@ -953,9 +948,7 @@ impl<'m> Lowerer<'m> {
                             }
                         })
                         .collect();
-                    let uid = self.next_acc;
-                    self.next_acc += 1;
-                    elems.push(Sym::Scalar(crate::sym::rename(&arg(x).scalar(), &from, &to, uid)));
+                    elems.push(self.rename_sym(&Sym::Scalar(arg(x).scalar()), &levels, &to));
                 }
                 self.contraction(func, e, *f, init, env, id, red, elems)?
             }
@@ -976,8 +969,7 @@ impl<'m> Lowerer<'m> {
                         _ => return Err(unsupported_map()),
                     }
                 }
-                let id = self.next_acc;
-                self.next_acc += 1;
+                let id = self.fresh_id();
                 let red: Vec<(DimName, strata_ir::Interval)> = (ro..domain.len())
                     .map(|d| (crate::sym::fresh("a", id, d), strata_ir::Interval::from_len(domain[d])))
                     .collect();
@@ -1024,10 +1016,7 @@ impl<'m> Lowerer<'m> {
                             }
                         });
                     }
-                    let uid = self.next_acc;
-                    self.next_acc += 1;
-                    let from: Vec<DimName> = levels.iter().map(|l| l.name.clone()).collect();
-                    elems.push(Sym::Scalar(crate::sym::rename(&arg(x).scalar(), &from, &to, uid)));
+                    elems.push(self.rename_sym(&Sym::Scalar(arg(x).scalar()), &levels, &to));
                 }
                 self.contraction(func, e, *f, init, env, id, red, elems)?
             }
@@ -1158,26 +1147,23 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
 
 /// Whether `e` reads buffer `b` (directly or through a table).
 fn reads(e: &Rc<SExpr>, b: usize) -> bool {
-    fn load_reads(l: &Load, b: usize) -> bool {
-        l.buffer == b || l.coords.iter().any(|c| coord_reads(c, b))
-    }
-    fn coord_reads(c: &Coord, b: usize) -> bool {
-        match c {
-            Coord::Table { table, .. } => load_reads(table, b),
-            Coord::Computed { value, .. } => reads(value, b),
-            _ => false,
+    fn part(p: crate::sym::Part, b: usize, found: &mut bool) {
+        use crate::sym::Part;
+        match p {
+            Part::Expr(e) => {
+                *found |= matches!(&**e, SExpr::Load(l) if l.buffer == b)
+                    || matches!(&**e, SExpr::Guard { table, .. } if table.buffer == b);
+                crate::sym::for_each_part(e, &mut |q| part(q, b, found));
+            }
+            Part::Coord(c) => {
+                *found |= matches!(c, Coord::Table { table, .. } if table.buffer == b);
+                crate::sym::for_each_coord_part(c, &mut |q| part(q, b, found));
+            }
         }
     }
-    match &**e {
-        SExpr::Load(l) => load_reads(l, b),
-        SExpr::Const(_) | SExpr::Acc(_) => false,
-        SExpr::Index(c) => coord_reads(c, b),
-        SExpr::Unary(_, a, _) | SExpr::Cast(a, _, _) | SExpr::Present(a) => reads(a, b),
-        SExpr::Guard { table, value, .. } => load_reads(table, b) || reads(value, b),
-        SExpr::Binary(_, a, c, _) => reads(a, b) || reads(c, b),
-        SExpr::Select(c, t, f) => reads(c, b) || reads(t, b) || reads(f, b),
-        SExpr::Reduce { body, .. } => reads(body, b),
-    }
+    let mut found = false;
+    part(crate::sym::Part::Expr(e), b, &mut found);
+    found
 }
 
 /// The loop-level form, as `strata lower --to loops` prints it.

@@ -155,63 +155,99 @@ impl Sym {
     }
 }
 
-/// Rewrites every coordinate of `e` with `f` (which returns `None` to keep a coordinate).
-pub fn rewrite(e: &Rc<SExpr>, f: &dyn Fn(&Coord) -> Option<Coord>) -> Rc<SExpr> {
-    let re = |x: &Rc<SExpr>| rewrite(x, f);
+/// Rebuilds `e` with each direct sub-expression passed through `expr` and each coordinate
+/// (of loads, index values and guards' tables) through `coord`: the one structural traversal
+/// the rewriting passes below share.
+pub fn map_children(
+    e: &Rc<SExpr>,
+    expr: &dyn Fn(&Rc<SExpr>) -> Rc<SExpr>,
+    coord: &dyn Fn(&Coord) -> Coord,
+) -> Rc<SExpr> {
+    let load = |l: &Rc<Load>| Rc::new(Load { buffer: l.buffer, coords: l.coords.iter().map(coord).collect() });
     Rc::new(match &**e {
-        SExpr::Load(l) => SExpr::Load(rewrite_load(l, f)),
-        SExpr::Const(c) => SExpr::Const(*c),
-        SExpr::Index(c) => SExpr::Index(rewrite_coord(c, f)),
-        SExpr::Unary(op, a, s) => SExpr::Unary(*op, re(a), *s),
-        SExpr::Binary(op, a, b, s) => SExpr::Binary(*op, re(a), re(b), *s),
-        SExpr::Select(c, t, e2) => SExpr::Select(re(c), re(t), re(e2)),
-        SExpr::Cast(a, from, to) => SExpr::Cast(re(a), *from, *to),
-        SExpr::Present(a) => SExpr::Present(re(a)),
-        SExpr::Acc(id) => SExpr::Acc(*id),
+        SExpr::Const(_) | SExpr::Acc(_) => return e.clone(),
+        SExpr::Load(l) => SExpr::Load(load(l)),
+        SExpr::Index(c) => SExpr::Index(coord(c)),
+        SExpr::Unary(op, a, s) => SExpr::Unary(*op, expr(a), *s),
+        SExpr::Binary(op, a, b, s) => SExpr::Binary(*op, expr(a), expr(b), *s),
+        SExpr::Select(c, t, f) => SExpr::Select(expr(c), expr(t), expr(f)),
+        SExpr::Cast(a, from, to) => SExpr::Cast(expr(a), *from, *to),
+        SExpr::Present(a) => SExpr::Present(expr(a)),
         SExpr::Guard { table, source, value } => {
-            SExpr::Guard { table: rewrite_load(table, f), source: *source, value: re(value) }
+            SExpr::Guard { table: load(table), source: *source, value: expr(value) }
         }
         SExpr::Reduce { id, vars, init, scalar, body } => {
-            SExpr::Reduce { id: *id, vars: vars.clone(), init: re(init), scalar: *scalar, body: re(body) }
+            SExpr::Reduce { id: *id, vars: vars.clone(), init: expr(init), scalar: *scalar, body: expr(body) }
         }
     })
 }
 
-fn rewrite_load(l: &Rc<Load>, f: &dyn Fn(&Coord) -> Option<Coord>) -> Rc<Load> {
-    Rc::new(Load { buffer: l.buffer, coords: l.coords.iter().map(|c| rewrite_coord(c, f)).collect() })
+/// Rebuilds a coordinate's parts: a computed value through `expr`, a table load's coordinates
+/// through `coord`.
+fn map_coord_parts(c: &Coord, expr: &dyn Fn(&Rc<SExpr>) -> Rc<SExpr>, coord: &dyn Fn(&Coord) -> Coord) -> Coord {
+    match c {
+        Coord::Table { table, source, offset } => Coord::Table {
+            table: Rc::new(Load { buffer: table.buffer, coords: table.coords.iter().map(coord).collect() }),
+            source: *source,
+            offset: *offset,
+        },
+        Coord::Computed { value, source, offset } => {
+            Coord::Computed { value: expr(value), source: *source, offset: *offset }
+        }
+        other => other.clone(),
+    }
+}
+
+/// A direct part of an expression or coordinate, as [`for_each_part`] visits it.
+pub enum Part<'a> {
+    /// A sub-expression.
+    Expr(&'a Rc<SExpr>),
+    /// A coordinate (of a load, an index value or a guard's table).
+    Coord(&'a Coord),
+}
+
+/// Visits the direct parts of `e` — the read-only twin of [`map_children`].
+pub fn for_each_part(e: &Rc<SExpr>, f: &mut dyn FnMut(Part)) {
+    match &**e {
+        SExpr::Const(_) | SExpr::Acc(_) => {}
+        SExpr::Load(l) => l.coords.iter().for_each(|c| f(Part::Coord(c))),
+        SExpr::Guard { table, value, .. } => {
+            table.coords.iter().for_each(|c| f(Part::Coord(c)));
+            f(Part::Expr(value));
+        }
+        SExpr::Index(c) => f(Part::Coord(c)),
+        SExpr::Unary(_, a, _) | SExpr::Cast(a, _, _) | SExpr::Present(a) => f(Part::Expr(a)),
+        SExpr::Binary(_, a, b, _) => [a, b].into_iter().for_each(|x| f(Part::Expr(x))),
+        SExpr::Select(c, t, e2) => [c, t, e2].into_iter().for_each(|x| f(Part::Expr(x))),
+        SExpr::Reduce { init, body, .. } => [init, body].into_iter().for_each(|x| f(Part::Expr(x))),
+    }
+}
+
+/// Visits the direct parts of a coordinate: a computed value, a table load's coordinates.
+pub fn for_each_coord_part(c: &Coord, f: &mut dyn FnMut(Part)) {
+    match c {
+        Coord::Table { table, .. } => table.coords.iter().for_each(|c| f(Part::Coord(c))),
+        Coord::Computed { value, .. } => f(Part::Expr(value)),
+        Coord::Var { .. } | Coord::Const(_) => {}
+    }
+}
+
+/// Rewrites every coordinate of `e` with `f` (which returns `None` to keep a coordinate).
+pub fn rewrite(e: &Rc<SExpr>, f: &dyn Fn(&Coord) -> Option<Coord>) -> Rc<SExpr> {
+    map_children(e, &|x| rewrite(x, f), &|c| rewrite_coord(c, f))
 }
 
 fn rewrite_coord(c: &Coord, f: &dyn Fn(&Coord) -> Option<Coord>) -> Coord {
-    let inner = match c {
-        Coord::Table { table, source, offset } => {
-            Coord::Table { table: rewrite_load(table, f), source: *source, offset: *offset }
-        }
-        Coord::Computed { value, source, offset } => {
-            Coord::Computed { value: rewrite(value, f), source: *source, offset: *offset }
-        }
-        other => other.clone(),
-    };
+    let inner = map_coord_parts(c, &|x| rewrite(x, f), &|c| rewrite_coord(c, f));
     f(&inner).unwrap_or(inner)
 }
 
 /// Replaces each load `l` (outside coordinates) for which `f(l)` is `Some`.
 pub fn replace_loads(e: &Rc<SExpr>, f: &dyn Fn(&Load) -> Option<Rc<SExpr>>) -> Rc<SExpr> {
-    let re = |x: &Rc<SExpr>| replace_loads(x, f);
-    Rc::new(match &**e {
-        SExpr::Load(l) => return f(l).unwrap_or_else(|| e.clone()),
-        SExpr::Const(_) | SExpr::Index(_) | SExpr::Acc(_) => return e.clone(),
-        SExpr::Unary(op, a, s) => SExpr::Unary(*op, re(a), *s),
-        SExpr::Binary(op, a, b, s) => SExpr::Binary(*op, re(a), re(b), *s),
-        SExpr::Select(c, t, e2) => SExpr::Select(re(c), re(t), re(e2)),
-        SExpr::Cast(a, from, to) => SExpr::Cast(re(a), *from, *to),
-        SExpr::Present(a) => SExpr::Present(re(a)),
-        SExpr::Guard { table, source, value } => {
-            SExpr::Guard { table: table.clone(), source: *source, value: re(value) }
-        }
-        SExpr::Reduce { id, vars, init, scalar, body } => {
-            SExpr::Reduce { id: *id, vars: vars.clone(), init: re(init), scalar: *scalar, body: re(body) }
-        }
-    })
+    match &**e {
+        SExpr::Load(l) => f(l).unwrap_or_else(|| e.clone()),
+        _ => map_children(e, &|x| replace_loads(x, f), &Coord::clone),
+    }
 }
 
 /// Folds index arithmetic left by substitution, bottom-up: `x ± 0`, `x · 1`, constant
@@ -230,8 +266,6 @@ pub fn simplify(e: &Rc<SExpr>) -> Rc<SExpr> {
         _ => None,
     };
     Rc::new(match &**e {
-        SExpr::Load(l) => SExpr::Load(simplify_load(l)),
-        SExpr::Index(c) => SExpr::Index(simplify_coord(c)),
         SExpr::Binary(op, a, b, sc @ Scalar::Index) => {
             let (a, b) = (s(a), s(b));
             match (op, cix(&a), cix(&b)) {
@@ -259,35 +293,12 @@ pub fn simplify(e: &Rc<SExpr>) -> Rc<SExpr> {
                 _ => SExpr::Binary(*op, a, b, *sc),
             }
         }
-        SExpr::Binary(op, a, b, sc) => SExpr::Binary(*op, s(a), s(b), *sc),
-        SExpr::Const(_) | SExpr::Acc(_) => return e.clone(),
-        SExpr::Unary(op, a, sc) => SExpr::Unary(*op, s(a), *sc),
-        SExpr::Select(c, t, f) => SExpr::Select(s(c), s(t), s(f)),
-        SExpr::Cast(a, from, to) => SExpr::Cast(s(a), *from, *to),
-        SExpr::Present(a) => SExpr::Present(s(a)),
-        SExpr::Guard { table, source, value } => {
-            SExpr::Guard { table: simplify_load(table), source: *source, value: s(value) }
-        }
-        SExpr::Reduce { id, vars, init, scalar, body } => {
-            SExpr::Reduce { id: *id, vars: vars.clone(), init: s(init), scalar: *scalar, body: s(body) }
-        }
+        _ => return map_children(e, &simplify, &simplify_coord),
     })
 }
 
-fn simplify_load(l: &Rc<Load>) -> Rc<Load> {
-    Rc::new(Load { buffer: l.buffer, coords: l.coords.iter().map(simplify_coord).collect() })
-}
-
 fn simplify_coord(c: &Coord) -> Coord {
-    match c {
-        Coord::Computed { value, source, offset } => {
-            Coord::Computed { value: simplify(value), source: *source, offset: *offset }
-        }
-        Coord::Table { table, source, offset } => {
-            Coord::Table { table: simplify_load(table), source: *source, offset: *offset }
-        }
-        other => other.clone(),
-    }
+    map_coord_parts(c, &simplify, &simplify_coord)
 }
 
 /// `shift(dim, o)`: every coordinate `dim + k` becomes `dim + k + o`.
@@ -366,43 +377,23 @@ pub fn show(e: &SExpr) -> String {
 
 /// The loop variables an expression reads (not counting variables bound by its reductions).
 pub fn free_vars(e: &Rc<SExpr>) -> Vec<DimName> {
-    fn coord(c: &Coord, out: &mut Vec<DimName>) {
-        match c {
-            Coord::Var { dim, .. } => out.push(dim.clone()),
-            Coord::Const(_) => {}
-            Coord::Table { table, .. } => table.coords.iter().for_each(|c| coord(c, out)),
-            Coord::Computed { value, .. } => go(value, out),
-        }
-    }
-    fn go(e: &SExpr, out: &mut Vec<DimName>) {
-        match e {
-            SExpr::Load(l) => l.coords.iter().for_each(|c| coord(c, out)),
-            SExpr::Index(c) => coord(c, out),
-            SExpr::Const(_) | SExpr::Acc(_) => {}
-            SExpr::Guard { table, value, .. } => {
-                table.coords.iter().for_each(|c| coord(c, out));
-                go(value, out);
-            }
-            SExpr::Unary(_, a, _) | SExpr::Cast(a, _, _) | SExpr::Present(a) => go(a, out),
-            SExpr::Binary(_, a, b, _) => {
-                go(a, out);
-                go(b, out);
-            }
-            SExpr::Select(c, t, f) => {
-                go(c, out);
-                go(t, out);
-                go(f, out);
-            }
-            SExpr::Reduce { vars, init, body, .. } => {
-                go(init, out);
-                let mut inner = Vec::new();
-                go(body, &mut inner);
-                out.extend(inner.into_iter().filter(|v| !vars.iter().any(|(b, _)| b == v)));
-            }
+    fn part(p: Part, out: &mut Vec<DimName>) {
+        match p {
+            Part::Coord(Coord::Var { dim, .. }) => out.push(dim.clone()),
+            Part::Coord(c) => for_each_coord_part(c, &mut |q| part(q, out)),
+            Part::Expr(e) => match &**e {
+                SExpr::Reduce { vars, init, body, .. } => {
+                    part(Part::Expr(init), out);
+                    let mut inner = Vec::new();
+                    part(Part::Expr(body), &mut inner);
+                    out.extend(inner.into_iter().filter(|v| !vars.iter().any(|(b, _)| b == v)));
+                }
+                _ => for_each_part(e, &mut |q| part(q, out)),
+            },
         }
     }
     let mut out = Vec::new();
-    go(e, &mut out);
+    part(Part::Expr(e), &mut out);
     out.sort();
     out.dedup();
     out
