@@ -273,51 +273,43 @@ pub fn cmd_run(file: &Path, opts: &RunOptions) -> i32 {
         _ => Some(run_native(&module, &info.types, entry, &args, opts.time, opts.threads)),
     };
     let ran_natively = matches!(native, Some(Ok(_)));
-    let values = match (backend, native) {
-        (_, Some(Ok(v))) => v,
-        (Backend::Native, Some(Err(e))) => return usage(&mut stderr, e.to_string()),
-        // Auto: what the native backend does not compile yet runs in the interpreter.
-        (Backend::Auto, Some(Err(NativeError::NotCompiled(e)))) => {
-            let _ = writeln!(stderr, "note: {}; running the reference interpreter", e.reason());
-            match interp.run(entry, args) {
-                Ok(o) => o.values,
-                Err(e) => {
+    let values = match native {
+        Some(Ok(v)) => v,
+        Some(Err(e)) if backend == Backend::Native => return usage(&mut stderr, e.to_string()),
+        // The interpreter: chosen, or (auto) for what the native backend does not compile yet,
+        // or (auto) re-running a failed native run for a located diagnostic.
+        fallback => {
+            let native_failure = match fallback {
+                Some(Err(NativeError::NotCompiled(e))) => {
+                    let _ = writeln!(stderr, "note: {}; running the reference interpreter", e.reason());
+                    None
+                }
+                Some(Err(failure)) => Some(failure),
+                _ => None,
+            };
+            match (interp.run(entry, args), native_failure) {
+                (Ok(o), None) => o.values,
+                (Ok(_), Some(failure)) => {
+                    let _ = writeln!(
+                        stderr,
+                        "error: {failure}\nnote: the reference interpreter runs this entry: this is a native \
+                         backend bug (`--backend interp` avoids it)"
+                    );
+                    return 1;
+                }
+                (Err(e), _) => {
                     let _ = write!(stderr, "{}", render(&name, &source, &[e.to_diagnostic()], color));
                     return 1;
                 }
             }
         }
-        // Auto: a failed native run is re-run in the interpreter for a located diagnostic.
-        (Backend::Auto, Some(Err(native_error))) => {
-            match interp.run(entry, args) {
-                Err(e) => {
-                    let _ = write!(stderr, "{}", render(&name, &source, &[e.to_diagnostic()], color));
-                }
-                Ok(_) => {
-                    let _ = writeln!(
-                        stderr,
-                        "error: {native_error}\nnote: the reference interpreter runs this entry: this is a native \
-                         backend bug (`--backend interp` avoids it)"
-                    );
-                }
-            }
-            return 1;
-        }
-        (_, _) => match interp.run(entry, args) {
-            Ok(o) => o.values,
-            Err(e) => {
-                let _ = write!(stderr, "{}", render(&name, &source, &[e.to_diagnostic()], color));
-                return 1;
-            }
-        },
     };
     let elapsed = start.elapsed();
-    let outcome = strata_interp::Outcome { values };
-    if let Err(m) = run::write_outputs(&outcome.values, &outs) {
+    if let Err(m) = run::write_outputs(&values, &outs) {
         let _ = writeln!(stderr, "error: {m}");
         return 1;
     }
-    for (n, t) in &outcome.values {
+    for (n, t) in &values {
         if outs.iter().any(|(o, _)| o == n) {
             continue;
         }
