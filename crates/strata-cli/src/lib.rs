@@ -200,6 +200,72 @@ pub struct RunOptions {
     pub time: bool,
     /// Native threads (`None`: `$STRATA_NUM_THREADS`, else all cores).
     pub threads: Option<usize>,
+    /// Native runs to time after the first (each on preallocated buffers, then each allocating
+    /// its outputs afresh); 0 times nothing extra.
+    pub repeat: usize,
+    /// Where to write the native timings as JSON (see [`Timings::to_json`]).
+    pub timings: Option<PathBuf>,
+}
+
+/// How long a native run took, in seconds.
+#[derive(Debug, Default)]
+pub struct Timings {
+    /// Lowering, emitting and compiling (or finding in the cache) and loading.
+    pub compile_s: f64,
+    /// Whether the shared object came from the cache.
+    pub cached: bool,
+    /// The first run (buffers allocated just before).
+    pub first_s: f64,
+    /// Each repeated run on the same, preallocated buffers.
+    pub preallocated_s: Vec<f64>,
+    /// Each repeated run allocating its written buffers afresh (as an allocating API would).
+    pub allocating_s: Vec<f64>,
+}
+
+impl Timings {
+    /// `{"compile_s", "cached", "first_s", "preallocated_s": [..], "allocating_s": [..]}`.
+    pub fn to_json(&self) -> String {
+        let list = |v: &[f64]| v.iter().map(|x| format!("{x:e}")).collect::<Vec<_>>().join(", ");
+        format!(
+            "{{\"compile_s\": {:e}, \"cached\": {}, \"first_s\": {:e}, \"preallocated_s\": [{}], \"allocating_s\": [{}]}}\n",
+            self.compile_s,
+            self.cached,
+            self.first_s,
+            list(&self.preallocated_s),
+            list(&self.allocating_s)
+        )
+    }
+
+    /// Human-readable lines for `--time`.
+    fn report(&self) -> String {
+        let how = if self.cached { "cached" } else { "cold" };
+        let mut s = format!("time: compile {:.3} ms ({how}), run {:.3} ms\n", self.compile_s * 1e3, self.first_s * 1e3);
+        for (what, v) in [("preallocated outputs", &self.preallocated_s), ("allocating outputs", &self.allocating_s)] {
+            if let Some(m) = median(v) {
+                let min = v.iter().copied().fold(f64::INFINITY, f64::min);
+                let max = v.iter().copied().fold(0.0, f64::max);
+                s += &format!(
+                    "time: {} runs, {what}: median {:.3} ms (min {:.3}, max {:.3})\n",
+                    v.len(),
+                    m * 1e3,
+                    min * 1e3,
+                    max * 1e3
+                );
+            }
+        }
+        s
+    }
+}
+
+/// The median of `v` (`None` when empty).
+fn median(v: &[f64]) -> Option<f64> {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    match s.len() {
+        0 => None,
+        n if n % 2 == 1 => Some(s[n / 2]),
+        n => Some((s[n / 2 - 1] + s[n / 2]) / 2.0),
+    }
 }
 
 /// `strata run`: exit 0 on success, 1 on any failure — diagnostics, bad or unreadable data,
@@ -270,7 +336,7 @@ pub fn cmd_run(file: &Path, opts: &RunOptions) -> i32 {
     let start = std::time::Instant::now();
     let native = match backend {
         Backend::Interp => None,
-        _ => Some(run_native(&module, &info.types, entry, &args, opts.time, opts.threads)),
+        _ => Some(run_native(&module, &info.types, entry, &args, opts)),
     };
     let ran_natively = matches!(native, Some(Ok(_)));
     let values = match native {
@@ -343,39 +409,54 @@ enum NativeError {
     Failed(String),
 }
 
-/// Lowers, compiles (or finds in the cache) and runs `entry` natively.
+/// Lowers, compiles (or finds in the cache) and runs `entry` natively; with `opts.repeat`,
+/// runs it that many more times on preallocated and on fresh output buffers, for timings.
 fn run_native(
     module: &strata_ir::Module,
     types: &strata_ir::TypeArena,
     entry: strata_entity::Handle<strata_ir::Function>,
     args: &[strata_runtime::Tensor],
-    time: bool,
-    threads: Option<usize>,
+    opts: &RunOptions,
 ) -> Result<Vec<(String, strata_runtime::Tensor)>, NativeError> {
+    use strata_codegen::{compile, exec};
     let t0 = std::time::Instant::now();
     let program = strata_codegen::lower(module, types, entry).map_err(NativeError::NotCompiled)?;
     let source = strata_codegen::emit_c::emit(&program);
-    let (so, state) = strata_codegen::compile::build(&source).map_err(|e| NativeError::Failed(e.to_string()))?;
-    let lib = strata_codegen::compile::Loaded::open(&so).map_err(|e| NativeError::Failed(e.to_string()))?;
-    let t1 = std::time::Instant::now();
+    let (so, state) = compile::build(&source).map_err(|e| NativeError::Failed(e.to_string()))?;
+    let lib = compile::Loaded::open(&so).map_err(|e| NativeError::Failed(e.to_string()))?;
     let f = &module.functions[entry];
+    let failed = |e: exec::ExecError| NativeError::Failed(format!("native run of `@{}` failed: {e}", f.name));
+    let threads = opts.threads.unwrap_or_else(exec::threads_from_env);
+    let mut timings = Timings {
+        compile_s: t0.elapsed().as_secs_f64(),
+        cached: state == compile::CacheState::Warm,
+        ..Timings::default()
+    };
+    let t1 = std::time::Instant::now();
+    let mut buffers = exec::Buffers::new(&program, args);
+    buffers.call(&lib, threads).map_err(failed)?;
+    timings.first_s = t1.elapsed().as_secs_f64();
+    for _ in 0..opts.repeat {
+        let t = std::time::Instant::now();
+        buffers.call(&lib, threads).map_err(failed)?;
+        timings.preallocated_s.push(t.elapsed().as_secs_f64());
+    }
+    for _ in 0..opts.repeat {
+        let t = std::time::Instant::now();
+        buffers.renew_written(&program, args);
+        buffers.call(&lib, threads).map_err(failed)?;
+        timings.allocating_s.push(t.elapsed().as_secs_f64());
+    }
+    if opts.time {
+        eprint!("{}", timings.report());
+    }
+    if let Some(path) = &opts.timings {
+        std::fs::write(path, timings.to_json())
+            .map_err(|e| NativeError::Failed(format!("cannot write the timings to {}: {e}", path.display())))?;
+    }
     let names: Vec<String> = f.params.iter().map(|&p| f.exprs[p].name.clone()).collect();
     let result_ty = f.result.map(|r| strata_runtime::ValueType::from_ir(types, r));
-    let threads = threads.unwrap_or_else(strata_codegen::exec::threads_from_env);
-    let values = strata_codegen::exec::run_threads(&program, &lib, args, &names, result_ty.as_ref(), threads)
-        .map_err(|e| NativeError::Failed(format!("native run of `@{}` failed: {e}", f.name)))?;
-    if time {
-        let how = match state {
-            strata_codegen::compile::CacheState::Cold => "cold",
-            strata_codegen::compile::CacheState::Warm => "cached",
-        };
-        eprintln!(
-            "time: compile {:.3} ms ({how}), run {:.3} ms",
-            (t1 - t0).as_secs_f64() * 1e3,
-            t1.elapsed().as_secs_f64() * 1e3
-        );
-    }
-    Ok(values)
+    Ok(buffers.into_results(&program, args, &names, result_ty.as_ref()))
 }
 
 /// `strata lower`: prints an entry's loop kernels or generated C.

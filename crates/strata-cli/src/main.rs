@@ -54,6 +54,14 @@ enum Command {
         /// Threads for the native backend (default: `$STRATA_NUM_THREADS`, else all cores).
         #[arg(long)]
         threads: Option<usize>,
+        /// Native backend: run N more times (on preallocated, then on fresh output buffers)
+        /// and report medians with `--time` / `--timings`.
+        #[arg(long, default_value_t = 0, value_name = "N")]
+        repeat: usize,
+        /// Native backend: write the timings as JSON to PATH ({"compile_s", "cached",
+        /// "first_s", "preallocated_s": [..], "allocating_s": [..]}).
+        #[arg(long, value_name = "PATH")]
+        timings: Option<PathBuf>,
     },
     /// Print an entry's lowered forms: fused loop kernels or the generated C.
     #[command(after_help = "Example:\n  strata lower examples/stencil/laplacian.strata --to c")]
@@ -94,9 +102,10 @@ fn main() {
     let status = match cli.command {
         Command::Check { files } => strata_cli::cmd_check(&files),
         Command::Fmt { check, files } => strata_cli::cmd_fmt(&files, check),
-        Command::Run { file, entry, args, outs, backend, time, threads } => {
-            strata_cli::cmd_run(&file, &strata_cli::RunOptions { entry, args, outs, backend, time, threads })
-        }
+        Command::Run { file, entry, args, outs, backend, time, threads, repeat, timings } => strata_cli::cmd_run(
+            &file,
+            &strata_cli::RunOptions { entry, args, outs, backend, time, threads, repeat, timings },
+        ),
         Command::Sig { file, json } => strata_cli::cmd_sig(&file, json),
         Command::Lower { file, entry, to } => strata_cli::cmd_lower(&file, entry.as_deref(), &to),
     };

@@ -109,46 +109,87 @@ pub fn run_threads(
     result_ty: Option<&ValueType>,
     threads: usize,
 ) -> Result<Vec<(String, Tensor)>, ExecError> {
-    // Every buffer gets its own column: copies of the inputs (so nothing the caller holds is
-    // written), zeros for results.
-    let mut cols: Vec<Column> = program
-        .buffers
-        .iter()
-        .map(|b| match b.param {
-            Some(p) => column(&args[p].data, &b.field),
-            None => Column::zeros(b.scalar, b.levels.iter().map(|l| l.interval.len() as usize).product()),
-        })
-        .collect();
-    let mut ptrs: Vec<*mut std::ffi::c_void> = cols.iter_mut().map(column_ptr).collect();
-    // SAFETY: each pointer addresses a column of the buffer's type and length (built above from
-    // values of the verified types), alive and exclusively ours for the call.
-    let code = unsafe { lib.call(&mut ptrs, threads) };
-    match code {
-        0 => {}
-        1 => return Err(ExecError::DivisionByZero),
-        2 => return Err(ExecError::TableOutOfInterval),
-        3 => return Err(ExecError::NegativeExponent),
-        4 => return Err(ExecError::IndexOutOfInterval),
-        c => return Err(ExecError::Other(c)),
+    let mut buffers = Buffers::new(program, args);
+    buffers.call(lib, threads)?;
+    Ok(buffers.into_results(program, args, names, result_ty))
+}
+
+/// The buffers of one native run: one column per program buffer — copies of the inputs (so
+/// nothing the caller holds is written), zeros for results and temporaries. A `Buffers` can be
+/// run many times (benchmarks time [`Buffers::call`] on preallocated buffers).
+pub struct Buffers {
+    cols: Vec<Column>,
+}
+
+impl Buffers {
+    /// Allocates the buffers of `program` for `args` (one per entry parameter).
+    pub fn new(program: &KernelProgram, args: &[Tensor]) -> Buffers {
+        Buffers { cols: program.buffers.iter().map(|b| fresh_column(b, args)).collect() }
     }
-    let mut results = Vec::new();
-    let mut by_param: Vec<(Option<usize>, Vec<Column>)> = Vec::new();
-    for (b, c) in program.buffers.iter().zip(cols) {
-        if !b.written || b.temp {
-            continue;
-        }
-        match by_param.iter_mut().find(|(p, _)| *p == b.param) {
-            Some((_, v)) => v.push(c),
-            None => by_param.push((b.param, vec![c])),
+
+    /// Allocates the written buffers (results, temporaries, `out` parameters) afresh, as a run
+    /// that does not reuse its output memory would; the inputs stay as they are.
+    pub fn renew_written(&mut self, program: &KernelProgram, args: &[Tensor]) {
+        for (b, c) in program.buffers.iter().zip(&mut self.cols) {
+            if b.written || b.temp {
+                *c = fresh_column(b, args);
+            }
         }
     }
-    for (p, leaf_cols) in by_param {
-        let (name, ty) = match p {
-            Some(i) => (names[i].clone(), args[i].ty.clone()),
-            None => ("result".to_string(), result_ty.expect("a function's result type").clone()),
-        };
-        let data = data_of(&ty.element, ty.len(), &mut leaf_cols.into_iter());
-        results.push((name, Tensor { ty, data, present: None }));
+
+    /// Runs the kernels once on these buffers with `threads` threads (0: the OpenMP default).
+    pub fn call(&mut self, lib: &Loaded, threads: usize) -> Result<(), ExecError> {
+        let mut ptrs: Vec<*mut std::ffi::c_void> = self.cols.iter_mut().map(column_ptr).collect();
+        // SAFETY: each pointer addresses a column of the buffer's type and length (built by
+        // `fresh_column` from values of the verified types), alive and exclusively ours for
+        // the call.
+        match unsafe { lib.call(&mut ptrs, threads) } {
+            0 => Ok(()),
+            1 => Err(ExecError::DivisionByZero),
+            2 => Err(ExecError::TableOutOfInterval),
+            3 => Err(ExecError::NegativeExponent),
+            4 => Err(ExecError::IndexOutOfInterval),
+            c => Err(ExecError::Other(c)),
+        }
     }
-    Ok(results)
+
+    /// The written values: the function result as `result`, or each `out` parameter by name,
+    /// with `result_ty` / the parameter types giving their shapes.
+    pub fn into_results(
+        self,
+        program: &KernelProgram,
+        args: &[Tensor],
+        names: &[String],
+        result_ty: Option<&ValueType>,
+    ) -> Vec<(String, Tensor)> {
+        let mut by_param: Vec<(Option<usize>, Vec<Column>)> = Vec::new();
+        for (b, c) in program.buffers.iter().zip(self.cols) {
+            if !b.written || b.temp {
+                continue;
+            }
+            match by_param.iter_mut().find(|(p, _)| *p == b.param) {
+                Some((_, v)) => v.push(c),
+                None => by_param.push((b.param, vec![c])),
+            }
+        }
+        by_param
+            .into_iter()
+            .map(|(p, leaf_cols)| {
+                let (name, ty) = match p {
+                    Some(i) => (names[i].clone(), args[i].ty.clone()),
+                    None => ("result".to_string(), result_ty.expect("a function's result type").clone()),
+                };
+                let data = data_of(&ty.element, ty.len(), &mut leaf_cols.into_iter());
+                (name, Tensor { ty, data, present: None })
+            })
+            .collect()
+    }
+}
+
+/// A buffer's initial column: the argument's data for a parameter, else zeros.
+fn fresh_column(b: &crate::lower::Buffer, args: &[Tensor]) -> Column {
+    match b.param {
+        Some(p) => column(&args[p].data, &b.field),
+        None => Column::zeros(b.scalar, b.levels.iter().map(|l| l.interval.len() as usize).product()),
+    }
 }
