@@ -186,10 +186,37 @@ impl Buffers {
     }
 }
 
-/// A buffer's initial column: the argument's data for a parameter, else zeros.
+/// A buffer's initial column: the argument's data for a parameter whose initial content is
+/// observed, else zeros.
 fn fresh_column(b: &crate::lower::Buffer, args: &[Tensor]) -> Column {
-    match b.param {
-        Some(p) => column(&args[p].data, &b.field),
-        None => Column::zeros(b.scalar, b.levels.iter().map(|l| l.interval.len() as usize).product()),
+    let mut c = match b.param {
+        Some(p) if !b.overwritten => column(&args[p].data, &b.field),
+        _ => Column::zeros(b.scalar, b.levels.iter().map(|l| l.interval.len() as usize).product()),
+    };
+    if b.written || b.temp {
+        advise_huge_pages(&mut c);
+    }
+    c
+}
+
+/// Huge-page size on x86-64 and the smallest buffer worth advising.
+const HUGE_PAGE: usize = 2 << 20;
+
+/// Asks the kernel to back a large output with transparent huge pages before its first touch.
+/// A fresh zeroed allocation of many MiB is mapped lazily, and with 4 KiB pages every first
+/// write faults (about 0.5 ms per MiB here, more than the kernel itself for a stencil); with
+/// 2 MiB pages the faults are 512 times fewer. Only the 2 MiB-aligned interior is advised;
+/// failure is harmless (the pages stay small).
+fn advise_huge_pages(c: &mut Column) {
+    let bytes = c.len() * c.scalar().size_bytes();
+    if bytes < 4 * HUGE_PAGE {
+        return;
+    }
+    let at = column_ptr(c) as usize;
+    let (start, end) = (at.next_multiple_of(HUGE_PAGE), (at + bytes) / HUGE_PAGE * HUGE_PAGE);
+    if end > start {
+        // SAFETY: the range lies inside the column's allocation; MADV_HUGEPAGE changes only how
+        // the pages are backed, never their contents.
+        unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
     }
 }

@@ -34,6 +34,9 @@ pub struct Buffer {
     pub written: bool,
     /// A temporary between kernels (a materialized scan), neither argument nor result.
     pub temp: bool,
+    /// Every point is written before anything reads it, so its initial content is never
+    /// observed (an `out` parameter assigned whole needs no copy of the caller's data).
+    pub overwritten: bool,
 }
 
 /// A write of one scalar expression per point of a kernel's domain.
@@ -232,6 +235,7 @@ impl<'m> Lowerer<'m> {
                 field: path,
                 written,
                 temp: param.is_none() && name != "result",
+                overwritten: false,
             });
             ids.push(id);
             let coords = levels.iter().map(|l| Coord::Var { dim: l.name.clone(), offset: 0 }).collect();
@@ -1142,7 +1146,32 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
             sc.updates = sc.updates.iter().map(crate::sym::simplify).collect();
         }
     }
-    Ok(KernelProgram { entry: func.name.clone(), buffers: l.buffers, kernels })
+    let mut buffers = l.buffers;
+    for (b, buffer) in buffers.iter_mut().enumerate() {
+        buffer.overwritten = overwritten_first(&kernels, b, &buffer.levels);
+    }
+    Ok(KernelProgram { entry: func.name.clone(), buffers, kernels })
+}
+
+/// Whether the first kernel that touches buffer `b` writes all of it (its domain is exactly the
+/// buffer's levels) without reading it.
+fn overwritten_first(kernels: &[Kernel], b: usize, levels: &[Level]) -> bool {
+    for k in kernels {
+        let read = k.stores.iter().any(|st| reads(&st.value, b))
+            || k.scan.as_ref().is_some_and(|sc| sc.updates.iter().any(|u| reads(u, b)));
+        let writes = k.stores.iter().any(|st| st.buffer == b);
+        if read {
+            return false;
+        }
+        if writes {
+            let mut domain: Vec<&Level> = k.domain.iter().chain(k.scan.as_ref().map(|sc| &sc.dim)).collect();
+            domain.sort_by(|x, y| x.name.as_str().cmp(y.name.as_str()));
+            let mut own: Vec<&Level> = levels.iter().collect();
+            own.sort_by(|x, y| x.name.as_str().cmp(y.name.as_str()));
+            return domain == own;
+        }
+    }
+    false
 }
 
 /// Whether `e` reads buffer `b` (directly or through a table).

@@ -101,6 +101,16 @@ impl Scalar {
         }
     }
 
+    /// Bytes per element in memory (`bool` is one byte, `index` eight).
+    pub fn size_bytes(self) -> usize {
+        match self {
+            Scalar::Bool | Scalar::I8 | Scalar::U8 => 1,
+            Scalar::I16 | Scalar::U16 => 2,
+            Scalar::I32 | Scalar::U32 | Scalar::F32 => 4,
+            Scalar::I64 | Scalar::U64 | Scalar::F64 | Scalar::Index => 8,
+        }
+    }
+
     /// `f32` or `f64`.
     pub fn is_float(self) -> bool {
         matches!(self, Scalar::F32 | Scalar::F64)

@@ -1,0 +1,258 @@
+"""The benchmark runner (called by bench/run).
+
+For each thread count (1 and all cores, or --threads N) it measures the machine's limits with
+the C probes (STREAM triad and read, FMA peak), then runs every workload in a child process
+pinned to that many cores, with every peer's thread pool set to the same count:
+Strata (native backend, cached compile; --repeat timings on preallocated and on freshly
+allocated outputs) and the peers on identical data. Every result is checked against the numpy
+reference. Prints the table (bench/report.py) and writes the JSON records with --json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import report  # noqa: E402
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="bench/run", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--only", help="comma-separated workload names (e.g. laplap,sgemm,reductions)")
+    p.add_argument("--threads", type=int, help="one thread count (default: 1 and all cores)")
+    p.add_argument("--json", type=Path, help="write the records to this file")
+    p.add_argument("--runs", type=int, default=7, help="timed runs after the warm-up (default 7, at least 5)")
+    p.add_argument("--readme", action="store_true", help="rewrite the README's performance table from these results")
+    p.add_argument("--strata", default=str(HERE.parent / "target/release/strata"), help=argparse.SUPPRESS)
+    p.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    a = p.parse_args(argv)
+    if a.runs < 5:
+        p.error("--runs must be at least 5")
+    if a.threads is not None and a.threads < 1:
+        p.error("--threads must be at least 1")
+    return a
+
+
+def selected(only):
+    import workloads
+
+    ws = workloads.workloads()
+    if not only:
+        return ws
+    names = [n.strip() for n in only.split(",") if n.strip()]
+    known = sorted({w.group for w in ws} | {w.name for w in ws})
+    for n in names:
+        if n not in known:
+            sys.exit(f"bench/run: unknown workload `{n}` (known: {', '.join(known)})")
+    return [w for w in ws if w.group in names or w.name in names]
+
+
+def thread_env(threads: int) -> dict:
+    env = dict(os.environ)
+    t = str(threads)
+    env.update(
+        OMP_NUM_THREADS=t,
+        OPENBLAS_NUM_THREADS=t,
+        MKL_NUM_THREADS=t,
+        NUMBA_NUM_THREADS=t,
+        STRATA_NUM_THREADS=t,
+        RAYON_NUM_THREADS=t,
+        XLA_FLAGS=f"--xla_cpu_multi_thread_eigen={'true' if threads > 1 else 'false'} intra_op_parallelism_threads={t}",
+        JAX_PLATFORMS="cpu",
+        JAX_ENABLE_X64="1",  # f64 workloads stay f64 (JAX defaults to f32)
+    )
+    return env
+
+
+def pin(threads: int):
+    cpus = sorted(os.sched_getaffinity(0))[:threads]
+    return lambda: os.sched_setaffinity(0, cpus)
+
+
+def probe_limits(threads: int, build: Path) -> list[dict]:
+    """Compiles and runs the C probes; returns "limit" records."""
+    recs = []
+    for probe in ("stream", "fma"):
+        exe = build / probe
+        if not exe.exists():
+            cc = os.environ.get("CC", "cc")
+            subprocess.run([cc, "-O3", "-march=native", "-fopenmp", str(HERE / "probes" / f"{probe}.c"), "-o", str(exe)], check=True)
+        out = subprocess.run([str(exe)], env=thread_env(threads), preexec_fn=pin(threads), check=True, capture_output=True, text=True)
+        r = json.loads(out.stdout)
+        if probe == "stream":
+            recs.append(limit_record("stream_triad", threads, gbps=r["triad_gbps"]))
+            recs.append(limit_record("stream_read", threads, gbps=r["read_gbps"]))
+        else:
+            recs.append(limit_record("fma_peak_f64", threads, gflops=r["f64_gflops"], isa=r["isa"]))
+            recs.append(limit_record("fma_peak_f32", threads, gflops=r["f32_gflops"], isa=r["isa"]))
+    return recs
+
+
+def limit_record(name, threads, gbps=None, gflops=None, **extra):
+    return {"workload": name, "impl": "limit", "threads": threads, "median_s": None, "min_s": None, "max_s": None,
+            "gbps": gbps, "gflops": gflops, "fraction_of_limit": 1.0, **extra}
+
+
+# --- the child: one thread count, all workloads --------------------------------------------
+
+
+def check(w, got, want) -> float:
+    """The largest error relative to the tolerance (<= 1 passes); raises on a mismatch."""
+    import numpy as np
+
+    gots = got if isinstance(got, tuple) else (got,)
+    wants = want if isinstance(want, tuple) else (want,)
+    worst = 0.0
+    for g, r in zip(gots, wants):
+        g = np.asarray(g)
+        r = np.asarray(r)
+        if g.shape != r.shape:
+            raise AssertionError(f"shape {g.shape} != reference {r.shape}")
+        if r.dtype.kind in "iu":
+            bad = int((g != r).sum())
+            if bad:
+                raise AssertionError(f"{bad} of {r.size} indices differ from the reference")
+            continue
+        err = np.abs(g.astype(np.float64) - r.astype(np.float64)) / (w.atol + w.rtol * np.abs(r.astype(np.float64)))
+        worst = max(worst, float(err.max()) if err.size else 0.0)
+    if worst > 1.0:
+        raise AssertionError(f"differs from the reference by {worst:.3g}x the tolerance (rtol {w.rtol}, atol {w.atol})")
+    return worst
+
+
+def time_calls(run, runs):
+    result = run()  # warm-up (JIT compiles, first touch)
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - t)
+    return result, times
+
+
+def run_strata(w, inputs, threads, runs, strata, tmp: Path):
+    import numpy as np
+
+    args = []
+    for k, v in inputs.items():
+        path = tmp / f"{w.group}-{k}.npy"
+        if not path.exists():
+            np.save(path, v)
+        args += ["--arg", f"{k}={path}"]
+    out = tmp / f"out-{w.name.replace('/', '-')}.{'npz' if w.name == 'nabla' else 'npy'}"
+    timings = tmp / "timings.json"
+    cmd = [strata, "run", str(HERE / "workloads" / w.program), "--entry", w.entry, "--backend", "native",
+           "--threads", str(threads), "--repeat", str(runs), "--timings", str(timings), "--out", f"{w.out}={out}", *args]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"strata failed ({' '.join(cmd[:6])} ...):\n{p.stderr.strip()}")
+    t = json.loads(timings.read_text())
+    if out.suffix == ".npz":
+        z = np.load(out)
+        result = tuple(z[f"f{i}"] for i in range(len(z.files)))
+    else:
+        result = np.load(out)
+    return result, t
+
+
+def stats(times):
+    return {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times)}
+
+
+def child(args):
+    import numpy as np
+
+    threads = args.threads
+    try:
+        import numba
+
+        numba.set_num_threads(threads)
+    except ImportError:
+        pass
+    records = []
+    ws = selected(args.only)
+    with tempfile.TemporaryDirectory(prefix="strata-bench-") as d:
+        tmp = Path(d)
+        data = {}
+        for w in ws:
+            if w.group not in data:
+                # One data set per program file: entries of one group share inputs.
+                for f in tmp.glob("*.npy"):
+                    f.unlink()
+                data = {w.group: w.make(np.random.default_rng(20261122))}
+            inputs = data[w.group]
+            want = w.reference(inputs)
+            base = {"workload": w.name, "threads": threads}
+            print(f"  {w.name}: strata", end="", file=sys.stderr, flush=True)
+            try:
+                got, t = run_strata(w, inputs, threads, args.runs, args.strata, tmp)
+                err = check(w, got, want)
+                for variant, key in (("preallocated", "preallocated_s"), ("allocating", "allocating_s")):
+                    records.append({**base, "impl": "strata", "variant": variant, **stats(t[key]), "check": err,
+                                    "compile_s": t["compile_s"], "cached": t["cached"]})
+            except Exception as e:  # noqa: BLE001 — reported in the table, the suite goes on
+                records.append({**base, "impl": "strata", "variant": "allocating", "error": str(e)})
+            for impl, factory in w.peers.items():
+                print(f", {impl}", end="", file=sys.stderr, flush=True)
+                try:
+                    run = factory(inputs)
+                    got, times = time_calls(run, args.runs)
+                    err = check(w, got, want)
+                    records.append({**base, "impl": impl, "variant": "allocating", **stats(times), "check": err})
+                except Exception as e:  # noqa: BLE001
+                    records.append({**base, "impl": impl, "variant": "allocating", "error": f"{type(e).__name__}: {e}"})
+            print(file=sys.stderr)
+    args.child.write_text(json.dumps(records))
+
+
+# --- the parent ----------------------------------------------------------------------------
+
+
+def main(argv):
+    args = parse_args(argv)
+    if args.child:
+        return child(args)
+    start = time.time()
+    counts = [args.threads] if args.threads else sorted({1, len(os.sched_getaffinity(0))})
+    ws = selected(args.only)
+    records = []
+    with tempfile.TemporaryDirectory(prefix="strata-probes-") as d:
+        for t in counts:
+            print(f"bench: {t} thread(s): probing the machine's limits", file=sys.stderr)
+            records += probe_limits(t, Path(d))
+            print(f"bench: {t} thread(s): {len(ws)} workloads", file=sys.stderr)
+            out = Path(d) / f"child-{t}.json"
+            cmd = [sys.executable, __file__, "--child", str(out), "--threads", str(t), "--runs", str(args.runs), "--strata", args.strata]
+            if args.only:
+                cmd += ["--only", args.only]
+            subprocess.run(cmd, env=thread_env(t), preexec_fn=pin(t), check=True)
+            records += json.loads(out.read_text())
+    report.derive(records, ws)
+    meta = report.machine(time.time() - start)
+    for r in records:
+        if r["impl"] == "limit":
+            r["machine"] = meta
+    print(report.table(records, ws, meta))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(records, indent=1) + "\n")
+        print(f"bench: wrote {args.json}", file=sys.stderr)
+    if args.readme:
+        report.update_readme(HERE.parent / "README.md", report.table(records, ws, meta, markdown=True))
+        print("bench: updated the README's performance table", file=sys.stderr)
+    failed = [r for r in records if "error" in r]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,603 @@
+"""The benchmark workloads: Strata programs (bench/workloads/*.strata) and the same computation
+written the way a user of each peer would write it.
+
+Each workload names its Strata program and entry, makes the inputs, gives the numpy reference
+(the oracle every implementation is checked against), its compulsory memory traffic and flop
+count, which machine limit bounds it, the peers, and the target of issue 5.
+
+Peers are factories: `peer(inputs) -> run`, where `run()` computes the result once (setup such
+as moving data to JAX or building SciPy matrices happens in the factory, outside the timing).
+Every peer allocates its result, as `c = f(a)` does; Strata is timed both ways.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+HERE = __file__.rsplit("/", 1)[0]
+
+
+@dataclass
+class Target:
+    """A goal of issue 5: `kind` is "fraction" (Strata's fraction of the limit, preallocated
+    outputs), "speedup" (peer time / Strata time, both allocating) or "within" (Strata time at
+    most `value` times the Strata time of workload `other`)."""
+
+    kind: str
+    value: float
+    peer: str = ""
+    other: str = ""
+    threads: int | None = None  # only checked at this thread count (None: every count)
+
+    def describe(self) -> str:
+        at = f" ({self.threads} thread)" if self.threads else ""
+        if self.kind == "fraction":
+            return f">= {self.value:.0%} of limit{at}"
+        if self.kind == "speedup":
+            return f">= {self.value:g}x {self.peer}{at}"
+        return f"<= {self.value:g}x {self.other}{at}"
+
+
+@dataclass
+class Workload:
+    name: str
+    program: str
+    entry: str
+    make: Callable[[np.random.Generator], dict]
+    reference: Callable[[dict], object]
+    bytes: float
+    flops: float
+    bound: str  # "triad", "read", "f32", "f64"
+    peers: dict = field(default_factory=dict)
+    target: Target | None = None
+    out: str = "result"  # the Strata output's name
+    rtol: float = 1e-12
+    atol: float = 1e-12
+    note: str = ""
+
+    @property
+    def group(self) -> str:
+        return self.name.split("/")[0]
+
+
+def jax_device_put(inputs: dict, keys: list[str]):
+    import jax
+
+    return [jax.device_put(inputs[k]) for k in keys]
+
+
+def jax_runner(fn, args):
+    import jax
+
+    f = jax.jit(fn)
+
+    def run():
+        r = f(*args)
+        jax.block_until_ready(r)
+        return r
+
+    return run
+
+
+# --- laplacian of laplacian ----------------------------------------------------------------
+
+LAP_N, LAP_K = 256, 64
+
+
+def lap_np(x):
+    return (x[2:, 1:-1] + x[:-2, 1:-1]) + (x[1:-1, 2:] + x[1:-1, :-2]) - 4.0 * x[1:-1, 1:-1]
+
+
+def laplap_make(rng):
+    return {"inp": rng.random((LAP_N + 4, LAP_N + 4, LAP_K))}
+
+
+def laplap_numba(inputs):
+    import numba
+
+    @numba.njit(parallel=True, cache=False)
+    def laplap(x):
+        ni, nj, nk = x.shape
+        tmp = np.empty((ni - 2, nj - 2, nk))
+        for i in numba.prange(1, ni - 1):
+            for j in range(1, nj - 1):
+                for k in range(nk):
+                    tmp[i - 1, j - 1, k] = (x[i + 1, j, k] + x[i - 1, j, k]) + (x[i, j + 1, k] + x[i, j - 1, k]) - 4.0 * x[i, j, k]
+        out = np.empty((ni - 4, nj - 4, nk))
+        for i in numba.prange(1, ni - 3):
+            for j in range(1, nj - 3):
+                for k in range(nk):
+                    out[i - 1, j - 1, k] = (tmp[i + 1, j, k] + tmp[i - 1, j, k]) + (tmp[i, j + 1, k] + tmp[i, j - 1, k]) - 4.0 * tmp[i, j, k]
+        return out
+
+    x = inputs["inp"]
+    return lambda: laplap(x)
+
+
+def laplap_scipy(inputs):
+    from scipy import ndimage
+
+    lap = np.array([[0.0, 1.0, 0.0], [1.0, -4.0, 1.0], [0.0, 1.0, 0.0]])
+    kernel = np.zeros((5, 5))
+    for a in range(3):
+        for b in range(3):
+            kernel[a : a + 3, b : b + 3] += lap[a, b] * lap
+    x = inputs["inp"]
+    return lambda: ndimage.correlate(x, kernel[:, :, None], mode="constant")[2:-2, 2:-2]
+
+
+def laplap_jax(inputs):
+    def f(x):
+        return lap_np(lap_np(x))
+
+    return jax_runner(f, jax_device_put(inputs, ["inp"]))
+
+
+# --- tridiagonal solve along K -------------------------------------------------------------
+
+TRI_K, TRI_N = 64, 256
+
+
+def tridiag_make(rng):
+    shape = (TRI_K, TRI_N, TRI_N)
+    return {
+        "a": rng.random(shape),
+        "b": 4.0 + rng.random(shape),
+        "c": rng.random(shape),
+        "d": rng.random(shape),
+    }
+
+
+def tridiag_np(inp):
+    a, b, c, d = inp["a"], inp["b"], inp["c"], inp["d"]
+    cp, dp = np.empty_like(a), np.empty_like(a)
+    cprev = np.zeros(a.shape[1:])
+    dprev = np.zeros(a.shape[1:])
+    for k in range(a.shape[0]):
+        den = b[k] - a[k] * cprev
+        cp[k] = c[k] / den
+        dp[k] = (d[k] - a[k] * dprev) / den
+        cprev, dprev = cp[k], dp[k]
+    x = np.empty_like(a)
+    xn = np.zeros(a.shape[1:])
+    for k in reversed(range(a.shape[0])):
+        x[k] = dp[k] - cp[k] * xn
+        xn = x[k]
+    return x
+
+
+def tridiag_numba(inputs):
+    import numba
+
+    @numba.njit(parallel=True, cache=False)
+    def solve(a, b, c, d):
+        nk, ni, nj = a.shape
+        cp = np.empty_like(a)
+        dp = np.empty_like(a)
+        x = np.empty_like(a)
+        for i in numba.prange(ni):
+            for k in range(nk):
+                for j in range(nj):
+                    cprev = cp[k - 1, i, j] if k > 0 else 0.0
+                    dprev = dp[k - 1, i, j] if k > 0 else 0.0
+                    den = b[k, i, j] - a[k, i, j] * cprev
+                    cp[k, i, j] = c[k, i, j] / den
+                    dp[k, i, j] = (d[k, i, j] - a[k, i, j] * dprev) / den
+            for k in range(nk - 1, -1, -1):
+                for j in range(nj):
+                    xn = x[k + 1, i, j] if k + 1 < nk else 0.0
+                    x[k, i, j] = dp[k, i, j] - cp[k, i, j] * xn
+        return x
+
+    a, b, c, d = (inputs[k] for k in "abcd")
+    return lambda: solve(a, b, c, d)
+
+
+def tridiag_jax(inputs):
+    import jax
+    import jax.numpy as jnp
+
+    def f(a, b, c, d):
+        def fwd(carry, abcd):
+            cprev, dprev = carry
+            ak, bk, ck, dk = abcd
+            den = bk - ak * cprev
+            cn = ck / den
+            dn = (dk - ak * dprev) / den
+            return (cn, dn), (cn, dn)
+
+        zero = jnp.zeros(a.shape[1:], a.dtype)
+        _, (cp, dp) = jax.lax.scan(fwd, (zero, zero), (a, b, c, d))
+
+        def bwd(xn, cpdp):
+            cpk, dpk = cpdp
+            x = dpk - cpk * xn
+            return x, x
+
+        _, x = jax.lax.scan(bwd, zero, (cp, dp), reverse=True)
+        return x
+
+    return jax_runner(f, jax_device_put(inputs, ["a", "b", "c", "d"]))
+
+
+# --- FVM nabla on an unstructured mesh -----------------------------------------------------
+
+MESH_NX, MESH_NY = 600, 560
+
+
+def make_mesh(nx=MESH_NX, ny=MESH_NY):
+    """A periodic-in-x triangulated grid: edges along x, along y and one diagonal per quad.
+    Returns E2V (edges x 2) and V2E (vertices x 7, padded with the skip value -1)."""
+    x, y = np.meshgrid(np.arange(nx), np.arange(ny))
+    vid = lambda xx, yy: yy * nx + xx % nx  # noqa: E731
+    inner = y < ny - 1
+    e2v = np.concatenate(
+        [
+            np.stack([vid(x, y), vid(x + 1, y)], -1).reshape(-1, 2),
+            np.stack([vid(x[inner], y[inner]), vid(x[inner], y[inner] + 1)], -1),
+            np.stack([vid(x[inner], y[inner]), vid(x[inner] + 1, y[inner] + 1)], -1),
+        ]
+    ).astype(np.int32)
+    nv = nx * ny
+    edge = np.repeat(np.arange(len(e2v)), 2)
+    vert = e2v.reshape(-1)
+    order = np.argsort(vert, kind="stable")
+    edge, vert = edge[order], vert[order]
+    start = np.searchsorted(vert, np.arange(nv))
+    slot = np.arange(len(vert)) - start[vert]
+    assert slot.max() < 7
+    v2e = -np.ones((nv, 7), dtype=np.int32)
+    v2e[vert, slot] = edge
+    return e2v, v2e
+
+
+def nabla_make(rng):
+    e2v, v2e = make_mesh()
+    nv, ne = v2e.shape[0], e2v.shape[0]
+    return {
+        "pp": rng.random(nv),
+        "s_mxx": rng.random(ne),
+        "s_myy": rng.random(ne),
+        "sign": np.where(rng.random((nv, 7)) < 0.5, -1.0, 1.0),
+        "vol": 1.0 + rng.random(nv),
+        "e2v": e2v,
+        "v2e": v2e,
+    }
+
+
+def nabla_np(inp):
+    pp, e2v, v2e = inp["pp"], inp["e2v"], inp["v2e"]
+    avg = 0.5 * (pp[e2v[:, 0]] + pp[e2v[:, 1]])
+    mask = v2e >= 0
+    idx = np.where(mask, v2e, 0)
+    out = []
+    for s in (inp["s_mxx"], inp["s_myy"]):
+        flux = s * avg
+        out.append(np.where(mask, flux[idx] * inp["sign"], 0.0).sum(axis=1) / inp["vol"])
+    return tuple(out)
+
+
+def nabla_numba(inputs):
+    import numba
+
+    @numba.njit(parallel=True, cache=False)
+    def nabla(pp, sx, sy, sign, vol, e2v, v2e):
+        ne = e2v.shape[0]
+        fx = np.empty(ne)
+        fy = np.empty(ne)
+        for e in numba.prange(ne):
+            avg = 0.5 * (pp[e2v[e, 0]] + pp[e2v[e, 1]])
+            fx[e] = sx[e] * avg
+            fy[e] = sy[e] * avg
+        nv = v2e.shape[0]
+        nx = np.empty(nv)
+        ny = np.empty(nv)
+        for v in numba.prange(nv):
+            ax = 0.0
+            ay = 0.0
+            for n in range(v2e.shape[1]):
+                e = v2e[v, n]
+                if e >= 0:
+                    ax += fx[e] * sign[v, n]
+                    ay += fy[e] * sign[v, n]
+            nx[v] = ax / vol[v]
+            ny[v] = ay / vol[v]
+        return nx, ny
+
+    args = [inputs[k] for k in ("pp", "s_mxx", "s_myy", "sign", "vol", "e2v", "v2e")]
+    return lambda: nabla(*args)
+
+
+def nabla_scipy(inputs):
+    """The sparse-matrix formulation: edge averages and vertex divergences as CSR products."""
+    from scipy import sparse
+
+    e2v, v2e = inputs["e2v"], inputs["v2e"]
+    nv, ne = v2e.shape[0], e2v.shape[0]
+    avg = sparse.csr_matrix((np.full(2 * ne, 0.5), e2v.reshape(-1), np.arange(0, 2 * ne + 1, 2)), shape=(ne, nv))
+    mask = v2e >= 0
+    rows = np.repeat(np.arange(nv), 7).reshape(nv, 7)[mask]
+    div = sparse.csr_matrix((inputs["sign"][mask], (rows, v2e[mask])), shape=(nv, ne))
+    pp, sx, sy, vol = inputs["pp"], inputs["s_mxx"], inputs["s_myy"], inputs["vol"]
+
+    def run():
+        a = avg @ pp
+        return (div @ (sx * a)) / vol, (div @ (sy * a)) / vol
+
+    return run
+
+
+def nabla_jax(inputs):
+    import jax.numpy as jnp
+
+    def f(pp, sx, sy, sign, vol, e2v, v2e):
+        avg = 0.5 * (pp[e2v[:, 0]] + pp[e2v[:, 1]])
+        mask = v2e >= 0
+        idx = jnp.where(mask, v2e, 0)
+        return tuple(jnp.where(mask, (s * avg)[idx] * sign, 0.0).sum(axis=1) / vol for s in (sx, sy))
+
+    return jax_runner(f, jax_device_put(inputs, ["pp", "s_mxx", "s_myy", "sign", "vol", "e2v", "v2e"]))
+
+
+def nabla_bytes():
+    nv, ne = MESH_NX * MESH_NY, MESH_NX * MESH_NY + 2 * MESH_NX * (MESH_NY - 1)
+    return nv * 8 + 2 * ne * 8 + nv * 7 * 8 + nv * 8 + ne * 2 * 4 + nv * 7 * 4 + 2 * nv * 8
+
+
+# --- fused elementwise chain ---------------------------------------------------------------
+
+EW_N = 1 << 24
+
+
+def elementwise_make(rng):
+    return {
+        "a": rng.random(EW_N, dtype=np.float32),
+        "b": (0.5 + rng.random(EW_N, dtype=np.float32)).astype(np.float32),
+        "c": rng.random(EW_N, dtype=np.float32),
+    }
+
+
+def elementwise_np(inp):
+    a, b, c = inp["a"], inp["b"], inp["c"]
+    return np.exp(a) * b + np.sin(c) - a / b
+
+
+def elementwise_numba(inputs):
+    import math
+
+    import numba
+
+    @numba.njit(parallel=True, cache=False)
+    def chain(a, b, c):
+        out = np.empty_like(a)
+        for i in numba.prange(a.shape[0]):
+            out[i] = math.exp(a[i]) * b[i] + math.sin(c[i]) - a[i] / b[i]
+        return out
+
+    a, b, c = inputs["a"], inputs["b"], inputs["c"]
+    return lambda: chain(a, b, c)
+
+
+def elementwise_jax(inputs):
+    import jax.numpy as jnp
+
+    return jax_runner(lambda a, b, c: jnp.exp(a) * b + jnp.sin(c) - a / b, jax_device_put(inputs, ["a", "b", "c"]))
+
+
+# --- GEMM and einsums ----------------------------------------------------------------------
+
+GEMM_N = 2048
+
+
+def gemm_make(dtype):
+    return lambda rng: {"a": rng.random((GEMM_N, GEMM_N)).astype(dtype), "b": rng.random((GEMM_N, GEMM_N)).astype(dtype)}
+
+
+def matmul_np(inp):
+    return inp["a"] @ inp["b"]
+
+
+def gemm_scipy(inputs):
+    from scipy.linalg import blas
+
+    a, b = inputs["a"], inputs["b"]
+    fn = blas.sgemm if a.dtype == np.float32 else blas.dgemm
+    return lambda: fn(1.0, a, b)
+
+
+def matmul_jax(inputs):
+    import jax.numpy as jnp
+
+    return jax_runner(lambda a, b: jnp.matmul(a, b, precision="highest"), jax_device_put(inputs, ["a", "b"]))
+
+
+EIN_B, EIN_N, EIN_K = 128, 256, 128
+
+
+def einsum_make(spec_shapes):
+    return lambda rng: {k: rng.random(s, dtype=np.float32) for k, s in spec_shapes.items()}
+
+
+def einsum_np(spec):
+    return lambda inp: np.einsum(spec, inp["x"], inp["y"], optimize=True)
+
+
+def einsum_jax(spec):
+    def peer(inputs):
+        import jax.numpy as jnp
+
+        return jax_runner(lambda x, y: jnp.einsum(spec, x, y, precision="highest"), jax_device_put(inputs, ["x", "y"]))
+
+    return peer
+
+
+def np_peer(ref):
+    """numpy itself as a peer: the reference computation, timed."""
+    return lambda inputs: (lambda: ref(inputs))
+
+
+# --- row reductions ------------------------------------------------------------------------
+
+RED_N = 4096
+
+
+def reductions_make(rng):
+    return {"x": rng.random((RED_N, RED_N), dtype=np.float32)}
+
+
+REDUCTIONS = {
+    "sum": lambda x: x.sum(axis=1),
+    "mean": lambda x: x.mean(axis=1),
+    "var": lambda x: x.var(axis=1),
+    "argmax": lambda x: x.argmax(axis=1),
+}
+
+
+def reduction_numba(kind):
+    def peer(inputs):
+        import numba
+
+        @numba.njit(parallel=True, cache=False)
+        def rsum(x):
+            out = np.empty(x.shape[0], np.float32)
+            for i in numba.prange(x.shape[0]):
+                s = np.float32(0.0)
+                for j in range(x.shape[1]):
+                    s += x[i, j]
+                out[i] = s
+            return out
+
+        @numba.njit(parallel=True, cache=False)
+        def rvar(x):
+            out = np.empty(x.shape[0], np.float32)
+            n = np.float32(x.shape[1])
+            for i in numba.prange(x.shape[0]):
+                s = np.float32(0.0)
+                for j in range(x.shape[1]):
+                    s += x[i, j]
+                m = s / n
+                q = np.float32(0.0)
+                for j in range(x.shape[1]):
+                    q += (x[i, j] - m) * (x[i, j] - m)
+                out[i] = q / n
+            return out
+
+        @numba.njit(parallel=True, cache=False)
+        def rargmax(x):
+            out = np.empty(x.shape[0], np.int64)
+            for i in numba.prange(x.shape[0]):
+                best = x[i, 0]
+                bi = 0
+                for j in range(1, x.shape[1]):
+                    if x[i, j] > best:
+                        best = x[i, j]
+                        bi = j
+                out[i] = bi
+            return out
+
+        x = inputs["x"]
+        fns = {"sum": rsum, "mean": lambda x: rsum(x) / np.float32(x.shape[1]), "var": rvar, "argmax": rargmax}
+        fn = fns[kind]
+        return lambda: fn(x)
+
+    return peer
+
+
+def reduction_jax(kind):
+    def peer(inputs):
+        import jax.numpy as jnp
+
+        fns = {"sum": lambda x: x.sum(axis=1), "mean": lambda x: x.mean(axis=1), "var": lambda x: x.var(axis=1), "argmax": lambda x: jnp.argmax(x, axis=1)}
+        return jax_runner(fns[kind], jax_device_put(inputs, ["x"]))
+
+    return peer
+
+
+# --- the registry --------------------------------------------------------------------------
+
+
+def workloads() -> list[Workload]:
+    lap_out = LAP_N * LAP_N * LAP_K
+    tri = TRI_K * TRI_N * TRI_N
+    ws = [
+        Workload(
+            "laplap", "laplap.strata", "laplap", laplap_make, lambda i: lap_np(lap_np(i["inp"])),
+            bytes=8 * ((LAP_N + 4) ** 2 * LAP_K + lap_out), flops=2 * 6 * lap_out, bound="triad", out="out",
+            peers={"numpy": np_peer(lambda i: lap_np(lap_np(i["inp"]))), "scipy": laplap_scipy, "jax": laplap_jax, "numba": laplap_numba},
+            target=Target("fraction", 0.70, threads=1), rtol=1e-9, atol=1e-9,
+            note="scipy: ndimage.correlate with the 5x5 laplacian-of-laplacian kernel",
+        ),
+        Workload(
+            "tridiag", "tridiag.strata", "tridiag", tridiag_make, tridiag_np,
+            bytes=8 * 5 * tri, flops=9 * tri, bound="triad", out="x",
+            peers={"numpy": np_peer(tridiag_np), "jax": tridiag_jax, "numba": tridiag_numba},
+            target=Target("fraction", 0.40), rtol=1e-9, atol=1e-9,
+            note="SciPy has no batched tridiagonal solver (solve_banded solves one system)",
+        ),
+        Workload(
+            "nabla", "nabla.strata", "nabla", nabla_make, nabla_np,
+            bytes=nabla_bytes(), flops=0, bound="triad", out="out",
+            peers={"numpy": np_peer(nabla_np), "scipy": nabla_scipy, "jax": nabla_jax, "numba": nabla_numba},
+            target=Target("fraction", 0.50), rtol=1e-9, atol=1e-9,
+            note="scipy: CSR products for the edge averages and the signed vertex sums",
+        ),
+        Workload(
+            "elementwise", "elementwise.strata", "chain", elementwise_make, elementwise_np,
+            bytes=4 * 4 * EW_N, flops=0, bound="triad",
+            peers={"numpy": np_peer(elementwise_np), "jax": elementwise_jax, "numba": elementwise_numba},
+            target=Target("speedup", 3.0, peer="numpy"), rtol=1e-5, atol=1e-5,
+        ),
+    ]
+    for name, dtype, bound in (("sgemm", np.float32, "f32"), ("dgemm", np.float64, "f64")):
+        ws.append(
+            Workload(
+                name, "gemm.strata", name, gemm_make(dtype), matmul_np,
+                bytes=3 * GEMM_N * GEMM_N * np.dtype(dtype).itemsize, flops=2 * GEMM_N**3, bound=bound,
+                peers={"numpy": np_peer(matmul_np), "scipy": gemm_scipy, "jax": matmul_jax},
+                target=Target("speedup", 0.95, peer="numpy"),
+                rtol=1e-4 if dtype == np.float32 else 1e-11, atol=1e-3 if dtype == np.float32 else 1e-10,
+                note="numpy and scipy call OpenBLAS",
+            )
+        )
+    for name, spec, shapes, out_shape in (
+        ("einsum_bij", "bij,bjk->bik", {"x": (EIN_B, EIN_N, EIN_N), "y": (EIN_B, EIN_N, EIN_N)}, (EIN_B, EIN_N, EIN_N)),
+        ("einsum_ijk", "ijk,jl->ikl", {"x": (EIN_N, EIN_N, EIN_K), "y": (EIN_N, EIN_N)}, (EIN_N, EIN_K, EIN_N)),
+    ):
+        contracted = EIN_N  # j in both
+        ws.append(
+            Workload(
+                name, "einsum.strata", name, einsum_make(shapes), einsum_np(spec),
+                bytes=4 * (sum(math.prod(s) for s in shapes.values()) + math.prod(out_shape)),
+                flops=2 * math.prod(out_shape) * contracted, bound="f32",
+                peers={"numpy": np_peer(einsum_np(spec)), "jax": einsum_jax(spec)},
+                target=Target("speedup", 1.2, peer="numpy"), rtol=1e-4, atol=1e-3,
+                note="numpy: np.einsum(optimize=True)",
+            )
+        )
+    packed_shapes = lambda rng: {"a": rng.random((256, 1024), dtype=np.float32), "b": rng.random((1024, 1024), dtype=np.float32)}  # noqa: E731
+    for name, entry in (("packed_gemm", "packed"), ("packed_gemm/plain", "plain")):
+        ws.append(
+            Workload(
+                name, "packed_gemm.strata", entry, packed_shapes, matmul_np,
+                bytes=4 * (2 * 256 * 1024 + 1024 * 1024), flops=2 * 256 * 1024 * 1024, bound="f32",
+                peers={"numpy": np_peer(matmul_np)},
+                target=Target("within", 1.10, other="packed_gemm/plain") if entry == "packed" else None,
+                rtol=1e-4, atol=1e-3,
+                note="tensor-of-tensors (32x32 tiles) vs the plain einsum, same sizes" if entry == "packed" else "",
+            )
+        )
+    for kind, ref in REDUCTIONS.items():
+        ws.append(
+            Workload(
+                f"reductions/{kind}", "reductions.strata", kind, reductions_make, (lambda r: lambda i: r(i["x"]))(ref),
+                bytes=4 * RED_N * RED_N, flops=0, bound="read",
+                peers={"numpy": np_peer((lambda r: lambda i: r(i["x"]))(ref)), "jax": reduction_jax(kind), "numba": reduction_numba(kind)},
+                target=Target("speedup", 2.0, peer="numpy") if kind == "argmax" else Target("fraction", 0.85),
+                rtol=1e-3 if kind == "var" else 1e-4, atol=1e-4, out="result",
+            )
+        )
+    return ws
