@@ -195,7 +195,7 @@ def child(args):
             base = {"workload": w.name, "threads": threads}
             print(f"  {w.name}: strata", end="", file=sys.stderr, flush=True)
             try:
-                got, t = run_strata(w, inputs, threads, args.runs, args.strata, tmp)
+                got, t = run_strata(w, inputs, threads, args.runs * w.runs_scale, args.strata, tmp)
                 err = check(w, got, want)
                 for variant, key in (("preallocated", "preallocated_s"), ("allocating", "allocating_s")):
                     records.append({**base, "impl": "strata", "variant": variant, **stats(t[key]), "check": err,
@@ -206,7 +206,7 @@ def child(args):
                 print(f", {impl}", end="", file=sys.stderr, flush=True)
                 try:
                     run = factory(inputs)
-                    got, times = time_calls(run, args.runs)
+                    got, times = time_calls(run, args.runs * w.runs_scale)
                     err = check(w, got, want)
                     records.append({**base, "impl": impl, "variant": "allocating", **stats(times), "check": err})
                 except Exception as e:  # noqa: BLE001

@@ -141,8 +141,11 @@ pub fn build(source: &str) -> Result<(PathBuf, CacheState), CompileError> {
 
 /// A loaded kernel entry.
 pub struct Loaded {
-    entry: unsafe extern "C" fn(*mut *mut std::ffi::c_void, i32) -> i32,
+    entry: EntryFn,
 }
+
+/// The signature of every generated entry: buffers, threads, the runtime table.
+type EntryFn = unsafe extern "C" fn(*mut *mut std::ffi::c_void, i32, *const crate::runtime::Runtime) -> i32;
 
 /// Kernel libraries stay loaded for the life of the process: unloading one could unmap the
 /// OpenMP runtime under its idle worker threads. Each path is loaded once.
@@ -173,8 +176,7 @@ impl Loaded {
         let lib = library(path).map_err(lerr)?;
         // SAFETY: `strata_entry` has exactly this signature in every generated file.
         let name = format!("{symbol}\0");
-        let entry = unsafe { lib.get::<unsafe extern "C" fn(*mut *mut std::ffi::c_void, i32) -> i32>(name.as_bytes()) }
-            .map_err(lerr)?;
+        let entry = unsafe { lib.get::<EntryFn>(name.as_bytes()) }.map_err(lerr)?;
         let entry = *entry;
         Ok(Loaded { entry })
     }
@@ -187,6 +189,6 @@ impl Loaded {
     /// declares, valid (and, if written, exclusively borrowed) for the call.
     pub unsafe fn call(&self, buffers: &mut [*mut std::ffi::c_void], threads: usize) -> i32 {
         // SAFETY: guaranteed by the caller.
-        unsafe { (self.entry)(buffers.as_mut_ptr(), threads.min(i32::MAX as usize) as i32) }
+        unsafe { (self.entry)(buffers.as_mut_ptr(), threads.min(i32::MAX as usize) as i32, &crate::runtime::RUNTIME) }
     }
 }

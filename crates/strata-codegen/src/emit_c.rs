@@ -13,7 +13,8 @@ use std::rc::Rc;
 use strata_ir::{BinaryOp, Scalar, UnaryOp};
 use strata_runtime::Sv;
 
-use crate::lower::{Buffer, Kernel, KernelProgram};
+use crate::lower::{Buffer, Kernel, KernelProgram, Store};
+use crate::matmul::MatMul;
 use crate::sym::{Coord, Load, SExpr};
 
 /// The C type of a scalar.
@@ -44,6 +45,17 @@ fn unsigned_of(s: Scalar) -> &'static str {
 const PRELUDE: &str = r#"#include <stdint.h>
 #include <math.h>
 #include <omp.h>
+
+/* The runtime table (Rust: strata_codegen::runtime::Runtime): strided GEMM,
+   dst[m x n] (+)= lhs[m x k] * rhs[k x n], strides in elements (row, column). */
+typedef struct {
+  void (*gemm_f32)(int64_t m, int64_t n, int64_t k, float *dst, int64_t dst_rs, int64_t dst_cs, int accumulate,
+                   const float *lhs, int64_t lhs_rs, int64_t lhs_cs, const float *rhs, int64_t rhs_rs, int64_t rhs_cs,
+                   int threads);
+  void (*gemm_f64)(int64_t m, int64_t n, int64_t k, double *dst, int64_t dst_rs, int64_t dst_cs, int accumulate,
+                   const double *lhs, int64_t lhs_rs, int64_t lhs_cs, const double *rhs, int64_t rhs_rs,
+                   int64_t rhs_cs, int threads);
+} strata_rt;
 
 /* Neighbor-table entry: -1 means "no neighbor" (the point is absent); anything else must lie in
    [lo, hi). Returns a safe coordinate to address with. */
@@ -262,8 +274,27 @@ impl Emitter<'_> {
                 )
             }
             SExpr::Reduce { id, vars, init, scalar, body } => {
-                let (loops, step) = (fold_loops(vars), self.fold_step(*id, body));
-                format!("({{ {} acc{id} = {}; {loops}{{ {step} }} acc{id}; }})", c_type(*scalar), self.value(init))
+                let mut invariants = Vec::new();
+                let body = hoist_reductions(body, &mut invariants, &|r| invariant(r, vars, *id));
+                let before: String = invariants
+                    .iter()
+                    .map(|r| {
+                        let SExpr::Reduce { id: h, scalar: t, .. } = &**r else { unreachable!("hoisted reductions") };
+                        format!("{} acc{h} = {}; ", c_type(*t), self.value(r))
+                    })
+                    .collect();
+                let mut loops = fold_loops(vars);
+                if reassociable(e) {
+                    // Partial sums in vector lanes: see `reassociable`.
+                    let inner = loops.rfind("for (").expect("a fold loop");
+                    loops.insert_str(inner, &format!("_Pragma(\"omp simd reduction(+:acc{id})\") "));
+                }
+                let step = self.fold_step(*id, &body);
+                format!(
+                    "({{ {before}{} acc{id} = {}; {loops}{{ {step} }} acc{id}; }})",
+                    c_type(*scalar),
+                    self.value(init)
+                )
             }
         }
     }
@@ -414,13 +445,18 @@ fn fold_loops(vars: &[(strata_ir::DimName, strata_ir::Interval)]) -> String {
 const STRIP: i64 = 256;
 
 /// Replaces the reductions `e` always evaluates (not under a select branch, a short-circuit
-/// operator or another reduction) by their accumulators, collecting them (once per id).
-fn hoist_reductions(e: &Rc<SExpr>, out: &mut Vec<Rc<SExpr>>) -> Rc<SExpr> {
-    let mut go = |x: &Rc<SExpr>| hoist_reductions(x, out);
+/// operator or another reduction) for which `pick` holds by their accumulators, collecting
+/// them (once per id). Each collected reduction is preceded by the reductions hoisted out of
+/// its own body: those that do not depend on its loop variables nor its accumulator (loop
+/// invariants, e.g. a row mean inside a variance), evaluated once instead of once per step.
+fn hoist_reductions(e: &Rc<SExpr>, out: &mut Vec<Rc<SExpr>>, pick: &dyn Fn(&Rc<SExpr>) -> bool) -> Rc<SExpr> {
+    let mut go = |x: &Rc<SExpr>| hoist_reductions(x, out, pick);
     match &**e {
-        SExpr::Reduce { id, .. } => {
+        SExpr::Reduce { id, vars, init, scalar, body } if pick(e) => {
             if !out.iter().any(|r| matches!(&**r, SExpr::Reduce { id: other, .. } if other == id)) {
-                out.push(e.clone());
+                let body = hoist_reductions(body, out, &|r| invariant(r, vars, *id));
+                let (vars, init) = (vars.clone(), init.clone());
+                out.push(Rc::new(SExpr::Reduce { id: *id, vars, init, scalar: *scalar, body }));
             }
             Rc::new(SExpr::Acc(*id))
         }
@@ -433,6 +469,69 @@ fn hoist_reductions(e: &Rc<SExpr>, out: &mut Vec<Rc<SExpr>>) -> Rc<SExpr> {
         SExpr::Select(c, t, f) => Rc::new(SExpr::Select(go(c), t.clone(), f.clone())),
         _ => e.clone(),
     }
+}
+
+/// The shortest fold whose floating-point sum may be reassociated.
+pub const REASSOCIATE_MIN: i64 = 64;
+
+/// Whether fold `r` may sum in any order: a floating-point `acc + x` (`x` free of the
+/// accumulator, so the fold is a plain sum) whose innermost loop runs at least
+/// [`REASSOCIATE_MIN`] times. The C compiler then keeps partial sums in vector lanes; the result
+/// equals the interpreter's sequential sum up to rounding (as numpy's pairwise sums or a BLAS
+/// would), not bit for bit. Every other fold keeps the sequential order exactly.
+fn reassociable(r: &SExpr) -> bool {
+    let SExpr::Reduce { id, vars, scalar, body, .. } = r else { return false };
+    let Some((_, inner)) = vars.last() else { return false };
+    let SExpr::Binary(BinaryOp::Plus, a, b, s) = &**body else { return false };
+    let term = match (&**a, &**b) {
+        (SExpr::Acc(x), _) if x == id => b,
+        (_, SExpr::Acc(x)) if x == id => a,
+        _ => return false,
+    };
+    scalar.is_float() && s == scalar && inner.len() as i64 >= REASSOCIATE_MIN && !uses_acc(term, *id)
+}
+
+/// Whether every load of fold `r`'s body that depends on its innermost variable has that
+/// variable as its last (contiguous) coordinate.
+fn contiguous_fold(r: &Rc<SExpr>) -> bool {
+    let SExpr::Reduce { vars, body, .. } = &**r else { return false };
+    let Some((v, _)) = vars.last() else { return false };
+    fn loads(p: crate::sym::Part, v: &strata_ir::DimName, ok: &mut bool, seen: &mut bool) {
+        if let crate::sym::Part::Expr(e) = p {
+            if let SExpr::Load(l) = &**e {
+                let mentions = l.coords.iter().any(|c| matches!(c, Coord::Var { dim, .. } if dim == v));
+                if mentions {
+                    *seen = true;
+                    *ok &= matches!(l.coords.last(), Some(Coord::Var { dim, .. }) if dim == v);
+                }
+            }
+            crate::sym::for_each_part(e, &mut |q| loads(q, v, ok, seen));
+        }
+    }
+    let (mut ok, mut seen) = (true, false);
+    loads(crate::sym::Part::Expr(body), v, &mut ok, &mut seen);
+    ok && seen
+}
+
+/// Whether reduction `r` can be evaluated outside fold `id` over `vars`.
+fn invariant(r: &Rc<SExpr>, vars: &[(strata_ir::DimName, strata_ir::Interval)], id: u32) -> bool {
+    !crate::sym::free_vars(r).iter().any(|v| vars.iter().any(|(d, _)| d == v)) && !uses_acc(r, id)
+}
+
+/// Whether `e` reads accumulator `id`.
+fn uses_acc(e: &Rc<SExpr>, id: u32) -> bool {
+    fn part(p: crate::sym::Part, id: u32, found: &mut bool) {
+        match p {
+            crate::sym::Part::Expr(e) => {
+                *found |= matches!(&**e, SExpr::Acc(a) if *a == id);
+                crate::sym::for_each_part(e, &mut |q| part(q, id, found));
+            }
+            crate::sym::Part::Coord(c) => crate::sym::for_each_coord_part(c, &mut |q| part(q, id, found)),
+        }
+    }
+    let mut found = false;
+    part(crate::sym::Part::Expr(e), id, &mut found);
+    found
 }
 
 /// The C translation unit for `program`, exporting `strata_entry`.
@@ -470,7 +569,7 @@ fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
     out.push_str("*/\n");
     for (ki, k) in program.kernels.iter().enumerate() {
         let _ = writeln!(out, "\n/* kernel {ki}: {} */", k.comment);
-        let _ = writeln!(out, "static int {symbol}_kernel{ki}(void **buf) {{");
+        let _ = writeln!(out, "static int {symbol}_kernel{ki}(void **buf, const strata_rt *rt, int threads) {{");
         // Threads share the outermost loop; each has its own error flag, combined at the end.
         let parallel = !k.domain.is_empty();
         if parallel {
@@ -488,21 +587,46 @@ fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
                 c_type(b.scalar)
             );
         }
+        if let Some(mm) = &k.matmul {
+            emit_matmul(out, &em, k, mm);
+            let _ = writeln!(out, "  return e_;\n}}");
+            continue;
+        }
         // Contraction kernels: the innermost dimension is strip-mined and each always-evaluated
         // reduction keeps a row of accumulators, so the reduction loops run outside the
         // innermost loop, which vectorizes; every point still folds in the same order.
         let mut hoisted = Vec::new();
         let hoisted_stores: Vec<Rc<SExpr>> =
             if k.scan.is_none() && !k.domain.is_empty() && k.stores.iter().all(|st| em.present(&st.value) == "1") {
-                k.stores.iter().map(|st| hoist_reductions(&st.value, &mut hoisted)).collect()
+                k.stores.iter().map(|st| hoist_reductions(&st.value, &mut hoisted, &|_| true)).collect()
             } else {
                 Vec::new()
             };
-        if !hoisted.is_empty() {
+        // Sums along rows that are contiguous in memory run per point as vector reductions
+        // instead (strips would read them with a stride).
+        if !hoisted.is_empty() && !hoisted.iter().all(|r| reassociable(r) && contiguous_fold(r)) {
             emit_contraction(out, &em, k, &hoisted, &hoisted_stores);
             let _ = writeln!(out, "  return e_;\n}}");
             continue;
         }
+        emit_loops(out, &em, k);
+        let _ = writeln!(out, "  return e_;\n}}");
+    }
+    let _ = writeln!(
+        out,
+        "\nint {symbol}(void **buf, int threads, const strata_rt *rt) {{\n  int e;\n  if (threads > 0) omp_set_num_threads(threads);"
+    );
+    for ki in 0..program.kernels.len() {
+        let _ = writeln!(out, "  if ((e = {symbol}_kernel{ki}(buf, rt, threads))) return e;");
+    }
+    let _ = writeln!(out, "  return 0;\n}}");
+}
+
+/// The loop nest of a plain or scan kernel: one loop per domain level (the outermost shared
+/// among threads), the scan's sequential loop innermost, the stores at each point.
+fn emit_loops(out: &mut String, em: &Emitter, k: &Kernel) {
+    let program = em.program;
+    {
         let mut indent = String::from("  ");
         open_domain_loops(out, &k.domain, &mut indent);
         if let Some(sc) = &k.scan {
@@ -550,16 +674,55 @@ fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
             indent.truncate(indent.len() - 2);
             let _ = writeln!(out, "{indent}}}");
         }
-        let _ = writeln!(out, "  return e_;\n}}");
     }
+}
+
+/// A matrix-product kernel: the initial value stored first (when not zero), then one runtime
+/// GEMM call per batch point, each parallel over the entry's threads.
+fn emit_matmul(out: &mut String, em: &Emitter, k: &Kernel, mm: &MatMul) {
+    if let Some(init) = &mm.init {
+        let _ = writeln!(out, "  /* the initial value, accumulated onto below */");
+        let store = Store { buffer: mm.buffers[0], value: init.clone() };
+        emit_loops(out, em, &Kernel { stores: vec![store], matmul: None, ..k.clone() });
+    }
+    let _ = writeln!(out, "  /* a matrix product ({mm}): the runtime GEMM */");
+    let _ = writeln!(out, "  const int gemm_threads = threads > 0 ? threads : omp_get_max_threads();");
+    let mut indent = String::from("  ");
+    let mut at = mm.offsets.map(|o| o.to_string());
+    for (i, b) in mm.batch.iter().enumerate() {
+        let v = format!("bt{i}");
+        let _ = writeln!(out, "{indent}for (int64_t {v} = 0; {v} < {}; ++{v}) {{  /* batch {b} */", b.extent);
+        indent.push_str("  ");
+        for (a, s) in at.iter_mut().zip(b.strides) {
+            if s != 0 {
+                *a = format!("{a} + {v} * {s}");
+            }
+        }
+    }
+    let [o, l, r] = mm.buffers.map(|b| em.name(b));
+    let f = if mm.scalar == Scalar::F32 { "gemm_f32" } else { "gemm_f64" };
+    let (m, n, kk) = (&mm.m, &mm.n, &mm.k);
     let _ = writeln!(
         out,
-        "\nint {symbol}(void **buf, int threads) {{\n  int e;\n  if (threads > 0) omp_set_num_threads(threads);"
+        "{indent}rt->{f}({}, {}, {}, {o} + {}, {}, {}, {}, {l} + {}, {}, {}, {r} + {}, {}, {}, gemm_threads);",
+        m.extent,
+        n.extent,
+        kk.extent,
+        at[0],
+        m.strides[0],
+        n.strides[0],
+        i32::from(mm.init.is_some()),
+        at[1],
+        m.strides[1],
+        kk.strides[1],
+        at[2],
+        kk.strides[2],
+        n.strides[2],
     );
-    for ki in 0..program.kernels.len() {
-        let _ = writeln!(out, "  if ((e = {symbol}_kernel{ki}(buf))) return e;");
+    for _ in &mm.batch {
+        indent.truncate(indent.len() - 2);
+        let _ = writeln!(out, "{indent}}}");
     }
-    let _ = writeln!(out, "  return 0;\n}}");
 }
 
 /// The loop nest of a contraction kernel (see [`hoist_reductions`]): outer loops, then strips
@@ -584,16 +747,26 @@ fn emit_contraction(out: &mut String, em: &Emitter, k: &Kernel, reductions: &[Rc
     }
     let _ = writeln!(out, "{indent}const int64_t je = jb + {STRIP} < {stop} ? jb + {STRIP} : {stop};");
     let strip = format!("for (int64_t {j} = jb; {j} < je; ++{j})");
-    for r in reductions {
+    for (ri, r) in reductions.iter().enumerate() {
         let SExpr::Reduce { id, vars, init, scalar, body } = &**r else { unreachable!("hoisted reductions") };
         let t = c_type(*scalar);
+        // Hoisted invariants this fold reads, from their rows.
+        let deps: String = reductions[..ri]
+            .iter()
+            .filter_map(|h| match &**h {
+                SExpr::Reduce { id: h, scalar: ht, .. } if uses_acc(body, *h) => {
+                    Some(format!("{} acc{h} = row{h}[{j} - jb]; ", c_type(*ht)))
+                }
+                _ => None,
+            })
+            .collect();
         let _ = writeln!(out, "{indent}{t} row{id}[{STRIP}];");
         let _ = writeln!(out, "{indent}{strip} row{id}[{j} - jb] = {};", em.value(init));
         let (loops, step) = (fold_loops(vars), em.fold_step(*id, body));
         let _ = writeln!(out, "{indent}{loops}{{");
         let _ = writeln!(
             out,
-            "{indent}  {strip} {{ {t} acc{id} = row{id}[{j} - jb]; {step} row{id}[{j} - jb] = acc{id}; }}"
+            "{indent}  {strip} {{ {deps}{t} acc{id} = row{id}[{j} - jb]; {step} row{id}[{j} - jb] = acc{id}; }}"
         );
         let _ = writeln!(out, "{indent}}}");
     }

@@ -4,7 +4,8 @@
 //! 1. [`lower`]: a verified entry → fused loop kernels ([`lower::KernelProgram`]): one loop nest
 //!    per output over its domain, every elementwise op, shift, call and neighbor reduction
 //!    inlined into one scalar expression ([`sym`]);
-//! 2. [`emit_c`]: kernels → one C translation unit;
+//!    [`matmul`] marks the kernels that are matrix products, for the runtime GEMM;
+//! 2. [`emit_c`]: kernels → one C translation unit, calling back into [`runtime`] for GEMM;
 //! 3. [`compile`]: C → shared object with the system C compiler, cached on disk;
 //! 4. [`exec`]: running it on runtime values.
 //!
@@ -18,6 +19,8 @@ pub mod compile;
 pub mod emit_c;
 pub mod exec;
 pub mod lower;
+pub mod matmul;
+pub mod runtime;
 pub mod sym;
 
 pub use lower::{lower, KernelProgram, LowerError};

@@ -59,6 +59,9 @@ pub struct Kernel {
     pub scan: Option<ScanLoop>,
     /// The stores at each point (inside the sequential loop, after the state update).
     pub stores: Vec<Store>,
+    /// Set when the kernel is a matrix product the runtime GEMM computes (see
+    /// [`crate::matmul`]); `stores` still state its meaning.
+    pub matmul: Option<crate::matmul::MatMul>,
 }
 
 /// The sequential innermost loop of a scan kernel: state registers updated in order along
@@ -345,6 +348,7 @@ impl<'m> Lowerer<'m> {
             domain: outer,
             scan: Some(ScanLoop { dim: dim_level, forward, states, updates }),
             stores,
+            matmul: None,
         });
         Ok(sym)
     }
@@ -1116,6 +1120,7 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
                     domain: dom,
                     scan: None,
                     stores,
+                    matmul: None,
                 });
             }
             Statement::Return(v) => {
@@ -1130,6 +1135,7 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
                     comment: format!("return %{}", func.exprs[*v].name),
                     domain: sym_levels,
                     stores,
+                    matmul: None,
                 });
             }
         }
@@ -1149,6 +1155,9 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
     let mut buffers = l.buffers;
     for (b, buffer) in buffers.iter_mut().enumerate() {
         buffer.overwritten = overwritten_first(&kernels, b, &buffer.levels);
+    }
+    for k in &mut kernels {
+        k.matmul = crate::matmul::recognize(k, &buffers);
     }
     Ok(KernelProgram { entry: func.name.clone(), buffers, kernels })
 }
@@ -1226,6 +1235,9 @@ impl std::fmt::Display for KernelProgram {
                 }
             }
             writeln!(f, "  for {}:", loops.join(", "))?;
+            if let Some(mm) = &kernel.matmul {
+                writeln!(f, "    (computed by the runtime GEMM: {mm})")?;
+            }
             for s in &kernel.stores {
                 let b = &self.buffers[s.buffer];
                 let idx: Vec<String> = b.levels.iter().map(|l| l.name.to_string()).collect();
