@@ -363,6 +363,73 @@ func @f(%g: tensor<3x4xf64>) -> tensor<3x4xf64> {
     lambda g: {"result": (lambda z: (z.__setitem__((1, 2), 2 * g[2, 1]), z)[1])(g.copy())},
 )
 
+# Products large enough for the native backend's runtime GEMM (>= 2^15 multiply-adds per call):
+# a batch loop with a transposed left operand, a transposed contraction, and accumulation onto
+# a destination (`init = %c`); then row statistics whose sums vectorize.
+x, y = randn(8, 64, 16), randn(64, 32)
+case(
+    "gemm_batched_strided",
+    """
+func @mac(%acc: f64, %a: f64, %b: f64) -> f64 {
+  %p = multiplies(%a, %b) : f64
+  %s = plus(%acc, %p) : f64
+  return %s
+}
+func @f(%x: tensor<8x64x16xf64>, %y: tensor<64x32xf64>) -> tensor<8x16x32xf64> {
+  %r = map_reduce(@mac, %x, %y, init = 0.0, einsum = "ijk,jl->ikl") : tensor<8x16x32xf64>
+  return %r
+}""",
+    {"x": x, "y": y},
+    lambda x, y: {"result": np.einsum("ijk,jl->ikl", x, y)},
+    entry="f",
+)
+
+a, b, c = randn(64, 32), randn(64, 48), randn(32, 48)
+case(
+    "gemm_transposed_accumulating",
+    """
+func @mac(%acc: f64, %a: f64, %b: f64) -> f64 {
+  %p = multiplies(%a, %b) : f64
+  %s = plus(%acc, %p) : f64
+  return %s
+}
+func @f(%a: tensor<64x32xf64>, %b: tensor<64x48xf64>, %c: tensor<32x48xf64>) -> tensor<32x48xf64> {
+  %r = map_reduce_aff(@mac, %a, %b, init = %c, domain = [32, 48, 64], outputs = 2, shape = [32, 48], out_map = (d0, d1, d2) -> (d0, d1), maps = [(d0, d1, d2) -> (d2, d0), (d0, d1, d2) -> (d2, d1)]) : tensor<32x48xf64>
+  return %r
+}""",
+    {"a": a, "b": b, "c": c},
+    lambda a, b, c: {"result": c + a.T @ b},
+    entry="f",
+)
+
+x = randn(16, 128)
+case(
+    "row_mean_and_variance",
+    """
+func @add(%acc: f64, %x: f64) -> f64 {
+  %s = plus(%acc, %x) : f64
+  return %s
+}
+func @sqdev(%acc: f64, %x: f64, %m: f64) -> f64 {
+  %d = minus(%x, %m) : f64
+  %q = multiplies(%d, %d) : f64
+  %s = plus(%acc, %q) : f64
+  return %s
+}
+func @f(%x: tensor<f64, R[0:16], C[0:128]>) -> tensor<(f64, f64), R[0:16]> {
+  %s = map_reduce(@add, %x, init = 0.0, einsum = "ij->i") : tensor<f64, R[0:16]>
+  %n = constant(value = 128.0) : f64
+  %m = divides(%s, %n) : tensor<f64, R[0:16]>
+  %ss = map_reduce(@sqdev, %x, %m, init = 0.0, einsum = "ij,i->i") : tensor<f64, R[0:16]>
+  %v = divides(%ss, %n) : tensor<f64, R[0:16]>
+  %t = make_tuple(%m, %v) : tensor<(f64, f64), R[0:16]>
+  return %t
+}""",
+    {"x": x},
+    lambda x: {"f0": x.mean(axis=1), "f1": x.var(axis=1)},
+    entry="f",
+)
+
 # ---- seed 001: nested tensors ----------------------------------------------------------------
 PA, PB = randn(8, 12), randn(12, 8)
 case(

@@ -491,6 +491,26 @@ fn reassociable(r: &SExpr) -> bool {
     scalar.is_float() && s == scalar && inner.len() as i64 >= REASSOCIATE_MIN && !uses_acc(term, *id)
 }
 
+/// Whether the generated code may sum in another order than the interpreter (a runtime GEMM or
+/// a [`reassociable`] fold): its floating-point results then agree up to rounding, not bit for
+/// bit.
+pub fn reorders_sums(program: &KernelProgram) -> bool {
+    fn any(p: crate::sym::Part, found: &mut bool) {
+        if let crate::sym::Part::Expr(e) = p {
+            *found |= reassociable(e);
+            crate::sym::for_each_part(e, &mut |q| any(q, found));
+        }
+    }
+    let mut found = program.kernels.iter().any(|k| k.matmul.is_some());
+    for k in &program.kernels {
+        let exprs = k.stores.iter().map(|st| &st.value).chain(k.scan.iter().flat_map(|sc| &sc.updates));
+        for e in exprs {
+            any(crate::sym::Part::Expr(e), &mut found);
+        }
+    }
+    found
+}
+
 /// Whether every load of fold `r`'s body that depends on its innermost variable has that
 /// variable as its last (contiguous) coordinate.
 fn contiguous_fold(r: &Rc<SExpr>) -> bool {
