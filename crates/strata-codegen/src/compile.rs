@@ -1,8 +1,7 @@
 //! Compiling generated C with the system C compiler, with an on-disk cache.
 //!
-//! The compiler is `$CC`, else `cc`, with `-O3 -march=native -fPIC -shared -ffp-contract=off
-//! -fopenmp` (no fused multiply-add, so results equal the interpreter's bit for bit; OpenMP
-//! threads share each kernel's outermost loop). Shared objects are
+//! The compiler is `$CC`, else `cc`, with [`FLAGS`] (no fused multiply-add, so arithmetic
+//! equals the interpreter's bit for bit; OpenMP threads share each kernel's outermost loop). Shared objects are
 //! cached in `$STRATA_CACHE_DIR`, else `$XDG_CACHE_HOME/strata`, else `~/.cache/strata`, keyed
 //! by a hash of the source, the compiler's identity and the flags: a warm run skips the compiler.
 
@@ -11,7 +10,13 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 /// The flags every kernel is compiled with.
-pub const FLAGS: &[&str] = &["-O3", "-march=native", "-fPIC", "-shared", "-ffp-contract=off", "-std=gnu11", "-fopenmp"];
+/// `-fno-math-errno` lets loops calling `exp`, `sin`, … vectorize with glibc's vector math
+/// (see `emit_c`'s prelude); nothing reads `errno`.
+pub const FLAGS: &[&str] =
+    &["-O3", "-march=native", "-fPIC", "-shared", "-ffp-contract=off", "-fno-math-errno", "-std=gnu11", "-fopenmp"];
+
+/// Libraries every kernel links: libm, and on x86-64 glibc's vector math library.
+const LIBS: &[&str] = if cfg!(target_arch = "x86_64") { &["-lm", "-lmvec"] } else { &["-lm"] };
 
 /// Why compiling or loading failed.
 #[derive(Debug, thiserror::Error)]
@@ -124,7 +129,7 @@ pub fn build(source: &str) -> Result<(PathBuf, CacheState), CompileError> {
         .arg("-o")
         .arg(&tmp)
         .arg(&c_file)
-        .arg("-lm")
+        .args(LIBS)
         .output()
         .map_err(|source| CompileError::NoCompiler { compiler: cc.clone(), source })?;
     if !out.status.success() {

@@ -128,10 +128,12 @@ impl Buffers {
     }
 
     /// Allocates the written buffers (results, temporaries, `out` parameters) afresh, as a run
-    /// that does not reuse its output memory would; the inputs stay as they are.
+    /// that does not keep its output memory would (freed buffers go back to the pool first, as
+    /// dropping a previous result does); the inputs stay as they are.
     pub fn renew_written(&mut self, program: &KernelProgram, args: &[Tensor]) {
         for (b, c) in program.buffers.iter().zip(&mut self.cols) {
             if b.written || b.temp {
+                pool::give_back(std::mem::replace(c, Column::zeros(b.scalar, 0)));
                 *c = fresh_column(b, args);
             }
         }
@@ -156,15 +158,16 @@ impl Buffers {
     /// The written values: the function result as `result`, or each `out` parameter by name,
     /// with `result_ty` / the parameter types giving their shapes.
     pub fn into_results(
-        self,
+        mut self,
         program: &KernelProgram,
         args: &[Tensor],
         names: &[String],
         result_ty: Option<&ValueType>,
     ) -> Vec<(String, Tensor)> {
         let mut by_param: Vec<(Option<usize>, Vec<Column>)> = Vec::new();
-        for (b, c) in program.buffers.iter().zip(self.cols) {
+        for (b, c) in program.buffers.iter().zip(std::mem::take(&mut self.cols)) {
             if !b.written || b.temp {
+                pool::give_back(c);
                 continue;
             }
             match by_param.iter_mut().find(|(p, _)| *p == b.param) {
@@ -186,12 +189,24 @@ impl Buffers {
     }
 }
 
+impl Drop for Buffers {
+    fn drop(&mut self) {
+        self.cols.drain(..).for_each(pool::give_back);
+    }
+}
+
 /// A buffer's initial column: the argument's data for a parameter whose initial content is
-/// observed, else zeros.
+/// observed; for a buffer overwritten before it is read, a pooled buffer of its size when one
+/// is free (its stale content is never seen); else zeros.
 fn fresh_column(b: &crate::lower::Buffer, args: &[Tensor]) -> Column {
+    let len = b.levels.iter().map(|l| l.interval.len() as usize).product();
     let mut c = match b.param {
         Some(p) if !b.overwritten => column(&args[p].data, &b.field),
-        _ => Column::zeros(b.scalar, b.levels.iter().map(|l| l.interval.len() as usize).product()),
+        _ if b.overwritten => match pool::take(b.scalar, len) {
+            Some(c) => return c,
+            None => Column::zeros(b.scalar, len),
+        },
+        _ => Column::zeros(b.scalar, len),
     };
     if b.written || b.temp {
         advise_huge_pages(&mut c);
@@ -218,5 +233,42 @@ fn advise_huge_pages(c: &mut Column) {
         // SAFETY: the range lies inside the column's allocation; MADV_HUGEPAGE changes only how
         // the pages are backed, never their contents.
         unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
+    }
+}
+
+/// Large buffers freed by finished runs, kept for the next run's outputs: a fresh mapping of
+/// many MiB pays a page fault per page on first touch, a reused one none (numpy's allocator
+/// gets the same effect from malloc's free lists below 32 MiB).
+mod pool {
+    use std::sync::Mutex;
+
+    use strata_runtime::Column;
+
+    /// At most this many buffers are kept (the oldest is freed first).
+    const KEPT: usize = 8;
+
+    static FREE: Mutex<Vec<Column>> = Mutex::new(Vec::new());
+
+    fn bytes(c: &Column) -> usize {
+        c.len() * c.scalar().size_bytes()
+    }
+
+    /// Keeps `c` for reuse if it is large (else frees it).
+    pub fn give_back(c: Column) {
+        if bytes(&c) < 4 * super::HUGE_PAGE {
+            return;
+        }
+        let mut free = FREE.lock().unwrap_or_else(|e| e.into_inner());
+        if free.len() == KEPT {
+            free.remove(0);
+        }
+        free.push(c);
+    }
+
+    /// A kept buffer of `len` elements of type `scalar`, with arbitrary content.
+    pub fn take(scalar: strata_ir::Scalar, len: usize) -> Option<Column> {
+        let mut free = FREE.lock().unwrap_or_else(|e| e.into_inner());
+        let at = free.iter().rposition(|c| c.scalar() == scalar && c.len() == len)?;
+        Some(free.remove(at))
     }
 }
