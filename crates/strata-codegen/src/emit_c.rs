@@ -661,58 +661,119 @@ fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
 }
 
 /// The loop nest of a plain or scan kernel: one loop per domain level (the outermost shared
-/// among threads), the scan's sequential loop innermost, the stores at each point.
+/// among threads), the stores at each point; scans go to [`emit_scan`].
 fn emit_loops(out: &mut String, em: &Emitter, k: &Kernel) {
-    let program = em.program;
-    {
-        let mut indent = String::from("  ");
-        open_domain_loops(out, &k.domain, &mut indent);
-        if let Some(sc) = &k.scan {
+    if let Some(sc) = &k.scan {
+        return emit_scan(out, em, k, sc);
+    }
+    let mut indent = String::from("  ");
+    open_domain_loops(out, &k.domain, &mut indent);
+    emit_stores(out, em, &k.stores, &indent);
+    close_loops(out, &mut indent, k.domain.len());
+}
+
+/// One store per point: `target = value`, or zero where the value is absent.
+fn emit_stores(out: &mut String, em: &Emitter, stores: &[Store], indent: &str) {
+    for s in stores {
+        let b = &em.program.buffers[s.buffer];
+        let coords: Vec<Coord> = b.levels.iter().map(|l| Coord::Var { dim: l.name.clone(), offset: 0 }).collect();
+        let target = em.load(&Load { buffer: s.buffer, coords });
+        let p = em.present(&s.value);
+        let v = em.value(&s.value);
+        if p == "1" {
+            let _ = writeln!(out, "{indent}{target} = {v};");
+        } else {
+            let _ = writeln!(out, "{indent}{target} = {p} ? {v} : ({})0;", c_type(b.scalar));
+        }
+    }
+}
+
+/// Closes `n` loops opened at `indent`.
+fn close_loops(out: &mut String, indent: &mut String, n: usize) {
+    for _ in 0..n {
+        indent.truncate(indent.len() - 2);
+        let _ = writeln!(out, "{indent}}}");
+    }
+}
+
+/// A scan kernel. The innermost domain level is strip-mined and each strip keeps a row of
+/// state registers, so the sequential loop runs outside a loop over independent columns that
+/// vectorizes (every column still updates in order: results are unchanged).
+fn emit_scan(out: &mut String, em: &Emitter, k: &Kernel, sc: &crate::lower::ScanLoop) {
+    let mut indent = String::from("  ");
+    let (inner, outer) = match k.domain.split_last() {
+        Some((i, o)) => (Some(i), o),
+        None => (None, &k.domain[..]),
+    };
+    open_domain_loops(out, outer, &mut indent);
+    let mut open = outer.len();
+    // Inside the strip loop, each column reads its state from the row and writes it back.
+    let (load_state, save_state) = match inner {
+        Some(inner) => {
+            let j = var(inner.name.as_str());
+            let (start, stop) = (inner.interval.start, inner.interval.stop);
+            if outer.is_empty() {
+                let _ = writeln!(out, "{indent}{PARALLEL_FOR}");
+            }
+            let _ = writeln!(
+                out,
+                "{indent}for (int64_t jb = {start}; jb < {stop}; jb += {STRIP}) {{  /* strips of {}{} */",
+                inner.name, inner.interval
+            );
+            indent.push_str("  ");
+            open += 1;
+            if outer.is_empty() {
+                let _ = writeln!(out, "{indent}int *err = &e_;");
+            }
+            let _ = writeln!(out, "{indent}const int64_t je = jb + {STRIP} < {stop} ? jb + {STRIP} : {stop};");
+            for (id, t, init) in &sc.states {
+                let _ = writeln!(out, "{indent}{} st{id}[{STRIP}];  /* scan state per column */", c_type(*t));
+                let _ = writeln!(out, "{indent}for (int64_t {j} = jb; {j} < je; ++{j}) st{id}[{j} - jb] = {};", literal(*init));
+            }
+            let load: String =
+                sc.states.iter().map(|(id, t, _)| format!("{} acc{id} = st{id}[{j} - jb]; ", c_type(*t))).collect();
+            let save: String = sc.states.iter().map(|(id, _, _)| format!("st{id}[{j} - jb] = acc{id}; ")).collect();
+            (Some((format!("for (int64_t {j} = jb; {j} < je; ++{j}) {{"), load)), save)
+        }
+        None => {
             for (id, t, init) in &sc.states {
                 let _ = writeln!(out, "{indent}{} acc{id} = {};  /* scan state */", c_type(*t), literal(*init));
             }
-            let d = var(sc.dim.name.as_str());
-            let (a, b) = (sc.dim.interval.start, sc.dim.interval.stop);
-            if sc.forward {
-                let _ = writeln!(
-                    out,
-                    "{indent}for (int64_t {d} = {a}; {d} < {b}; ++{d}) {{  /* {}{} in order */",
-                    sc.dim.name, sc.dim.interval
-                );
-            } else {
-                let _ = writeln!(
-                    out,
-                    "{indent}for (int64_t {d} = {}; {d} >= {a}; --{d}) {{  /* {}{} backward */",
-                    b - 1,
-                    sc.dim.name,
-                    sc.dim.interval
-                );
-            }
-            indent.push_str("  ");
-            for ((id, t, _), u) in sc.states.iter().zip(&sc.updates) {
-                let _ = writeln!(out, "{indent}{} next{id} = {};", c_type(*t), em.value(u));
-            }
-            for (id, _, _) in &sc.states {
-                let _ = writeln!(out, "{indent}acc{id} = next{id};");
-            }
+            (None, String::new())
         }
-        for s in &k.stores {
-            let b = &program.buffers[s.buffer];
-            let coords: Vec<Coord> = b.levels.iter().map(|l| Coord::Var { dim: l.name.clone(), offset: 0 }).collect();
-            let target = em.load(&Load { buffer: s.buffer, coords });
-            let p = em.present(&s.value);
-            let v = em.value(&s.value);
-            if p == "1" {
-                let _ = writeln!(out, "{indent}{target} = {v};");
-            } else {
-                let _ = writeln!(out, "{indent}{target} = {p} ? {v} : ({})0;", c_type(b.scalar));
-            }
-        }
-        for _ in k.domain.iter().chain(k.scan.as_ref().map(|s| &s.dim)) {
-            indent.truncate(indent.len() - 2);
-            let _ = writeln!(out, "{indent}}}");
-        }
+    };
+    let d = var(sc.dim.name.as_str());
+    let (a, b) = (sc.dim.interval.start, sc.dim.interval.stop);
+    if sc.forward {
+        let _ = writeln!(out, "{indent}for (int64_t {d} = {a}; {d} < {b}; ++{d}) {{  /* {}{} in order */", sc.dim.name, sc.dim.interval);
+    } else {
+        let _ = writeln!(
+            out,
+            "{indent}for (int64_t {d} = {}; {d} >= {a}; --{d}) {{  /* {}{} backward */",
+            b - 1,
+            sc.dim.name,
+            sc.dim.interval
+        );
     }
+    indent.push_str("  ");
+    open += 1;
+    if let Some((strip, load)) = &load_state {
+        let _ = writeln!(out, "{indent}{strip}");
+        indent.push_str("  ");
+        open += 1;
+        let _ = writeln!(out, "{indent}{}", load.trim_end());
+    }
+    for ((id, t, _), u) in sc.states.iter().zip(&sc.updates) {
+        let _ = writeln!(out, "{indent}{} next{id} = {};", c_type(*t), em.value(u));
+    }
+    for (id, _, _) in &sc.states {
+        let _ = writeln!(out, "{indent}acc{id} = next{id};");
+    }
+    emit_stores(out, em, &k.stores, &indent);
+    if load_state.is_some() {
+        let _ = writeln!(out, "{indent}{}", save_state.trim_end());
+    }
+    close_loops(out, &mut indent, open);
 }
 
 /// A matrix-product kernel: the initial value stored first (when not zero), then one runtime
