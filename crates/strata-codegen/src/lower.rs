@@ -130,6 +130,8 @@ struct Lowerer<'m> {
     buffers: Vec<Buffer>,
     kernels: Vec<Kernel>,
     next_acc: u32,
+    /// Values already extracted into temporaries, and how to read them.
+    temporaries: Vec<(Sym, Sym)>,
 }
 
 /// The scalar leaves of an element type with their field paths.
@@ -351,6 +353,73 @@ impl<'m> Lowerer<'m> {
             matmul: None,
         });
         Ok(sym)
+    }
+
+    /// Seed 000's extraction of temporaries, for values read through a neighbor table: when
+    /// such a value itself reads through a neighbor table (the FVM flux on edges, read per
+    /// vertex), substituting it would recompute it, with a second level of indirect loads, at
+    /// every neighbor reference. Instead one kernel computes it once over its own domain into a
+    /// temporary, with a presence column (0, or the skip value -1 where the value is absent)
+    /// read back through the same guard as a neighbor-table skip; the result reads those.
+    /// Other values (and values depending on loop variables outside their own domain) are
+    /// returned unchanged.
+    fn extract_temporary(&mut self, e: &Expr, value: Sym) -> Sym {
+        let leaves = value.leaves();
+        let (levels, element) = split(self.types, e.ty);
+        let mut scalars = Vec::new();
+        leaves_of(self.types, element, &mut scalars);
+        let own: Vec<&DimName> = levels.iter().map(|l| &l.name).collect();
+        let indirect = leaves.iter().any(reads_through_table);
+        let local = leaves.iter().all(|x| crate::sym::free_vars(x).iter().all(|v| own.contains(&v)));
+        let dense = levels.iter().all(|l| l.format.is_dense_like());
+        if !indirect || !local || !dense || scalars.len() != leaves.len() {
+            return value;
+        }
+        if let Some((_, read)) = self.temporaries.iter().find(|(v, _)| *v == value) {
+            return read.clone();
+        }
+        let name = format!("tmp{}", self.kernels.len());
+        let coords: Vec<Coord> = levels.iter().map(|l| Coord::Var { dim: l.name.clone(), offset: 0 }).collect();
+        let mut stores = Vec::new();
+        let mut reads = Vec::new();
+        for (i, (leaf, scalar)) in leaves.iter().zip(scalars).enumerate() {
+            let mut temp = |suffix: &str, scalar: Scalar| {
+                self.buffers.push(Buffer {
+                    name: format!("{name}.{i}{suffix}"),
+                    scalar,
+                    levels: levels.clone(),
+                    param: None,
+                    field: vec![i],
+                    written: true,
+                    temp: true,
+                    overwritten: false,
+                });
+                self.buffers.len() - 1
+            };
+            let (vb, pb) = (temp("", scalar), temp(".present", Scalar::I8));
+            stores.push(Store { buffer: vb, value: leaf.clone() });
+            let present = Rc::new(SExpr::Select(
+                Rc::new(SExpr::Present(leaf.clone())),
+                Rc::new(SExpr::Const(Sv::I8(0))),
+                Rc::new(SExpr::Const(Sv::I8(-1))),
+            ));
+            stores.push(Store { buffer: pb, value: present });
+            reads.push(Rc::new(SExpr::Guard {
+                table: Rc::new(Load { buffer: pb, coords: coords.clone() }),
+                source: strata_ir::Interval::new(0, 1),
+                value: Rc::new(SExpr::Load(Rc::new(Load { buffer: vb, coords: coords.clone() }))),
+            }));
+        }
+        self.kernels.push(Kernel {
+            comment: format!("%{name} = %{} (a temporary: it is read through a neighbor table)", e.name),
+            domain: levels,
+            scan: None,
+            stores,
+            matmul: None,
+        });
+        let read = assemble(self.types, element, &mut reads.into_iter());
+        self.temporaries.push((value, read.clone()));
+        read
     }
 
     /// A new identifier for an accumulator or a set of fresh loop variables.
@@ -600,7 +669,8 @@ impl<'m> Lowerer<'m> {
                 let (x_levels, _) = split(self.types, func.exprs[*a].ty);
                 let source = x_levels.iter().find(|l| l.name == src).expect("verified source").interval;
                 let with = Coord::Table { table: load.clone(), source, offset: 0 };
-                arg(a).map(&mut |x| {
+                let operand = self.extract_temporary(&func.exprs[*a], arg(a));
+                operand.map(&mut |x| {
                     // A value constant along the source dimension still inherits the skips.
                     if crate::sym::free_vars(x).contains(&src) {
                         substitute(x, &src, &with)
@@ -1077,7 +1147,7 @@ impl<'m> Lowerer<'m> {
 /// Lowers `entry` of a verified module (`types` from verification) into kernels.
 pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Result<KernelProgram, LowerError> {
     let func = &module.functions[entry];
-    let mut l = Lowerer { module, types, buffers: Vec::new(), kernels: Vec::new(), next_acc: 0 };
+    let mut l = Lowerer { module, types, buffers: Vec::new(), kernels: Vec::new(), next_acc: 0, temporaries: Vec::new() };
     let mut env: Vec<Option<Sym>> = vec![None; func.exprs.len()];
     let mut param_buffers: Vec<Vec<usize>> = Vec::new();
     for (i, &p) in func.params.iter().enumerate() {
@@ -1181,6 +1251,36 @@ fn overwritten_first(kernels: &[Kernel], b: usize, levels: &[Level]) -> bool {
         }
     }
     false
+}
+
+/// The scalar types of an element type's leaves, in order.
+fn leaves_of(types: &TypeArena, ty: Handle<Type>, out: &mut Vec<Scalar>) {
+    match &types[ty] {
+        Type::Scalar(s) => out.push(*s),
+        Type::Tuple(fs) => fs.iter().for_each(|&f| leaves_of(types, f, out)),
+        // Not a tree of scalars (tensor elements): no leaf list, so nothing is extracted.
+        _ => out.clear(),
+    }
+}
+
+/// Whether `e` loads through a neighbor table anywhere.
+fn reads_through_table(e: &Rc<SExpr>) -> bool {
+    fn part(p: crate::sym::Part, found: &mut bool) {
+        use crate::sym::Part;
+        match p {
+            Part::Expr(e) => {
+                *found |= matches!(&**e, SExpr::Guard { .. });
+                crate::sym::for_each_part(e, &mut |q| part(q, found));
+            }
+            Part::Coord(c) => {
+                *found |= matches!(c, Coord::Table { .. });
+                crate::sym::for_each_coord_part(c, &mut |q| part(q, found));
+            }
+        }
+    }
+    let mut found = false;
+    part(crate::sym::Part::Expr(e), &mut found);
+    found
 }
 
 /// Whether `e` reads buffer `b` (directly or through a table).
