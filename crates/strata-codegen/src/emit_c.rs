@@ -454,6 +454,9 @@ fn fold_loops(vars: &[(strata_ir::DimName, strata_ir::Interval)]) -> String {
     loops
 }
 
+/// Folds shorter than this run per point rather than in strips.
+const SHORT_FOLD: i64 = 16;
+
 /// Strip length of the innermost loop in contraction kernels (accumulator rows on the stack).
 const STRIP: i64 = 256;
 
@@ -642,7 +645,15 @@ fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
             };
         // Sums along rows that are contiguous in memory run per point as vector reductions
         // instead (strips would read them with a stride).
-        if !hoisted.is_empty() && !hoisted.iter().all(|r| reassociable(r) && contiguous_fold(r)) {
+        // Short folds (neighbor reductions) also stay per point: their few steps read one
+        // table row, which strips would read with a stride.
+        let long = |r: &Rc<SExpr>| {
+            matches!(&**r, SExpr::Reduce { vars, .. } if vars.iter().map(|(_, i)| i.len() as i64).product::<i64>() >= SHORT_FOLD)
+        };
+        if !hoisted.is_empty()
+            && hoisted.iter().any(long)
+            && !hoisted.iter().all(|r| reassociable(r) && contiguous_fold(r))
+        {
             emit_contraction(out, &em, k, &hoisted, &hoisted_stores);
             let _ = writeln!(out, "  return e_;\n}}");
             continue;

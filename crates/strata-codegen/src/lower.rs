@@ -1222,6 +1222,7 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
             sc.updates = sc.updates.iter().map(crate::sym::simplify).collect();
         }
     }
+    let mut kernels = fuse_adjacent(kernels);
     let mut buffers = l.buffers;
     for (b, buffer) in buffers.iter_mut().enumerate() {
         buffer.overwritten = overwritten_first(&kernels, b, &buffer.levels);
@@ -1230,6 +1231,32 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
         k.matmul = crate::matmul::recognize(k, &buffers);
     }
     Ok(KernelProgram { entry: func.name.clone(), buffers, kernels })
+}
+
+/// Merges consecutive plain kernels over the same domain when neither reads what the other
+/// writes (e.g. the two extracted fluxes of the FVM nabla): one loop, shared loads.
+fn fuse_adjacent(kernels: Vec<Kernel>) -> Vec<Kernel> {
+    let mut out: Vec<Kernel> = Vec::new();
+    for k in kernels {
+        if let Some(prev) = out.last_mut() {
+            let plain = |k: &Kernel| k.scan.is_none() && k.matmul.is_none();
+            let writes = |k: &Kernel| k.stores.iter().map(|s| s.buffer).collect::<Vec<_>>();
+            let reads_any = |k: &Kernel, bs: &[usize]| k.stores.iter().any(|s| bs.iter().any(|&b| reads(&s.value, b)));
+            if plain(prev)
+                && plain(&k)
+                && prev.domain == k.domain
+                && !reads_any(&k, &writes(prev))
+                && !reads_any(prev, &writes(&k))
+                && !writes(prev).iter().any(|b| writes(&k).contains(b))
+            {
+                prev.comment = format!("{}; {}", prev.comment, k.comment);
+                prev.stores.extend(k.stores);
+                continue;
+            }
+        }
+        out.push(k);
+    }
+    out
 }
 
 /// Whether the first kernel that touches buffer `b` writes all of it (its domain is exactly the
