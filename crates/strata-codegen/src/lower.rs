@@ -1222,7 +1222,7 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
             sc.updates = sc.updates.iter().map(crate::sym::simplify).collect();
         }
     }
-    let mut kernels = fuse_adjacent(kernels);
+    let mut kernels = fuse_adjacent(forward_scan_results(kernels, &l.buffers));
     let mut buffers = l.buffers;
     for (b, buffer) in buffers.iter_mut().enumerate() {
         buffer.overwritten = overwritten_first(&kernels, b, &buffer.levels);
@@ -1231,6 +1231,66 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
         k.matmul = crate::matmul::recognize(k, &buffers);
     }
     Ok(KernelProgram { entry: func.name.clone(), buffers, kernels })
+}
+
+/// Lets a scan write its result straight into the buffer a later kernel only copies it to
+/// (`%x <- %sol` after `%sol = scan(…)`), instead of into a temporary: one pass over memory
+/// less. Requires the copy to cover the whole target with identical levels and nothing in
+/// between to touch the target; later reads of the temporary read the target instead.
+fn forward_scan_results(mut kernels: Vec<Kernel>, buffers: &[Buffer]) -> Vec<Kernel> {
+    let touches = |k: &Kernel, b: usize| {
+        k.stores.iter().any(|s| s.buffer == b || reads(&s.value, b))
+            || k.scan.as_ref().is_some_and(|sc| sc.updates.iter().any(|u| reads(u, b)))
+    };
+    let mut i2 = 0;
+    while i2 < kernels.len() {
+        let k2 = &kernels[i2];
+        let plain = k2.scan.is_none() && k2.matmul.is_none();
+        let copy = k2.stores.iter().enumerate().find_map(|(si, st)| {
+            let SExpr::Load(l) = &*st.value else { return None };
+            let (tb, ob) = (l.buffer, st.buffer);
+            let identity = buffers[tb].levels.iter().zip(&l.coords).all(
+                |(lv, c)| matches!(c, Coord::Var { dim, offset: 0 } if *dim == lv.name),
+            );
+            let same = buffers[tb].levels == buffers[ob].levels && buffers[tb].scalar == buffers[ob].scalar;
+            (plain && buffers[tb].temp && identity && same && k2.domain == buffers[ob].levels).then_some((si, tb, ob))
+        });
+        let Some((si, tb, ob)) = copy else {
+            i2 += 1;
+            continue;
+        };
+        let writers: Vec<usize> = (0..i2).filter(|&i| kernels[i].stores.iter().any(|s| s.buffer == tb)).collect();
+        let ok = match writers.as_slice() {
+            [i1] => kernels[*i1].scan.is_some() && (*i1..i2).all(|i| !touches(&kernels[i], ob)),
+            _ => false,
+        };
+        if !ok {
+            i2 += 1;
+            continue;
+        }
+        let i1 = writers[0];
+        for st in &mut kernels[i1].stores {
+            if st.buffer == tb {
+                st.buffer = ob;
+            }
+        }
+        let to_target = |l: &Load| {
+            (l.buffer == tb).then(|| Rc::new(SExpr::Load(Rc::new(Load { buffer: ob, coords: l.coords.clone() }))))
+        };
+        for k in &mut kernels[i1 + 1..] {
+            for st in &mut k.stores {
+                st.value = crate::sym::replace_loads(&st.value, &to_target);
+            }
+            if let Some(sc) = &mut k.scan {
+                sc.updates = sc.updates.iter().map(|u| crate::sym::replace_loads(u, &to_target)).collect();
+            }
+        }
+        kernels[i2].stores.remove(si);
+        if kernels[i2].stores.is_empty() {
+            kernels.remove(i2);
+        }
+    }
+    kernels
 }
 
 /// Merges consecutive plain kernels over the same domain when neither reads what the other
