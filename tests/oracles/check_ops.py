@@ -455,6 +455,31 @@ func @f(%x: tensor<f64, R[0:16], C[0:128]>) -> tensor<(f64, f64), R[0:16]> {
     entry="f",
 )
 
+# A fold with a tuple accumulator: argmax as (best value, its index), ties keep the first index
+# (numpy's rule); values drawn from a few levels so ties occur.
+x = rng.integers(0, 5, (6, 40)).astype(np.float32)
+case(
+    "argmax_tuple_accumulator",
+    """
+func @step(%acc: (f32, index), %x: f32, %j: index) -> (f32, index) {
+  %best = tuple_get(%acc, index = 0) : f32
+  %bi = tuple_get(%acc, index = 1) : index
+  %gt = greater(%x, %best) : bool
+  %v = select(%gt, %x, %best) : f32
+  %i = select(%gt, %j, %bi) : index
+  %t = make_tuple(%v, %i) : (f32, index)
+  return %t
+}
+func @f(%x: tensor<f32, R[0:6], C[0:40]>) -> tensor<(f32, index), R[0:6]> {
+  %j = pos(%x, dim = C) : tensor<index, C[0:40]>
+  %r = map_reduce(@step, %x, %j, init = (-inf, 0), einsum = "ij,j->i") : tensor<(f32, index), R[0:6]>
+  return %r
+}""",
+    {"x": x},
+    lambda x: {"f0": x.max(axis=1), "f1": x.argmax(axis=1)},
+    entry="f",
+)
+
 # ---- seed 001: nested tensors ----------------------------------------------------------------
 PA, PB = randn(8, 12), randn(12, 8)
 case(

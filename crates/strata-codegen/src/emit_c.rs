@@ -533,25 +533,10 @@ pub fn bit_exact(program: &KernelProgram) -> bool {
 }
 
 /// Whether every load of fold `r`'s body that depends on its innermost variable has that
-/// variable as its last (contiguous) coordinate.
+/// variable as its last (contiguous) coordinate, and some load does.
 fn contiguous_fold(r: &Rc<SExpr>) -> bool {
     let SExpr::Reduce { vars, body, .. } = &**r else { return false };
-    let Some((v, _)) = vars.last() else { return false };
-    fn loads(p: crate::sym::Part, v: &strata_ir::DimName, ok: &mut bool, seen: &mut bool) {
-        if let crate::sym::Part::Expr(e) = p {
-            if let SExpr::Load(l) = &**e {
-                let mentions = l.coords.iter().any(|c| matches!(c, Coord::Var { dim, .. } if dim == v));
-                if mentions {
-                    *seen = true;
-                    *ok &= matches!(l.coords.last(), Some(Coord::Var { dim, .. }) if dim == v);
-                }
-            }
-            crate::sym::for_each_part(e, &mut |q| loads(q, v, ok, seen));
-        }
-    }
-    let (mut ok, mut seen) = (true, false);
-    loads(crate::sym::Part::Expr(body), v, &mut ok, &mut seen);
-    ok && seen
+    vars.last().is_some_and(|(v, _)| matches!(loads_along(body, v), (true, true)))
 }
 
 /// Whether reduction `r` can be evaluated outside fold `id` over `vars`.
@@ -707,52 +692,51 @@ fn close_loops(out: &mut String, indent: &mut String, n: usize) {
     }
 }
 
-/// A scan kernel. The innermost domain level is strip-mined and each strip keeps a row of
-/// state registers, so the sequential loop runs outside a loop over independent columns that
-/// vectorizes (every column still updates in order: results are unchanged).
+/// A scan kernel. Unless the scanned dimension is the contiguous one of its reads, the
+/// innermost domain level is strip-mined and each strip keeps a row of state registers, so the
+/// sequential loop runs outside a loop over independent columns that vectorizes (every column
+/// still updates in order: results are unchanged). A fold with a tuple accumulator
+/// (`last_only`) stores its final state after the sequential loop.
 fn emit_scan(out: &mut String, em: &Emitter, k: &Kernel, sc: &crate::lower::ScanLoop) {
     let mut indent = String::from("  ");
+    let along = sc.updates.iter().all(|u| contiguous_along(u, &sc.dim.name));
     let (inner, outer) = match k.domain.split_last() {
-        Some((i, o)) => (Some(i), o),
-        None => (None, &k.domain[..]),
+        Some((i, o)) if !along => (Some(i), o),
+        _ => (None, &k.domain[..]),
     };
     open_domain_loops(out, outer, &mut indent);
     let mut open = outer.len();
-    // Inside the strip loop, each column reads its state from the row and writes it back.
-    let (load_state, save_state) = match inner {
-        Some(inner) => {
-            let j = var(inner.name.as_str());
-            let (start, stop) = (inner.interval.start, inner.interval.stop);
-            if outer.is_empty() {
-                let _ = writeln!(out, "{indent}{PARALLEL_FOR}");
-            }
-            let _ = writeln!(
-                out,
-                "{indent}for (int64_t jb = {start}; jb < {stop}; jb += {STRIP}) {{  /* strips of {}{} */",
-                inner.name, inner.interval
-            );
-            indent.push_str("  ");
-            open += 1;
-            if outer.is_empty() {
-                let _ = writeln!(out, "{indent}int *err = &e_;");
-            }
-            let _ = writeln!(out, "{indent}const int64_t je = jb + {STRIP} < {stop} ? jb + {STRIP} : {stop};");
-            for (id, t, init) in &sc.states {
-                let _ = writeln!(out, "{indent}{} st{id}[{STRIP}];  /* scan state per column */", c_type(*t));
-                let _ = writeln!(out, "{indent}for (int64_t {j} = jb; {j} < je; ++{j}) st{id}[{j} - jb] = {};", literal(*init));
-            }
-            let load: String =
-                sc.states.iter().map(|(id, t, _)| format!("{} acc{id} = st{id}[{j} - jb]; ", c_type(*t))).collect();
-            let save: String = sc.states.iter().map(|(id, _, _)| format!("st{id}[{j} - jb] = acc{id}; ")).collect();
-            (Some((format!("for (int64_t {j} = jb; {j} < je; ++{j}) {{"), load)), save)
+    // Inside a strip, each column reads its state from the row and writes it back.
+    let strip = inner.map(|inner| {
+        let j = var(inner.name.as_str());
+        let (start, stop) = (inner.interval.start, inner.interval.stop);
+        if outer.is_empty() {
+            let _ = writeln!(out, "{indent}{PARALLEL_FOR}");
         }
-        None => {
-            for (id, t, init) in &sc.states {
-                let _ = writeln!(out, "{indent}{} acc{id} = {};  /* scan state */", c_type(*t), literal(*init));
-            }
-            (None, String::new())
+        let _ = writeln!(
+            out,
+            "{indent}for (int64_t jb = {start}; jb < {stop}; jb += {STRIP}) {{  /* strips of {}{} */",
+            inner.name, inner.interval
+        );
+        indent.push_str("  ");
+        open += 1;
+        if outer.is_empty() {
+            let _ = writeln!(out, "{indent}int *err = &e_;");
         }
-    };
+        let _ = writeln!(out, "{indent}const int64_t je = jb + {STRIP} < {stop} ? jb + {STRIP} : {stop};");
+        for (id, t, init) in &sc.states {
+            let _ = writeln!(out, "{indent}{} st{id}[{STRIP}];  /* scan state per column */", c_type(*t));
+            let _ = writeln!(out, "{indent}for (int64_t {j} = jb; {j} < je; ++{j}) st{id}[{j} - jb] = {};", literal(*init));
+        }
+        let load: Vec<String> = sc.states.iter().map(|(id, t, _)| format!("{} acc{id} = st{id}[{j} - jb];", c_type(*t))).collect();
+        let save: Vec<String> = sc.states.iter().map(|(id, _, _)| format!("st{id}[{j} - jb] = acc{id};")).collect();
+        (format!("for (int64_t {j} = jb; {j} < je; ++{j}) {{"), load.join(" "), save.join(" "))
+    });
+    if strip.is_none() {
+        for (id, t, init) in &sc.states {
+            let _ = writeln!(out, "{indent}{} acc{id} = {};  /* scan state */", c_type(*t), literal(*init));
+        }
+    }
     let d = var(sc.dim.name.as_str());
     let (a, b) = (sc.dim.interval.start, sc.dim.interval.stop);
     if sc.forward {
@@ -767,12 +751,12 @@ fn emit_scan(out: &mut String, em: &Emitter, k: &Kernel, sc: &crate::lower::Scan
         );
     }
     indent.push_str("  ");
-    open += 1;
-    if let Some((strip, load)) = &load_state {
-        let _ = writeln!(out, "{indent}{strip}");
+    let mut steps = 1;
+    if let Some((head, load, _)) = &strip {
+        let _ = writeln!(out, "{indent}{head}");
         indent.push_str("  ");
-        open += 1;
-        let _ = writeln!(out, "{indent}{}", load.trim_end());
+        steps += 1;
+        let _ = writeln!(out, "{indent}{load}");
     }
     for ((id, t, _), u) in sc.states.iter().zip(&sc.updates) {
         let _ = writeln!(out, "{indent}{} next{id} = {};", c_type(*t), em.value(u));
@@ -780,11 +764,50 @@ fn emit_scan(out: &mut String, em: &Emitter, k: &Kernel, sc: &crate::lower::Scan
     for (id, _, _) in &sc.states {
         let _ = writeln!(out, "{indent}acc{id} = next{id};");
     }
-    emit_stores(out, em, &k.stores, &indent);
-    if load_state.is_some() {
-        let _ = writeln!(out, "{indent}{}", save_state.trim_end());
+    if !sc.last_only {
+        emit_stores(out, em, &k.stores, &indent);
+    }
+    if let Some((_, _, save)) = &strip {
+        let _ = writeln!(out, "{indent}{save}");
+    }
+    close_loops(out, &mut indent, steps);
+    if sc.last_only {
+        match &strip {
+            Some((head, load, _)) => {
+                let _ = writeln!(out, "{indent}{head}  /* the final states */");
+                indent.push_str("  ");
+                let _ = writeln!(out, "{indent}{load}");
+                emit_stores(out, em, &k.stores, &indent);
+                close_loops(out, &mut indent, 1);
+            }
+            None => emit_stores(out, em, &k.stores, &indent),
+        }
     }
     close_loops(out, &mut indent, open);
+}
+
+/// Whether every load in `e` that depends on `dim` has it as its last (contiguous) coordinate.
+fn contiguous_along(e: &Rc<SExpr>, dim: &strata_ir::DimName) -> bool {
+    loads_along(e, dim).0
+}
+
+/// For the loads in `e` that depend on `dim`: whether all have it as their last (contiguous)
+/// coordinate, and whether there is any.
+fn loads_along(e: &Rc<SExpr>, dim: &strata_ir::DimName) -> (bool, bool) {
+    fn visit(p: crate::sym::Part, v: &strata_ir::DimName, ok: &mut bool, seen: &mut bool) {
+        if let crate::sym::Part::Expr(e) = p {
+            if let SExpr::Load(l) = &**e {
+                if l.coords.iter().any(|c| matches!(c, Coord::Var { dim, .. } if dim == v)) {
+                    *seen = true;
+                    *ok &= matches!(l.coords.last(), Some(Coord::Var { dim, .. }) if dim == v);
+                }
+            }
+            crate::sym::for_each_part(e, &mut |q| visit(q, v, ok, seen));
+        }
+    }
+    let (mut ok, mut seen) = (true, false);
+    visit(crate::sym::Part::Expr(e), dim, &mut ok, &mut seen);
+    (ok, seen)
 }
 
 /// A matrix-product kernel: the initial value stored first (when not zero), then one runtime

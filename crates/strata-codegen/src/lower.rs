@@ -76,6 +76,9 @@ pub struct ScanLoop {
     pub states: Vec<(u32, Scalar, Sv)>,
     /// The next value of each state register, from the current ones.
     pub updates: Vec<Rc<SExpr>>,
+    /// Store only the final state, after the sequential loop (a fold with a tuple
+    /// accumulator), instead of the state at every step.
+    pub last_only: bool,
 }
 
 /// A lowered entry: buffers and kernels run in order.
@@ -348,7 +351,7 @@ impl<'m> Lowerer<'m> {
                 e.name, self.module.functions[f].name
             ),
             domain: outer,
-            scan: Some(ScanLoop { dim: dim_level, forward, states, updates }),
+            scan: Some(ScanLoop { dim: dim_level, forward, states, updates, last_only: false }),
             stores,
             matmul: None,
         });
@@ -455,7 +458,7 @@ impl<'m> Lowerer<'m> {
     ) -> Result<Sym, LowerError> {
         let (_, leaf) = flat(self.types, e.ty).map_err(|w| self.unsupported_type(w, func))?;
         let Type::Scalar(scalar) = self.types[leaf] else {
-            return Err(self.unsupported_type("a contraction over tuple elements", func));
+            return self.tuple_fold(func, e, f, init, red, elems);
         };
         let inner = element_levels(self.types, e.ty);
         let init = match init {
@@ -491,6 +494,56 @@ impl<'m> Lowerer<'m> {
             });
         }
         Ok(Sym::Scalar(Rc::new(SExpr::Reduce { id, vars: red, init, scalar, body })))
+    }
+
+    /// A fold whose accumulator is a tuple (e.g. an argmax's `(value, index)`): a kernel of its
+    /// own that runs the reduced dimension sequentially with one state register per field —
+    /// the scan machinery, keeping only the final state — into temporaries the result reads.
+    /// Needs one reduced dimension, a literal `init`, and operands that depend on the result's
+    /// and the reduced dimensions only.
+    #[allow(clippy::too_many_arguments)]
+    fn tuple_fold(
+        &mut self,
+        func: &Function,
+        e: &Expr,
+        f: Handle<Function>,
+        init: &strata_ir::Init,
+        red: Vec<(DimName, strata_ir::Interval)>,
+        elems: Vec<Sym>,
+    ) -> Result<Sym, LowerError> {
+        let refuse = |why: &str| LowerError::Unsupported { op: format!("a fold with a tuple accumulator {why}"), func: func.name.clone() };
+        let [(dim, interval)] = <[(DimName, strata_ir::Interval); 1]>::try_from(red).map_err(|_| refuse("over several dimensions"))?;
+        let strata_ir::Init::Literal(init) = init else { return Err(refuse("from a tensor `init`")) };
+        let (levels, element) = split(self.types, e.ty);
+        let mut own: Vec<&DimName> = levels.iter().map(|l| &l.name).collect();
+        own.push(&dim);
+        if elems.iter().flat_map(Sym::leaves).any(|x| crate::sym::free_vars(&x).iter().any(|v| !own.contains(&v))) {
+            return Err(refuse("inside a loop over other dimensions"));
+        }
+        let init_sym = self.literal_sym(init, element, func)?;
+        let mut states = Vec::new();
+        let mut acc_exprs = Vec::new();
+        for leaf in init_sym.leaves() {
+            let SExpr::Const(v) = &*leaf else { unreachable!("literal") };
+            let id = self.fresh_id();
+            states.push((id, v.scalar(), *v));
+            acc_exprs.push(Rc::new(SExpr::Acc(id)));
+        }
+        let state = assemble(self.types, element, &mut acc_exprs.into_iter());
+        let mut call_args = vec![state];
+        call_args.extend(elems);
+        let updates = self.inline(f, call_args)?.leaves();
+        let name = format!("fold{}", self.kernels.len());
+        let (sym, ids) = self.bind(&name, e.ty, None, true, func)?;
+        let stores = ids.iter().zip(&states).map(|(&buffer, (id, _, _))| Store { buffer, value: Rc::new(SExpr::Acc(*id)) }).collect();
+        self.kernels.push(Kernel {
+            comment: format!("%{} = map_reduce(@{}) with a tuple accumulator", e.name, self.module.functions[f].name),
+            domain: levels,
+            scan: Some(ScanLoop { dim: Level::dense(dim, interval), forward: true, states, updates, last_only: true }),
+            stores,
+            matmul: None,
+        });
+        Ok(sym)
     }
 
     /// Inlines payload `f` on single elements `args`. Tensor elements (expressions over the
@@ -1330,7 +1383,8 @@ fn overwritten_first(kernels: &[Kernel], b: usize, levels: &[Level]) -> bool {
             return false;
         }
         if writes {
-            let mut domain: Vec<&Level> = k.domain.iter().chain(k.scan.as_ref().map(|sc| &sc.dim)).collect();
+            let steps = k.scan.as_ref().filter(|sc| !sc.last_only).map(|sc| &sc.dim);
+            let mut domain: Vec<&Level> = k.domain.iter().chain(steps).collect();
             domain.sort_by(|x, y| x.name.as_str().cmp(y.name.as_str()));
             let mut own: Vec<&Level> = levels.iter().collect();
             own.sort_by(|x, y| x.name.as_str().cmp(y.name.as_str()));
