@@ -111,12 +111,15 @@ def fmt(v, spec):
 def table(records, workloads, meta, markdown=False):
     """The results: one row per workload, implementation and thread count."""
     head = ["workload", "thr", "impl", "median ms", "min ms", "max ms", "vs Strata", "GB/s", "GFLOP/s", "of limit", "target"]
-    rows, errors = [], []
+    rows, errors, gaps = [], [], []
     threads = sorted({r["threads"] for r in records})
     for w in workloads:
         for t in threads:
             s_alloc = find(records, w.name, "strata", t, "allocating")
             status = target_status(records, w, t)
+            if status and status[0] == "missed":
+                gaps.append(f"- {w.name}, {t} thread(s): target {w.target.describe()} missed ({status[1]}): "
+                            + (w.gap or "cause not analysed yet"))
             first = True
             for r in [r for r in records if r["workload"] == w.name and r["threads"] == t]:
                 impl = r["impl"] + (" (prealloc)" if r.get("variant") == "preallocated" else "")
@@ -153,7 +156,7 @@ def table(records, workloads, meta, markdown=False):
         out.append("| " + " | ".join(head) + " |")
         out.append("|" + "---|" * len(head))
         out += ["| " + " | ".join(c.replace("|", "/") for c in row) + " |" for row in rows]
-        out += ["", explain, ""] + notes + errors
+        out += ["", explain, ""] + notes + (["", "Targets missed, and why:", ""] + gaps if gaps else []) + errors
         return "\n".join(out)
     widths = [max(len(head[i]), *(len(r[i]) for r in rows)) if rows else len(head[i]) for i in range(len(head))]
     line = lambda cells: "  ".join(c.ljust(widths[i]) for i, c in enumerate(cells)).rstrip()  # noqa: E731
@@ -164,7 +167,7 @@ def table(records, workloads, meta, markdown=False):
             out.append("")
         prev = row[0]
         out.append(line(row))
-    out += ["", explain] + notes + errors
+    out += ["", explain] + notes + (["", "Targets missed, and why:"] + gaps if gaps else []) + errors
     return "\n".join(out) + "\n"
 
 
