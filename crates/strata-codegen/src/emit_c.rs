@@ -819,11 +819,26 @@ fn emit_matmul(out: &mut String, em: &Emitter, k: &Kernel, mm: &MatMul) {
         emit_loops(out, em, &Kernel { stores: vec![store], matmul: None, ..k.clone() });
     }
     let _ = writeln!(out, "  /* a matrix product ({mm}): the runtime GEMM */");
-    let _ = writeln!(out, "  const int gemm_threads = threads > 0 ? threads : omp_get_max_threads();");
+    let _ = writeln!(out, "  const int nthreads = threads > 0 ? threads : omp_get_max_threads();");
+    // Threads share the outermost batch loop when it has work for each (every product then
+    // runs on one thread); otherwise each product is parallel inside.
+    let by_batch = mm.batch.first().map(|b| b.extent);
+    match by_batch {
+        Some(n) => {
+            let _ = writeln!(out, "  const int by_batch = {n} >= 4 * nthreads;");
+            let _ = writeln!(out, "  const int gemm_threads = by_batch ? 1 : nthreads;");
+        }
+        None => {
+            let _ = writeln!(out, "  const int gemm_threads = nthreads;");
+        }
+    }
     let mut indent = String::from("  ");
     let mut at = mm.offsets.map(|o| o.to_string());
     for (i, b) in mm.batch.iter().enumerate() {
         let v = format!("bt{i}");
+        if i == 0 {
+            let _ = writeln!(out, "{indent}#pragma omp parallel for schedule(static) if(by_batch)");
+        }
         let _ = writeln!(out, "{indent}for (int64_t {v} = 0; {v} < {}; ++{v}) {{  /* batch {b} */", b.extent);
         indent.push_str("  ");
         for (a, s) in at.iter_mut().zip(b.strides) {
