@@ -13,7 +13,7 @@ use std::rc::Rc;
 use strata_ir::{BinaryOp, Scalar, UnaryOp};
 use strata_runtime::Sv;
 
-use crate::lower::{Buffer, Kernel, KernelProgram, Store};
+use crate::lower::{Buffer, Kernel, KernelProgram, ScanLoop, Store};
 use crate::matmul::MatMul;
 use crate::sym::{Coord, Load, SExpr};
 
@@ -102,6 +102,16 @@ static inline uint64_t strata_f2u64(double x) { if (isnan(x) || x <= 0.0) return
 
 struct Emitter<'p> {
     program: &'p KernelProgram,
+    /// Strip-local buffers of the kernel being emitted (see `Kernel::local`).
+    local: Option<Local>,
+}
+
+/// Where a kernel's strip-local buffers live: `loc{b}[(scan - start) * width + (column - jb)]`.
+struct Local {
+    buffers: Vec<usize>,
+    scan: (String, i64),
+    /// The strip's column variable, when the kernel is strip-mined.
+    column: Option<String>,
 }
 
 /// The C loop variable of a dimension (`d_I`), or of a fresh variable (`f_…`, never clashing).
@@ -180,6 +190,14 @@ impl Emitter<'_> {
     }
 
     fn load(&self, l: &Load) -> String {
+        if let Some(loc) = self.local.as_ref().filter(|loc| loc.buffers.contains(&l.buffer)) {
+            // Read and written at the current point only (checked by `lower::fuse_scans`).
+            let (k, start) = &loc.scan;
+            return match &loc.column {
+                Some(j) => format!("loc{}[({k} - ({start})) * {STRIP} + ({j} - jb)]", l.buffer),
+                None => format!("loc{}[{k} - ({start})]", l.buffer),
+            };
+        }
         let b = self.buffer(l.buffer);
         let shape: Vec<i64> = b.levels.iter().map(|x| x.interval.len() as i64).collect();
         let mut stride = 1i64;
@@ -458,7 +476,7 @@ fn fold_loops(vars: &[(strata_ir::DimName, strata_ir::Interval)]) -> String {
 const SHORT_FOLD: i64 = 16;
 
 /// Strip length of the innermost loop in contraction kernels (accumulator rows on the stack).
-const STRIP: i64 = 256;
+pub const STRIP: i64 = 256;
 
 /// Replaces the reductions `e` always evaluates (not under a select branch, a short-circuit
 /// operator or another reduction) for which `pick` holds by their accumulators, collecting
@@ -524,7 +542,13 @@ pub fn bit_exact(program: &KernelProgram) -> bool {
     }
     let mut found = program.kernels.iter().any(|k| k.matmul.is_some());
     for k in &program.kernels {
-        let exprs = k.stores.iter().map(|st| &st.value).chain(k.scan.iter().flat_map(|sc| &sc.updates));
+        let stages = k.scan.iter().chain(k.chain.iter().map(|st| &st.scan));
+        let exprs = k
+            .stores
+            .iter()
+            .chain(k.chain.iter().flat_map(|st| &st.stores))
+            .map(|st| &st.value)
+            .chain(stages.flat_map(|sc| &sc.updates));
         for e in exprs {
             any(crate::sym::Part::Expr(e), &mut found);
         }
@@ -579,7 +603,7 @@ pub fn emit_many(programs: &[(&str, &KernelProgram)]) -> String {
 }
 
 fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
-    let em = Emitter { program };
+    let em = Emitter { program, local: None };
     let _ = writeln!(out, "\n/* `@{}` -> {symbol}. Buffers (row-major over their intervals):", program.entry);
     for (i, b) in program.buffers.iter().enumerate() {
         let dims: Vec<String> = b.levels.iter().map(|l| format!("{}{}", l.name, l.interval)).collect();
@@ -692,23 +716,25 @@ fn close_loops(out: &mut String, indent: &mut String, n: usize) {
     }
 }
 
-/// A scan kernel. Unless the scanned dimension is the contiguous one of its reads, the
-/// innermost domain level is strip-mined and each strip keeps a row of state registers, so the
-/// sequential loop runs outside a loop over independent columns that vectorizes (every column
-/// still updates in order: results are unchanged). A fold with a tuple accumulator
-/// (`last_only`) stores its final state after the sequential loop.
-fn emit_scan(out: &mut String, em: &Emitter, k: &Kernel, sc: &crate::lower::ScanLoop) {
+/// A scan kernel, with its chained stages (`Kernel::chain`). Unless the scanned dimension is
+/// the contiguous one of its reads, the innermost domain level is strip-mined and each strip
+/// keeps a row of state registers, so each sequential loop runs outside a loop over
+/// independent columns that vectorizes (every column still updates in order: results are
+/// unchanged). Strip-local buffers (`Kernel::local`) live in scratch arrays per strip. A fold
+/// with a tuple accumulator (`last_only`) stores its final state after the sequential loop.
+fn emit_scan(out: &mut String, em: &Emitter, k: &Kernel, sc: &ScanLoop) {
+    let stages: Vec<(&ScanLoop, &[Store])> = std::iter::once((sc, &k.stores[..]))
+        .chain(k.chain.iter().map(|st| (&st.scan, &st.stores[..])))
+        .collect();
+    let along = stages.iter().all(|(s, _)| s.updates.iter().all(|u| contiguous_along(u, &s.dim.name)));
     let mut indent = String::from("  ");
-    let along = sc.updates.iter().all(|u| contiguous_along(u, &sc.dim.name));
     let (inner, outer) = match k.domain.split_last() {
         Some((i, o)) if !along => (Some(i), o),
         _ => (None, &k.domain[..]),
     };
     open_domain_loops(out, outer, &mut indent);
     let mut open = outer.len();
-    // Inside a strip, each column reads its state from the row and writes it back.
-    let strip = inner.map(|inner| {
-        let j = var(inner.name.as_str());
+    let column = inner.map(|inner| {
         let (start, stop) = (inner.interval.start, inner.interval.stop);
         if outer.is_empty() {
             let _ = writeln!(out, "{indent}{PARALLEL_FOR}");
@@ -724,6 +750,32 @@ fn emit_scan(out: &mut String, em: &Emitter, k: &Kernel, sc: &crate::lower::Scan
             let _ = writeln!(out, "{indent}int *err = &e_;");
         }
         let _ = writeln!(out, "{indent}const int64_t je = jb + {STRIP} < {stop} ? jb + {STRIP} : {stop};");
+        var(inner.name.as_str())
+    });
+    let local_em;
+    let em = if k.local.is_empty() {
+        em
+    } else {
+        let width = if column.is_some() { STRIP } else { 1 };
+        for &b in &k.local {
+            let t = c_type(em.program.buffers[b].scalar);
+            let _ = writeln!(out, "{indent}{t} loc{b}[{}];  /* %{} for this strip, in cache */", sc.dim.interval.len() as i64 * width, em.program.buffers[b].name);
+        }
+        let scan = (var(sc.dim.name.as_str()), sc.dim.interval.start);
+        local_em = Emitter { program: em.program, local: Some(Local { buffers: k.local.clone(), scan, column: column.clone() }) };
+        &local_em
+    };
+    for (sc, stores) in stages {
+        emit_scan_stage(out, em, sc, stores, column.as_deref(), &mut indent);
+    }
+    close_loops(out, &mut indent, open);
+}
+
+/// One sequential loop of a scan kernel, inside the domain loops (and the strip loop over
+/// `column`, when strip-mined).
+fn emit_scan_stage(out: &mut String, em: &Emitter, sc: &ScanLoop, stores: &[Store], column: Option<&str>, indent: &mut String) {
+    // Inside a strip, each column reads its state from the row and writes it back.
+    let strip = column.map(|j| {
         for (id, t, init) in &sc.states {
             let _ = writeln!(out, "{indent}{} st{id}[{STRIP}];  /* scan state per column */", c_type(*t));
             let _ = writeln!(out, "{indent}for (int64_t {j} = jb; {j} < je; ++{j}) st{id}[{j} - jb] = {};", literal(*init));
@@ -765,25 +817,24 @@ fn emit_scan(out: &mut String, em: &Emitter, k: &Kernel, sc: &crate::lower::Scan
         let _ = writeln!(out, "{indent}acc{id} = next{id};");
     }
     if !sc.last_only {
-        emit_stores(out, em, &k.stores, &indent);
+        emit_stores(out, em, stores, indent);
     }
     if let Some((_, _, save)) = &strip {
         let _ = writeln!(out, "{indent}{save}");
     }
-    close_loops(out, &mut indent, steps);
+    close_loops(out, indent, steps);
     if sc.last_only {
         match &strip {
             Some((head, load, _)) => {
                 let _ = writeln!(out, "{indent}{head}  /* the final states */");
                 indent.push_str("  ");
                 let _ = writeln!(out, "{indent}{load}");
-                emit_stores(out, em, &k.stores, &indent);
-                close_loops(out, &mut indent, 1);
+                emit_stores(out, em, stores, indent);
+                close_loops(out, indent, 1);
             }
-            None => emit_stores(out, em, &k.stores, &indent),
+            None => emit_stores(out, em, stores, indent),
         }
     }
-    close_loops(out, &mut indent, open);
 }
 
 /// Whether every load in `e` that depends on `dim` has it as its last (contiguous) coordinate.

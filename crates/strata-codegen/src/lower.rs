@@ -62,6 +62,21 @@ pub struct Kernel {
     /// Set when the kernel is a matrix product the runtime GEMM computes (see
     /// [`crate::matmul`]); `stores` still state its meaning.
     pub matmul: Option<crate::matmul::MatMul>,
+    /// Further scans over the same domain and dimension, run after this kernel's scan for each
+    /// strip of columns (see [`fuse_scans`]).
+    pub chain: Vec<ScanStage>,
+    /// Buffers only this kernel writes and reads, at the current point: kept per strip of
+    /// columns in a small scratch array (in cache) instead of memory.
+    pub local: Vec<usize>,
+}
+
+/// A scan run after the kernel's own one, with its stores.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScanStage {
+    /// The sequential loop.
+    pub scan: ScanLoop,
+    /// The stores at each step.
+    pub stores: Vec<Store>,
 }
 
 /// The sequential innermost loop of a scan kernel: state registers updated in order along
@@ -354,6 +369,8 @@ impl<'m> Lowerer<'m> {
             scan: Some(ScanLoop { dim: dim_level, forward, states, updates, last_only: false }),
             stores,
             matmul: None,
+            chain: Vec::new(),
+            local: Vec::new(),
         });
         Ok(sym)
     }
@@ -419,6 +436,8 @@ impl<'m> Lowerer<'m> {
             scan: None,
             stores,
             matmul: None,
+            chain: Vec::new(),
+            local: Vec::new(),
         });
         let read = assemble(self.types, element, &mut reads.into_iter());
         self.temporaries.push((value, read.clone()));
@@ -542,6 +561,8 @@ impl<'m> Lowerer<'m> {
             scan: Some(ScanLoop { dim: Level::dense(dim, interval), forward: true, states, updates, last_only: true }),
             stores,
             matmul: None,
+            chain: Vec::new(),
+            local: Vec::new(),
         });
         Ok(sym)
     }
@@ -1244,6 +1265,8 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
                     scan: None,
                     stores,
                     matmul: None,
+            chain: Vec::new(),
+            local: Vec::new(),
                 });
             }
             Statement::Return(v) => {
@@ -1259,6 +1282,8 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
                     domain: sym_levels,
                     stores,
                     matmul: None,
+            chain: Vec::new(),
+            local: Vec::new(),
                 });
             }
         }
@@ -1275,7 +1300,7 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
             sc.updates = sc.updates.iter().map(crate::sym::simplify).collect();
         }
     }
-    let mut kernels = fuse_adjacent(forward_scan_results(kernels, &l.buffers));
+    let mut kernels = fuse_adjacent(fuse_scans(forward_scan_results(kernels, &l.buffers), &l.buffers));
     let mut buffers = l.buffers;
     for (b, buffer) in buffers.iter_mut().enumerate() {
         buffer.overwritten = overwritten_first(&kernels, b, &buffer.levels);
@@ -1346,6 +1371,91 @@ fn forward_scan_results(mut kernels: Vec<Kernel>, buffers: &[Buffer]) -> Vec<Ker
     kernels
 }
 
+/// The largest strip-local scratch (bytes) [`fuse_scans`] creates per kernel.
+const LOCAL_SCRATCH: usize = 1 << 20;
+
+/// Fuses a scan with the next one over the same domain and dimension when the second reads
+/// the first's results only at the point it updates and nothing else reads them (the forward
+/// and backward sweeps of a tridiagonal solve): both run per strip of columns, and the first's
+/// results live in a strip-local scratch array (`Kernel::local`) that stays in cache instead
+/// of going to memory and back. Results are unchanged (each column runs both sweeps in order).
+fn fuse_scans(kernels: Vec<Kernel>, buffers: &[Buffer]) -> Vec<Kernel> {
+    let mut out: Vec<Kernel> = Vec::new();
+    let all = kernels.clone();
+    for (i, k) in kernels.into_iter().enumerate() {
+        if let Some(prev) = out.last_mut() {
+            if let Some(local) = scans_fuse(prev, &k, buffers, &all, i) {
+                prev.comment = format!("{}; then {}", prev.comment, k.comment);
+                prev.chain.push(ScanStage { scan: k.scan.expect("a scan"), stores: k.stores });
+                prev.local.extend(local);
+                continue;
+            }
+        }
+        out.push(k);
+    }
+    out
+}
+
+/// The buffers to keep local if `next` (kernel `i` of `all`) can run as a further stage of
+/// scan kernel `prev` (see [`fuse_scans`]).
+fn scans_fuse(prev: &Kernel, next: &Kernel, buffers: &[Buffer], all: &[Kernel], i: usize) -> Option<Vec<usize>> {
+    let (Some(a), Some(b)) = (&prev.scan, &next.scan) else { return None };
+    let first = prev.chain.last().map_or(a, |st| &st.scan);
+    if a.last_only || b.last_only || prev.matmul.is_some() || prev.domain != next.domain || first.dim != b.dim {
+        return None;
+    }
+    // The previous stage's results: what `next` may read, at the point it updates only.
+    let last: Vec<usize> = prev.chain.last().map_or(&prev.stores, |st| &st.stores).iter().map(|s| s.buffer).collect();
+    let written: Vec<usize> =
+        prev.stores.iter().chain(prev.chain.iter().flat_map(|st| &st.stores)).map(|s| s.buffer).collect();
+    if next.stores.iter().any(|s| written.contains(&s.buffer)) {
+        return None;
+    }
+    let identity = |l: &Load| {
+        buffers[l.buffer].levels.iter().zip(&l.coords).all(|(lv, c)| matches!(c, Coord::Var { dim, offset: 0 } if *dim == lv.name))
+    };
+    let (mut uses, mut at_point) = (false, true);
+    for e in b.updates.iter().chain(next.stores.iter().map(|s| &s.value)) {
+        for_each_load(e, &mut |l| {
+            if last.contains(&l.buffer) {
+                uses = true;
+                at_point &= identity(l);
+            }
+        });
+    }
+    if !uses || !at_point {
+        return None;
+    }
+    let mut full: Vec<&DimName> = prev.domain.iter().map(|l| &l.name).chain([&b.dim.name]).collect();
+    full.sort();
+    let mut bytes = 0;
+    for &t in &last {
+        let buf = &buffers[t];
+        let mut names: Vec<&DimName> = buf.levels.iter().map(|l| &l.name).collect();
+        names.sort();
+        let read_later = all[i + 1..].iter().any(|k| {
+            k.stores.iter().any(|s| reads(&s.value, t)) || k.scan.as_ref().is_some_and(|sc| sc.updates.iter().any(|u| reads(u, t)))
+        });
+        if !buf.temp || names != full || read_later {
+            return None;
+        }
+        bytes += b.dim.interval.len() as usize * crate::emit_c::STRIP as usize * buf.scalar.size_bytes();
+    }
+    (bytes <= LOCAL_SCRATCH).then_some(last)
+}
+
+/// Calls `f` on every load in `e` (outside coordinates).
+fn for_each_load(e: &Rc<SExpr>, f: &mut dyn FnMut(&Load)) {
+    if let SExpr::Load(l) = &**e {
+        f(l);
+    }
+    crate::sym::for_each_part(e, &mut |p| {
+        if let crate::sym::Part::Expr(x) = p {
+            for_each_load(x, f);
+        }
+    });
+}
+
 /// Merges consecutive plain kernels over the same domain when neither reads what the other
 /// writes (e.g. the two extracted fluxes of the FVM nabla): one loop, shared loads.
 fn fuse_adjacent(kernels: Vec<Kernel>) -> Vec<Kernel> {
@@ -1376,9 +1486,10 @@ fn fuse_adjacent(kernels: Vec<Kernel>) -> Vec<Kernel> {
 /// buffer's levels) without reading it.
 fn overwritten_first(kernels: &[Kernel], b: usize, levels: &[Level]) -> bool {
     for k in kernels {
-        let read = k.stores.iter().any(|st| reads(&st.value, b))
-            || k.scan.as_ref().is_some_and(|sc| sc.updates.iter().any(|u| reads(u, b)));
-        let writes = k.stores.iter().any(|st| st.buffer == b);
+        let stages = k.chain.iter().map(|st| (&st.scan, &st.stores));
+        let read = k.stores.iter().chain(k.chain.iter().flat_map(|st| &st.stores)).any(|st| reads(&st.value, b))
+            || k.scan.iter().chain(stages.map(|(sc, _)| sc)).any(|sc| sc.updates.iter().any(|u| reads(u, b)));
+        let writes = k.stores.iter().chain(k.chain.iter().flat_map(|st| &st.stores)).any(|st| st.buffer == b);
         if read {
             return false;
         }
@@ -1479,10 +1590,27 @@ impl std::fmt::Display for KernelProgram {
             if let Some(mm) = &kernel.matmul {
                 writeln!(f, "    (computed by the runtime GEMM: {mm})")?;
             }
-            for s in &kernel.stores {
-                let b = &self.buffers[s.buffer];
-                let idx: Vec<String> = b.levels.iter().map(|l| l.name.to_string()).collect();
-                writeln!(f, "    b{}[{}] = {}", s.buffer, idx.join(", "), crate::sym::show(&s.value))?;
+            if !kernel.local.is_empty() {
+                let names: Vec<String> = kernel.local.iter().map(|&b| format!("b{b}")).collect();
+                writeln!(f, "    (per strip of columns, in cache: {})", names.join(", "))?;
+            }
+            let show_stores = |f: &mut std::fmt::Formatter<'_>, stores: &[Store]| -> std::fmt::Result {
+                for s in stores {
+                    let b = &self.buffers[s.buffer];
+                    let idx: Vec<String> = b.levels.iter().map(|l| l.name.to_string()).collect();
+                    writeln!(f, "    b{}[{}] = {}", s.buffer, idx.join(", "), crate::sym::show(&s.value))?;
+                }
+                Ok(())
+            };
+            show_stores(f, &kernel.stores)?;
+            for st in &kernel.chain {
+                let sc = &st.scan;
+                let order = if sc.forward { "sequentially" } else { "sequentially, backward" };
+                writeln!(f, "  then {} in {} {order}:", sc.dim.name, sc.dim.interval)?;
+                for ((id, _, init), u) in sc.states.iter().zip(&sc.updates) {
+                    writeln!(f, "  state acc{id} = {init}; next: {}", crate::sym::show(u))?;
+                }
+                show_stores(f, &st.stores)?;
             }
         }
         Ok(())
