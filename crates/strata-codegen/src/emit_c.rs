@@ -535,7 +535,10 @@ pub fn bit_exact(program: &KernelProgram) -> bool {
             *found |= reassociable(e)
                 || matches!(
                     &**e,
-                    SExpr::Unary(UnaryOp::Exp | UnaryOp::Log | UnaryOp::Sin | UnaryOp::Cos | UnaryOp::Tan | UnaryOp::Tanh, ..)
+                    SExpr::Unary(
+                        UnaryOp::Exp | UnaryOp::Log | UnaryOp::Sin | UnaryOp::Cos | UnaryOp::Tan | UnaryOp::Tanh,
+                        ..
+                    )
                 );
             crate::sym::for_each_part(e, &mut |q| any(q, found));
         }
@@ -656,9 +659,7 @@ fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
         // instead (strips would read them with a stride).
         // Short folds (neighbor reductions) also stay per point: their few steps read one
         // table row, which strips would read with a stride.
-        let long = |r: &Rc<SExpr>| {
-            matches!(&**r, SExpr::Reduce { vars, .. } if vars.iter().map(|(_, i)| i.len() as i64).product::<i64>() >= SHORT_FOLD)
-        };
+        let long = |r: &Rc<SExpr>| matches!(&**r, SExpr::Reduce { vars, .. } if vars.iter().map(|(_, i)| i.len() as i64).product::<i64>() >= SHORT_FOLD);
         if !hoisted.is_empty()
             && hoisted.iter().any(long)
             && !hoisted.iter().all(|r| reassociable(r) && contiguous_fold(r))
@@ -723,9 +724,8 @@ fn close_loops(out: &mut String, indent: &mut String, n: usize) {
 /// unchanged). Strip-local buffers (`Kernel::local`) live in scratch arrays per strip. A fold
 /// with a tuple accumulator (`last_only`) stores its final state after the sequential loop.
 fn emit_scan(out: &mut String, em: &Emitter, k: &Kernel, sc: &ScanLoop) {
-    let stages: Vec<(&ScanLoop, &[Store])> = std::iter::once((sc, &k.stores[..]))
-        .chain(k.chain.iter().map(|st| (&st.scan, &st.stores[..])))
-        .collect();
+    let stages: Vec<(&ScanLoop, &[Store])> =
+        std::iter::once((sc, &k.stores[..])).chain(k.chain.iter().map(|st| (&st.scan, &st.stores[..]))).collect();
     let along = stages.iter().all(|(s, _)| s.updates.iter().all(|u| contiguous_along(u, &s.dim.name)));
     let mut indent = String::from("  ");
     let (inner, outer) = match k.domain.split_last() {
@@ -759,10 +759,18 @@ fn emit_scan(out: &mut String, em: &Emitter, k: &Kernel, sc: &ScanLoop) {
         let width = if column.is_some() { STRIP } else { 1 };
         for &b in &k.local {
             let t = c_type(em.program.buffers[b].scalar);
-            let _ = writeln!(out, "{indent}{t} loc{b}[{}];  /* %{} for this strip, in cache */", sc.dim.interval.len() as i64 * width, em.program.buffers[b].name);
+            let _ = writeln!(
+                out,
+                "{indent}{t} loc{b}[{}];  /* %{} for this strip, in cache */",
+                sc.dim.interval.len() as i64 * width,
+                em.program.buffers[b].name
+            );
         }
         let scan = (var(sc.dim.name.as_str()), sc.dim.interval.start);
-        local_em = Emitter { program: em.program, local: Some(Local { buffers: k.local.clone(), scan, column: column.clone() }) };
+        local_em = Emitter {
+            program: em.program,
+            local: Some(Local { buffers: k.local.clone(), scan, column: column.clone() }),
+        };
         &local_em
     };
     for (sc, stores) in stages {
@@ -773,14 +781,23 @@ fn emit_scan(out: &mut String, em: &Emitter, k: &Kernel, sc: &ScanLoop) {
 
 /// One sequential loop of a scan kernel, inside the domain loops (and the strip loop over
 /// `column`, when strip-mined).
-fn emit_scan_stage(out: &mut String, em: &Emitter, sc: &ScanLoop, stores: &[Store], column: Option<&str>, indent: &mut String) {
+fn emit_scan_stage(
+    out: &mut String,
+    em: &Emitter,
+    sc: &ScanLoop,
+    stores: &[Store],
+    column: Option<&str>,
+    indent: &mut String,
+) {
     // Inside a strip, each column reads its state from the row and writes it back.
     let strip = column.map(|j| {
         for (id, t, init) in &sc.states {
             let _ = writeln!(out, "{indent}{} st{id}[{STRIP}];  /* scan state per column */", c_type(*t));
-            let _ = writeln!(out, "{indent}for (int64_t {j} = jb; {j} < je; ++{j}) st{id}[{j} - jb] = {};", literal(*init));
+            let _ =
+                writeln!(out, "{indent}for (int64_t {j} = jb; {j} < je; ++{j}) st{id}[{j} - jb] = {};", literal(*init));
         }
-        let load: Vec<String> = sc.states.iter().map(|(id, t, _)| format!("{} acc{id} = st{id}[{j} - jb];", c_type(*t))).collect();
+        let load: Vec<String> =
+            sc.states.iter().map(|(id, t, _)| format!("{} acc{id} = st{id}[{j} - jb];", c_type(*t))).collect();
         let save: Vec<String> = sc.states.iter().map(|(id, _, _)| format!("st{id}[{j} - jb] = acc{id};")).collect();
         (format!("for (int64_t {j} = jb; {j} < je; ++{j}) {{"), load.join(" "), save.join(" "))
     });
@@ -792,7 +809,11 @@ fn emit_scan_stage(out: &mut String, em: &Emitter, sc: &ScanLoop, stores: &[Stor
     let d = var(sc.dim.name.as_str());
     let (a, b) = (sc.dim.interval.start, sc.dim.interval.stop);
     if sc.forward {
-        let _ = writeln!(out, "{indent}for (int64_t {d} = {a}; {d} < {b}; ++{d}) {{  /* {}{} in order */", sc.dim.name, sc.dim.interval);
+        let _ = writeln!(
+            out,
+            "{indent}for (int64_t {d} = {a}; {d} < {b}; ++{d}) {{  /* {}{} in order */",
+            sc.dim.name, sc.dim.interval
+        );
     } else {
         let _ = writeln!(
             out,

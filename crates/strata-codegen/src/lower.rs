@@ -530,8 +530,12 @@ impl<'m> Lowerer<'m> {
         red: Vec<(DimName, strata_ir::Interval)>,
         elems: Vec<Sym>,
     ) -> Result<Sym, LowerError> {
-        let refuse = |why: &str| LowerError::Unsupported { op: format!("a fold with a tuple accumulator {why}"), func: func.name.clone() };
-        let [(dim, interval)] = <[(DimName, strata_ir::Interval); 1]>::try_from(red).map_err(|_| refuse("over several dimensions"))?;
+        let refuse = |why: &str| LowerError::Unsupported {
+            op: format!("a fold with a tuple accumulator {why}"),
+            func: func.name.clone(),
+        };
+        let [(dim, interval)] =
+            <[(DimName, strata_ir::Interval); 1]>::try_from(red).map_err(|_| refuse("over several dimensions"))?;
         let strata_ir::Init::Literal(init) = init else { return Err(refuse("from a tensor `init`")) };
         let (levels, element) = split(self.types, e.ty);
         let mut own: Vec<&DimName> = levels.iter().map(|l| &l.name).collect();
@@ -554,7 +558,11 @@ impl<'m> Lowerer<'m> {
         let updates = self.inline(f, call_args)?.leaves();
         let name = format!("fold{}", self.kernels.len());
         let (sym, ids) = self.bind(&name, e.ty, None, true, func)?;
-        let stores = ids.iter().zip(&states).map(|(&buffer, (id, _, _))| Store { buffer, value: Rc::new(SExpr::Acc(*id)) }).collect();
+        let stores = ids
+            .iter()
+            .zip(&states)
+            .map(|(&buffer, (id, _, _))| Store { buffer, value: Rc::new(SExpr::Acc(*id)) })
+            .collect();
         self.kernels.push(Kernel {
             comment: format!("%{} = map_reduce(@{}) with a tuple accumulator", e.name, self.module.functions[f].name),
             domain: levels,
@@ -1221,7 +1229,8 @@ impl<'m> Lowerer<'m> {
 /// Lowers `entry` of a verified module (`types` from verification) into kernels.
 pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Result<KernelProgram, LowerError> {
     let func = &module.functions[entry];
-    let mut l = Lowerer { module, types, buffers: Vec::new(), kernels: Vec::new(), next_acc: 0, temporaries: Vec::new() };
+    let mut l =
+        Lowerer { module, types, buffers: Vec::new(), kernels: Vec::new(), next_acc: 0, temporaries: Vec::new() };
     let mut env: Vec<Option<Sym>> = vec![None; func.exprs.len()];
     let mut param_buffers: Vec<Vec<usize>> = Vec::new();
     for (i, &p) in func.params.iter().enumerate() {
@@ -1265,8 +1274,8 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
                     scan: None,
                     stores,
                     matmul: None,
-            chain: Vec::new(),
-            local: Vec::new(),
+                    chain: Vec::new(),
+                    local: Vec::new(),
                 });
             }
             Statement::Return(v) => {
@@ -1282,8 +1291,8 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
                     domain: sym_levels,
                     stores,
                     matmul: None,
-            chain: Vec::new(),
-            local: Vec::new(),
+                    chain: Vec::new(),
+                    local: Vec::new(),
                 });
             }
         }
@@ -1327,9 +1336,11 @@ fn forward_scan_results(mut kernels: Vec<Kernel>, buffers: &[Buffer]) -> Vec<Ker
         let copy = k2.stores.iter().enumerate().find_map(|(si, st)| {
             let SExpr::Load(l) = &*st.value else { return None };
             let (tb, ob) = (l.buffer, st.buffer);
-            let identity = buffers[tb].levels.iter().zip(&l.coords).all(
-                |(lv, c)| matches!(c, Coord::Var { dim, offset: 0 } if *dim == lv.name),
-            );
+            let identity = buffers[tb]
+                .levels
+                .iter()
+                .zip(&l.coords)
+                .all(|(lv, c)| matches!(c, Coord::Var { dim, offset: 0 } if *dim == lv.name));
             let same = buffers[tb].levels == buffers[ob].levels && buffers[tb].scalar == buffers[ob].scalar;
             (plain && buffers[tb].temp && identity && same && k2.domain == buffers[ob].levels).then_some((si, tb, ob))
         });
@@ -1412,7 +1423,11 @@ fn scans_fuse(prev: &Kernel, next: &Kernel, buffers: &[Buffer], all: &[Kernel], 
         return None;
     }
     let identity = |l: &Load| {
-        buffers[l.buffer].levels.iter().zip(&l.coords).all(|(lv, c)| matches!(c, Coord::Var { dim, offset: 0 } if *dim == lv.name))
+        buffers[l.buffer]
+            .levels
+            .iter()
+            .zip(&l.coords)
+            .all(|(lv, c)| matches!(c, Coord::Var { dim, offset: 0 } if *dim == lv.name))
     };
     let (mut uses, mut at_point) = (false, true);
     for e in b.updates.iter().chain(next.stores.iter().map(|s| &s.value)) {
@@ -1434,7 +1449,8 @@ fn scans_fuse(prev: &Kernel, next: &Kernel, buffers: &[Buffer], all: &[Kernel], 
         let mut names: Vec<&DimName> = buf.levels.iter().map(|l| &l.name).collect();
         names.sort();
         let read_later = all[i + 1..].iter().any(|k| {
-            k.stores.iter().any(|s| reads(&s.value, t)) || k.scan.as_ref().is_some_and(|sc| sc.updates.iter().any(|u| reads(u, t)))
+            k.stores.iter().any(|s| reads(&s.value, t))
+                || k.scan.as_ref().is_some_and(|sc| sc.updates.iter().any(|u| reads(u, t)))
         });
         if !buf.temp || names != full || read_later {
             return None;

@@ -111,9 +111,7 @@ fn affine_expr(e: &SExpr) -> Option<Affine> {
         SExpr::Const(Sv::Index(k)) => Some(Affine::constant(*k)),
         SExpr::Index(c) => affine_coord(c),
         SExpr::Binary(BinaryOp::Plus, a, b, Scalar::Index) => Some(affine_expr(a)?.scaled_add(&affine_expr(b)?, 1)),
-        SExpr::Binary(BinaryOp::Minus, a, b, Scalar::Index) => {
-            Some(affine_expr(a)?.scaled_add(&affine_expr(b)?, -1))
-        }
+        SExpr::Binary(BinaryOp::Minus, a, b, Scalar::Index) => Some(affine_expr(a)?.scaled_add(&affine_expr(b)?, -1)),
         SExpr::Binary(BinaryOp::Multiplies, a, b, Scalar::Index) => {
             let (a, b) = (affine_expr(a)?, affine_expr(b)?);
             match (a.terms.is_empty(), b.terms.is_empty()) {
@@ -153,9 +151,12 @@ fn address(buffer: &Buffer, coords: &[Coord], vars: &[(DimName, Interval)]) -> O
     Some(addr)
 }
 
+/// Contracted loop variables with their ranges, and the two loads multiplied.
+type ProductSum = (Vec<(DimName, Interval)>, Rc<Load>, Rc<Load>);
+
 /// The contracted variables and the two loads of `body`, the body of reduction `id`, when it
 /// is `acc + a·b` or `acc + Σ(a·b)` (a nested sum from zero).
-fn product_sum(body: &SExpr, id: u32, scalar: Scalar) -> Option<(Vec<(DimName, Interval)>, Rc<Load>, Rc<Load>)> {
+fn product_sum(body: &SExpr, id: u32, scalar: Scalar) -> Option<ProductSum> {
     let SExpr::Binary(BinaryOp::Plus, x, y, s) = body else { return None };
     if *s != scalar {
         return None;
@@ -217,7 +218,8 @@ pub fn recognize(kernel: &Kernel, buffers: &[Buffer]) -> Option<MatMul> {
     let (more, lhs, rhs) = product_sum(body, *id, *scalar)?;
     let reduced: Vec<(DimName, Interval)> = vars.iter().cloned().chain(more).collect();
     let out = store.buffer;
-    if lhs.buffer == out || rhs.buffer == out || [lhs.buffer, rhs.buffer].iter().any(|&b| buffers[b].scalar != *scalar) {
+    if lhs.buffer == out || rhs.buffer == out || [lhs.buffer, rhs.buffer].iter().any(|&b| buffers[b].scalar != *scalar)
+    {
         return None;
     }
     let domain: Vec<(DimName, Interval)> = kernel.domain.iter().map(|l| (l.name.clone(), l.interval)).collect();
@@ -262,7 +264,9 @@ pub fn recognize(kernel: &Kernel, buffers: &[Buffer]) -> Option<MatMul> {
         return None;
     }
     let first = |a: &Affine| {
-        a.terms.iter().fold(a.constant, |acc, (d, c)| acc + c * all.iter().find(|(e, _)| e == d).map_or(0, |v| v.1.start))
+        a.terms
+            .iter()
+            .fold(a.constant, |acc, (d, c)| acc + c * all.iter().find(|(e, _)| e == d).map_or(0, |v| v.1.start))
     };
     Some(MatMul {
         scalar: *scalar,

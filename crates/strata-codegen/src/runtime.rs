@@ -36,7 +36,7 @@ pub struct Runtime {
 /// The table compiled code is called with.
 pub static RUNTIME: Runtime = Runtime { gemm_f32: gemm::<f32>, gemm_f64: gemm::<f64> };
 
-unsafe extern "C" fn gemm<T: 'static>(
+unsafe extern "C" fn gemm<T: One>(
     m: i64,
     n: i64,
     k: i64,
@@ -51,9 +51,7 @@ unsafe extern "C" fn gemm<T: 'static>(
     rhs_rs: i64,
     rhs_cs: i64,
     threads: i32,
-) where
-    T: One,
-{
+) {
     let parallelism = if threads > 1 { gemm::Parallelism::Rayon(threads as usize) } else { gemm::Parallelism::None };
     // SAFETY: the generated code passes pointers and strides that address `m×k`, `k×n` and
     // `m×n` elements inside buffers of the program (checked when the kernel was recognized);

@@ -44,7 +44,9 @@ fn same(a: &Data, b: &Data, exact: bool) -> bool {
         let scale = x.iter().fold(1.0f64, |m, v| m.max(v.abs()));
         x.len() == y.len()
             && x.iter().zip(y).all(|(p, q)| {
-                (exact && p.to_bits() == q.to_bits()) || (p.is_nan() && q.is_nan()) || (!exact && (p - q).abs() <= rel * scale)
+                (exact && p.to_bits() == q.to_bits())
+                    || (p.is_nan() && q.is_nan())
+                    || (!exact && (p - q).abs() <= rel * scale)
             })
     }
     match (a, b) {
