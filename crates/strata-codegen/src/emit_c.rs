@@ -462,6 +462,26 @@ fn open_domain_loops(out: &mut String, domain: &[strata_ir::Level], indent: &mut
     }
 }
 
+/// Opens the loop over strips `[jb, je)` of level `inner` (shared among threads when it is
+/// the outermost loop); returns the level's C variable, which the caller loops over inside.
+fn open_strip(out: &mut String, inner: &strata_ir::Level, outermost: bool, indent: &mut String) -> String {
+    let (start, stop) = (inner.interval.start, inner.interval.stop);
+    if outermost {
+        let _ = writeln!(out, "{indent}{PARALLEL_FOR}");
+    }
+    let _ = writeln!(
+        out,
+        "{indent}for (int64_t jb = {start}; jb < {stop}; jb += {STRIP}) {{  /* strips of {}{} */",
+        inner.name, inner.interval
+    );
+    indent.push_str("  ");
+    if outermost {
+        let _ = writeln!(out, "{indent}int *err = &e_;");
+    }
+    let _ = writeln!(out, "{indent}const int64_t je = jb + {STRIP} < {stop} ? jb + {STRIP} : {stop};");
+    var(inner.name.as_str())
+}
+
 /// The loop headers of a fold's variables, outermost first.
 fn fold_loops(vars: &[(strata_ir::DimName, strata_ir::Interval)]) -> String {
     let mut loops = String::new();
@@ -735,22 +755,8 @@ fn emit_scan(out: &mut String, em: &Emitter, k: &Kernel, sc: &ScanLoop) {
     open_domain_loops(out, outer, &mut indent);
     let mut open = outer.len();
     let column = inner.map(|inner| {
-        let (start, stop) = (inner.interval.start, inner.interval.stop);
-        if outer.is_empty() {
-            let _ = writeln!(out, "{indent}{PARALLEL_FOR}");
-        }
-        let _ = writeln!(
-            out,
-            "{indent}for (int64_t jb = {start}; jb < {stop}; jb += {STRIP}) {{  /* strips of {}{} */",
-            inner.name, inner.interval
-        );
-        indent.push_str("  ");
         open += 1;
-        if outer.is_empty() {
-            let _ = writeln!(out, "{indent}int *err = &e_;");
-        }
-        let _ = writeln!(out, "{indent}const int64_t je = jb + {STRIP} < {stop} ? jb + {STRIP} : {stop};");
-        var(inner.name.as_str())
+        open_strip(out, inner, outer.is_empty(), &mut indent)
     });
     let local_em;
     let em = if k.local.is_empty() {
@@ -951,21 +957,7 @@ fn emit_contraction(out: &mut String, em: &Emitter, k: &Kernel, reductions: &[Rc
     let (inner, outer) = k.domain.split_last().expect("a non-empty domain");
     let mut indent = String::from("  ");
     open_domain_loops(out, outer, &mut indent);
-    let j = var(inner.name.as_str());
-    let (start, stop) = (inner.interval.start, inner.interval.stop);
-    if outer.is_empty() {
-        let _ = writeln!(out, "{indent}{PARALLEL_FOR}");
-    }
-    let _ = writeln!(
-        out,
-        "{indent}for (int64_t jb = {start}; jb < {stop}; jb += {STRIP}) {{  /* strips of {}{} */",
-        inner.name, inner.interval
-    );
-    indent.push_str("  ");
-    if outer.is_empty() {
-        let _ = writeln!(out, "{indent}int *err = &e_;");
-    }
-    let _ = writeln!(out, "{indent}const int64_t je = jb + {STRIP} < {stop} ? jb + {STRIP} : {stop};");
+    let j = open_strip(out, inner, outer.is_empty(), &mut indent);
     let strip = format!("for (int64_t {j} = jb; {j} < je; ++{j})");
     for (ri, r) in reductions.iter().enumerate() {
         let SExpr::Reduce { id, vars, init, scalar, body } = &**r else { unreachable!("hoisted reductions") };

@@ -332,16 +332,7 @@ impl<'m> Lowerer<'m> {
         {
             return Err(unsupported("inside a loop over other dimensions"));
         }
-        let init_sym = self.literal_sym(init, split(self.types, e.ty).1, func)?;
-        let mut states = Vec::new();
-        let mut acc_exprs = Vec::new();
-        for leaf in init_sym.leaves() {
-            let SExpr::Const(v) = &*leaf else { unreachable!("literal") };
-            let id = self.fresh_id();
-            states.push((id, v.scalar(), *v));
-            acc_exprs.push(Rc::new(SExpr::Acc(id)));
-        }
-        let state = assemble(self.types, split(self.types, e.ty).1, &mut acc_exprs.into_iter());
+        let (states, state) = self.state_registers(init, split(self.types, e.ty).1, func)?;
         let mut call_args = vec![state];
         call_args.extend(arg_syms);
         let updates = self.inline(f, call_args)?.leaves();
@@ -444,6 +435,26 @@ impl<'m> Lowerer<'m> {
         read
     }
 
+    /// One state register per scalar leaf of `element`, initialized from `init`, and the state
+    /// as a value reading them (scans and tuple folds).
+    fn state_registers(
+        &mut self,
+        init: &Literal,
+        element: Handle<Type>,
+        func: &Function,
+    ) -> Result<(Vec<(u32, Scalar, Sv)>, Sym), LowerError> {
+        let init_sym = self.literal_sym(init, element, func)?;
+        let mut states = Vec::new();
+        let mut acc_exprs = Vec::new();
+        for leaf in init_sym.leaves() {
+            let SExpr::Const(v) = &*leaf else { unreachable!("literal") };
+            let id = self.fresh_id();
+            states.push((id, v.scalar(), *v));
+            acc_exprs.push(Rc::new(SExpr::Acc(id)));
+        }
+        Ok((states, assemble(self.types, element, &mut acc_exprs.into_iter())))
+    }
+
     /// A new identifier for an accumulator or a set of fresh loop variables.
     fn fresh_id(&mut self) -> u32 {
         self.next_acc += 1;
@@ -543,16 +554,7 @@ impl<'m> Lowerer<'m> {
         if elems.iter().flat_map(Sym::leaves).any(|x| crate::sym::free_vars(&x).iter().any(|v| !own.contains(&v))) {
             return Err(refuse("inside a loop over other dimensions"));
         }
-        let init_sym = self.literal_sym(init, element, func)?;
-        let mut states = Vec::new();
-        let mut acc_exprs = Vec::new();
-        for leaf in init_sym.leaves() {
-            let SExpr::Const(v) = &*leaf else { unreachable!("literal") };
-            let id = self.fresh_id();
-            states.push((id, v.scalar(), *v));
-            acc_exprs.push(Rc::new(SExpr::Acc(id)));
-        }
-        let state = assemble(self.types, element, &mut acc_exprs.into_iter());
+        let (states, state) = self.state_registers(init, element, func)?;
         let mut call_args = vec![state];
         call_args.extend(elems);
         let updates = self.inline(f, call_args)?.leaves();
