@@ -480,6 +480,18 @@ func @f(%x: tensor<f32, R[0:6], C[0:40]>) -> tensor<(f32, index), R[0:6]> {
     entry="f",
 )
 
+# The same fold with NaNs: `greater` is false for NaN, so NaNs are never chosen (unlike
+# np.argmax, which returns the first NaN): the oracle is the argmax with NaNs replaced by -inf.
+x = rng.integers(0, 5, (6, 40)).astype(np.float32)
+x[rng.random(x.shape) < 0.2] = np.nan
+case(
+    "argmax_tuple_accumulator_skips_nan",
+    CASES[-1][1],
+    {"x": x},
+    lambda x: {"f0": np.nanmax(x, axis=1), "f1": np.where(np.isnan(x), -np.inf, x).argmax(axis=1)},
+    entry="f",
+)
+
 # ---- seed 001: nested tensors ----------------------------------------------------------------
 PA, PB = randn(8, 12), randn(12, 8)
 case(

@@ -542,7 +542,7 @@ fn reassociable(r: &SExpr) -> bool {
         (_, SExpr::Acc(x)) if x == id => a,
         _ => return false,
     };
-    scalar.is_float() && s == scalar && inner.len() as i64 >= REASSOCIATE_MIN && !uses_acc(term, *id)
+    scalar.is_float() && s == scalar && inner.len() as i64 >= REASSOCIATE_MIN && !crate::sym::reads_acc(term, *id)
 }
 
 /// Whether the generated code computes exactly what the interpreter does, bit for bit. Not so
@@ -588,23 +588,7 @@ fn contiguous_fold(r: &Rc<SExpr>) -> bool {
 
 /// Whether reduction `r` can be evaluated outside fold `id` over `vars`.
 fn invariant(r: &Rc<SExpr>, vars: &[(strata_ir::DimName, strata_ir::Interval)], id: u32) -> bool {
-    !crate::sym::free_vars(r).iter().any(|v| vars.iter().any(|(d, _)| d == v)) && !uses_acc(r, id)
-}
-
-/// Whether `e` reads accumulator `id`.
-fn uses_acc(e: &Rc<SExpr>, id: u32) -> bool {
-    fn part(p: crate::sym::Part, id: u32, found: &mut bool) {
-        match p {
-            crate::sym::Part::Expr(e) => {
-                *found |= matches!(&**e, SExpr::Acc(a) if *a == id);
-                crate::sym::for_each_part(e, &mut |q| part(q, id, found));
-            }
-            crate::sym::Part::Coord(c) => crate::sym::for_each_coord_part(c, &mut |q| part(q, id, found)),
-        }
-    }
-    let mut found = false;
-    part(crate::sym::Part::Expr(e), id, &mut found);
-    found
+    !crate::sym::free_vars(r).iter().any(|v| vars.iter().any(|(d, _)| d == v)) && !crate::sym::reads_acc(r, id)
 }
 
 /// The C translation unit for `program`, exporting `strata_entry`.
@@ -811,6 +795,11 @@ fn emit_scan_stage(
         for (id, t, init) in &sc.states {
             let _ = writeln!(out, "{indent}{} acc{id} = {};  /* scan state */", c_type(*t), literal(*init));
         }
+        if let Some(best) = sc.arg_best.as_ref().filter(|_| sc.last_only && sc.forward) {
+            emit_arg_best(out, em, sc, best, indent);
+            emit_stores(out, em, stores, indent);
+            return;
+        }
     }
     let d = var(sc.dim.name.as_str());
     let (a, b) = (sc.dim.interval.start, sc.dim.interval.stop);
@@ -862,6 +851,45 @@ fn emit_scan_stage(
             None => emit_stores(out, em, stores, indent),
         }
     }
+}
+
+/// Lanes of an argmax / argmin fold (see `lower::ArgBest`).
+const LANES: i64 = 16;
+
+/// An argmax / argmin fold in [`LANES`] lanes, lane `l` over every element `j ≡ l` of each
+/// full block; the lanes combine by "better value, else smaller index" into the state
+/// registers, and the remaining elements fold in order after them.
+fn emit_arg_best(out: &mut String, em: &Emitter, sc: &ScanLoop, best: &crate::lower::ArgBest, indent: &str) {
+    let [(v, vt, _), (i, it, _)] = &sc.states[..] else { unreachable!("two states") };
+    let (vt, it) = (c_type(*vt), c_type(*it));
+    let d = var(sc.dim.name.as_str());
+    let (a, b) = (sc.dim.interval.start, sc.dim.interval.stop);
+    let better = if best.less { "<" } else { ">" };
+    let x = em.value(&best.value);
+    let _ = writeln!(
+        out,
+        "{indent}{{  /* arg{} over {}{} in {LANES} lanes */",
+        if best.less { "min" } else { "max" },
+        sc.dim.name,
+        sc.dim.interval
+    );
+    let _ = writeln!(out, "{indent}  {vt} bv[{LANES}]; {it} bi[{LANES}];");
+    let _ = writeln!(out, "{indent}  for (int l = 0; l < {LANES}; ++l) {{ bv[l] = acc{v}; bi[l] = acc{i}; }}");
+    let _ = writeln!(out, "{indent}  int64_t jb = {a};");
+    let _ = writeln!(out, "{indent}  for (; jb + {LANES} <= {b}; jb += {LANES})");
+    let _ = writeln!(
+        out,
+        "{indent}    _Pragma(\"omp simd\") for (int l = 0; l < {LANES}; ++l) {{ const int64_t {d} = jb + l; {vt} x = {x}; {vt} o = bv[l]; {it} oi = bi[l]; int g = x {better} o; bv[l] = g ? x : o; bi[l] = g ? ({it}){d} : oi; }}"
+    );
+    let _ = writeln!(
+        out,
+        "{indent}  for (int l = 0; l < {LANES}; ++l) if (bv[l] {better} acc{v} || (bv[l] == acc{v} && bi[l] < acc{i})) {{ acc{v} = bv[l]; acc{i} = bi[l]; }}"
+    );
+    let _ = writeln!(
+        out,
+        "{indent}  for (int64_t {d} = jb; {d} < {b}; ++{d}) {{ {vt} x = {x}; if (x {better} acc{v}) {{ acc{v} = x; acc{i} = ({it}){d}; }} }}"
+    );
+    let _ = writeln!(out, "{indent}}}");
 }
 
 /// Whether every load in `e` that depends on `dim` has it as its last (contiguous) coordinate.
@@ -966,7 +994,7 @@ fn emit_contraction(out: &mut String, em: &Emitter, k: &Kernel, reductions: &[Rc
         let deps: String = reductions[..ri]
             .iter()
             .filter_map(|h| match &**h {
-                SExpr::Reduce { id: h, scalar: ht, .. } if uses_acc(body, *h) => {
+                SExpr::Reduce { id: h, scalar: ht, .. } if crate::sym::reads_acc(body, *h) => {
                     Some(format!("{} acc{h} = row{h}[{j} - jb]; ", c_type(*ht)))
                 }
                 _ => None,

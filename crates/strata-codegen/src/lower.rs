@@ -10,8 +10,8 @@ use std::rc::Rc;
 
 use strata_entity::Handle;
 use strata_ir::{
-    DimName, Expr, ExprKind, Function, FunctionKind, Level, Literal, Module, Op, ParamMode, Scalar, Statement, Type,
-    TypeArena, Value,
+    BinaryOp, DimName, Expr, ExprKind, Function, FunctionKind, Level, Literal, Module, Op, ParamMode, Scalar,
+    Statement, Type, TypeArena, Value,
 };
 use strata_runtime::Sv;
 
@@ -94,6 +94,42 @@ pub struct ScanLoop {
     /// Store only the final state, after the sequential loop (a fold with a tuple
     /// accumulator), instead of the state at every step.
     pub last_only: bool,
+    /// Set when the fold is an argmax / argmin (see [`ArgBest`]).
+    pub arg_best: Option<ArgBest>,
+}
+
+/// A fold over `(best, index)` that replaces both where `value` is strictly greater (`less`:
+/// smaller) than `best`, with the loop variable as the index — numpy's argmax / argmin rule
+/// (first occurrence wins). Such a fold may run in vector lanes, each over every `lanes`-th
+/// element, whose results combine by "better value, else smaller index": the same answer as
+/// the sequential fold, NaNs never chosen in either.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ArgBest {
+    /// The compared value at the current step (free of the accumulators).
+    pub value: Rc<SExpr>,
+    /// Argmin rather than argmax.
+    pub less: bool,
+}
+
+/// Recognizes an [`ArgBest`] fold: states `(best, index)` with updates
+/// `select(value > best, value, best)` and `select(value > best, dim, index)`.
+fn arg_best(states: &[(u32, Scalar, Sv)], updates: &[Rc<SExpr>], dim: &DimName) -> Option<ArgBest> {
+    let [(vb, _, _), (ib, it, _)] = states else { return None };
+    let [uv, ui] = updates else { return None };
+    let (SExpr::Select(c1, x, keep_v), SExpr::Select(c2, j, keep_i)) = (&**uv, &**ui) else { return None };
+    if c1 != c2 || **keep_v != SExpr::Acc(*vb) || **keep_i != SExpr::Acc(*ib) || !it.is_integer() {
+        return None;
+    }
+    let index = matches!(&**j, SExpr::Index(Coord::Var { dim: d, offset: 0 }) if d == dim)
+        || matches!(&**j, SExpr::Cast(inner, _, _) if matches!(&**inner, SExpr::Index(Coord::Var { dim: d, offset: 0 }) if d == dim));
+    let SExpr::Binary(op, a, b, _) = &**c1 else { return None };
+    let less = match (op, &**b) {
+        (BinaryOp::Greater, SExpr::Acc(v)) if *v == *vb && a == x => false,
+        (BinaryOp::Less, SExpr::Acc(v)) if *v == *vb && a == x => true,
+        _ => return None,
+    };
+    let free = |e: &Rc<SExpr>| !crate::sym::reads_acc(e, *vb) && !crate::sym::reads_acc(e, *ib);
+    (index && free(x)).then(|| ArgBest { value: x.clone(), less })
 }
 
 /// A lowered entry: buffers and kernels run in order.
@@ -357,7 +393,7 @@ impl<'m> Lowerer<'m> {
                 e.name, self.module.functions[f].name
             ),
             domain: outer,
-            scan: Some(ScanLoop { dim: dim_level, forward, states, updates, last_only: false }),
+            scan: Some(ScanLoop { dim: dim_level, forward, states, updates, last_only: false, arg_best: None }),
             stores,
             matmul: None,
             chain: Vec::new(),
@@ -558,6 +594,7 @@ impl<'m> Lowerer<'m> {
         let mut call_args = vec![state];
         call_args.extend(elems);
         let updates = self.inline(f, call_args)?.leaves();
+        let arg_best = arg_best(&states, &updates, &dim);
         let name = format!("fold{}", self.kernels.len());
         let (sym, ids) = self.bind(&name, e.ty, None, true, func)?;
         let stores = ids
@@ -568,7 +605,14 @@ impl<'m> Lowerer<'m> {
         self.kernels.push(Kernel {
             comment: format!("%{} = map_reduce(@{}) with a tuple accumulator", e.name, self.module.functions[f].name),
             domain: levels,
-            scan: Some(ScanLoop { dim: Level::dense(dim, interval), forward: true, states, updates, last_only: true }),
+            scan: Some(ScanLoop {
+                arg_best,
+                dim: Level::dense(dim, interval),
+                forward: true,
+                states,
+                updates,
+                last_only: true,
+            }),
             stores,
             matmul: None,
             chain: Vec::new(),

@@ -375,6 +375,22 @@ pub fn show(e: &SExpr) -> String {
     }
 }
 
+/// Whether `e` reads accumulator `id`.
+pub fn reads_acc(e: &Rc<SExpr>, id: u32) -> bool {
+    fn part(p: Part, id: u32, found: &mut bool) {
+        match p {
+            Part::Expr(e) => {
+                *found |= matches!(&**e, SExpr::Acc(a) if *a == id);
+                for_each_part(e, &mut |q| part(q, id, found));
+            }
+            Part::Coord(c) => for_each_coord_part(c, &mut |q| part(q, id, found)),
+        }
+    }
+    let mut found = false;
+    part(Part::Expr(e), id, &mut found);
+    found
+}
+
 /// The loop variables an expression reads (not counting variables bound by its reductions).
 pub fn free_vars(e: &Rc<SExpr>) -> Vec<DimName> {
     fn part(p: Part, out: &mut Vec<DimName>) {
