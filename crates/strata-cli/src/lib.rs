@@ -200,8 +200,8 @@ pub struct RunOptions {
     pub time: bool,
     /// Native threads (`None`: `$STRATA_NUM_THREADS`, else all cores).
     pub threads: Option<usize>,
-    /// Native runs to time after the first (each on preallocated buffers, then each allocating
-    /// its outputs afresh); 0 times nothing extra.
+    /// Native runs to time after the first, each kind N times, alternating: on preallocated
+    /// buffers and allocating the outputs afresh; 0 times nothing extra.
     pub repeat: usize,
     /// Where to write the native timings as JSON (see [`Timings::to_json`]).
     pub timings: Option<PathBuf>,
@@ -436,12 +436,11 @@ fn run_native(
     let mut buffers = exec::Buffers::new(&program, args);
     buffers.call(&lib, threads).map_err(failed)?;
     timings.first_s = t1.elapsed().as_secs_f64();
+    // Alternating the two kinds of runs exposes both to the same machine state.
     for _ in 0..opts.repeat {
         let t = std::time::Instant::now();
         buffers.call(&lib, threads).map_err(failed)?;
         timings.preallocated_s.push(t.elapsed().as_secs_f64());
-    }
-    for _ in 0..opts.repeat {
         let t = std::time::Instant::now();
         buffers.renew_written(&program, args);
         buffers.call(&lib, threads).map_err(failed)?;
