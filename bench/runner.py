@@ -1,10 +1,12 @@
 """The benchmark runner (called by bench/run).
 
 For each thread count (1 and all cores, or --threads N) it measures the machine's limits with
-the C probes (STREAM triad and read, FMA peak), then runs every workload in a child process
+the C probes (STREAM triad and read, FMA peak; the better of a probe before and after the
+workloads), and runs every workload in a child process
 pinned to that many cores, with every peer's thread pool set to the same count:
 Strata (native backend, cached compile; --repeat timings on preallocated and on freshly
-allocated outputs) and the peers on identical data. Every result is checked against the numpy
+allocated outputs) and the peers on identical data, in interleaved rounds so that load bursts
+on a shared machine hit every implementation alike. Every result is checked against the numpy
 reference. Prints the table (bench/report.py) and writes the JSON records with --json.
 """
 
@@ -130,16 +132,6 @@ def check(w, got, want) -> float:
     return worst
 
 
-def time_calls(run, runs):
-    result = run()  # warm-up (JIT compiles, first touch)
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - t)
-    return result, times
-
-
 def run_strata(w, inputs, threads, runs, strata, tmp: Path):
     import numpy as np
 
@@ -169,6 +161,58 @@ def stats(times):
     return {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times)}
 
 
+ROUND = 3  # timed runs per implementation per round
+
+
+def measure(w, inputs, want, threads, runs, strata, tmp):
+    """Times Strata and every peer on `w` in interleaved rounds of ROUND runs each, so that a
+    burst of load on the shared machine hits every implementation alike. Returns records
+    (without derived figures); a failing implementation gets an "error" record."""
+    base = {"workload": w.name, "threads": threads}
+    rounds = -(-runs // ROUND)
+    times = {}  # impl -> list of run times (Strata: per variant)
+    extra = {}
+    runners = {}
+    errors = {}
+    # Set up and warm up each peer once (JIT compiles, first touch), checking its result.
+    for impl, factory in w.peers.items():
+        try:
+            run = factory(inputs)
+            extra[impl] = {"check": check(w, run(), want)}
+            runners[impl] = run
+            times[impl] = []
+        except Exception as e:  # noqa: BLE001 — reported in the table, the suite goes on
+            errors[impl] = f"{type(e).__name__}: {e}"
+    times["strata/preallocated"], times["strata/allocating"] = [], []
+    for r in range(rounds):
+        if "strata" not in errors:
+            try:
+                got, t = run_strata(w, inputs, threads, ROUND, strata, tmp)
+                if r == 0:
+                    extra["strata"] = {"check": check(w, got, want), "compile_s": t["compile_s"], "cached": t["cached"]}
+                times["strata/preallocated"] += t["preallocated_s"]
+                times["strata/allocating"] += t["allocating_s"]
+            except Exception as e:  # noqa: BLE001
+                errors["strata"] = str(e)
+        for impl, run in runners.items():
+            for _ in range(ROUND):
+                t0 = time.perf_counter()
+                run()
+                times[impl].append(time.perf_counter() - t0)
+    records = []
+    if "strata" in errors:
+        records.append({**base, "impl": "strata", "variant": "allocating", "error": errors["strata"]})
+    else:
+        for variant in ("preallocated", "allocating"):
+            records.append({**base, "impl": "strata", "variant": variant, **stats(times[f"strata/{variant}"]), **extra["strata"]})
+    for impl in w.peers:
+        if impl in errors:
+            records.append({**base, "impl": impl, "variant": "allocating", "error": errors[impl]})
+        else:
+            records.append({**base, "impl": impl, "variant": "allocating", **stats(times[impl]), **extra[impl]})
+    return records
+
+
 def child(args):
     import numpy as np
 
@@ -192,26 +236,8 @@ def child(args):
                 data = {w.group: w.make(np.random.default_rng(20261122))}
             inputs = data[w.group]
             want = w.reference(inputs)
-            base = {"workload": w.name, "threads": threads}
-            print(f"  {w.name}: strata", end="", file=sys.stderr, flush=True)
-            try:
-                got, t = run_strata(w, inputs, threads, args.runs * w.runs_scale, args.strata, tmp)
-                err = check(w, got, want)
-                for variant, key in (("preallocated", "preallocated_s"), ("allocating", "allocating_s")):
-                    records.append({**base, "impl": "strata", "variant": variant, **stats(t[key]), "check": err,
-                                    "compile_s": t["compile_s"], "cached": t["cached"]})
-            except Exception as e:  # noqa: BLE001 — reported in the table, the suite goes on
-                records.append({**base, "impl": "strata", "variant": "allocating", "error": str(e)})
-            for impl, factory in w.peers.items():
-                print(f", {impl}", end="", file=sys.stderr, flush=True)
-                try:
-                    run = factory(inputs)
-                    got, times = time_calls(run, args.runs * w.runs_scale)
-                    err = check(w, got, want)
-                    records.append({**base, "impl": impl, "variant": "allocating", **stats(times), "check": err})
-                except Exception as e:  # noqa: BLE001
-                    records.append({**base, "impl": impl, "variant": "allocating", "error": f"{type(e).__name__}: {e}"})
-            print(file=sys.stderr)
+            print(f"  {w.name}: strata, {', '.join(w.peers)}", file=sys.stderr, flush=True)
+            records += measure(w, inputs, want, threads, args.runs * w.runs_scale, args.strata, tmp)
     args.child.write_text(json.dumps(records))
 
 
@@ -229,7 +255,7 @@ def main(argv):
     with tempfile.TemporaryDirectory(prefix="strata-probes-") as d:
         for t in counts:
             print(f"bench: {t} thread(s): probing the machine's limits", file=sys.stderr)
-            records += probe_limits(t, Path(d))
+            before = probe_limits(t, Path(d))
             print(f"bench: {t} thread(s): {len(ws)} workloads", file=sys.stderr)
             out = Path(d) / f"child-{t}.json"
             cmd = [sys.executable, __file__, "--child", str(out), "--threads", str(t), "--runs", str(args.runs), "--strata", args.strata]
@@ -237,6 +263,11 @@ def main(argv):
                 cmd += ["--only", args.only]
             subprocess.run(cmd, env=thread_env(t), preexec_fn=pin(t), check=True)
             records += json.loads(out.read_text())
+            # Limits are what the machine can do: the better of a probe before and after.
+            after = probe_limits(t, Path(d))
+            for b, a in zip(before, after):
+                key = "gbps" if b["gbps"] is not None else "gflops"
+                records.append(b if b[key] >= a[key] else a)
     report.derive(records, ws)
     meta = report.machine(time.time() - start)
     for r in records:
