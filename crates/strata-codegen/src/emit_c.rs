@@ -977,6 +977,11 @@ fn emit_matmul(out: &mut String, em: &Emitter, k: &Kernel, mm: &MatMul) {
         indent.truncate(indent.len() - 2);
         let _ = writeln!(out, "{indent}}}");
     }
+    if let Some(epilogue) = &mm.epilogue {
+        let _ = writeln!(out, "  /* the epilogue, in place */");
+        let store = Store { buffer: mm.buffers[0], value: epilogue.clone() };
+        emit_loops(out, em, &Kernel { stores: vec![store], matmul: None, ..k.clone() });
+    }
 }
 
 /// The loop nest of a contraction kernel (see [`hoist_reductions`]): outer loops, then strips

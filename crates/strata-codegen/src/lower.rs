@@ -15,7 +15,7 @@ use strata_ir::{
 };
 use strata_runtime::Sv;
 
-use crate::sym::{shift, substitute, Coord, Load, SExpr, Sym};
+use crate::sym::{reads, shift, substitute, Coord, Load, SExpr, Sym};
 
 /// One scalar buffer: a parameter (or one tuple field of it), or a function result.
 #[derive(Clone, Debug, PartialEq)]
@@ -1594,27 +1594,6 @@ fn reads_through_table(e: &Rc<SExpr>) -> bool {
     }
     let mut found = false;
     part(crate::sym::Part::Expr(e), &mut found);
-    found
-}
-
-/// Whether `e` reads buffer `b` (directly or through a table).
-fn reads(e: &Rc<SExpr>, b: usize) -> bool {
-    fn part(p: crate::sym::Part, b: usize, found: &mut bool) {
-        use crate::sym::Part;
-        match p {
-            Part::Expr(e) => {
-                *found |= matches!(&**e, SExpr::Load(l) if l.buffer == b)
-                    || matches!(&**e, SExpr::Guard { table, .. } if table.buffer == b);
-                crate::sym::for_each_part(e, &mut |q| part(q, b, found));
-            }
-            Part::Coord(c) => {
-                *found |= matches!(c, Coord::Table { table, .. } if table.buffer == b);
-                crate::sym::for_each_coord_part(c, &mut |q| part(q, b, found));
-            }
-        }
-    }
-    let mut found = false;
-    part(crate::sym::Part::Expr(e), b, &mut found);
     found
 }
 

@@ -57,6 +57,9 @@ pub struct MatMul {
     pub batch: Vec<Axis>,
     /// The initial value stored before accumulating (`None`: the sums start from zero).
     pub init: Option<Rc<SExpr>>,
+    /// Elementwise work on the product, applied in place after the GEMM: the stored value with
+    /// the product read back from the output at the current point.
+    pub epilogue: Option<Rc<SExpr>>,
 }
 
 /// An affine form `Σ coef · var + constant` over loop variables.
@@ -211,7 +214,8 @@ pub fn recognize(kernel: &Kernel, buffers: &[Buffer]) -> Option<MatMul> {
         return None;
     }
     let store = &kernel.stores[0];
-    let SExpr::Reduce { id, vars, init, scalar, body } = &*store.value else { return None };
+    let (reduce, epilogue) = split_epilogue(&store.value, store.buffer, buffers)?;
+    let SExpr::Reduce { id, vars, init, scalar, body } = &*reduce else { return None };
     if !matches!(scalar, Scalar::F32 | Scalar::F64) || buffers[store.buffer].scalar != *scalar {
         return None;
     }
@@ -277,7 +281,71 @@ pub fn recognize(kernel: &Kernel, buffers: &[Buffer]) -> Option<MatMul> {
         k,
         batch,
         init: (!is_zero(init)).then(|| init.clone()),
+        epilogue,
     })
+}
+
+/// The product and its epilogue in a stored value: the value itself when it is a fold, else
+/// its one always-evaluated fold (not under a select branch) with the rest elementwise — the
+/// epilogue, rewritten to read the product from `out` at the current point (e.g. `relu(A·B +
+/// bias)` becomes `maximum(out + bias, 0)`), applied in place after the GEMM. `None` when the
+/// value has no such fold, several, or reads `out` itself.
+fn split_epilogue(value: &Rc<SExpr>, out: usize, buffers: &[Buffer]) -> Option<(Rc<SExpr>, Option<Rc<SExpr>>)> {
+    if matches!(&**value, SExpr::Reduce { .. }) {
+        return Some((value.clone(), None));
+    }
+    let mut folds = Vec::new();
+    collect_folds(value, &mut folds);
+    let [fold] = <[Rc<SExpr>; 1]>::try_from(folds).ok()?;
+    if crate::sym::reads(value, out) {
+        return None;
+    }
+    let here: Vec<Coord> = buffers[out].levels.iter().map(|l| Coord::Var { dim: l.name.clone(), offset: 0 }).collect();
+    let product = Rc::new(SExpr::Load(Rc::new(Load { buffer: out, coords: here })));
+    let epilogue = replace_fold(value, &fold, &product)?;
+    Some((fold, Some(epilogue)))
+}
+
+/// The folds `e` always evaluates (through arithmetic, casts and select conditions, not into
+/// select branches, short-circuit operators or other folds).
+fn collect_folds(e: &Rc<SExpr>, out: &mut Vec<Rc<SExpr>>) {
+    match &**e {
+        SExpr::Reduce { .. } => out.push(e.clone()),
+        SExpr::Unary(_, a, _) | SExpr::Cast(a, _, _) => collect_folds(a, out),
+        SExpr::Binary(op, a, b, _) if !matches!(op, BinaryOp::And | BinaryOp::Or) => {
+            collect_folds(a, out);
+            collect_folds(b, out);
+        }
+        SExpr::Select(c, _, _) => collect_folds(c, out),
+        _ => {}
+    }
+}
+
+/// `e` with the fold `fold` (on an always-evaluated path) replaced by `by`; `None` if a fold
+/// occurs anywhere else (e.g. under a select branch).
+fn replace_fold(e: &Rc<SExpr>, fold: &Rc<SExpr>, by: &Rc<SExpr>) -> Option<Rc<SExpr>> {
+    if Rc::ptr_eq(e, fold) || e == fold {
+        return Some(by.clone());
+    }
+    let go = |x: &Rc<SExpr>| replace_fold(x, fold, by);
+    Some(Rc::new(match &**e {
+        SExpr::Unary(op, a, s) => SExpr::Unary(*op, go(a)?, *s),
+        SExpr::Cast(a, from, to) => SExpr::Cast(go(a)?, *from, *to),
+        SExpr::Binary(op, a, b, s) => SExpr::Binary(*op, go(a)?, go(b)?, *s),
+        SExpr::Select(c, t, f) => SExpr::Select(go(c)?, no_fold(t)?, no_fold(f)?),
+        other => return no_fold(&Rc::new(other.clone())),
+    }))
+}
+
+/// `e` itself if it contains no fold.
+fn no_fold(e: &Rc<SExpr>) -> Option<Rc<SExpr>> {
+    let mut any = matches!(&**e, SExpr::Reduce { .. });
+    crate::sym::for_each_part(e, &mut |p| {
+        if let crate::sym::Part::Expr(x) = p {
+            any |= no_fold(x).is_none();
+        }
+    });
+    (!any).then(|| e.clone())
 }
 
 impl std::fmt::Display for Axis {
@@ -296,6 +364,9 @@ impl std::fmt::Display for MatMul {
         }
         if self.init.is_some() {
             write!(f, ", accumulating onto the initial value")?;
+        }
+        if let Some(e) = &self.epilogue {
+            write!(f, ", then in place: {}", crate::sym::show(e))?;
         }
         Ok(())
     }

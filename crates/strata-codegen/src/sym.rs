@@ -375,6 +375,26 @@ pub fn show(e: &SExpr) -> String {
     }
 }
 
+/// Whether `e` reads buffer `b` (directly or through a table).
+pub fn reads(e: &Rc<SExpr>, b: usize) -> bool {
+    fn part(p: Part, b: usize, found: &mut bool) {
+        match p {
+            Part::Expr(e) => {
+                *found |= matches!(&**e, SExpr::Load(l) if l.buffer == b)
+                    || matches!(&**e, SExpr::Guard { table, .. } if table.buffer == b);
+                for_each_part(e, &mut |q| part(q, b, found));
+            }
+            Part::Coord(c) => {
+                *found |= matches!(c, Coord::Table { table, .. } if table.buffer == b);
+                for_each_coord_part(c, &mut |q| part(q, b, found));
+            }
+        }
+    }
+    let mut found = false;
+    part(Part::Expr(e), b, &mut found);
+    found
+}
+
 /// Whether `e` reads accumulator `id`.
 pub fn reads_acc(e: &Rc<SExpr>, id: u32) -> bool {
     fn part(p: Part, id: u32, found: &mut bool) {

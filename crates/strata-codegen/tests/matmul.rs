@@ -38,3 +38,29 @@ fn small_products_keep_the_exact_loops() {
     // A 4x8 by 8x5 product is far below the GEMM threshold.
     assert!(matmuls("structured/dot_product.strata", "named").iter().all(Option::is_none));
 }
+
+#[test]
+fn an_elementwise_epilogue_runs_in_place_after_the_gemm() {
+    // relu(A·B + bias): the product goes to the GEMM, the rest reads it back from the output.
+    let text = r#"
+func @mac(%acc: f64, %a: f64, %b: f64) -> f64 {
+  %p = multiplies(%a, %b) : f64
+  %s = plus(%acc, %p) : f64
+  return %s
+}
+func @f(%a: tensor<f64, I[0:64], K[0:48]>, %b: tensor<f64, K[0:48], J[0:40]>, %bias: tensor<f64, J[0:40]>) -> tensor<f64, I[0:64], J[0:40]> {
+  %p = map_reduce(@mac, %a, %b, init = 0.0, einsum = "ik,kj->ij") : tensor<f64, I[0:64], J[0:40]>
+  %s = plus(%p, %bias) : tensor<f64, I[0:64], J[0:40]>
+  %z = constant(value = 0.0) : f64
+  %r = maximum(%s, %z) : tensor<f64, I[0:64], J[0:40]>
+  return %r
+}
+"#;
+    let module = strata_syntax::parse(text).unwrap();
+    let info = strata_verify::verify(&module).unwrap();
+    let (h, _) = module.functions.iter().find(|(_, f)| f.name == "f").unwrap();
+    let program = lower(&module, &info.types, h).unwrap();
+    let mm = program.kernels[0].matmul.as_ref().expect("a GEMM");
+    let epilogue = strata_codegen::sym::show(mm.epilogue.as_ref().expect("an epilogue"));
+    assert_eq!(epilogue, "maximum(plus(b3[I, J], b2[J]), 0)");
+}
