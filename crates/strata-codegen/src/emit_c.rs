@@ -693,8 +693,68 @@ fn emit_loops(out: &mut String, em: &Emitter, k: &Kernel) {
     }
     let mut indent = String::from("  ");
     open_domain_loops(out, &k.domain, &mut indent);
-    emit_stores(out, em, &k.stores, &indent);
+    // Folds over the same loop variables (the x and y sums of the nabla over one neighbor
+    // table) share one loop: their table reads and checks happen once per step.
+    let mut folds = Vec::new();
+    let hoisted: Vec<Store> = k
+        .stores
+        .iter()
+        .map(|st| Store { buffer: st.buffer, value: hoist_reductions(&st.value, &mut folds, &|_| true) })
+        .collect();
+    let shared = folds.windows(2).any(|w| fold_vars(&w[0]) == fold_vars(&w[1]));
+    if shared && k.stores.iter().all(|st| em.present(&st.value) == "1") {
+        emit_sibling_folds(out, em, &folds, &indent);
+        emit_stores(out, em, &hoisted, &indent);
+    } else {
+        emit_stores(out, em, &k.stores, &indent);
+    }
     close_loops(out, &mut indent, k.domain.len());
+}
+
+/// The loop variables of fold `r`.
+fn fold_vars(r: &SExpr) -> Option<&[(strata_ir::DimName, strata_ir::Interval)]> {
+    match r {
+        SExpr::Reduce { vars, .. } => Some(vars),
+        _ => None,
+    }
+}
+
+/// Hoisted folds (in dependency order) as accumulator registers at the current point; runs of
+/// consecutive folds over the same variables that do not read each other share one loop, each
+/// stepping in its own order (results unchanged).
+fn emit_sibling_folds(out: &mut String, em: &Emitter, folds: &[Rc<SExpr>], indent: &str) {
+    let mut groups: Vec<Vec<&Rc<SExpr>>> = Vec::new();
+    for f in folds {
+        let joins = groups.last().is_some_and(|g| {
+            fold_vars(g[0]) == fold_vars(f)
+                && !g.iter().any(|h| matches!(&***h, SExpr::Reduce { id, .. } if crate::sym::reads_acc(f, *id)))
+        });
+        match groups.last_mut() {
+            Some(g) if joins => g.push(f),
+            _ => groups.push(vec![f]),
+        }
+    }
+    for g in groups {
+        if let [one] = g[..] {
+            let SExpr::Reduce { id, scalar, .. } = &**one else { unreachable!("hoisted folds") };
+            let _ = writeln!(out, "{indent}{} acc{id} = {};", c_type(*scalar), em.value(one));
+            continue;
+        }
+        let mut steps = Vec::new();
+        let mut sums = Vec::new();
+        for f in &g {
+            let SExpr::Reduce { id, init, scalar, body, .. } = &***f else { unreachable!("hoisted folds") };
+            let _ = writeln!(out, "{indent}{} acc{id} = {};", c_type(*scalar), em.value(init));
+            steps.push(em.fold_step(*id, body));
+            sums.push(format!("acc{id}"));
+        }
+        let mut loops = fold_loops(fold_vars(g[0]).expect("a fold"));
+        if g.iter().all(|f| reassociable(f)) {
+            let inner = loops.rfind("for (").expect("a fold loop");
+            loops.insert_str(inner, &format!("_Pragma(\"omp simd reduction(+:{})\") ", sums.join(",")));
+        }
+        let _ = writeln!(out, "{indent}{loops}{{ {} }}", steps.join(" "));
+    }
 }
 
 /// One store per point: `target = value`, or zero where the value is absent.
