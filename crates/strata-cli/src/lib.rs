@@ -340,7 +340,17 @@ pub fn cmd_run(file: &Path, opts: &RunOptions) -> i32 {
     };
     let ran_natively = matches!(native, Some(Ok(_)));
     let values = match native {
-        Some(Ok(v)) => v,
+        Some(Ok((v, timings))) => {
+            if opts.time {
+                let _ = write!(stderr, "{}", timings.report());
+            }
+            if let Some(path) = &opts.timings {
+                if let Err(e) = std::fs::write(path, timings.to_json()) {
+                    return usage(&mut stderr, format!("cannot write the timings to {}: {e}", path.display()));
+                }
+            }
+            v
+        }
         Some(Err(e)) if backend == Backend::Native => return usage(&mut stderr, e.to_string()),
         // The interpreter: chosen, or (auto) for what the native backend does not compile yet,
         // or (auto) re-running a failed native run for a located diagnostic.
@@ -384,6 +394,9 @@ pub fn cmd_run(file: &Path, opts: &RunOptions) -> i32 {
     if opts.time && !ran_natively {
         let _ = writeln!(stderr, "time: interpreter {:.3} ms", elapsed.as_secs_f64() * 1e3);
     }
+    if !ran_natively && (opts.repeat > 0 || opts.timings.is_some()) {
+        let _ = writeln!(stderr, "note: --repeat and --timings time native runs only; the interpreter ran once");
+    }
     0
 }
 
@@ -417,7 +430,7 @@ fn run_native(
     entry: strata_entity::Handle<strata_ir::Function>,
     args: &[strata_runtime::Tensor],
     opts: &RunOptions,
-) -> Result<Vec<(String, strata_runtime::Tensor)>, NativeError> {
+) -> Result<(Vec<(String, strata_runtime::Tensor)>, Timings), NativeError> {
     use strata_codegen::{compile, exec};
     let t0 = std::time::Instant::now();
     let program = strata_codegen::lower(module, types, entry).map_err(NativeError::NotCompiled)?;
@@ -446,16 +459,9 @@ fn run_native(
         buffers.call(&lib, threads).map_err(failed)?;
         timings.allocating_s.push(t.elapsed().as_secs_f64());
     }
-    if opts.time {
-        eprint!("{}", timings.report());
-    }
-    if let Some(path) = &opts.timings {
-        std::fs::write(path, timings.to_json())
-            .map_err(|e| NativeError::Failed(format!("cannot write the timings to {}: {e}", path.display())))?;
-    }
     let names: Vec<String> = f.params.iter().map(|&p| f.exprs[p].name.clone()).collect();
     let result_ty = f.result.map(|r| strata_runtime::ValueType::from_ir(types, r));
-    Ok(buffers.into_results(&program, args, &names, result_ty.as_ref()))
+    Ok((buffers.into_results(&program, args, &names, result_ty.as_ref()), timings))
 }
 
 /// `strata lower`: prints an entry's loop kernels or generated C.

@@ -251,3 +251,75 @@ fn corrupt_and_foreign_npy_files_are_errors_not_panics() {
         assert!(stderr(&o).contains(want), "{name}: {}", stderr(&o));
     }
 }
+
+#[test]
+fn repeat_times_preallocated_and_allocating_runs_and_writes_json() {
+    // A program whose out parameter is written whole: the repeated runs reuse and renew it, and
+    // the result still equals 2 * ones.
+    let d = tmp("repeat");
+    let f = write(
+        &d,
+        "twice.strata",
+        "program @p(%out: out tensor<f64, I[0:1000]>, %x: tensor<f64, I[0:1000]>) {\n  %y = plus(%x, %x) : tensor<f64, I[0:1000]>\n  %out <- %y\n}\n",
+    );
+    let json = d.join("t.json");
+    let out = d.join("out.npy");
+    let o = strata(&[
+        "run",
+        &f,
+        "--backend",
+        "native",
+        "--arg",
+        "x=ones",
+        "--repeat",
+        "4",
+        "--time",
+        "--timings",
+        &json.display().to_string(),
+        "--out",
+        &format!("out={}", out.display()),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("4 runs, preallocated outputs: median") && e.contains("4 runs, allocating outputs: median"),
+        "{e}"
+    );
+    let text = std::fs::read_to_string(&json).unwrap();
+    for key in ["\"compile_s\"", "\"cached\"", "\"first_s\"", "\"preallocated_s\"", "\"allocating_s\""] {
+        assert!(text.contains(key), "{key} missing in {text}");
+    }
+    let count = |key: &str| {
+        let list = text.split(key).nth(1).unwrap();
+        let list = &list[list.find('[').unwrap() + 1..list.find(']').unwrap()];
+        list.split(',').filter(|s| s.trim().parse::<f64>().is_ok_and(|t| t > 0.0)).count()
+    };
+    assert_eq!((count("\"preallocated_s\""), count("\"allocating_s\"")), (4, 4), "{text}");
+    // The values after the repeated runs: 2.0 everywhere (npy header, then 1000 little-endian f64).
+    let bytes = std::fs::read(&out).unwrap();
+    let data = &bytes[bytes.len() - 8000..];
+    assert!(data.chunks(8).all(|c| f64::from_le_bytes(c.try_into().unwrap()) == 2.0));
+}
+
+#[test]
+fn unwritable_timings_path_is_a_clear_error() {
+    let d = tmp("timings-bad");
+    let f = write(&d, "div.strata", DIV);
+    let bad = d.join("no/such/dir/t.json");
+    let o = strata(&[
+        "run",
+        &f,
+        "--backend",
+        "native",
+        "--arg",
+        "a=ones",
+        "--arg",
+        "b=ones",
+        "--repeat",
+        "1",
+        "--timings",
+        &bad.display().to_string(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("cannot write the timings"), "{}", stderr(&o));
+}
