@@ -186,6 +186,9 @@ struct Lowerer<'m> {
     next_acc: u32,
     /// Values already extracted into temporaries, and how to read them.
     temporaries: Vec<(Sym, Sym)>,
+    /// Presence columns of temporaries by their levels and skip conditions (shared by values
+    /// that are absent at the same points, e.g. the x and y fluxes of the nabla).
+    presence: Vec<(Vec<Level>, Vec<Load>, usize)>,
 }
 
 /// The scalar leaves of an element type with their field paths.
@@ -407,7 +410,9 @@ impl<'m> Lowerer<'m> {
     /// vertex), substituting it would recompute it, with a second level of indirect loads, at
     /// every neighbor reference. Instead one kernel computes it once over its own domain into a
     /// temporary, with a presence column (0, or the skip value -1 where the value is absent)
-    /// read back through the same guard as a neighbor-table skip; the result reads those.
+    /// read back through the same guard as a neighbor-table skip; the result reads those. A
+    /// value present everywhere needs no presence column; values absent at the same points
+    /// ([`crate::sym::skip_conditions`]) share one.
     /// Other values (and values depending on loop variables outside their own domain) are
     /// returned unchanged.
     fn extract_temporary(&mut self, e: &Expr, value: Sym) -> Sym {
@@ -443,18 +448,41 @@ impl<'m> Lowerer<'m> {
                 });
                 self.buffers.len() - 1
             };
-            let (vb, pb) = (temp("", scalar), temp(".present", Scalar::I8));
+            let vb = temp("", scalar);
             stores.push(Store { buffer: vb, value: leaf.clone() });
-            let present = Rc::new(SExpr::Select(
-                Rc::new(SExpr::Present(leaf.clone())),
-                Rc::new(SExpr::Const(Sv::I8(0))),
-                Rc::new(SExpr::Const(Sv::I8(-1))),
-            ));
-            stores.push(Store { buffer: pb, value: present });
+            let read_value = Rc::new(SExpr::Load(Rc::new(Load { buffer: vb, coords: coords.clone() })));
+            // The presence column: none for a value present everywhere, shared between values
+            // absent at the same points.
+            let skips = crate::sym::skip_conditions(leaf);
+            let shared = skips.as_ref().and_then(|c| {
+                self.presence
+                    .iter()
+                    .find(|(l, k, _)| *l == levels && k.len() == c.len() && c.iter().all(|x| k.contains(x)))
+            });
+            let pb = match (&skips, shared) {
+                (Some(c), _) if c.is_empty() => {
+                    reads.push(read_value);
+                    continue;
+                }
+                (_, Some((_, _, pb))) => *pb,
+                _ => {
+                    let pb = temp(".present", Scalar::I8);
+                    let present = Rc::new(SExpr::Select(
+                        Rc::new(SExpr::Present(leaf.clone())),
+                        Rc::new(SExpr::Const(Sv::I8(0))),
+                        Rc::new(SExpr::Const(Sv::I8(-1))),
+                    ));
+                    stores.push(Store { buffer: pb, value: present });
+                    if let Some(c) = skips {
+                        self.presence.push((levels.clone(), c, pb));
+                    }
+                    pb
+                }
+            };
             reads.push(Rc::new(SExpr::Guard {
                 table: Rc::new(Load { buffer: pb, coords: coords.clone() }),
                 source: strata_ir::Interval::new(0, 1),
-                value: Rc::new(SExpr::Load(Rc::new(Load { buffer: vb, coords: coords.clone() }))),
+                value: read_value,
             }));
         }
         self.kernels.push(Kernel {
@@ -1275,8 +1303,15 @@ impl<'m> Lowerer<'m> {
 /// Lowers `entry` of a verified module (`types` from verification) into kernels.
 pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Result<KernelProgram, LowerError> {
     let func = &module.functions[entry];
-    let mut l =
-        Lowerer { module, types, buffers: Vec::new(), kernels: Vec::new(), next_acc: 0, temporaries: Vec::new() };
+    let mut l = Lowerer {
+        module,
+        types,
+        buffers: Vec::new(),
+        kernels: Vec::new(),
+        next_acc: 0,
+        temporaries: Vec::new(),
+        presence: Vec::new(),
+    };
     let mut env: Vec<Option<Sym>> = vec![None; func.exprs.len()];
     let mut param_buffers: Vec<Vec<usize>> = Vec::new();
     for (i, &p) in func.params.iter().enumerate() {

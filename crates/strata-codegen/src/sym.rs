@@ -395,6 +395,58 @@ pub fn reads(e: &Rc<SExpr>, b: usize) -> bool {
     found
 }
 
+/// The neighbor-table entries whose skip value makes `e` absent, when that is all that decides
+/// it (`None` when a select makes presence depend on a condition). The structural twin of the
+/// presence test the C emitter writes; equal lists mean equal presence.
+pub fn skip_conditions(e: &SExpr) -> Option<Vec<Load>> {
+    fn coord(c: &Coord, out: &mut Vec<Load>) -> Option<()> {
+        match c {
+            Coord::Table { table, .. } => {
+                table.coords.iter().try_for_each(|c| coord(c, out))?;
+                push(out, table);
+            }
+            Coord::Computed { value, .. } => expr(value, out)?,
+            _ => {}
+        }
+        Some(())
+    }
+    fn push(out: &mut Vec<Load>, l: &Load) {
+        if !out.contains(l) {
+            out.push(l.clone());
+        }
+    }
+    fn expr(e: &SExpr, out: &mut Vec<Load>) -> Option<()> {
+        match e {
+            SExpr::Load(l) => l.coords.iter().try_for_each(|c| coord(c, out))?,
+            SExpr::Const(_) | SExpr::Acc(_) | SExpr::Present(_) | SExpr::Reduce { .. } => {}
+            SExpr::Guard { table, value, .. } => {
+                table.coords.iter().try_for_each(|c| coord(c, out))?;
+                push(out, table);
+                expr(value, out)?;
+            }
+            SExpr::Index(c) => coord(c, out)?,
+            SExpr::Unary(_, a, _) | SExpr::Cast(a, _, _) => expr(a, out)?,
+            SExpr::Binary(_, a, b, _) => {
+                expr(a, out)?;
+                expr(b, out)?;
+            }
+            SExpr::Select(c, t, f) => {
+                let (mut ct, mut cf) = (Vec::new(), Vec::new());
+                expr(t, &mut ct)?;
+                expr(f, &mut cf)?;
+                if !ct.is_empty() || !cf.is_empty() {
+                    return None;
+                }
+                expr(c, out)?;
+            }
+        }
+        Some(())
+    }
+    let mut out = Vec::new();
+    expr(e, &mut out)?;
+    Some(out)
+}
+
 /// Whether `e` reads accumulator `id`.
 pub fn reads_acc(e: &Rc<SExpr>, id: u32) -> bool {
     fn part(p: Part, id: u32, found: &mut bool) {
