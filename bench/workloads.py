@@ -552,7 +552,8 @@ def workloads() -> list[Workload]:
             target=Target("fraction", 0.50), rtol=1e-9, atol=1e-9,
             note="scipy: CSR products for the edge averages and the signed vertex sums",
             gap="the indirect loads (pp through E2V, fluxes through V2E) are latency-bound rather than "
-            "bandwidth-bound; the extracted flux temporaries add their presence columns (1 byte per edge each)",
+            "bandwidth-bound; Strata also reads a presence column (1 byte per edge) and checks each table entry "
+            "against its interval, which numba's loop does not",
         ),
         Workload(
             "elementwise", "elementwise.strata", "chain", elementwise_make, elementwise_np,
