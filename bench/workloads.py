@@ -18,9 +18,6 @@ from typing import Callable
 
 import numpy as np
 
-HERE = __file__.rsplit("/", 1)[0]
-
-
 @dataclass
 class Target:
     """A goal of issue 5: `kind` is "fraction" (Strata's fraction of the limit, preallocated
@@ -369,8 +366,6 @@ def elementwise_np(inp):
 
 
 def elementwise_numba(inputs):
-    import math
-
     import numba
 
     @numba.njit(parallel=True, cache=False)
