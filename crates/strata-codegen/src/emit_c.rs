@@ -314,12 +314,8 @@ impl Emitter<'_> {
                         format!("{} acc{h} = {}; ", c_type(*t), self.value(r))
                     })
                     .collect();
-                let mut loops = fold_loops(vars);
-                if reassociable(e) {
-                    // Partial sums in vector lanes: see `reassociable`.
-                    let inner = loops.rfind("for (").expect("a fold loop");
-                    loops.insert_str(inner, &format!("_Pragma(\"omp simd reduction(+:acc{id})\") "));
-                }
+                let sums = if reassociable(e) { vec![format!("acc{id}")] } else { Vec::new() };
+                let loops = fold_loops(vars, &sums);
                 let step = self.fold_step(*id, &body);
                 format!(
                     "({{ {before}{} acc{id} = {}; {loops}{{ {step} }} acc{id}; }})",
@@ -482,10 +478,14 @@ fn open_strip(out: &mut String, inner: &strata_ir::Level, outermost: bool, inden
     var(inner.name.as_str())
 }
 
-/// The loop headers of a fold's variables, outermost first.
-fn fold_loops(vars: &[(strata_ir::DimName, strata_ir::Interval)]) -> String {
+/// The loop headers of a fold's variables, outermost first; the innermost keeps partial sums
+/// of the accumulators `simd_sums` in vector lanes (see [`reassociable`]) when there are any.
+fn fold_loops(vars: &[(strata_ir::DimName, strata_ir::Interval)], simd_sums: &[String]) -> String {
     let mut loops = String::new();
-    for (v, range) in vars {
+    for (i, (v, range)) in vars.iter().enumerate() {
+        if i + 1 == vars.len() && !simd_sums.is_empty() {
+            let _ = write!(loops, "_Pragma(\"omp simd reduction(+:{})\") ", simd_sums.join(","));
+        }
         let d = var(v.as_str());
         let _ = write!(loops, "for (int64_t {d} = {}; {d} < {}; ++{d}) ", range.start, range.stop);
     }
@@ -564,17 +564,8 @@ pub fn bit_exact(program: &KernelProgram) -> bool {
         }
     }
     let mut found = program.kernels.iter().any(|k| k.matmul.is_some());
-    for k in &program.kernels {
-        let stages = k.scan.iter().chain(k.chain.iter().map(|st| &st.scan));
-        let exprs = k
-            .stores
-            .iter()
-            .chain(k.chain.iter().flat_map(|st| &st.stores))
-            .map(|st| &st.value)
-            .chain(stages.flat_map(|sc| &sc.updates));
-        for e in exprs {
-            any(crate::sym::Part::Expr(e), &mut found);
-        }
+    for e in program.kernels.iter().flat_map(Kernel::exprs) {
+        any(crate::sym::Part::Expr(e), &mut found);
     }
     !found
 }
@@ -748,11 +739,8 @@ fn emit_sibling_folds(out: &mut String, em: &Emitter, folds: &[Rc<SExpr>], inden
             steps.push(em.fold_step(*id, body));
             sums.push(format!("acc{id}"));
         }
-        let mut loops = fold_loops(fold_vars(g[0]).expect("a fold"));
-        if g.iter().all(|f| reassociable(f)) {
-            let inner = loops.rfind("for (").expect("a fold loop");
-            loops.insert_str(inner, &format!("_Pragma(\"omp simd reduction(+:{})\") ", sums.join(",")));
-        }
+        let simd = if g.iter().all(|f| reassociable(f)) { sums } else { Vec::new() };
+        let loops = fold_loops(fold_vars(g[0]).expect("a fold"), &simd);
         let _ = writeln!(out, "{indent}{loops}{{ {} }}", steps.join(" "));
     }
 }
@@ -981,8 +969,7 @@ fn loads_along(e: &Rc<SExpr>, dim: &strata_ir::DimName) -> (bool, bool) {
 fn emit_matmul(out: &mut String, em: &Emitter, k: &Kernel, mm: &MatMul) {
     if let Some(init) = &mm.init {
         let _ = writeln!(out, "  /* the initial value, accumulated onto below */");
-        let store = Store { buffer: mm.buffers[0], value: init.clone() };
-        emit_loops(out, em, &Kernel { stores: vec![store], matmul: None, ..k.clone() });
+        emit_loops(out, em, &k.elementwise(mm.buffers[0], init.clone()));
     }
     let _ = writeln!(out, "  /* a matrix product ({mm}): the runtime GEMM */");
     let _ = writeln!(out, "  const int nthreads = threads > 0 ? threads : omp_get_max_threads();");
@@ -1039,8 +1026,7 @@ fn emit_matmul(out: &mut String, em: &Emitter, k: &Kernel, mm: &MatMul) {
     }
     if let Some(epilogue) = &mm.epilogue {
         let _ = writeln!(out, "  /* the epilogue, in place */");
-        let store = Store { buffer: mm.buffers[0], value: epilogue.clone() };
-        emit_loops(out, em, &Kernel { stores: vec![store], matmul: None, ..k.clone() });
+        emit_loops(out, em, &k.elementwise(mm.buffers[0], epilogue.clone()));
     }
 }
 
@@ -1067,7 +1053,7 @@ fn emit_contraction(out: &mut String, em: &Emitter, k: &Kernel, reductions: &[Rc
             .collect();
         let _ = writeln!(out, "{indent}{t} row{id}[{STRIP}];");
         let _ = writeln!(out, "{indent}{strip} row{id}[{j} - jb] = {};", em.value(init));
-        let (loops, step) = (fold_loops(vars), em.fold_step(*id, body));
+        let (loops, step) = (fold_loops(vars, &[]), em.fold_step(*id, body));
         let _ = writeln!(out, "{indent}{loops}{{");
         let _ = writeln!(
             out,

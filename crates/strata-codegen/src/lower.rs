@@ -70,6 +70,48 @@ pub struct Kernel {
     pub local: Vec<usize>,
 }
 
+impl Kernel {
+    /// Every store, the chained stages' included.
+    pub fn all_stores(&self) -> impl Iterator<Item = &Store> {
+        self.stores.iter().chain(self.chain.iter().flat_map(|st| &st.stores))
+    }
+
+    /// Every expression the kernel evaluates: stored values and scan updates of every stage.
+    pub fn exprs(&self) -> impl Iterator<Item = &Rc<SExpr>> {
+        let scans = self.scan.iter().chain(self.chain.iter().map(|st| &st.scan));
+        self.all_stores().map(|st| &st.value).chain(scans.flat_map(|sc| &sc.updates))
+    }
+
+    /// Whether the kernel reads buffer `b` (directly or through a table).
+    pub fn reads(&self, b: usize) -> bool {
+        self.exprs().any(|e| reads(e, b))
+    }
+
+    /// Whether the kernel writes buffer `b`.
+    pub fn writes(&self, b: usize) -> bool {
+        self.all_stores().any(|st| st.buffer == b)
+    }
+
+    /// A plain loop nest over this kernel's domain storing `value` into `buffer` (a GEMM's
+    /// initial value or epilogue).
+    pub fn elementwise(&self, buffer: usize, value: Rc<SExpr>) -> Kernel {
+        Kernel {
+            comment: self.comment.clone(),
+            domain: self.domain.clone(),
+            scan: None,
+            stores: vec![Store { buffer, value }],
+            matmul: None,
+            chain: Vec::new(),
+            local: Vec::new(),
+        }
+    }
+
+    /// A plain loop nest: neither a scan nor a runtime GEMM.
+    fn plain(&self) -> bool {
+        self.scan.is_none() && self.matmul.is_none()
+    }
+}
+
 /// A scan run after the kernel's own one, with its stores.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ScanStage {
@@ -78,6 +120,9 @@ pub struct ScanStage {
     /// The stores at each step.
     pub stores: Vec<Store>,
 }
+
+/// A state register of a scan: accumulator id, type, initial value.
+pub type StateRegister = (u32, Scalar, Sv);
 
 /// The sequential innermost loop of a scan kernel: state registers updated in order along
 /// `dim`.
@@ -88,7 +133,7 @@ pub struct ScanLoop {
     /// Increasing indices if true.
     pub forward: bool,
     /// State registers (accumulator ids), their types and initial values.
-    pub states: Vec<(u32, Scalar, Sv)>,
+    pub states: Vec<StateRegister>,
     /// The next value of each state register, from the current ones.
     pub updates: Vec<Rc<SExpr>>,
     /// Store only the final state, after the sequential loop (a fold with a tuple
@@ -113,7 +158,7 @@ pub struct ArgBest {
 
 /// Recognizes an [`ArgBest`] fold: states `(best, index)` with updates
 /// `select(value > best, value, best)` and `select(value > best, dim, index)`.
-fn arg_best(states: &[(u32, Scalar, Sv)], updates: &[Rc<SExpr>], dim: &DimName) -> Option<ArgBest> {
+fn arg_best(states: &[StateRegister], updates: &[Rc<SExpr>], dim: &DimName) -> Option<ArgBest> {
     let [(vb, _, _), (ib, it, _)] = states else { return None };
     let [uv, ui] = updates else { return None };
     let (SExpr::Select(c1, x, keep_v), SExpr::Select(c2, j, keep_i)) = (&**uv, &**ui) else { return None };
@@ -367,8 +412,7 @@ impl<'m> Lowerer<'m> {
         // The scan is computed once for its whole domain, so its operands may depend on its own
         // dimensions only.
         let own: Vec<&DimName> = levels.iter().map(|l| &l.name).collect();
-        if arg_syms.iter().flat_map(|s| s.leaves()).any(|x| crate::sym::free_vars(&x).iter().any(|v| !own.contains(&v)))
-        {
+        if !depends_only_on(arg_syms.iter().flat_map(Sym::leaves), &own) {
             return Err(unsupported("inside a loop over other dimensions"));
         }
         let (states, state) = self.state_registers(init, split(self.types, e.ty).1, func)?;
@@ -381,22 +425,37 @@ impl<'m> Lowerer<'m> {
         {
             return Err(unsupported("through neighbor tables"));
         }
-        let name = format!("scan{}", self.kernels.len());
-        let (sym, ids) = self.bind(&name, e.ty, None, true, func)?;
         let dim_level = levels.iter().find(|l| &l.name == dim).expect("verified").clone();
         let outer: Vec<Level> = levels.iter().filter(|l| &l.name != dim).cloned().collect();
+        let comment =
+            format!("%{} = scan(@{}, dim = {dim}, forward = {forward})", e.name, self.module.functions[f].name);
+        let scan = ScanLoop { dim: dim_level, forward, states, updates, last_only: false, arg_best: None };
+        self.push_state_kernel("scan", e, func, comment, outer, scan)
+    }
+
+    /// Pushes a kernel running `scan` over `domain` whose stores write each state register
+    /// into its own buffer of `e`'s value (at every step, or the final state for
+    /// `last_only`); returns the value reading those buffers.
+    fn push_state_kernel(
+        &mut self,
+        prefix: &str,
+        e: &Expr,
+        func: &Function,
+        comment: String,
+        domain: Vec<Level>,
+        scan: ScanLoop,
+    ) -> Result<Sym, LowerError> {
+        let name = format!("{prefix}{}", self.kernels.len());
+        let (sym, ids) = self.bind(&name, e.ty, None, true, func)?;
         let stores = ids
             .iter()
-            .zip(&states)
+            .zip(&scan.states)
             .map(|(&buffer, (id, _, _))| Store { buffer, value: Rc::new(SExpr::Acc(*id)) })
             .collect();
         self.kernels.push(Kernel {
-            comment: format!(
-                "%{} = scan(@{}, dim = {dim}, forward = {forward})",
-                e.name, self.module.functions[f].name
-            ),
-            domain: outer,
-            scan: Some(ScanLoop { dim: dim_level, forward, states, updates, last_only: false, arg_best: None }),
+            comment,
+            domain,
+            scan: Some(scan),
             stores,
             matmul: None,
             chain: Vec::new(),
@@ -416,15 +475,19 @@ impl<'m> Lowerer<'m> {
     /// Other values (and values depending on loop variables outside their own domain) are
     /// returned unchanged.
     fn extract_temporary(&mut self, e: &Expr, value: Sym) -> Sym {
-        let leaves = value.leaves();
+        let parts = value.leaves();
         let (levels, element) = split(self.types, e.ty);
-        let mut scalars = Vec::new();
-        leaves_of(self.types, element, &mut scalars);
+        let mut typed = Vec::new();
+        // Tensor elements have no scalar leaf list: nothing is extracted then.
+        let scalars: Vec<Scalar> = match leaves(self.types, element, Vec::new(), &mut typed) {
+            Ok(()) => typed.into_iter().map(|(_, s)| s).collect(),
+            Err(_) => Vec::new(),
+        };
         let own: Vec<&DimName> = levels.iter().map(|l| &l.name).collect();
-        let indirect = leaves.iter().any(reads_through_table);
-        let local = leaves.iter().all(|x| crate::sym::free_vars(x).iter().all(|v| own.contains(&v)));
+        let indirect = parts.iter().any(reads_through_table);
+        let local = depends_only_on(parts.iter().cloned(), &own);
         let dense = levels.iter().all(|l| l.format.is_dense_like());
-        if !indirect || !local || !dense || scalars.len() != leaves.len() {
+        if !indirect || !local || !dense || scalars.len() != parts.len() {
             return value;
         }
         if let Some((_, read)) = self.temporaries.iter().find(|(v, _)| *v == value) {
@@ -434,7 +497,7 @@ impl<'m> Lowerer<'m> {
         let coords: Vec<Coord> = levels.iter().map(|l| Coord::Var { dim: l.name.clone(), offset: 0 }).collect();
         let mut stores = Vec::new();
         let mut reads = Vec::new();
-        for (i, (leaf, scalar)) in leaves.iter().zip(scalars).enumerate() {
+        for (i, (leaf, scalar)) in parts.iter().zip(scalars).enumerate() {
             let mut temp = |suffix: &str, scalar: Scalar| {
                 self.buffers.push(Buffer {
                     name: format!("{name}.{i}{suffix}"),
@@ -506,7 +569,7 @@ impl<'m> Lowerer<'m> {
         init: &Literal,
         element: Handle<Type>,
         func: &Function,
-    ) -> Result<(Vec<(u32, Scalar, Sv)>, Sym), LowerError> {
+    ) -> Result<(Vec<StateRegister>, Sym), LowerError> {
         let init_sym = self.literal_sym(init, element, func)?;
         let mut states = Vec::new();
         let mut acc_exprs = Vec::new();
@@ -615,7 +678,7 @@ impl<'m> Lowerer<'m> {
         let (levels, element) = split(self.types, e.ty);
         let mut own: Vec<&DimName> = levels.iter().map(|l| &l.name).collect();
         own.push(&dim);
-        if elems.iter().flat_map(Sym::leaves).any(|x| crate::sym::free_vars(&x).iter().any(|v| !own.contains(&v))) {
+        if !depends_only_on(elems.iter().flat_map(Sym::leaves), &own) {
             return Err(refuse("inside a loop over other dimensions"));
         }
         let (states, state) = self.state_registers(init, element, func)?;
@@ -623,30 +686,10 @@ impl<'m> Lowerer<'m> {
         call_args.extend(elems);
         let updates = self.inline(f, call_args)?.leaves();
         let arg_best = arg_best(&states, &updates, &dim);
-        let name = format!("fold{}", self.kernels.len());
-        let (sym, ids) = self.bind(&name, e.ty, None, true, func)?;
-        let stores = ids
-            .iter()
-            .zip(&states)
-            .map(|(&buffer, (id, _, _))| Store { buffer, value: Rc::new(SExpr::Acc(*id)) })
-            .collect();
-        self.kernels.push(Kernel {
-            comment: format!("%{} = map_reduce(@{}) with a tuple accumulator", e.name, self.module.functions[f].name),
-            domain: levels,
-            scan: Some(ScanLoop {
-                arg_best,
-                dim: Level::dense(dim, interval),
-                forward: true,
-                states,
-                updates,
-                last_only: true,
-            }),
-            stores,
-            matmul: None,
-            chain: Vec::new(),
-            local: Vec::new(),
-        });
-        Ok(sym)
+        let comment = format!("%{} = map_reduce(@{}) with a tuple accumulator", e.name, self.module.functions[f].name);
+        let dim = Level::dense(dim, interval);
+        let scan = ScanLoop { arg_best, dim, forward: true, states, updates, last_only: true };
+        self.push_state_kernel("fold", e, func, comment, levels, scan)
     }
 
     /// Inlines payload `f` on single elements `args`. Tensor elements (expressions over the
@@ -1406,14 +1449,10 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
 /// less. Requires the copy to cover the whole target with identical levels and nothing in
 /// between to touch the target; later reads of the temporary read the target instead.
 fn forward_scan_results(mut kernels: Vec<Kernel>, buffers: &[Buffer]) -> Vec<Kernel> {
-    let touches = |k: &Kernel, b: usize| {
-        k.stores.iter().any(|s| s.buffer == b || reads(&s.value, b))
-            || k.scan.as_ref().is_some_and(|sc| sc.updates.iter().any(|u| reads(u, b)))
-    };
     let mut i2 = 0;
     while i2 < kernels.len() {
         let k2 = &kernels[i2];
-        let plain = k2.scan.is_none() && k2.matmul.is_none();
+        let plain = k2.plain();
         let copy = k2.stores.iter().enumerate().find_map(|(si, st)| {
             let SExpr::Load(l) = &*st.value else { return None };
             let (tb, ob) = (l.buffer, st.buffer);
@@ -1431,7 +1470,7 @@ fn forward_scan_results(mut kernels: Vec<Kernel>, buffers: &[Buffer]) -> Vec<Ker
         };
         let writers: Vec<usize> = (0..i2).filter(|&i| kernels[i].stores.iter().any(|s| s.buffer == tb)).collect();
         let ok = match writers.as_slice() {
-            [i1] => kernels[*i1].scan.is_some() && (*i1..i2).all(|i| !touches(&kernels[i], ob)),
+            [i1] => kernels[*i1].scan.is_some() && (*i1..i2).all(|i| !kernels[i].reads(ob) && !kernels[i].writes(ob)),
             _ => false,
         };
         if !ok {
@@ -1472,11 +1511,13 @@ const LOCAL_SCRATCH: usize = 1 << 20;
 /// results live in a strip-local scratch array (`Kernel::local`) that stays in cache instead
 /// of going to memory and back. Results are unchanged (each column runs both sweeps in order).
 fn fuse_scans(kernels: Vec<Kernel>, buffers: &[Buffer]) -> Vec<Kernel> {
+    // The last kernel reading each buffer: a result kept local must not be read after.
+    let last_reader: Vec<Option<usize>> =
+        (0..buffers.len()).map(|b| kernels.iter().rposition(|k| k.reads(b))).collect();
     let mut out: Vec<Kernel> = Vec::new();
-    let all = kernels.clone();
     for (i, k) in kernels.into_iter().enumerate() {
         if let Some(prev) = out.last_mut() {
-            if let Some(local) = scans_fuse(prev, &k, buffers, &all, i) {
+            if let Some(local) = scans_fuse(prev, &k, buffers, &last_reader, i) {
                 prev.comment = format!("{}; then {}", prev.comment, k.comment);
                 prev.chain.push(ScanStage { scan: k.scan.expect("a scan"), stores: k.stores });
                 prev.local.extend(local);
@@ -1488,9 +1529,15 @@ fn fuse_scans(kernels: Vec<Kernel>, buffers: &[Buffer]) -> Vec<Kernel> {
     out
 }
 
-/// The buffers to keep local if `next` (kernel `i` of `all`) can run as a further stage of
-/// scan kernel `prev` (see [`fuse_scans`]).
-fn scans_fuse(prev: &Kernel, next: &Kernel, buffers: &[Buffer], all: &[Kernel], i: usize) -> Option<Vec<usize>> {
+/// The buffers to keep local if `next` (kernel `i`) can run as a further stage of scan kernel
+/// `prev` (see [`fuse_scans`]); `last_reader[b]` is the last kernel that reads buffer `b`.
+fn scans_fuse(
+    prev: &Kernel,
+    next: &Kernel,
+    buffers: &[Buffer],
+    last_reader: &[Option<usize>],
+    i: usize,
+) -> Option<Vec<usize>> {
     let (Some(a), Some(b)) = (&prev.scan, &next.scan) else { return None };
     let first = prev.chain.last().map_or(a, |st| &st.scan);
     if a.last_only || b.last_only || prev.matmul.is_some() || prev.domain != next.domain || first.dim != b.dim {
@@ -1498,9 +1545,7 @@ fn scans_fuse(prev: &Kernel, next: &Kernel, buffers: &[Buffer], all: &[Kernel], 
     }
     // The previous stage's results: what `next` may read, at the point it updates only.
     let last: Vec<usize> = prev.chain.last().map_or(&prev.stores, |st| &st.stores).iter().map(|s| s.buffer).collect();
-    let written: Vec<usize> =
-        prev.stores.iter().chain(prev.chain.iter().flat_map(|st| &st.stores)).map(|s| s.buffer).collect();
-    if next.stores.iter().any(|s| written.contains(&s.buffer)) {
+    if next.stores.iter().any(|s| prev.writes(s.buffer)) {
         return None;
     }
     let identity = |l: &Load| {
@@ -1529,10 +1574,7 @@ fn scans_fuse(prev: &Kernel, next: &Kernel, buffers: &[Buffer], all: &[Kernel], 
         let buf = &buffers[t];
         let mut names: Vec<&DimName> = buf.levels.iter().map(|l| &l.name).collect();
         names.sort();
-        let read_later = all[i + 1..].iter().any(|k| {
-            k.stores.iter().any(|s| reads(&s.value, t))
-                || k.scan.as_ref().is_some_and(|sc| sc.updates.iter().any(|u| reads(u, t)))
-        });
+        let read_later = last_reader[t].is_some_and(|r| r > i);
         if !buf.temp || names != full || read_later {
             return None;
         }
@@ -1559,15 +1601,14 @@ fn fuse_adjacent(kernels: Vec<Kernel>) -> Vec<Kernel> {
     let mut out: Vec<Kernel> = Vec::new();
     for k in kernels {
         if let Some(prev) = out.last_mut() {
-            let plain = |k: &Kernel| k.scan.is_none() && k.matmul.is_none();
             let writes = |k: &Kernel| k.stores.iter().map(|s| s.buffer).collect::<Vec<_>>();
-            let reads_any = |k: &Kernel, bs: &[usize]| k.stores.iter().any(|s| bs.iter().any(|&b| reads(&s.value, b)));
-            if plain(prev)
-                && plain(&k)
+            let reads_any = |k: &Kernel, bs: &[usize]| bs.iter().any(|&b| k.reads(b));
+            if prev.plain()
+                && k.plain()
                 && prev.domain == k.domain
                 && !reads_any(&k, &writes(prev))
                 && !reads_any(prev, &writes(&k))
-                && !writes(prev).iter().any(|b| writes(&k).contains(b))
+                && !writes(prev).iter().any(|&b| k.writes(b))
             {
                 prev.comment = format!("{}; {}", prev.comment, k.comment);
                 prev.stores.extend(k.stores);
@@ -1583,14 +1624,10 @@ fn fuse_adjacent(kernels: Vec<Kernel>) -> Vec<Kernel> {
 /// buffer's levels) without reading it.
 fn overwritten_first(kernels: &[Kernel], b: usize, levels: &[Level]) -> bool {
     for k in kernels {
-        let stages = k.chain.iter().map(|st| (&st.scan, &st.stores));
-        let read = k.stores.iter().chain(k.chain.iter().flat_map(|st| &st.stores)).any(|st| reads(&st.value, b))
-            || k.scan.iter().chain(stages.map(|(sc, _)| sc)).any(|sc| sc.updates.iter().any(|u| reads(u, b)));
-        let writes = k.stores.iter().chain(k.chain.iter().flat_map(|st| &st.stores)).any(|st| st.buffer == b);
-        if read {
+        if k.reads(b) {
             return false;
         }
-        if writes {
+        if k.writes(b) {
             let steps = k.scan.as_ref().filter(|sc| !sc.last_only).map(|sc| &sc.dim);
             let mut domain: Vec<&Level> = k.domain.iter().chain(steps).collect();
             domain.sort_by(|x, y| x.name.as_str().cmp(y.name.as_str()));
@@ -1602,14 +1639,10 @@ fn overwritten_first(kernels: &[Kernel], b: usize, levels: &[Level]) -> bool {
     false
 }
 
-/// The scalar types of an element type's leaves, in order.
-fn leaves_of(types: &TypeArena, ty: Handle<Type>, out: &mut Vec<Scalar>) {
-    match &types[ty] {
-        Type::Scalar(s) => out.push(*s),
-        Type::Tuple(fs) => fs.iter().for_each(|&f| leaves_of(types, f, out)),
-        // Not a tree of scalars (tensor elements): no leaf list, so nothing is extracted.
-        _ => out.clear(),
-    }
+/// Whether every expression of `exprs` reads loop variables of `own` only (so it can be
+/// computed once over that domain, in a kernel of its own).
+fn depends_only_on(exprs: impl IntoIterator<Item = Rc<SExpr>>, own: &[&DimName]) -> bool {
+    exprs.into_iter().all(|x| crate::sym::free_vars(&x).iter().all(|v| own.contains(&v)))
 }
 
 /// Whether `e` loads through a neighbor table anywhere.

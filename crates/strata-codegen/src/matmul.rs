@@ -324,7 +324,7 @@ fn collect_folds(e: &Rc<SExpr>, out: &mut Vec<Rc<SExpr>>) {
 /// `e` with the fold `fold` (on an always-evaluated path) replaced by `by`; `None` if a fold
 /// occurs anywhere else (e.g. under a select branch).
 fn replace_fold(e: &Rc<SExpr>, fold: &Rc<SExpr>, by: &Rc<SExpr>) -> Option<Rc<SExpr>> {
-    if Rc::ptr_eq(e, fold) || e == fold {
+    if Rc::ptr_eq(e, fold) {
         return Some(by.clone());
     }
     let go = |x: &Rc<SExpr>| replace_fold(x, fold, by);
@@ -333,7 +333,7 @@ fn replace_fold(e: &Rc<SExpr>, fold: &Rc<SExpr>, by: &Rc<SExpr>) -> Option<Rc<SE
         SExpr::Cast(a, from, to) => SExpr::Cast(go(a)?, *from, *to),
         SExpr::Binary(op, a, b, s) => SExpr::Binary(*op, go(a)?, go(b)?, *s),
         SExpr::Select(c, t, f) => SExpr::Select(go(c)?, no_fold(t)?, no_fold(f)?),
-        other => return no_fold(&Rc::new(other.clone())),
+        _ => return no_fold(e),
     }))
 }
 
