@@ -87,6 +87,18 @@ static inline double strata_fmax(double a, double b) { return (isnan(a) || isnan
 static inline double strata_fmin(double a, double b) { return (isnan(a) || isnan(b)) ? a + b : (a < b ? a : b); }
 static inline float strata_fmaxf(float a, float b) { return (isnan(a) || isnan(b)) ? a + b : (a > b ? a : b); }
 static inline float strata_fminf(float a, float b) { return (isnan(a) || isnan(b)) ? a + b : (a < b ? a : b); }
+#define STRATA_DIVMOD(name, T, SUF) static inline T name(T a, T b, int rem) { \
+  T m = fmod##SUF(a, b); if (b == 0) return rem ? m : a / b; T div = (a - m) / b; \
+  if (m != 0) { if ((b < 0) != (m < 0)) { m += b; div -= 1; } } else m = copysign##SUF(0, b); \
+  if (rem) return m; if (div != 0) { T f = floor##SUF(div); return (div - f > (T)0.5) ? f + 1 : f; } \
+  return copysign##SUF(0, a / b); }
+STRATA_DIVMOD(strata_divmod, double, )
+STRATA_DIVMOD(strata_divmodf, float, f)
+#define STRATA_LOGADDEXP(name, T, SUF) static inline T name(T a, T b) { \
+  if (a == b) return a + (T)0.693147180559945309417232121458176568; T d = a - b; \
+  if (d > 0) return a + log1p##SUF(exp##SUF(-d)); if (d <= 0) return b + log1p##SUF(exp##SUF(d)); return d; }
+STRATA_LOGADDEXP(strata_logaddexp, double, )
+STRATA_LOGADDEXP(strata_logaddexpf, float, f)
 /* Saturating float-to-integer conversion, NaN to 0 (as Rust's `as`). */
 #define STRATA_F2I(name, T, lo, hi) static inline T name(double x) { \
   if (isnan(x)) return 0; if (x <= (double)(lo)) return (T)(lo); if (x >= (double)(hi)) return (T)(hi); return (T)x; }
@@ -359,6 +371,33 @@ impl Emitter<'_> {
             UnaryOp::Tanh => m("tanh"),
             UnaryOp::Floor => m("floor"),
             UnaryOp::Ceil => m("ceil"),
+            // The default rounding mode rounds ties to even.
+            UnaryOp::Round => m("nearbyint"),
+            UnaryOp::Trunc => m("trunc"),
+            UnaryOp::Acos => m("acos"),
+            UnaryOp::Acosh => m("acosh"),
+            UnaryOp::Asin => m("asin"),
+            UnaryOp::Asinh => m("asinh"),
+            UnaryOp::Atan => m("atan"),
+            UnaryOp::Atanh => m("atanh"),
+            UnaryOp::Cosh => m("cosh"),
+            UnaryOp::Sinh => m("sinh"),
+            UnaryOp::Expm1 => m("expm1"),
+            UnaryOp::Log1p => m("log1p"),
+            UnaryOp::Log2 => m("log2"),
+            UnaryOp::Log10 => m("log10"),
+            UnaryOp::Sign if s.is_float() => {
+                format!("({{ {t} x_ = {a}; x_ > 0 ? ({t})1 : (x_ < 0 ? ({t})-1 : (x_ == 0 ? ({t})0 : x_)); }})", t = c_type(s))
+            }
+            UnaryOp::Sign => format!("({{ {t} x_ = {a}; ({t})((x_ > 0) - (x_ < 0)); }})", t = c_type(s)),
+            UnaryOp::IsNan if s.is_float() => format!("((uint8_t)isnan({a}))"),
+            UnaryOp::IsInf if s.is_float() => format!("((uint8_t)isinf({a}))"),
+            UnaryOp::IsFinite if s.is_float() => format!("((uint8_t)isfinite({a}))"),
+            UnaryOp::IsNan | UnaryOp::IsInf => format!("((void)({a}), (uint8_t)0)"),
+            UnaryOp::IsFinite => format!("((void)({a}), (uint8_t)1)"),
+            UnaryOp::SignBit => format!("((uint8_t)(signbit({a}) != 0))"),
+            UnaryOp::BitNot if s == Scalar::Bool => format!("((uint8_t)!({a}))"),
+            UnaryOp::BitNot => format!("(({})~({a}))", c_type(s)),
         }
     }
 
@@ -403,6 +442,37 @@ impl Emitter<'_> {
             BinaryOp::LessEqual => cmp("<="),
             BinaryOp::Greater => cmp(">"),
             BinaryOp::GreaterEqual => cmp(">="),
+            BinaryOp::FloorDivide | BinaryOp::Remainder if s.is_float() => format!(
+                "strata_divmod{}(({a}), ({b}), {})",
+                if s == Scalar::F32 { "f" } else { "" },
+                (op == BinaryOp::Remainder) as u8
+            ),
+            BinaryOp::FloorDivide | BinaryOp::Remainder => {
+                // Floor rounding, a zero divisor gives 0 and MIN / -1 wraps, as numpy.
+                let q = if s.is_signed() {
+                    "(b_ == 0 ? 0 : (b_ == -1 ? (T_)((U_)0 - (U_)a_) : (T_)(a_ / b_ - ((a_ % b_ != 0) && ((a_ < 0) != (b_ < 0))))))"
+                } else {
+                    "(b_ == 0 ? 0 : a_ / b_)"
+                };
+                let v = if op == BinaryOp::FloorDivide { "q_".to_string() } else { "(T_)((U_)a_ - (U_)q_ * (U_)b_)".to_string() };
+                format!("({{ typedef {t} T_; typedef {u} U_; T_ a_ = {a}, b_ = {b}; T_ q_ = {q}; {v}; }})")
+            }
+            BinaryOp::BitAnd => format!("(({t})(({a}) & ({b})))"),
+            BinaryOp::BitOr => format!("(({t})(({a}) | ({b})))"),
+            BinaryOp::BitXor => format!("(({t})(({a}) ^ ({b})))"),
+            BinaryOp::ShiftLeft => {
+                let bits = 8 * s.size_bytes();
+                format!("({{ {t} a_ = {a}; int64_t b_ = (int64_t)({b}); (b_ < 0 || b_ >= {bits}) ? ({t})0 : ({t})(({u})a_ << b_); }})")
+            }
+            BinaryOp::ShiftRight => {
+                let bits = 8 * s.size_bytes();
+                format!("({{ {t} a_ = {a}; int64_t b_ = (int64_t)({b}); (b_ < 0 || b_ >= {bits}) ? (a_ < 0 ? ({t})-1 : ({t})0) : ({t})(a_ >> b_); }})")
+            }
+            BinaryOp::Atan2 => format!("atan2{}(({a}), ({b}))", if s == Scalar::F32 { "f" } else { "" }),
+            BinaryOp::Hypot => format!("hypot{}(({a}), ({b}))", if s == Scalar::F32 { "f" } else { "" }),
+            BinaryOp::CopySign => format!("copysign{}(({a}), ({b}))", if s == Scalar::F32 { "f" } else { "" }),
+            BinaryOp::NextAfter => format!("nextafter{}(({a}), ({b}))", if s == Scalar::F32 { "f" } else { "" }),
+            BinaryOp::LogAddExp => format!("strata_logaddexp{}(({a}), ({b}))", if s == Scalar::F32 { "f" } else { "" }),
         }
     }
 }
@@ -547,7 +617,7 @@ fn reassociable(r: &SExpr) -> bool {
 
 /// Whether the generated code computes exactly what the interpreter does, bit for bit. Not so
 /// when it sums in another order (a runtime GEMM, a [`reassociable`] fold) or calls vector math
-/// (`exp`, `log`, `sin`, `cos`, `tan`, `tanh`, within 4 ulp): floating-point results then agree
+/// (transcendental functions, within 4 ulp): floating-point results then agree
 /// up to rounding.
 pub fn bit_exact(program: &KernelProgram) -> bool {
     fn any(p: crate::sym::Part, found: &mut bool) {
@@ -555,10 +625,10 @@ pub fn bit_exact(program: &KernelProgram) -> bool {
             *found |= reassociable(e)
                 || matches!(
                     &**e,
-                    SExpr::Unary(
-                        UnaryOp::Exp | UnaryOp::Log | UnaryOp::Sin | UnaryOp::Cos | UnaryOp::Tan | UnaryOp::Tanh,
-                        ..
-                    )
+                    SExpr::Unary(op, ..) if vector_math(*op)
+                ) || matches!(
+                    &**e,
+                    SExpr::Binary(BinaryOp::Atan2 | BinaryOp::Hypot | BinaryOp::LogAddExp | BinaryOp::Power, _, _, s) if s.is_float()
                 );
             crate::sym::for_each_part(e, &mut |q| any(q, found));
         }
@@ -568,6 +638,28 @@ pub fn bit_exact(program: &KernelProgram) -> bool {
         any(crate::sym::Part::Expr(e), &mut found);
     }
     !found
+}
+
+/// Whether the op calls a math library routine whose vector variant (libmvec) may round
+/// differently from the scalar one the interpreter calls.
+fn vector_math(op: UnaryOp) -> bool {
+    !matches!(
+        op,
+        UnaryOp::Not
+            | UnaryOp::Neg
+            | UnaryOp::Abs
+            | UnaryOp::Sqrt
+            | UnaryOp::Floor
+            | UnaryOp::Ceil
+            | UnaryOp::Round
+            | UnaryOp::Trunc
+            | UnaryOp::Sign
+            | UnaryOp::IsNan
+            | UnaryOp::IsInf
+            | UnaryOp::IsFinite
+            | UnaryOp::SignBit
+            | UnaryOp::BitNot
+    )
 }
 
 /// Whether every load of fold `r`'s body that depends on its innermost variable has that

@@ -66,13 +66,83 @@ keyword_enum! {
         Floor = "floor",
         /// Round up (float).
         Ceil = "ceil",
+        /// Round to the nearest integer, ties to even (float).
+        Round = "round",
+        /// Round toward zero (float).
+        Trunc = "trunc",
+        /// Inverse cosine (float).
+        Acos = "acos",
+        /// Inverse hyperbolic cosine (float).
+        Acosh = "acosh",
+        /// Inverse sine (float).
+        Asin = "asin",
+        /// Inverse hyperbolic sine (float).
+        Asinh = "asinh",
+        /// Inverse tangent (float).
+        Atan = "atan",
+        /// Inverse hyperbolic tangent (float).
+        Atanh = "atanh",
+        /// Hyperbolic cosine (float).
+        Cosh = "cosh",
+        /// Hyperbolic sine (float).
+        Sinh = "sinh",
+        /// `exp(x) - 1`, accurate near 0 (float).
+        Expm1 = "expm1",
+        /// `log(1 + x)`, accurate near 0 (float).
+        Log1p = "log1p",
+        /// Base-2 logarithm (float).
+        Log2 = "log2",
+        /// Base-10 logarithm (float).
+        Log10 = "log10",
+        /// −1, 0 or 1 (numeric; NaN stays NaN, ±0 becomes +0).
+        Sign = "sign",
+        /// Whether the value is NaN (numeric → `bool`; false for integers).
+        IsNan = "isnan",
+        /// Whether the value is ±∞ (numeric → `bool`; false for integers).
+        IsInf = "isinf",
+        /// Whether the value is neither NaN nor ±∞ (numeric → `bool`; true for integers).
+        IsFinite = "isfinite",
+        /// Whether the sign bit is set (float → `bool`; true for −0.0 and negative NaNs).
+        SignBit = "signbit",
+        /// Bitwise complement (integers; logical not on `bool`).
+        BitNot = "bit_not",
     }
 }
 
+/// Which operand types a unary builtin accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnaryDomain {
+    /// `bool` only.
+    Bool,
+    /// Any numeric type.
+    Numeric,
+    /// Float types only.
+    Float,
+    /// Integer types and `bool`.
+    Bits,
+}
+
 impl UnaryOp {
+    /// The operand types the op accepts.
+    pub fn domain(self) -> UnaryDomain {
+        match self {
+            UnaryOp::Not => UnaryDomain::Bool,
+            UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Sign | UnaryOp::IsNan | UnaryOp::IsInf | UnaryOp::IsFinite => {
+                UnaryDomain::Numeric
+            }
+            UnaryOp::BitNot => UnaryDomain::Bits,
+            _ => UnaryDomain::Float,
+        }
+    }
+
     /// Whether the op is only defined on floats.
     pub fn float_only(self) -> bool {
-        !matches!(self, UnaryOp::Not | UnaryOp::Neg | UnaryOp::Abs)
+        self.domain() == UnaryDomain::Float
+    }
+
+    /// Whether the result is `bool` (a test) rather than the operand type.
+    pub fn is_test(self) -> bool {
+        matches!(self, UnaryOp::IsNan | UnaryOp::IsInf | UnaryOp::IsFinite | UnaryOp::SignBit)
     }
 }
 
@@ -113,6 +183,32 @@ keyword_enum! {
         Greater = "greater",
         /// `a >= b` → `bool`
         GreaterEqual = "greater_equal",
+        /// Division rounding toward −∞ (numeric; an integer divisor 0 gives 0, as numpy).
+        FloorDivide = "floor_divide",
+        /// Remainder with the sign of the divisor, `a - floor_divide(a, b) * b` (numeric; an
+        /// integer divisor 0 gives 0, as numpy).
+        Remainder = "remainder",
+        /// Bitwise and (integers and `bool`).
+        BitAnd = "bit_and",
+        /// Bitwise or (integers and `bool`).
+        BitOr = "bit_or",
+        /// Bitwise exclusive or (integers and `bool`).
+        BitXor = "bit_xor",
+        /// `a << b` (integers; 0 once `b` is negative or at least the bit width).
+        ShiftLeft = "shift_left",
+        /// `a >> b`, arithmetic for signed types (integers; the sign fill once `b` is negative
+        /// or at least the bit width).
+        ShiftRight = "shift_right",
+        /// Angle of the point `(b, a)` (float).
+        Atan2 = "atan2",
+        /// `sqrt(a² + b²)` without undue overflow (float).
+        Hypot = "hypot",
+        /// `|a|` with the sign of `b` (float).
+        CopySign = "copysign",
+        /// `log(exp(a) + exp(b))` (float).
+        LogAddExp = "logaddexp",
+        /// The next representable value after `a` toward `b` (float).
+        NextAfter = "nextafter",
     }
 }
 
@@ -123,6 +219,8 @@ pub enum BinaryClass {
     Arithmetic,
     /// `bool` operands and result.
     Logical,
+    /// Integer or `bool` operands, result of the operand type.
+    Bitwise,
     /// Any scalar operands, `bool` result.
     Comparison,
 }
@@ -132,6 +230,9 @@ impl BinaryOp {
     pub fn class(self) -> BinaryClass {
         match self {
             BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => BinaryClass::Logical,
+            BinaryOp::BitAnd | BinaryOp::BitOr | BinaryOp::BitXor | BinaryOp::ShiftLeft | BinaryOp::ShiftRight => {
+                BinaryClass::Bitwise
+            }
             BinaryOp::Eq
             | BinaryOp::Ne
             | BinaryOp::Less
@@ -140,6 +241,16 @@ impl BinaryOp {
             | BinaryOp::GreaterEqual => BinaryClass::Comparison,
             _ => BinaryClass::Arithmetic,
         }
+    }
+
+    /// Whether the op is only defined on floats.
+    pub fn float_only(self) -> bool {
+        matches!(self, BinaryOp::Atan2 | BinaryOp::Hypot | BinaryOp::CopySign | BinaryOp::LogAddExp | BinaryOp::NextAfter)
+    }
+
+    /// Whether the op excludes `bool` operands (the shifts).
+    pub fn integer_only(self) -> bool {
+        matches!(self, BinaryOp::ShiftLeft | BinaryOp::ShiftRight)
     }
 }
 

@@ -121,6 +121,11 @@ impl Scalar {
         !self.is_float() && self != Scalar::Bool
     }
 
+    /// The signed integer types (`index` included).
+    pub fn is_signed(self) -> bool {
+        matches!(self, Scalar::I8 | Scalar::I16 | Scalar::I32 | Scalar::I64 | Scalar::Index)
+    }
+
     /// Integers and floats: the types arithmetic is defined on.
     pub fn is_numeric(self) -> bool {
         self != Scalar::Bool

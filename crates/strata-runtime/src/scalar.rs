@@ -236,6 +236,31 @@ impl Sv {
             (UnaryOp::Abs, Sv::F32(x)) => Sv::F32(x.abs()),
             (UnaryOp::Abs, Sv::F64(x)) => Sv::F64(x.abs()),
             (UnaryOp::Abs, v) => Sv::from_i128(v.scalar(), v.as_i128().abs()),
+            (UnaryOp::IsNan | UnaryOp::IsInf | UnaryOp::IsFinite | UnaryOp::SignBit, v) => {
+                let x = v.as_f64();
+                Sv::Bool(match op {
+                    UnaryOp::IsNan => x.is_nan(),
+                    UnaryOp::IsInf => x.is_infinite(),
+                    UnaryOp::IsFinite => x.is_finite(),
+                    _ => x.is_sign_negative(),
+                })
+            }
+            (UnaryOp::Sign, v @ (Sv::F32(_) | Sv::F64(_))) => {
+                let x = v.as_f64();
+                let y = if x > 0.0 {
+                    1.0
+                } else if x < 0.0 {
+                    -1.0
+                } else if x == 0.0 {
+                    0.0
+                } else {
+                    x
+                };
+                Sv::from_f64(v.scalar(), y)
+            }
+            (UnaryOp::Sign, v) => Sv::from_i128(v.scalar(), v.as_i128().signum()),
+            (UnaryOp::BitNot, Sv::Bool(b)) => Sv::Bool(!b),
+            (UnaryOp::BitNot, v) => Sv::from_i128(v.scalar(), !v.as_i128()),
             (op, Sv::F32(x)) => Sv::F32(float_unary(op, x as f64) as f32),
             (op, Sv::F64(x)) => Sv::F64(float_unary(op, x)),
             (_, v) => v,
@@ -255,6 +280,13 @@ impl Sv {
                     _ => a != b,
                 }))
             }
+            Bitwise => Ok(bitwise(op, self, other)),
+            Arithmetic if matches!(op, BinaryOp::FloorDivide | BinaryOp::Remainder) => Ok(floor_divmod(op, self, other)),
+            Arithmetic if op.float_only() => Ok(match (self, other) {
+                (Sv::F32(a), Sv::F32(b)) => Sv::F32(float_binary!(op, a, b, f32)),
+                (Sv::F64(a), Sv::F64(b)) => Sv::F64(float_binary!(op, a, b, f64)),
+                (a, _) => a,
+            }),
             Arithmetic => Ok(match (self, other) {
                 (Sv::F32(a), Sv::F32(b)) => Sv::F32(float_arith!(op, a, b)),
                 (Sv::F64(a), Sv::F64(b)) => Sv::F64(float_arith!(op, a, b)),
@@ -292,8 +324,159 @@ impl Sv {
     }
 }
 
+/// The bitwise ops on integers (two's complement, wrapping to the type) and `bool`.
+fn bitwise(op: BinaryOp, a: Sv, b: Sv) -> Sv {
+    if let (Sv::Bool(x), Sv::Bool(y)) = (a, b) {
+        return Sv::Bool(match op {
+            BinaryOp::BitAnd => x & y,
+            BinaryOp::BitOr => x | y,
+            _ => x ^ y,
+        });
+    }
+    let s = a.scalar();
+    let bits = 8 * s.size_bytes() as i128;
+    let (x, y) = (a.as_i128(), b.as_i128());
+    let v = match op {
+        BinaryOp::BitAnd => x & y,
+        BinaryOp::BitOr => x | y,
+        BinaryOp::BitXor => x ^ y,
+        BinaryOp::ShiftLeft if (0..bits).contains(&y) => x << y,
+        BinaryOp::ShiftLeft => 0,
+        BinaryOp::ShiftRight if (0..bits).contains(&y) => x >> y,
+        _ => {
+            if x < 0 {
+                -1
+            } else {
+                0
+            }
+        }
+    };
+    Sv::from_i128(s, v)
+}
+
+/// numpy's `floor_divide` and `remainder`: integer results round toward −∞ and a zero divisor
+/// gives 0; float results follow numpy's `npy_divmod` bit for bit.
+fn floor_divmod(op: BinaryOp, a: Sv, b: Sv) -> Sv {
+    let quotient = op == BinaryOp::FloorDivide;
+    match (a, b) {
+        (Sv::F32(x), Sv::F32(y)) => {
+            let (q, r) = divmod_f32(x, y);
+            Sv::F32(if quotient { q } else { r })
+        }
+        (Sv::F64(x), Sv::F64(y)) => {
+            let (q, r) = divmod_f64(x, y);
+            Sv::F64(if quotient { q } else { r })
+        }
+        _ => {
+            let (x, y) = (a.as_i128(), b.as_i128());
+            let v = if y == 0 {
+                0
+            } else {
+                let mut q = x / y;
+                if x % y != 0 && ((x < 0) != (y < 0)) {
+                    q -= 1;
+                }
+                if quotient {
+                    q
+                } else {
+                    x - q * y
+                }
+            };
+            Sv::from_i128(a.scalar(), v)
+        }
+    }
+}
+
+macro_rules! divmod_float {
+    ($name:ident, $t:ty) => {
+        /// `(floor_divide, remainder)` as numpy's `npy_divmod` computes them.
+        fn $name(a: $t, b: $t) -> ($t, $t) {
+            let mut m = a % b;
+            if b == 0.0 {
+                return (a / b, m);
+            }
+            let mut div = (a - m) / b;
+            if m != 0.0 {
+                if (b < 0.0) != (m < 0.0) {
+                    m += b;
+                    div -= 1.0;
+                }
+            } else {
+                m = (0.0 as $t).copysign(b);
+            }
+            let q = if div != 0.0 {
+                let f = div.floor();
+                if div - f > 0.5 {
+                    f + 1.0
+                } else {
+                    f
+                }
+            } else {
+                (0.0 as $t).copysign(a / b)
+            };
+            (q, m)
+        }
+    };
+}
+divmod_float!(divmod_f32, f32);
+divmod_float!(divmod_f64, f64);
+
+macro_rules! float_binary {
+    ($op:expr, $a:expr, $b:expr, $t:ty) => {{
+        let (a, b): ($t, $t) = ($a, $b);
+        match $op {
+            BinaryOp::Atan2 => a.atan2(b),
+            BinaryOp::Hypot => a.hypot(b),
+            BinaryOp::CopySign => a.copysign(b),
+            // numpy's `npy_logaddexp`.
+            BinaryOp::LogAddExp => {
+                if a == b {
+                    a + std::f64::consts::LN_2 as $t
+                } else {
+                    let d = a - b;
+                    if d > 0.0 {
+                        a + (-d).exp().ln_1p()
+                    } else if d <= 0.0 {
+                        b + d.exp().ln_1p()
+                    } else {
+                        d
+                    }
+                }
+            }
+            _ => {
+                // nextafter
+                if a.is_nan() || b.is_nan() {
+                    a + b
+                } else if a == b {
+                    b
+                } else if a == 0.0 {
+                    <$t>::from_bits(1).copysign(b)
+                } else {
+                    let bits = a.to_bits();
+                    <$t>::from_bits(if (a < b) == (a > 0.0) { bits + 1 } else { bits - 1 })
+                }
+            }
+        }
+    }};
+}
+use float_binary;
+
 fn float_unary(op: UnaryOp, x: f64) -> f64 {
     match op {
+        UnaryOp::Round => x.round_ties_even(),
+        UnaryOp::Trunc => x.trunc(),
+        UnaryOp::Acos => x.acos(),
+        UnaryOp::Acosh => x.acosh(),
+        UnaryOp::Asin => x.asin(),
+        UnaryOp::Asinh => x.asinh(),
+        UnaryOp::Atan => x.atan(),
+        UnaryOp::Atanh => x.atanh(),
+        UnaryOp::Cosh => x.cosh(),
+        UnaryOp::Sinh => x.sinh(),
+        UnaryOp::Expm1 => x.exp_m1(),
+        UnaryOp::Log1p => x.ln_1p(),
+        UnaryOp::Log2 => x.log2(),
+        UnaryOp::Log10 => x.log10(),
         UnaryOp::Sqrt => x.sqrt(),
         UnaryOp::Exp => x.exp(),
         UnaryOp::Log => x.ln(),
@@ -305,7 +488,8 @@ fn float_unary(op: UnaryOp, x: f64) -> f64 {
         UnaryOp::Ceil => x.ceil(),
         UnaryOp::Neg => -x,
         UnaryOp::Abs => x.abs(),
-        UnaryOp::Not => x,
+        UnaryOp::Not | UnaryOp::Sign | UnaryOp::IsNan | UnaryOp::IsInf | UnaryOp::IsFinite | UnaryOp::SignBit => x,
+        UnaryOp::BitNot => x,
     }
 }
 

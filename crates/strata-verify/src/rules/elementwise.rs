@@ -2,7 +2,7 @@
 //! calls.
 
 use strata_entity::Handle;
-use strata_ir::{BinaryClass, BinaryOp, Function, FunctionKind, Literal, Scalar, Type, UnaryOp, Value};
+use strata_ir::{BinaryClass, BinaryOp, Function, FunctionKind, Literal, Scalar, Type, UnaryDomain, UnaryOp, Value};
 
 use crate::broadcast::{broadcast, SparseMerge};
 use crate::context::{signature, Cx, RuleResult};
@@ -25,17 +25,13 @@ fn scalar_element(cx: &Cx, v: Value, op: &str) -> Result<Scalar, Box<strata_ir::
 
 pub(crate) fn unary(cx: &mut Cx, op: UnaryOp, arg: Value) -> RuleResult {
     let s = scalar_element(cx, arg, op.keyword())?;
-    let ok = match op {
-        UnaryOp::Not => s == Scalar::Bool,
-        UnaryOp::Neg | UnaryOp::Abs => s.is_numeric(),
-        _ => s.is_float(),
+    let (ok, wanted) = match op.domain() {
+        UnaryDomain::Bool => (s == Scalar::Bool, "`bool`"),
+        UnaryDomain::Numeric => (s.is_numeric(), "a numeric type"),
+        UnaryDomain::Float => (s.is_float(), "a float type"),
+        UnaryDomain::Bits => (s == Scalar::Bool || s.is_integer(), "integer types and `bool`"),
     };
     if !ok {
-        let wanted = match op {
-            UnaryOp::Not => "`bool`",
-            UnaryOp::Neg | UnaryOp::Abs => "a numeric type",
-            _ => "a float type",
-        };
         let code =
             if op.float_only() { "strata::verify::expected_float" } else { "strata::verify::element_type_mismatch" };
         let d = cx.error(
@@ -51,7 +47,7 @@ pub(crate) fn unary(cx: &mut Cx, op: UnaryOp, arg: Value) -> RuleResult {
         });
     }
     let (levels, placement, any) = broadcast(cx, &[arg], SparseMerge::Intersect)?;
-    let el = cx.element(arg);
+    let el = if op.is_test() { cx.scalar(Scalar::Bool) } else { cx.element(arg) };
     Ok(cx.tensor_or_element(any, el, levels, placement))
 }
 
@@ -68,13 +64,15 @@ pub(crate) fn binary(cx: &mut Cx, op: BinaryOp, lhs: Value, rhs: Value) -> RuleR
         return Err(Box::new(d.with_help("Strata never converts implicitly: insert a `cast`")));
     }
     let class = op.class();
-    let ok = match class {
-        BinaryClass::Arithmetic => a.is_numeric(),
-        BinaryClass::Logical => a == Scalar::Bool,
-        BinaryClass::Comparison => true,
+    let (ok, wanted) = match class {
+        _ if op.float_only() => (a.is_float(), "float types"),
+        BinaryClass::Arithmetic => (a.is_numeric(), "numeric types"),
+        BinaryClass::Logical => (a == Scalar::Bool, "`bool`"),
+        BinaryClass::Bitwise if op.integer_only() => (a.is_integer(), "integer types"),
+        BinaryClass::Bitwise => (a.is_integer() || a == Scalar::Bool, "integer types and `bool`"),
+        BinaryClass::Comparison => (true, ""),
     };
     if !ok {
-        let wanted = if class == BinaryClass::Logical { "`bool`" } else { "numeric types" };
         let d = cx.error(
             "strata::verify::element_type_mismatch",
             format!("`{}` is defined on {wanted}, not on `{a}`", op.keyword()),
@@ -85,7 +83,11 @@ pub(crate) fn binary(cx: &mut Cx, op: BinaryOp, lhs: Value, rhs: Value) -> RuleR
     let merge =
         if matches!(op, BinaryOp::Multiplies | BinaryOp::And) { SparseMerge::Intersect } else { SparseMerge::Union };
     let (levels, placement, any) = broadcast(cx, &[lhs, rhs], merge)?;
-    let el = if class == BinaryClass::Arithmetic { cx.element(lhs) } else { cx.scalar(Scalar::Bool) };
+    let el = if matches!(class, BinaryClass::Arithmetic | BinaryClass::Bitwise) {
+        cx.element(lhs)
+    } else {
+        cx.scalar(Scalar::Bool)
+    };
     Ok(cx.tensor_or_element(any, el, levels, placement))
 }
 

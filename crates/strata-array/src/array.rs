@@ -1,0 +1,300 @@
+//! The lazy array: a node of a traced program, or data.
+//!
+//! An [`Array`] is cheap to clone (a reference-counted node). Operations build new nodes and
+//! check shapes, dtypes and placements eagerly, so errors point at the call that caused them;
+//! nothing is computed until [`Array::eval`] (or a read such as [`Array::to_ndarray`]). An
+//! evaluated node keeps its value, so later programs start from it as an input.
+
+use std::cell::RefCell;
+use std::fmt;
+use std::rc::Rc;
+
+use strata_ir::{DimName, Interval, Level, LevelFormat, Placement, Scalar, Team};
+use strata_runtime::{ElemType, Tensor, ValueType};
+
+use crate::dtype::DType;
+use crate::error::{invalid, ArrayError, Result};
+
+/// Where an array lives (seed 003): a device and, optionally, a team of processes it is
+/// block-distributed over (along its first axis).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Place {
+    /// The device (`"cpu"` for the host).
+    pub device: String,
+    /// The number of ranks of the team, if distributed.
+    pub team: Option<u32>,
+}
+
+impl Place {
+    /// The host, no team.
+    pub fn host() -> Place {
+        Place { device: "cpu".into(), team: None }
+    }
+
+    /// A device, no team.
+    pub fn device(name: &str) -> Place {
+        Place { device: name.into(), team: None }
+    }
+
+    /// The host, distributed over a team of `ranks`.
+    pub fn team(ranks: u32) -> Place {
+        Place { device: "cpu".into(), team: Some(ranks) }
+    }
+
+    pub(crate) fn to_ir(&self) -> Placement {
+        Placement {
+            device: if self.device == "cpu" {
+                strata_ir::Device::Cpu
+            } else {
+                strata_ir::Device::Named(self.device.clone())
+            },
+            team: self.team.map(|ranks| Team { ranks }),
+        }
+    }
+}
+
+impl Default for Place {
+    fn default() -> Self {
+        Place::host()
+    }
+}
+
+impl fmt::Display for Place {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "device {}", self.device)?;
+        match self.team {
+            Some(r) => write!(f, ", team of {r}"),
+            None => write!(f, ", no team"),
+        }
+    }
+}
+
+/// One traced operation: a Strata op call whose operands are written `$0`, `$1`, … and the
+/// payload functions it names.
+#[derive(Debug)]
+pub(crate) struct Traced {
+    /// The op call, e.g. `plus($0, $1)`.
+    pub text: String,
+    /// The operands.
+    pub args: Vec<Array>,
+    /// Definitions of the functions the call names (`func @… { … }`).
+    pub funcs: Vec<String>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Node {
+    pub shape: Vec<usize>,
+    pub dtype: DType,
+    pub place: Place,
+    /// The operation producing the array; `None` for data.
+    pub op: Option<Traced>,
+    /// The element type as text when it is a tuple (an intermediate of `argmax`); the
+    /// array's `dtype` is then meaningless.
+    pub tuple: Option<String>,
+    /// The value, once known.
+    pub value: RefCell<Option<Tensor>>,
+}
+
+/// A lazily evaluated n-dimensional array with array-API semantics.
+#[derive(Clone, Debug)]
+pub struct Array(pub(crate) Rc<Node>);
+
+impl Array {
+    /// The extents.
+    pub fn shape(&self) -> &[usize] {
+        &self.0.shape
+    }
+
+    /// The number of dimensions.
+    pub fn ndim(&self) -> usize {
+        self.0.shape.len()
+    }
+
+    /// The number of elements.
+    pub fn size(&self) -> usize {
+        self.0.shape.iter().product()
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.0.dtype
+    }
+
+    /// Where the array lives.
+    pub fn place(&self) -> &Place {
+        &self.0.place
+    }
+
+    /// The device name.
+    pub fn device(&self) -> &str {
+        &self.0.place.device
+    }
+
+    /// Whether the value has been computed (or the array holds data).
+    pub fn is_evaluated(&self) -> bool {
+        self.0.value.borrow().is_some()
+    }
+
+    /// A new traced node.
+    pub(crate) fn traced(
+        text: String,
+        args: Vec<Array>,
+        funcs: Vec<String>,
+        shape: Vec<usize>,
+        dtype: DType,
+        place: Place,
+    ) -> Array {
+        Array(Rc::new(Node {
+            shape,
+            dtype,
+            place,
+            op: Some(Traced { text, args, funcs }),
+            tuple: None,
+            value: RefCell::new(None),
+        }))
+    }
+
+    /// A traced node whose elements are tuples of type `tuple` (only ever an operand of
+    /// `tuple_get`, never evaluated on its own).
+    pub(crate) fn tuple_traced(
+        text: String,
+        args: Vec<Array>,
+        funcs: Vec<String>,
+        shape: Vec<usize>,
+        tuple: &str,
+        place: Place,
+    ) -> Array {
+        Array(Rc::new(Node {
+            shape,
+            dtype: Scalar::Index,
+            place,
+            op: Some(Traced { text, args, funcs }),
+            tuple: Some(tuple.to_string()),
+            value: RefCell::new(None),
+        }))
+    }
+
+    /// An array holding `t` (a dense tensor over positional dimensions).
+    pub(crate) fn from_tensor(t: Tensor, place: Place) -> Result<Array> {
+        let ElemType::Scalar(dtype) = t.ty.element else {
+            return Err(ArrayError::Data("arrays hold scalar elements".into()));
+        };
+        let shape = t.ty.shape();
+        let ty = value_type(&shape, dtype, &place);
+        Ok(Array(Rc::new(Node {
+            shape,
+            dtype,
+            place,
+            op: None,
+            tuple: None,
+            value: RefCell::new(Some(Tensor { ty, data: t.data, present: None })),
+        })))
+    }
+
+    /// Checks that `others` live where `self` does (compute follows data).
+    pub(crate) fn same_place(op: &'static str, arrays: &[&Array]) -> Result<Place> {
+        let first = arrays.first().map(|a| a.place().clone()).unwrap_or_default();
+        for a in arrays.iter().skip(1) {
+            if *a.place() != first {
+                return Err(ArrayError::Placement { op, a: first.to_string(), b: a.place().to_string() });
+            }
+        }
+        Ok(first)
+    }
+
+    /// Normalizes a possibly negative axis of an array of rank `ndim`.
+    pub(crate) fn axis(op: &'static str, axis: isize, ndim: usize) -> Result<usize> {
+        let n = ndim as isize;
+        if axis < -n || axis >= n {
+            return Err(invalid(op, format!("axis {axis} is out of range for an array of {ndim} dimensions")));
+        }
+        Ok(if axis < 0 { (axis + n) as usize } else { axis as usize })
+    }
+
+    /// Normalizes an axis list (`None`: every axis), rejecting repeats.
+    pub(crate) fn axes(op: &'static str, axes: Option<&[isize]>, ndim: usize) -> Result<Vec<usize>> {
+        let Some(axes) = axes else { return Ok((0..ndim).collect()) };
+        let mut out = Vec::new();
+        for &a in axes {
+            let a = Array::axis(op, a, ndim)?;
+            if out.contains(&a) {
+                return Err(invalid(op, format!("axis {a} is repeated")));
+            }
+            out.push(a);
+        }
+        out.sort_unstable();
+        Ok(out)
+    }
+}
+
+/// The runtime type of an array value: positional dense levels `_0, _1, …`; a team
+/// distributes the first axis in blocks.
+pub(crate) fn value_type(shape: &[usize], dtype: DType, place: &Place) -> ValueType {
+    let levels = shape
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| Level {
+            name: DimName::positional(i),
+            interval: Interval::new(0, n as i64),
+            format: if i == 0 && place.team.is_some() { LevelFormat::Block } else { LevelFormat::Dense },
+        })
+        .collect();
+    ValueType { levels, placement: place.to_ir(), element: ElemType::Scalar(dtype), is_tensor: true }
+}
+
+impl Node {
+    /// The node's Strata type, as text.
+    pub(crate) fn type_text(&self) -> String {
+        element_type_text(&self.shape, self.tuple.clone().unwrap_or_else(|| self.dtype.to_string()), &self.place)
+    }
+}
+
+/// The Strata type of an array value, as text.
+pub(crate) fn type_text(shape: &[usize], dtype: DType, place: &Place) -> String {
+    element_type_text(shape, dtype.to_string(), place)
+}
+
+fn element_type_text(shape: &[usize], element: String, place: &Place) -> String {
+    let mut parts = vec![element];
+    for (i, n) in shape.iter().enumerate() {
+        let block = if i == 0 && place.team.is_some() { " block" } else { "" };
+        parts.push(format!("_{i}[0:{n}]{block}"));
+    }
+    if place.device != "cpu" {
+        parts.push(format!("device = {}", place.device));
+    }
+    if let Some(r) = place.team {
+        parts.push(format!("team = {r}"));
+    }
+    format!("tensor<{}>", parts.join(", "))
+}
+
+/// A literal of type `dtype` for the value `v`, as the text format writes it.
+pub(crate) fn literal(v: f64, dtype: DType) -> String {
+    match dtype {
+        Scalar::Bool => (v != 0.0).to_string(),
+        d if d.is_float() => float_literal(if d == Scalar::F32 { v as f32 as f64 } else { v }),
+        d => strata_runtime::Sv::from_f64(d, v).as_i128().to_string(),
+    }
+}
+
+/// An integer literal of type `dtype` (wrapped to the type).
+pub(crate) fn int_literal(v: i128, dtype: DType) -> String {
+    if dtype.is_float() {
+        return float_literal(v as f64);
+    }
+    if dtype == Scalar::Bool {
+        return (v != 0).to_string();
+    }
+    strata_runtime::Sv::from_i128(dtype, v).as_i128().to_string()
+}
+
+fn float_literal(v: f64) -> String {
+    if v.is_nan() {
+        "nan".into()
+    } else if v.is_infinite() {
+        if v > 0.0 { "inf" } else { "-inf" }.into()
+    } else {
+        format!("{v:?}")
+    }
+}

@@ -1,0 +1,160 @@
+//! Data in and out: Rust vectors, `ndarray` arrays and `.npy` files.
+
+use std::path::Path;
+
+use strata_runtime::{Column, Data, ElemType, Tensor};
+
+use crate::array::{value_type, Array, Place};
+use crate::dtype::DType;
+use crate::error::{ArrayError, Result};
+
+/// A Rust element type an array can hold.
+pub trait Element: Copy + 'static {
+    /// The array dtype.
+    const DTYPE: DType;
+    /// A column holding `v`.
+    fn column(v: Vec<Self>) -> Column;
+    /// The values of a column of this type.
+    fn values(c: &Column) -> Option<&[Self]>;
+}
+
+macro_rules! element {
+    ($t:ty, $s:ident) => {
+        impl Element for $t {
+            const DTYPE: DType = strata_ir::Scalar::$s;
+            fn column(v: Vec<Self>) -> Column {
+                Column::$s(v)
+            }
+            fn values(c: &Column) -> Option<&[Self]> {
+                match c {
+                    Column::$s(v) => Some(v),
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+element!(bool, Bool);
+element!(i8, I8);
+element!(i16, I16);
+element!(i32, I32);
+element!(i64, I64);
+element!(u8, U8);
+element!(u16, U16);
+element!(u32, U32);
+element!(u64, U64);
+element!(f32, F32);
+element!(f64, F64);
+
+impl Array {
+    /// An array of `shape` holding `data` in row-major (C) order, on the host.
+    pub fn from_vec<T: Element>(shape: &[usize], data: Vec<T>) -> Result<Array> {
+        let n: usize = shape.iter().product();
+        if data.len() != n {
+            return Err(ArrayError::Data(format!(
+                "from_vec: shape {shape:?} holds {n} elements, but {} were given",
+                data.len()
+            )));
+        }
+        Array::from_column(shape, T::column(data), Place::host())
+    }
+
+    /// A 0-d array.
+    pub fn scalar<T: Element>(v: T) -> Array {
+        Array::from_vec(&[], vec![v]).expect("one element for shape []")
+    }
+
+    pub(crate) fn from_column(shape: &[usize], col: Column, place: Place) -> Result<Array> {
+        let ty = value_type(shape, col.scalar(), &place);
+        Array::from_tensor(Tensor { ty, data: Data::Scalars(col), present: None }, place)
+    }
+
+    /// Copies an `ndarray` array (any layout) onto the host.
+    pub fn from_ndarray<T: Element, S: ndarray::Data<Elem = T>, D: ndarray::Dimension>(
+        a: &ndarray::ArrayBase<S, D>,
+    ) -> Array {
+        let data: Vec<T> = a.iter().copied().collect();
+        Array::from_vec(a.shape(), data).expect("an ndarray's length matches its shape")
+    }
+
+    /// Evaluates the array and copies it into an `ndarray` array; the dtype must be `T`'s.
+    pub fn to_ndarray<T: Element>(&self) -> Result<ndarray::ArrayD<T>> {
+        let v = self.to_vec::<T>()?;
+        Ok(ndarray::ArrayD::from_shape_vec(self.shape().to_vec(), v).expect("the value matches the shape"))
+    }
+
+    /// Evaluates the array and returns its elements in row-major order; the dtype must be
+    /// `T`'s.
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        let t = self.eval()?;
+        let Data::Scalars(c) = &t.data else { unreachable!("arrays hold scalars") };
+        T::values(c).map(<[T]>::to_vec).ok_or_else(|| {
+            ArrayError::Data(format!(
+                "to_vec: the array's dtype is {}, not {}",
+                self.dtype().numpy_name(),
+                T::DTYPE.numpy_name()
+            ))
+        })
+    }
+
+    /// Reads a `.npy` file (any dtype Strata has, C or Fortran order) onto the host.
+    pub fn from_npy(path: &Path) -> Result<Array> {
+        let file = std::fs::File::open(path).map_err(|e| ArrayError::Data(format!("cannot read `{}`: {e}", path.display())))?;
+        let npy = npyz::NpyFile::new(std::io::BufReader::new(file))
+            .map_err(|e| ArrayError::Data(format!("`{}` is not a .npy file: {e}", path.display())))?;
+        let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
+        let descr = npy.dtype().descr();
+        let code = descr.trim_start_matches(['<', '>', '|', '=']);
+        let dtype = match code {
+            "b1" => strata_ir::Scalar::Bool,
+            "i1" => strata_ir::Scalar::I8,
+            "i2" => strata_ir::Scalar::I16,
+            "i4" => strata_ir::Scalar::I32,
+            "i8" => strata_ir::Scalar::I64,
+            "u1" => strata_ir::Scalar::U8,
+            "u2" => strata_ir::Scalar::U16,
+            "u4" => strata_ir::Scalar::U32,
+            "u8" => strata_ir::Scalar::U64,
+            "f4" => strata_ir::Scalar::F32,
+            "f8" => strata_ir::Scalar::F64,
+            _ => {
+                return Err(ArrayError::Data(format!(
+                    "`{}` holds dtype `{descr}`, which Strata arrays do not support",
+                    path.display()
+                )))
+            }
+        };
+        let ty = value_type(&shape, dtype, &Place::host());
+        let t = strata_runtime::npy::read_value(path, "array", &ty).map_err(|e| ArrayError::Data(e.to_string()))?;
+        Array::from_tensor(t, Place::host())
+    }
+
+    /// Evaluates the array and writes it as a `.npy` file (through a temporary file, so a
+    /// failure leaves any existing file as it was).
+    pub fn to_npy(&self, path: &Path) -> Result<()> {
+        let t = self.eval()?;
+        strata_runtime::npy::write_value(path, "array", &t).map_err(|e| ArrayError::Data(e.to_string()))
+    }
+
+    /// Evaluates the array: traces the program computing it, compiles it (or finds it in the
+    /// cache) and runs it. The value is kept, so evaluating again is free and later programs
+    /// read it as an input.
+    pub fn eval(&self) -> Result<Tensor> {
+        if let Some(t) = self.0.value.borrow().as_ref() {
+            return Ok(t.clone());
+        }
+        let program = crate::trace::trace(self);
+        let mut t = crate::engine::run(program)?;
+        t.ty = value_type(self.shape(), self.dtype(), self.place());
+        if !matches!(t.ty.element, ElemType::Scalar(_)) {
+            unreachable!("arrays hold scalars");
+        }
+        *self.0.value.borrow_mut() = Some(t.clone());
+        Ok(t)
+    }
+
+    /// The Strata program that computes the array (for inspection).
+    pub fn program_text(&self) -> String {
+        crate::trace::trace(self).text
+    }
+}

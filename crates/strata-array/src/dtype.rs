@@ -1,0 +1,139 @@
+//! Data types and the type-promotion rules.
+//!
+//! The array API's promotion table (2023.12) covers booleans, integers of one signedness
+//! and floats among themselves. Where it is silent (mixed signed/unsigned of equal width,
+//! integers with floats), Strata follows numpy 2 (NEP 50): `u64 ⊕ i64 → f64`, an integer of
+//! at most 16 bits with `f32` stays `f32`, wider integers with `f32` give `f64`, and `bool`
+//! with anything gives the other type. Python scalars are *weak*: `x + 1` keeps `x`'s dtype
+//! (see [`Weak`]).
+
+use strata_ir::Scalar;
+
+use crate::error::{dtype_error, Result};
+
+/// An array's element type: every Strata scalar type but `index`.
+pub type DType = Scalar;
+
+/// The default integer dtype (numpy's on 64-bit Linux).
+pub const DEFAULT_INT: DType = Scalar::I64;
+/// The default floating-point dtype.
+pub const DEFAULT_FLOAT: DType = Scalar::F64;
+
+/// A Python-style scalar operand: weakly typed, it takes the array's dtype where it fits.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Weak {
+    /// `True` / `False`.
+    Bool(bool),
+    /// An integer literal.
+    Int(i64),
+    /// A float literal.
+    Float(f64),
+}
+
+impl Weak {
+    /// The value as a float.
+    pub fn as_f64(self) -> f64 {
+        match self {
+            Weak::Bool(b) => b as u8 as f64,
+            Weak::Int(i) => i as f64,
+            Weak::Float(x) => x,
+        }
+    }
+
+    /// The dtype an operation with an array of dtype `array` computes in (NEP 50): the
+    /// array's, unless the scalar is of a higher kind (a float with an integer array gives the
+    /// default float, an integer with a `bool` array the default integer).
+    pub fn promote_with(self, array: DType) -> DType {
+        match self {
+            Weak::Bool(_) => array,
+            Weak::Int(_) if array == Scalar::Bool => DEFAULT_INT,
+            Weak::Int(_) => array,
+            Weak::Float(_) if !array.is_float() => DEFAULT_FLOAT,
+            Weak::Float(_) => array,
+        }
+    }
+
+    /// The dtype the scalar has on its own (`asarray(1.5)`).
+    pub fn default_dtype(self) -> DType {
+        match self {
+            Weak::Bool(_) => Scalar::Bool,
+            Weak::Int(_) => DEFAULT_INT,
+            Weak::Float(_) => DEFAULT_FLOAT,
+        }
+    }
+}
+
+fn width(s: DType) -> usize {
+    s.size_bytes()
+}
+
+fn signed_of_width(bytes: usize) -> Option<DType> {
+    match bytes {
+        1 => Some(Scalar::I8),
+        2 => Some(Scalar::I16),
+        4 => Some(Scalar::I32),
+        8 => Some(Scalar::I64),
+        _ => None,
+    }
+}
+
+/// The promoted dtype of two array dtypes (`result_type`).
+pub fn promote(op: &'static str, a: DType, b: DType) -> Result<DType> {
+    use Scalar::*;
+    if a == Index || b == Index {
+        return Err(dtype_error(op, "`index` is not an array dtype"));
+    }
+    Ok(match (a, b) {
+        _ if a == b => a,
+        (Bool, x) | (x, Bool) => x,
+        (F32, F64) | (F64, F32) => F64,
+        (f, i) | (i, f) if f.is_float() && !i.is_float() => {
+            if f == F32 && width(i) <= 2 {
+                F32
+            } else {
+                F64
+            }
+        }
+        _ if a.is_signed() == b.is_signed() => {
+            if width(a) >= width(b) {
+                a
+            } else {
+                b
+            }
+        }
+        _ => {
+            let (s, u) = if a.is_signed() { (a, b) } else { (b, a) };
+            if width(u) < width(s) {
+                s
+            } else {
+                signed_of_width(2 * width(u)).unwrap_or(F64)
+            }
+        }
+    })
+}
+
+/// The promoted dtype of several dtypes, folded left to right (`result_type(*dtypes)`).
+pub fn result_type(op: &'static str, dtypes: &[DType]) -> Result<DType> {
+    let (first, rest) = dtypes.split_first().ok_or_else(|| dtype_error(op, "at least one dtype is required"))?;
+    rest.iter().try_fold(*first, |acc, &d| promote(op, acc, d))
+}
+
+/// The dtype `sum` and `prod` accumulate in by default: integers widen to the default
+/// integer of their signedness (`bool` → `i64`), floats keep theirs.
+pub fn sum_dtype(d: DType) -> DType {
+    match d {
+        Scalar::Bool | Scalar::I8 | Scalar::I16 | Scalar::I32 | Scalar::I64 => Scalar::I64,
+        Scalar::U8 | Scalar::U16 | Scalar::U32 | Scalar::U64 => Scalar::U64,
+        other => other,
+    }
+}
+
+/// numpy's name for a dtype (`float64`, `int32`, `bool`).
+pub fn name(d: DType) -> &'static str {
+    d.numpy_name()
+}
+
+/// The dtype named as numpy names it (`float32`, `int64`, `bool`, `uint8`, …).
+pub fn from_name(name: &str) -> Option<DType> {
+    Scalar::ALL.iter().copied().find(|s| *s != Scalar::Index && s.numpy_name() == name)
+}

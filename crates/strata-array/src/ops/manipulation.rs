@@ -1,0 +1,296 @@
+//! Manipulation functions: defined through `broadcast_in_dim`, `transpose`, `concat`,
+//! `collapse_shape` / `expand_shape`, `get`, and `map_reduce_aff` with an identity payload for
+//! every strided view (slices, flips, rolls) — an affine access map is exactly a strided view.
+
+use super::{broadcast_shapes, cast, list, to_shape};
+use crate::array::Array;
+use crate::dtype::result_type;
+use crate::error::{invalid, ArrayError, Result};
+use crate::trace::payload;
+
+/// One coordinate of an affine view: `offset + Σ coef · out_dim`.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Coord {
+    pub offset: i64,
+    pub terms: Vec<(usize, i64)>,
+}
+
+impl Coord {
+    /// `out_dim`, unchanged.
+    pub fn dim(d: usize) -> Coord {
+        Coord { offset: 0, terms: vec![(d, 1)] }
+    }
+
+    fn text(&self) -> String {
+        let mut s = self.offset.to_string();
+        for &(d, c) in &self.terms {
+            if c >= 0 {
+                s.push_str(&format!(" + {c}*d{d}"));
+            } else {
+                s.push_str(&format!(" - {}*d{d}", -c));
+            }
+        }
+        s
+    }
+}
+
+/// The array `y[p] = x[coords(p)]` of `shape`: a `map_reduce_aff` without reduction loops
+/// whose payload returns the element read. Every coordinate must stay in bounds.
+pub(crate) fn affine_view(x: &Array, shape: &[usize], coords: &[Coord]) -> Result<Array> {
+    if shape.iter().product::<usize>() == 0 {
+        return super::creation::zeros(shape, Some(x.dtype()), x.place());
+    }
+    if shape.is_empty() {
+        let idx: Vec<Array> = coords.iter().map(|c| index_constant(c.offset, x)).collect();
+        let refs: Vec<String> = (1..=idx.len()).map(|i| format!("${i}")).collect();
+        let mut args = vec![x.clone()];
+        args.extend(idx);
+        return Ok(Array::traced(format!("get($0, {})", refs.join(", ")), args, vec![], vec![], x.dtype(), x.place().clone()));
+    }
+    let t = x.dtype().to_string();
+    let (f, def) = payload(&[("acc", t.clone()), ("x", t.clone())], &[], "%x", &t);
+    let dims: Vec<String> = (0..shape.len()).map(|d| format!("d{d}")).collect();
+    let dims = dims.join(", ");
+    let reads: Vec<String> = coords.iter().map(Coord::text).collect();
+    let init = crate::array::literal(0.0, x.dtype());
+    let text = format!(
+        "map_reduce_aff({f}, $0, init = {init}, domain = {s}, outputs = {r}, shape = {s}, out_map = ({dims}) -> ({dims}), maps = [({dims}) -> ({})])",
+        reads.join(", "),
+        s = list(shape),
+        r = shape.len(),
+    );
+    Ok(Array::traced(text, vec![x.clone()], vec![def], shape.to_vec(), x.dtype(), x.place().clone()))
+}
+
+fn index_constant(v: i64, like: &Array) -> Array {
+    Array::traced(format!("constant(value = {v})"), vec![], vec![], vec![], strata_ir::Scalar::Index, like.place().clone())
+}
+
+/// `x` broadcast to `shape` (an error unless `x` broadcasts to exactly that shape).
+pub fn broadcast_to(x: &Array, shape: &[usize]) -> Result<Array> {
+    let b = broadcast_shapes("broadcast_to", &[x.shape(), shape])?;
+    if b != shape {
+        return Err(ArrayError::Broadcast { op: "broadcast_to", a: x.shape().to_vec(), b: shape.to_vec() });
+    }
+    if x.ndim() == 0 && !shape.is_empty() {
+        return Ok(Array::traced(
+            format!("broadcast_in_dim($0, shape = {}, dims = [])", list(shape)),
+            vec![x.clone()],
+            vec![],
+            shape.to_vec(),
+            x.dtype(),
+            x.place().clone(),
+        ));
+    }
+    Ok(to_shape(x, shape))
+}
+
+/// Every array broadcast to their common shape.
+pub fn broadcast_arrays(xs: &[&Array]) -> Result<Vec<Array>> {
+    let shapes: Vec<&[usize]> = xs.iter().map(|a| a.shape()).collect();
+    let shape = broadcast_shapes("broadcast_arrays", &shapes)?;
+    xs.iter().map(|x| broadcast_to(x, &shape)).collect()
+}
+
+/// The dimensions reordered: result axis `i` is `x`'s axis `axes[i]`.
+pub fn permute_dims(x: &Array, axes: &[isize]) -> Result<Array> {
+    if axes.len() != x.ndim() {
+        return Err(invalid("permute_dims", format!("{} axes given for an array of {} dimensions", axes.len(), x.ndim())));
+    }
+    let perm = Array::axes("permute_dims", Some(axes), x.ndim())
+        .and_then(|_| axes.iter().map(|&a| Array::axis("permute_dims", a, x.ndim())).collect::<Result<Vec<_>>>())?;
+    if perm.iter().enumerate().all(|(i, &p)| i == p) {
+        return Ok(x.clone());
+    }
+    let shape: Vec<usize> = perm.iter().map(|&p| x.shape()[p]).collect();
+    Ok(Array::traced(format!("transpose($0, perm = {})", list(&perm)), vec![x.clone()], vec![], shape, x.dtype(), x.place().clone()))
+}
+
+/// The last two axes swapped.
+pub fn matrix_transpose(x: &Array) -> Result<Array> {
+    let r = x.ndim();
+    if r < 2 {
+        return Err(invalid("matrix_transpose", format!("needs at least 2 dimensions, not shape {:?}", x.shape())));
+    }
+    let mut axes: Vec<isize> = (0..r as isize).collect();
+    axes.swap(r - 2, r - 1);
+    permute_dims(x, &axes)
+}
+
+/// A new axis of extent 1 at `axis` (in `[-ndim-1, ndim]`).
+pub fn expand_dims(x: &Array, axis: isize) -> Result<Array> {
+    let axis = Array::axis("expand_dims", axis, x.ndim() + 1)?;
+    let mut shape = x.shape().to_vec();
+    shape.insert(axis, 1);
+    let dims: Vec<usize> = (0..x.ndim()).map(|i| if i < axis { i } else { i + 1 }).collect();
+    Ok(Array::traced(
+        format!("broadcast_in_dim($0, shape = {}, dims = {})", list(&shape), list(&dims)),
+        vec![x.clone()],
+        vec![],
+        shape,
+        x.dtype(),
+        x.place().clone(),
+    ))
+}
+
+/// `x` with the given extent-1 axes removed.
+pub fn squeeze(x: &Array, axes: &[isize]) -> Result<Array> {
+    let axes = Array::axes("squeeze", Some(axes), x.ndim())?;
+    for &a in &axes {
+        if x.shape()[a] != 1 {
+            return Err(invalid("squeeze", format!("axis {a} has extent {}, not 1", x.shape()[a])));
+        }
+    }
+    let shape: Vec<isize> =
+        x.shape().iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &n)| n as isize).collect();
+    reshape(x, &shape, None)
+}
+
+/// The elements in row-major order, in a new shape (one extent may be `-1`). Arrays are
+/// values, so `copy = Some(false)` (a view) is always possible and the result never aliases
+/// anything observable.
+pub fn reshape(x: &Array, shape: &[isize], copy: Option<bool>) -> Result<Array> {
+    let _ = copy;
+    let size = x.size();
+    let known: usize = shape.iter().filter(|&&n| n >= 0).map(|&n| n as usize).product();
+    let wild = shape.iter().filter(|&&n| n == -1).count();
+    if wild > 1 || shape.iter().any(|&n| n < -1) {
+        return Err(invalid("reshape", format!("invalid shape {shape:?}: at most one extent may be -1, none below")));
+    }
+    let target: Vec<usize> = shape
+        .iter()
+        .map(|&n| if n == -1 { if known == 0 { 0 } else { size / known } } else { n as usize })
+        .collect();
+    if target.iter().product::<usize>() != size || (wild == 1 && known != 0 && size % known != 0) {
+        return Err(invalid("reshape", format!("cannot reshape an array of shape {:?} ({size} elements) into {shape:?}", x.shape())));
+    }
+    if target == x.shape() {
+        return Ok(x.clone());
+    }
+    if size == 0 {
+        return super::creation::zeros(&target, Some(x.dtype()), x.place());
+    }
+    let place = x.place().clone();
+    let flat = match x.ndim() {
+        0 => broadcast_to(x, &[1])?,
+        1 => x.clone(),
+        r => Array::traced(
+            format!("collapse_shape($0, groups = [{}], mode = view)", list(&(0..r).collect::<Vec<_>>())),
+            vec![x.clone()],
+            vec![],
+            vec![size],
+            x.dtype(),
+            place.clone(),
+        ),
+    };
+    Ok(match target.len() {
+        0 => affine_view(&flat, &[], &[Coord::default()])?,
+        1 => flat,
+        m => Array::traced(
+            format!("expand_shape($0, groups = [{}], shape = {}, mode = view)", list(&(0..m).collect::<Vec<_>>()), list(&target)),
+            vec![flat],
+            vec![],
+            target,
+            x.dtype(),
+            place,
+        ),
+    })
+}
+
+/// The elements reversed along `axes` (every axis when `None`).
+pub fn flip(x: &Array, axes: Option<&[isize]>) -> Result<Array> {
+    let axes = Array::axes("flip", axes, x.ndim())?;
+    let coords: Vec<Coord> = (0..x.ndim())
+        .map(|d| if axes.contains(&d) { Coord { offset: x.shape()[d] as i64 - 1, terms: vec![(d, -1)] } } else { Coord::dim(d) })
+        .collect();
+    if axes.is_empty() {
+        return Ok(x.clone());
+    }
+    affine_view(x, x.shape(), &coords)
+}
+
+/// `x[start : start + len]` along `axis`.
+pub(crate) fn slice_axis(x: &Array, axis: usize, start: usize, len: usize) -> Result<Array> {
+    let mut shape = x.shape().to_vec();
+    shape[axis] = len;
+    let coords: Vec<Coord> =
+        (0..x.ndim()).map(|d| if d == axis { Coord { offset: start as i64, terms: vec![(d, 1)] } } else { Coord::dim(d) }).collect();
+    affine_view(x, &shape, &coords)
+}
+
+/// Elements shifted by `shift[i]` positions along `axes[i]`, wrapping around; with no axes,
+/// along the flattened array.
+pub fn roll(x: &Array, shift: &[i64], axes: Option<&[isize]>) -> Result<Array> {
+    let Some(axes) = axes else {
+        let total: i64 = shift.iter().sum();
+        let flat = reshape(x, &[-1], None)?;
+        let rolled = roll(&flat, &[total], Some(&[0]))?;
+        return reshape(&rolled, &x.shape().iter().map(|&n| n as isize).collect::<Vec<_>>(), None);
+    };
+    if shift.len() != axes.len() && shift.len() != 1 {
+        return Err(invalid("roll", format!("{} shifts for {} axes", shift.len(), axes.len())));
+    }
+    let mut r = x.clone();
+    for (k, &a) in axes.iter().enumerate() {
+        let axis = Array::axis("roll", a, x.ndim())?;
+        let n = x.shape()[axis] as i64;
+        let s = if n == 0 { 0 } else { shift[if shift.len() == 1 { 0 } else { k }].rem_euclid(n) };
+        if s == 0 {
+            continue;
+        }
+        let tail = slice_axis(&r, axis, (n - s) as usize, s as usize)?;
+        let head = slice_axis(&r, axis, 0, (n - s) as usize)?;
+        r = concat(&[&tail, &head], Some(axis as isize))?;
+    }
+    Ok(r)
+}
+
+/// Arrays joined along an existing axis (`None`: flattened first), promoted to a common dtype.
+pub fn concat(xs: &[&Array], axis: Option<isize>) -> Result<Array> {
+    if xs.is_empty() {
+        return Err(invalid("concat", "needs at least one array"));
+    }
+    let place = Array::same_place("concat", xs)?;
+    let dtype = result_type("concat", &xs.iter().map(|a| a.dtype()).collect::<Vec<_>>())?;
+    let Some(axis) = axis else {
+        let flat: Vec<Array> = xs.iter().map(|a| reshape(a, &[-1], None)).collect::<Result<_>>()?;
+        return concat(&flat.iter().collect::<Vec<_>>(), Some(0));
+    };
+    let r = xs[0].ndim();
+    if r == 0 {
+        return Err(invalid("concat", "0-d arrays cannot be concatenated"));
+    }
+    let axis = Array::axis("concat", axis, r)?;
+    for a in xs {
+        let same = a.ndim() == r && (0..r).all(|d| d == axis || a.shape()[d] == xs[0].shape()[d]);
+        if !same {
+            return Err(invalid(
+                "concat",
+                format!("shapes {:?} and {:?} differ off the concatenation axis {axis}", xs[0].shape(), a.shape()),
+            ));
+        }
+    }
+    let mut shape = xs[0].shape().to_vec();
+    shape[axis] = xs.iter().map(|a| a.shape()[axis]).sum();
+    let pieces: Vec<Array> = xs.iter().filter(|a| a.shape()[axis] > 0).map(|a| cast(a, dtype)).collect();
+    match pieces.len() {
+        0 => return super::creation::zeros(&shape, Some(dtype), &place),
+        1 => return Ok(pieces[0].clone()),
+        _ => {}
+    }
+    let refs: Vec<String> = (0..pieces.len()).map(|i| format!("${i}")).collect();
+    Ok(Array::traced(format!("concat({}, dim = _{axis}, mode = copy)", refs.join(", ")), pieces, vec![], shape, dtype, place))
+}
+
+/// Arrays of one shape joined along a new axis.
+pub fn stack(xs: &[&Array], axis: isize) -> Result<Array> {
+    let Some(first) = xs.first() else { return Err(invalid("stack", "needs at least one array")) };
+    for a in xs {
+        if a.shape() != first.shape() {
+            return Err(invalid("stack", format!("shapes {:?} and {:?} differ", first.shape(), a.shape())));
+        }
+    }
+    let ax = Array::axis("stack", axis, first.ndim() + 1)? as isize;
+    let expanded: Vec<Array> = xs.iter().map(|a| expand_dims(a, ax)).collect::<Result<_>>()?;
+    concat(&expanded.iter().collect::<Vec<_>>(), Some(ax))
+}

@@ -1,0 +1,110 @@
+//! The array-API operations, by the standard's sections. Each is defined through the core IR
+//! (one or more traced Strata ops) or, where the result's shape depends on the data or the
+//! algorithm is not a loop nest (sort, unique, nonzero, boolean masks), as a named runtime
+//! kernel ([`kernels`]) that evaluates its operand first.
+
+pub mod creation;
+pub mod elementwise;
+pub mod indexing;
+pub mod kernels;
+pub mod linalg;
+pub mod manipulation;
+pub mod statistics;
+
+pub use creation::*;
+pub use elementwise::*;
+pub use indexing::*;
+pub use kernels::*;
+pub use linalg::*;
+pub use manipulation::*;
+pub use statistics::*;
+
+use crate::array::{literal, Array, Place};
+use crate::dtype::{DType, Weak};
+use crate::error::{ArrayError, Result};
+
+/// The broadcast shape of `shapes` (array-API rules: right-aligned, extent 1 stretches).
+pub fn broadcast_shapes(op: &'static str, shapes: &[&[usize]]) -> Result<Vec<usize>> {
+    let rank = shapes.iter().map(|s| s.len()).max().unwrap_or(0);
+    let mut out = vec![1usize; rank];
+    let mut first: Vec<usize> = Vec::new();
+    for (k, s) in shapes.iter().enumerate() {
+        for (i, &n) in s.iter().enumerate() {
+            let o = &mut out[rank - s.len() + i];
+            if *o == 1 {
+                *o = n;
+            } else if n != 1 && n != *o {
+                return Err(ArrayError::Broadcast { op, a: if k == 0 { s.to_vec() } else { first.clone() }, b: s.to_vec() });
+            }
+        }
+        if k == 0 {
+            first = s.to_vec();
+        } else {
+            first = out.clone();
+        }
+    }
+    Ok(out)
+}
+
+/// `x` placed in `shape` (which it broadcasts to): `broadcast_in_dim`, aligned from the right.
+pub(crate) fn to_shape(x: &Array, shape: &[usize]) -> Array {
+    if x.shape() == shape || x.ndim() == 0 {
+        return x.clone();
+    }
+    let off = shape.len() - x.ndim();
+    let dims: Vec<String> = (0..x.ndim()).map(|i| (i + off).to_string()).collect();
+    Array::traced(
+        format!("broadcast_in_dim($0, shape = {}, dims = [{}])", list(shape), dims.join(", ")),
+        vec![x.clone()],
+        vec![],
+        shape.to_vec(),
+        x.dtype(),
+        x.place().clone(),
+    )
+}
+
+/// `x` converted to `dtype` (`x` itself if it has it).
+pub(crate) fn cast(x: &Array, dtype: DType) -> Array {
+    if x.dtype() == dtype {
+        return x.clone();
+    }
+    Array::traced(format!("cast($0, to = {dtype})"), vec![x.clone()], vec![], x.shape().to_vec(), dtype, x.place().clone())
+}
+
+/// A 0-d constant of `dtype` living at `place`.
+pub(crate) fn constant(v: f64, dtype: DType, place: &Place) -> Array {
+    constant_text(literal(v, dtype), dtype, place)
+}
+
+/// A 0-d constant given as literal text.
+pub(crate) fn constant_text(lit: String, dtype: DType, place: &Place) -> Array {
+    Array::traced(format!("constant(value = {lit})"), vec![], vec![], vec![], dtype, place.clone())
+}
+
+/// A weak scalar as a 0-d array of `dtype`.
+pub(crate) fn weak_constant(w: Weak, dtype: DType, place: &Place) -> Array {
+    match w {
+        Weak::Int(i) => constant_text(crate::array::int_literal(i as i128, dtype), dtype, place),
+        _ => constant(w.as_f64(), dtype, place),
+    }
+}
+
+/// An elementwise op over operands already of one dtype, broadcast to a common shape.
+pub(crate) fn elementwise(op: &'static str, call: &str, args: &[&Array], dtype: DType) -> Result<Array> {
+    let place = Array::same_place(op, args)?;
+    let shapes: Vec<&[usize]> = args.iter().map(|a| a.shape()).collect();
+    let shape = broadcast_shapes(op, &shapes)?;
+    let operands: Vec<Array> = args.iter().map(|a| to_shape(a, &shape)).collect();
+    let refs: Vec<String> = (0..args.len()).map(|i| format!("${i}")).collect();
+    Ok(Array::traced(format!("{call}({})", refs.join(", ")), operands, vec![], shape, dtype, place))
+}
+
+/// `[a, b, …]`.
+pub(crate) fn list<T: std::fmt::Display>(xs: &[T]) -> String {
+    format!("[{}]", xs.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", "))
+}
+
+/// The einsum letter of dimension `i`.
+pub(crate) fn letter(i: usize) -> char {
+    (b'a' + i as u8) as char
+}

@@ -1,0 +1,282 @@
+//! Statistical, searching and utility reductions through the core `map_reduce` (einsum
+//! subscripts over the positional dimensions, a payload per reduction), `scan` for
+//! `cumulative_sum`, and a tuple accumulator (value, position) for `argmax` / `argmin`.
+
+use strata_ir::Scalar;
+
+use super::elementwise::truthy;
+use super::manipulation::reshape;
+use super::{cast, elementwise, letter};
+use crate::array::{literal, Array};
+use crate::dtype::{sum_dtype, DType};
+use crate::error::{dtype_error, invalid, Result};
+use crate::trace::payload;
+
+/// `fold(kw)` of `x` over `axes` from `init`.
+fn fold(op: &'static str, x: &Array, axes: &[usize], kw: &str, init: &str, keepdims: bool) -> Result<Array> {
+    let t = x.dtype().to_string();
+    let kept: Vec<usize> = (0..x.ndim()).filter(|d| !axes.contains(d)).collect();
+    let shape: Vec<usize> = kept.iter().map(|&d| x.shape()[d]).collect();
+    let r = if axes.is_empty() {
+        x.clone()
+    } else if x.size() == 0 {
+        let fill = Array::traced(format!("constant(value = {init})"), vec![], vec![], shape.clone(), x.dtype(), x.place().clone());
+        if shape.iter().product::<usize>() == 0 {
+            super::creation::zeros(&shape, Some(x.dtype()), x.place())?
+        } else {
+            fill
+        }
+    } else {
+        let (f, def) = payload(&[("acc", t.clone()), ("x", t.clone())], &[format!("%r = {kw}(%acc, %x) : {t}")], "%r", &t);
+        let ins: String = (0..x.ndim()).map(letter).collect();
+        let outs: String = kept.iter().map(|&d| letter(d)).collect();
+        Array::traced(
+            format!("map_reduce({f}, $0, init = {init}, einsum = \"{ins}->{outs}\")"),
+            vec![x.clone()],
+            vec![def],
+            shape,
+            x.dtype(),
+            x.place().clone(),
+        )
+    };
+    let _ = op;
+    if keepdims {
+        keep_dims(&r, x, axes)
+    } else {
+        Ok(r)
+    }
+}
+
+/// `r` (a reduction of `x` over `axes`) with the reduced axes back as extent 1.
+fn keep_dims(r: &Array, x: &Array, axes: &[usize]) -> Result<Array> {
+    let shape: Vec<isize> = (0..x.ndim()).map(|d| if axes.contains(&d) { 1 } else { x.shape()[d] as isize }).collect();
+    reshape(r, &shape, None)
+}
+
+/// The sum over `axes` (every axis when `None`); integers accumulate in 64 bits unless
+/// `dtype` says otherwise.
+pub fn sum(x: &Array, axes: Option<&[isize]>, dtype: Option<DType>, keepdims: bool) -> Result<Array> {
+    let axes = Array::axes("sum", axes, x.ndim())?;
+    let d = dtype.unwrap_or(sum_dtype(x.dtype()));
+    fold("sum", &cast(x, d), &axes, "plus", &literal(0.0, d), keepdims)
+}
+
+/// The product over `axes`.
+pub fn prod(x: &Array, axes: Option<&[isize]>, dtype: Option<DType>, keepdims: bool) -> Result<Array> {
+    let axes = Array::axes("prod", axes, x.ndim())?;
+    let d = dtype.unwrap_or(sum_dtype(x.dtype()));
+    fold("prod", &cast(x, d), &axes, "multiplies", &literal(1.0, d), keepdims)
+}
+
+fn extreme(op: &'static str, x: &Array, axes: Option<&[isize]>, keepdims: bool, largest: bool) -> Result<Array> {
+    let axes = Array::axes(op, axes, x.ndim())?;
+    if x.dtype() == Scalar::Bool {
+        return Err(dtype_error(op, "defined on numeric dtypes, not on bool"));
+    }
+    if axes.iter().any(|&a| x.shape()[a] == 0) {
+        return Err(invalid(op, format!("zero-size array (shape {:?}) to a reduction which has no identity", x.shape())));
+    }
+    let d = x.dtype();
+    let init = if d.is_float() {
+        literal(if largest { f64::NEG_INFINITY } else { f64::INFINITY }, d)
+    } else {
+        let (lo, hi) = int_range(d);
+        crate::array::int_literal(if largest { lo } else { hi }, d)
+    };
+    fold(op, x, &axes, if largest { "maximum" } else { "minimum" }, &init, keepdims)
+}
+
+fn int_range(d: DType) -> (i128, i128) {
+    let bits = 8 * d.size_bytes() as u32;
+    if d.is_signed() {
+        (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+    } else {
+        (0, (1i128 << bits) - 1)
+    }
+}
+
+/// The largest element over `axes` (NaN if any is).
+pub fn max(x: &Array, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
+    extreme("max", x, axes, keepdims, true)
+}
+
+/// The smallest element over `axes` (NaN if any is).
+pub fn min(x: &Array, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
+    extreme("min", x, axes, keepdims, false)
+}
+
+fn count(x: &Array, axes: &[usize]) -> usize {
+    axes.iter().map(|&a| x.shape()[a]).product()
+}
+
+/// The arithmetic mean over `axes` (integers are averaged as `f64`; an empty mean is NaN).
+pub fn mean(x: &Array, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
+    let ax = Array::axes("mean", axes, x.ndim())?;
+    if x.dtype() == Scalar::Bool {
+        return Err(dtype_error("mean", "defined on numeric dtypes, not on bool"));
+    }
+    let f = if x.dtype().is_float() { x.dtype() } else { Scalar::F64 };
+    let s = sum(&cast(x, f), axes, Some(f), keepdims)?;
+    let n = super::constant(count(x, &ax) as f64, f, x.place());
+    elementwise("mean", "divides", &[&s, &n], f)
+}
+
+/// The variance over `axes` with `correction` degrees of freedom removed (two passes:
+/// the mean, then the mean squared deviation).
+pub fn var(x: &Array, axes: Option<&[isize]>, correction: f64, keepdims: bool) -> Result<Array> {
+    let ax = Array::axes("var", axes, x.ndim())?;
+    if x.dtype() == Scalar::Bool {
+        return Err(dtype_error("var", "defined on numeric dtypes, not on bool"));
+    }
+    let f = if x.dtype().is_float() { x.dtype() } else { Scalar::F64 };
+    let xf = cast(x, f);
+    let m = mean(&xf, axes, true)?;
+    let dev = elementwise("var", "minus", &[&xf, &m], f)?;
+    let sq = elementwise("var", "multiplies", &[&dev, &dev], f)?;
+    let ss = sum(&sq, axes, Some(f), keepdims)?;
+    let dof = (count(x, &ax) as f64 - correction).max(0.0);
+    elementwise("var", "divides", &[&ss, &super::constant(dof, f, x.place())], f)
+}
+
+/// The standard deviation: `sqrt(var)`.
+pub fn std(x: &Array, axes: Option<&[isize]>, correction: f64, keepdims: bool) -> Result<Array> {
+    let v = var(x, axes, correction, keepdims)?;
+    let d = v.dtype();
+    elementwise("std", "sqrt", &[&v], d)
+}
+
+/// Whether any element over `axes` is true (nonzero).
+pub fn any(x: &Array, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
+    let axes = Array::axes("any", axes, x.ndim())?;
+    fold("any", &truthy(x), &axes, "or", "false", keepdims)
+}
+
+/// Whether every element over `axes` is true (nonzero).
+pub fn all(x: &Array, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
+    let axes = Array::axes("all", axes, x.ndim())?;
+    fold("all", &truthy(x), &axes, "and", "true", keepdims)
+}
+
+/// Running sums along `axis` (required unless `x` is 1-d); `include_initial` prepends a zero.
+pub fn cumulative_sum(x: &Array, axis: Option<isize>, dtype: Option<DType>, include_initial: bool) -> Result<Array> {
+    let axis = match axis {
+        Some(a) => Array::axis("cumulative_sum", a, x.ndim())?,
+        None if x.ndim() == 1 => 0,
+        None => return Err(invalid("cumulative_sum", "axis is required for arrays of more than one dimension")),
+    };
+    let d = dtype.unwrap_or(sum_dtype(x.dtype()));
+    let xd = cast(x, d);
+    let scanned = if x.size() == 0 {
+        xd.clone()
+    } else {
+        // The scan's payload works on slices without the scanned dimension; with the axis
+        // last, the slices keep their positional names `_0 … _{r-2}`.
+        let r = x.ndim();
+        let to_last: Vec<isize> = (0..r).filter(|&d| d != axis).chain([axis]).map(|d| d as isize).collect();
+        let moved = super::manipulation::permute_dims(&xd, &to_last)?;
+        let slice: Vec<usize> = moved.shape()[..r - 1].to_vec();
+        let st = crate::array::type_text(&slice, d, x.place());
+        let (f, def) = payload(&[("s", st.clone()), ("x", st.clone())], &[format!("%r = plus(%s, %x) : {st}")], "%r", &st);
+        let s = Array::traced(
+            format!("scan({f}, $0, dim = _{}, forward = true, init = {})", r - 1, literal(0.0, d)),
+            vec![moved.clone()],
+            vec![def],
+            moved.shape().to_vec(),
+            d,
+            x.place().clone(),
+        );
+        let back: Vec<isize> = (0..r).map(|k| if k < axis { k } else if k == axis { r - 1 } else { k - 1 } as isize).collect();
+        super::manipulation::permute_dims(&s, &back)?
+    };
+    if !include_initial {
+        return Ok(scanned);
+    }
+    let mut zshape = x.shape().to_vec();
+    zshape[axis] = 1;
+    let z = super::creation::zeros(&zshape, Some(d), x.place())?;
+    super::manipulation::concat(&[&z, &scanned], Some(axis as isize))
+}
+
+fn arg_extreme(op: &'static str, x: &Array, axis: Option<isize>, keepdims: bool, largest: bool) -> Result<Array> {
+    if x.dtype() == Scalar::Bool {
+        return arg_extreme(op, &cast(x, Scalar::U8), axis, keepdims, largest);
+    }
+    let (src, ax) = match axis {
+        Some(a) => (x.clone(), Array::axis(op, a, x.ndim().max(1))?),
+        None => (reshape(x, &[-1], None)?, 0),
+    };
+    if src.ndim() == 0 {
+        let z = super::creation::zeros(&[], Some(Scalar::I64), x.place())?;
+        return Ok(z);
+    }
+    if src.shape()[ax] == 0 {
+        return Err(invalid(op, format!("attempt to get {op} of an empty sequence (shape {:?})", x.shape())));
+    }
+    let d = src.dtype();
+    let t = d.to_string();
+    let init = if d.is_float() {
+        literal(if largest { f64::NEG_INFINITY } else { f64::INFINITY }, d)
+    } else {
+        let (lo, hi) = int_range(d);
+        crate::array::int_literal(if largest { lo } else { hi }, d)
+    };
+    let cmp = if largest { "greater" } else { "less" };
+    // Strictly better wins, so ties keep the first; the first NaN wins and stays (numpy).
+    let mut body = vec![
+        format!("%best = tuple_get(%acc, index = 0) : {t}"),
+        "%bi = tuple_get(%acc, index = 1) : index".to_string(),
+        format!("%better = {cmp}(%x, %best) : bool"),
+    ];
+    if d.is_float() {
+        body.extend([
+            format!("%xn = isnan(%x) : bool"),
+            format!("%bn = isnan(%best) : bool"),
+            "%bok = not(%bn) : bool".to_string(),
+            "%first_nan = and(%xn, %bok) : bool".to_string(),
+            "%take = or(%better, %first_nan) : bool".to_string(),
+        ]);
+    } else {
+        body.push("%take = or(%better, %better) : bool".to_string());
+    }
+    body.extend([
+        format!("%v = select(%take, %x, %best) : {t}"),
+        "%i = select(%take, %j, %bi) : index".to_string(),
+        format!("%r = make_tuple(%v, %i) : ({t}, index)"),
+    ]);
+    let acc_t = format!("({t}, index)");
+    let (f, def) = payload(&[("acc", acc_t.clone()), ("x", t.clone()), ("j", "index".into())], &body, "%r", &acc_t);
+    let n = src.shape()[ax];
+    let j = super::creation::index_grid(n, &[n], 0, src.place());
+    let ins: String = (0..src.ndim()).map(letter).collect();
+    let outs: String = (0..src.ndim()).filter(|&k| k != ax).map(letter).collect();
+    let shape: Vec<usize> = (0..src.ndim()).filter(|&k| k != ax).map(|k| src.shape()[k]).collect();
+    let fold = Array::tuple_traced(
+        format!("map_reduce({f}, $0, $1, init = ({init}, 0), einsum = \"{ins},{}->{outs}\")", letter(ax)),
+        vec![src.clone(), j],
+        vec![def],
+        shape.clone(),
+        &acc_t,
+        src.place().clone(),
+    );
+    let folded = Array::traced("tuple_get($0, index = 1)".into(), vec![fold], vec![], shape, Scalar::Index, src.place().clone());
+    let r = cast(&folded, Scalar::I64);
+    if !keepdims {
+        return Ok(r);
+    }
+    let kshape: Vec<isize> = match axis {
+        Some(_) => (0..x.ndim()).map(|k| if k == ax { 1 } else { x.shape()[k] as isize }).collect(),
+        None => vec![1; x.ndim()],
+    };
+    reshape(&r, &kshape, None)
+}
+
+/// The position of the largest element along `axis` (of the flattened array when `None`);
+/// the first one on ties, the first NaN if any.
+pub fn argmax(x: &Array, axis: Option<isize>, keepdims: bool) -> Result<Array> {
+    arg_extreme("argmax", x, axis, keepdims, true)
+}
+
+/// The position of the smallest element along `axis`.
+pub fn argmin(x: &Array, axis: Option<isize>, keepdims: bool) -> Result<Array> {
+    arg_extreme("argmin", x, axis, keepdims, false)
+}
