@@ -88,9 +88,9 @@ pub(crate) struct Node {
     pub place: Place,
     /// The operation producing the array; `None` for data.
     pub op: Option<Traced>,
-    /// The element type as text when it is a tuple (an intermediate of `argmax`); the
-    /// array's `dtype` is then meaningless.
-    pub tuple: Option<String>,
+    /// The Strata type as text when it is not an array's (a tuple-valued intermediate of
+    /// `argmax`, a bare `index` scalar for `get`); such nodes are only ever operands.
+    pub special_type: Option<String>,
     /// The value, once known.
     pub value: RefCell<Option<Tensor>>,
 }
@@ -149,19 +149,19 @@ impl Array {
             dtype,
             place,
             op: Some(Traced { text, args, funcs }),
-            tuple: None,
+            special_type: None,
             value: RefCell::new(None),
         }))
     }
 
-    /// A traced node whose elements are tuples of type `tuple` (only ever an operand of
-    /// `tuple_get`, never evaluated on its own).
-    pub(crate) fn tuple_traced(
+    /// A traced node of a type that is not an array's (`ty`, as text): only ever an operand,
+    /// never evaluated on its own.
+    pub(crate) fn special_traced(
         text: String,
         args: Vec<Array>,
         funcs: Vec<String>,
         shape: Vec<usize>,
-        tuple: &str,
+        ty: &str,
         place: Place,
     ) -> Array {
         Array(Rc::new(Node {
@@ -169,7 +169,7 @@ impl Array {
             dtype: Scalar::Index,
             place,
             op: Some(Traced { text, args, funcs }),
-            tuple: Some(tuple.to_string()),
+            special_type: Some(ty.to_string()),
             value: RefCell::new(None),
         }))
     }
@@ -186,7 +186,7 @@ impl Array {
             dtype,
             place,
             op: None,
-            tuple: None,
+            special_type: None,
             value: RefCell::new(Some(Tensor { ty, data: t.data, present: None })),
         })))
     }
@@ -245,17 +245,16 @@ pub(crate) fn value_type(shape: &[usize], dtype: DType, place: &Place) -> ValueT
 impl Node {
     /// The node's Strata type, as text.
     pub(crate) fn type_text(&self) -> String {
-        element_type_text(&self.shape, self.tuple.clone().unwrap_or_else(|| self.dtype.to_string()), &self.place)
+        match &self.special_type {
+            Some(t) => t.clone(),
+            None => type_text(&self.shape, self.dtype, &self.place),
+        }
     }
 }
 
 /// The Strata type of an array value, as text.
 pub(crate) fn type_text(shape: &[usize], dtype: DType, place: &Place) -> String {
-    element_type_text(shape, dtype.to_string(), place)
-}
-
-fn element_type_text(shape: &[usize], element: String, place: &Place) -> String {
-    let mut parts = vec![element];
+    let mut parts = vec![dtype.to_string()];
     for (i, n) in shape.iter().enumerate() {
         let block = if i == 0 && place.team.is_some() { " block" } else { "" };
         parts.push(format!("_{i}[0:{n}]{block}"));

@@ -104,7 +104,7 @@ impl Array {
             .map_err(|e| ArrayError::Data(format!("`{}` is not a .npy file: {e}", path.display())))?;
         let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
         let descr = npy.dtype().descr();
-        let code = descr.trim_start_matches(['<', '>', '|', '=']);
+        let code = descr.trim_matches(['\'', '"']).trim_start_matches(['<', '>', '|', '=']);
         let dtype = match code {
             "b1" => strata_ir::Scalar::Bool,
             "i1" => strata_ir::Scalar::I8,

@@ -45,8 +45,8 @@ struct Compiled {
     types: TypeArena,
     entry: Handle<Function>,
     result_ty: ValueType,
-    /// The native program, or why there is none.
-    native: std::result::Result<(KernelProgram, compile::Loaded), String>,
+    /// The native program, or why there is none (built on first use).
+    native: std::cell::OnceCell<std::result::Result<(KernelProgram, compile::Loaded), String>>,
 }
 
 thread_local! {
@@ -78,7 +78,7 @@ fn bump(f: impl FnOnce(&mut CacheStats)) {
     });
 }
 
-fn prepare(text: &str, want_native: bool) -> Result<Rc<Compiled>> {
+fn prepare(text: &str) -> Result<Rc<Compiled>> {
     if let Some(c) = CACHE.with(|c| c.borrow().get(text).cloned()) {
         bump(|s| s.hits += 1);
         return Ok(c);
@@ -90,8 +90,7 @@ fn prepare(text: &str, want_native: bool) -> Result<Rc<Compiled>> {
     let entry = module.function_by_name("main").expect("the traced program defines @main");
     let result = module.functions[entry].result.expect("@main returns");
     let result_ty = ValueType::from_ir(&info.types, result);
-    let native = if want_native { build_native(&module, &info.types, entry) } else { Err("not requested".into()) };
-    let c = Rc::new(Compiled { module, types: info.types, entry, result_ty, native });
+    let c = Rc::new(Compiled { module, types: info.types, entry, result_ty, native: std::cell::OnceCell::new() });
     CACHE.with(|cache| cache.borrow_mut().insert(text.to_string(), c.clone()));
     Ok(c)
 }
@@ -111,9 +110,15 @@ fn build_native(
 /// Runs a traced program and returns its result.
 pub(crate) fn run(p: Program) -> Result<Tensor> {
     let b = backend();
-    let c = prepare(&p.text, b != Backend::Interp)?;
-    match (&c.native, b) {
-        (Ok((program, lib)), Backend::Auto | Backend::Native) => {
+    let c = prepare(&p.text)?;
+    let native = if b == Backend::Interp {
+        None
+    } else {
+        Some(c.native.get_or_init(|| build_native(&c.module, &c.types, c.entry)))
+    };
+    match (native, b) {
+        (None, _) => interpret(&c, p),
+        (Some(Ok((program, lib))), _) => {
             bump(|s| s.native_runs += 1);
             let names: Vec<String> = (0..p.inputs.len()).map(|i| format!("in{i}")).collect();
             let threads = exec::threads_from_env();
@@ -121,12 +126,16 @@ pub(crate) fn run(p: Program) -> Result<Tensor> {
                 .map_err(|e| ArrayError::Run(e.to_string()))?;
             Ok(values.pop().map(|(_, t)| t).expect("one result"))
         }
-        (Err(why), Backend::Native) => Err(ArrayError::Run(format!("the native backend does not compile this program: {why}"))),
-        _ => {
-            bump(|s| s.interpreted_runs += 1);
-            let interp = strata_interp::Interpreter::new(&c.module, &c.types);
-            let mut out = interp.run(c.entry, p.inputs).map_err(|e| ArrayError::Run(e.message))?;
-            Ok(out.values.pop().map(|(_, t)| t).expect("one result"))
+        (Some(Err(why)), Backend::Native) => {
+            Err(ArrayError::Run(format!("the native backend does not compile this program: {why}")))
         }
+        (Some(Err(_)), _) => interpret(&c, p),
     }
+}
+
+fn interpret(c: &Compiled, p: Program) -> Result<Tensor> {
+    bump(|s| s.interpreted_runs += 1);
+    let interp = strata_interp::Interpreter::new(&c.module, &c.types);
+    let mut out = interp.run(c.entry, p.inputs).map_err(|e| ArrayError::Run(e.message))?;
+    Ok(out.values.pop().map(|(_, t)| t).expect("one result"))
 }

@@ -390,9 +390,10 @@ impl Emitter<'_> {
                 format!("({{ {t} x_ = {a}; x_ > 0 ? ({t})1 : (x_ < 0 ? ({t})-1 : (x_ == 0 ? ({t})0 : x_)); }})", t = c_type(s))
             }
             UnaryOp::Sign => format!("({{ {t} x_ = {a}; ({t})((x_ > 0) - (x_ < 0)); }})", t = c_type(s)),
-            UnaryOp::IsNan if s.is_float() => format!("((uint8_t)isnan({a}))"),
-            UnaryOp::IsInf if s.is_float() => format!("((uint8_t)isinf({a}))"),
-            UnaryOp::IsFinite if s.is_float() => format!("((uint8_t)isfinite({a}))"),
+            // The classification macros return any nonzero int (glibc's `isinf(-inf)` is -1).
+            UnaryOp::IsNan if s.is_float() => format!("((uint8_t)(isnan({a}) != 0))"),
+            UnaryOp::IsInf if s.is_float() => format!("((uint8_t)(isinf({a}) != 0))"),
+            UnaryOp::IsFinite if s.is_float() => format!("((uint8_t)(isfinite({a}) != 0))"),
             UnaryOp::IsNan | UnaryOp::IsInf => format!("((void)({a}), (uint8_t)0)"),
             UnaryOp::IsFinite => format!("((void)({a}), (uint8_t)1)"),
             UnaryOp::SignBit => format!("((uint8_t)(signbit({a}) != 0))"),
@@ -454,7 +455,7 @@ impl Emitter<'_> {
                 } else {
                     "(b_ == 0 ? 0 : a_ / b_)"
                 };
-                let v = if op == BinaryOp::FloorDivide { "q_".to_string() } else { "(T_)((U_)a_ - (U_)q_ * (U_)b_)".to_string() };
+                let v = if op == BinaryOp::FloorDivide { "q_" } else { "(b_ == 0 ? (T_)0 : (T_)((U_)a_ - (U_)q_ * (U_)b_))" };
                 format!("({{ typedef {t} T_; typedef {u} U_; T_ a_ = {a}, b_ = {b}; T_ q_ = {q}; {v}; }})")
             }
             BinaryOp::BitAnd => format!("(({t})(({a}) & ({b})))"),

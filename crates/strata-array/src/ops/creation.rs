@@ -189,7 +189,7 @@ pub fn linspace(start: f64, stop: f64, num: usize, endpoint: bool, dtype: Option
     Ok(cast(&v, dtype))
 }
 
-/// Coordinate grids from 1-d arrays: `indexing = "xy"` (Cartesian: the first two axes
+/// Coordinate grids from 1-d arrays (each keeps its dtype, as numpy): `indexing = "xy"` (Cartesian: the first two axes
 /// swapped) or `"ij"` (matrix).
 pub fn meshgrid(arrays: &[&Array], indexing: &str) -> Result<Vec<Array>> {
     if indexing != "xy" && indexing != "ij" {
@@ -201,7 +201,6 @@ pub fn meshgrid(arrays: &[&Array], indexing: &str) -> Result<Vec<Array>> {
         }
     }
     let place = Array::same_place("meshgrid", arrays)?;
-    let dtype = crate::dtype::result_type("meshgrid", &arrays.iter().map(|a| a.dtype()).collect::<Vec<_>>()).unwrap_or(DEFAULT_FLOAT);
     let mut shape: Vec<usize> = arrays.iter().map(|a| a.shape()[0]).collect();
     let swap = indexing == "xy" && arrays.len() >= 2;
     if swap {
@@ -214,10 +213,10 @@ pub fn meshgrid(arrays: &[&Array], indexing: &str) -> Result<Vec<Array>> {
             let axis = if swap && k < 2 { 1 - k } else { k };
             Array::traced(
                 format!("broadcast_in_dim($0, shape = {}, dims = [{axis}])", list(&shape)),
-                vec![cast(a, dtype)],
+                vec![(*a).clone()],
                 vec![],
                 shape.clone(),
-                dtype,
+                a.dtype(),
                 place.clone(),
             )
         })

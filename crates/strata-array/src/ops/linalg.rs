@@ -121,6 +121,9 @@ pub fn vecdot(a: &Array, b: &Array, axis: isize) -> Result<Array> {
     if shape.is_empty() {
         return Err(invalid("vecdot", "needs operands of at least one dimension"));
     }
+    if axis >= 0 && a.ndim() != b.ndim() {
+        return Err(invalid("vecdot", format!("a non-negative axis is ambiguous for operands of shapes {:?} and {:?}: count from the end (axis < 0)", a.shape(), b.shape())));
+    }
     let ax = Array::axis("vecdot", axis, shape.len())?;
     let ea = a.shape().len() as isize - shape.len() as isize + ax as isize;
     let eb = b.shape().len() as isize - shape.len() as isize + ax as isize;
@@ -129,5 +132,6 @@ pub fn vecdot(a: &Array, b: &Array, axis: isize) -> Result<Array> {
         return Err(invalid("vecdot", format!("axis {axis} has extent {} in {:?} but {} in {:?}", ext(a, ea), a.shape(), ext(b, eb), b.shape())));
     }
     let p = super::elementwise::multiply(a, b)?;
-    super::statistics::sum(&p, Some(&[ax as isize]), None, false)
+    let d = p.dtype();
+    super::statistics::sum(&p, Some(&[ax as isize]), Some(d), false)
 }

@@ -1,5 +1,5 @@
 //! Manipulation functions: defined through `broadcast_in_dim`, `transpose`, `concat`,
-//! `collapse_shape` / `expand_shape`, `get`, and `map_reduce_aff` with an identity payload for
+//! `collapse_shape` / `expand_shape`, and `map_reduce_aff` with an identity payload for
 //! every strided view (slices, flips, rolls) — an affine access map is exactly a strided view.
 
 use super::{broadcast_shapes, cast, list, to_shape};
@@ -40,15 +40,22 @@ pub(crate) fn affine_view(x: &Array, shape: &[usize], coords: &[Coord]) -> Resul
     if shape.iter().product::<usize>() == 0 {
         return super::creation::zeros(shape, Some(x.dtype()), x.place());
     }
-    if shape.is_empty() {
-        let idx: Vec<Array> = coords.iter().map(|c| index_constant(c.offset, x)).collect();
-        let refs: Vec<String> = (1..=idx.len()).map(|i| format!("${i}")).collect();
-        let mut args = vec![x.clone()];
-        args.extend(idx);
-        return Ok(Array::traced(format!("get($0, {})", refs.join(", ")), args, vec![], vec![], x.dtype(), x.place().clone()));
-    }
     let t = x.dtype().to_string();
     let (f, def) = payload(&[("acc", t.clone()), ("x", t.clone())], &[], "%x", &t);
+    if shape.is_empty() {
+        // A 0-d result: view one element, then fold it out (`map_reduce` over one point
+        // yields a 0-d tensor).
+        let one = affine_view(x, &[1], coords)?;
+        let init = crate::array::literal(0.0, x.dtype());
+        return Ok(Array::traced(
+            format!("map_reduce({f}, $0, init = {init}, einsum = \"a->\")"),
+            vec![one],
+            vec![def],
+            vec![],
+            x.dtype(),
+            x.place().clone(),
+        ));
+    }
     let dims: Vec<String> = (0..shape.len()).map(|d| format!("d{d}")).collect();
     let dims = dims.join(", ");
     let reads: Vec<String> = coords.iter().map(Coord::text).collect();
@@ -60,10 +67,6 @@ pub(crate) fn affine_view(x: &Array, shape: &[usize], coords: &[Coord]) -> Resul
         r = shape.len(),
     );
     Ok(Array::traced(text, vec![x.clone()], vec![def], shape.to_vec(), x.dtype(), x.place().clone()))
-}
-
-fn index_constant(v: i64, like: &Array) -> Array {
-    Array::traced(format!("constant(value = {v})"), vec![], vec![], vec![], strata_ir::Scalar::Index, like.place().clone())
 }
 
 /// `x` broadcast to `shape` (an error unless `x` broadcasts to exactly that shape).

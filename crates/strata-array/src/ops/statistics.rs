@@ -250,12 +250,12 @@ fn arg_extreme(op: &'static str, x: &Array, axis: Option<isize>, keepdims: bool,
     let ins: String = (0..src.ndim()).map(letter).collect();
     let outs: String = (0..src.ndim()).filter(|&k| k != ax).map(letter).collect();
     let shape: Vec<usize> = (0..src.ndim()).filter(|&k| k != ax).map(|k| src.shape()[k]).collect();
-    let fold = Array::tuple_traced(
+    let fold = Array::special_traced(
         format!("map_reduce({f}, $0, $1, init = ({init}, 0), einsum = \"{ins},{}->{outs}\")", letter(ax)),
         vec![src.clone(), j],
         vec![def],
         shape.clone(),
-        &acc_t,
+        &crate::array::type_text(&shape, d, src.place()).replacen(&t, &acc_t, 1),
         src.place().clone(),
     );
     let folded = Array::traced("tuple_get($0, index = 1)".into(), vec![fold], vec![], shape, Scalar::Index, src.place().clone());
