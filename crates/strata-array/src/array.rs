@@ -135,6 +135,11 @@ impl Array {
         self.0.value.borrow().is_some()
     }
 
+    /// Whether the node is a bare scalar (an internal constant operand, not an array).
+    pub(crate) fn is_bare_scalar(&self) -> bool {
+        self.0.special_type.as_deref() == Some(&self.0.dtype.to_string())
+    }
+
     /// A new traced node.
     pub(crate) fn traced(
         text: String,
@@ -164,9 +169,10 @@ impl Array {
         ty: &str,
         place: Place,
     ) -> Array {
+        let dtype = Scalar::ALL.iter().copied().find(|s| s.to_string() == ty).unwrap_or(Scalar::Index);
         Array(Rc::new(Node {
             shape,
-            dtype: Scalar::Index,
+            dtype,
             place,
             op: Some(Traced { text, args, funcs }),
             special_type: Some(ty.to_string()),

@@ -3,7 +3,7 @@
 
 use strata_ir::Scalar;
 
-use super::{cast, constant, elementwise, list, to_shape};
+use super::{cast, constant, elementwise, list, placed, to_shape, untiled};
 use crate::array::{literal, Array, Place};
 use crate::dtype::{DType, Weak, DEFAULT_FLOAT, DEFAULT_INT};
 use crate::error::{invalid, Result};
@@ -28,7 +28,8 @@ pub fn full(shape: &[usize], value: Weak, dtype: Option<DType>, place: &Place) -
         Weak::Int(i) => crate::array::int_literal(i as i128, dtype),
         _ => literal(value.as_f64(), dtype),
     };
-    Ok(Array::traced(format!("constant(value = {lit})"), vec![], vec![], shape.to_vec(), dtype, place.clone()))
+    let c = Array::traced(format!("constant(value = {lit})"), vec![], vec![], shape.to_vec(), dtype, untiled(place));
+    Ok(placed(c, place))
 }
 
 /// Zeros (default dtype `f64`).
@@ -68,19 +69,21 @@ pub fn empty_like(x: &Array) -> Result<Array> {
 
 /// `0, 1, …, n-1` as `index` values along one axis, placed at axis `axis` of `shape`.
 pub(crate) fn index_grid(n: usize, shape: &[usize], axis: usize, place: &Place) -> Array {
-    let zeros = Array::traced("constant(value = 0)".into(), vec![], vec![], vec![n], Scalar::I64, place.clone());
-    let pos = Array::traced("pos($0, dim = _0)".into(), vec![zeros], vec![], vec![n], Scalar::Index, place.clone());
+    let local = untiled(place);
+    let zeros = Array::traced("constant(value = 0)".into(), vec![], vec![], vec![n], Scalar::I64, local.clone());
+    let pos = Array::traced("pos($0, dim = _0)".into(), vec![zeros], vec![], vec![n], Scalar::Index, local.clone());
     if shape.len() == 1 {
-        return pos;
+        return placed(pos, place);
     }
-    Array::traced(
+    let grid = Array::traced(
         format!("broadcast_in_dim($0, shape = {}, dims = [{axis}])", list(shape)),
         vec![pos],
         vec![],
         shape.to_vec(),
         Scalar::Index,
-        place.clone(),
-    )
+        local,
+    );
+    placed(grid, place)
 }
 
 /// `start, start + step, …` up to (excluding) `stop`. The dtype defaults to `i64` when every

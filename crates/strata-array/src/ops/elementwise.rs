@@ -66,7 +66,7 @@ fn promoted(op: &'static str, a: Operand, b: Operand) -> Result<(Array, Array, D
         (Operand::Scalar(v), Operand::Scalar(w)) => {
             let d = w.promote_with(v.default_dtype());
             let place = crate::array::Place::host();
-            (weak_constant(v, d, &place), weak_constant(w, d, &place))
+            (super::creation::full(&[], v, Some(d), &place)?, super::creation::full(&[], w, Some(d), &place)?)
         }
     };
     let d = x.dtype();

@@ -5,7 +5,7 @@
 use strata_ir::Scalar;
 
 use super::manipulation::{affine_view, permute_dims, reshape, Coord};
-use super::{cast, elementwise};
+use super::cast;
 use crate::array::Array;
 use crate::error::{invalid, Result};
 
@@ -100,7 +100,7 @@ pub fn index(x: &Array, index: &[Index]) -> Result<Array> {
 }
 
 /// The elements at integer `indices` (negative counts from the end) along `axis` (required
-/// unless `x` is 1-d); out-of-range indices are a run-time error.
+/// unless `x` is 1-d); an index out of range is an error. The indices are evaluated first.
 pub fn take(x: &Array, indices: &Array, axis: Option<isize>) -> Result<Array> {
     if !indices.dtype().is_integer() {
         return Err(crate::error::dtype_error("take", format!("indices must be integers, not {}", indices.dtype().numpy_name())));
@@ -121,10 +121,18 @@ pub fn take(x: &Array, indices: &Array, axis: Option<isize>) -> Result<Array> {
     if k == 0 || x.size() == 0 {
         return super::creation::zeros(&shape, Some(x.dtype()), &place);
     }
-    let idx = cast(indices, Scalar::I64);
-    let neg = elementwise("take", "less", &[&idx, &super::constant(0.0, Scalar::I64, &place)], Scalar::Bool)?;
-    let wrapped = elementwise("take", "plus", &[&idx, &super::constant(n as f64, Scalar::I64, &place)], Scalar::I64)?;
-    let idx = elementwise("take", "select", &[&neg, &wrapped, &idx], Scalar::I64)?;
+    // The indices are evaluated here: an index out of range is an error naming it (numpy's
+    // `IndexError`), and negative ones count from the end.
+    let values = cast(indices, Scalar::I64).to_vec::<i64>()?;
+    let mut normalized = Vec::with_capacity(values.len());
+    for &v in &values {
+        let p = if v < 0 { v + n as i64 } else { v };
+        if !(0..n as i64).contains(&p) {
+            return Err(invalid("take", format!("index {v} is out of bounds for axis {axis} with size {n}")));
+        }
+        normalized.push(p);
+    }
+    let idx = super::placed(Array::from_vec(&[k], normalized)?, &place);
     let col = Array::traced(
         format!("expand_shape($0, groups = [[0, 1]], shape = [{k}, 1], mode = view)"),
         vec![idx],

@@ -68,6 +68,9 @@ pub(crate) fn cast(x: &Array, dtype: DType) -> Array {
     if x.dtype() == dtype {
         return x.clone();
     }
+    if x.is_bare_scalar() {
+        return Array::special_traced(format!("cast($0, to = {dtype})"), vec![x.clone()], vec![], vec![], &dtype.to_string(), x.place().clone());
+    }
     Array::traced(format!("cast($0, to = {dtype})"), vec![x.clone()], vec![], x.shape().to_vec(), dtype, x.place().clone())
 }
 
@@ -76,9 +79,31 @@ pub(crate) fn constant(v: f64, dtype: DType, place: &Place) -> Array {
     constant_text(literal(v, dtype), dtype, place)
 }
 
-/// A 0-d constant given as literal text.
+/// A scalar constant given as literal text: an operand of elementwise ops only. Its IR type
+/// is the bare scalar, which broadcasts to any operand wherever that lives.
 pub(crate) fn constant_text(lit: String, dtype: DType, place: &Place) -> Array {
-    Array::traced(format!("constant(value = {lit})"), vec![], vec![], vec![], dtype, place.clone())
+    Array::special_traced(format!("constant(value = {lit})"), vec![], vec![], vec![], &dtype.to_string(), place.clone())
+}
+
+/// `x` (computed without a team) distributed over `place`'s team along its first axis;
+/// `x` itself when `place` has no team.
+pub(crate) fn placed(x: Array, place: &Place) -> Array {
+    match place.team {
+        Some(r) if x.place() != place => Array::traced(
+            format!("distribute($0, ranks = {r}, dim = _0)"),
+            vec![x.clone()],
+            vec![],
+            x.shape().to_vec(),
+            x.dtype(),
+            place.clone(),
+        ),
+        _ => x,
+    }
+}
+
+/// `place` without its team: where creation functions compute before distributing.
+pub(crate) fn untiled(place: &Place) -> Place {
+    Place { device: place.device.clone(), team: None }
 }
 
 /// A weak scalar as a 0-d array of `dtype`.
@@ -96,7 +121,11 @@ pub(crate) fn elementwise(op: &'static str, call: &str, args: &[&Array], dtype: 
     let shape = broadcast_shapes(op, &shapes)?;
     let operands: Vec<Array> = args.iter().map(|a| to_shape(a, &shape)).collect();
     let refs: Vec<String> = (0..args.len()).map(|i| format!("${i}")).collect();
-    Ok(Array::traced(format!("{call}({})", refs.join(", ")), operands, vec![], shape, dtype, place))
+    let text = format!("{call}({})", refs.join(", "));
+    if args.iter().all(|a| a.is_bare_scalar()) {
+        return Ok(Array::special_traced(text, operands, vec![], shape, &dtype.to_string(), place));
+    }
+    Ok(Array::traced(text, operands, vec![], shape, dtype, place))
 }
 
 /// `[a, b, …]`.
