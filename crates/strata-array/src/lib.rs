@@ -11,6 +11,16 @@
 //! leaves a choice; docs/array-api.md lists every operation, how it is defined (through the
 //! core IR or as a runtime kernel) and where it is tested.
 //!
+//! ```
+//! use strata_array::*;
+//!
+//! let x = Array::from_vec(&[2, 3], vec![1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0])?;
+//! let centered = subtract(&x, &mean(&x, Some(&[1]), true)?)?; // traced, not computed
+//! assert_eq!(centered.to_vec::<f64>()?, vec![-1.0, 0.0, 1.0, -1.0, 0.0, 1.0]);
+//! assert_eq!(argmax(&x, None, false)?.to_vec::<i64>()?, vec![5]);
+//! # Ok::<(), ArrayError>(())
+//! ```
+//!
 //! Positional semantics on named dimensions: an array of rank `n` is a Strata tensor over the
 //! positional dimensions `_0 … _{n-1}`; operands of a broadcasting operation are first placed
 //! in the result's shape with `broadcast_in_dim` (right-aligned, extent 1 stretched), after
