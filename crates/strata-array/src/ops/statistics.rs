@@ -229,14 +229,14 @@ fn arg_extreme(op: &'static str, x: &Array, axis: Option<isize>, keepdims: bool,
     ];
     if d.is_float() {
         body.extend([
-            format!("%xn = isnan(%x) : bool"),
-            format!("%bn = isnan(%best) : bool"),
+            "%xn = isnan(%x) : bool".to_string(),
+            "%bn = isnan(%best) : bool".to_string(),
             "%bok = not(%bn) : bool".to_string(),
             "%first_nan = and(%xn, %bok) : bool".to_string(),
             "%take = or(%better, %first_nan) : bool".to_string(),
         ]);
     } else {
-        body.push("%take = or(%better, %better) : bool".to_string());
+        body.push("%take = or(%better, %better) : bool".to_string()); // a copy under the common name
     }
     body.extend([
         format!("%v = select(%take, %x, %best) : {t}"),
