@@ -2,22 +2,16 @@
 //! cases (inputs, numpy's outputs or numpy's refusal, edge cases included); each runs through
 //! the Rust front end on the reference interpreter and on the native backend and must match.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::process::Command;
+
+use common::{python, root};
 
 use serde_json::Value;
 use strata_array::*;
 use strata_runtime::{Data, Sv};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn python() -> String {
-    let out = Command::new(root().join("scripts/python-env")).output().expect("scripts/python-env runs");
-    assert!(out.status.success(), "cannot set up the Python oracles:\n{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).expect("utf-8").trim().to_string()
-}
 
 /// A case's arguments, read by name.
 struct Args<'a> {

@@ -105,30 +105,15 @@ pub fn arange(start: Weak, stop: Option<Weak>, step: Weak, dtype: Option<DType>,
     }
     check_place("arange", place, &[n])?;
     let i = index_grid(n, &[n], 0, place);
-    if all_int && !dtype.is_float() {
-        let compute = Scalar::I64;
-        let v = elementwise(
-            "arange",
-            "plus",
-            &[
-                &elementwise("arange", "multiplies", &[&cast(&i, compute), &int_const(step, compute, place)], compute)?,
-                &int_const(start, compute, place),
-            ],
-            compute,
-        )?;
-        return Ok(cast(&v, dtype));
-    }
-    let compute = if dtype == Scalar::F32 { Scalar::F32 } else { Scalar::F64 };
-    let v = elementwise(
-        "arange",
-        "plus",
-        &[
-            &elementwise("arange", "multiplies", &[&cast(&i, compute), &constant(s, compute, place)], compute)?,
-            &constant(a, compute, place),
-        ],
-        compute,
-    )?;
-    Ok(cast(&v, dtype))
+    // Integers are computed exactly in 64 bits, floats in the dtype's precision (numpy).
+    let (compute, step, start) = if all_int && !dtype.is_float() {
+        (Scalar::I64, int_const(step, Scalar::I64, place), int_const(start, Scalar::I64, place))
+    } else {
+        let c = if dtype == Scalar::F32 { Scalar::F32 } else { Scalar::F64 };
+        (c, constant(s, c, place), constant(a, c, place))
+    };
+    let scaled = elementwise("arange", "multiplies", &[&cast(&i, compute), &step], compute)?;
+    Ok(cast(&elementwise("arange", "plus", &[&scaled, &start], compute)?, dtype))
 }
 
 fn int_const(w: Weak, d: DType, place: &Place) -> Array {

@@ -77,13 +77,18 @@ fn extreme(op: &'static str, x: &Array, axes: Option<&[isize]>, keepdims: bool, 
         return Err(invalid(op, format!("zero-size array (shape {:?}) to a reduction which has no identity", x.shape())));
     }
     let d = x.dtype();
-    let init = if d.is_float() {
+    let init = worst(d, largest);
+    fold(op, x, &axes, if largest { "maximum" } else { "minimum" }, &init, keepdims)
+}
+
+/// The value every element beats: −∞ (the type's minimum) when looking for the largest.
+fn worst(d: DType, largest: bool) -> String {
+    if d.is_float() {
         literal(if largest { f64::NEG_INFINITY } else { f64::INFINITY }, d)
     } else {
         let (lo, hi) = int_range(d);
         crate::array::int_literal(if largest { lo } else { hi }, d)
-    };
-    fold(op, x, &axes, if largest { "maximum" } else { "minimum" }, &init, keepdims)
+    }
 }
 
 fn int_range(d: DType) -> (i128, i128) {
@@ -214,12 +219,7 @@ fn arg_extreme(op: &'static str, x: &Array, axis: Option<isize>, keepdims: bool,
     }
     let d = src.dtype();
     let t = d.to_string();
-    let init = if d.is_float() {
-        literal(if largest { f64::NEG_INFINITY } else { f64::INFINITY }, d)
-    } else {
-        let (lo, hi) = int_range(d);
-        crate::array::int_literal(if largest { lo } else { hi }, d)
-    };
+    let init = worst(d, largest);
     let cmp = if largest { "greater" } else { "less" };
     // Strictly better wins, so ties keep the first; the first NaN wins and stays (numpy).
     let mut body = vec![
