@@ -286,6 +286,34 @@ case("broadcast_to", lambda x, shape: np.broadcast_to(x, shape), x=arr((3, 1)), 
 case("broadcast_to", lambda x, shape: np.broadcast_to(x, shape), x=arr((3,)), shape=[4, 2])
 case("broadcast_arrays", lambda arrays: np.broadcast_arrays(*arrays), arrays=[arr((3, 1)), arr((4,)), arr((1, 1, 1))])
 
+for src, dst in [([0], [2]), ([0, 1], [-1, -3]), ([2], [0])]:
+    case("moveaxis", lambda x, source, destination: np.moveaxis(x, source, destination), x=arr((2, 3, 4)), source=src, destination=dst)
+case("moveaxis", lambda x, source, destination: np.moveaxis(x, source, destination), x=arr((2, 3)), source=[0], destination=[5])
+for reps, axis in [(2, 1), (3, None), (0, 0)]:
+    case("repeat", lambda x, repeats, axis: np.repeat(x, repeats, axis=axis), x=arr((2, 3), "int32"), repeats=reps, axis=axis)
+case("repeat", lambda x, repeats, axis: np.repeat(x, repeats, axis=axis), x=arr((3, 2)), repeats=np.array([2, 0, 1]), axis=0)
+case("repeat", lambda x, repeats, axis: np.repeat(x, repeats, axis=axis), x=arr((3, 2)), repeats=np.array([2]), axis=1)
+case("repeat", lambda x, repeats, axis: np.repeat(x, repeats, axis=axis), x=arr((3, 2)), repeats=np.array([1, 2]), axis=0)
+for reps in [[2], [2, 1], [1, 3, 2], [0, 2]]:
+    case("tile", lambda x, reps: np.tile(x, reps), x=arr((2, 3), "uint8"), reps=reps)
+case("unstack", lambda x, axis: np.unstack(x, axis=axis), x=arr((2, 3, 2)), axis=1)
+case("unstack", lambda x, axis: np.unstack(x, axis=axis), x=arr((4,), "int16"), axis=-1)
+sorted_x = np.array([-np.inf, -1.0, 0.0, 0.0, 2.5, 7.0, np.nan])
+for side in ["left", "right"]:
+    case("searchsorted", lambda x1, x2, side: np.searchsorted(x1, x2, side=side), x1=sorted_x, x2=np.array([[0.0, -5.0], [np.nan, 7.0], [9.0, -np.inf]]), side=side)
+    case("searchsorted", lambda x1, x2, side: np.searchsorted(x1, x2, side=side), x1=np.array([1, 3, 3, 8], dtype="int32"), x2=np.array([0, 3, 8, 9], dtype="int64"), side=side)
+for a, b in itertools.product(DTYPES, DTYPES):
+    case("can_cast", lambda a, b: np.array(np.can_cast(a, b)), name=f"cast_{a}_{b}", a=a, b=b)
+for d in DTYPES:
+    for kind in ["bool", "signed integer", "unsigned integer", "integral", "real floating", "complex floating", "numeric", "float32"]:
+        case("isdtype", lambda dtype, kind: np.array(np.isdtype(np.dtype(dtype), kind if " " in kind or kind in ("bool", "integral", "numeric") else np.dtype(kind))), dtype=d, kind=kind)
+    if d.startswith("float"):
+        case("finfo", lambda dtype: np.array([(i := np.finfo(dtype)).bits, i.eps, i.max, i.min, i.smallest_normal], dtype="float64"), dtype=d)
+    elif d != "bool":
+        case("iinfo", lambda dtype: np.array([(i := np.iinfo(dtype)).bits, i.max, i.min], dtype="float64"), dtype=d)
+for op, f in {"conj": np.conj, "real": np.real, "imag": np.imag}.items():
+    case(op, f, x=arr((2, 3), "float32"))
+
 # ---- linear algebra ----------------------------------------------------------------------
 for a, b in [((3, 4), (4, 5)), ((4,), (4, 2)), ((3, 4), (4,)), ((5,), (5,)), ((2, 1, 3, 4), (5, 4, 2)), ((3, 4), (5, 6)), ((0, 3), (3, 2)), ((2, 0), (0, 3))]:
     case("matmul", np.matmul, tol="sum", x1=arr(a), x2=arr(b))

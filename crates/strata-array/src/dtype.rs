@@ -137,3 +137,124 @@ pub fn name(d: DType) -> &'static str {
 pub fn from_name(name: &str) -> Option<DType> {
     Scalar::ALL.iter().copied().find(|s| *s != Scalar::Index && s.numpy_name() == name)
 }
+
+/// Whether `from` converts to `to` without changing kind or losing range under the promotion
+/// rules (`can_cast`: `promote(from, to) == to`).
+pub fn can_cast(from: DType, to: DType) -> bool {
+    promote("can_cast", from, to).is_ok_and(|d| d == to)
+}
+
+/// Machine limits of a float dtype (`finfo`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FloatInfo {
+    /// Bits of storage.
+    pub bits: u32,
+    /// The difference between 1.0 and the next representable value.
+    pub eps: f64,
+    /// The largest finite value.
+    pub max: f64,
+    /// The most negative finite value.
+    pub min: f64,
+    /// The smallest positive normal value.
+    pub smallest_normal: f64,
+    /// The dtype.
+    pub dtype: DType,
+}
+
+/// Limits of an integer dtype (`iinfo`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct IntInfo {
+    /// Bits of storage.
+    pub bits: u32,
+    /// The largest value.
+    pub max: i128,
+    /// The smallest value.
+    pub min: i128,
+    /// The dtype.
+    pub dtype: DType,
+}
+
+/// `finfo(dtype)` for `f32` and `f64`.
+pub fn finfo(d: DType) -> Result<FloatInfo> {
+    match d {
+        Scalar::F32 => Ok(FloatInfo {
+            bits: 32,
+            eps: f32::EPSILON as f64,
+            max: f32::MAX as f64,
+            min: f32::MIN as f64,
+            smallest_normal: f32::MIN_POSITIVE as f64,
+            dtype: d,
+        }),
+        Scalar::F64 => Ok(FloatInfo {
+            bits: 64,
+            eps: f64::EPSILON,
+            max: f64::MAX,
+            min: f64::MIN,
+            smallest_normal: f64::MIN_POSITIVE,
+            dtype: d,
+        }),
+        _ => Err(dtype_error("finfo", format!("{} is not a floating-point dtype", d.numpy_name()))),
+    }
+}
+
+/// `iinfo(dtype)` for the integer dtypes.
+pub fn iinfo(d: DType) -> Result<IntInfo> {
+    if !d.is_integer() || d == Scalar::Index {
+        return Err(dtype_error("iinfo", format!("{} is not an integer dtype", d.numpy_name())));
+    }
+    let bits = 8 * d.size_bytes() as u32;
+    let (min, max) = if d.is_signed() { (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1) } else { (0, (1i128 << bits) - 1) };
+    Ok(IntInfo { bits, max, min, dtype: d })
+}
+
+/// A kind of dtype for [`isdtype`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// `bool`.
+    Bool,
+    /// Signed integers.
+    SignedInteger,
+    /// Unsigned integers.
+    UnsignedInteger,
+    /// All integers.
+    Integral,
+    /// `f32`, `f64`.
+    RealFloating,
+    /// Complex floats (Strata has none).
+    ComplexFloating,
+    /// Integers and floats.
+    Numeric,
+    /// Exactly this dtype.
+    Exactly(DType),
+}
+
+impl Kind {
+    /// The kind named as the standard names it (`"signed integer"`, `"real floating"`, …) or a
+    /// dtype name.
+    pub fn from_name(s: &str) -> Option<Kind> {
+        Some(match s {
+            "bool" => Kind::Bool,
+            "signed integer" => Kind::SignedInteger,
+            "unsigned integer" => Kind::UnsignedInteger,
+            "integral" => Kind::Integral,
+            "real floating" => Kind::RealFloating,
+            "complex floating" => Kind::ComplexFloating,
+            "numeric" => Kind::Numeric,
+            other => Kind::Exactly(from_name(other)?),
+        })
+    }
+}
+
+/// Whether `d` is of any of `kinds` (`isdtype`).
+pub fn isdtype(d: DType, kinds: &[Kind]) -> bool {
+    kinds.iter().any(|k| match k {
+        Kind::Bool => d == Scalar::Bool,
+        Kind::SignedInteger => d.is_signed(),
+        Kind::UnsignedInteger => d.is_integer() && !d.is_signed(),
+        Kind::Integral => d.is_integer(),
+        Kind::RealFloating => d.is_float(),
+        Kind::ComplexFloating => false,
+        Kind::Numeric => d != Scalar::Bool,
+        Kind::Exactly(e) => d == *e,
+    })
+}

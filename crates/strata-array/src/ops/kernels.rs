@@ -34,14 +34,21 @@ impl Keys {
 
     /// Ascending order; NaN after everything and equal to nothing but (for sorting) NaN.
     fn cmp(&self, i: usize, j: usize) -> Ordering {
-        match self {
-            Keys::Int(k) => k[i].cmp(&k[j]),
-            Keys::Float(k) => match (k[i].is_nan(), k[j].is_nan()) {
+        self.cmp_with(i, self, j)
+    }
+
+    /// [`Keys::cmp`] between element `i` of these keys and element `j` of `other` (of the
+    /// same kind).
+    fn cmp_with(&self, i: usize, other: &Keys, j: usize) -> Ordering {
+        match (self, other) {
+            (Keys::Int(k), Keys::Int(l)) => k[i].cmp(&l[j]),
+            (Keys::Float(k), Keys::Float(l)) => match (k[i].is_nan(), l[j].is_nan()) {
                 (true, true) => Ordering::Equal,
                 (true, false) => Ordering::Greater,
                 (false, true) => Ordering::Less,
-                _ => k[i].partial_cmp(&k[j]).expect("no NaN"),
+                _ => k[i].partial_cmp(&l[j]).expect("no NaN"),
             },
+            _ => unreachable!("keys of one dtype"),
         }
     }
 
@@ -221,4 +228,39 @@ pub fn mask(x: &Array, mask: &Array) -> Result<Array> {
     }
     shape.extend_from_slice(&x.shape()[k..]);
     Array::from_column(&shape, column(&tx).select(&positions), x.place().clone())
+}
+
+/// For each element of `x2`, the position in the sorted 1-d `x1` before which it would be
+/// inserted to keep `x1` sorted: the first such position (`right = false`) or the last.
+/// NaNs sort last, as in [`sort`].
+pub fn searchsorted(x1: &Array, x2: &Array, right: bool) -> Result<Array> {
+    if x1.ndim() != 1 {
+        return Err(invalid("searchsorted", format!("x1 must be 1-d, not of shape {:?}", x1.shape())));
+    }
+    Array::same_place("searchsorted", &[x1, x2])?;
+    let d = crate::dtype::promote("searchsorted", x1.dtype(), x2.dtype())?;
+    let (a, b) = (super::cast(x1, d).eval()?, super::cast(x2, d).eval()?);
+    let (ka, kb) = (Keys::of(column(&a)), Keys::of(column(&b)));
+    let n = x1.size();
+    let out: Vec<i64> = (0..x2.size())
+        .map(|j| {
+            // Binary search on x1 (sorted by `Keys::cmp`).
+            let (mut lo, mut hi) = (0, n);
+            while lo < hi {
+                let mid = (lo + hi) / 2;
+                let before = match ka.cmp_with(mid, &kb, j) {
+                    Ordering::Less => true,
+                    Ordering::Equal => right,
+                    Ordering::Greater => false,
+                };
+                if before {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            lo as i64
+        })
+        .collect();
+    Array::from_column(x2.shape(), Column::I64(out), x2.place().clone())
 }

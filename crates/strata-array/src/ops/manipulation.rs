@@ -3,6 +3,7 @@
 //! every strided view (slices, flips, rolls) — an affine access map is exactly a strided view.
 
 use super::{broadcast_shapes, cast, list, to_shape};
+
 use crate::array::Array;
 use crate::dtype::result_type;
 use crate::error::{invalid, ArrayError, Result};
@@ -296,4 +297,128 @@ pub fn stack(xs: &[&Array], axis: isize) -> Result<Array> {
     let ax = Array::axis("stack", axis, first.ndim() + 1)? as isize;
     let expanded: Vec<Array> = xs.iter().map(|a| expand_dims(a, ax)).collect::<Result<_>>()?;
     concat(&expanded.iter().collect::<Vec<_>>(), Some(ax))
+}
+
+/// Axes moved to new positions (the others keep their order), as `numpy.moveaxis`.
+pub fn moveaxis(x: &Array, source: &[isize], destination: &[isize]) -> Result<Array> {
+    if source.len() != destination.len() {
+        return Err(invalid("moveaxis", format!("{} source axes but {} destinations", source.len(), destination.len())));
+    }
+    let n = x.ndim();
+    let src: Vec<usize> = source.iter().map(|&a| Array::axis("moveaxis", a, n)).collect::<Result<_>>()?;
+    let dst: Vec<usize> = destination.iter().map(|&a| Array::axis("moveaxis", a, n)).collect::<Result<_>>()?;
+    Array::axes("moveaxis", Some(source), n)?;
+    Array::axes("moveaxis", Some(destination), n)?;
+    let mut order: Vec<usize> = (0..n).filter(|d| !src.contains(d)).collect();
+    let mut pairs: Vec<(usize, usize)> = dst.into_iter().zip(src).collect();
+    pairs.sort_unstable();
+    for (d, s) in pairs {
+        order.insert(d, s);
+    }
+    permute_dims(x, &order.iter().map(|&d| d as isize).collect::<Vec<_>>())
+}
+
+/// How often `repeat` repeats each element.
+#[derive(Clone, Debug)]
+pub enum Repeats<'a> {
+    /// Every element the same number of times: a broadcast and a reshape.
+    Count(usize),
+    /// Element `i` `repeats[i]` times (a 1-d integer array as long as the axis, or of length
+    /// 1): the result's length depends on the data, so the counts are evaluated and the
+    /// elements gathered with `take`.
+    Each(&'a Array),
+}
+
+/// Each element repeated along `axis` (of the flattened array when `None`).
+pub fn repeat(x: &Array, repeats: Repeats, axis: Option<isize>) -> Result<Array> {
+    let (src, axis) = match axis {
+        Some(a) => (x.clone(), Array::axis("repeat", a, x.ndim())?),
+        None => (reshape(x, &[-1], None)?, 0),
+    };
+    if src.ndim() == 0 {
+        return Err(invalid("repeat", "0-d arrays need axis = None"));
+    }
+    let repeats = match repeats {
+        Repeats::Count(n) => n,
+        Repeats::Each(r) => {
+            if !r.dtype().is_integer() || r.ndim() > 1 {
+                return Err(invalid("repeat", format!("repeats must be a 1-d integer array, not {} of shape {:?}", r.dtype().numpy_name(), r.shape())));
+            }
+            let counts = cast(r, strata_ir::Scalar::I64).to_vec::<i64>()?;
+            let n = src.shape()[axis];
+            if counts.len() == 1 {
+                return repeat(&src, Repeats::Count(counts[0].max(0) as usize), Some(axis as isize)).and_then(|a| {
+                    if counts[0] < 0 { Err(invalid("repeat", "repeats must not be negative")) } else { Ok(a) }
+                });
+            }
+            if counts.len() != n {
+                return Err(invalid("repeat", format!("{} repeats for an axis of extent {n}", counts.len())));
+            }
+            if counts.iter().any(|&c| c < 0) {
+                return Err(invalid("repeat", "repeats must not be negative"));
+            }
+            let idx: Vec<i64> = counts.iter().enumerate().flat_map(|(i, &c)| std::iter::repeat_n(i as i64, c as usize)).collect();
+            let k = idx.len();
+            let idx = super::placed(Array::from_vec(&[k], idx)?, src.place());
+            return super::indexing::take(&src, &idx, Some(axis as isize));
+        }
+    };
+    let mut wide = src.shape().to_vec();
+    wide.insert(axis + 1, repeats);
+    let dims: Vec<usize> = (0..src.ndim()).map(|d| if d <= axis { d } else { d + 1 }).collect();
+    let spread = Array::traced(
+        format!("broadcast_in_dim($0, shape = {}, dims = {})", list(&wide), list(&dims)),
+        vec![src.clone()],
+        vec![],
+        wide,
+        src.dtype(),
+        src.place().clone(),
+    );
+    let mut shape: Vec<isize> = src.shape().iter().map(|&e| e as isize).collect();
+    shape[axis] *= repeats as isize;
+    if src.size() == 0 || repeats == 0 {
+        return super::creation::zeros(&shape.iter().map(|&e| e as usize).collect::<Vec<_>>(), Some(x.dtype()), x.place());
+    }
+    reshape(&spread, &shape, None)
+}
+
+/// The array repeated `reps[i]` times as a whole along each axis (`numpy.tile`: missing leading
+/// repetitions or axes count as 1).
+pub fn tile(x: &Array, reps: &[usize]) -> Result<Array> {
+    let n = x.ndim().max(reps.len());
+    let mut shape = vec![1usize; n - x.ndim()];
+    shape.extend_from_slice(x.shape());
+    let mut r = vec![1usize; n - reps.len()];
+    r.extend_from_slice(reps);
+    let grown = reshape(x, &shape.iter().map(|&e| e as isize).collect::<Vec<_>>(), None)?;
+    let wide: Vec<usize> = (0..n).flat_map(|d| [r[d], shape[d]]).collect();
+    let out: Vec<usize> = (0..n).map(|d| r[d] * shape[d]).collect();
+    if out.contains(&0) {
+        return super::creation::zeros(&out, Some(x.dtype()), x.place());
+    }
+    let dims: Vec<usize> = (0..n).map(|d| 2 * d + 1).collect();
+    let spread = Array::traced(
+        format!("broadcast_in_dim($0, shape = {}, dims = {})", list(&wide), list(&dims)),
+        vec![grown],
+        vec![],
+        wide,
+        x.dtype(),
+        x.place().clone(),
+    );
+    reshape(&spread, &out.iter().map(|&e| e as isize).collect::<Vec<_>>(), None)
+}
+
+/// The slices along `axis`, as separate arrays.
+pub fn unstack(x: &Array, axis: isize) -> Result<Vec<Array>> {
+    if x.ndim() == 0 {
+        return Err(invalid("unstack", "0-d arrays cannot be unstacked"));
+    }
+    let axis = Array::axis("unstack", axis, x.ndim())?;
+    (0..x.shape()[axis])
+        .map(|i| {
+            let mut idx = vec![super::indexing::Index::Slice(None, None, None); axis];
+            idx.push(super::indexing::Index::At(i as i64));
+            super::indexing::index(x, &idx)
+        })
+        .collect()
 }
