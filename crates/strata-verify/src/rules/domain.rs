@@ -105,7 +105,8 @@ pub(crate) fn concat(cx: &mut Cx, args: &[Value], dim: &DimName) -> RuleResult {
 pub(crate) fn pos(cx: &mut Cx, arg: Value, dim: &DimName) -> RuleResult {
     let v = cx.view(arg);
     let Some(level) = v.level(dim) else { return Err(unknown_dim(cx, arg, dim, "pos")) };
-    let levels = vec![Level::dense(dim.clone(), level.interval)];
+    // A positional dimension is renumbered: the result's only dimension stands at position 0.
+    let levels = crate::context::renumber(vec![Level::dense(dim.clone(), level.interval)]).expect("one level");
     let idx = cx.scalar(Scalar::Index);
     Ok(cx.tensor(idx, levels, v.placement))
 }
