@@ -1056,7 +1056,32 @@ impl<'m> Lowerer<'m> {
                         }
                     }
                 }
-                self.rename_sym(&arg(source), &src, &to)
+                let value = self.rename_sym(&arg(source), &src, &to);
+                // Every index is checked, also where the source does not depend on it (a
+                // constant or broadcast source reads no element at that coordinate): the
+                // always-true `strata_ix(i) >= MIN` keeps the check's side effect.
+                let checked = to
+                    .iter()
+                    .filter(|c| matches!(c, Coord::Computed { .. }))
+                    .map(|c| {
+                        Rc::new(SExpr::Binary(
+                            BinaryOp::GreaterEqual,
+                            Rc::new(SExpr::Index(c.clone())),
+                            Rc::new(SExpr::Const(Sv::Index(i64::MIN))),
+                            Scalar::Index,
+                        ))
+                    })
+                    .reduce(|a, b| Rc::new(SExpr::Binary(BinaryOp::And, a, b, Scalar::Bool)));
+                match checked {
+                    Some(ok) => {
+                        let mut leaves = value
+                            .leaves()
+                            .into_iter()
+                            .map(|l| Rc::new(SExpr::Select(ok.clone(), l.clone(), l)));
+                        assemble(self.types, split(self.types, e.ty).1, &mut leaves)
+                    }
+                    None => value,
+                }
             }
             Op::Scatter { source, dest, indices, coordinates, mode: strata_ir::Mode::Copy } => {
                 let dst = split(self.types, func.exprs[*dest].ty).0;
