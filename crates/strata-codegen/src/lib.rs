@@ -18,6 +18,7 @@
 pub mod compile;
 pub mod emit_c;
 pub mod exec;
+pub mod invariant;
 pub mod lower;
 pub mod matmul;
 pub mod runtime;

@@ -107,7 +107,7 @@ impl Kernel {
     }
 
     /// A plain loop nest: neither a scan nor a runtime GEMM.
-    fn plain(&self) -> bool {
+    pub(crate) fn plain(&self) -> bool {
         self.scan.is_none() && self.matmul.is_none()
     }
 }
@@ -1458,8 +1458,9 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
             sc.updates = sc.updates.iter().map(crate::sym::simplify).collect();
         }
     }
-    let mut kernels = fuse_adjacent(fuse_scans(forward_scan_results(kernels, &l.buffers), &l.buffers));
     let mut buffers = l.buffers;
+    let kernels = crate::invariant::materialize_invariant_reductions(kernels, &mut buffers);
+    let mut kernels = fuse_adjacent(fuse_scans(forward_scan_results(kernels, &buffers), &buffers));
     for (b, buffer) in buffers.iter_mut().enumerate() {
         buffer.overwritten = overwritten_first(&kernels, b, &buffer.levels);
     }

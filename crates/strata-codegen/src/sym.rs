@@ -184,7 +184,7 @@ pub fn map_children(
 
 /// Rebuilds a coordinate's parts: a computed value through `expr`, a table load's coordinates
 /// through `coord`.
-fn map_coord_parts(c: &Coord, expr: &dyn Fn(&Rc<SExpr>) -> Rc<SExpr>, coord: &dyn Fn(&Coord) -> Coord) -> Coord {
+pub fn map_coord_parts(c: &Coord, expr: &dyn Fn(&Rc<SExpr>) -> Rc<SExpr>, coord: &dyn Fn(&Coord) -> Coord) -> Coord {
     match c {
         Coord::Table { table, source, offset } => Coord::Table {
             table: Rc::new(Load { buffer: table.buffer, coords: table.coords.iter().map(coord).collect() }),

@@ -1,0 +1,172 @@
+//! Pass `materialize_invariant_reductions`: a reduction that would be recomputed along a loop
+//! it does not depend on — a loop of its kernel, or of an enclosing fold it cannot be hoisted
+//! out of — is computed once, by a kernel of its own over the loop variables it does depend
+//! on, into a temporary the first kernel reads.
+//!
+//! Fusion inlines every value at its use, which is right for elementwise work but not for a
+//! fold broadcast along another dimension: `(x - mean(x, axis 0)) / std(x, axis 0)` over an
+//! `n × n` matrix would recompute each column's mean and deviation at every row, `O(n³)`
+//! instead of `O(n²)`; the same holds inside a fold (`sum over j of f(x[i, j], mean over k of
+//! x[k, j])` recomputes the column mean for every `i`). Folds that are invariant inside an
+//! enclosing fold and depend on every loop outside it are hoisted by the C emitter instead
+//! (a row's mean before the row's fold): that needs no memory and is left alone. Decision: the
+//! temporary holds one value per point of the loops the reduction depends on, fewer than
+//! those around it.
+
+use std::collections::BTreeSet;
+use std::rc::Rc;
+
+use strata_ir::{DimName, Interval, Level};
+
+use crate::lower::{Buffer, Kernel, Store};
+use crate::sym::{for_each_coord_part, for_each_part, map_children, map_coord_parts, Coord, Load, Part, SExpr};
+
+/// What an expression refers to from outside: loop variables not bound inside it, and
+/// accumulators used versus defined inside it.
+#[derive(Default)]
+struct Uses {
+    dims: BTreeSet<DimName>,
+    accs_used: BTreeSet<u32>,
+    accs_defined: BTreeSet<u32>,
+}
+
+fn uses(e: &Rc<SExpr>) -> Uses {
+    fn visit(p: Part, bound: &mut Vec<DimName>, u: &mut Uses) {
+        match p {
+            Part::Coord(c) => {
+                if let Coord::Var { dim, .. } = c {
+                    if !bound.contains(dim) {
+                        u.dims.insert(dim.clone());
+                    }
+                }
+                for_each_coord_part(c, &mut |q| visit(q, bound, u));
+            }
+            Part::Expr(e) => match &**e {
+                SExpr::Acc(id) => {
+                    u.accs_used.insert(*id);
+                }
+                SExpr::Reduce { id, vars, init, body, .. } => {
+                    u.accs_defined.insert(*id);
+                    visit(Part::Expr(init), bound, u);
+                    let n = bound.len();
+                    bound.extend(vars.iter().map(|(d, _)| d.clone()));
+                    visit(Part::Expr(body), bound, u);
+                    bound.truncate(n);
+                }
+                _ => for_each_part(e, &mut |q| visit(q, bound, u)),
+            },
+        }
+    }
+    let mut u = Uses::default();
+    visit(Part::Expr(e), &mut Vec::new(), &mut u);
+    u
+}
+
+/// The loops around a point of a kernel's expression: the kernel's own, then those of the
+/// enclosing folds, outermost first (one entry per fold).
+type Loops = Vec<Vec<(DimName, Interval)>>;
+
+/// The innermost reduction in `e` that is recomputed along a loop it does not depend on — a
+/// kernel loop, or a fold it cannot be hoisted out of — with the loop variables it depends
+/// on (and their ranges, in loop order). Reductions reading an enclosing accumulator stay.
+fn candidate(e: &Rc<SExpr>, loops: &mut Loops) -> Option<(Rc<SExpr>, Vec<(DimName, Interval)>)> {
+    fn in_part(p: Part, loops: &mut Loops, found: &mut Option<(Rc<SExpr>, Vec<(DimName, Interval)>)>) {
+        if found.is_some() {
+            return;
+        }
+        match p {
+            Part::Expr(x) => *found = candidate(x, loops),
+            Part::Coord(c) => for_each_coord_part(c, &mut |q| in_part(q, loops, found)),
+        }
+    }
+    let mut found = None;
+    match &**e {
+        SExpr::Reduce { vars, init, body, .. } => {
+            in_part(Part::Expr(init), loops, &mut found);
+            loops.push(vars.clone());
+            in_part(Part::Expr(body), loops, &mut found);
+            loops.pop();
+        }
+        _ => for_each_part(e, &mut |p| in_part(p, loops, &mut found)),
+    }
+    if found.is_some() || !matches!(&**e, SExpr::Reduce { .. }) {
+        return found;
+    }
+    let u = uses(e);
+    if !u.accs_used.is_subset(&u.accs_defined) {
+        return None;
+    }
+    // The C emitter hoists a fold out of enclosing folds it does not depend on; it is then
+    // evaluated inside the innermost loop group (kernel loops are group 0) it depends on.
+    let depends = |g: &Vec<(DimName, Interval)>| g.iter().any(|(d, _)| u.dims.contains(d));
+    let home = loops.iter().rposition(depends).unwrap_or(0);
+    let around: Vec<&(DimName, Interval)> = loops[..=home].iter().flatten().collect();
+    if around.iter().all(|(d, _)| u.dims.contains(d)) {
+        return None;
+    }
+    let over: Vec<(DimName, Interval)> = around.into_iter().filter(|(d, _)| u.dims.contains(d)).cloned().collect();
+    // Every variable it reads must be one of these loops (not an element variable, say).
+    (over.len() == u.dims.len()).then(|| (e.clone(), over))
+}
+
+fn replace(e: &Rc<SExpr>, target: &Rc<SExpr>, with: &Rc<SExpr>) -> Rc<SExpr> {
+    if Rc::ptr_eq(e, target) || **e == **target {
+        return with.clone();
+    }
+    map_children(e, &|x| replace(x, target, with), &|c| replace_in_coord(c, target, with))
+}
+
+fn replace_in_coord(c: &Coord, target: &Rc<SExpr>, with: &Rc<SExpr>) -> Coord {
+    map_coord_parts(c, &|x| replace(x, target, with), &|c2| replace_in_coord(c2, target, with))
+}
+
+/// Runs the pass over every plain kernel (scans and GEMMs keep their form), placing each
+/// reduction's kernel before its first reader.
+pub fn materialize_invariant_reductions(kernels: Vec<Kernel>, buffers: &mut Vec<Buffer>) -> Vec<Kernel> {
+    let mut out = Vec::with_capacity(kernels.len());
+    for k in kernels {
+        materialize(k, buffers, &mut out);
+    }
+    out
+}
+
+fn materialize(mut k: Kernel, buffers: &mut Vec<Buffer>, out: &mut Vec<Kernel>) {
+    let eligible = k.plain() && k.chain.is_empty() && k.domain.iter().all(|l| l.format.is_dense_like());
+    let kernel_loops: Vec<(DimName, Interval)> = k.domain.iter().map(|l| (l.name.clone(), l.interval)).collect();
+    let next = |k: &Kernel| {
+        k.stores.iter().find_map(|st| candidate(&st.value, &mut vec![kernel_loops.clone()]))
+    };
+    while let Some((r, over)) = eligible.then(|| next(&k)).flatten() {
+        let SExpr::Reduce { scalar, .. } = &*r else { unreachable!("candidates are reductions") };
+        let levels: Vec<Level> = over.iter().map(|(d, iv)| Level::dense(d.clone(), *iv)).collect();
+        let name = format!("red{}", buffers.len());
+        buffers.push(Buffer {
+            name: name.clone(),
+            scalar: *scalar,
+            levels: levels.clone(),
+            param: None,
+            field: Vec::new(),
+            written: true,
+            temp: true,
+            overwritten: false,
+        });
+        let b = buffers.len() - 1;
+        let coords = levels.iter().map(|l| Coord::Var { dim: l.name.clone(), offset: 0 }).collect();
+        let load = Rc::new(SExpr::Load(Rc::new(Load { buffer: b, coords })));
+        for st in &mut k.stores {
+            st.value = replace(&st.value, &r, &load);
+        }
+        let names: Vec<&str> = levels.iter().map(|l| l.name.as_str()).collect();
+        let reduced = Kernel {
+            comment: format!("%{name}: a reduction in `{}` depending on [{}] only, computed once", k.comment, names.join(", ")),
+            domain: levels,
+            scan: None,
+            stores: vec![Store { buffer: b, value: r }],
+            matmul: None,
+            chain: Vec::new(),
+            local: Vec::new(),
+        };
+        materialize(reduced, buffers, out);
+    }
+    out.push(k);
+}
