@@ -1451,11 +1451,14 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
     }
     let mut kernels = l.kernels;
     for k in &mut kernels {
+        let mut ranges: Vec<(DimName, strata_ir::Interval)> =
+            k.domain.iter().map(|l| (l.name.clone(), l.interval)).collect();
+        ranges.extend(k.scan.iter().map(|sc| (sc.dim.name.clone(), sc.dim.interval)));
         for st in &mut k.stores {
-            st.value = crate::sym::simplify(&st.value);
+            st.value = crate::sym::simplify_in(&st.value, &ranges);
         }
         if let Some(sc) = &mut k.scan {
-            sc.updates = sc.updates.iter().map(crate::sym::simplify).collect();
+            sc.updates = sc.updates.iter().map(|u| crate::sym::simplify_in(u, &ranges)).collect();
         }
     }
     let mut buffers = l.buffers;

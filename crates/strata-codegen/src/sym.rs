@@ -254,10 +254,18 @@ pub fn replace_loads(e: &Rc<SExpr>, f: &dyn Fn(&Load) -> Option<Rc<SExpr>>) -> R
 /// operations, and `(p / b)·b + p % b` → `p` (an unpack read through a pack). Dropping the
 /// checks of the inner computed coordinates is safe: the enclosing one still checks `p`.
 pub fn simplify(e: &Rc<SExpr>) -> Rc<SExpr> {
+    simplify_in(e, &[])
+}
+
+/// [`simplify`] knowing the ranges of the loop variables around `e` (a kernel's domain): a
+/// computed coordinate that folds to a loop variable whose whole range lies inside the
+/// coordinate's interval (a reshape's index arithmetic) becomes that variable, without a
+/// run-time check, so the loop reads memory at a stride and vectorizes.
+pub fn simplify_in(e: &Rc<SExpr>, ranges: &[(DimName, Interval)]) -> Rc<SExpr> {
     use BinaryOp::{Divides, Minus, Modulo, Multiplies, Plus};
-    let s = |x: &Rc<SExpr>| simplify(x);
+    let s = |x: &Rc<SExpr>| simplify_in(x, ranges);
     let cix = |x: &SExpr| match x {
-        SExpr::Const(Sv::Index(k)) => Some(*k),
+        SExpr::Const(Sv::Index(k)) | SExpr::Index(Coord::Const(k)) => Some(*k),
         _ => None,
     };
     // `Index(computed v)` as a value: `v` (its check is kept by the caller unless folded).
@@ -293,12 +301,34 @@ pub fn simplify(e: &Rc<SExpr>) -> Rc<SExpr> {
                 _ => SExpr::Binary(*op, a, b, *sc),
             }
         }
-        _ => return map_children(e, &simplify, &simplify_coord),
+        SExpr::Reduce { id, vars, init, scalar, body } => {
+            let inner: Vec<(DimName, Interval)> = ranges.iter().cloned().chain(vars.iter().cloned()).collect();
+            SExpr::Reduce { id: *id, vars: vars.clone(), init: s(init), scalar: *scalar, body: simplify_in(body, &inner) }
+        }
+        _ => return map_children(e, &s, &|c| simplify_coord(c, ranges)),
     })
 }
 
-fn simplify_coord(c: &Coord) -> Coord {
-    map_coord_parts(c, &simplify, &simplify_coord)
+fn simplify_coord(c: &Coord, ranges: &[(DimName, Interval)]) -> Coord {
+    let c = map_coord_parts(c, &|x| simplify_in(x, ranges), &|c2| simplify_coord(c2, ranges));
+    let Coord::Computed { value, source, offset } = &c else { return c };
+    match &**value {
+        SExpr::Index(Coord::Var { dim, offset: o }) => {
+            let inside = ranges
+                .iter()
+                .rev()
+                .find(|(d, _)| d == dim)
+                .is_some_and(|(_, iv)| iv.start + o >= source.start && iv.stop + o <= source.stop);
+            if inside {
+                return Coord::Var { dim: dim.clone(), offset: o + offset };
+            }
+        }
+        SExpr::Index(Coord::Const(k)) | SExpr::Const(Sv::Index(k)) if (source.start..source.stop).contains(k) => {
+            return Coord::Const(k + offset);
+        }
+        _ => {}
+    }
+    c
 }
 
 /// `shift(dim, o)`: every coordinate `dim + k` becomes `dim + k + o`.
@@ -516,5 +546,22 @@ mod tests {
         assert_eq!(simplify(&parts(32, 16)), parts(32, 16));
         assert_eq!(simplify(&bin(BinaryOp::Minus, bin(BinaryOp::Multiplies, p.clone(), ix(1)), ix(0))), p);
         assert_eq!(simplify(&bin(BinaryOp::Plus, ix(3), bin(BinaryOp::Multiplies, ix(2), ix(5)))), ix(13));
+    }
+
+    #[test]
+    fn a_computed_coordinate_within_its_loop_range_becomes_the_loop_variable() {
+        let j = DimName::new("J");
+        let var = Rc::new(SExpr::Index(Coord::Var { dim: j.clone(), offset: 0 }));
+        // `0 · 64 + J`, checked against [0:64], read from a buffer.
+        let value = bin(BinaryOp::Plus, bin(BinaryOp::Multiplies, Rc::new(SExpr::Index(Coord::Const(0))), ix(64)), var);
+        let load = |c: Coord| Rc::new(SExpr::Load(Rc::new(Load { buffer: 0, coords: vec![c] })));
+        let e = load(Coord::Computed { value: value.clone(), source: Interval::from_len(64), offset: 0 });
+        let plain = load(Coord::Var { dim: j.clone(), offset: 0 });
+        assert_eq!(simplify_in(&e, &[(j.clone(), Interval::from_len(64))]), plain);
+        // A loop range reaching past the interval keeps the check (a gather by `pos`, say).
+        let kept = simplify_in(&e, &[(j.clone(), Interval::from_len(65))]);
+        assert!(matches!(&*kept, SExpr::Load(l) if matches!(l.coords[0], Coord::Computed { .. })), "{kept:?}");
+        // Without a known range, too.
+        assert!(matches!(&*simplify(&e), SExpr::Load(l) if matches!(l.coords[0], Coord::Computed { .. })));
     }
 }
