@@ -62,15 +62,21 @@ fn uses(e: &Rc<SExpr>) -> Uses {
     u
 }
 
+/// Loop variables with their ranges.
+type LoopGroup = Vec<(DimName, Interval)>;
+
 /// The loops around a point of a kernel's expression: the kernel's own, then those of the
-/// enclosing folds, outermost first (one entry per fold).
-type Loops = Vec<Vec<(DimName, Interval)>>;
+/// enclosing folds, outermost first (one group per fold).
+type Loops = Vec<LoopGroup>;
+
+/// A reduction to materialize and the loops it depends on.
+type Found = Option<(Rc<SExpr>, LoopGroup)>;
 
 /// The innermost reduction in `e` that is recomputed along a loop it does not depend on — a
 /// kernel loop, or a fold it cannot be hoisted out of — with the loop variables it depends
 /// on (and their ranges, in loop order). Reductions reading an enclosing accumulator stay.
-fn candidate(e: &Rc<SExpr>, loops: &mut Loops) -> Option<(Rc<SExpr>, Vec<(DimName, Interval)>)> {
-    fn in_part(p: Part, loops: &mut Loops, found: &mut Option<(Rc<SExpr>, Vec<(DimName, Interval)>)>) {
+fn candidate(e: &Rc<SExpr>, loops: &mut Loops) -> Found {
+    fn in_part(p: Part, loops: &mut Loops, found: &mut Found) {
         if found.is_some() {
             return;
         }
@@ -98,13 +104,13 @@ fn candidate(e: &Rc<SExpr>, loops: &mut Loops) -> Option<(Rc<SExpr>, Vec<(DimNam
     }
     // The C emitter hoists a fold out of enclosing folds it does not depend on; it is then
     // evaluated inside the innermost loop group (kernel loops are group 0) it depends on.
-    let depends = |g: &Vec<(DimName, Interval)>| g.iter().any(|(d, _)| u.dims.contains(d));
+    let depends = |g: &LoopGroup| g.iter().any(|(d, _)| u.dims.contains(d));
     let home = loops.iter().rposition(depends).unwrap_or(0);
     let around: Vec<&(DimName, Interval)> = loops[..=home].iter().flatten().collect();
     if around.iter().all(|(d, _)| u.dims.contains(d)) {
         return None;
     }
-    let over: Vec<(DimName, Interval)> = around.into_iter().filter(|(d, _)| u.dims.contains(d)).cloned().collect();
+    let over: LoopGroup = around.into_iter().filter(|(d, _)| u.dims.contains(d)).cloned().collect();
     // Every variable it reads must be one of these loops (not an element variable, say).
     (over.len() == u.dims.len()).then(|| (e.clone(), over))
 }
@@ -132,7 +138,7 @@ pub fn materialize_invariant_reductions(kernels: Vec<Kernel>, buffers: &mut Vec<
 
 fn materialize(mut k: Kernel, buffers: &mut Vec<Buffer>, out: &mut Vec<Kernel>) {
     let eligible = k.plain() && k.chain.is_empty() && k.domain.iter().all(|l| l.format.is_dense_like());
-    let kernel_loops: Vec<(DimName, Interval)> = k.domain.iter().map(|l| (l.name.clone(), l.interval)).collect();
+    let kernel_loops: LoopGroup = k.domain.iter().map(|l| (l.name.clone(), l.interval)).collect();
     let next = |k: &Kernel| {
         k.stores.iter().find_map(|st| candidate(&st.value, &mut vec![kernel_loops.clone()]))
     };
