@@ -91,8 +91,8 @@ pub(crate) struct Node {
     /// The Strata type as text when it is not an array's (a tuple-valued intermediate of
     /// `argmax`, a bare `index` scalar for `get`); such nodes are only ever operands.
     pub special_type: Option<String>,
-    /// The value, once known.
-    pub value: RefCell<Option<Tensor>>,
+    /// The value, once known (shared with the programs that read it, never copied).
+    pub value: RefCell<Option<Rc<Tensor>>>,
 }
 
 /// A lazily evaluated n-dimensional array with array-API semantics.
@@ -193,7 +193,7 @@ impl Array {
             place,
             op: None,
             special_type: None,
-            value: RefCell::new(Some(Tensor { ty, data: t.data, present: None })),
+            value: RefCell::new(Some(Rc::new(Tensor { ty, data: t.data, present: None }))),
         })))
     }
 

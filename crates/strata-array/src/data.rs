@@ -1,8 +1,9 @@
 //! Data in and out: Rust vectors, `ndarray` arrays and `.npy` files.
 
 use std::path::Path;
+use std::rc::Rc;
 
-use strata_runtime::{Column, Data, ElemType, Tensor};
+use strata_runtime::{Column, Data, Tensor};
 
 use crate::array::{value_type, Array, Place};
 use crate::dtype::DType;
@@ -139,16 +140,14 @@ impl Array {
     /// Evaluates the array: traces the program computing it, compiles it (or finds it in the
     /// cache) and runs it. The value is kept, so evaluating again is free and later programs
     /// read it as an input.
-    pub fn eval(&self) -> Result<Tensor> {
+    pub fn eval(&self) -> Result<Rc<Tensor>> {
         if let Some(t) = self.0.value.borrow().as_ref() {
             return Ok(t.clone());
         }
         let program = crate::trace::trace(self);
         let mut t = crate::engine::run(program)?;
         t.ty = value_type(self.shape(), self.dtype(), self.place());
-        if !matches!(t.ty.element, ElemType::Scalar(_)) {
-            unreachable!("arrays hold scalars");
-        }
+        let t = Rc::new(t);
         *self.0.value.borrow_mut() = Some(t.clone());
         Ok(t)
     }

@@ -136,6 +136,7 @@ pub(crate) fn run(p: Program) -> Result<Tensor> {
 fn interpret(c: &Compiled, p: Program) -> Result<Tensor> {
     bump(|s| s.interpreted_runs += 1);
     let interp = strata_interp::Interpreter::new(&c.module, &c.types);
-    let mut out = interp.run(c.entry, p.inputs).map_err(|e| ArrayError::Run(e.message))?;
+    let inputs = p.inputs.iter().map(|t| (**t).clone()).collect();
+    let mut out = interp.run(c.entry, inputs).map_err(|e| ArrayError::Run(e.message))?;
     Ok(out.values.pop().map(|(_, t)| t).expect("one result"))
 }

@@ -6,6 +6,7 @@
 //! compiled program is cached: the same structure over the same shapes compiles once.
 
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use strata_runtime::Tensor;
 
@@ -15,8 +16,8 @@ use crate::array::{type_text, Array, Node};
 pub struct Program {
     /// The module text.
     pub text: String,
-    /// The values of `@main`'s parameters, in order.
-    pub inputs: Vec<Tensor>,
+    /// The values of `@main`'s parameters, in order (shared with their arrays).
+    pub inputs: Vec<Rc<Tensor>>,
 }
 
 /// Traces the program computing `root`.

@@ -1,5 +1,7 @@
 //! Running a compiled [`KernelProgram`] on runtime values.
 
+use std::borrow::Borrow;
+
 use strata_runtime::{Column, Data, ElemType, Tensor, ValueType};
 
 use crate::compile::Loaded;
@@ -46,6 +48,22 @@ fn column(d: &Data, path: &[usize]) -> Column {
     }
 }
 
+fn column_ptr_const(c: &Column) -> *const std::ffi::c_void {
+    match c {
+        Column::Bool(v) => v.as_ptr().cast(),
+        Column::I8(v) => v.as_ptr().cast(),
+        Column::I16(v) => v.as_ptr().cast(),
+        Column::I32(v) => v.as_ptr().cast(),
+        Column::I64(v) | Column::Index(v) => v.as_ptr().cast(),
+        Column::U8(v) => v.as_ptr().cast(),
+        Column::U16(v) => v.as_ptr().cast(),
+        Column::U32(v) => v.as_ptr().cast(),
+        Column::U64(v) => v.as_ptr().cast(),
+        Column::F32(v) => v.as_ptr().cast(),
+        Column::F64(v) => v.as_ptr().cast(),
+    }
+}
+
 fn column_ptr(c: &mut Column) -> *mut std::ffi::c_void {
     match c {
         Column::Bool(v) => v.as_mut_ptr().cast(),
@@ -85,10 +103,10 @@ fn data_of(t: &ElemType, count: usize, cols: &mut dyn Iterator<Item = Column>) -
 /// Runs `program` with `args` (one per entry parameter); returns the written values: the
 /// function result as `result`, or each `out` parameter by name, with `result_ty` / the
 /// parameter types giving their shapes.
-pub fn run(
+pub fn run<T: Borrow<Tensor>>(
     program: &KernelProgram,
     lib: &Loaded,
-    args: &[Tensor],
+    args: &[T],
     names: &[String],
     result_ty: Option<&ValueType>,
 ) -> Result<Vec<(String, Tensor)>, ExecError> {
@@ -101,10 +119,10 @@ pub fn threads_from_env() -> usize {
 }
 
 /// [`run`] with an explicit thread count (0: the OpenMP default).
-pub fn run_threads(
+pub fn run_threads<T: Borrow<Tensor>>(
     program: &KernelProgram,
     lib: &Loaded,
-    args: &[Tensor],
+    args: &[T],
     names: &[String],
     result_ty: Option<&ValueType>,
     threads: usize,
@@ -114,34 +132,74 @@ pub fn run_threads(
     Ok(buffers.into_results(program, args, names, result_ty))
 }
 
-/// The buffers of one native run: one column per program buffer — copies of the inputs (so
-/// nothing the caller holds is written), zeros for results and temporaries. A `Buffers` can be
-/// run many times (benchmarks time [`Buffers::call`] on preallocated buffers).
-pub struct Buffers {
-    cols: Vec<Column>,
+/// The buffers of one native run: one column per program buffer — the caller's own data for
+/// an input no kernel writes (read in place, never copied), a copy for an input the program
+/// writes (so nothing the caller holds is written), zeros for results and temporaries. A
+/// `Buffers` can be run many times (benchmarks time [`Buffers::call`] on preallocated
+/// buffers).
+pub struct Buffers<'a> {
+    cols: Vec<Slot<'a>>,
 }
 
-impl Buffers {
+/// One buffer: owned, or an input column borrowed from the caller (read-only).
+enum Slot<'a> {
+    Owned(Column),
+    Borrowed(&'a Column),
+}
+
+impl Slot<'_> {
+    fn ptr(&mut self) -> *mut std::ffi::c_void {
+        match self {
+            Slot::Owned(c) => column_ptr(c),
+            // The kernels declare buffers nobody writes `const` and never store to them.
+            Slot::Borrowed(c) => column_ptr_const(c).cast_mut(),
+        }
+    }
+
+    fn give_back(self) {
+        if let Slot::Owned(c) = self {
+            pool::give_back(c);
+        }
+    }
+}
+
+/// The column of a read-only parameter buffer, borrowed when the argument stores it as is.
+fn borrowed<'a, T: Borrow<Tensor>>(b: &crate::lower::Buffer, args: &'a [T]) -> Option<&'a Column> {
+    let p = b.param?;
+    match (&args[p].borrow().data, b.field.as_slice()) {
+        (Data::Scalars(c), []) if !b.written && c.scalar() == b.scalar => Some(c),
+        _ => None,
+    }
+}
+
+fn slot<'a, T: Borrow<Tensor>>(b: &crate::lower::Buffer, args: &'a [T]) -> Slot<'a> {
+    match borrowed(b, args) {
+        Some(c) => Slot::Borrowed(c),
+        None => Slot::Owned(fresh_column(b, args)),
+    }
+}
+
+impl<'a> Buffers<'a> {
     /// Allocates the buffers of `program` for `args` (one per entry parameter).
-    pub fn new(program: &KernelProgram, args: &[Tensor]) -> Buffers {
-        Buffers { cols: program.buffers.iter().map(|b| fresh_column(b, args)).collect() }
+    pub fn new<T: Borrow<Tensor>>(program: &KernelProgram, args: &'a [T]) -> Buffers<'a> {
+        Buffers { cols: program.buffers.iter().map(|b| slot(b, args)).collect() }
     }
 
     /// Allocates the written buffers (results, temporaries, `out` parameters) afresh, as a run
     /// that does not keep its output memory would (freed buffers go back to the pool first, as
     /// dropping a previous result does); the inputs stay as they are.
-    pub fn renew_written(&mut self, program: &KernelProgram, args: &[Tensor]) {
+    pub fn renew_written<T: Borrow<Tensor>>(&mut self, program: &KernelProgram, args: &'a [T]) {
         for (b, c) in program.buffers.iter().zip(&mut self.cols) {
             if b.written || b.temp {
-                pool::give_back(std::mem::replace(c, Column::zeros(b.scalar, 0)));
-                *c = fresh_column(b, args);
+                std::mem::replace(c, Slot::Owned(Column::zeros(b.scalar, 0))).give_back();
+                *c = Slot::Owned(fresh_column(b, args));
             }
         }
     }
 
     /// Runs the kernels once on these buffers with `threads` threads (0: the OpenMP default).
     pub fn call(&mut self, lib: &Loaded, threads: usize) -> Result<(), ExecError> {
-        let mut ptrs: Vec<*mut std::ffi::c_void> = self.cols.iter_mut().map(column_ptr).collect();
+        let mut ptrs: Vec<*mut std::ffi::c_void> = self.cols.iter_mut().map(Slot::ptr).collect();
         // SAFETY: each pointer addresses a column of the buffer's type and length (built by
         // `fresh_column` from values of the verified types), alive and exclusively ours for
         // the call.
@@ -157,19 +215,22 @@ impl Buffers {
 
     /// The written values: the function result as `result`, or each `out` parameter by name,
     /// with `result_ty` / the parameter types giving their shapes.
-    pub fn into_results(
+    pub fn into_results<T: Borrow<Tensor>>(
         mut self,
         program: &KernelProgram,
-        args: &[Tensor],
+        args: &[T],
         names: &[String],
         result_ty: Option<&ValueType>,
     ) -> Vec<(String, Tensor)> {
         let mut by_param: Vec<(Option<usize>, Vec<Column>)> = Vec::new();
         for (b, c) in program.buffers.iter().zip(std::mem::take(&mut self.cols)) {
-            if !b.written || b.temp {
-                pool::give_back(c);
-                continue;
-            }
+            let c = match c {
+                Slot::Owned(c) if b.written && !b.temp => c,
+                other => {
+                    other.give_back();
+                    continue;
+                }
+            };
             match by_param.iter_mut().find(|(p, _)| *p == b.param) {
                 Some((_, v)) => v.push(c),
                 None => by_param.push((b.param, vec![c])),
@@ -179,7 +240,7 @@ impl Buffers {
             .into_iter()
             .map(|(p, leaf_cols)| {
                 let (name, ty) = match p {
-                    Some(i) => (names[i].clone(), args[i].ty.clone()),
+                    Some(i) => (names[i].clone(), args[i].borrow().ty.clone()),
                     None => ("result".to_string(), result_ty.expect("a function's result type").clone()),
                 };
                 let data = data_of(&ty.element, ty.len(), &mut leaf_cols.into_iter());
@@ -189,19 +250,19 @@ impl Buffers {
     }
 }
 
-impl Drop for Buffers {
+impl Drop for Buffers<'_> {
     fn drop(&mut self) {
-        self.cols.drain(..).for_each(pool::give_back);
+        self.cols.drain(..).for_each(Slot::give_back);
     }
 }
 
 /// A buffer's initial column: the argument's data for a parameter whose initial content is
 /// observed; for a buffer overwritten before it is read, a pooled buffer of its size when one
 /// is free (its stale content is never seen); else zeros.
-fn fresh_column(b: &crate::lower::Buffer, args: &[Tensor]) -> Column {
+fn fresh_column<T: Borrow<Tensor>>(b: &crate::lower::Buffer, args: &[T]) -> Column {
     let len = b.levels.iter().map(|l| l.interval.len() as usize).product();
     let mut c = match b.param {
-        Some(p) if !b.overwritten => column(&args[p].data, &b.field),
+        Some(p) if !b.overwritten => column(&args[p].borrow().data, &b.field),
         _ if b.overwritten => match pool::take(b.scalar, len) {
             Some(c) => return c,
             None => Column::zeros(b.scalar, len),

@@ -65,7 +65,7 @@ fn column(t: &Tensor) -> &Column {
 }
 
 /// The permutation sorting each lane of `x` along `axis` (flat positions per lane).
-fn lane_orders(x: &Array, axis: isize, descending: bool, op: &'static str) -> Result<(Tensor, Vec<Vec<usize>>, usize)> {
+fn lane_orders(x: &Array, axis: isize, descending: bool, op: &'static str) -> Result<(std::rc::Rc<Tensor>, Vec<Vec<usize>>, usize)> {
     if x.ndim() == 0 {
         return Err(invalid(op, "0-d arrays cannot be sorted"));
     }
