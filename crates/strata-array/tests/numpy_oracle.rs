@@ -1,4 +1,4 @@
-//! Every array-API operation against numpy: tests/oracles/array_api_cases.py writes ~1,000
+//! Every array-API operation against numpy: tests/oracles/array_api_cases.py writes ~1,300
 //! cases (inputs, numpy's outputs or numpy's refusal, edge cases included); each runs through
 //! the Rust front end on the reference interpreter and on the native backend and must match.
 
