@@ -149,14 +149,15 @@ impl Array {
         dtype: DType,
         place: Place,
     ) -> Array {
-        Array(Rc::new(Node {
+        let key = NodeKey::new(&text, &args, &shape, dtype, &place, None);
+        shared(key, || Node {
             shape,
             dtype,
             place,
             op: Some(Traced { text, args, funcs }),
             special_type: None,
             value: RefCell::new(None),
-        }))
+        })
     }
 
     /// A traced node of a type that is not an array's (`ty`, as text): only ever an operand,
@@ -170,14 +171,15 @@ impl Array {
         place: Place,
     ) -> Array {
         let dtype = Scalar::ALL.iter().copied().find(|s| s.to_string() == ty).unwrap_or(Scalar::Index);
-        Array(Rc::new(Node {
+        let key = NodeKey::new(&text, &args, &shape, dtype, &place, Some(ty));
+        shared(key, || Node {
             shape,
             dtype,
             place,
             op: Some(Traced { text, args, funcs }),
             special_type: Some(ty.to_string()),
             value: RefCell::new(None),
-        }))
+        })
     }
 
     /// An array holding `t` (a dense tensor over positional dimensions).
@@ -231,6 +233,57 @@ impl Array {
         out.sort_unstable();
         Ok(out)
     }
+}
+
+/// What makes two traced nodes the same computation: the op text, the operand nodes, the
+/// result type. (Payload functions are named by a hash of their text, so the op text covers
+/// them.)
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct NodeKey {
+    text: String,
+    args: Vec<usize>,
+    shape: Vec<usize>,
+    dtype: DType,
+    place: Place,
+    special: Option<String>,
+}
+
+impl NodeKey {
+    fn new(text: &str, args: &[Array], shape: &[usize], dtype: DType, place: &Place, special: Option<&str>) -> NodeKey {
+        NodeKey {
+            text: text.to_string(),
+            args: args.iter().map(|a| Rc::as_ptr(&a.0) as usize).collect(),
+            shape: shape.to_vec(),
+            dtype,
+            place: place.clone(),
+            special: special.map(str::to_string),
+        }
+    }
+}
+
+thread_local! {
+    /// Live traced nodes by what they compute (hash-consing): building the same operation on
+    /// the same operands again returns the existing node, so a program computes it once (the
+    /// mean inside `std` and a `mean` of the same array are one fold). Operand addresses stay
+    /// valid keys because a live node keeps its operands alive.
+    static NODES: RefCell<std::collections::HashMap<NodeKey, std::rc::Weak<Node>>> = RefCell::new(Default::default());
+}
+
+/// The live node for `key`, or a new one built by `make`.
+fn shared(key: NodeKey, make: impl FnOnce() -> Node) -> Array {
+    NODES.with(|nodes| {
+        let mut nodes = nodes.borrow_mut();
+        if let Some(n) = nodes.get(&key).and_then(std::rc::Weak::upgrade) {
+            return Array(n);
+        }
+        // Forget dead nodes now and then (the table would otherwise grow with every trace).
+        if nodes.len() >= 4096 && nodes.len().is_power_of_two() {
+            nodes.retain(|_, w| w.strong_count() > 0);
+        }
+        let n = Rc::new(make());
+        nodes.insert(key, Rc::downgrade(&n));
+        Array(n)
+    })
 }
 
 /// The runtime type of an array value: positional dense levels `_0, _1, …`; a team

@@ -122,18 +122,31 @@ fn errors_name_the_operation_and_the_cause() {
 
 #[test]
 fn both_backends_agree_and_native_is_used_when_it_compiles() {
-    let x = linspace(0.0, 1.0, 101, true, None, &host()).unwrap();
-    let y = var(&sin(&x).unwrap(), None, 1.0, false).unwrap();
+    // Data leaves are distinct arrays, so each backend evaluates its own program.
+    let samples = || Array::from_vec(&[101], (0..101).map(|i| i as f64 / 100.0).collect()).unwrap();
     set_backend(Backend::Interp);
-    let interp = y.to_vec::<f64>().unwrap()[0];
+    let interp = var(&sin(&samples()).unwrap(), None, 1.0, false).unwrap().to_vec::<f64>().unwrap()[0];
     set_backend(Backend::Native);
-    let y2 = var(&sin(&x).unwrap(), None, 1.0, false).unwrap();
     let before = cache_stats().native_runs;
-    let native = y2.to_vec::<f64>().unwrap()[0];
+    let native = var(&sin(&samples()).unwrap(), None, 1.0, false).unwrap().to_vec::<f64>().unwrap()[0];
     assert_eq!(cache_stats().native_runs, before + 1);
     set_backend(Backend::Auto);
     assert!((interp - native).abs() <= 1e-12 * interp.abs(), "{interp} vs {native}");
     // Hand-derived: var(sin(x)) for x uniform on [0, 1] is (1 - sin 2 / 2) / 2 - (1 - cos 1)²
     // = 0.0614; 101 samples with one degree of freedom removed give 0.0631.
     assert!((interp - 0.0631).abs() < 1e-3, "{interp}");
+}
+
+#[test]
+fn the_same_operation_on_the_same_operands_is_traced_once() {
+    let x = Array::from_vec(&[3, 4], (0..12).map(f64::from).collect()).unwrap();
+    let m = mean(&x, Some(&[0]), true).unwrap();
+    let s = std(&x, Some(&[0]), 0.0, true).unwrap();
+    let text = add(&m, &s).unwrap().program_text();
+    // The column sum inside `std` is the one of `mean`: two folds, not three.
+    assert_eq!(text.matches("map_reduce(").count(), 2, "{text}");
+    let z = divide(&subtract(&x, &m).unwrap(), &s).unwrap();
+    // Column 0 is 0, 4, 8: mean 4, population std sqrt(32/3).
+    let v = z.to_vec::<f64>().unwrap();
+    assert!((v[0] + 4.0 / (32.0f64 / 3.0).sqrt()).abs() < 1e-12, "{v:?}");
 }
