@@ -506,8 +506,31 @@ fn cast(a: &str, from: Scalar, to: Scalar) -> String {
 }
 
 /// Collects the accumulator types of every reduction in `e`.
-/// The pragma sharing a kernel's outermost loop among threads (error flags combined by max).
-const PARALLEL_FOR: &str = "#pragma omp parallel for schedule(static) reduction(max:e_)";
+/// The pragma sharing a kernel's outermost loop among threads (error flags combined by max),
+/// when the kernel has enough work (`par_`, see [`PARALLEL_MIN`]).
+const PARALLEL_FOR: &str = "#pragma omp parallel for schedule(static) reduction(max:e_) if(par_)";
+
+/// The least work (points times the longest fold's steps) worth starting threads for: a
+/// parallel region costs microseconds, which a small elementwise kernel does not amortize.
+const PARALLEL_MIN: i64 = 1 << 15;
+
+/// A kernel's work estimate: its points times the steps of its longest fold or scan.
+fn work(k: &Kernel) -> i64 {
+    fn longest(p: crate::sym::Part, best: &mut i64) {
+        if let crate::sym::Part::Expr(e) = p {
+            if let SExpr::Reduce { vars, .. } = &**e {
+                *best = (*best).max(vars.iter().map(|(_, i)| i.len() as i64).product());
+            }
+            crate::sym::for_each_part(e, &mut |q| longest(q, best));
+        }
+    }
+    let mut steps = k.scan.as_ref().map_or(1, |sc| sc.dim.interval.len() as i64);
+    for e in k.exprs() {
+        longest(crate::sym::Part::Expr(e), &mut steps);
+    }
+    let points: i64 = k.domain.iter().map(|l| l.interval.len() as i64).product();
+    points.saturating_mul(steps.max(1))
+}
 
 /// Opens one loop per level of `domain` (the outermost shared among threads, each thread with
 /// its own error pointer), indenting `indent`.
@@ -718,6 +741,7 @@ fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
         } else {
             let _ = writeln!(out, "  int e_ = 0; int *err = &e_;");
         }
+        let _ = writeln!(out, "  const int par_ = {}; (void)par_;  /* enough work for threads */", (work(k) >= PARALLEL_MIN) as i32);
         for (i, b) in program.buffers.iter().enumerate() {
             let c = if b.written { "" } else { "const " };
             let _ = writeln!(
