@@ -13,7 +13,7 @@ use crate::error::{dtype_error, invalid, Result};
 use crate::trace::payload;
 
 /// `fold(kw)` of `x` over `axes` from `init`.
-fn fold(op: &'static str, x: &Array, axes: &[usize], kw: &str, init: &str, keepdims: bool) -> Result<Array> {
+fn fold(x: &Array, axes: &[usize], kw: &str, init: &str, keepdims: bool) -> Result<Array> {
     let t = x.dtype().to_string();
     let kept: Vec<usize> = (0..x.ndim()).filter(|d| !axes.contains(d)).collect();
     let shape: Vec<usize> = kept.iter().map(|&d| x.shape()[d]).collect();
@@ -39,7 +39,6 @@ fn fold(op: &'static str, x: &Array, axes: &[usize], kw: &str, init: &str, keepd
             x.place().clone(),
         )
     };
-    let _ = op;
     if keepdims {
         keep_dims(&r, x, axes)
     } else {
@@ -58,14 +57,14 @@ fn keep_dims(r: &Array, x: &Array, axes: &[usize]) -> Result<Array> {
 pub fn sum(x: &Array, axes: Option<&[isize]>, dtype: Option<DType>, keepdims: bool) -> Result<Array> {
     let axes = Array::axes("sum", axes, x.ndim())?;
     let d = dtype.unwrap_or(sum_dtype(x.dtype()));
-    fold("sum", &cast(x, d), &axes, "plus", &literal(0.0, d), keepdims)
+    fold(&cast(x, d), &axes, "plus", &literal(0.0, d), keepdims)
 }
 
 /// The product over `axes`.
 pub fn prod(x: &Array, axes: Option<&[isize]>, dtype: Option<DType>, keepdims: bool) -> Result<Array> {
     let axes = Array::axes("prod", axes, x.ndim())?;
     let d = dtype.unwrap_or(sum_dtype(x.dtype()));
-    fold("prod", &cast(x, d), &axes, "multiplies", &literal(1.0, d), keepdims)
+    fold(&cast(x, d), &axes, "multiplies", &literal(1.0, d), keepdims)
 }
 
 fn extreme(op: &'static str, x: &Array, axes: Option<&[isize]>, keepdims: bool, largest: bool) -> Result<Array> {
@@ -78,7 +77,7 @@ fn extreme(op: &'static str, x: &Array, axes: Option<&[isize]>, keepdims: bool, 
     }
     let d = x.dtype();
     let init = worst(d, largest);
-    fold(op, x, &axes, if largest { "maximum" } else { "minimum" }, &init, keepdims)
+    fold(x, &axes, if largest { "maximum" } else { "minimum" }, &init, keepdims)
 }
 
 /// The value every element beats: −∞ (the type's minimum) when looking for the largest.
@@ -153,13 +152,13 @@ pub fn std(x: &Array, axes: Option<&[isize]>, correction: f64, keepdims: bool) -
 /// Whether any element over `axes` is true (nonzero).
 pub fn any(x: &Array, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
     let axes = Array::axes("any", axes, x.ndim())?;
-    fold("any", &truthy(x), &axes, "or", "false", keepdims)
+    fold(&truthy(x), &axes, "or", "false", keepdims)
 }
 
 /// Whether every element over `axes` is true (nonzero).
 pub fn all(x: &Array, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
     let axes = Array::axes("all", axes, x.ndim())?;
-    fold("all", &truthy(x), &axes, "and", "true", keepdims)
+    fold(&truthy(x), &axes, "and", "true", keepdims)
 }
 
 /// Running sums along `axis` (required unless `x` is 1-d); `include_initial` prepends a zero.
