@@ -125,7 +125,10 @@ print(sorted(ts)[3], sorted(ss)[100])
 
     let gbps = (n * n * 4) as f64 / strata_big / 1e9;
     println!("array-API front end vs numpy (median of 7; small op: median of 201)");
-    println!("{:<12} {:>12} {:>12} {:>14} {:>8} {:>18}", "workload", "strata", "numpy", "numpy/strata", "GB/s", "of read bandwidth");
+    println!(
+        "{:<12} {:>12} {:>12} {:>14} {:>8} {:>18}",
+        "workload", "strata", "numpy", "numpy/strata", "GB/s", "of read bandwidth"
+    );
     let frac = read_gbps.map_or("n/a".to_string(), |r| format!("{:.0} % of {r:.1}", 100.0 * gbps / r));
     println!(
         "{:<12} {:>9.1} ms {:>9.1} ms {:>13.2}x {:>8.1} {:>18}",

@@ -100,7 +100,8 @@ impl Array {
 
     /// Reads a `.npy` file (any dtype Strata has, C or Fortran order) onto the host.
     pub fn from_npy(path: &Path) -> Result<Array> {
-        let file = std::fs::File::open(path).map_err(|e| ArrayError::Data(format!("cannot read `{}`: {e}", path.display())))?;
+        let file = std::fs::File::open(path)
+            .map_err(|e| ArrayError::Data(format!("cannot read `{}`: {e}", path.display())))?;
         let npy = npyz::NpyFile::new(std::io::BufReader::new(file))
             .map_err(|e| ArrayError::Data(format!("`{}` is not a .npy file: {e}", path.display())))?;
         let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();

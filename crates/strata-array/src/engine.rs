@@ -85,8 +85,10 @@ fn prepare(text: &str) -> Result<Rc<Compiled>> {
     }
     bump(|s| s.misses += 1);
     let internal = |message: String| ArrayError::Internal { message, program: text.to_string() };
-    let module = strata_syntax::parse(text).map_err(|d| internal(d.first().map(|d| d.message.clone()).unwrap_or_default()))?;
-    let info = strata_verify::verify(&module).map_err(|d| internal(d.first().map(|d| d.message.clone()).unwrap_or_default()))?;
+    let module =
+        strata_syntax::parse(text).map_err(|d| internal(d.first().map(|d| d.message.clone()).unwrap_or_default()))?;
+    let info = strata_verify::verify(&module)
+        .map_err(|d| internal(d.first().map(|d| d.message.clone()).unwrap_or_default()))?;
     let entry = module.function_by_name("main").expect("the traced program defines @main");
     let result = module.functions[entry].result.expect("@main returns");
     let result_ty = ValueType::from_ir(&info.types, result);

@@ -60,7 +60,10 @@ pub(crate) fn trace(root: &Array) -> Program {
             }
         }
         let name = format!("%v{}", stmts.len());
-        let call = substitute(&op.text, &op.args.iter().map(|x| names[&std::rc::Rc::as_ptr(&x.0)].as_str()).collect::<Vec<_>>());
+        let call = substitute(
+            &op.text,
+            &op.args.iter().map(|x| names[&std::rc::Rc::as_ptr(&x.0)].as_str()).collect::<Vec<_>>(),
+        );
         stmts.push(format!("  {name} = {call} : {ty}"));
         names.insert(key, name);
     }

@@ -146,7 +146,14 @@ fn call(op: &str, a: &Args) -> Result<Vec<Array>> {
         "ones_like" => one(ones_like(&a.array("x"))),
         "empty_like" => one(empty_like(&a.array("x"))),
         "eye" => one(eye(a.int("n_rows") as usize, a.opt_int("n_cols").map(|m| m as usize), a.int("k"), None, &host)),
-        "linspace" => one(linspace(a.float("start"), a.float("stop"), a.int("num") as usize, a.boolean("endpoint", true), None, &host)),
+        "linspace" => one(linspace(
+            a.float("start"),
+            a.float("stop"),
+            a.int("num") as usize,
+            a.boolean("endpoint", true),
+            None,
+            &host,
+        )),
         "meshgrid" => {
             let xs = a.arrays("arrays");
             meshgrid(&xs.iter().collect::<Vec<_>>(), a.get("indexing").as_str().unwrap())
@@ -183,9 +190,13 @@ fn call(op: &str, a: &Args) -> Result<Vec<Array>> {
         }
         "expand_dims" => one(expand_dims(&a.array("x"), a.int("axis") as isize)),
         "flip" => one(flip(&a.array("x"), a.axes("axis").as_deref())),
-        "permute_dims" => one(permute_dims(&a.array("x"), &a.ints("axes").iter().map(|&x| x as isize).collect::<Vec<_>>())),
+        "permute_dims" => {
+            one(permute_dims(&a.array("x"), &a.ints("axes").iter().map(|&x| x as isize).collect::<Vec<_>>()))
+        }
         "matrix_transpose" => one(matrix_transpose(&a.array("x"))),
-        "reshape" => one(reshape(&a.array("x"), &a.ints("shape").iter().map(|&x| x as isize).collect::<Vec<_>>(), None)),
+        "reshape" => {
+            one(reshape(&a.array("x"), &a.ints("shape").iter().map(|&x| x as isize).collect::<Vec<_>>(), None))
+        }
         "roll" => one(roll(&a.array("x"), &a.ints("shift"), a.axes("axis").as_deref())),
         "squeeze" => one(squeeze(&a.array("x"), &a.axes("axis").unwrap())),
         "broadcast_to" => one(broadcast_to(&a.array("x"), &a.shape("shape"))),
@@ -194,8 +205,10 @@ fn call(op: &str, a: &Args) -> Result<Vec<Array>> {
             broadcast_arrays(&xs.iter().collect::<Vec<_>>())
         }
         "moveaxis" => {
-            let (s, d): (Vec<isize>, Vec<isize>) =
-                (a.ints("source").iter().map(|&x| x as isize).collect(), a.ints("destination").iter().map(|&x| x as isize).collect());
+            let (s, d): (Vec<isize>, Vec<isize>) = (
+                a.ints("source").iter().map(|&x| x as isize).collect(),
+                a.ints("destination").iter().map(|&x| x as isize).collect(),
+            );
             one(moveaxis(&a.array("x"), &s, &d))
         }
         "repeat" => {
@@ -244,8 +257,15 @@ fn call(op: &str, a: &Args) -> Result<Vec<Array>> {
         "unique_counts" => unique_counts(&a.array("x")).map(|(v, c)| vec![v, c]),
         "unique_inverse" => unique_inverse(&a.array("x")).map(|(v, i)| vec![v, i]),
         "unique_all" => unique_all(&a.array("x")).map(|u| vec![u.values, u.indices, u.inverse_indices, u.counts]),
-        "sort" => one(sort(&a.array("x"), a.int("axis") as isize, a.boolean("descending", false), a.boolean("stable", true))),
-        "argsort" => one(argsort(&a.array("x"), a.int("axis") as isize, a.boolean("descending", false), a.boolean("stable", true))),
+        "sort" => {
+            one(sort(&a.array("x"), a.int("axis") as isize, a.boolean("descending", false), a.boolean("stable", true)))
+        }
+        "argsort" => one(argsort(
+            &a.array("x"),
+            a.int("axis") as isize,
+            a.boolean("descending", false),
+            a.boolean("stable", true),
+        )),
         "sum" | "prod" | "max" | "min" | "mean" | "any" | "all" | "var" | "std" => {
             let x = a.array("x");
             let axes = a.axes("axis");
@@ -262,9 +282,12 @@ fn call(op: &str, a: &Args) -> Result<Vec<Array>> {
                 _ => std(&x, ax, a.float("correction"), kd),
             })
         }
-        "cumulative_sum" => {
-            one(cumulative_sum(&a.array("x"), a.opt_int("axis").map(|x| x as isize), None, a.boolean("include_initial", false)))
-        }
+        "cumulative_sum" => one(cumulative_sum(
+            &a.array("x"),
+            a.opt_int("axis").map(|x| x as isize),
+            None,
+            a.boolean("include_initial", false),
+        )),
         "abs" => one(abs(&a.array("x"))),
         "negative" => one(negative(&a.array("x"))),
         "positive" => one(positive(&a.array("x"))),
@@ -334,7 +357,13 @@ fn compare(got: &Array, want_file: &Path, tol: &str) -> Option<String> {
                 let (a, b) = (x.as_f64(), y.as_f64());
                 if tol == "zero" && a == 0.0 && b == 0.0 {
                     true
-                } else if a.is_nan() || b.is_nan() || a.is_infinite() || b.is_infinite() || tol == "exact" || tol == "zero" {
+                } else if a.is_nan()
+                    || b.is_nan()
+                    || a.is_infinite()
+                    || b.is_infinite()
+                    || tol == "exact"
+                    || tol == "zero"
+                {
                     a == b && a.is_sign_negative() == b.is_sign_negative() || (a.is_nan() && b.is_nan())
                 } else if tol == "ulp" {
                     a == b || ulps(a, b, is_f32) <= 4.0
@@ -354,13 +383,15 @@ fn compare(got: &Array, want_file: &Path, tol: &str) -> Option<String> {
 fn run_case(dir: &Path, case: &Value) -> Option<String> {
     let op = case["op"].as_str().unwrap();
     let args = Args { dir, map: case["args"].as_object().unwrap() };
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| call(op, &args).and_then(|outs| {
-        // Evaluate everything, so run-time errors count as errors.
-        for o in &outs {
-            o.eval()?;
-        }
-        Ok(outs)
-    })));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        call(op, &args).and_then(|outs| {
+            // Evaluate everything, so run-time errors count as errors.
+            for o in &outs {
+                o.eval()?;
+            }
+            Ok(outs)
+        })
+    }));
     let result = match result {
         Ok(r) => r,
         Err(_) => return Some("panicked".into()),
@@ -381,8 +412,13 @@ fn run_case(dir: &Path, case: &Value) -> Option<String> {
         let want = std::fs::read(dir.join(files[0].as_str().unwrap())).expect("reads");
         let name = outs[0].dtype().numpy_name();
         // The .npy of a 0-d string array ends with the UTF-32 / byte text of the name.
-        let text: String = want.iter().rev().take(64).rev().filter(|b| b.is_ascii_alphanumeric()).map(|&b| b as char).collect();
-        return if text.ends_with(name) { None } else { Some(format!("result_type {name}, numpy's file ends {text:?}")) };
+        let text: String =
+            want.iter().rev().take(64).rev().filter(|b| b.is_ascii_alphanumeric()).map(|&b| b as char).collect();
+        return if text.ends_with(name) {
+            None
+        } else {
+            Some(format!("result_type {name}, numpy's file ends {text:?}"))
+        };
     }
     if outs.len() != files.len() {
         return Some(format!("{} outputs, numpy has {}", outs.len(), files.len()));
@@ -399,7 +435,11 @@ fn run_case(dir: &Path, case: &Value) -> Option<String> {
 #[test]
 fn every_operation_matches_numpy_on_both_backends() {
     let dir = std::env::temp_dir().join(format!("strata-array-oracle-{}", std::process::id()));
-    let out = Command::new(python()).arg(root().join("tests/oracles/array_api_cases.py")).arg(&dir).output().expect("python runs");
+    let out = Command::new(python())
+        .arg(root().join("tests/oracles/array_api_cases.py"))
+        .arg(&dir)
+        .output()
+        .expect("python runs");
     assert!(out.status.success(), "the oracle generator failed:\n{}", String::from_utf8_lossy(&out.stderr));
     let cases: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(dir.join("cases.json")).unwrap()).unwrap();
     assert!(cases.len() > 900, "the oracle lists every operation with its edge cases");
@@ -420,14 +460,18 @@ fn every_operation_matches_numpy_on_both_backends() {
                                 failed.push(format!("{name} [{b:?}]: {m}"));
                             }
                             let after = cache_stats();
-                            runs[k] = (after.native_runs + after.interpreted_runs) - (before.native_runs + before.interpreted_runs);
+                            runs[k] = (after.native_runs + after.interpreted_runs)
+                                - (before.native_runs + before.interpreted_runs);
                             if b == Backend::Auto && after.interpreted_runs != before.interpreted_runs {
                                 // Every case this oracle lists compiles natively.
                                 failed.push(format!("{name}: a program fell back to the interpreter"));
                             }
                         }
                         if runs[0] != runs[1] {
-                            failed.push(format!("{name}: {} programs on the interpreter but {} under Auto", runs[0], runs[1]));
+                            failed.push(format!(
+                                "{name}: {} programs on the interpreter but {} under Auto",
+                                runs[0], runs[1]
+                            ));
                         }
                     }
                     failed
@@ -437,5 +481,11 @@ fn every_operation_matches_numpy_on_both_backends() {
         handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
     });
     let _ = std::fs::remove_dir_all(&dir);
-    assert!(failures.is_empty(), "{} of {} case runs differ from numpy:\n{}", failures.len(), 2 * cases.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} case runs differ from numpy:\n{}",
+        failures.len(),
+        2 * cases.len(),
+        failures.join("\n")
+    );
 }

@@ -387,7 +387,10 @@ impl Emitter<'_> {
             UnaryOp::Log2 => m("log2"),
             UnaryOp::Log10 => m("log10"),
             UnaryOp::Sign if s.is_float() => {
-                format!("({{ {t} x_ = {a}; x_ > 0 ? ({t})1 : (x_ < 0 ? ({t})-1 : (x_ == 0 ? ({t})0 : x_)); }})", t = c_type(s))
+                format!(
+                    "({{ {t} x_ = {a}; x_ > 0 ? ({t})1 : (x_ < 0 ? ({t})-1 : (x_ == 0 ? ({t})0 : x_)); }})",
+                    t = c_type(s)
+                )
             }
             UnaryOp::Sign => format!("({{ {t} x_ = {a}; ({t})((x_ > 0) - (x_ < 0)); }})", t = c_type(s)),
             // The classification macros return any nonzero int (glibc's `isinf(-inf)` is -1).
@@ -650,7 +653,8 @@ pub fn bit_exact(program: &KernelProgram) -> bool {
                 || matches!(
                     &**e,
                     SExpr::Unary(op, ..) if vector_math(*op)
-                ) || matches!(
+                )
+                || matches!(
                     &**e,
                     SExpr::Binary(BinaryOp::Atan2 | BinaryOp::Hypot | BinaryOp::LogAddExp | BinaryOp::Power, _, _, s) if s.is_float()
                 );
@@ -741,7 +745,11 @@ fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
         } else {
             let _ = writeln!(out, "  int e_ = 0; int *err = &e_;");
         }
-        let _ = writeln!(out, "  const int par_ = {}; (void)par_;  /* enough work for threads */", (work(k) >= PARALLEL_MIN) as i32);
+        let _ = writeln!(
+            out,
+            "  const int par_ = {}; (void)par_;  /* enough work for threads */",
+            (work(k) >= PARALLEL_MIN) as i32
+        );
         for (i, b) in program.buffers.iter().enumerate() {
             let c = if b.written { "" } else { "const " };
             let _ = writeln!(

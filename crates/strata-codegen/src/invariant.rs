@@ -139,9 +139,7 @@ pub fn materialize_invariant_reductions(kernels: Vec<Kernel>, buffers: &mut Vec<
 fn materialize(mut k: Kernel, buffers: &mut Vec<Buffer>, out: &mut Vec<Kernel>) {
     let eligible = k.plain() && k.chain.is_empty() && k.domain.iter().all(|l| l.format.is_dense_like());
     let kernel_loops: LoopGroup = k.domain.iter().map(|l| (l.name.clone(), l.interval)).collect();
-    let next = |k: &Kernel| {
-        k.stores.iter().find_map(|st| candidate(&st.value, &mut vec![kernel_loops.clone()]))
-    };
+    let next = |k: &Kernel| k.stores.iter().find_map(|st| candidate(&st.value, &mut vec![kernel_loops.clone()]));
     while let Some((r, over)) = eligible.then(|| next(&k)).flatten() {
         let SExpr::Reduce { scalar, .. } = &*r else { unreachable!("candidates are reductions") };
         let levels: Vec<Level> = over.iter().map(|(d, iv)| Level::dense(d.clone(), *iv)).collect();
@@ -164,7 +162,11 @@ fn materialize(mut k: Kernel, buffers: &mut Vec<Buffer>, out: &mut Vec<Kernel>) 
         }
         let names: Vec<&str> = levels.iter().map(|l| l.name.as_str()).collect();
         let reduced = Kernel {
-            comment: format!("%{name}: a reduction in `{}` depending on [{}] only, computed once", k.comment, names.join(", ")),
+            comment: format!(
+                "%{name}: a reduction in `{}` depending on [{}] only, computed once",
+                k.comment,
+                names.join(", ")
+            ),
             domain: levels,
             scan: None,
             stores: vec![Store { buffer: b, value: r }],

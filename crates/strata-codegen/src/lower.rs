@@ -1074,10 +1074,8 @@ impl<'m> Lowerer<'m> {
                     .reduce(|a, b| Rc::new(SExpr::Binary(BinaryOp::And, a, b, Scalar::Bool)));
                 match checked {
                     Some(ok) => {
-                        let mut leaves = value
-                            .leaves()
-                            .into_iter()
-                            .map(|l| Rc::new(SExpr::Select(ok.clone(), l.clone(), l)));
+                        let mut leaves =
+                            value.leaves().into_iter().map(|l| Rc::new(SExpr::Select(ok.clone(), l.clone(), l)));
                         assemble(self.types, split(self.types, e.ty).1, &mut leaves)
                     }
                     None => value,

@@ -303,7 +303,13 @@ pub fn simplify_in(e: &Rc<SExpr>, ranges: &[(DimName, Interval)]) -> Rc<SExpr> {
         }
         SExpr::Reduce { id, vars, init, scalar, body } => {
             let inner: Vec<(DimName, Interval)> = ranges.iter().cloned().chain(vars.iter().cloned()).collect();
-            SExpr::Reduce { id: *id, vars: vars.clone(), init: s(init), scalar: *scalar, body: simplify_in(body, &inner) }
+            SExpr::Reduce {
+                id: *id,
+                vars: vars.clone(),
+                init: s(init),
+                scalar: *scalar,
+                body: simplify_in(body, &inner),
+            }
         }
         _ => return map_children(e, &s, &|c| simplify_coord(c, ranges)),
     })

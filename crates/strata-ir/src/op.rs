@@ -245,7 +245,10 @@ impl BinaryOp {
 
     /// Whether the op is only defined on floats.
     pub fn float_only(self) -> bool {
-        matches!(self, BinaryOp::Atan2 | BinaryOp::Hypot | BinaryOp::CopySign | BinaryOp::LogAddExp | BinaryOp::NextAfter)
+        matches!(
+            self,
+            BinaryOp::Atan2 | BinaryOp::Hypot | BinaryOp::CopySign | BinaryOp::LogAddExp | BinaryOp::NextAfter
+        )
     }
 
     /// Whether the op excludes `bool` operands (the shifts).

@@ -281,7 +281,9 @@ impl Sv {
                 }))
             }
             Bitwise => Ok(bitwise(op, self, other)),
-            Arithmetic if matches!(op, BinaryOp::FloorDivide | BinaryOp::Remainder) => Ok(floor_divmod(op, self, other)),
+            Arithmetic if matches!(op, BinaryOp::FloorDivide | BinaryOp::Remainder) => {
+                Ok(floor_divmod(op, self, other))
+            }
             Arithmetic if op.float_only() => Ok(match (self, other) {
                 (Sv::F32(a), Sv::F32(b)) => Sv::F32(float_binary!(op, a, b, f32)),
                 (Sv::F64(a), Sv::F64(b)) => Sv::F64(float_binary!(op, a, b, f64)),

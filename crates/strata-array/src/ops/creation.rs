@@ -117,10 +117,14 @@ pub fn arange(start: Weak, stop: Option<Weak>, step: Weak, dtype: Option<DType>,
 }
 
 fn int_const(w: Weak, d: DType, place: &Place) -> Array {
-    super::weak_constant(match w {
-        Weak::Float(x) => Weak::Int(x as i64),
-        other => other,
-    }, d, place)
+    super::weak_constant(
+        match w {
+            Weak::Float(x) => Weak::Int(x as i64),
+            other => other,
+        },
+        d,
+        place,
+    )
 }
 
 /// The `n × m` matrix with ones on diagonal `k` (default `m = n`, dtype `f64`).
@@ -149,7 +153,14 @@ fn index_const(k: i64, place: &Place) -> Array {
 }
 
 /// `num` evenly spaced values from `start` to `stop` (included when `endpoint`).
-pub fn linspace(start: f64, stop: f64, num: usize, endpoint: bool, dtype: Option<DType>, place: &Place) -> Result<Array> {
+pub fn linspace(
+    start: f64,
+    stop: f64,
+    num: usize,
+    endpoint: bool,
+    dtype: Option<DType>,
+    place: &Place,
+) -> Result<Array> {
     let dtype = dtype.unwrap_or(DEFAULT_FLOAT);
     if num == 0 {
         return zeros(&[0], Some(dtype), place);
@@ -168,10 +179,20 @@ pub fn linspace(start: f64, stop: f64, num: usize, endpoint: bool, dtype: Option
         )?
     } else {
         // numpy: a single point is `start`.
-        elementwise("linspace", "plus", &[&elementwise("linspace", "multiplies", &[&i, &constant(0.0, f, place)], f)?, &constant(start, f, place)], f)?
+        elementwise(
+            "linspace",
+            "plus",
+            &[&elementwise("linspace", "multiplies", &[&i, &constant(0.0, f, place)], f)?, &constant(start, f, place)],
+            f,
+        )?
     };
     if endpoint && num > 1 {
-        let last = elementwise("linspace", "eq", &[&index_grid(num, &[num], 0, place), &index_const(num as i64 - 1, place)], Scalar::Bool)?;
+        let last = elementwise(
+            "linspace",
+            "eq",
+            &[&index_grid(num, &[num], 0, place), &index_const(num as i64 - 1, place)],
+            Scalar::Bool,
+        )?;
         v = elementwise("linspace", "select", &[&last, &constant(stop, f, place), &v], f)?;
     }
     Ok(cast(&v, dtype))
@@ -221,7 +242,12 @@ fn triangle(op: &'static str, x: &Array, k: i64, lower: bool) -> Result<Array> {
         return Ok(x.clone());
     }
     let d = diagonal_offset(n, m, x.place())?;
-    let keep = elementwise(op, if lower { "less_equal" } else { "greater_equal" }, &[&d, &index_const(k, x.place())], Scalar::Bool)?;
+    let keep = elementwise(
+        op,
+        if lower { "less_equal" } else { "greater_equal" },
+        &[&d, &index_const(k, x.place())],
+        Scalar::Bool,
+    )?;
     let keep = to_shape(&keep, x.shape());
     let zero = super::weak_constant(Weak::Int(0), x.dtype(), x.place());
     elementwise(op, "select", &[&keep, x, &zero], x.dtype())

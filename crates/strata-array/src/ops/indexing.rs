@@ -4,8 +4,8 @@
 
 use strata_ir::Scalar;
 
-use super::manipulation::{affine_view, permute_dims, reshape, Coord};
 use super::cast;
+use super::manipulation::{affine_view, permute_dims, reshape, Coord};
 use crate::array::Array;
 use crate::error::{invalid, Result};
 
@@ -37,7 +37,11 @@ fn slice_range(start: Option<i64>, stop: Option<i64>, step: Option<i64>, n: i64)
             }
         }
     };
-    let (s, e) = if step > 0 { (clamp(start, 0, 0, n), clamp(stop, n, 0, n)) } else { (clamp(start, n - 1, -1, n - 1), clamp(stop, -1, -1, n - 1)) };
+    let (s, e) = if step > 0 {
+        (clamp(start, 0, 0, n), clamp(stop, n, 0, n))
+    } else {
+        (clamp(start, n - 1, -1, n - 1), clamp(stop, -1, -1, n - 1))
+    };
     let len = if step > 0 { (e - s + step - 1).div_euclid(step) } else { (s - e + (-step) - 1).div_euclid(-step) };
     Ok((s, step, len.max(0) as usize))
 }
@@ -103,7 +107,10 @@ pub fn index(x: &Array, index: &[Index]) -> Result<Array> {
 /// unless `x` is 1-d); an index out of range is an error. The indices are evaluated first.
 pub fn take(x: &Array, indices: &Array, axis: Option<isize>) -> Result<Array> {
     if !indices.dtype().is_integer() {
-        return Err(crate::error::dtype_error("take", format!("indices must be integers, not {}", indices.dtype().numpy_name())));
+        return Err(crate::error::dtype_error(
+            "take",
+            format!("indices must be integers, not {}", indices.dtype().numpy_name()),
+        ));
     }
     if indices.ndim() != 1 {
         return Err(invalid("take", format!("indices must be 1-d, not of shape {:?}", indices.shape())));

@@ -65,7 +65,12 @@ fn column(t: &Tensor) -> &Column {
 }
 
 /// The permutation sorting each lane of `x` along `axis` (flat positions per lane).
-fn lane_orders(x: &Array, axis: isize, descending: bool, op: &'static str) -> Result<(std::rc::Rc<Tensor>, Vec<Vec<usize>>, usize)> {
+fn lane_orders(
+    x: &Array,
+    axis: isize,
+    descending: bool,
+    op: &'static str,
+) -> Result<(std::rc::Rc<Tensor>, Vec<Vec<usize>>, usize)> {
     if x.ndim() == 0 {
         return Err(invalid(op, "0-d arrays cannot be sorted"));
     }
@@ -194,7 +199,8 @@ pub fn nonzero(x: &Array) -> Result<Vec<Array>> {
     }
     let t = x.eval()?;
     let col = column(&t);
-    let hits: Vec<usize> = (0..col.len()).filter(|&i| col.get(i).as_f64() != 0.0 || col.get(i).as_f64().is_nan()).collect();
+    let hits: Vec<usize> =
+        (0..col.len()).filter(|&i| col.get(i).as_f64() != 0.0 || col.get(i).as_f64().is_nan()).collect();
     let strides = strata_runtime::strides(x.shape());
     (0..x.ndim())
         .map(|d| {
@@ -208,11 +214,17 @@ pub fn nonzero(x: &Array) -> Result<Vec<Array>> {
 /// leading axes, is true, in row-major order.
 pub fn mask(x: &Array, mask: &Array) -> Result<Array> {
     if mask.dtype() != strata_ir::Scalar::Bool {
-        return Err(crate::error::dtype_error("mask", format!("the mask must be boolean, not {}", mask.dtype().numpy_name())));
+        return Err(crate::error::dtype_error(
+            "mask",
+            format!("the mask must be boolean, not {}", mask.dtype().numpy_name()),
+        ));
     }
     let k = mask.ndim();
     if k > x.ndim() || mask.shape() != &x.shape()[..k] {
-        return Err(invalid("mask", format!("a mask of shape {:?} does not match the leading axes of shape {:?}", mask.shape(), x.shape())));
+        return Err(invalid(
+            "mask",
+            format!("a mask of shape {:?} does not match the leading axes of shape {:?}", mask.shape(), x.shape()),
+        ));
     }
     Array::same_place("mask", &[x, mask])?;
     let (tx, tm) = (x.eval()?, mask.eval()?);

@@ -52,7 +52,10 @@ pub fn matmul(a: &Array, b: &Array) -> Result<Array> {
     let (m, k) = (a2.shape()[ra - 2], a2.shape()[ra - 1]);
     let (k2, n) = (b2.shape()[rb - 2], b2.shape()[rb - 1]);
     if k != k2 {
-        return Err(invalid("matmul", format!("contracted extents differ: shapes {:?} and {:?} ({k} ≠ {k2})", a.shape(), b.shape())));
+        return Err(invalid(
+            "matmul",
+            format!("contracted extents differ: shapes {:?} and {:?} ({k} ≠ {k2})", a.shape(), b.shape()),
+        ));
     }
     let batch = broadcast_shapes("matmul", &[&a2.shape()[..ra - 2], &b2.shape()[..rb - 2]])?;
     let nb = batch.len();
@@ -89,7 +92,10 @@ pub fn tensordot(a: &Array, b: &Array, axes: Axes) -> Result<Array> {
     let (xa, xb): (Vec<usize>, Vec<usize>) = match axes {
         Axes::Count(n) => {
             if n > a.ndim() || n > b.ndim() {
-                return Err(invalid("tensordot", format!("cannot contract {n} axes of shapes {:?} and {:?}", a.shape(), b.shape())));
+                return Err(invalid(
+                    "tensordot",
+                    format!("cannot contract {n} axes of shapes {:?} and {:?}", a.shape(), b.shape()),
+                ));
             }
             ((a.ndim() - n..a.ndim()).collect(), (0..n).collect())
         }
@@ -122,14 +128,24 @@ pub fn vecdot(a: &Array, b: &Array, axis: isize) -> Result<Array> {
         return Err(invalid("vecdot", "needs operands of at least one dimension"));
     }
     if axis >= 0 && a.ndim() != b.ndim() {
-        return Err(invalid("vecdot", format!("a non-negative axis is ambiguous for operands of shapes {:?} and {:?}: count from the end (axis < 0)", a.shape(), b.shape())));
+        return Err(invalid(
+            "vecdot",
+            format!(
+                "a non-negative axis is ambiguous for operands of shapes {:?} and {:?}: count from the end (axis < 0)",
+                a.shape(),
+                b.shape()
+            ),
+        ));
     }
     let ax = Array::axis("vecdot", axis, shape.len())?;
     let ea = a.shape().len() as isize - shape.len() as isize + ax as isize;
     let eb = b.shape().len() as isize - shape.len() as isize + ax as isize;
     let ext = |x: &Array, e: isize| if e >= 0 { x.shape()[e as usize] } else { 1 };
     if ext(a, ea) != ext(b, eb) {
-        return Err(invalid("vecdot", format!("axis {axis} has extent {} in {:?} but {} in {:?}", ext(a, ea), a.shape(), ext(b, eb), b.shape())));
+        return Err(invalid(
+            "vecdot",
+            format!("axis {axis} has extent {} in {:?} but {} in {:?}", ext(a, ea), a.shape(), ext(b, eb), b.shape()),
+        ));
     }
     let p = super::elementwise::multiply(a, b)?;
     let d = p.dtype();

@@ -99,7 +99,10 @@ pub fn broadcast_arrays(xs: &[&Array]) -> Result<Vec<Array>> {
 /// The dimensions reordered: result axis `i` is `x`'s axis `axes[i]`.
 pub fn permute_dims(x: &Array, axes: &[isize]) -> Result<Array> {
     if axes.len() != x.ndim() {
-        return Err(invalid("permute_dims", format!("{} axes given for an array of {} dimensions", axes.len(), x.ndim())));
+        return Err(invalid(
+            "permute_dims",
+            format!("{} axes given for an array of {} dimensions", axes.len(), x.ndim()),
+        ));
     }
     let perm = Array::axes("permute_dims", Some(axes), x.ndim())
         .and_then(|_| axes.iter().map(|&a| Array::axis("permute_dims", a, x.ndim())).collect::<Result<Vec<_>>>())?;
@@ -107,7 +110,14 @@ pub fn permute_dims(x: &Array, axes: &[isize]) -> Result<Array> {
         return Ok(x.clone());
     }
     let shape: Vec<usize> = perm.iter().map(|&p| x.shape()[p]).collect();
-    Ok(Array::traced(format!("transpose($0, perm = {})", list(&perm)), vec![x.clone()], vec![], shape, x.dtype(), x.place().clone()))
+    Ok(Array::traced(
+        format!("transpose($0, perm = {})", list(&perm)),
+        vec![x.clone()],
+        vec![],
+        shape,
+        x.dtype(),
+        x.place().clone(),
+    ))
 }
 
 /// The last two axes swapped.
@@ -161,12 +171,13 @@ pub fn reshape(x: &Array, shape: &[isize], copy: Option<bool>) -> Result<Array> 
     if wild > 1 || shape.iter().any(|&n| n < -1) {
         return Err(invalid("reshape", format!("invalid shape {shape:?}: at most one extent may be -1, none below")));
     }
-    let target: Vec<usize> = shape
-        .iter()
-        .map(|&n| if n == -1 { size.checked_div(known).unwrap_or(0) } else { n as usize })
-        .collect();
+    let target: Vec<usize> =
+        shape.iter().map(|&n| if n == -1 { size.checked_div(known).unwrap_or(0) } else { n as usize }).collect();
     if target.iter().product::<usize>() != size || (wild == 1 && known != 0 && size % known != 0) {
-        return Err(invalid("reshape", format!("cannot reshape an array of shape {:?} ({size} elements) into {shape:?}", x.shape())));
+        return Err(invalid(
+            "reshape",
+            format!("cannot reshape an array of shape {:?} ({size} elements) into {shape:?}", x.shape()),
+        ));
     }
     if target == x.shape() {
         return Ok(x.clone());
@@ -191,7 +202,11 @@ pub fn reshape(x: &Array, shape: &[isize], copy: Option<bool>) -> Result<Array> 
         0 => affine_view(&flat, &[], &[Coord::default()])?,
         1 => flat,
         m => Array::traced(
-            format!("expand_shape($0, groups = [{}], shape = {}, mode = view)", list(&(0..m).collect::<Vec<_>>()), list(&target)),
+            format!(
+                "expand_shape($0, groups = [{}], shape = {}, mode = view)",
+                list(&(0..m).collect::<Vec<_>>()),
+                list(&target)
+            ),
             vec![flat],
             vec![],
             target,
@@ -205,7 +220,13 @@ pub fn reshape(x: &Array, shape: &[isize], copy: Option<bool>) -> Result<Array> 
 pub fn flip(x: &Array, axes: Option<&[isize]>) -> Result<Array> {
     let axes = Array::axes("flip", axes, x.ndim())?;
     let coords: Vec<Coord> = (0..x.ndim())
-        .map(|d| if axes.contains(&d) { Coord { offset: x.shape()[d] as i64 - 1, terms: vec![(d, -1)] } } else { Coord::dim(d) })
+        .map(|d| {
+            if axes.contains(&d) {
+                Coord { offset: x.shape()[d] as i64 - 1, terms: vec![(d, -1)] }
+            } else {
+                Coord::dim(d)
+            }
+        })
         .collect();
     if axes.is_empty() {
         return Ok(x.clone());
@@ -217,8 +238,9 @@ pub fn flip(x: &Array, axes: Option<&[isize]>) -> Result<Array> {
 pub(crate) fn slice_axis(x: &Array, axis: usize, start: usize, len: usize) -> Result<Array> {
     let mut shape = x.shape().to_vec();
     shape[axis] = len;
-    let coords: Vec<Coord> =
-        (0..x.ndim()).map(|d| if d == axis { Coord { offset: start as i64, terms: vec![(d, 1)] } } else { Coord::dim(d) }).collect();
+    let coords: Vec<Coord> = (0..x.ndim())
+        .map(|d| if d == axis { Coord { offset: start as i64, terms: vec![(d, 1)] } } else { Coord::dim(d) })
+        .collect();
     affine_view(x, &shape, &coords)
 }
 
@@ -283,7 +305,14 @@ pub fn concat(xs: &[&Array], axis: Option<isize>) -> Result<Array> {
         _ => {}
     }
     let refs: Vec<String> = (0..pieces.len()).map(|i| format!("${i}")).collect();
-    Ok(Array::traced(format!("concat({}, dim = _{axis}, mode = copy)", refs.join(", ")), pieces, vec![], shape, dtype, place))
+    Ok(Array::traced(
+        format!("concat({}, dim = _{axis}, mode = copy)", refs.join(", ")),
+        pieces,
+        vec![],
+        shape,
+        dtype,
+        place,
+    ))
 }
 
 /// Arrays of one shape joined along a new axis.
@@ -302,7 +331,10 @@ pub fn stack(xs: &[&Array], axis: isize) -> Result<Array> {
 /// Axes moved to new positions (the others keep their order), as `numpy.moveaxis`.
 pub fn moveaxis(x: &Array, source: &[isize], destination: &[isize]) -> Result<Array> {
     if source.len() != destination.len() {
-        return Err(invalid("moveaxis", format!("{} source axes but {} destinations", source.len(), destination.len())));
+        return Err(invalid(
+            "moveaxis",
+            format!("{} source axes but {} destinations", source.len(), destination.len()),
+        ));
     }
     let n = x.ndim();
     let src: Vec<usize> = source.iter().map(|&a| Array::axis("moveaxis", a, n)).collect::<Result<_>>()?;
@@ -342,13 +374,24 @@ pub fn repeat(x: &Array, repeats: Repeats, axis: Option<isize>) -> Result<Array>
         Repeats::Count(n) => n,
         Repeats::Each(r) => {
             if !r.dtype().is_integer() || r.ndim() > 1 {
-                return Err(invalid("repeat", format!("repeats must be a 1-d integer array, not {} of shape {:?}", r.dtype().numpy_name(), r.shape())));
+                return Err(invalid(
+                    "repeat",
+                    format!(
+                        "repeats must be a 1-d integer array, not {} of shape {:?}",
+                        r.dtype().numpy_name(),
+                        r.shape()
+                    ),
+                ));
             }
             let counts = cast(r, strata_ir::Scalar::I64).to_vec::<i64>()?;
             let n = src.shape()[axis];
             if counts.len() == 1 {
                 return repeat(&src, Repeats::Count(counts[0].max(0) as usize), Some(axis as isize)).and_then(|a| {
-                    if counts[0] < 0 { Err(invalid("repeat", "repeats must not be negative")) } else { Ok(a) }
+                    if counts[0] < 0 {
+                        Err(invalid("repeat", "repeats must not be negative"))
+                    } else {
+                        Ok(a)
+                    }
                 });
             }
             if counts.len() != n {
@@ -357,7 +400,8 @@ pub fn repeat(x: &Array, repeats: Repeats, axis: Option<isize>) -> Result<Array>
             if counts.iter().any(|&c| c < 0) {
                 return Err(invalid("repeat", "repeats must not be negative"));
             }
-            let idx: Vec<i64> = counts.iter().enumerate().flat_map(|(i, &c)| std::iter::repeat_n(i as i64, c as usize)).collect();
+            let idx: Vec<i64> =
+                counts.iter().enumerate().flat_map(|(i, &c)| std::iter::repeat_n(i as i64, c as usize)).collect();
             let k = idx.len();
             let idx = super::placed(Array::from_vec(&[k], idx)?, src.place());
             return super::indexing::take(&src, &idx, Some(axis as isize));
@@ -377,7 +421,11 @@ pub fn repeat(x: &Array, repeats: Repeats, axis: Option<isize>) -> Result<Array>
     let mut shape: Vec<isize> = src.shape().iter().map(|&e| e as isize).collect();
     shape[axis] *= repeats as isize;
     if src.size() == 0 || repeats == 0 {
-        return super::creation::zeros(&shape.iter().map(|&e| e as usize).collect::<Vec<_>>(), Some(x.dtype()), x.place());
+        return super::creation::zeros(
+            &shape.iter().map(|&e| e as usize).collect::<Vec<_>>(),
+            Some(x.dtype()),
+            x.place(),
+        );
     }
     reshape(&spread, &shape, None)
 }

@@ -34,7 +34,11 @@ pub fn broadcast_shapes(op: &'static str, shapes: &[&[usize]]) -> Result<Vec<usi
             if *o == 1 {
                 *o = n;
             } else if n != 1 && n != *o {
-                return Err(ArrayError::Broadcast { op, a: if k == 0 { s.to_vec() } else { first.clone() }, b: s.to_vec() });
+                return Err(ArrayError::Broadcast {
+                    op,
+                    a: if k == 0 { s.to_vec() } else { first.clone() },
+                    b: s.to_vec(),
+                });
             }
         }
         if k == 0 {
@@ -69,9 +73,23 @@ pub(crate) fn cast(x: &Array, dtype: DType) -> Array {
         return x.clone();
     }
     if x.is_bare_scalar() {
-        return Array::special_traced(format!("cast($0, to = {dtype})"), vec![x.clone()], vec![], vec![], &dtype.to_string(), x.place().clone());
+        return Array::special_traced(
+            format!("cast($0, to = {dtype})"),
+            vec![x.clone()],
+            vec![],
+            vec![],
+            &dtype.to_string(),
+            x.place().clone(),
+        );
     }
-    Array::traced(format!("cast($0, to = {dtype})"), vec![x.clone()], vec![], x.shape().to_vec(), dtype, x.place().clone())
+    Array::traced(
+        format!("cast($0, to = {dtype})"),
+        vec![x.clone()],
+        vec![],
+        x.shape().to_vec(),
+        dtype,
+        x.place().clone(),
+    )
 }
 
 /// A 0-d constant of `dtype` living at `place`.

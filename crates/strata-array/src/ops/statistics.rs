@@ -20,14 +20,22 @@ fn fold(x: &Array, axes: &[usize], kw: &str, init: &str, keepdims: bool) -> Resu
     let r = if axes.is_empty() {
         x.clone()
     } else if x.size() == 0 {
-        let fill = Array::traced(format!("constant(value = {init})"), vec![], vec![], shape.clone(), x.dtype(), x.place().clone());
+        let fill = Array::traced(
+            format!("constant(value = {init})"),
+            vec![],
+            vec![],
+            shape.clone(),
+            x.dtype(),
+            x.place().clone(),
+        );
         if shape.iter().product::<usize>() == 0 {
             super::creation::zeros(&shape, Some(x.dtype()), x.place())?
         } else {
             fill
         }
     } else {
-        let (f, def) = payload(&[("acc", t.clone()), ("x", t.clone())], &[format!("%r = {kw}(%acc, %x) : {t}")], "%r", &t);
+        let (f, def) =
+            payload(&[("acc", t.clone()), ("x", t.clone())], &[format!("%r = {kw}(%acc, %x) : {t}")], "%r", &t);
         let ins: String = (0..x.ndim()).map(letter).collect();
         let outs: String = kept.iter().map(|&d| letter(d)).collect();
         Array::traced(
@@ -73,7 +81,10 @@ fn extreme(op: &'static str, x: &Array, axes: Option<&[isize]>, keepdims: bool, 
         return Err(dtype_error(op, "defined on numeric dtypes, not on bool"));
     }
     if axes.iter().any(|&a| x.shape()[a] == 0) {
-        return Err(invalid(op, format!("zero-size array (shape {:?}) to a reduction which has no identity", x.shape())));
+        return Err(invalid(
+            op,
+            format!("zero-size array (shape {:?}) to a reduction which has no identity", x.shape()),
+        ));
     }
     let d = x.dtype();
     let init = worst(d, largest);
@@ -180,7 +191,8 @@ pub fn cumulative_sum(x: &Array, axis: Option<isize>, dtype: Option<DType>, incl
         let moved = super::manipulation::permute_dims(&xd, &to_last)?;
         let slice: Vec<usize> = moved.shape()[..r - 1].to_vec();
         let st = crate::array::type_text(&slice, d, x.place());
-        let (f, def) = payload(&[("s", st.clone()), ("x", st.clone())], &[format!("%r = plus(%s, %x) : {st}")], "%r", &st);
+        let (f, def) =
+            payload(&[("s", st.clone()), ("x", st.clone())], &[format!("%r = plus(%s, %x) : {st}")], "%r", &st);
         let s = Array::traced(
             format!("scan({f}, $0, dim = _{}, forward = true, init = {})", r - 1, literal(0.0, d)),
             vec![moved.clone()],
@@ -257,7 +269,8 @@ fn arg_extreme(op: &'static str, x: &Array, axis: Option<isize>, keepdims: bool,
         &crate::array::type_text(&shape, d, src.place()).replacen(&t, &acc_t, 1),
         src.place().clone(),
     );
-    let folded = Array::traced("tuple_get($0, index = 1)".into(), vec![fold], vec![], shape, Scalar::Index, src.place().clone());
+    let folded =
+        Array::traced("tuple_get($0, index = 1)".into(), vec![fold], vec![], shape, Scalar::Index, src.place().clone());
     let r = cast(&folded, Scalar::I64);
     if !keepdims {
         return Ok(r);
