@@ -48,38 +48,6 @@ fn column(d: &Data, path: &[usize]) -> Column {
     }
 }
 
-fn column_ptr_const(c: &Column) -> *const std::ffi::c_void {
-    match c {
-        Column::Bool(v) => v.as_ptr().cast(),
-        Column::I8(v) => v.as_ptr().cast(),
-        Column::I16(v) => v.as_ptr().cast(),
-        Column::I32(v) => v.as_ptr().cast(),
-        Column::I64(v) | Column::Index(v) => v.as_ptr().cast(),
-        Column::U8(v) => v.as_ptr().cast(),
-        Column::U16(v) => v.as_ptr().cast(),
-        Column::U32(v) => v.as_ptr().cast(),
-        Column::U64(v) => v.as_ptr().cast(),
-        Column::F32(v) => v.as_ptr().cast(),
-        Column::F64(v) => v.as_ptr().cast(),
-    }
-}
-
-fn column_ptr(c: &mut Column) -> *mut std::ffi::c_void {
-    match c {
-        Column::Bool(v) => v.as_mut_ptr().cast(),
-        Column::I8(v) => v.as_mut_ptr().cast(),
-        Column::I16(v) => v.as_mut_ptr().cast(),
-        Column::I32(v) => v.as_mut_ptr().cast(),
-        Column::I64(v) | Column::Index(v) => v.as_mut_ptr().cast(),
-        Column::U8(v) => v.as_mut_ptr().cast(),
-        Column::U16(v) => v.as_mut_ptr().cast(),
-        Column::U32(v) => v.as_mut_ptr().cast(),
-        Column::U64(v) => v.as_mut_ptr().cast(),
-        Column::F32(v) => v.as_mut_ptr().cast(),
-        Column::F64(v) => v.as_mut_ptr().cast(),
-    }
-}
-
 /// Rebuilds a value of type `ty` from its leaf columns (in field order).
 fn data_of(t: &ElemType, count: usize, cols: &mut dyn Iterator<Item = Column>) -> Data {
     match t {
@@ -150,9 +118,9 @@ enum Slot<'a> {
 impl Slot<'_> {
     fn ptr(&mut self) -> *mut std::ffi::c_void {
         match self {
-            Slot::Owned(c) => column_ptr(c),
+            Slot::Owned(c) => c.as_mut_ptr(),
             // The kernels declare buffers nobody writes `const` and never store to them.
-            Slot::Borrowed(c) => column_ptr_const(c).cast_mut(),
+            Slot::Borrowed(c) => c.as_ptr().cast_mut(),
         }
     }
 
@@ -288,7 +256,7 @@ fn advise_huge_pages(c: &mut Column) {
     if bytes < 4 * HUGE_PAGE {
         return;
     }
-    let at = column_ptr(c) as usize;
+    let at = c.as_mut_ptr() as usize;
     let (start, end) = (at.next_multiple_of(HUGE_PAGE), (at + bytes) / HUGE_PAGE * HUGE_PAGE);
     if end > start {
         // SAFETY: the range lies inside the column's allocation; MADV_HUGEPAGE changes only how

@@ -555,6 +555,16 @@ macro_rules! column_dispatch {
 }
 
 impl Column {
+    /// The address of the first element, untyped (for handing the buffer to native code).
+    pub fn as_ptr(&self) -> *const std::ffi::c_void {
+        column_dispatch!(self, v => v.as_ptr().cast())
+    }
+
+    /// The mutable address of the first element, untyped (for native code that writes it).
+    pub fn as_mut_ptr(&mut self) -> *mut std::ffi::c_void {
+        column_dispatch!(self, v => v.as_mut_ptr().cast())
+    }
+
     /// `n` zeros of type `s`.
     pub fn zeros(s: Scalar, n: usize) -> Column {
         match s {
