@@ -84,11 +84,12 @@ fn prepare(text: &str) -> Result<Rc<Compiled>> {
         return Ok(c);
     }
     bump(|s| s.misses += 1);
-    let internal = |message: String| ArrayError::Internal { message, program: text.to_string() };
-    let module =
-        strata_syntax::parse(text).map_err(|d| internal(d.first().map(|d| d.message.clone()).unwrap_or_default()))?;
-    let info = strata_verify::verify(&module)
-        .map_err(|d| internal(d.first().map(|d| d.message.clone()).unwrap_or_default()))?;
+    let internal = |d: Vec<strata_ir::Diagnostic>| ArrayError::Internal {
+        message: d.first().map(|d| d.message.clone()).unwrap_or_default(),
+        program: text.to_string(),
+    };
+    let module = strata_syntax::parse(text).map_err(internal)?;
+    let info = strata_verify::verify(&module).map_err(internal)?;
     let entry = module.function_by_name("main").expect("the traced program defines @main");
     let result = module.functions[entry].result.expect("@main returns");
     let result_ty = ValueType::from_ir(&info.types, result);

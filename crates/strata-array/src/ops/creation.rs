@@ -3,7 +3,7 @@
 
 use strata_ir::Scalar;
 
-use super::{cast, constant, elementwise, list, placed, to_shape, untiled};
+use super::{broadcast_in_dim, cast, constant, elementwise, placed, to_shape, untiled};
 use crate::array::{literal, Array, Place};
 use crate::dtype::{DType, Weak, DEFAULT_FLOAT, DEFAULT_INT};
 use crate::error::{invalid, Result};
@@ -75,15 +75,7 @@ pub(crate) fn index_grid(n: usize, shape: &[usize], axis: usize, place: &Place) 
     if shape.len() == 1 {
         return placed(pos, place);
     }
-    let grid = Array::traced(
-        format!("broadcast_in_dim($0, shape = {}, dims = [{axis}])", list(shape)),
-        vec![pos],
-        vec![],
-        shape.to_vec(),
-        Scalar::Index,
-        local,
-    );
-    placed(grid, place)
+    placed(broadcast_in_dim(&pos, shape, &[axis]), place)
 }
 
 /// `start, start + step, …` up to (excluding) `stop`. The dtype defaults to `i64` when every
@@ -209,7 +201,7 @@ pub fn meshgrid(arrays: &[&Array], indexing: &str) -> Result<Vec<Array>> {
             return Err(invalid("meshgrid", format!("every input must be 1-d, not of shape {:?}", a.shape())));
         }
     }
-    let place = Array::same_place("meshgrid", arrays)?;
+    Array::same_place("meshgrid", arrays)?;
     let mut shape: Vec<usize> = arrays.iter().map(|a| a.shape()[0]).collect();
     let swap = indexing == "xy" && arrays.len() >= 2;
     if swap {
@@ -220,14 +212,7 @@ pub fn meshgrid(arrays: &[&Array], indexing: &str) -> Result<Vec<Array>> {
         .enumerate()
         .map(|(k, a)| {
             let axis = if swap && k < 2 { 1 - k } else { k };
-            Array::traced(
-                format!("broadcast_in_dim($0, shape = {}, dims = [{axis}])", list(&shape)),
-                vec![(*a).clone()],
-                vec![],
-                shape.clone(),
-                a.dtype(),
-                place.clone(),
-            )
+            broadcast_in_dim(a, &shape, &[axis])
         })
         .collect())
 }

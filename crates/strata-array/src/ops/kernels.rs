@@ -230,14 +230,9 @@ pub fn mask(x: &Array, mask: &Array) -> Result<Array> {
     let (tx, tm) = (x.eval()?, mask.eval()?);
     let m = column(&tm);
     let block: usize = x.shape()[k..].iter().product();
-    let mut positions = Vec::new();
-    for i in (0..m.len()).filter(|&i| m.get(i).as_bool() == Some(true)) {
-        positions.extend(i * block..(i + 1) * block);
-    }
-    let mut shape = vec![positions.len() / block.max(1)];
-    if block == 0 {
-        shape[0] = (0..m.len()).filter(|&i| m.get(i).as_bool() == Some(true)).count();
-    }
+    let selected: Vec<usize> = (0..m.len()).filter(|&i| m.get(i).as_bool() == Some(true)).collect();
+    let positions: Vec<usize> = selected.iter().flat_map(|&i| i * block..(i + 1) * block).collect();
+    let mut shape = vec![selected.len()];
     shape.extend_from_slice(&x.shape()[k..]);
     Array::from_column(&shape, column(&tx).select(&positions), x.place().clone())
 }

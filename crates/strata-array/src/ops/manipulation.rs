@@ -2,7 +2,7 @@
 //! `collapse_shape` / `expand_shape`, and `map_reduce_aff` with an identity payload for
 //! every strided view (slices, flips, rolls) — an affine access map is exactly a strided view.
 
-use super::{broadcast_shapes, cast, list, to_shape};
+use super::{broadcast_in_dim, broadcast_shapes, cast, list, to_shape};
 
 use crate::array::Array;
 use crate::dtype::result_type;
@@ -77,14 +77,7 @@ pub fn broadcast_to(x: &Array, shape: &[usize]) -> Result<Array> {
         return Err(ArrayError::Broadcast { op: "broadcast_to", a: x.shape().to_vec(), b: shape.to_vec() });
     }
     if x.ndim() == 0 && !shape.is_empty() {
-        return Ok(Array::traced(
-            format!("broadcast_in_dim($0, shape = {}, dims = [])", list(shape)),
-            vec![x.clone()],
-            vec![],
-            shape.to_vec(),
-            x.dtype(),
-            x.place().clone(),
-        ));
+        return Ok(broadcast_in_dim(x, shape, &[]));
     }
     Ok(to_shape(x, shape))
 }
@@ -137,14 +130,7 @@ pub fn expand_dims(x: &Array, axis: isize) -> Result<Array> {
     let mut shape = x.shape().to_vec();
     shape.insert(axis, 1);
     let dims: Vec<usize> = (0..x.ndim()).map(|i| if i < axis { i } else { i + 1 }).collect();
-    Ok(Array::traced(
-        format!("broadcast_in_dim($0, shape = {}, dims = {})", list(&shape), list(&dims)),
-        vec![x.clone()],
-        vec![],
-        shape,
-        x.dtype(),
-        x.place().clone(),
-    ))
+    Ok(broadcast_in_dim(x, &shape, &dims))
 }
 
 /// `x` with the given extent-1 axes removed.
@@ -384,21 +370,15 @@ pub fn repeat(x: &Array, repeats: Repeats, axis: Option<isize>) -> Result<Array>
                 ));
             }
             let counts = cast(r, strata_ir::Scalar::I64).to_vec::<i64>()?;
+            if counts.iter().any(|&c| c < 0) {
+                return Err(invalid("repeat", "repeats must not be negative"));
+            }
             let n = src.shape()[axis];
             if counts.len() == 1 {
-                return repeat(&src, Repeats::Count(counts[0].max(0) as usize), Some(axis as isize)).and_then(|a| {
-                    if counts[0] < 0 {
-                        Err(invalid("repeat", "repeats must not be negative"))
-                    } else {
-                        Ok(a)
-                    }
-                });
+                return repeat(&src, Repeats::Count(counts[0] as usize), Some(axis as isize));
             }
             if counts.len() != n {
                 return Err(invalid("repeat", format!("{} repeats for an axis of extent {n}", counts.len())));
-            }
-            if counts.iter().any(|&c| c < 0) {
-                return Err(invalid("repeat", "repeats must not be negative"));
             }
             let idx: Vec<i64> =
                 counts.iter().enumerate().flat_map(|(i, &c)| std::iter::repeat_n(i as i64, c as usize)).collect();
@@ -410,14 +390,7 @@ pub fn repeat(x: &Array, repeats: Repeats, axis: Option<isize>) -> Result<Array>
     let mut wide = src.shape().to_vec();
     wide.insert(axis + 1, repeats);
     let dims: Vec<usize> = (0..src.ndim()).map(|d| if d <= axis { d } else { d + 1 }).collect();
-    let spread = Array::traced(
-        format!("broadcast_in_dim($0, shape = {}, dims = {})", list(&wide), list(&dims)),
-        vec![src.clone()],
-        vec![],
-        wide,
-        src.dtype(),
-        src.place().clone(),
-    );
+    let spread = broadcast_in_dim(&src, &wide, &dims);
     let mut shape: Vec<isize> = src.shape().iter().map(|&e| e as isize).collect();
     shape[axis] *= repeats as isize;
     if src.size() == 0 || repeats == 0 {
@@ -445,14 +418,7 @@ pub fn tile(x: &Array, reps: &[usize]) -> Result<Array> {
         return super::creation::zeros(&out, Some(x.dtype()), x.place());
     }
     let dims: Vec<usize> = (0..n).map(|d| 2 * d + 1).collect();
-    let spread = Array::traced(
-        format!("broadcast_in_dim($0, shape = {}, dims = {})", list(&wide), list(&dims)),
-        vec![grown],
-        vec![],
-        wide,
-        x.dtype(),
-        x.place().clone(),
-    );
+    let spread = broadcast_in_dim(&grown, &wide, &dims);
     reshape(&spread, &out.iter().map(|&e| e as isize).collect::<Vec<_>>(), None)
 }
 

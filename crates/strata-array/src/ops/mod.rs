@@ -56,9 +56,14 @@ pub(crate) fn to_shape(x: &Array, shape: &[usize]) -> Array {
         return x.clone();
     }
     let off = shape.len() - x.ndim();
-    let dims: Vec<String> = (0..x.ndim()).map(|i| (i + off).to_string()).collect();
+    broadcast_in_dim(x, shape, &(off..shape.len()).collect::<Vec<_>>())
+}
+
+/// `broadcast_in_dim(x, shape, dims)`: `x`'s axis `i` becomes axis `dims[i]` of `shape`, the
+/// others are new (or stretched from extent 1).
+pub(crate) fn broadcast_in_dim(x: &Array, shape: &[usize], dims: &[usize]) -> Array {
     Array::traced(
-        format!("broadcast_in_dim($0, shape = {}, dims = [{}])", list(shape), dims.join(", ")),
+        format!("broadcast_in_dim($0, shape = {}, dims = {})", list(shape), list(dims)),
         vec![x.clone()],
         vec![],
         shape.to_vec(),
