@@ -430,19 +430,7 @@ func @f(%a: tensor<64x32xf64>, %b: tensor<64x48xf64>, %c: tensor<32x48xf64>) -> 
 a, b, bias = randn(64, 48), randn(48, 40), randn(40)
 case(
     "gemm_with_fused_epilogue",
-    """
-func @mac(%acc: f64, %a: f64, %b: f64) -> f64 {
-  %p = multiplies(%a, %b) : f64
-  %s = plus(%acc, %p) : f64
-  return %s
-}
-func @f(%a: tensor<f64, I[0:64], K[0:48]>, %b: tensor<f64, K[0:48], J[0:40]>, %bias: tensor<f64, J[0:40]>) -> tensor<f64, I[0:64], J[0:40]> {
-  %p = map_reduce(@mac, %a, %b, init = 0.0, einsum = "ik,kj->ij") : tensor<f64, I[0:64], J[0:40]>
-  %s = plus(%p, %bias) : tensor<f64, I[0:64], J[0:40]>
-  %z = constant(value = 0.0) : f64
-  %r = maximum(%s, %z) : tensor<f64, I[0:64], J[0:40]>
-  return %r
-}""",
+    open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "programs", "gemm_relu_epilogue.strata")).read(),
     {"a": a, "b": b, "bias": bias},
     lambda a, b, bias: {"result": np.maximum(a @ b + bias, 0.0)},
     entry="f",

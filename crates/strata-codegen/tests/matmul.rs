@@ -42,20 +42,7 @@ fn small_products_keep_the_exact_loops() {
 #[test]
 fn an_elementwise_epilogue_runs_in_place_after_the_gemm() {
     // relu(A·B + bias): the product goes to the GEMM, the rest reads it back from the output.
-    let text = r#"
-func @mac(%acc: f64, %a: f64, %b: f64) -> f64 {
-  %p = multiplies(%a, %b) : f64
-  %s = plus(%acc, %p) : f64
-  return %s
-}
-func @f(%a: tensor<f64, I[0:64], K[0:48]>, %b: tensor<f64, K[0:48], J[0:40]>, %bias: tensor<f64, J[0:40]>) -> tensor<f64, I[0:64], J[0:40]> {
-  %p = map_reduce(@mac, %a, %b, init = 0.0, einsum = "ik,kj->ij") : tensor<f64, I[0:64], J[0:40]>
-  %s = plus(%p, %bias) : tensor<f64, I[0:64], J[0:40]>
-  %z = constant(value = 0.0) : f64
-  %r = maximum(%s, %z) : tensor<f64, I[0:64], J[0:40]>
-  return %r
-}
-"#;
+    let text = include_str!("../../../tests/programs/gemm_relu_epilogue.strata");
     let module = strata_syntax::parse(text).unwrap();
     let info = strata_verify::verify(&module).unwrap();
     let (h, _) = module.functions.iter().find(|(_, f)| f.name == "f").unwrap();
