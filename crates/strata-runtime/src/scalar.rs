@@ -490,8 +490,14 @@ fn float_unary(op: UnaryOp, x: f64) -> f64 {
         UnaryOp::Ceil => x.ceil(),
         UnaryOp::Neg => -x,
         UnaryOp::Abs => x.abs(),
-        UnaryOp::Not | UnaryOp::Sign | UnaryOp::IsNan | UnaryOp::IsInf | UnaryOp::IsFinite | UnaryOp::SignBit => x,
-        UnaryOp::BitNot => x,
+        // Handled by `Sv::unary` before it gets here (not float-to-float maps).
+        UnaryOp::Not
+        | UnaryOp::Sign
+        | UnaryOp::IsNan
+        | UnaryOp::IsInf
+        | UnaryOp::IsFinite
+        | UnaryOp::SignBit
+        | UnaryOp::BitNot => x,
     }
 }
 
