@@ -160,6 +160,13 @@ def nested(strata, work, rng):
     got = run(strata, "nested/gemm_tensor_of_tensors.strata", work, {"arg0": a4, "arg1": b4}, {"result": ".npy"}, entry="entry")["result"]
     want = np.einsum("ikab,kjbc->ijac", a4.astype(np.float64), b4.astype(np.float64))
     close32("tensor of tensors entry", got, want, tol=1e-3)
+    # Two levels of nesting: 2x2 blocks of 4x4 tiles of 8x8, packed twice from 64x64 (f64).
+    a, b = rng.standard_normal((64, 64)), rng.standard_normal((64, 64))
+    got = run(strata, "nested/gemm_two_level.strata", work, {"a": a, "b": b}, {"result": ".npy"}, entry="gemm")["result"]
+    expect("gemm_two_level (packed twice)", got, a @ b)
+    a6, b6 = rng.standard_normal((2, 2, 4, 4, 8, 8)), rng.standard_normal((2, 2, 4, 4, 8, 8))
+    got = run(strata, "nested/gemm_two_level.strata", work, {"a": a6, "b": b6}, {"result": ".npy"}, entry="blocked")["result"]
+    expect("gemm_two_level blocks of tiles", got, np.einsum("IKikab,KJkjbc->IJijac", a6, b6))
 
 
 def close32(name, got, want, tol=2e-4):

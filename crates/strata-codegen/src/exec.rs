@@ -48,6 +48,15 @@ fn column(d: &Data, path: &[usize]) -> Column {
     }
 }
 
+/// The scalars one value of type `vt` holds per leaf: its points times its elements' (tensor
+/// elements at every depth are laid out flat).
+fn flat_len(vt: &ValueType) -> usize {
+    match &vt.element {
+        ElemType::Tensor(inner) => vt.len() * flat_len(inner),
+        _ => vt.len(),
+    }
+}
+
 /// Rebuilds a value of type `ty` from its leaf columns (in field order).
 fn data_of(t: &ElemType, count: usize, cols: &mut dyn Iterator<Item = Column>) -> Data {
     match t {
@@ -55,11 +64,11 @@ fn data_of(t: &ElemType, count: usize, cols: &mut dyn Iterator<Item = Column>) -
         ElemType::Tensor(vt) => {
             // One flat column per leaf of the element: cut it into elements.
             let flat: Vec<Column> = std::iter::from_fn(|| cols.next()).collect();
-            let n = vt.len();
+            let n = flat_len(vt);
             let tiles = (0..count)
                 .map(|i| {
                     let mut parts = flat.iter().map(|c| c.slice(i * n..(i + 1) * n));
-                    Tensor { ty: (**vt).clone(), data: data_of(&vt.element, n, &mut parts), present: None }
+                    Tensor { ty: (**vt).clone(), data: data_of(&vt.element, vt.len(), &mut parts), present: None }
                 })
                 .collect();
             Data::Tensors(tiles)

@@ -270,29 +270,66 @@ fn split(types: &TypeArena, ty: Handle<Type>) -> (Vec<Level>, Handle<Type>) {
 /// A tensor of tensors is lowered *flat*: its buffer has the outer levels followed by the
 /// element's levels, and its symbolic value is an expression over the outer dimensions and
 /// these element variables (which never clash with user dimensions, as `$` is not an
-/// identifier character).
+/// identifier character). Element variables number the levels of every depth of nesting
+/// consecutively: in a `tensor<2x2 x tensor<4x4 x tensor<8x8xf64>>>`, `$e0, $e1` are the
+/// block's levels and `$e2, $e3` the tile's. They are relative to the value's own type: the
+/// element of that tensor (a block) is a value over the block's dimensions and `$e0, $e1`
+/// for the tile's (see [`Lowerer::into_element`] and [`Lowerer::out_of_element`]).
 pub fn element_var(k: usize) -> DimName {
     DimName(format!("$e{k}"))
 }
 
-/// The flat levels of `ty` (outer levels, then the element tensor's levels named by
-/// [`element_var`]) and its innermost element type; tensors nested deeper are not handled.
+/// The flat levels of `ty` (outer levels, then the levels of every nested element tensor named
+/// by [`element_var`]) and its innermost element type.
 fn flat(types: &TypeArena, ty: Handle<Type>) -> Result<(Vec<Level>, Handle<Type>), String> {
     let (mut levels, element) = split(types, ty);
-    let Type::Tensor(inner) = &types[element] else { return Ok((levels, element)) };
-    if matches!(types[inner.element], Type::Tensor(_)) {
-        return Err("tensors nested more than one level deep".into());
-    }
-    if inner.levels.iter().any(|l| !l.format.is_dense_like()) {
+    let inner = element_levels(types, ty);
+    if inner.iter().any(|l| !l.format.is_dense_like()) {
         return Err("sparse or ragged tensor elements".into());
     }
-    levels.extend(inner.levels.iter().enumerate().map(|(k, l)| Level { name: element_var(k), ..l.clone() }));
-    Ok((levels, inner.element))
+    levels.extend(inner.iter().enumerate().map(|(k, l)| Level { name: element_var(k), ..l.clone() }));
+    Ok((levels, innermost(types, element)))
 }
 
-/// The levels of the tensor element of `ty` (empty when the element is not a tensor).
+/// The innermost element type of `ty` (`ty` itself when it is not a tensor).
+fn innermost(types: &TypeArena, ty: Handle<Type>) -> Handle<Type> {
+    match &types[ty] {
+        Type::Tensor(t) => innermost(types, t.element),
+        _ => ty,
+    }
+}
+
+/// The levels of the tensor elements of `ty` at every depth, outermost first, with their own
+/// names (empty when the element is not a tensor).
 fn element_levels(types: &TypeArena, ty: Handle<Type>) -> Vec<Level> {
-    split(types, split(types, ty).1).0
+    let mut out = Vec::new();
+    let mut element = split(types, ty).1;
+    while let Type::Tensor(t) = &types[element] {
+        out.extend(t.levels.iter().cloned());
+        element = t.element;
+    }
+    out
+}
+
+/// Renaming pairs taking a value's tensor element out of it: the element's own levels `$e{k}`
+/// become `to[k]`, and the variables of deeper elements `$e{n + j}` become `$e{j}`.
+fn element_exit(to: Vec<Coord>, deeper: usize) -> (Vec<DimName>, Vec<Coord>) {
+    let n = to.len();
+    let mut from: Vec<DimName> = (0..n).map(element_var).collect();
+    from.extend((0..deeper).map(|j| element_var(n + j)));
+    let mut to = to;
+    to.extend((0..deeper).map(|j| Coord::Var { dim: element_var(j), offset: 0 }));
+    (from, to)
+}
+
+/// Renaming pairs making a value over `dims` a tensor element: `dims[k]` become `$e{k}` and the
+/// value's own element variables `$e{j}` move past them, to `$e{n + j}`.
+fn element_entry(dims: &[DimName], deeper: usize) -> (Vec<DimName>, Vec<Coord>) {
+    let n = dims.len();
+    let mut from = dims.to_vec();
+    from.extend((0..deeper).map(element_var));
+    let to = (0..n + deeper).map(|k| Coord::Var { dim: element_var(k), offset: 0 }).collect();
+    (from, to)
 }
 
 /// The placeholder buffer of accumulator `id` while a payload over tensor elements is inlined
@@ -698,10 +735,10 @@ impl<'m> Lowerer<'m> {
     /// variables are renamed out of the way meanwhile, as the names may coincide (`_0`, `_1`).
     fn inline_on_elements(&mut self, fh: Handle<Function>, args: Vec<Sym>) -> Result<Sym, LowerError> {
         let callee = &self.module.functions[fh];
-        let param_levels: Vec<Vec<Level>> =
-            callee.params.iter().map(|p| split(self.types, callee.exprs[*p].ty).0).collect();
-        let result_levels = callee.result.map(|r| split(self.types, r).0).unwrap_or_default();
-        if param_levels.iter().all(Vec::is_empty) && result_levels.is_empty() {
+        let types = self.types;
+        let param_types: Vec<Handle<Type>> = callee.params.iter().map(|p| callee.exprs[*p].ty).collect();
+        let result_type = callee.result;
+        if param_types.iter().chain(&result_type).all(|&t| split(types, t).0.is_empty()) {
             return self.inline(fh, args);
         }
         let mut outer: Vec<DimName> = Vec::new();
@@ -716,18 +753,21 @@ impl<'m> Lowerer<'m> {
         let temps: Vec<DimName> = (0..outer.len()).map(|i| crate::sym::fresh("o", uid, i)).collect();
         let var = |d: &DimName| Coord::Var { dim: d.clone(), offset: 0 };
         let mut passed = Vec::new();
-        for (a, levels) in args.iter().zip(&param_levels) {
-            let mut from = outer.clone();
-            let mut to: Vec<Coord> = temps.iter().map(var).collect();
-            for (k, l) in levels.iter().enumerate() {
-                from.push(element_var(k));
-                to.push(var(&l.name));
-            }
+        for (a, &pt) in args.iter().zip(&param_types) {
+            let own = split(types, pt).0.iter().map(|l| var(&l.name)).collect();
+            let (mut from, mut to) = element_exit(own, element_levels(types, pt).len());
+            from.extend(outer.iter().cloned());
+            to.extend(temps.iter().map(var));
             passed.push(self.rename_vars(a, &from, &to));
         }
         let r = self.inline(fh, passed)?;
-        let mut from: Vec<DimName> = result_levels.iter().map(|l| l.name.clone()).collect();
-        let mut to: Vec<Coord> = (0..from.len()).map(|k| var(&element_var(k))).collect();
+        let (mut from, mut to) = match result_type {
+            Some(rt) => {
+                let names: Vec<DimName> = split(types, rt).0.iter().map(|l| l.name.clone()).collect();
+                element_entry(&names, element_levels(types, rt).len())
+            }
+            None => (Vec::new(), Vec::new()),
+        };
         from.extend(temps);
         to.extend(outer.iter().map(var));
         Ok(self.rename_vars(&r, &from, &to))
@@ -997,10 +1037,10 @@ impl<'m> Lowerer<'m> {
                     .map(|(l, i)| Coord::Computed { value: arg(i).scalar(), source: l.interval, offset: 0 })
                     .collect();
                 // A tensor element becomes a value over the result's own dimensions.
-                for (k, l) in split(self.types, e.ty).0.iter().enumerate() {
-                    from.push(element_var(k));
-                    to.push(Coord::Var { dim: l.name.clone(), offset: 0 });
-                }
+                let own = split(self.types, e.ty).0.iter().map(|l| Coord::Var { dim: l.name.clone(), offset: 0 }).collect();
+                let (ef, et) = element_exit(own, element_levels(self.types, e.ty).len());
+                from.extend(ef);
+                to.extend(et);
                 self.rename_vars(&arg(a), &from, &to)
             }
             Op::Set { arg: a, indices, value } => {
@@ -1014,10 +1054,10 @@ impl<'m> Lowerer<'m> {
                     hit = Rc::new(SExpr::Binary(strata_ir::BinaryOp::And, hit, eq, Scalar::Bool));
                 }
                 // A tensor element is stored over the element variables.
-                let value_levels = split(self.types, func.exprs[*value].ty).0;
-                let element_vars: Vec<Coord> =
-                    (0..value_levels.len()).map(|k| Coord::Var { dim: element_var(k), offset: 0 }).collect();
-                let new_value = self.rename_sym(&arg(value), &value_levels, &element_vars);
+                let vt = func.exprs[*value].ty;
+                let names: Vec<DimName> = split(self.types, vt).0.iter().map(|l| l.name.clone()).collect();
+                let (from, to) = element_entry(&names, element_levels(self.types, vt).len());
+                let new_value = self.rename_vars(&arg(value), &from, &to);
                 let (old, new) = (arg(a).leaves(), new_value.leaves());
                 let mut sel =
                     old.iter().zip(&new).map(|(o, n)| Rc::new(SExpr::Select(hit.clone(), n.clone(), o.clone())));
@@ -1170,7 +1210,7 @@ impl<'m> Lowerer<'m> {
                 // Element (outer o, inner i) of dimension d is operand coordinate o·tile + i.
                 let (result, levels) = (split(self.types, e.ty).0, split(self.types, func.exprs[*a].ty).0);
                 let inner = element_levels(self.types, e.ty);
-                let to: Vec<Coord> = levels
+                let mut to: Vec<Coord> = levels
                     .iter()
                     .enumerate()
                     .map(|(d, l)| {
@@ -1186,14 +1226,19 @@ impl<'m> Lowerer<'m> {
                         }
                     })
                     .collect();
-                self.rename_sym(&arg(a), &levels, &to)
+                // The operand's own tensor elements (if any) sit below the new tile level.
+                let mut from: Vec<DimName> = levels.iter().map(|l| l.name.clone()).collect();
+                let deeper = element_levels(self.types, func.exprs[*a].ty).len();
+                from.extend((0..deeper).map(element_var));
+                to.extend((0..deeper).map(|j| Coord::Var { dim: element_var(levels.len() + j), offset: 0 }));
+                self.rename_vars(&arg(a), &from, &to)
             }
             Op::Unpack { arg: a } => {
                 // Coordinate p of dimension d is element p / b at position p % b (b: tile size).
                 let (result, outer) = (split(self.types, e.ty).0, split(self.types, func.exprs[*a].ty).0);
-                let inner = element_levels(self.types, func.exprs[*a].ty);
+                let tile = split(self.types, func.exprs[*a].ty).1;
+                let inner = split(self.types, tile).0;
                 let mut from: Vec<DimName> = outer.iter().map(|l| l.name.clone()).collect();
-                from.extend((0..inner.len()).map(element_var));
                 let mut to = Vec::new();
                 let div_mod = |d: usize, op: strata_ir::BinaryOp, l: &Level| {
                     let p =
@@ -1208,9 +1253,11 @@ impl<'m> Lowerer<'m> {
                 for (d, l) in outer.iter().enumerate() {
                     to.push(div_mod(d, strata_ir::BinaryOp::Divides, l));
                 }
-                for (d, l) in inner.iter().enumerate() {
-                    to.push(div_mod(d, strata_ir::BinaryOp::Modulo, l));
-                }
+                let mods = inner.iter().enumerate().map(|(d, l)| div_mod(d, strata_ir::BinaryOp::Modulo, l)).collect();
+                // The tile's own tensor elements (if any) become the result's.
+                let (ef, et) = element_exit(mods, element_levels(self.types, tile).len());
+                from.extend(ef);
+                to.extend(et);
                 self.rename_vars(&arg(a), &from, &to)
             }
             // Placement does not change values; the single-process backend computes in place.

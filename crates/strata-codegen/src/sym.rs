@@ -268,11 +268,14 @@ pub fn simplify_in(e: &Rc<SExpr>, ranges: &[(DimName, Interval)]) -> Rc<SExpr> {
         SExpr::Const(Sv::Index(k)) | SExpr::Index(Coord::Const(k)) => Some(*k),
         _ => None,
     };
-    // `Index(computed v)` as a value: `v` (its check is kept by the caller unless folded).
-    let computed = |x: &SExpr| match x {
-        SExpr::Index(Coord::Computed { value, offset: 0, .. }) => Some(value.clone()),
-        _ => None,
-    };
+    // `Index(computed v)` as a value: `v` (its check is kept by the caller unless folded),
+    // through nested computed coordinates (an unpack of an unpack).
+    fn computed(x: &SExpr) -> Option<Rc<SExpr>> {
+        match x {
+            SExpr::Index(Coord::Computed { value, offset: 0, .. }) => computed(value).or_else(|| Some(value.clone())),
+            _ => None,
+        }
+    }
     Rc::new(match &**e {
         SExpr::Binary(op, a, b, sc @ Scalar::Index) => {
             let (a, b) = (s(a), s(b));

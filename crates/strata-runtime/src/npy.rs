@@ -242,26 +242,61 @@ pub fn read_value(path: &Path, name: &str, ty: &ValueType) -> Result<Tensor, Npy
             Ok(Tensor { ty: ty.clone(), data: data_from_fields(&ty.element, "", &mut cols), present: None })
         }
         // A dense tensor of dense tensors is one array of the outer shape followed by the inner
-        // shape (seed 001: `tensor<4x8 x tensor<32x32xf32>>` is a (4, 8, 32, 32) array).
-        ElemType::Tensor(inner) => {
-            let ElemType::Scalar(want) = inner.element else {
-                return Err(NpyError::Unsupported { name: name.into(), what: "deeper nesting".into() });
-            };
-            if inner.levels.iter().any(|l| !l.format.is_dense_like()) {
-                return Err(NpyError::Unsupported { name: name.into(), what: "sparse tensor elements".into() });
-            }
-            let full: Vec<usize> = shape.iter().chain(inner.shape().iter()).copied().collect();
+        // shapes (seed 001: `tensor<4x8 x tensor<32x32xf32>>` is a (4, 8, 32, 32) array; each
+        // further level of nesting appends its shape).
+        ElemType::Tensor(_) => {
+            let (full, want) = nested_shape(ty).ok_or_else(|| NpyError::Unsupported {
+                name: name.into(),
+                what: "tensor elements that are sparse, ragged or tuples".into(),
+            })?;
             let file = std::fs::File::open(path).map_err(rerr)?;
             let col = read_column(BufReader::new(file), name, path, want, &full)?;
-            let tile = inner.len();
-            let tiles = (0..ty.len())
-                .map(|k| {
-                    let positions: Vec<usize> = (k * tile..(k + 1) * tile).collect();
-                    Tensor { ty: (**inner).clone(), data: Data::Scalars(col.select(&positions)), present: None }
-                })
-                .collect();
-            Ok(Tensor { ty: ty.clone(), data: Data::Tensors(tiles), present: None })
+            Ok(nest(ty, &col, 0))
         }
+    }
+}
+
+/// The full array shape of a dense tensor of dense tensors (outer shape, then each element's)
+/// and its scalar type; `None` for sparse or ragged elements and tuples.
+fn nested_shape(ty: &ValueType) -> Option<(Vec<usize>, strata_ir::Scalar)> {
+    let mut shape = ty.shape();
+    let mut element = &ty.element;
+    loop {
+        match element {
+            ElemType::Scalar(s) => return Some((shape, *s)),
+            ElemType::Tensor(inner) if inner.levels.iter().all(|l| l.format.is_dense_like()) => {
+                shape.extend(inner.shape());
+                element = &inner.element;
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// The value of type `ty` (dense, possibly nested) whose scalars are `col[at..]` in row-major
+/// order of the full nested shape.
+fn nest(ty: &ValueType, col: &Column, at: usize) -> Tensor {
+    let data = match &ty.element {
+        ElemType::Tensor(inner) => {
+            let size = nested_shape(inner).map_or(0, |(s, _)| s.iter().product());
+            Data::Tensors((0..ty.len()).map(|k| nest(inner, col, at + k * size)).collect())
+        }
+        _ => Data::Scalars(col.slice(at..at + ty.len())),
+    };
+    Tensor { ty: ty.clone(), data, present: None }
+}
+
+/// Appends the scalars of a dense (possibly nested) value to `out` in row-major order of the
+/// full nested shape, absent elements as zeros; `false` if a level is not a dense tensor of
+/// scalars.
+fn flatten(t: &Tensor, out: &mut Vec<crate::Sv>) -> bool {
+    match &t.data {
+        Data::Scalars(c) => {
+            out.extend((0..c.len()).map(|i| if t.is_present(i) { c.get(i) } else { crate::Sv::zero(c.scalar()) }));
+            true
+        }
+        Data::Tensors(tiles) => tiles.iter().all(|x| flatten(x, out)),
+        Data::Tuple(_) => false,
     }
 }
 
@@ -314,22 +349,16 @@ pub fn write_value(path: &Path, name: &str, t: &Tensor) -> Result<(), NpyError> 
                 std::io::Write::flush(&mut inner)
             })
         }
-        Data::Tensors(tiles) => {
-            let ElemType::Tensor(inner) = &t.ty.element else { unreachable!("tensor elements") };
-            let full: Vec<u64> = shape.iter().copied().chain(inner.shape().iter().map(|&d| d as u64)).collect();
-            let Some(scalar) = inner.element.scalar() else {
-                return Err(NpyError::Unsupported { name: name.into(), what: "deeper nesting".into() });
-            };
-            let tile = inner.len();
-            let mut col = Column::zeros(scalar, tiles.len() * tile);
-            for (k, x) in tiles.iter().enumerate() {
-                let Data::Scalars(c) = &x.data else {
-                    return Err(NpyError::Unsupported { name: name.into(), what: "deeper nesting".into() });
-                };
-                for i in 0..tile {
-                    col.set(k * tile + i, if x.is_present(i) { c.get(i) } else { crate::Sv::zero(scalar) });
-                }
+        Data::Tensors(_) => {
+            let unsupported =
+                || NpyError::Unsupported { name: name.into(), what: "tensor elements that are tuples".into() };
+            let (full, scalar) = nested_shape(&t.ty).ok_or_else(unsupported)?;
+            let mut values = Vec::with_capacity(full.iter().product());
+            if !flatten(t, &mut values) {
+                return Err(unsupported());
             }
+            let col = Column::from_fn(scalar, values.len(), |i| values[i]);
+            let full: Vec<u64> = full.iter().map(|&d| d as u64).collect();
             write_atomically(path, |w| write_column(w, &col, &full))
         }
     }
