@@ -61,18 +61,33 @@ pub fn assemble(t: &Tensor) -> Storage {
         .filter(|&i| t.is_present(i))
         .map(|i| shape.iter().enumerate().map(|(d, _)| (i / st[d]) % shape[d].max(1)).collect())
         .collect();
-    // A segment is the list of entries below one position of the current level.
-    let mut segments: Vec<Vec<usize>> = vec![(0..entries.len()).collect()];
+    // A segment is the range of entries below one position of the current level: entries are
+    // in row-major order, so those sharing a prefix are contiguous and sorted by the next
+    // coordinate, and every level is built in one pass over its segments.
+    let mut segments: Vec<std::ops::Range<usize>> = vec![0..entries.len()];
     let mut leaf_linear: Vec<Option<usize>> = vec![Some(0)];
     let mut levels = Vec::new();
+    // The sub-ranges of `seg` holding coordinate `0, 1, …, n - 1` at level `d`.
+    let runs = |seg: &std::ops::Range<usize>, d: usize, n: usize| {
+        let mut at = seg.start;
+        (0..n)
+            .map(|c| {
+                let from = at;
+                while at < seg.end && entries[at][d] == c {
+                    at += 1;
+                }
+                from..at
+            })
+            .collect::<Vec<_>>()
+    };
     for (d, l) in t.ty.levels.iter().enumerate() {
         let mut next_segments = Vec::new();
         let mut next_linear = Vec::new();
         match l.format {
             LevelFormat::Dense | LevelFormat::Block => {
                 for (seg, lin) in segments.iter().zip(&leaf_linear) {
-                    for c in 0..shape[d] {
-                        next_segments.push(seg.iter().copied().filter(|&e| entries[e][d] == c).collect());
+                    for (c, run) in runs(seg, d, shape[d]).into_iter().enumerate() {
+                        next_segments.push(run);
                         next_linear.push(lin.map(|x| x + c * st[d]));
                     }
                 }
@@ -82,41 +97,38 @@ pub fn assemble(t: &Tensor) -> Storage {
                 let mut positions = vec![0];
                 let mut coordinates = Vec::new();
                 for seg in &segments {
-                    if unique {
-                        let mut cs: Vec<usize> = seg.iter().map(|&e| entries[e][d]).collect();
-                        cs.dedup();
-                        for c in cs {
-                            coordinates.push(c);
-                            next_segments.push(seg.iter().copied().filter(|&e| entries[e][d] == c).collect());
+                    let mut at = seg.start;
+                    while at < seg.end {
+                        let c = entries[at][d];
+                        let from = at;
+                        at += 1;
+                        while unique && at < seg.end && entries[at][d] == c {
+                            at += 1;
                         }
-                    } else {
-                        for &e in seg {
-                            coordinates.push(entries[e][d]);
-                            next_segments.push(vec![e]);
-                        }
+                        coordinates.push(c);
+                        next_segments.push(from..at);
                     }
                     positions.push(coordinates.len());
                 }
-                next_linear =
-                    next_segments.iter().map(|s: &Vec<usize>| s.first().map(|&e| linear(&entries[e], &st))).collect();
+                next_linear = next_segments.iter().map(|s| prefix_linear(s, d, &entries, &st)).collect();
                 levels.push(LevelBuffers::Compressed { positions, coordinates });
             }
             LevelFormat::Singleton { .. } => {
                 let mut coordinates = Vec::new();
                 for seg in &segments {
-                    let e = seg.first().copied().unwrap_or(0);
-                    coordinates.push(entries.get(e).map_or(0, |x| x[d]));
+                    coordinates.push(entries.get(seg.start).filter(|_| !seg.is_empty()).map_or(0, |x| x[d]));
                     next_segments.push(seg.clone());
                 }
-                next_linear = next_segments.iter().map(|s| s.first().map(|&e| linear(&entries[e], &st))).collect();
+                next_linear = next_segments.iter().map(|s| prefix_linear(s, d, &entries, &st)).collect();
                 levels.push(LevelBuffers::Singleton { coordinates });
             }
             LevelFormat::Ragged { .. } => {
                 let mut offsets = vec![0];
                 for (seg, lin) in segments.iter().zip(&leaf_linear) {
-                    let len = seg.iter().map(|&e| entries[e][d] + 1).max().unwrap_or(0);
-                    for c in 0..len {
-                        next_segments.push(seg.iter().copied().filter(|&e| entries[e][d] == c).collect());
+                    // Sorted within the segment: the last entry has the largest coordinate.
+                    let len = if seg.is_empty() { 0 } else { entries[seg.end - 1][d] + 1 };
+                    for (c, run) in runs(seg, d, len).into_iter().enumerate() {
+                        next_segments.push(run);
                         next_linear.push(lin.map(|x| x + c * st[d]));
                     }
                     offsets.push(offsets.last().copied().unwrap_or(0) + len);
@@ -132,6 +144,12 @@ pub fn assemble(t: &Tensor) -> Storage {
         None => crate::Sv::zero(col.scalar()),
     });
     Storage { levels, values }
+}
+
+/// The linear offset of a segment's coordinates up to level `d` (the prefix its entries
+/// share; `None` for an empty segment).
+fn prefix_linear(seg: &std::ops::Range<usize>, d: usize, entries: &[Vec<usize>], st: &[usize]) -> Option<usize> {
+    (!seg.is_empty()).then(|| linear(&entries[seg.start][..=d], &st[..=d]))
 }
 
 fn linear(coord: &[usize], st: &[usize]) -> usize {
@@ -291,6 +309,10 @@ mod tests {
         let s = assemble(&matrix(ty(&coo, &[3, 3])));
         assert_eq!(s.levels[0], LevelBuffers::Compressed { positions: vec![0, 3], coordinates: vec![0, 2, 2] });
         assert_eq!(s.levels[1], LevelBuffers::Singleton { coordinates: vec![1, 0, 2] });
+        // Blocks: stored rows keep every column (a dense level below a compressed one).
+        let s = assemble(&matrix(ty(&[C, LevelFormat::Dense], &[3, 3])));
+        assert_eq!(s.levels[0], LevelBuffers::Compressed { positions: vec![0, 2], coordinates: vec![0, 2] });
+        assert_eq!(s.values, Column::F64(vec![0.0, 2.0, 0.0, 5.0, 0.0, 7.0]));
     }
 
     #[test]
