@@ -446,7 +446,7 @@ fn run_native(
         ..Timings::default()
     };
     let t1 = std::time::Instant::now();
-    let mut buffers = exec::Buffers::new(&program, args);
+    let mut buffers = exec::Buffers::new(&program, args).map_err(failed)?;
     buffers.call(&lib, threads).map_err(failed)?;
     timings.first_s = t1.elapsed().as_secs_f64();
     // Alternating the two kinds of runs exposes both to the same machine state.

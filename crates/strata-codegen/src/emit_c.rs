@@ -15,7 +15,8 @@ use strata_runtime::Sv;
 
 use crate::lower::{Buffer, Kernel, KernelProgram, ScanLoop, Store};
 use crate::matmul::MatMul;
-use crate::sym::{Coord, Load, SExpr};
+use crate::sparse::{CoIteration, LevelStorage};
+use crate::sym::{Coord, Load, SExpr, SparseRead};
 
 /// The C type of a scalar.
 pub fn c_type(s: Scalar) -> &'static str {
@@ -78,6 +79,13 @@ static inline int64_t strata_nb(int64_t t, int64_t lo, int64_t hi, int *err) {
   return t;
 }
 static inline int strata_ok(int64_t t) { return t != -1; }
+/* Position of coordinate c among the sorted, unique coordinates crd[lo..hi) of a compressed
+   level, or -1 where it is not stored. Pure, so the compiler shares repeated searches. */
+static inline __attribute__((pure)) int64_t strata_find(const int64_t *crd, int64_t lo, int64_t hi, int64_t c) {
+  const int64_t end = hi;
+  while (lo < hi) { const int64_t mid = lo + (hi - lo) / 2; if (crd[mid] < c) lo = mid + 1; else hi = mid; }
+  return (lo < end && crd[lo] == c) ? lo : -1;
+}
 /* A computed index: must lie in [lo, hi), else error 4. */
 static inline int64_t strata_ix(int64_t t, int64_t lo, int64_t hi, int *err) {
   if (t < lo || t >= hi) { *err = 4; return lo; }
@@ -116,6 +124,8 @@ struct Emitter<'p> {
     program: &'p KernelProgram,
     /// Strip-local buffers of the kernel being emitted (see `Kernel::local`).
     local: Option<Local>,
+    /// Loops of the kernel being emitted that visit stored coordinates (`Kernel::sets`).
+    sets: &'p [CoIteration],
 }
 
 /// Where a kernel's strip-local buffers live: `loc{b}[(scan - start) * width + (column - jb)]`.
@@ -252,7 +262,16 @@ impl Emitter<'_> {
         };
         match e {
             SExpr::Load(l) => and(self.load_present(l)),
+            SExpr::Sparse(r) => {
+                let mut parts: Vec<String> = r.coords.iter().flat_map(|c| self.coord_present(c)).collect();
+                let (p, may_be_absent) = self.sparse_position(r, r.coords.len());
+                if may_be_absent {
+                    parts.push(format!("({p} >= 0)"));
+                }
+                and(parts)
+            }
             SExpr::Const(_) | SExpr::Acc(_) | SExpr::Present(_) | SExpr::Reduce { .. } => "1".into(),
+            SExpr::Absent(_) => "0".into(),
             SExpr::Guard { table, value, .. } => {
                 let mut parts = self.load_present(table);
                 parts.push(format!("strata_ok((int64_t){})", self.load(table)));
@@ -292,7 +311,16 @@ impl Emitter<'_> {
     fn value(&self, e: &SExpr) -> String {
         match e {
             SExpr::Load(l) => self.load(l),
+            SExpr::Sparse(r) => {
+                let values = self.name(self.program.sparse[r.tensor].values);
+                match self.sparse_position(r, r.coords.len()) {
+                    (p, false) => format!("{values}[{p}]"),
+                    // Read only where present; zero (the runtime's absent value) otherwise.
+                    (p, true) => format!("({{ const int64_t p_ = {p}; p_ < 0 ? 0 : {values}[p_]; }})"),
+                }
+            }
             SExpr::Const(v) => literal(*v),
+            SExpr::Absent(t) => literal(Sv::zero(*t)),
             SExpr::Index(c) => self.coord(c),
             SExpr::Unary(op, a, s) => self.unary(*op, &self.value(a), *s),
             // Division of an integer by a positive constant needs no zero or overflow check.
@@ -327,7 +355,7 @@ impl Emitter<'_> {
                     })
                     .collect();
                 let sums = if reassociable(e) { vec![format!("acc{id}")] } else { Vec::new() };
-                let loops = fold_loops(vars, &sums);
+                let loops = self.fold_loops(vars, &sums);
                 let step = self.fold_step(*id, &body);
                 format!(
                     "({{ {before}{} acc{id} = {}; {loops}{{ {step} }} acc{id}; }})",
@@ -336,6 +364,117 @@ impl Emitter<'_> {
                 )
             }
         }
+    }
+
+    /// The loop that visits the stored coordinates for variable `v`, if it is one.
+    fn set_of(&self, v: &strata_ir::DimName) -> Option<&CoIteration> {
+        self.sets.iter().find(|c| &c.var == v)
+    }
+
+    /// The C variable holding read `r`'s position at level `k`, when an enclosing loop visits
+    /// exactly that level's stored coordinates below the same earlier coordinates.
+    fn known_position(&self, r: &SparseRead, k: usize) -> Option<String> {
+        self.sets.iter().find_map(|c| {
+            let (lead, level) = c.set.lead()?;
+            (level == k && lead.tensor == r.tensor && lead.coords[..=k] == r.coords[..=k])
+                .then(|| format!("q_{}", var(c.var.as_str())))
+        })
+    }
+
+    /// The C position of read `r` after its first `upto` levels (`0`, the root, for none), and
+    /// whether it may be `-1` (a coordinate not stored). Starts from the deepest position an
+    /// enclosing set loop knows, then locates level by level: dense levels by arithmetic,
+    /// compressed ones by binary search, ragged ones by a bound check.
+    fn sparse_position(&self, r: &SparseRead, upto: usize) -> (String, bool) {
+        let t = &self.program.sparse[r.tensor];
+        let (mut p, mut from) = ("INT64_C(0)".to_string(), 0);
+        if let Some(k) = (0..upto).rev().find(|&k| self.known_position(r, k).is_some()) {
+            p = self.known_position(r, k).expect("found");
+            from = k + 1;
+        }
+        let mut may_be_absent = false;
+        for k in from..upto {
+            let start = t.levels[k].interval.start;
+            let c = if start == 0 { self.coord(&r.coords[k]) } else { format!("({} - ({start}))", self.coord(&r.coords[k])) };
+            let pk = format!("p{k}_");
+            let next = match &t.storage[k] {
+                LevelStorage::Dense { size } => format!("{pk} * {size} + {c}"),
+                LevelStorage::Compressed { positions, coordinates } => {
+                    let (pos, crd) = (self.name(*positions), self.name(*coordinates));
+                    format!("strata_find({crd}, {pos}[{pk}], {pos}[{pk} + 1], {c})")
+                }
+                LevelStorage::Ragged { offsets } => {
+                    let off = self.name(*offsets);
+                    format!("({c}) < {off}[{pk} + 1] - {off}[{pk}] ? {off}[{pk}] + ({c}) : -1")
+                }
+            };
+            let guarded = if may_be_absent { format!("{pk} < 0 ? -1 : {next}") } else { next };
+            p = format!("({{ const int64_t {pk} = {p}; {guarded}; }})");
+            may_be_absent |= !matches!(t.storage[k], LevelStorage::Dense { .. });
+        }
+        (p, may_be_absent)
+    }
+
+    /// How a loop visits set `c` (see [`crate::sparse`]): over the positions of the lead
+    /// read's level below its parent position, binding the variable to each stored coordinate
+    /// (and skipping those outside the variable's range). The other reads of an intersection
+    /// are located in the body, whose presence test they are part of. `None` for a union.
+    fn set_bounds(&self, c: &CoIteration) -> Option<SetBounds> {
+        let (r, k) = c.set.lead()?;
+        let t = &self.program.sparse[r.tensor];
+        let v = var(c.var.as_str());
+        let level = t.levels[k].interval;
+        let (first, last, offset) = match &t.storage[k] {
+            LevelStorage::Compressed { positions, coordinates } => {
+                let pos = self.name(*positions);
+                (format!("{pos}[pp_{v}]"), format!("{pos}[pp_{v} + 1]"), format!("{}[q_{v}]", self.name(*coordinates)))
+            }
+            LevelStorage::Ragged { offsets } => {
+                let off = self.name(*offsets);
+                (format!("{off}[pp_{v}]"), format!("{off}[pp_{v} + 1]"), format!("q_{v} - {off}[pp_{v}]"))
+            }
+            LevelStorage::Dense { .. } => unreachable!("sets visit stored levels"),
+        };
+        let inside = c.range.start <= level.start && level.stop <= c.range.stop;
+        Some(SetBounds {
+            parent: self.sparse_position(r, k).0,
+            first,
+            last,
+            coordinate: format!("{offset} + {}", level.start),
+            range: (!inside).then_some((c.range.start, c.range.stop)),
+            v,
+        })
+    }
+
+    /// The C loop header of set `c` inside a fold (one line, so it composes with the
+    /// statement expressions folds are written as).
+    fn set_loop(&self, c: &CoIteration) -> String {
+        let Some(b) = self.set_bounds(c) else { return UNION_REFUSED.into() };
+        let SetBounds { v, parent, first, last, coordinate, range } = b;
+        let check = range.map(|(lo, hi)| format!("if ({v} >= {lo} && {v} < {hi}) ")).unwrap_or_default();
+        format!(
+            "for (int64_t pp_{v} = {parent}, q_{v} = pp_{v} < 0 ? 0 : {first}, qe_{v} = pp_{v} < 0 ? 0 : {last}; \
+             q_{v} < qe_{v}; ++q_{v}) for (int64_t {v} = {coordinate}, o_{v} = 1; o_{v}; o_{v} = 0) {check}"
+        )
+    }
+
+    /// The loop headers of a fold's variables, outermost first; the innermost keeps partial
+    /// sums of the accumulators `simd_sums` in vector lanes (see [`reassociable`]) when there
+    /// are any. Variables that visit stored coordinates get [`Self::set_loop`]s.
+    fn fold_loops(&self, vars: &[(strata_ir::DimName, strata_ir::Interval)], simd_sums: &[String]) -> String {
+        let mut loops = String::new();
+        for (i, (v, range)) in vars.iter().enumerate() {
+            if let Some(c) = self.set_of(v) {
+                loops.push_str(&self.set_loop(c));
+                continue;
+            }
+            if i + 1 == vars.len() && !simd_sums.is_empty() {
+                let _ = write!(loops, "_Pragma(\"omp simd reduction(+:{})\") ", simd_sums.join(","));
+            }
+            let d = var(v.as_str());
+            let _ = write!(loops, "for (int64_t {d} = {}; {d} < {}; ++{d}) ", range.start, range.stop);
+        }
+        loops
     }
 
     /// One step of fold `id`: the accumulator becomes `body` where `body` exists.
@@ -536,10 +675,37 @@ fn work(k: &Kernel) -> i64 {
 }
 
 /// Opens one loop per level of `domain` (the outermost shared among threads, each thread with
-/// its own error pointer), indenting `indent`.
-fn open_domain_loops(out: &mut String, domain: &[strata_ir::Level], indent: &mut String) {
+/// its own error pointer), indenting `indent`; a level that visits stored coordinates
+/// (`Kernel::sets`) loops over their positions. Returns the number of braces to close.
+fn open_domain_loops(out: &mut String, em: &Emitter, domain: &[strata_ir::Level], indent: &mut String) -> usize {
+    let mut braces = 0;
     for (depth, l) in domain.iter().enumerate() {
         let d = var(l.name.as_str());
+        if let Some(c) = em.set_of(&l.name) {
+            // The positions' bounds first: OpenMP wants a plain counted loop.
+            let _ = writeln!(out, "{indent}{{  /* {} in {} */", l.name, c.set);
+            indent.push_str("  ");
+            let Some(SetBounds { v, parent, first, last, coordinate, range }) = em.set_bounds(c) else {
+                out.push_str(UNION_REFUSED);
+                continue;
+            };
+            let _ = writeln!(out, "{indent}const int64_t pp_{v} = {parent};");
+            let _ = writeln!(out, "{indent}const int64_t q0_{v} = pp_{v} < 0 ? 0 : {first}, qe_{v} = pp_{v} < 0 ? 0 : {last};");
+            if depth == 0 {
+                let _ = writeln!(out, "{indent}{PARALLEL_FOR}");
+            }
+            let _ = writeln!(out, "{indent}for (int64_t q_{v} = q0_{v}; q_{v} < qe_{v}; ++q_{v}) {{");
+            indent.push_str("  ");
+            if depth == 0 {
+                let _ = writeln!(out, "{indent}int *err = &e_;");
+            }
+            let _ = writeln!(out, "{indent}const int64_t {v} = {coordinate};");
+            if let Some((lo, hi)) = range {
+                let _ = writeln!(out, "{indent}if ({v} < {lo} || {v} >= {hi}) continue;");
+            }
+            braces += 2;
+            continue;
+        }
         if depth == 0 {
             let _ = writeln!(out, "{indent}{PARALLEL_FOR}");
         }
@@ -552,8 +718,26 @@ fn open_domain_loops(out: &mut String, domain: &[strata_ir::Level], indent: &mut
         if depth == 0 {
             let _ = writeln!(out, "{indent}int *err = &e_;");
         }
+        braces += 1;
     }
+    braces
 }
+
+/// The parts of a loop over a set's positions ([`Emitter::set_bounds`]): the variable, the
+/// parent position, the first and last position (given `pp_v`), the coordinate at position
+/// `q_v`, and the variable's range when stored coordinates may fall outside it.
+struct SetBounds {
+    v: String,
+    parent: String,
+    first: String,
+    last: String,
+    coordinate: String,
+    range: Option<(i64, i64)>,
+}
+
+/// Written in place of a loop over a union of stored sets (which lowering does not produce
+/// yet): compiling stops with this message.
+const UNION_REFUSED: &str = "\n#error \"iteration over a union of stored sets is not lowered yet\"\n";
 
 /// Opens the loop over strips `[jb, je)` of level `inner` (shared among threads when it is
 /// the outermost loop); returns the level's C variable, which the caller loops over inside.
@@ -573,20 +757,6 @@ fn open_strip(out: &mut String, inner: &strata_ir::Level, outermost: bool, inden
     }
     let _ = writeln!(out, "{indent}const int64_t je = jb + {STRIP} < {stop} ? jb + {STRIP} : {stop};");
     var(inner.name.as_str())
-}
-
-/// The loop headers of a fold's variables, outermost first; the innermost keeps partial sums
-/// of the accumulators `simd_sums` in vector lanes (see [`reassociable`]) when there are any.
-fn fold_loops(vars: &[(strata_ir::DimName, strata_ir::Interval)], simd_sums: &[String]) -> String {
-    let mut loops = String::new();
-    for (i, (v, range)) in vars.iter().enumerate() {
-        if i + 1 == vars.len() && !simd_sums.is_empty() {
-            let _ = write!(loops, "_Pragma(\"omp simd reduction(+:{})\") ", simd_sums.join(","));
-        }
-        let d = var(v.as_str());
-        let _ = write!(loops, "for (int64_t {d} = {}; {d} < {}; ++{d}) ", range.start, range.stop);
-    }
-    loops
 }
 
 /// Folds shorter than this run per point rather than in strips.
@@ -721,7 +891,6 @@ pub fn emit_many(programs: &[(&str, &KernelProgram)]) -> String {
 }
 
 fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
-    let em = Emitter { program, local: None };
     let _ = writeln!(out, "\n/* `@{}` -> {symbol}. Buffers (row-major over their intervals):", program.entry);
     for (i, b) in program.buffers.iter().enumerate() {
         let dims: Vec<String> = b.levels.iter().map(|l| format!("{}{}", l.name, l.interval)).collect();
@@ -736,6 +905,7 @@ fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
     }
     out.push_str("*/\n");
     for (ki, k) in program.kernels.iter().enumerate() {
+        let em = Emitter { program, local: None, sets: &k.sets };
         let _ = writeln!(out, "\n/* kernel {ki}: {} */", k.comment);
         let _ = writeln!(out, "static int {symbol}_kernel{ki}(void **buf, const strata_rt *rt, int threads) {{");
         // Threads share the outermost loop; each has its own error flag, combined at the end.
@@ -762,6 +932,14 @@ fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
         }
         if let Some(mm) = &k.matmul {
             emit_matmul(out, &em, k, mm);
+            let _ = writeln!(out, "  return e_;\n}}");
+            continue;
+        }
+        // Loops over stored coordinates: plain loop nests, folds evaluated per point (strips
+        // and shared fold loops would hoist a set's loop out of the loops its parent
+        // position depends on).
+        if !k.sets.is_empty() {
+            emit_loops(out, &em, k);
             let _ = writeln!(out, "  return e_;\n}}");
             continue;
         }
@@ -808,7 +986,7 @@ fn emit_loops(out: &mut String, em: &Emitter, k: &Kernel) {
         return emit_scan(out, em, k, sc);
     }
     let mut indent = String::from("  ");
-    open_domain_loops(out, &k.domain, &mut indent);
+    let braces = open_domain_loops(out, em, &k.domain, &mut indent);
     // Folds over the same loop variables (the x and y sums of the nabla over one neighbor
     // table) share one loop: their table reads and checks happen once per step.
     let mut folds = Vec::new();
@@ -818,13 +996,13 @@ fn emit_loops(out: &mut String, em: &Emitter, k: &Kernel) {
         .map(|st| Store { buffer: st.buffer, value: hoist_reductions(&st.value, &mut folds, &|_| true) })
         .collect();
     let shared = folds.windows(2).any(|w| fold_vars(&w[0]) == fold_vars(&w[1]));
-    if shared && k.stores.iter().all(|st| em.present(&st.value) == "1") {
+    if shared && k.sets.is_empty() && k.stores.iter().all(|st| em.present(&st.value) == "1") {
         emit_sibling_folds(out, em, &folds, &indent);
         emit_stores(out, em, &hoisted, &indent);
     } else {
         emit_stores(out, em, &k.stores, &indent);
     }
-    close_loops(out, &mut indent, k.domain.len());
+    close_loops(out, &mut indent, braces);
 }
 
 /// The loop variables of fold `r`.
@@ -865,7 +1043,7 @@ fn emit_sibling_folds(out: &mut String, em: &Emitter, folds: &[Rc<SExpr>], inden
             sums.push(format!("acc{id}"));
         }
         let simd = if g.iter().all(|f| reassociable(f)) { sums } else { Vec::new() };
-        let loops = fold_loops(fold_vars(g[0]).expect("a fold"), &simd);
+        let loops = em.fold_loops(fold_vars(g[0]).expect("a fold"), &simd);
         let _ = writeln!(out, "{indent}{loops}{{ {} }}", steps.join(" "));
     }
 }
@@ -909,7 +1087,7 @@ fn emit_scan(out: &mut String, em: &Emitter, k: &Kernel, sc: &ScanLoop) {
         Some((i, o)) if !along => (Some(i), o),
         _ => (None, &k.domain[..]),
     };
-    open_domain_loops(out, outer, &mut indent);
+    open_domain_loops(out, em, outer, &mut indent);
     let mut open = outer.len();
     let column = inner.map(|inner| {
         open += 1;
@@ -933,6 +1111,7 @@ fn emit_scan(out: &mut String, em: &Emitter, k: &Kernel, sc: &ScanLoop) {
         local_em = Emitter {
             program: em.program,
             local: Some(Local { buffers: k.local.clone(), scan, column: column.clone() }),
+            sets: em.sets,
         };
         &local_em
     };
@@ -1160,7 +1339,7 @@ fn emit_matmul(out: &mut String, em: &Emitter, k: &Kernel, mm: &MatMul) {
 fn emit_contraction(out: &mut String, em: &Emitter, k: &Kernel, reductions: &[Rc<SExpr>], stores: &[Rc<SExpr>]) {
     let (inner, outer) = k.domain.split_last().expect("a non-empty domain");
     let mut indent = String::from("  ");
-    open_domain_loops(out, outer, &mut indent);
+    open_domain_loops(out, em, outer, &mut indent);
     let j = open_strip(out, inner, outer.is_empty(), &mut indent);
     let strip = format!("for (int64_t {j} = jb; {j} < je; ++{j})");
     for (ri, r) in reductions.iter().enumerate() {
@@ -1178,7 +1357,7 @@ fn emit_contraction(out: &mut String, em: &Emitter, k: &Kernel, reductions: &[Rc
             .collect();
         let _ = writeln!(out, "{indent}{t} row{id}[{STRIP}];");
         let _ = writeln!(out, "{indent}{strip} row{id}[{j} - jb] = {};", em.value(init));
-        let (loops, step) = (fold_loops(vars, &[]), em.fold_step(*id, body));
+        let (loops, step) = (em.fold_loops(vars, &[]), em.fold_step(*id, body));
         let _ = writeln!(out, "{indent}{loops}{{");
         let _ = writeln!(
             out,

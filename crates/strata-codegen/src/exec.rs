@@ -2,10 +2,11 @@
 
 use std::borrow::Borrow;
 
+use strata_runtime::storage::{LevelBuffers, Storage};
 use strata_runtime::{Column, Data, ElemType, Tensor, ValueType};
 
 use crate::compile::Loaded;
-use crate::lower::KernelProgram;
+use crate::lower::{KernelProgram, Role, StoragePart};
 
 /// Why a native run failed.
 #[derive(Debug, thiserror::Error)]
@@ -22,6 +23,10 @@ pub enum ExecError {
     /// A computed index (`get`, `set`, `gather`, `scatter`) outside its interval.
     #[error("an index is outside its dimension's interval")]
     IndexOutOfInterval,
+    /// A ragged argument with absent elements inside a row: its storage would hold them as
+    /// stored zeros, which the native code would read as present.
+    #[error("`%{0}` has absent elements inside a ragged row (native code reads ragged rows as dense runs)")]
+    RaggedGap(String),
     /// Any other code.
     #[error("native kernel failed with code {0}")]
     Other(i32),
@@ -104,7 +109,7 @@ pub fn run_threads<T: Borrow<Tensor>>(
     result_ty: Option<&ValueType>,
     threads: usize,
 ) -> Result<Vec<(String, Tensor)>, ExecError> {
-    let mut buffers = Buffers::new(program, args);
+    let mut buffers = Buffers::new(program, args)?;
     buffers.call(lib, threads)?;
     Ok(buffers.into_results(program, args, names, result_ty))
 }
@@ -157,9 +162,39 @@ fn slot<'a, T: Borrow<Tensor>>(b: &crate::lower::Buffer, args: &'a [T]) -> Slot<
 }
 
 impl<'a> Buffers<'a> {
-    /// Allocates the buffers of `program` for `args` (one per entry parameter).
-    pub fn new<T: Borrow<Tensor>>(program: &KernelProgram, args: &'a [T]) -> Buffers<'a> {
-        Buffers { cols: program.buffers.iter().map(|b| slot(b, args)).collect() }
+    /// Allocates the buffers of `program` for `args` (one per entry parameter); sparse and
+    /// ragged arguments are assembled into their storage buffers.
+    pub fn new<T: Borrow<Tensor>>(program: &KernelProgram, args: &'a [T]) -> Result<Buffers<'a>, ExecError> {
+        let mut storage: Vec<Option<Storage>> = vec![None; args.len()];
+        let mut cols = Vec::with_capacity(program.buffers.len());
+        for b in &program.buffers {
+            let Role::Storage(part) = b.role else {
+                cols.push(slot(b, args));
+                continue;
+            };
+            let p = b.param.expect("storage buffers belong to parameters");
+            if storage[p].is_none() {
+                storage[p] = Some(assemble(args[p].borrow(), &b.name)?);
+            }
+            let st = storage[p].as_mut().expect("assembled");
+            let ints = |v: &[usize]| Column::I64(v.iter().map(|&x| x as i64).collect());
+            cols.push(Slot::Owned(match (part, &st.levels) {
+                (StoragePart::Values, _) => std::mem::replace(&mut st.values, Column::zeros(b.scalar, 0)),
+                (StoragePart::Positions(k), ls) => match &ls[k] {
+                    LevelBuffers::Compressed { positions, .. } => ints(positions),
+                    _ => unreachable!("a compressed level"),
+                },
+                (StoragePart::Coordinates(k), ls) => match &ls[k] {
+                    LevelBuffers::Compressed { coordinates, .. } => ints(coordinates),
+                    _ => unreachable!("a compressed level"),
+                },
+                (StoragePart::Offsets(k), ls) => match &ls[k] {
+                    LevelBuffers::Ragged { offsets } => ints(offsets),
+                    _ => unreachable!("a ragged level"),
+                },
+            }));
+        }
+        Ok(Buffers { cols })
     }
 
     /// Allocates the written buffers (results, temporaries, `out` parameters) afresh, as a run
@@ -199,7 +234,7 @@ impl<'a> Buffers<'a> {
         names: &[String],
         result_ty: Option<&ValueType>,
     ) -> Vec<(String, Tensor)> {
-        let mut by_param: Vec<(Option<usize>, Vec<Column>)> = Vec::new();
+        let mut by_param: Vec<(Option<usize>, Vec<Column>, Option<Column>)> = Vec::new();
         for (b, c) in program.buffers.iter().zip(std::mem::take(&mut self.cols)) {
             let c = match c {
                 Slot::Owned(c) if b.written && !b.temp => c,
@@ -208,20 +243,30 @@ impl<'a> Buffers<'a> {
                     continue;
                 }
             };
-            match by_param.iter_mut().find(|(p, _)| *p == b.param) {
-                Some((_, v)) => v.push(c),
-                None => by_param.push((b.param, vec![c])),
+            let at = match by_param.iter().position(|(p, _, _)| *p == b.param) {
+                Some(at) => at,
+                None => {
+                    by_param.push((b.param, Vec::new(), None));
+                    by_param.len() - 1
+                }
+            };
+            match b.role {
+                Role::Presence => by_param[at].2 = Some(c),
+                _ => by_param[at].1.push(c),
             }
         }
         by_param
             .into_iter()
-            .map(|(p, leaf_cols)| {
+            .map(|(p, leaf_cols, presence)| {
                 let (name, ty) = match p {
                     Some(i) => (names[i].clone(), args[i].borrow().ty.clone()),
                     None => ("result".to_string(), result_ty.expect("a function's result type").clone()),
                 };
                 let data = data_of(&ty.element, ty.len(), &mut leaf_cols.into_iter());
-                (name, Tensor { ty, data, present: None })
+                let present = presence.map(|c| (0..c.len()).map(|i| c.get(i).as_i128() != 0).collect());
+                let mut t = Tensor { ty, data, present };
+                t.normalize_presence();
+                (name, t)
             })
             .collect()
     }
@@ -231,6 +276,18 @@ impl Drop for Buffers<'_> {
     fn drop(&mut self) {
         self.cols.drain(..).for_each(Slot::give_back);
     }
+}
+
+/// The storage of sparse or ragged argument `t` (buffer `name`'s parameter). Every stored
+/// entry must be present: a ragged row stores a dense run up to its last present element.
+fn assemble(t: &Tensor, name: &str) -> Result<Storage, ExecError> {
+    let st = strata_runtime::storage::assemble(t);
+    let present = t.present.as_ref().map_or(t.len(), |p| p.iter().filter(|&&x| x).count());
+    if st.values.len() != present {
+        let param = name.split('.').next().unwrap_or(name);
+        return Err(ExecError::RaggedGap(param.to_string()));
+    }
+    Ok(st)
 }
 
 /// A buffer's initial column: the argument's data for a parameter whose initial content is

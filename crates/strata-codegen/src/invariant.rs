@@ -153,6 +153,7 @@ fn materialize(mut k: Kernel, buffers: &mut Vec<Buffer>, out: &mut Vec<Kernel>) 
             written: true,
             temp: true,
             overwritten: false,
+            role: crate::lower::Role::Elements,
         });
         let b = buffers.len() - 1;
         let coords = levels.iter().map(|l| Coord::Var { dim: l.name.clone(), offset: 0 }).collect();
@@ -173,6 +174,7 @@ fn materialize(mut k: Kernel, buffers: &mut Vec<Buffer>, out: &mut Vec<Kernel>) 
             matmul: None,
             chain: Vec::new(),
             local: Vec::new(),
+            sets: Vec::new(),
         };
         materialize(reduced, buffers, out);
     }

@@ -22,6 +22,7 @@ pub mod invariant;
 pub mod lower;
 pub mod matmul;
 pub mod runtime;
+pub mod sparse;
 pub mod sym;
 
 pub use lower::{lower, KernelProgram, LowerError};

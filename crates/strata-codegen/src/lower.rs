@@ -10,7 +10,8 @@ use std::rc::Rc;
 
 use strata_entity::Handle;
 use strata_ir::{
-    BinaryOp, DimName, Expr, ExprKind, Function, FunctionKind, Level, Literal, Module, Op, ParamMode, Scalar,
+    BinaryOp, DimName, Expr, ExprKind, Function, FunctionKind, Level, LevelFormat, Literal, Module, Op, ParamMode,
+    Scalar,
     Statement, Type, TypeArena, Value,
 };
 use strata_runtime::Sv;
@@ -37,6 +38,34 @@ pub struct Buffer {
     /// Every point is written before anything reads it, so its initial content is never
     /// observed (an `out` parameter assigned whole needs no copy of the caller's data).
     pub overwritten: bool,
+    /// What the buffer holds.
+    pub role: Role,
+}
+
+/// What a buffer holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Elements in row-major order over `levels` (the flat layout of tensor elements).
+    Elements,
+    /// Whether each element of a sparse or ragged result exists (1) or not (0): such results
+    /// are written in the runtime's logical form, values plus presence.
+    Presence,
+    /// One array of a sparse or ragged parameter's storage (`strata_runtime::storage`), which
+    /// the run builds from the argument; its length is the data's.
+    Storage(StoragePart),
+}
+
+/// One array of a sparse or ragged value's storage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoragePart {
+    /// A compressed level's positions.
+    Positions(usize),
+    /// A compressed level's coordinates.
+    Coordinates(usize),
+    /// A ragged level's offsets.
+    Offsets(usize),
+    /// The stored values, in leaf order.
+    Values,
 }
 
 /// A write of one scalar expression per point of a kernel's domain.
@@ -68,6 +97,9 @@ pub struct Kernel {
     /// Buffers only this kernel writes and reads, at the current point: kept per strip of
     /// columns in a small scratch array (in cache) instead of memory.
     pub local: Vec<usize>,
+    /// Loops (domain levels or fold variables, by name) that visit the coordinates sparse
+    /// operands store instead of their whole range ([`crate::sparse::coiterate`]).
+    pub sets: Vec<crate::sparse::CoIteration>,
 }
 
 impl Kernel {
@@ -103,6 +135,7 @@ impl Kernel {
             matmul: None,
             chain: Vec::new(),
             local: Vec::new(),
+            sets: Vec::new(),
         }
     }
 
@@ -186,6 +219,8 @@ pub struct KernelProgram {
     pub buffers: Vec<Buffer>,
     /// The loop nests.
     pub kernels: Vec<Kernel>,
+    /// Sparse and ragged parameters, as storage buffers ([`SExpr::Sparse`] reads them).
+    pub sparse: Vec<crate::sparse::SparseTensor>,
 }
 
 /// Why an entry cannot be compiled.
@@ -228,6 +263,7 @@ struct Lowerer<'m> {
     types: &'m TypeArena,
     buffers: Vec<Buffer>,
     kernels: Vec<Kernel>,
+    sparse: Vec<crate::sparse::SparseTensor>,
     next_acc: u32,
     /// Values already extracted into temporaries, and how to read them.
     temporaries: Vec<(Sym, Sym)>,
@@ -360,8 +396,17 @@ impl<'m> Lowerer<'m> {
         written: bool,
         func: &Function,
     ) -> Result<(Sym, Vec<usize>), LowerError> {
-        if split(self.types, ty).0.iter().any(|l| !l.format.is_dense_like()) {
-            return Err(self.unsupported_type(format!("the sparse or ragged value `%{name}`"), func));
+        let sparse = split(self.types, ty).0.iter().any(|l| !l.format.is_dense_like());
+        if sparse {
+            match (param, written) {
+                (Some(_), false) => {
+                    self.check_storage(name, ty, func)?;
+                    return Ok(self.bind_storage(name, ty, param));
+                }
+                // Results are written in the logical form: any storage format.
+                (None, true) if name == "result" && matches!(self.types[split(self.types, ty).1], Type::Scalar(_)) => {}
+                _ => return Err(self.unsupported_type(format!("writing the sparse or ragged value `%{name}`"), func)),
+            }
         }
         let (levels, element) = flat(self.types, ty).map_err(|w| self.unsupported_type(w, func))?;
         let mut ls = Vec::new();
@@ -380,12 +425,88 @@ impl<'m> Lowerer<'m> {
                 written,
                 temp: param.is_none() && name != "result",
                 overwritten: false,
+                role: Role::Elements,
             });
             ids.push(id);
             let coords = levels.iter().map(|l| Coord::Var { dim: l.name.clone(), offset: 0 }).collect();
             exprs.push(Rc::new(SExpr::Load(Rc::new(Load { buffer: id, coords }))));
         }
+        if sparse {
+            // A sparse or ragged result in the logical form: values, and which exist.
+            let mut presence = self.buffers[ids[0]].clone();
+            presence.name = format!("{name}.present");
+            presence.scalar = Scalar::U8;
+            presence.role = Role::Presence;
+            ids.push(self.buffers.len());
+            self.buffers.push(presence);
+        }
         Ok((assemble(self.types, element, &mut exprs.into_iter()), ids))
+    }
+
+    /// Refuses sparse and ragged types whose storage the native backend does not read: COO's
+    /// non-unique and singleton levels, dense levels below stored ones (whose stored zeros
+    /// would count as present), and elements that are not scalars.
+    fn check_storage(&self, name: &str, ty: Handle<Type>, func: &Function) -> Result<(), LowerError> {
+        let (levels, element) = split(self.types, ty);
+        let refuse = |what: &str| Err(self.unsupported_type(format!("{what} (`%{name}`)"), func));
+        if !matches!(self.types[element], Type::Scalar(_)) {
+            return refuse("sparse or ragged tensors of tuples or tensors");
+        }
+        let mut below_stored = false;
+        for l in &levels {
+            match l.format {
+                LevelFormat::Compressed { unique: true, .. } | LevelFormat::Ragged { .. } => below_stored = true,
+                LevelFormat::Compressed { .. } | LevelFormat::Singleton { .. } => {
+                    return refuse("COO storage (non-unique compressed and singleton levels)")
+                }
+                LevelFormat::Dense | LevelFormat::Block if below_stored => {
+                    return refuse("a dense level below a compressed or ragged one")
+                }
+                LevelFormat::Dense | LevelFormat::Block => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The storage buffers of sparse or ragged parameter `name` (checked by
+    /// [`Self::check_storage`]), and the value reading them.
+    fn bind_storage(&mut self, name: &str, ty: Handle<Type>, param: Option<usize>) -> (Sym, Vec<usize>) {
+        let (levels, element) = split(self.types, ty);
+        let mut ids = Vec::new();
+        let mut buffer = |this: &mut Self, suffix: String, scalar: Scalar, part: StoragePart| {
+            this.buffers.push(Buffer {
+                name: format!("{name}.{suffix}"),
+                scalar,
+                levels: Vec::new(),
+                param,
+                field: Vec::new(),
+                written: false,
+                temp: false,
+                overwritten: false,
+                role: Role::Storage(part),
+            });
+            ids.push(this.buffers.len() - 1);
+            this.buffers.len() - 1
+        };
+        let mut storage = Vec::new();
+        for (k, l) in levels.iter().enumerate() {
+            storage.push(match l.format {
+                LevelFormat::Compressed { .. } => crate::sparse::LevelStorage::Compressed {
+                    positions: buffer(self, format!("pos{k}"), Scalar::I64, StoragePart::Positions(k)),
+                    coordinates: buffer(self, format!("crd{k}"), Scalar::I64, StoragePart::Coordinates(k)),
+                },
+                LevelFormat::Ragged { .. } => crate::sparse::LevelStorage::Ragged {
+                    offsets: buffer(self, format!("off{k}"), Scalar::I64, StoragePart::Offsets(k)),
+                },
+                _ => crate::sparse::LevelStorage::Dense { size: l.interval.len() },
+            });
+        }
+        let scalar = self.element_scalar(element);
+        let values = buffer(self, "values".into(), scalar, StoragePart::Values);
+        self.sparse.push(crate::sparse::SparseTensor { name: name.into(), levels: levels.clone(), storage, values });
+        let coords = levels.iter().map(|l| Coord::Var { dim: l.name.clone(), offset: 0 }).collect();
+        let read = crate::sym::SparseRead { tensor: self.sparse.len() - 1, coords };
+        (Sym::Scalar(Rc::new(SExpr::Sparse(Rc::new(read)))), ids)
     }
 
     fn ty_of(&self, e: &Expr) -> Handle<Type> {
@@ -462,6 +583,9 @@ impl<'m> Lowerer<'m> {
         {
             return Err(unsupported("through neighbor tables"));
         }
+        if updates.iter().any(crate::sparse::reads_sparse) {
+            return Err(unsupported("over sparse or ragged values"));
+        }
         let dim_level = levels.iter().find(|l| &l.name == dim).expect("verified").clone();
         let outer: Vec<Level> = levels.iter().filter(|l| &l.name != dim).cloned().collect();
         let comment =
@@ -497,6 +621,7 @@ impl<'m> Lowerer<'m> {
             matmul: None,
             chain: Vec::new(),
             local: Vec::new(),
+            sets: Vec::new(),
         });
         Ok(sym)
     }
@@ -545,6 +670,7 @@ impl<'m> Lowerer<'m> {
                     written: true,
                     temp: true,
                     overwritten: false,
+                    role: Role::Elements,
                 });
                 self.buffers.len() - 1
             };
@@ -593,6 +719,7 @@ impl<'m> Lowerer<'m> {
             matmul: None,
             chain: Vec::new(),
             local: Vec::new(),
+            sets: Vec::new(),
         });
         let read = assemble(self.types, element, &mut reads.into_iter());
         self.temporaries.push((value, read.clone()));
@@ -722,6 +849,9 @@ impl<'m> Lowerer<'m> {
         let mut call_args = vec![state];
         call_args.extend(elems);
         let updates = self.inline(f, call_args)?.leaves();
+        if updates.iter().any(crate::sparse::reads_sparse) {
+            return Err(refuse("over sparse or ragged values"));
+        }
         let arg_best = arg_best(&states, &updates, &dim);
         let comment = format!("%{} = map_reduce(@{}) with a tuple accumulator", e.name, self.module.functions[f].name);
         let dim = Level::dense(dim, interval);
@@ -959,15 +1089,33 @@ impl<'m> Lowerer<'m> {
                 }))
             }
             Op::Subset { arg: a, .. } | Op::AddDim { arg: a, .. } => arg(a),
-            // Dense to dense: the same values by name, stored in the result's level order.
-            Op::Convert { arg: a, .. }
-                if split(self.types, e.ty)
-                    .0
-                    .iter()
-                    .chain(split(self.types, func.exprs[*a].ty).0.iter())
-                    .all(|l| l.format.is_dense_like()) =>
-            {
-                arg(a)
+            // Values by name (the result's level order is its buffer's). Dense storage to
+            // sparse drops zeros; storage to dense stores every entry, absent ones as zeros; the
+            // rest keeps which elements exist (the interpreter's `convert`).
+            Op::Convert { arg: a, .. } => {
+                let (to, from) = (split(self.types, e.ty).0, split(self.types, func.exprs[*a].ty).0);
+                let ragged = |l: &Level| matches!(l.format, LevelFormat::Ragged { .. });
+                let to_sparse = to.iter().any(|l| l.format.is_sparse());
+                let was_dense = from.iter().all(|l| l.format.is_dense_like());
+                let to_dense = !to_sparse && !to.iter().any(ragged);
+                let s = scalar_of(a);
+                let x = arg(a);
+                let changes = (to_sparse && was_dense) || (to_dense && !was_dense);
+                if changes && !matches!(x, Sym::Scalar(_)) {
+                    return Err(self.unsupported_type("converting the storage of tensors of tuples", func));
+                }
+                if to_sparse && was_dense {
+                    let x = x.scalar();
+                    let zero = Rc::new(SExpr::Const(Sv::zero(s)));
+                    let stored = Rc::new(SExpr::Binary(BinaryOp::Ne, x.clone(), zero, s));
+                    Sym::Scalar(Rc::new(SExpr::Select(stored, x, Rc::new(SExpr::Absent(s)))))
+                } else if to_dense && !was_dense {
+                    let x = x.scalar();
+                    let zero = Rc::new(SExpr::Const(Sv::zero(s)));
+                    Sym::Scalar(Rc::new(SExpr::Select(Rc::new(SExpr::Present(x.clone())), x, zero)))
+                } else {
+                    x
+                }
             }
             Op::Scan { func: f, args, dim, forward, init } => self.scan(func, e, env, *f, args, dim, *forward, init)?,
             Op::CollapseShape { arg: a, groups, .. } => {
@@ -1421,6 +1569,7 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
         types,
         buffers: Vec::new(),
         kernels: Vec::new(),
+        sparse: Vec::new(),
         next_acc: 0,
         temporaries: Vec::new(),
         presence: Vec::new(),
@@ -1470,6 +1619,7 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
                     matmul: None,
                     chain: Vec::new(),
                     local: Vec::new(),
+                    sets: Vec::new(),
                 });
             }
             Statement::Return(v) => {
@@ -1478,7 +1628,14 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
                     flat(types, rty).map_err(|what| LowerError::UnsupportedType { what, func: func.name.clone() })?;
                 let (_, ids) = l.bind("result", rty, None, true, func)?;
                 let leaves = env[v.index()].clone().expect("defined").leaves();
-                let stores = ids.iter().zip(leaves).map(|(&buffer, value)| Store { buffer, value }).collect();
+                let mut stores: Vec<Store> =
+                    ids.iter().zip(&leaves).map(|(&buffer, value)| Store { buffer, value: value.clone() }).collect();
+                // A sparse or ragged result also stores which elements exist.
+                if let (Some(&p), [leaf]) = (ids.last(), leaves.as_slice()) {
+                    if l.buffers[p].role == Role::Presence {
+                        stores.push(Store { buffer: p, value: Rc::new(SExpr::Present(leaf.clone())) });
+                    }
+                }
                 l.kernels.push(Kernel {
                     scan: None,
                     comment: format!("return %{}", func.exprs[*v].name),
@@ -1487,6 +1644,7 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
                     matmul: None,
                     chain: Vec::new(),
                     local: Vec::new(),
+                    sets: Vec::new(),
                 });
             }
         }
@@ -1515,7 +1673,9 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
     for k in &mut kernels {
         k.matmul = crate::matmul::recognize(k, &buffers);
     }
-    Ok(KernelProgram { entry: func.name.clone(), buffers, kernels })
+    let mut program = KernelProgram { entry: func.name.clone(), buffers, kernels, sparse: l.sparse };
+    crate::sparse::coiterate(&mut program);
+    Ok(program)
 }
 
 /// Lets a scan write its result straight into the buffer a later kernel only copies it to
@@ -1745,19 +1905,48 @@ impl std::fmt::Display for KernelProgram {
         writeln!(f, "// loop kernels of @{}", self.entry)?;
         for (i, b) in self.buffers.iter().enumerate() {
             let dims: Vec<String> = b.levels.iter().map(|l| format!("{}{}", l.name, l.interval)).collect();
+            let role = match b.role {
+                Role::Elements => String::new(),
+                Role::Presence => " (which elements exist)".into(),
+                Role::Storage(part) => format!(" (storage: {part:?}, run-time length)"),
+            };
             writeln!(
                 f,
-                "buffer b{i} %{}: {} [{}]{}",
+                "buffer b{i} %{}: {} [{}]{}{role}",
                 b.name,
                 b.scalar,
                 dims.join(", "),
                 if b.written { " written" } else { "" }
             )?;
         }
+        for (i, t) in self.sparse.iter().enumerate() {
+            let levels: Vec<String> = t
+                .levels
+                .iter()
+                .zip(&t.storage)
+                .map(|(l, st)| match st {
+                    crate::sparse::LevelStorage::Dense { .. } => format!("{}{} dense", l.name, l.interval),
+                    crate::sparse::LevelStorage::Compressed { positions, coordinates } => {
+                        format!("{}{} compressed (b{positions}, b{coordinates})", l.name, l.interval)
+                    }
+                    crate::sparse::LevelStorage::Ragged { offsets } => {
+                        format!("{}{} ragged (b{offsets})", l.name, l.interval)
+                    }
+                })
+                .collect();
+            writeln!(f, "sparse s{i} %{}: [{}], values b{}", t.name, levels.join(", "), t.values)?;
+        }
         for (k, kernel) in self.kernels.iter().enumerate() {
             writeln!(f, "kernel {k}: {}", kernel.comment)?;
-            let mut loops: Vec<String> =
-                kernel.domain.iter().map(|l| format!("{} in {}", l.name, l.interval)).collect();
+            let set_of = |v: &DimName| kernel.sets.iter().find(|c| &c.var == v);
+            let mut loops: Vec<String> = kernel
+                .domain
+                .iter()
+                .map(|l| match set_of(&l.name) {
+                    Some(c) => format!("{} in {} ∩ {}", l.name, c.set, l.interval),
+                    None => format!("{} in {}", l.name, l.interval),
+                })
+                .collect();
             if let Some(sc) = &kernel.scan {
                 loops.push(format!(
                     "{} in {} {}",
@@ -1770,6 +1959,10 @@ impl std::fmt::Display for KernelProgram {
                 }
             }
             writeln!(f, "  for {}:", loops.join(", "))?;
+            let domain: Vec<&DimName> = kernel.domain.iter().map(|l| &l.name).collect();
+            for c in kernel.sets.iter().filter(|c| !domain.contains(&&c.var)) {
+                writeln!(f, "    (fold variable {} visits {} ∩ {})", c.var, c.set, c.range)?;
+            }
             if let Some(mm) = &kernel.matmul {
                 writeln!(f, "    (computed by the runtime GEMM: {mm})")?;
             }

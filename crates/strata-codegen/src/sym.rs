@@ -72,13 +72,32 @@ pub struct Load {
     pub coords: Vec<Coord>,
 }
 
+/// A read of one element of a sparse or ragged tensor at logical coordinates: present where
+/// the tensor stores that coordinate. How the position is found — known from an enclosing
+/// loop over the stored coordinates ([`crate::sparse::IterSet`]) or located level by level
+/// (binary search in a compressed level, a bound check in a ragged one) — is the emitter's
+/// choice; the meaning is the interpreter's logical view.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SparseRead {
+    /// Index into the kernel program's sparse tensors ([`crate::lower::KernelProgram::sparse`]).
+    pub tensor: usize,
+    /// One coordinate per level, in level order.
+    pub coords: Vec<Coord>,
+}
+
 /// A scalar expression at one iteration point.
 #[derive(Clone, Debug, PartialEq)]
 pub enum SExpr {
     /// A buffer element.
     Load(Rc<Load>),
+    /// An element of a sparse or ragged tensor, absent where it is not stored.
+    Sparse(Rc<SparseRead>),
     /// A constant.
     Const(Sv),
+    /// No value: absent everywhere (reads as zero of its type). A select between a value and
+    /// this one makes the value absent where the condition fails (converting dense storage to
+    /// sparse drops zeros).
+    Absent(Scalar),
     /// The value of a loop variable (`pos`).
     Index(Coord),
     /// A unary builtin on a value of type `Scalar`.
@@ -165,8 +184,9 @@ pub fn map_children(
 ) -> Rc<SExpr> {
     let load = |l: &Rc<Load>| Rc::new(Load { buffer: l.buffer, coords: l.coords.iter().map(coord).collect() });
     Rc::new(match &**e {
-        SExpr::Const(_) | SExpr::Acc(_) => return e.clone(),
+        SExpr::Const(_) | SExpr::Acc(_) | SExpr::Absent(_) => return e.clone(),
         SExpr::Load(l) => SExpr::Load(load(l)),
+        SExpr::Sparse(r) => SExpr::Sparse(Rc::new(SparseRead { tensor: r.tensor, coords: r.coords.iter().map(coord).collect() })),
         SExpr::Index(c) => SExpr::Index(coord(c)),
         SExpr::Unary(op, a, s) => SExpr::Unary(*op, expr(a), *s),
         SExpr::Binary(op, a, b, s) => SExpr::Binary(*op, expr(a), expr(b), *s),
@@ -209,8 +229,9 @@ pub enum Part<'a> {
 /// Visits the direct parts of `e` — the read-only twin of [`map_children`].
 pub fn for_each_part(e: &Rc<SExpr>, f: &mut dyn FnMut(Part)) {
     match &**e {
-        SExpr::Const(_) | SExpr::Acc(_) => {}
+        SExpr::Const(_) | SExpr::Acc(_) | SExpr::Absent(_) => {}
         SExpr::Load(l) => l.coords.iter().for_each(|c| f(Part::Coord(c))),
+        SExpr::Sparse(r) => r.coords.iter().for_each(|c| f(Part::Coord(c))),
         SExpr::Guard { table, value, .. } => {
             table.coords.iter().for_each(|c| f(Part::Coord(c)));
             f(Part::Expr(value));
@@ -394,11 +415,19 @@ fn show_load(l: &Load) -> String {
     format!("b{}[{}]", l.buffer, cs.join(", "))
 }
 
+/// `s0⟨i, j⟩`: sparse tensor 0 at coordinates `(i, j)`.
+pub fn show_sparse(r: &SparseRead) -> String {
+    let cs: Vec<String> = r.coords.iter().map(show_coord).collect();
+    format!("s{}⟨{}⟩", r.tensor, cs.join(", "))
+}
+
 /// A readable one-line form of an expression (for `strata lower --to loops`).
 pub fn show(e: &SExpr) -> String {
     match e {
         SExpr::Load(l) => show_load(l),
+        SExpr::Sparse(r) => show_sparse(r),
         SExpr::Const(v) => v.to_string(),
+        SExpr::Absent(_) => "absent".into(),
         SExpr::Index(c) => show_coord(c),
         SExpr::Unary(op, a, _) => format!("{}({})", op.keyword(), show(a)),
         SExpr::Binary(op, a, b, _) => format!("{}({}, {})", op.keyword(), show(a), show(b)),
@@ -457,6 +486,8 @@ pub fn skip_conditions(e: &SExpr) -> Option<Vec<Load>> {
     fn expr(e: &SExpr, out: &mut Vec<Load>) -> Option<()> {
         match e {
             SExpr::Load(l) => l.coords.iter().try_for_each(|c| coord(c, out))?,
+            // Presence decided by what a sparse tensor stores, not by tables.
+            SExpr::Sparse(_) | SExpr::Absent(_) => return None,
             SExpr::Const(_) | SExpr::Acc(_) | SExpr::Present(_) | SExpr::Reduce { .. } => {}
             SExpr::Guard { table, value, .. } => {
                 table.coords.iter().try_for_each(|c| coord(c, out))?;
