@@ -1,0 +1,160 @@
+//! Sparse and ragged values natively: every entry of `tests/programs/sparse_native.strata` runs
+//! on random sparsity patterns (empty, 10 %, 50 %, full; jagged rows of random lengths) in
+//! the native backend and in the interpreter, which must agree on the values (bit for bit
+//! where `emit_c::bit_exact` says so) and on which elements a sparse result stores. The
+//! entries meant to iterate stored coordinates must do so (a kernel with set loops), and what
+//! the backend refuses is refused by name.
+
+use std::path::Path;
+
+use strata_codegen::{compile, emit_c, exec, lower};
+use strata_ir::LevelFormat;
+use strata_runtime::random::XorShift;
+use strata_runtime::{Column, Data, Sv, Tensor, ValueType};
+
+/// A random value of type `ty`: sparse levels store each element with probability `density`,
+/// a ragged row stores a random-length prefix, dense values are zero one time in four (so
+/// converting to sparse drops some).
+fn random(ty: &ValueType, rng: &mut XorShift, density: f64) -> Tensor {
+    let mut t = Tensor::zeros(ty);
+    if let Data::Scalars(c) = &mut t.data {
+        let s = c.scalar();
+        *c = Column::from_fn(s, c.len(), |_| {
+            if rng.below(4) == 0 {
+                Sv::zero(s)
+            } else {
+                Sv::from_f64(s, rng.unit() * 4.0 - 2.0)
+            }
+        });
+    }
+    let shape = ty.shape();
+    let ragged = ty.levels.iter().position(|l| matches!(l.format, LevelFormat::Ragged { .. }));
+    let sparse = ty.levels.iter().any(|l| l.format.is_sparse());
+    if let Some(k) = ragged {
+        // [outer…, ragged]: each row a prefix of random length (some empty, some full).
+        let row: usize = shape[k..].iter().product();
+        let lengths: Vec<usize> = (0..t.len() / row.max(1)).map(|_| rng.below(shape[k] as u64 + 1) as usize).collect();
+        t.present = Some((0..t.len()).map(|i| (i % row) < lengths[i / row]).collect());
+    } else if sparse {
+        t.present = Some((0..t.len()).map(|_| rng.unit() < density).collect());
+    }
+    t.clear_absent();
+    t
+}
+
+fn close(a: &Data, b: &Data, exact: bool) -> bool {
+    match (a, b) {
+        (Data::Scalars(x), Data::Scalars(y)) => {
+            let (x, y): (Vec<f64>, Vec<f64>) =
+                ((0..x.len()).map(|i| x.get(i).as_f64()).collect(), (0..y.len()).map(|i| y.get(i).as_f64()).collect());
+            let scale = x.iter().fold(1.0f64, |m, v| m.max(v.abs()));
+            x.len() == y.len()
+                && x.iter().zip(&y).all(|(p, q)| p.to_bits() == q.to_bits() || (!exact && (p - q).abs() <= 1e-6 * scale))
+        }
+        _ => a == b,
+    }
+}
+
+/// Entries whose kernels must visit stored coordinates rather than whole intervals.
+const SET_ITERATED: &[&str] = &[
+    "spmv_csr",
+    "spmm",
+    "dcsr_row_sums",
+    "row_max",
+    "sparse_dot",
+    "hadamard",
+    "plus_dense",
+    "sampled",
+    "csr_to_dcsr",
+    "ragged_sums",
+    "ragged_scale",
+];
+
+#[test]
+fn sparse_programs_native_equal_the_interpreter() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/programs/sparse_native.strata");
+    let text = std::fs::read_to_string(path).unwrap();
+    let module = strata_syntax::parse(&text).unwrap();
+    let info = strata_verify::verify(&module).unwrap();
+    let interp = strata_interp::Interpreter::new(&module, &info.types);
+    let cache = std::env::temp_dir().join(format!("strata-sparse-{}", std::process::id()));
+    std::env::set_var("STRATA_CACHE_DIR", &cache);
+    let mut checked = Vec::new();
+    for (h, f) in module.functions.iter() {
+        if f.params.iter().all(|&p| ValueType::from_ir(&info.types, f.exprs[p].ty).levels.is_empty()) {
+            continue; // payload functions
+        }
+        let program = lower(&module, &info.types, h).unwrap_or_else(|e| panic!("@{}: {e}", f.name));
+        let sets = program.kernels.iter().any(|k| !k.sets.is_empty());
+        assert_eq!(sets, SET_ITERATED.contains(&f.name.as_str()), "@{}: set iteration\n{program}", f.name);
+        let (so, _) = compile::build(&emit_c::emit(&program)).expect("compiles");
+        let lib = compile::Loaded::open(&so).expect("loads");
+        let exact = emit_c::bit_exact(&program);
+        let names: Vec<String> = f.params.iter().map(|&q| f.exprs[q].name.clone()).collect();
+        let rty = f.result.map(|r| ValueType::from_ir(&info.types, r));
+        let sparse_result = rty.as_ref().is_some_and(|t| t.levels.iter().any(|l| !l.format.is_dense_like()));
+        let mut rng = XorShift::new(7);
+        for density in [0.0, 0.1, 0.5, 1.0] {
+            for _ in 0..3 {
+                let args: Vec<Tensor> = f
+                    .params
+                    .iter()
+                    .map(|&p| random(&ValueType::from_ir(&info.types, f.exprs[p].ty), &mut rng, density))
+                    .collect();
+                let want = interp.run(h, args.clone()).unwrap_or_else(|e| panic!("@{}: {e:?}", f.name));
+                for threads in [1, 2] {
+                    let got = exec::run_threads(&program, &lib, &args, &names, rty.as_ref(), threads)
+                        .unwrap_or_else(|e| panic!("@{}: {e}", f.name));
+                    let (w, g) = (&want.values[0].1, &got[0].1);
+                    assert!(close(&w.data, &g.data, exact), "@{} (density {density}): values differ", f.name);
+                    if sparse_result {
+                        let stored = |t: &Tensor| (0..t.len()).map(|i| t.is_present(i)).collect::<Vec<_>>();
+                        assert_eq!(stored(w), stored(g), "@{} (density {density}): stored elements differ", f.name);
+                    }
+                }
+            }
+        }
+        checked.push(f.name.clone());
+    }
+    let _ = std::fs::remove_dir_all(&cache);
+    assert_eq!(checked.len(), 16, "entries checked: {checked:?}");
+}
+
+fn lower_text(text: &str) -> Result<strata_codegen::KernelProgram, strata_codegen::LowerError> {
+    let module = strata_syntax::parse(text).unwrap();
+    let info = strata_verify::verify(&module).unwrap();
+    let entry = module.functions.iter().last().unwrap().0;
+    lower(&module, &info.types, entry)
+}
+
+#[test]
+fn storage_the_backend_does_not_read_is_refused_by_name() {
+    let coo = "func @f(%a: tensor<f64, I[0:4] compressed(nonunique), J[0:4] singleton>) -> tensor<f64, I[0:4], J[0:4]> {\n  \
+               %d = convert(%a, mode = copy) : tensor<f64, I[0:4], J[0:4]>\n  return %d\n}\n";
+    let e = lower_text(coo).unwrap_err().to_string();
+    assert!(e.contains("COO storage") && e.contains("`%a`"), "{e}");
+    let blocks = "func @f(%a: tensor<f64, I[0:4] compressed, J[0:4]>) -> tensor<f64, I[0:4], J[0:4]> {\n  \
+                  %d = convert(%a, mode = copy) : tensor<f64, I[0:4], J[0:4]>\n  return %d\n}\n";
+    let e = lower_text(blocks).unwrap_err().to_string();
+    assert!(e.contains("a dense level below a compressed or ragged one"), "{e}");
+}
+
+#[test]
+fn a_ragged_row_with_a_gap_is_an_error_not_a_wrong_answer() {
+    let text = "func @add(%acc: f32, %x: f32) -> f32 {\n  %s = plus(%acc, %x) : f32\n  return %s\n}\n\
+                func @f(%x: tensor<f32, R[0:2], C[0:3] ragged>) -> tensor<f32, R[0:2]> {\n  \
+                %s = map_reduce(@add, %x, init = 0.0, einsum = \"ij->i\") : tensor<f32, R[0:2]>\n  return %s\n}\n";
+    let program = lower_text(text).unwrap();
+    let (so, _) = compile::build(&emit_c::emit(&program)).expect("compiles");
+    let lib = compile::Loaded::open(&so).expect("loads");
+    let module = strata_syntax::parse(text).unwrap();
+    let info = strata_verify::verify(&module).unwrap();
+    let (_, f) = module.functions.iter().last().unwrap();
+    let ty = ValueType::from_ir(&info.types, f.exprs[f.params[0]].ty);
+    let mut x = Tensor::zeros(&ty);
+    // Row 0 stores columns 0 and 2 but not 1: not a run.
+    x.present = Some(vec![true, false, true, true, true, false]);
+    let rty = f.result.map(|r| ValueType::from_ir(&info.types, r));
+    let e = exec::run(&program, &lib, &[x], &["x".into()], rty.as_ref()).unwrap_err();
+    assert!(e.to_string().contains("`%x` has absent elements inside a ragged row"), "{e}");
+}
