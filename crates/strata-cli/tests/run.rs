@@ -98,12 +98,25 @@ fn native_backend_runs_compiles_once_and_reports_what_it_cannot_compile() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let tri = root.join("examples/sparse/spmv_csr.strata").display().to_string();
     let o = strata(&["run", &tri, "--backend", "native", "--entry", "spmv", "--arg", "a=ones", "--arg", "x=ones"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("min 4096, max 4096"), "{}", String::from_utf8_lossy(&o.stdout));
+    // COO storage is not read natively: refused by name, and `auto` runs the interpreter.
+    let coo = write(
+        &tmp("coo"),
+        "coo.strata",
+        "func @f(%a: tensor<f64, I[0:3] compressed(nonunique), J[0:3] singleton>) -> tensor<f64, I[0:3], J[0:3]> {\n  \
+         %d = convert(%a, mode = copy) : tensor<f64, I[0:3], J[0:3]>\n  return %d\n}\n",
+    );
+    let o = strata(&["run", &coo, "--backend", "native", "--arg", "a=ones"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(
-        stderr(&o).contains("the native backend does not handle the sparse or ragged value `%a` yet"),
+        stderr(&o).contains("the native backend does not handle COO storage (non-unique compressed and singleton levels) (`%a`) yet"),
         "{}",
         stderr(&o)
     );
+    let o = strata(&["run", &coo, "--arg", "a=ones"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("note:") && stderr(&o).contains("COO storage"), "{}", stderr(&o));
 }
 
 /// A tile payload that reads its accumulator transposed cannot run as a per-position fold.

@@ -3,6 +3,8 @@
 //! code sums in another order or uses vector math (`emit_c::bit_exact`), equal
 //! up to rounding: within 1e-4 (f32) or 1e-12 (f64) of the largest magnitude in the output.
 
+mod common;
+
 use std::path::Path;
 
 use strata_codegen::{compile, emit_c, exec, lower};
@@ -13,6 +15,7 @@ fn fill(ty: &ValueType, seed: u64, table_source: Option<i64>) -> Tensor {
     let mut next = move || rng.next_u64();
     let mut t = Tensor::zeros(ty);
     fill_data(&mut t.data, ty.levels.is_empty(), table_source, &mut next);
+    common::sparsify(&mut t, &mut strata_runtime::random::XorShift::new(seed), 0.01);
     t
 }
 
@@ -119,6 +122,11 @@ fn native_examples_equal_the_interpreter() {
                         (Ok(want), Ok(got)) => {
                             for ((wn, w), (gn, g)) in want.values.iter().zip(&got) {
                                 assert_eq!(wn, gn);
+                                // Sparse and ragged results: the same stored elements.
+                                if w.ty.levels.iter().any(|l| !l.format.is_dense_like()) {
+                                    let stored = |t: &Tensor| (0..t.len()).map(|i| t.is_present(i)).collect::<Vec<_>>();
+                                    assert!(stored(w) == stored(g), "@{}: `{wn}` stores other elements natively", f.name);
+                                }
                                 assert!(
                                     same(&w.data, &g.data, exact),
                                     "@{}: `{wn}` differs between native ({threads} threads) and interpreter \
@@ -162,6 +170,11 @@ fn native_examples_equal_the_interpreter() {
         "dot_product.strata@batched_matmul",
         "product_2d.strata@most_likely",
         "distributed_axpy.strata@run",
+        "spmv_csr.strata@spmv",
+        "spmv_csr.strata@formats",
+        "sparse_dot.strata@dot",
+        "sparse_dot.strata@hadamard",
+        "ragged_row_sum.strata@row_sum",
     ] {
         assert!(compiled.iter().any(|c| c == must), "{must} was not compiled natively; compiled: {compiled:?}");
     }

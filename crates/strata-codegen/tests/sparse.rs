@@ -5,10 +5,11 @@
 //! entries meant to iterate stored coordinates must do so (a kernel with set loops), and what
 //! the backend refuses is refused by name.
 
+mod common;
+
 use std::path::Path;
 
 use strata_codegen::{compile, emit_c, exec, lower};
-use strata_ir::LevelFormat;
 use strata_runtime::random::XorShift;
 use strata_runtime::{Column, Data, Sv, Tensor, ValueType};
 
@@ -27,18 +28,7 @@ fn random(ty: &ValueType, rng: &mut XorShift, density: f64) -> Tensor {
             }
         });
     }
-    let shape = ty.shape();
-    let ragged = ty.levels.iter().position(|l| matches!(l.format, LevelFormat::Ragged { .. }));
-    let sparse = ty.levels.iter().any(|l| l.format.is_sparse());
-    if let Some(k) = ragged {
-        // [outer…, ragged]: each row a prefix of random length (some empty, some full).
-        let row: usize = shape[k..].iter().product();
-        let lengths: Vec<usize> = (0..t.len() / row.max(1)).map(|_| rng.below(shape[k] as u64 + 1) as usize).collect();
-        t.present = Some((0..t.len()).map(|i| (i % row) < lengths[i / row]).collect());
-    } else if sparse {
-        t.present = Some((0..t.len()).map(|_| rng.unit() < density).collect());
-    }
-    t.clear_absent();
+    common::sparsify(&mut t, rng, density);
     t
 }
 
