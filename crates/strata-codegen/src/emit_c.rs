@@ -375,9 +375,10 @@ impl Emitter<'_> {
     /// exactly that level's stored coordinates below the same earlier coordinates.
     fn known_position(&self, r: &SparseRead, k: usize) -> Option<String> {
         self.sets.iter().find_map(|c| {
-            let (lead, level) = c.set.lead()?;
-            (level == k && lead.tensor == r.tensor && lead.coords[..=k] == r.coords[..=k])
-                .then(|| format!("q_{}", var(c.var.as_str())))
+            c.walked().into_iter().enumerate().find_map(|(i, (walked, level))| {
+                (level == k && walked.tensor == r.tensor && walked.coords[..=k] == r.coords[..=k])
+                    .then(|| position_var(i, &var(c.var.as_str())))
+            })
         })
     }
 
@@ -449,12 +450,59 @@ impl Emitter<'_> {
     /// The C loop header of set `c` inside a fold (one line, so it composes with the
     /// statement expressions folds are written as).
     fn set_loop(&self, c: &CoIteration) -> String {
+        if c.merge {
+            return self.merge_loop(c);
+        }
         let Some(b) = self.set_bounds(c) else { return UNION_REFUSED.into() };
         let SetBounds { v, parent, first, last, coordinate, range } = b;
         let check = range.map(|(lo, hi)| format!("if ({v} >= {lo} && {v} < {hi}) ")).unwrap_or_default();
         format!(
             "for (int64_t pp_{v} = {parent}, q_{v} = pp_{v} < 0 ? 0 : {first}, qe_{v} = pp_{v} < 0 ? 0 : {last}; \
              q_{v} < qe_{v}; ++q_{v}) for (int64_t {v} = {coordinate}, o_{v} = 1; o_{v}; o_{v} = 0) {check}"
+        )
+    }
+
+    /// The loop header walking the compressed levels of an intersection together: while every
+    /// position is inside its segment, advance those whose coordinate is behind the largest,
+    /// and where all coordinates agree, bind the variable and run the body once (advancing all).
+    fn merge_loop(&self, c: &CoIteration) -> String {
+        let v = var(c.var.as_str());
+        let mut init = Vec::new();
+        let mut inside = Vec::new();
+        let mut crds = Vec::new();
+        for (i, (r, k)) in c.walked().into_iter().enumerate() {
+            let LevelStorage::Compressed { positions, coordinates } = &self.program.sparse[r.tensor].storage[k] else {
+                unreachable!("merges walk compressed levels")
+            };
+            let (pos, crd) = (self.name(*positions), self.name(*coordinates));
+            let (q, pp, qe) = (position_var(i, &v), format!("pp{i}_{v}"), format!("qe{i}_{v}"));
+            let parent = self.sparse_position(r, k).0;
+            init.push(format!(
+                "{pp} = {parent}, {q} = {pp} < 0 ? 0 : {pos}[{pp}], {qe} = {pp} < 0 ? 0 : {pos}[{pp} + 1]"
+            ));
+            inside.push(format!("{q} < {qe}"));
+            crds.push((format!("{crd}[{q}]"), q));
+        }
+        let agree: Vec<String> = crds.windows(2).map(|w| format!("{} == {}", w[0].0, w[1].0)).collect();
+        let largest: String = crds[1..].iter().map(|(x, _)| format!("if ({x} > m_) m_ = {x}; ")).collect();
+        let advance: String = crds.iter().map(|(x, q)| format!("{q} += {x} < m_; ")).collect();
+        let step: String = crds.iter().map(|(_, q)| format!(", ++{q}")).collect();
+        let (lead, k) = c.walked()[0];
+        let level = self.program.sparse[lead.tensor].levels[k].interval;
+        let start = level.start;
+        let check = if c.range.start <= level.start && level.stop <= c.range.stop {
+            String::new()
+        } else {
+            format!("if ({v} >= {} && {v} < {}) ", c.range.start, c.range.stop)
+        };
+        format!(
+            "for (int64_t {}; {}; ) if (!({})) {{ int64_t m_ = {}; {largest}{advance}}} \
+             else for (int64_t {v} = {} + {start}, o_{v} = 1; o_{v}; o_{v} = 0{step}) {check}",
+            init.join(", "),
+            inside.join(" && "),
+            agree.join(" && "),
+            crds[0].0,
+            crds[0].0,
         )
     }
 
@@ -721,6 +769,16 @@ fn open_domain_loops(out: &mut String, em: &Emitter, domain: &[strata_ir::Level]
         braces += 1;
     }
     braces
+}
+
+/// The C variable of the position of the `i`-th walked read of the loop over `v` (`q_v` for
+/// the lead).
+fn position_var(i: usize, v: &str) -> String {
+    if i == 0 {
+        format!("q_{v}")
+    } else {
+        format!("q{i}_{v}")
+    }
 }
 
 /// The parts of a loop over a set's positions ([`Emitter::set_bounds`]): the variable, the

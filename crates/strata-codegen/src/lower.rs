@@ -1961,7 +1961,8 @@ impl std::fmt::Display for KernelProgram {
             writeln!(f, "  for {}:", loops.join(", "))?;
             let domain: Vec<&DimName> = kernel.domain.iter().map(|l| &l.name).collect();
             for c in kernel.sets.iter().filter(|c| !domain.contains(&&c.var)) {
-                writeln!(f, "    (fold variable {} visits {} ∩ {})", c.var, c.set, c.range)?;
+                let how = if c.merge { ", merged" } else { "" };
+                writeln!(f, "    (fold variable {} visits {} ∩ {}{how})", c.var, c.set, c.range)?;
             }
             if let Some(mm) = &kernel.matmul {
                 writeln!(f, "    (computed by the runtime GEMM: {mm})")?;

@@ -110,6 +110,22 @@ pub struct CoIteration {
     pub range: Interval,
     /// The coordinates visited.
     pub set: IterSet,
+    /// Walk every member of an intersection of compressed levels together (a merge: advance
+    /// the positions whose coordinate is behind, visit where all agree) instead of iterating
+    /// the first and locating the others. Set for fold variables; a kernel's domain levels
+    /// keep a counted loop over the first set's positions, which threads can share.
+    pub merge: bool,
+}
+
+impl CoIteration {
+    /// The reads whose positions the loop walks, with their levels: every member when merging,
+    /// else the lead.
+    pub fn walked(&self) -> Vec<(&Rc<SparseRead>, usize)> {
+        match (&self.set, self.merge) {
+            (IterSet::Intersection(sets), true) => sets.iter().filter_map(IterSet::lead).collect(),
+            _ => self.set.lead().into_iter().collect(),
+        }
+    }
 }
 
 /// The sparse reads without which `e` is absent: reads it needs whatever the data (not under
@@ -198,6 +214,15 @@ fn set_for(
     }
 }
 
+/// Whether `set` is an intersection of compressed levels only (which a merge walks).
+fn mergeable(program: &KernelProgram, set: &IterSet) -> bool {
+    let IterSet::Intersection(sets) = set else { return false };
+    sets.iter().all(|s| {
+        matches!(s, IterSet::Stored { read, level }
+            if matches!(program.sparse[read.tensor].storage[*level], LevelStorage::Compressed { .. }))
+    })
+}
+
 /// The loop variables a coordinate reads.
 fn coord_vars(c: &Coord) -> Vec<DimName> {
     let probe = Rc::new(SExpr::Index(c.clone()));
@@ -249,7 +274,7 @@ fn kernel_sets(program: &KernelProgram, k: &Kernel) -> Vec<CoIteration> {
     let mut outer: Vec<DimName> = Vec::new();
     for l in &k.domain {
         if let Some(set) = set_for(program, &l.name, &needed, &outer) {
-            out.push(CoIteration { var: l.name.clone(), range: l.interval, set });
+            out.push(CoIteration { var: l.name.clone(), range: l.interval, set, merge: false });
         }
         outer.push(l.name.clone());
     }
@@ -269,7 +294,8 @@ fn fold_sets(program: &KernelProgram, e: &Rc<SExpr>, outer: &[DimName], out: &mu
         for (v, range) in vars {
             if let Some(set) = set_for(program, v, &needed, &bound) {
                 if !out.iter().any(|c| &c.var == v) {
-                    out.push(CoIteration { var: v.clone(), range: *range, set });
+                    let merge = mergeable(program, &set);
+                    out.push(CoIteration { var: v.clone(), range: *range, set, merge });
                 }
             }
             bound.push(v.clone());

@@ -52,6 +52,7 @@ const SET_ITERATED: &[&str] = &[
     "dcsr_row_sums",
     "row_max",
     "sparse_dot",
+    "dot3",
     "hadamard",
     "plus_dense",
     "sampled",
@@ -77,6 +78,9 @@ fn sparse_programs_native_equal_the_interpreter() {
         let program = lower(&module, &info.types, h).unwrap_or_else(|e| panic!("@{}: {e}", f.name));
         let sets = program.kernels.iter().any(|k| !k.sets.is_empty());
         assert_eq!(sets, SET_ITERATED.contains(&f.name.as_str()), "@{}: set iteration\n{program}", f.name);
+        // Intersections of compressed levels in folds are merged.
+        let merged = program.kernels.iter().any(|k| k.sets.iter().any(|c| c.merge));
+        assert_eq!(merged, ["sparse_dot", "dot3"].contains(&f.name.as_str()), "@{}: merge\n{program}", f.name);
         let (so, _) = compile::build(&emit_c::emit(&program)).expect("compiles");
         let lib = compile::Loaded::open(&so).expect("loads");
         let exact = emit_c::bit_exact(&program);
@@ -107,7 +111,7 @@ fn sparse_programs_native_equal_the_interpreter() {
         checked.push(f.name.clone());
     }
     let _ = std::fs::remove_dir_all(&cache);
-    assert_eq!(checked.len(), 16, "entries checked: {checked:?}");
+    assert_eq!(checked.len(), 17, "entries checked: {checked:?}");
 }
 
 fn lower_text(text: &str) -> Result<strata_codegen::KernelProgram, strata_codegen::LowerError> {
