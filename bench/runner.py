@@ -137,9 +137,15 @@ def run_strata(w, inputs, threads, runs, strata, tmp: Path):
 
     args = []
     for k, v in inputs.items():
-        path = tmp / f"{w.group}-{k}.npy"
+        sparse = hasattr(v, "tocsr")  # a SciPy sparse matrix: SciPy's .npz
+        path = tmp / f"{w.group}-{k}.{'npz' if sparse else 'npy'}"
         if not path.exists():
-            np.save(path, v)
+            if sparse:
+                from scipy import sparse as sp
+
+                sp.save_npz(path, v)
+            else:
+                np.save(path, v)
         args += ["--arg", f"{k}={path}"]
     out = tmp / f"out-{w.name.replace('/', '-')}.{'npz' if w.name == 'nabla' else 'npy'}"
     timings = tmp / "timings.json"
@@ -231,7 +237,7 @@ def child(args):
         for w in ws:
             if w.group not in data:
                 # One data set per program file: entries of one group share inputs.
-                for f in tmp.glob("*.npy"):
+                for f in [*tmp.glob("*.npy"), *tmp.glob("*.npz")]:
                     f.unlink()
                 data = {w.group: w.make(np.random.default_rng(20261122))}
             inputs = data[w.group]

@@ -514,6 +514,33 @@ def reduction_jax(kind):
     return peer
 
 
+# --- sparse matrix-vector product ----------------------------------------------------------
+
+SPMV_N, SPMV_DENSITY = 8192, 0.005
+SPMV_NNZ = round(SPMV_DENSITY * SPMV_N * SPMV_N)
+
+
+def spmv_make(rng):
+    from scipy import sparse
+
+    a = sparse.random(SPMV_N, SPMV_N, density=SPMV_DENSITY, format="csr", dtype=np.float64,
+                      random_state=np.random.RandomState(1))
+    return {"a": a, "x": rng.random(SPMV_N)}
+
+
+def spmv_scipy(inputs):
+    a, x = inputs["a"], inputs["x"]
+    return lambda: a @ x
+
+
+def spmv_jax(inputs):
+    import jax.numpy as jnp
+    from jax.experimental import sparse as jsparse
+
+    a = jsparse.BCSR.from_scipy_sparse(inputs["a"])
+    return jax_runner(lambda a, x: a @ x, (a, jnp.asarray(inputs["x"])))
+
+
 # --- the registry --------------------------------------------------------------------------
 
 
@@ -619,4 +646,15 @@ def workloads() -> list[Workload]:
                     "measured over 100%)"),
             )
         )
+    ws.append(
+        Workload(
+            "spmv", "spmv.strata", "spmv", spmv_make, lambda i: i["a"] @ i["x"],
+            # Compulsory: each stored value and its column index (int32, as SciPy stores it),
+            # the row pointers, x and y once.
+            bytes=SPMV_NNZ * 12 + (SPMV_N + 1) * 4 + 2 * SPMV_N * 8, flops=2 * SPMV_NNZ, bound="read",
+            peers={"scipy": spmv_scipy, "jax": spmv_jax}, rtol=1e-12, atol=1e-12, runs_scale=10,
+            note="CSR, 8192x8192, 0.5 % stored; Strata's coordinates are int64 (16 bytes per entry moved, "
+            "not the 12 counted); the input is read from a SciPy .npz; x (64 KiB) stays in cache",
+        )
+    )
     return ws
