@@ -836,9 +836,26 @@ impl<'m> Lowerer<'m> {
             op: format!("a fold with a tuple accumulator {why}"),
             func: func.name.clone(),
         };
-        let [(dim, interval)] =
-            <[(DimName, strata_ir::Interval); 1]>::try_from(red).map_err(|_| refuse("over several dimensions"))?;
         let strata_ir::Init::Literal(init) = init else { return Err(refuse("from a tensor `init`")) };
+        let (dim, interval, elems) = match red.as_slice() {
+            [(d, iv)] => (d.clone(), *iv, elems),
+            // Several reduced dimensions: one sequential loop over their row-major product,
+            // each coordinate computed from it (the interpreter's order).
+            _ => {
+                let t = crate::sym::fresh("f", self.fresh_id(), 0);
+                let total: u64 = red.iter().map(|(_, iv)| iv.len()).product();
+                let mut stride = total;
+                let mut elems = elems;
+                for (d, iv) in &red {
+                    stride /= iv.len().max(1);
+                    let at = index(Coord::Var { dim: t.clone(), offset: 0 });
+                    let local = bin(BinaryOp::Modulo, bin(BinaryOp::Divides, at, ix(stride as i64)), ix(iv.len().max(1) as i64));
+                    let c = Coord::Computed { value: local, source: strata_ir::Interval::from_len(iv.len()), offset: iv.start };
+                    elems = elems.iter().map(|x| x.map(&mut |leaf| substitute(leaf, d, &c))).collect();
+                }
+                (t, strata_ir::Interval::from_len(total), elems)
+            }
+        };
         let (levels, element) = split(self.types, e.ty);
         let mut own: Vec<&DimName> = levels.iter().map(|l| &l.name).collect();
         own.push(&dim);

@@ -1,4 +1,4 @@
-//! Every example entry the native backend compiles gives the interpreter's result bit for bit
+//! Every example entry (and every entry of tests/programs) the native backend compiles gives the interpreter's result bit for bit
 //! (random inputs; neighbor tables get valid entries with skip values) — or, where the native
 //! code sums in another order or uses vector math (`emit_c::bit_exact`), equal
 //! up to rounding: within 1e-4 (f32) or 1e-12 (f64) of the largest magnitude in the output.
@@ -72,13 +72,15 @@ fn same(a: &Data, b: &Data, exact: bool) -> bool {
 
 #[test]
 fn native_examples_equal_the_interpreter() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let cache = std::env::temp_dir().join(format!("strata-native-examples-{}", std::process::id()));
     std::env::set_var("STRATA_CACHE_DIR", &cache);
     let mut compiled = Vec::new();
     let mut reordered = Vec::new();
-    for dir in std::fs::read_dir(&root).unwrap().flatten() {
-        for file in std::fs::read_dir(dir.path()).unwrap().flatten() {
+    // Every example folder, and the test programs (tests/programs).
+    let dirs = std::fs::read_dir(root.join("examples")).unwrap().flatten().map(|d| d.path());
+    for dir in dirs.chain([root.join("tests/programs")]) {
+        for file in std::fs::read_dir(&dir).unwrap().flatten() {
             // examples/ also holds the array-API example (Rust) and its data.
             if file.path().extension().is_none_or(|x| x != "strata") {
                 continue;
@@ -175,6 +177,9 @@ fn native_examples_equal_the_interpreter() {
         "sparse_dot.strata@dot",
         "sparse_dot.strata@hadamard",
         "ragged_row_sum.strata@row_sum",
+        "tuple_folds.strata@max_count",
+        "tuple_folds.strata@blend_rows",
+        "tuple_folds.strata@blend_all",
     ] {
         assert!(compiled.iter().any(|c| c == must), "{must} was not compiled natively; compiled: {compiled:?}");
     }
