@@ -1194,7 +1194,7 @@ fn emit_scan_stage(
         for (id, t, init) in &sc.states {
             let _ = writeln!(out, "{indent}{} st{id}[{STRIP}];  /* scan state per column */", c_type(*t));
             let _ =
-                writeln!(out, "{indent}for (int64_t {j} = jb; {j} < je; ++{j}) st{id}[{j} - jb] = {};", literal(*init));
+                writeln!(out, "{indent}for (int64_t {j} = jb; {j} < je; ++{j}) st{id}[{j} - jb] = {};", em.value(init));
         }
         let load: Vec<String> =
             sc.states.iter().map(|(id, t, _)| format!("{} acc{id} = st{id}[{j} - jb];", c_type(*t))).collect();
@@ -1203,7 +1203,7 @@ fn emit_scan_stage(
     });
     if strip.is_none() {
         for (id, t, init) in &sc.states {
-            let _ = writeln!(out, "{indent}{} acc{id} = {};  /* scan state */", c_type(*t), literal(*init));
+            let _ = writeln!(out, "{indent}{} acc{id} = {};  /* scan state */", c_type(*t), em.value(init));
         }
         if let Some(best) = sc.arg_best.as_ref().filter(|_| sc.last_only && sc.forward) {
             emit_arg_best(out, em, sc, best, indent);

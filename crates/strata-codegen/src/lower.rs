@@ -155,7 +155,7 @@ pub struct ScanStage {
 }
 
 /// A state register of a scan: accumulator id, type, initial value.
-pub type StateRegister = (u32, Scalar, Sv);
+pub type StateRegister = (u32, Scalar, Rc<SExpr>);
 
 /// The sequential innermost loop of a scan kernel: state registers updated in order along
 /// `dim`.
@@ -165,7 +165,8 @@ pub struct ScanLoop {
     pub dim: Level,
     /// Increasing indices if true.
     pub forward: bool,
-    /// State registers (accumulator ids), their types and initial values.
+    /// State registers (accumulator ids), their types and initial values (constants, or a
+    /// fold's `init` tensor read at the current point).
     pub states: Vec<StateRegister>,
     /// The next value of each state register, from the current ones.
     pub updates: Vec<Rc<SExpr>>,
@@ -735,15 +736,21 @@ impl<'m> Lowerer<'m> {
         func: &Function,
     ) -> Result<(Vec<StateRegister>, Sym), LowerError> {
         let init_sym = self.literal_sym(init, element, func)?;
+        Ok(self.state_registers_from(&init_sym, element))
+    }
+
+    /// [`Self::state_registers`] starting from a value (a fold's `init` tensor at the point).
+    fn state_registers_from(&mut self, init: &Sym, element: Handle<Type>) -> (Vec<StateRegister>, Sym) {
+        let mut typed = Vec::new();
+        leaves(self.types, element, Vec::new(), &mut typed).expect("scalar leaves");
         let mut states = Vec::new();
         let mut acc_exprs = Vec::new();
-        for leaf in init_sym.leaves() {
-            let SExpr::Const(v) = &*leaf else { unreachable!("literal") };
+        for (leaf, (_, scalar)) in init.leaves().into_iter().zip(typed) {
             let id = self.fresh_id();
-            states.push((id, v.scalar(), *v));
+            states.push((id, scalar, leaf));
             acc_exprs.push(Rc::new(SExpr::Acc(id)));
         }
-        Ok((states, assemble(self.types, element, &mut acc_exprs.into_iter())))
+        (states, assemble(self.types, element, &mut acc_exprs.into_iter()))
     }
 
     /// A new identifier for an accumulator or a set of fresh loop variables.
@@ -779,7 +786,11 @@ impl<'m> Lowerer<'m> {
     ) -> Result<Sym, LowerError> {
         let (_, leaf) = flat(self.types, e.ty).map_err(|w| self.unsupported_type(w, func))?;
         let Type::Scalar(scalar) = self.types[leaf] else {
-            return self.tuple_fold(func, e, f, init, red, elems);
+            let init = match init {
+                strata_ir::Init::Literal(l) => self.literal_sym(l, leaf, func)?,
+                strata_ir::Init::Value(v) => env[v.index()].clone().expect("defined"),
+            };
+            return self.tuple_fold(func, e, f, &init, red, elems);
         };
         let inner = element_levels(self.types, e.ty);
         let init = match init {
@@ -820,15 +831,16 @@ impl<'m> Lowerer<'m> {
     /// A fold whose accumulator is a tuple (e.g. an argmax's `(value, index)`): a kernel of its
     /// own that runs the reduced dimension sequentially with one state register per field —
     /// the scan machinery, keeping only the final state — into temporaries the result reads.
-    /// Needs one reduced dimension, a literal `init`, and operands that depend on the result's
-    /// and the reduced dimensions only.
+    /// Several reduced dimensions run as one sequential loop over their row-major product. The
+    /// operands and `init` (a constant, or a tensor read at the result's point) may depend on
+    /// the result's and the reduced dimensions only.
     #[allow(clippy::too_many_arguments)]
     fn tuple_fold(
         &mut self,
         func: &Function,
         e: &Expr,
         f: Handle<Function>,
-        init: &strata_ir::Init,
+        init: &Sym,
         red: Vec<(DimName, strata_ir::Interval)>,
         elems: Vec<Sym>,
     ) -> Result<Sym, LowerError> {
@@ -836,7 +848,6 @@ impl<'m> Lowerer<'m> {
             op: format!("a fold with a tuple accumulator {why}"),
             func: func.name.clone(),
         };
-        let strata_ir::Init::Literal(init) = init else { return Err(refuse("from a tensor `init`")) };
         let (dim, interval, elems) = match red.as_slice() {
             [(d, iv)] => (d.clone(), *iv, elems),
             // Several reduced dimensions: one sequential loop over their row-major product,
@@ -858,11 +869,14 @@ impl<'m> Lowerer<'m> {
         };
         let (levels, element) = split(self.types, e.ty);
         let mut own: Vec<&DimName> = levels.iter().map(|l| &l.name).collect();
+        if !depends_only_on(init.leaves(), &own) {
+            return Err(refuse("inside a loop over other dimensions"));
+        }
         own.push(&dim);
         if !depends_only_on(elems.iter().flat_map(Sym::leaves), &own) {
             return Err(refuse("inside a loop over other dimensions"));
         }
-        let (states, state) = self.state_registers(init, element, func)?;
+        let (states, state) = self.state_registers_from(init, element);
         let mut call_args = vec![state];
         call_args.extend(elems);
         let updates = self.inline(f, call_args)?.leaves();
@@ -1972,7 +1986,7 @@ impl std::fmt::Display for KernelProgram {
                     if sc.forward { "sequentially" } else { "sequentially, backward" }
                 ));
                 for ((id, _, init), u) in sc.states.iter().zip(&sc.updates) {
-                    writeln!(f, "  state acc{id} = {init}; next: {}", crate::sym::show(u))?;
+                    writeln!(f, "  state acc{id} = {}; next: {}", crate::sym::show(init), crate::sym::show(u))?;
                 }
             }
             writeln!(f, "  for {}:", loops.join(", "))?;
@@ -2002,7 +2016,7 @@ impl std::fmt::Display for KernelProgram {
                 let order = if sc.forward { "sequentially" } else { "sequentially, backward" };
                 writeln!(f, "  then {} in {} {order}:", sc.dim.name, sc.dim.interval)?;
                 for ((id, _, init), u) in sc.states.iter().zip(&sc.updates) {
-                    writeln!(f, "  state acc{id} = {init}; next: {}", crate::sym::show(u))?;
+                    writeln!(f, "  state acc{id} = {}; next: {}", crate::sym::show(init), crate::sym::show(u))?;
                 }
                 show_stores(f, &st.stores)?;
             }
