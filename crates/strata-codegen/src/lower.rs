@@ -444,33 +444,18 @@ impl<'m> Lowerer<'m> {
         Ok((assemble(self.types, element, &mut exprs.into_iter()), ids))
     }
 
-    /// Refuses sparse and ragged types whose storage the native backend does not read: COO's
-    /// non-unique and singleton levels, dense levels below stored ones (whose stored zeros
-    /// would count as present), and elements that are not scalars.
+    /// Refuses sparse and ragged tensors whose elements are not scalars (storage holds
+    /// scalars).
     fn check_storage(&self, name: &str, ty: Handle<Type>, func: &Function) -> Result<(), LowerError> {
-        let (levels, element) = split(self.types, ty);
-        let refuse = |what: &str| Err(self.unsupported_type(format!("{what} (`%{name}`)"), func));
-        if !matches!(self.types[element], Type::Scalar(_)) {
-            return refuse("sparse or ragged tensors of tuples or tensors");
-        }
-        let mut below_stored = false;
-        for l in &levels {
-            match l.format {
-                LevelFormat::Compressed { unique: true, .. } | LevelFormat::Ragged { .. } => below_stored = true,
-                LevelFormat::Compressed { .. } | LevelFormat::Singleton { .. } => {
-                    return refuse("COO storage (non-unique compressed and singleton levels)")
-                }
-                LevelFormat::Dense | LevelFormat::Block if below_stored => {
-                    return refuse("a dense level below a compressed or ragged one")
-                }
-                LevelFormat::Dense | LevelFormat::Block => {}
-            }
+        if !matches!(self.types[split(self.types, ty).1], Type::Scalar(_)) {
+            return Err(self.unsupported_type(format!("sparse or ragged tensors of tuples or tensors (`%{name}`)"), func));
         }
         Ok(())
     }
 
     /// The storage buffers of sparse or ragged parameter `name` (checked by
-    /// [`Self::check_storage`]), and the value reading them.
+    /// [`Self::check_storage`]) in the formats [`crate::sparse::storage_formats`] chooses, and
+    /// the value reading them.
     fn bind_storage(&mut self, name: &str, ty: Handle<Type>, param: Option<usize>) -> (Sym, Vec<usize>) {
         let (levels, element) = split(self.types, ty);
         let mut ids = Vec::new();
@@ -490,8 +475,9 @@ impl<'m> Lowerer<'m> {
             this.buffers.len() - 1
         };
         let mut storage = Vec::new();
-        for (k, l) in levels.iter().enumerate() {
-            storage.push(match l.format {
+        let formats = crate::sparse::storage_formats(&levels);
+        for (k, (l, format)) in levels.iter().zip(formats).enumerate() {
+            storage.push(match format {
                 LevelFormat::Compressed { .. } => crate::sparse::LevelStorage::Compressed {
                     positions: buffer(self, format!("pos{k}"), Scalar::I64, StoragePart::Positions(k)),
                     coordinates: buffer(self, format!("crd{k}"), Scalar::I64, StoragePart::Coordinates(k)),

@@ -17,7 +17,7 @@
 
 use std::rc::Rc;
 
-use strata_ir::{DimName, Interval, Level};
+use strata_ir::{DimName, Interval, Level, LevelFormat};
 
 use crate::lower::{Kernel, KernelProgram};
 use crate::sym::{for_each_coord_part, for_each_part, Coord, Part, SExpr, SparseRead};
@@ -56,6 +56,41 @@ pub enum LevelStorage {
         /// Buffer of offsets (parents + 1).
         offsets: usize,
     },
+}
+
+/// The storage the native backend reads a sparse or ragged argument in: the type's formats,
+/// except that every level below a stored (compressed or ragged) one is compressed, and COO's
+/// non-unique compressed and singleton levels are compressed (unique). The stored entries are
+/// the same — exactly the present elements, as the runtime holds them (COO duplicates are
+/// summed when the file is read) — and in the same row-major order, so folds visit them in the
+/// interpreter's order; a ragged level is kept only below dense ones, where its runs are
+/// prefixes.
+pub fn storage_formats(levels: &[Level]) -> Vec<LevelFormat> {
+    let mut below_stored = false;
+    levels
+        .iter()
+        .map(|l| {
+            let f = match l.format {
+                LevelFormat::Dense | LevelFormat::Block if !below_stored => l.format,
+                LevelFormat::Ragged { .. } if !below_stored => l.format,
+                _ => LevelFormat::COMPRESSED,
+            };
+            below_stored |= !f.is_dense_like();
+            f
+        })
+        .collect()
+}
+
+/// The level formats of a bound sparse tensor's storage (as [`storage_formats`] chose them).
+pub fn formats_of(t: &SparseTensor) -> Vec<LevelFormat> {
+    t.storage
+        .iter()
+        .map(|s| match s {
+            LevelStorage::Dense { .. } => LevelFormat::Dense,
+            LevelStorage::Compressed { .. } => LevelFormat::COMPRESSED,
+            LevelStorage::Ragged { .. } => LevelFormat::Ragged { total: strata_ir::Extent::Dynamic },
+        })
+        .collect()
 }
 
 /// A set of coordinates a loop visits.

@@ -53,6 +53,13 @@ pub struct Storage {
 /// Builds the storage of `t` for its type's level formats. The stored entries are the present
 /// elements (a dense level below a compressed one stores its zeros too, as in DCSR blocks).
 pub fn assemble(t: &Tensor) -> Storage {
+    let formats: Vec<LevelFormat> = t.ty.levels.iter().map(|l| l.format).collect();
+    assemble_as(t, &formats)
+}
+
+/// [`assemble`] with other level formats than `t`'s type has, one per level (a backend's
+/// choice of storage for the same stored entries).
+pub fn assemble_as(t: &Tensor, formats: &[LevelFormat]) -> Storage {
     let shape = t.ty.shape();
     let st = strides(&shape);
     let Data::Scalars(col) = &t.data else { panic!("storage holds scalar elements") };
@@ -80,10 +87,10 @@ pub fn assemble(t: &Tensor) -> Storage {
             })
             .collect::<Vec<_>>()
     };
-    for (d, l) in t.ty.levels.iter().enumerate() {
+    for (d, &format) in formats.iter().enumerate() {
         let mut next_segments = Vec::new();
         let mut next_linear = Vec::new();
-        match l.format {
+        match format {
             LevelFormat::Dense | LevelFormat::Block => {
                 for (seg, lin) in segments.iter().zip(&leaf_linear) {
                     for (c, run) in runs(seg, d, shape[d]).into_iter().enumerate() {
