@@ -92,19 +92,24 @@ macro_rules! float_arith {
             BinaryOp::Divides => a / b,
             BinaryOp::Modulo => a % b,
             BinaryOp::Power => a.powf(b),
-            // numpy's maximum / minimum propagate NaN.
+            // numpy's maximum / minimum: NaN propagates, and of equal values (±0) the second
+            // operand is the result (`f64::max` leaves the sign of zero unspecified).
             BinaryOp::Maximum => {
                 if a.is_nan() || b.is_nan() {
                     a + b
+                } else if a > b {
+                    a
                 } else {
-                    a.max(b)
+                    b
                 }
             }
             BinaryOp::Minimum => {
                 if a.is_nan() || b.is_nan() {
                     a + b
+                } else if a < b {
+                    a
                 } else {
-                    a.min(b)
+                    b
                 }
             }
             _ => unreachable!("not arithmetic"),
@@ -727,6 +732,15 @@ mod tests {
         assert_eq!(nan.binary(BinaryOp::Ne, nan), Ok(Sv::Bool(true)));
         assert_eq!(nan.binary(BinaryOp::Less, Sv::F64(1.0)), Ok(Sv::Bool(false)));
         assert!(matches!(Sv::F64(1.0).binary(BinaryOp::Maximum, nan), Ok(Sv::F64(x)) if x.is_nan()));
+        // numpy: of equal zeros, the second operand.
+        let bits = |r: Result<Sv, ScalarError>| match r {
+            Ok(Sv::F64(x)) => x.to_bits(),
+            _ => panic!("a float"),
+        };
+        for op in [BinaryOp::Maximum, BinaryOp::Minimum] {
+            assert_eq!(bits(Sv::F64(-0.0).binary(op, Sv::F64(0.0))), 0.0f64.to_bits());
+            assert_eq!(bits(Sv::F64(0.0).binary(op, Sv::F64(-0.0))), (-0.0f64).to_bits());
+        }
         assert_eq!(Sv::F64(1.0).binary(BinaryOp::Divides, Sv::F64(0.0)), Ok(Sv::F64(f64::INFINITY)));
     }
 
