@@ -99,7 +99,11 @@ fn native_backend_runs_compiles_once_and_reports_what_it_cannot_compile() {
     let tri = root.join("examples/sparse/spmv_csr.strata").display().to_string();
     let o = strata(&["run", &tri, "--backend", "native", "--entry", "spmv", "--arg", "a=ones", "--arg", "x=ones"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("min 4096, max 4096"), "{}", String::from_utf8_lossy(&o.stdout));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("min 4096, max 4096"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
     // Sparse tensors of tuples are not read natively: refused by name, and `auto` runs the
     // interpreter after a note.
     let tuples = write(
@@ -112,7 +116,8 @@ fn native_backend_runs_compiles_once_and_reports_what_it_cannot_compile() {
     let o = strata(&["run", &tuples, "--backend", "native", "--arg", "a=ones"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(
-        stderr(&o).contains("the native backend does not handle sparse or ragged tensors of tuples or tensors (`%a`) yet"),
+        stderr(&o)
+            .contains("the native backend does not handle sparse or ragged tensors of tuples or tensors (`%a`) yet"),
         "{}",
         stderr(&o)
     );

@@ -13,7 +13,7 @@ use std::rc::Rc;
 use strata_ir::{BinaryOp, Scalar, UnaryOp};
 use strata_runtime::Sv;
 
-use crate::lower::{Buffer, Kernel, KernelProgram, ScanLoop, Store};
+use crate::kernel::{Buffer, Kernel, KernelProgram, ScanLoop, Store};
 use crate::matmul::MatMul;
 use crate::sparse::{CoIteration, LevelStorage};
 use crate::sym::{Coord, Load, SExpr, SparseRead};
@@ -213,7 +213,7 @@ impl Emitter<'_> {
 
     fn load(&self, l: &Load) -> String {
         if let Some(loc) = self.local.as_ref().filter(|loc| loc.buffers.contains(&l.buffer)) {
-            // Read and written at the current point only (checked by `lower::fuse_scans`).
+            // Read and written at the current point only (checked by `kernel_passes::fuse_scans`).
             let (k, start) = &loc.scan;
             return match &loc.column {
                 Some(j) => format!("loc{}[({k} - ({start})) * {STRIP} + ({j} - jb)]", l.buffer),
@@ -396,7 +396,11 @@ impl Emitter<'_> {
         let mut may_be_absent = false;
         for k in from..upto {
             let start = t.levels[k].interval.start;
-            let c = if start == 0 { self.coord(&r.coords[k]) } else { format!("({} - ({start}))", self.coord(&r.coords[k])) };
+            let c = if start == 0 {
+                self.coord(&r.coords[k])
+            } else {
+                format!("({} - ({start}))", self.coord(&r.coords[k]))
+            };
             let pk = format!("p{k}_");
             let next = match &t.storage[k] {
                 LevelStorage::Dense { size } => format!("{pk} * {size} + {c}"),
@@ -738,7 +742,10 @@ fn open_domain_loops(out: &mut String, em: &Emitter, domain: &[strata_ir::Level]
                 continue;
             };
             let _ = writeln!(out, "{indent}const int64_t pp_{v} = {parent};");
-            let _ = writeln!(out, "{indent}const int64_t q0_{v} = pp_{v} < 0 ? 0 : {first}, qe_{v} = pp_{v} < 0 ? 0 : {last};");
+            let _ = writeln!(
+                out,
+                "{indent}const int64_t q0_{v} = pp_{v} < 0 ? 0 : {first}, qe_{v} = pp_{v} < 0 ? 0 : {last};"
+            );
             if depth == 0 {
                 let _ = writeln!(out, "{indent}{PARALLEL_FOR}");
             }
@@ -1263,13 +1270,13 @@ fn emit_scan_stage(
     }
 }
 
-/// Lanes of an argmax / argmin fold (see `lower::ArgBest`).
+/// Lanes of an argmax / argmin fold (see `kernel::ArgBest`).
 const LANES: i64 = 16;
 
 /// An argmax / argmin fold in [`LANES`] lanes, lane `l` over every element `j ≡ l` of each
 /// full block; the lanes combine by "better value, else smaller index" into the state
 /// registers, and the remaining elements fold in order after them.
-fn emit_arg_best(out: &mut String, em: &Emitter, sc: &ScanLoop, best: &crate::lower::ArgBest, indent: &str) {
+fn emit_arg_best(out: &mut String, em: &Emitter, sc: &ScanLoop, best: &crate::kernel::ArgBest, indent: &str) {
     let [(v, vt, _), (i, it, _)] = &sc.states[..] else { unreachable!("two states") };
     let (vt, it) = (c_type(*vt), c_type(*it));
     let d = var(sc.dim.name.as_str());

@@ -6,7 +6,7 @@ use strata_runtime::storage::{LevelBuffers, Storage};
 use strata_runtime::{Column, Data, ElemType, Tensor, ValueType};
 
 use crate::compile::Loaded;
-use crate::lower::{KernelProgram, Role, StoragePart};
+use crate::kernel::{KernelProgram, Role, StoragePart};
 
 /// Why a native run failed.
 #[derive(Debug, thiserror::Error)]
@@ -146,7 +146,7 @@ impl Slot<'_> {
 }
 
 /// The column of a read-only parameter buffer, borrowed when the argument stores it as is.
-fn borrowed<'a, T: Borrow<Tensor>>(b: &crate::lower::Buffer, args: &'a [T]) -> Option<&'a Column> {
+fn borrowed<'a, T: Borrow<Tensor>>(b: &crate::kernel::Buffer, args: &'a [T]) -> Option<&'a Column> {
     let p = b.param?;
     match (&args[p].borrow().data, b.field.as_slice()) {
         (Data::Scalars(c), []) if !b.written && c.scalar() == b.scalar => Some(c),
@@ -154,7 +154,7 @@ fn borrowed<'a, T: Borrow<Tensor>>(b: &crate::lower::Buffer, args: &'a [T]) -> O
     }
 }
 
-fn slot<'a, T: Borrow<Tensor>>(b: &crate::lower::Buffer, args: &'a [T]) -> Slot<'a> {
+fn slot<'a, T: Borrow<Tensor>>(b: &crate::kernel::Buffer, args: &'a [T]) -> Slot<'a> {
     match borrowed(b, args) {
         Some(c) => Slot::Borrowed(c),
         None => Slot::Owned(fresh_column(b, args)),
@@ -296,7 +296,7 @@ fn assemble(t: &Tensor, formats: &[strata_ir::LevelFormat], name: &str) -> Resul
 /// A buffer's initial column: the argument's data for a parameter whose initial content is
 /// observed; for a buffer overwritten before it is read, a pooled buffer of its size when one
 /// is free (its stale content is never seen); else zeros.
-fn fresh_column<T: Borrow<Tensor>>(b: &crate::lower::Buffer, args: &[T]) -> Column {
+fn fresh_column<T: Borrow<Tensor>>(b: &crate::kernel::Buffer, args: &[T]) -> Column {
     let len = b.levels.iter().map(|l| l.interval.len() as usize).product();
     let mut c = match b.param {
         Some(p) if !b.overwritten => column(&args[p].borrow().data, &b.field),

@@ -18,7 +18,7 @@ use std::rc::Rc;
 
 use strata_ir::{DimName, Interval, Level};
 
-use crate::lower::{Buffer, Kernel, Store};
+use crate::kernel::{Buffer, Kernel, Store};
 use crate::sym::{for_each_coord_part, for_each_part, map_children, map_coord_parts, Coord, Load, Part, SExpr};
 
 /// What an expression refers to from outside: loop variables not bound inside it, and
@@ -153,7 +153,7 @@ fn materialize(mut k: Kernel, buffers: &mut Vec<Buffer>, out: &mut Vec<Kernel>) 
             written: true,
             temp: true,
             overwritten: false,
-            role: crate::lower::Role::Elements,
+            role: crate::kernel::Role::Elements,
         });
         let b = buffers.len() - 1;
         let coords = levels.iter().map(|l| Coord::Var { dim: l.name.clone(), offset: 0 }).collect();

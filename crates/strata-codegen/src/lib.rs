@@ -1,17 +1,18 @@
 //! Strata's native backend.
 //!
 //! Pipeline, each stage printable (`strata lower --to loops|c`):
-//! 1. [`lower`]: a verified entry → fused loop kernels ([`lower::KernelProgram`]): one loop nest
-//!    per output over its domain, every elementwise op, shift, call and neighbor reduction
-//!    inlined into one scalar expression ([`sym`]);
-//!    [`matmul`] marks the kernels that are matrix products, for the runtime GEMM;
+//! 1. [`lower`]: a verified entry → the loop-level IR ([`kernel::KernelProgram`]): one fused
+//!    loop nest per output over its domain, every elementwise op, shift, call, reshape and
+//!    neighbor reduction inlined into one scalar expression ([`sym`]); then the passes
+//!    [`invariant`], [`kernel_passes`], [`sparse::coiterate`] (loops over stored sparse
+//!    coordinates) and [`matmul`] (kernels that are matrix products, for the runtime GEMM);
 //! 2. [`emit_c`]: kernels → one C translation unit, calling back into [`runtime`] for GEMM;
 //! 3. [`compile`]: C → shared object with the system C compiler, cached on disk;
-//! 4. [`exec`]: running it on runtime values.
+//! 4. [`exec`]: running it on runtime values (sparse arguments assembled into storage).
 //!
-//! Coverage today: elementwise builtins, constants, tuples, calls, cartesian and unstructured
-//! shifts, `can_deref`, neighbor `reduce`, `subset`, `add_dim`, `pos`, on dense tensors.
-//! Everything else is reported as not compiled yet (the interpreter runs it).
+//! Coverage: every core operation on dense tensors, tensors of tensors (any depth), tuples,
+//! neighbor tables, sparse and ragged tensors. What is not compiled yet is reported by name
+//! ([`LowerError`]), never approximated; `strata run` then uses the interpreter.
 
 #![deny(missing_docs)]
 
@@ -19,10 +20,13 @@ pub mod compile;
 pub mod emit_c;
 pub mod exec;
 pub mod invariant;
+pub mod kernel;
+pub mod kernel_passes;
 pub mod lower;
 pub mod matmul;
 pub mod runtime;
 pub mod sparse;
 pub mod sym;
 
-pub use lower::{lower, KernelProgram, LowerError};
+pub use kernel::KernelProgram;
+pub use lower::{lower, LowerError};

@@ -11,218 +11,13 @@ use std::rc::Rc;
 use strata_entity::Handle;
 use strata_ir::{
     BinaryOp, DimName, Expr, ExprKind, Function, FunctionKind, Level, LevelFormat, Literal, Module, Op, ParamMode,
-    Scalar,
-    Statement, Type, TypeArena, Value,
+    Scalar, Statement, Type, TypeArena, Value,
 };
 use strata_runtime::Sv;
 
+use crate::kernel::{arg_best, Buffer, Kernel, KernelProgram, Role, ScanLoop, StateRegister, StoragePart, Store};
+use crate::kernel_passes::{forward_scan_results, fuse_adjacent, fuse_scans, overwritten_first};
 use crate::sym::{reads, shift, substitute, Coord, Load, SExpr, Sym};
-
-/// One scalar buffer: a parameter (or one tuple field of it), or a function result.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Buffer {
-    /// `name` or `name.f0` for tuple fields.
-    pub name: String,
-    /// Element type.
-    pub scalar: Scalar,
-    /// Levels (names and intervals), outermost first.
-    pub levels: Vec<Level>,
-    /// Which parameter (`None` for a function's result).
-    pub param: Option<usize>,
-    /// Tuple field path within the parameter or result.
-    pub field: Vec<usize>,
-    /// Whether kernels write it.
-    pub written: bool,
-    /// A temporary between kernels (a materialized scan), neither argument nor result.
-    pub temp: bool,
-    /// Every point is written before anything reads it, so its initial content is never
-    /// observed (an `out` parameter assigned whole needs no copy of the caller's data).
-    pub overwritten: bool,
-    /// What the buffer holds.
-    pub role: Role,
-}
-
-/// What a buffer holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Role {
-    /// Elements in row-major order over `levels` (the flat layout of tensor elements).
-    Elements,
-    /// Whether each element of a sparse or ragged result exists (1) or not (0): such results
-    /// are written in the runtime's logical form, values plus presence.
-    Presence,
-    /// One array of a sparse or ragged parameter's storage (`strata_runtime::storage`), which
-    /// the run builds from the argument; its length is the data's.
-    Storage(StoragePart),
-}
-
-/// One array of a sparse or ragged value's storage.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StoragePart {
-    /// A compressed level's positions.
-    Positions(usize),
-    /// A compressed level's coordinates.
-    Coordinates(usize),
-    /// A ragged level's offsets.
-    Offsets(usize),
-    /// The stored values, in leaf order.
-    Values,
-}
-
-/// A write of one scalar expression per point of a kernel's domain.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Store {
-    /// The buffer written.
-    pub buffer: usize,
-    /// The value; absent points store zero.
-    pub value: Rc<SExpr>,
-}
-
-/// One fused loop nest.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Kernel {
-    /// What it computes, for the generated code's comments.
-    pub comment: String,
-    /// The loop dimensions, outermost first (for a scan: the dimensions besides the scanned one).
-    pub domain: Vec<Level>,
-    /// A sequential loop carrying state, innermost (scans).
-    pub scan: Option<ScanLoop>,
-    /// The stores at each point (inside the sequential loop, after the state update).
-    pub stores: Vec<Store>,
-    /// Set when the kernel is a matrix product the runtime GEMM computes (see
-    /// [`crate::matmul`]); `stores` still state its meaning.
-    pub matmul: Option<crate::matmul::MatMul>,
-    /// Further scans over the same domain and dimension, run after this kernel's scan for each
-    /// strip of columns (see [`fuse_scans`]).
-    pub chain: Vec<ScanStage>,
-    /// Buffers only this kernel writes and reads, at the current point: kept per strip of
-    /// columns in a small scratch array (in cache) instead of memory.
-    pub local: Vec<usize>,
-    /// Loops (domain levels or fold variables, by name) that visit the coordinates sparse
-    /// operands store instead of their whole range ([`crate::sparse::coiterate`]).
-    pub sets: Vec<crate::sparse::CoIteration>,
-}
-
-impl Kernel {
-    /// Every store, the chained stages' included.
-    pub fn all_stores(&self) -> impl Iterator<Item = &Store> {
-        self.stores.iter().chain(self.chain.iter().flat_map(|st| &st.stores))
-    }
-
-    /// Every expression the kernel evaluates: stored values and scan updates of every stage.
-    pub fn exprs(&self) -> impl Iterator<Item = &Rc<SExpr>> {
-        let scans = self.scan.iter().chain(self.chain.iter().map(|st| &st.scan));
-        self.all_stores().map(|st| &st.value).chain(scans.flat_map(|sc| &sc.updates))
-    }
-
-    /// Whether the kernel reads buffer `b` (directly or through a table).
-    pub fn reads(&self, b: usize) -> bool {
-        self.exprs().any(|e| reads(e, b))
-    }
-
-    /// Whether the kernel writes buffer `b`.
-    pub fn writes(&self, b: usize) -> bool {
-        self.all_stores().any(|st| st.buffer == b)
-    }
-
-    /// A plain loop nest over this kernel's domain storing `value` into `buffer` (a GEMM's
-    /// initial value or epilogue).
-    pub fn elementwise(&self, buffer: usize, value: Rc<SExpr>) -> Kernel {
-        Kernel {
-            comment: self.comment.clone(),
-            domain: self.domain.clone(),
-            scan: None,
-            stores: vec![Store { buffer, value }],
-            matmul: None,
-            chain: Vec::new(),
-            local: Vec::new(),
-            sets: Vec::new(),
-        }
-    }
-
-    /// A plain loop nest: neither a scan nor a runtime GEMM.
-    pub(crate) fn plain(&self) -> bool {
-        self.scan.is_none() && self.matmul.is_none()
-    }
-}
-
-/// A scan run after the kernel's own one, with its stores.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ScanStage {
-    /// The sequential loop.
-    pub scan: ScanLoop,
-    /// The stores at each step.
-    pub stores: Vec<Store>,
-}
-
-/// A state register of a scan: accumulator id, type, initial value.
-pub type StateRegister = (u32, Scalar, Rc<SExpr>);
-
-/// The sequential innermost loop of a scan kernel: state registers updated in order along
-/// `dim`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ScanLoop {
-    /// The scanned dimension.
-    pub dim: Level,
-    /// Increasing indices if true.
-    pub forward: bool,
-    /// State registers (accumulator ids), their types and initial values (constants, or a
-    /// fold's `init` tensor read at the current point).
-    pub states: Vec<StateRegister>,
-    /// The next value of each state register, from the current ones.
-    pub updates: Vec<Rc<SExpr>>,
-    /// Store only the final state, after the sequential loop (a fold with a tuple
-    /// accumulator), instead of the state at every step.
-    pub last_only: bool,
-    /// Set when the fold is an argmax / argmin (see [`ArgBest`]).
-    pub arg_best: Option<ArgBest>,
-}
-
-/// A fold over `(best, index)` that replaces both where `value` is strictly greater (`less`:
-/// smaller) than `best`, with the loop variable as the index — numpy's argmax / argmin rule
-/// (first occurrence wins). Such a fold may run in vector lanes, each over every `lanes`-th
-/// element, whose results combine by "better value, else smaller index": the same answer as
-/// the sequential fold, NaNs never chosen in either.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ArgBest {
-    /// The compared value at the current step (free of the accumulators).
-    pub value: Rc<SExpr>,
-    /// Argmin rather than argmax.
-    pub less: bool,
-}
-
-/// Recognizes an [`ArgBest`] fold: states `(best, index)` with updates
-/// `select(value > best, value, best)` and `select(value > best, dim, index)`.
-fn arg_best(states: &[StateRegister], updates: &[Rc<SExpr>], dim: &DimName) -> Option<ArgBest> {
-    let [(vb, _, _), (ib, it, _)] = states else { return None };
-    let [uv, ui] = updates else { return None };
-    let (SExpr::Select(c1, x, keep_v), SExpr::Select(c2, j, keep_i)) = (&**uv, &**ui) else { return None };
-    if c1 != c2 || **keep_v != SExpr::Acc(*vb) || **keep_i != SExpr::Acc(*ib) || !it.is_integer() {
-        return None;
-    }
-    let index = matches!(&**j, SExpr::Index(Coord::Var { dim: d, offset: 0 }) if d == dim)
-        || matches!(&**j, SExpr::Cast(inner, _, _) if matches!(&**inner, SExpr::Index(Coord::Var { dim: d, offset: 0 }) if d == dim));
-    let SExpr::Binary(op, a, b, _) = &**c1 else { return None };
-    let less = match (op, &**b) {
-        (BinaryOp::Greater, SExpr::Acc(v)) if *v == *vb && a == x => false,
-        (BinaryOp::Less, SExpr::Acc(v)) if *v == *vb && a == x => true,
-        _ => return None,
-    };
-    let free = |e: &Rc<SExpr>| !crate::sym::reads_acc(e, *vb) && !crate::sym::reads_acc(e, *ib);
-    (index && free(x)).then(|| ArgBest { value: x.clone(), less })
-}
-
-/// A lowered entry: buffers and kernels run in order.
-#[derive(Clone, Debug, PartialEq)]
-pub struct KernelProgram {
-    /// The entry's name.
-    pub entry: String,
-    /// Every buffer: parameters' fields first, then results.
-    pub buffers: Vec<Buffer>,
-    /// The loop nests.
-    pub kernels: Vec<Kernel>,
-    /// Sparse and ragged parameters, as storage buffers ([`SExpr::Sparse`] reads them).
-    pub sparse: Vec<crate::sparse::SparseTensor>,
-}
 
 /// Why an entry cannot be compiled.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -448,7 +243,9 @@ impl<'m> Lowerer<'m> {
     /// scalars).
     fn check_storage(&self, name: &str, ty: Handle<Type>, func: &Function) -> Result<(), LowerError> {
         if !matches!(self.types[split(self.types, ty).1], Type::Scalar(_)) {
-            return Err(self.unsupported_type(format!("sparse or ragged tensors of tuples or tensors (`%{name}`)"), func));
+            return Err(
+                self.unsupported_type(format!("sparse or ragged tensors of tuples or tensors (`%{name}`)"), func)
+            );
         }
         Ok(())
     }
@@ -846,8 +643,16 @@ impl<'m> Lowerer<'m> {
                 for (d, iv) in &red {
                     stride /= iv.len().max(1);
                     let at = index(Coord::Var { dim: t.clone(), offset: 0 });
-                    let local = bin(BinaryOp::Modulo, bin(BinaryOp::Divides, at, ix(stride as i64)), ix(iv.len().max(1) as i64));
-                    let c = Coord::Computed { value: local, source: strata_ir::Interval::from_len(iv.len()), offset: iv.start };
+                    let local = bin(
+                        BinaryOp::Modulo,
+                        bin(BinaryOp::Divides, at, ix(stride as i64)),
+                        ix(iv.len().max(1) as i64),
+                    );
+                    let c = Coord::Computed {
+                        value: local,
+                        source: strata_ir::Interval::from_len(iv.len()),
+                        offset: iv.start,
+                    };
                     elems = elems.iter().map(|x| x.map(&mut |leaf| substitute(leaf, d, &c))).collect();
                 }
                 (t, strata_ir::Interval::from_len(total), elems)
@@ -1202,7 +1007,8 @@ impl<'m> Lowerer<'m> {
                     .map(|(l, i)| Coord::Computed { value: arg(i).scalar(), source: l.interval, offset: 0 })
                     .collect();
                 // A tensor element becomes a value over the result's own dimensions.
-                let own = split(self.types, e.ty).0.iter().map(|l| Coord::Var { dim: l.name.clone(), offset: 0 }).collect();
+                let own =
+                    split(self.types, e.ty).0.iter().map(|l| Coord::Var { dim: l.name.clone(), offset: 0 }).collect();
                 let (ef, et) = element_exit(own, element_levels(self.types, e.ty).len());
                 from.extend(ef);
                 to.extend(et);
@@ -1695,201 +1501,6 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
     Ok(program)
 }
 
-/// Lets a scan write its result straight into the buffer a later kernel only copies it to
-/// (`%x <- %sol` after `%sol = scan(…)`), instead of into a temporary: one pass over memory
-/// less. Requires the copy to cover the whole target with identical levels and nothing in
-/// between to touch the target; later reads of the temporary read the target instead.
-fn forward_scan_results(mut kernels: Vec<Kernel>, buffers: &[Buffer]) -> Vec<Kernel> {
-    let mut i2 = 0;
-    while i2 < kernels.len() {
-        let k2 = &kernels[i2];
-        let plain = k2.plain();
-        let copy = k2.stores.iter().enumerate().find_map(|(si, st)| {
-            let SExpr::Load(l) = &*st.value else { return None };
-            let (tb, ob) = (l.buffer, st.buffer);
-            let identity = buffers[tb]
-                .levels
-                .iter()
-                .zip(&l.coords)
-                .all(|(lv, c)| matches!(c, Coord::Var { dim, offset: 0 } if *dim == lv.name));
-            let same = buffers[tb].levels == buffers[ob].levels && buffers[tb].scalar == buffers[ob].scalar;
-            (plain && buffers[tb].temp && identity && same && k2.domain == buffers[ob].levels).then_some((si, tb, ob))
-        });
-        let Some((si, tb, ob)) = copy else {
-            i2 += 1;
-            continue;
-        };
-        let writers: Vec<usize> = (0..i2).filter(|&i| kernels[i].stores.iter().any(|s| s.buffer == tb)).collect();
-        let ok = match writers.as_slice() {
-            [i1] => kernels[*i1].scan.is_some() && (*i1..i2).all(|i| !kernels[i].reads(ob) && !kernels[i].writes(ob)),
-            _ => false,
-        };
-        if !ok {
-            i2 += 1;
-            continue;
-        }
-        let i1 = writers[0];
-        for st in &mut kernels[i1].stores {
-            if st.buffer == tb {
-                st.buffer = ob;
-            }
-        }
-        let to_target = |l: &Load| {
-            (l.buffer == tb).then(|| Rc::new(SExpr::Load(Rc::new(Load { buffer: ob, coords: l.coords.clone() }))))
-        };
-        for k in &mut kernels[i1 + 1..] {
-            for st in &mut k.stores {
-                st.value = crate::sym::replace_loads(&st.value, &to_target);
-            }
-            if let Some(sc) = &mut k.scan {
-                sc.updates = sc.updates.iter().map(|u| crate::sym::replace_loads(u, &to_target)).collect();
-            }
-        }
-        kernels[i2].stores.remove(si);
-        if kernels[i2].stores.is_empty() {
-            kernels.remove(i2);
-        }
-    }
-    kernels
-}
-
-/// The largest strip-local scratch (bytes) [`fuse_scans`] creates per kernel.
-const LOCAL_SCRATCH: usize = 1 << 20;
-
-/// Fuses a scan with the next one over the same domain and dimension when the second reads
-/// the first's results only at the point it updates and nothing else reads them (the forward
-/// and backward sweeps of a tridiagonal solve): both run per strip of columns, and the first's
-/// results live in a strip-local scratch array (`Kernel::local`) that stays in cache instead
-/// of going to memory and back. Results are unchanged (each column runs both sweeps in order).
-fn fuse_scans(kernels: Vec<Kernel>, buffers: &[Buffer]) -> Vec<Kernel> {
-    // The last kernel reading each buffer: a result kept local must not be read after.
-    let last_reader: Vec<Option<usize>> =
-        (0..buffers.len()).map(|b| kernels.iter().rposition(|k| k.reads(b))).collect();
-    let mut out: Vec<Kernel> = Vec::new();
-    for (i, k) in kernels.into_iter().enumerate() {
-        if let Some(prev) = out.last_mut() {
-            if let Some(local) = scans_fuse(prev, &k, buffers, &last_reader, i) {
-                prev.comment = format!("{}; then {}", prev.comment, k.comment);
-                prev.chain.push(ScanStage { scan: k.scan.expect("a scan"), stores: k.stores });
-                prev.local.extend(local);
-                continue;
-            }
-        }
-        out.push(k);
-    }
-    out
-}
-
-/// The buffers to keep local if `next` (kernel `i`) can run as a further stage of scan kernel
-/// `prev` (see [`fuse_scans`]); `last_reader[b]` is the last kernel that reads buffer `b`.
-fn scans_fuse(
-    prev: &Kernel,
-    next: &Kernel,
-    buffers: &[Buffer],
-    last_reader: &[Option<usize>],
-    i: usize,
-) -> Option<Vec<usize>> {
-    let (Some(a), Some(b)) = (&prev.scan, &next.scan) else { return None };
-    let first = prev.chain.last().map_or(a, |st| &st.scan);
-    if a.last_only || b.last_only || prev.matmul.is_some() || prev.domain != next.domain || first.dim != b.dim {
-        return None;
-    }
-    // The previous stage's results: what `next` may read, at the point it updates only.
-    let last: Vec<usize> = prev.chain.last().map_or(&prev.stores, |st| &st.stores).iter().map(|s| s.buffer).collect();
-    if next.stores.iter().any(|s| prev.writes(s.buffer)) {
-        return None;
-    }
-    let identity = |l: &Load| {
-        buffers[l.buffer]
-            .levels
-            .iter()
-            .zip(&l.coords)
-            .all(|(lv, c)| matches!(c, Coord::Var { dim, offset: 0 } if *dim == lv.name))
-    };
-    let (mut uses, mut at_point) = (false, true);
-    for e in b.updates.iter().chain(next.stores.iter().map(|s| &s.value)) {
-        for_each_load(e, &mut |l| {
-            if last.contains(&l.buffer) {
-                uses = true;
-                at_point &= identity(l);
-            }
-        });
-    }
-    if !uses || !at_point {
-        return None;
-    }
-    let mut full: Vec<&DimName> = prev.domain.iter().map(|l| &l.name).chain([&b.dim.name]).collect();
-    full.sort();
-    let mut bytes = 0;
-    for &t in &last {
-        let buf = &buffers[t];
-        let mut names: Vec<&DimName> = buf.levels.iter().map(|l| &l.name).collect();
-        names.sort();
-        let read_later = last_reader[t].is_some_and(|r| r > i);
-        if !buf.temp || names != full || read_later {
-            return None;
-        }
-        bytes += b.dim.interval.len() as usize * crate::emit_c::STRIP as usize * buf.scalar.size_bytes();
-    }
-    (bytes <= LOCAL_SCRATCH).then_some(last)
-}
-
-/// Calls `f` on every load in `e` (outside coordinates).
-fn for_each_load(e: &Rc<SExpr>, f: &mut dyn FnMut(&Load)) {
-    if let SExpr::Load(l) = &**e {
-        f(l);
-    }
-    crate::sym::for_each_part(e, &mut |p| {
-        if let crate::sym::Part::Expr(x) = p {
-            for_each_load(x, f);
-        }
-    });
-}
-
-/// Merges consecutive plain kernels over the same domain when neither reads what the other
-/// writes (e.g. the two extracted fluxes of the FVM nabla): one loop, shared loads.
-fn fuse_adjacent(kernels: Vec<Kernel>) -> Vec<Kernel> {
-    let mut out: Vec<Kernel> = Vec::new();
-    for k in kernels {
-        if let Some(prev) = out.last_mut() {
-            let writes = |k: &Kernel| k.stores.iter().map(|s| s.buffer).collect::<Vec<_>>();
-            let reads_any = |k: &Kernel, bs: &[usize]| bs.iter().any(|&b| k.reads(b));
-            if prev.plain()
-                && k.plain()
-                && prev.domain == k.domain
-                && !reads_any(&k, &writes(prev))
-                && !reads_any(prev, &writes(&k))
-                && !writes(prev).iter().any(|&b| k.writes(b))
-            {
-                prev.comment = format!("{}; {}", prev.comment, k.comment);
-                prev.stores.extend(k.stores);
-                continue;
-            }
-        }
-        out.push(k);
-    }
-    out
-}
-
-/// Whether the first kernel that touches buffer `b` writes all of it (its domain is exactly the
-/// buffer's levels) without reading it.
-fn overwritten_first(kernels: &[Kernel], b: usize, levels: &[Level]) -> bool {
-    for k in kernels {
-        if k.reads(b) {
-            return false;
-        }
-        if k.writes(b) {
-            let steps = k.scan.as_ref().filter(|sc| !sc.last_only).map(|sc| &sc.dim);
-            let mut domain: Vec<&Level> = k.domain.iter().chain(steps).collect();
-            domain.sort_by(|x, y| x.name.as_str().cmp(y.name.as_str()));
-            let mut own: Vec<&Level> = levels.iter().collect();
-            own.sort_by(|x, y| x.name.as_str().cmp(y.name.as_str()));
-            return domain == own;
-        }
-    }
-    false
-}
-
 /// Whether every expression of `exprs` reads loop variables of `own` only (so it can be
 /// computed once over that domain, in a kernel of its own).
 fn depends_only_on(exprs: impl IntoIterator<Item = Rc<SExpr>>, own: &[&DimName]) -> bool {
@@ -1914,101 +1525,6 @@ fn reads_through_table(e: &Rc<SExpr>) -> bool {
     let mut found = false;
     part(crate::sym::Part::Expr(e), &mut found);
     found
-}
-
-/// The loop-level form, as `strata lower --to loops` prints it.
-impl std::fmt::Display for KernelProgram {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        writeln!(f, "// loop kernels of @{}", self.entry)?;
-        for (i, b) in self.buffers.iter().enumerate() {
-            let dims: Vec<String> = b.levels.iter().map(|l| format!("{}{}", l.name, l.interval)).collect();
-            let role = match b.role {
-                Role::Elements => String::new(),
-                Role::Presence => " (which elements exist)".into(),
-                Role::Storage(part) => format!(" (storage: {part:?}, run-time length)"),
-            };
-            writeln!(
-                f,
-                "buffer b{i} %{}: {} [{}]{}{role}",
-                b.name,
-                b.scalar,
-                dims.join(", "),
-                if b.written { " written" } else { "" }
-            )?;
-        }
-        for (i, t) in self.sparse.iter().enumerate() {
-            let levels: Vec<String> = t
-                .levels
-                .iter()
-                .zip(&t.storage)
-                .map(|(l, st)| match st {
-                    crate::sparse::LevelStorage::Dense { .. } => format!("{}{} dense", l.name, l.interval),
-                    crate::sparse::LevelStorage::Compressed { positions, coordinates } => {
-                        format!("{}{} compressed (b{positions}, b{coordinates})", l.name, l.interval)
-                    }
-                    crate::sparse::LevelStorage::Ragged { offsets } => {
-                        format!("{}{} ragged (b{offsets})", l.name, l.interval)
-                    }
-                })
-                .collect();
-            writeln!(f, "sparse s{i} %{}: [{}], values b{}", t.name, levels.join(", "), t.values)?;
-        }
-        for (k, kernel) in self.kernels.iter().enumerate() {
-            writeln!(f, "kernel {k}: {}", kernel.comment)?;
-            let set_of = |v: &DimName| kernel.sets.iter().find(|c| &c.var == v);
-            let mut loops: Vec<String> = kernel
-                .domain
-                .iter()
-                .map(|l| match set_of(&l.name) {
-                    Some(c) => format!("{} in {} ∩ {}", l.name, c.set, l.interval),
-                    None => format!("{} in {}", l.name, l.interval),
-                })
-                .collect();
-            if let Some(sc) = &kernel.scan {
-                loops.push(format!(
-                    "{} in {} {}",
-                    sc.dim.name,
-                    sc.dim.interval,
-                    if sc.forward { "sequentially" } else { "sequentially, backward" }
-                ));
-                for ((id, _, init), u) in sc.states.iter().zip(&sc.updates) {
-                    writeln!(f, "  state acc{id} = {}; next: {}", crate::sym::show(init), crate::sym::show(u))?;
-                }
-            }
-            writeln!(f, "  for {}:", loops.join(", "))?;
-            let domain: Vec<&DimName> = kernel.domain.iter().map(|l| &l.name).collect();
-            for c in kernel.sets.iter().filter(|c| !domain.contains(&&c.var)) {
-                let how = if c.merge { ", merged" } else { "" };
-                writeln!(f, "    (fold variable {} visits {} ∩ {}{how})", c.var, c.set, c.range)?;
-            }
-            if let Some(mm) = &kernel.matmul {
-                writeln!(f, "    (computed by the runtime GEMM: {mm})")?;
-            }
-            if !kernel.local.is_empty() {
-                let names: Vec<String> = kernel.local.iter().map(|&b| format!("b{b}")).collect();
-                writeln!(f, "    (per strip of columns, in cache: {})", names.join(", "))?;
-            }
-            let show_stores = |f: &mut std::fmt::Formatter<'_>, stores: &[Store]| -> std::fmt::Result {
-                for s in stores {
-                    let b = &self.buffers[s.buffer];
-                    let idx: Vec<String> = b.levels.iter().map(|l| l.name.to_string()).collect();
-                    writeln!(f, "    b{}[{}] = {}", s.buffer, idx.join(", "), crate::sym::show(&s.value))?;
-                }
-                Ok(())
-            };
-            show_stores(f, &kernel.stores)?;
-            for st in &kernel.chain {
-                let sc = &st.scan;
-                let order = if sc.forward { "sequentially" } else { "sequentially, backward" };
-                writeln!(f, "  then {} in {} {order}:", sc.dim.name, sc.dim.interval)?;
-                for ((id, _, init), u) in sc.states.iter().zip(&sc.updates) {
-                    writeln!(f, "  state acc{id} = {}; next: {}", crate::sym::show(init), crate::sym::show(u))?;
-                }
-                show_stores(f, &st.stores)?;
-            }
-        }
-        Ok(())
-    }
 }
 
 /// The zero of `(max, +)` (`min = false`: the lowest value) or `(min, +)` (the highest).

@@ -20,7 +20,7 @@ use std::rc::Rc;
 use strata_ir::{BinaryOp, DimName, Interval, Scalar};
 use strata_runtime::Sv;
 
-use crate::lower::{Buffer, Kernel};
+use crate::kernel::{Buffer, Kernel};
 use crate::sym::{Coord, Load, SExpr};
 
 /// The smallest product (multiply-adds per GEMM call) worth a library call.

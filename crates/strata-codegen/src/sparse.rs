@@ -19,7 +19,7 @@ use std::rc::Rc;
 
 use strata_ir::{DimName, Interval, Level, LevelFormat};
 
-use crate::lower::{Kernel, KernelProgram};
+use crate::kernel::{Kernel, KernelProgram};
 use crate::sym::{for_each_coord_part, for_each_part, Coord, Part, SExpr, SparseRead};
 
 /// A sparse or ragged value as its storage buffers.
@@ -223,17 +223,11 @@ pub fn reads_sparse(e: &Rc<SExpr>) -> bool {
 /// needs: each read whose coordinate at a stored (compressed or ragged) level is exactly
 /// `var`, with the earlier levels' coordinates computable outside the loop (reading only
 /// `outer` variables).
-fn set_for(
-    program: &KernelProgram,
-    var: &DimName,
-    needed: &[Rc<SparseRead>],
-    outer: &[DimName],
-) -> Option<IterSet> {
+fn set_for(program: &KernelProgram, var: &DimName, needed: &[Rc<SparseRead>], outer: &[DimName]) -> Option<IterSet> {
     let mut sets = Vec::new();
     for r in needed {
         let t = &program.sparse[r.tensor];
-        let Some(level) = r.coords.iter().position(|c| matches!(c, Coord::Var { dim, offset: 0 } if dim == var))
-        else {
+        let Some(level) = r.coords.iter().position(|c| matches!(c, Coord::Var { dim, offset: 0 } if dim == var)) else {
             continue;
         };
         let stored = !matches!(t.storage[level], LevelStorage::Dense { .. });

@@ -79,7 +79,7 @@ pub struct Load {
 /// choice; the meaning is the interpreter's logical view.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SparseRead {
-    /// Index into the kernel program's sparse tensors ([`crate::lower::KernelProgram::sparse`]).
+    /// Index into the kernel program's sparse tensors ([`crate::kernel::KernelProgram::sparse`]).
     pub tensor: usize,
     /// One coordinate per level, in level order.
     pub coords: Vec<Coord>,
@@ -186,7 +186,9 @@ pub fn map_children(
     Rc::new(match &**e {
         SExpr::Const(_) | SExpr::Acc(_) | SExpr::Absent(_) => return e.clone(),
         SExpr::Load(l) => SExpr::Load(load(l)),
-        SExpr::Sparse(r) => SExpr::Sparse(Rc::new(SparseRead { tensor: r.tensor, coords: r.coords.iter().map(coord).collect() })),
+        SExpr::Sparse(r) => {
+            SExpr::Sparse(Rc::new(SparseRead { tensor: r.tensor, coords: r.coords.iter().map(coord).collect() }))
+        }
         SExpr::Index(c) => SExpr::Index(coord(c)),
         SExpr::Unary(op, a, s) => SExpr::Unary(*op, expr(a), *s),
         SExpr::Binary(op, a, b, s) => SExpr::Binary(*op, expr(a), expr(b), *s),

@@ -57,7 +57,7 @@ fn a_column_reduction_inside_a_row_fold_is_computed_once_per_column() {
     let p = lower(&module, &info.types, h).unwrap();
     // Without the pass, the column sum is recomputed for every row: one kernel, O(I·J·K).
     assert_eq!(p.kernels.len(), 2, "{p}");
-    let temps: Vec<&strata_codegen::lower::Buffer> = p.buffers.iter().filter(|b| b.temp).collect();
+    let temps: Vec<&strata_codegen::kernel::Buffer> = p.buffers.iter().filter(|b| b.temp).collect();
     assert_eq!(temps.len(), 1, "{p}");
     assert_eq!(temps[0].levels.len(), 1, "one value per column: {p}");
     assert_eq!(temps[0].levels[0].interval.len(), 6, "{p}");

@@ -40,7 +40,9 @@ fn close(a: &Data, b: &Data, exact: bool) -> bool {
                 ((0..x.len()).map(|i| x.get(i).as_f64()).collect(), (0..y.len()).map(|i| y.get(i).as_f64()).collect());
             let scale = x.iter().fold(1.0f64, |m, v| m.max(v.abs()));
             x.len() == y.len()
-                && x.iter().zip(&y).all(|(p, q)| p.to_bits() == q.to_bits() || (!exact && (p - q).abs() <= 1e-6 * scale))
+                && x.iter()
+                    .zip(&y)
+                    .all(|(p, q)| p.to_bits() == q.to_bits() || (!exact && (p - q).abs() <= 1e-6 * scale))
         }
         _ => a == b,
     }

@@ -120,8 +120,7 @@ fn generate(rng: &mut XorShift, id: usize) -> Option<String> {
         return None;
     }
     // The end: return the value, or fold it.
-    let letters: String =
-        level_names(&cur_ty).iter().map(|n| n.to_lowercase().chars().next().unwrap_or('?')).collect();
+    let letters: String = level_names(&cur_ty).iter().map(|n| n.to_lowercase().chars().next().unwrap_or('?')).collect();
     let end = match rng.below(5) {
         0 => None,
         1 => Some(format!("map_reduce(@add, {cur}, init = 0.0, einsum = \"{letters}->\")")),
@@ -130,8 +129,12 @@ fn generate(rng: &mut XorShift, id: usize) -> Option<String> {
             let (f, init) = *pick(rng, &[("@add", "0.0"), ("@big", "-100.0")]);
             Some(format!("map_reduce({f}, {cur}, init = {init}, einsum = \"{letters}->{keep}\")"))
         }
-        3 if letters.contains('j') => Some(format!("map_reduce(@mac, {cur}, %x, init = 0.0, einsum = \"{letters},j->i\")")),
-        _ if letters.contains('j') => Some(format!("map_reduce(@mac, {cur}, %w, init = 0.0, einsum = \"{letters},jk->ik\")")),
+        3 if letters.contains('j') => {
+            Some(format!("map_reduce(@mac, {cur}, %x, init = 0.0, einsum = \"{letters},j->i\")"))
+        }
+        _ if letters.contains('j') => {
+            Some(format!("map_reduce(@mac, {cur}, %w, init = 0.0, einsum = \"{letters},jk->ik\")"))
+        }
         _ => None,
     };
     let (result, result_ty) = match end {
@@ -195,7 +198,8 @@ fn random_sparse_programs_native_equals_interpreter() {
         .map(|r| {
             let named: Vec<(String, &strata_codegen::KernelProgram)> =
                 r.map(|i| (format!("entry_{i}"), &lowered[i])).collect();
-            let refs: Vec<(&str, &strata_codegen::KernelProgram)> = named.iter().map(|(n, l)| (n.as_str(), *l)).collect();
+            let refs: Vec<(&str, &strata_codegen::KernelProgram)> =
+                named.iter().map(|(n, l)| (n.as_str(), *l)).collect();
             emit_c::emit_many(&refs)
         })
         .collect();
@@ -229,7 +233,10 @@ fn random_sparse_programs_native_equals_interpreter() {
             let (wv, gv) = (values(w), values(g));
             let scale = wv.iter().fold(1.0f64, |m, v| m.max(v.abs()));
             let same = wv.len() == gv.len()
-                && wv.iter().zip(&gv).all(|(p, q)| p.to_bits() == q.to_bits() || (!exact && (p - q).abs() <= 1e-12 * scale));
+                && wv
+                    .iter()
+                    .zip(&gv)
+                    .all(|(p, q)| p.to_bits() == q.to_bits() || (!exact && (p - q).abs() <= 1e-12 * scale));
             assert!(same, "native != interpreter (density {density})\n{}\ninterp {wv:?}\nnative {gv:?}", texts[n]);
             if rty.levels.iter().any(|l| !l.format.is_dense_like()) {
                 let stored = |t: &Tensor| (0..t.len()).map(|i| t.is_present(i)).collect::<Vec<_>>();

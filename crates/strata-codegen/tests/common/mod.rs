@@ -12,8 +12,7 @@ pub fn sparsify(t: &mut Tensor, rng: &mut XorShift, density: f64) {
     let ragged = t.ty.levels.iter().position(|l| matches!(l.format, LevelFormat::Ragged { .. }));
     if let Some(k) = ragged {
         let row: usize = shape[k..].iter().product();
-        let lengths: Vec<usize> =
-            (0..t.len() / row.max(1)).map(|_| rng.below(shape[k] as u64 + 1) as usize).collect();
+        let lengths: Vec<usize> = (0..t.len() / row.max(1)).map(|_| rng.below(shape[k] as u64 + 1) as usize).collect();
         t.present = Some((0..t.len()).map(|i| (i % row) < lengths[i / row]).collect());
     } else if t.ty.levels.iter().any(|l| l.format.is_sparse()) {
         t.present = Some((0..t.len()).map(|_| rng.unit() < density).collect());

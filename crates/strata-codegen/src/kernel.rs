@@ -1,0 +1,313 @@
+//! The loop-level IR: what lowering produces and the C emitter consumes. A
+//! [`KernelProgram`] is a list of buffers (parameters' fields, results, temporaries, sparse
+//! storage arrays) and of [`Kernel`]s run in order, each one fused loop nest over its domain
+//! storing symbolic scalar expressions ([`crate::sym`]) — or a sequential scan, or a runtime
+//! GEMM call — with the loops that visit stored sparse coordinates instead of whole ranges
+//! ([`crate::sparse`]). `Display` is the form `strata lower --to loops` prints.
+
+use std::rc::Rc;
+
+use strata_ir::{BinaryOp, DimName, Level, Scalar};
+
+use crate::sym::{reads, Coord, SExpr};
+
+/// One scalar buffer: a parameter (or one tuple field of it), or a function result.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Buffer {
+    /// `name` or `name.f0` for tuple fields.
+    pub name: String,
+    /// Element type.
+    pub scalar: Scalar,
+    /// Levels (names and intervals), outermost first.
+    pub levels: Vec<Level>,
+    /// Which parameter (`None` for a function's result).
+    pub param: Option<usize>,
+    /// Tuple field path within the parameter or result.
+    pub field: Vec<usize>,
+    /// Whether kernels write it.
+    pub written: bool,
+    /// A temporary between kernels (a materialized scan), neither argument nor result.
+    pub temp: bool,
+    /// Every point is written before anything reads it, so its initial content is never
+    /// observed (an `out` parameter assigned whole needs no copy of the caller's data).
+    pub overwritten: bool,
+    /// What the buffer holds.
+    pub role: Role,
+}
+
+/// What a buffer holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Elements in row-major order over `levels` (the flat layout of tensor elements).
+    Elements,
+    /// Whether each element of a sparse or ragged result exists (1) or not (0): such results
+    /// are written in the runtime's logical form, values plus presence.
+    Presence,
+    /// One array of a sparse or ragged parameter's storage (`strata_runtime::storage`), which
+    /// the run builds from the argument; its length is the data's.
+    Storage(StoragePart),
+}
+
+/// One array of a sparse or ragged value's storage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoragePart {
+    /// A compressed level's positions.
+    Positions(usize),
+    /// A compressed level's coordinates.
+    Coordinates(usize),
+    /// A ragged level's offsets.
+    Offsets(usize),
+    /// The stored values, in leaf order.
+    Values,
+}
+
+/// A write of one scalar expression per point of a kernel's domain.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Store {
+    /// The buffer written.
+    pub buffer: usize,
+    /// The value; absent points store zero.
+    pub value: Rc<SExpr>,
+}
+
+/// One fused loop nest.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Kernel {
+    /// What it computes, for the generated code's comments.
+    pub comment: String,
+    /// The loop dimensions, outermost first (for a scan: the dimensions besides the scanned one).
+    pub domain: Vec<Level>,
+    /// A sequential loop carrying state, innermost (scans).
+    pub scan: Option<ScanLoop>,
+    /// The stores at each point (inside the sequential loop, after the state update).
+    pub stores: Vec<Store>,
+    /// Set when the kernel is a matrix product the runtime GEMM computes (see
+    /// [`crate::matmul`]); `stores` still state its meaning.
+    pub matmul: Option<crate::matmul::MatMul>,
+    /// Further scans over the same domain and dimension, run after this kernel's scan for each
+    /// strip of columns (see [`fuse_scans`]).
+    pub chain: Vec<ScanStage>,
+    /// Buffers only this kernel writes and reads, at the current point: kept per strip of
+    /// columns in a small scratch array (in cache) instead of memory.
+    pub local: Vec<usize>,
+    /// Loops (domain levels or fold variables, by name) that visit the coordinates sparse
+    /// operands store instead of their whole range ([`crate::sparse::coiterate`]).
+    pub sets: Vec<crate::sparse::CoIteration>,
+}
+
+impl Kernel {
+    /// Every store, the chained stages' included.
+    pub fn all_stores(&self) -> impl Iterator<Item = &Store> {
+        self.stores.iter().chain(self.chain.iter().flat_map(|st| &st.stores))
+    }
+
+    /// Every expression the kernel evaluates: stored values and scan updates of every stage.
+    pub fn exprs(&self) -> impl Iterator<Item = &Rc<SExpr>> {
+        let scans = self.scan.iter().chain(self.chain.iter().map(|st| &st.scan));
+        self.all_stores().map(|st| &st.value).chain(scans.flat_map(|sc| &sc.updates))
+    }
+
+    /// Whether the kernel reads buffer `b` (directly or through a table).
+    pub fn reads(&self, b: usize) -> bool {
+        self.exprs().any(|e| reads(e, b))
+    }
+
+    /// Whether the kernel writes buffer `b`.
+    pub fn writes(&self, b: usize) -> bool {
+        self.all_stores().any(|st| st.buffer == b)
+    }
+
+    /// A plain loop nest over this kernel's domain storing `value` into `buffer` (a GEMM's
+    /// initial value or epilogue).
+    pub fn elementwise(&self, buffer: usize, value: Rc<SExpr>) -> Kernel {
+        Kernel {
+            comment: self.comment.clone(),
+            domain: self.domain.clone(),
+            scan: None,
+            stores: vec![Store { buffer, value }],
+            matmul: None,
+            chain: Vec::new(),
+            local: Vec::new(),
+            sets: Vec::new(),
+        }
+    }
+
+    /// A plain loop nest: neither a scan nor a runtime GEMM.
+    pub(crate) fn plain(&self) -> bool {
+        self.scan.is_none() && self.matmul.is_none()
+    }
+}
+
+/// A scan run after the kernel's own one, with its stores.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScanStage {
+    /// The sequential loop.
+    pub scan: ScanLoop,
+    /// The stores at each step.
+    pub stores: Vec<Store>,
+}
+
+/// A state register of a scan: accumulator id, type, initial value.
+pub type StateRegister = (u32, Scalar, Rc<SExpr>);
+
+/// The sequential innermost loop of a scan kernel: state registers updated in order along
+/// `dim`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScanLoop {
+    /// The scanned dimension.
+    pub dim: Level,
+    /// Increasing indices if true.
+    pub forward: bool,
+    /// State registers (accumulator ids), their types and initial values (constants, or a
+    /// fold's `init` tensor read at the current point).
+    pub states: Vec<StateRegister>,
+    /// The next value of each state register, from the current ones.
+    pub updates: Vec<Rc<SExpr>>,
+    /// Store only the final state, after the sequential loop (a fold with a tuple
+    /// accumulator), instead of the state at every step.
+    pub last_only: bool,
+    /// Set when the fold is an argmax / argmin (see [`ArgBest`]).
+    pub arg_best: Option<ArgBest>,
+}
+
+/// A fold over `(best, index)` that replaces both where `value` is strictly greater (`less`:
+/// smaller) than `best`, with the loop variable as the index — numpy's argmax / argmin rule
+/// (first occurrence wins). Such a fold may run in vector lanes, each over every `lanes`-th
+/// element, whose results combine by "better value, else smaller index": the same answer as
+/// the sequential fold, NaNs never chosen in either.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ArgBest {
+    /// The compared value at the current step (free of the accumulators).
+    pub value: Rc<SExpr>,
+    /// Argmin rather than argmax.
+    pub less: bool,
+}
+
+/// Recognizes an [`ArgBest`] fold: states `(best, index)` with updates
+/// `select(value > best, value, best)` and `select(value > best, dim, index)`.
+pub(crate) fn arg_best(states: &[StateRegister], updates: &[Rc<SExpr>], dim: &DimName) -> Option<ArgBest> {
+    let [(vb, _, _), (ib, it, _)] = states else { return None };
+    let [uv, ui] = updates else { return None };
+    let (SExpr::Select(c1, x, keep_v), SExpr::Select(c2, j, keep_i)) = (&**uv, &**ui) else { return None };
+    if c1 != c2 || **keep_v != SExpr::Acc(*vb) || **keep_i != SExpr::Acc(*ib) || !it.is_integer() {
+        return None;
+    }
+    let index = matches!(&**j, SExpr::Index(Coord::Var { dim: d, offset: 0 }) if d == dim)
+        || matches!(&**j, SExpr::Cast(inner, _, _) if matches!(&**inner, SExpr::Index(Coord::Var { dim: d, offset: 0 }) if d == dim));
+    let SExpr::Binary(op, a, b, _) = &**c1 else { return None };
+    let less = match (op, &**b) {
+        (BinaryOp::Greater, SExpr::Acc(v)) if *v == *vb && a == x => false,
+        (BinaryOp::Less, SExpr::Acc(v)) if *v == *vb && a == x => true,
+        _ => return None,
+    };
+    let free = |e: &Rc<SExpr>| !crate::sym::reads_acc(e, *vb) && !crate::sym::reads_acc(e, *ib);
+    (index && free(x)).then(|| ArgBest { value: x.clone(), less })
+}
+
+/// A lowered entry: buffers and kernels run in order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KernelProgram {
+    /// The entry's name.
+    pub entry: String,
+    /// Every buffer: parameters' fields first, then results.
+    pub buffers: Vec<Buffer>,
+    /// The loop nests.
+    pub kernels: Vec<Kernel>,
+    /// Sparse and ragged parameters, as storage buffers ([`SExpr::Sparse`] reads them).
+    pub sparse: Vec<crate::sparse::SparseTensor>,
+}
+
+/// The loop-level form, as `strata lower --to loops` prints it.
+impl std::fmt::Display for KernelProgram {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "// loop kernels of @{}", self.entry)?;
+        for (i, b) in self.buffers.iter().enumerate() {
+            let dims: Vec<String> = b.levels.iter().map(|l| format!("{}{}", l.name, l.interval)).collect();
+            let role = match b.role {
+                Role::Elements => String::new(),
+                Role::Presence => " (which elements exist)".into(),
+                Role::Storage(part) => format!(" (storage: {part:?}, run-time length)"),
+            };
+            writeln!(
+                f,
+                "buffer b{i} %{}: {} [{}]{}{role}",
+                b.name,
+                b.scalar,
+                dims.join(", "),
+                if b.written { " written" } else { "" }
+            )?;
+        }
+        for (i, t) in self.sparse.iter().enumerate() {
+            let levels: Vec<String> = t
+                .levels
+                .iter()
+                .zip(&t.storage)
+                .map(|(l, st)| match st {
+                    crate::sparse::LevelStorage::Dense { .. } => format!("{}{} dense", l.name, l.interval),
+                    crate::sparse::LevelStorage::Compressed { positions, coordinates } => {
+                        format!("{}{} compressed (b{positions}, b{coordinates})", l.name, l.interval)
+                    }
+                    crate::sparse::LevelStorage::Ragged { offsets } => {
+                        format!("{}{} ragged (b{offsets})", l.name, l.interval)
+                    }
+                })
+                .collect();
+            writeln!(f, "sparse s{i} %{}: [{}], values b{}", t.name, levels.join(", "), t.values)?;
+        }
+        for (k, kernel) in self.kernels.iter().enumerate() {
+            writeln!(f, "kernel {k}: {}", kernel.comment)?;
+            let set_of = |v: &DimName| kernel.sets.iter().find(|c| &c.var == v);
+            let mut loops: Vec<String> = kernel
+                .domain
+                .iter()
+                .map(|l| match set_of(&l.name) {
+                    Some(c) => format!("{} in {} ∩ {}", l.name, c.set, l.interval),
+                    None => format!("{} in {}", l.name, l.interval),
+                })
+                .collect();
+            if let Some(sc) = &kernel.scan {
+                loops.push(format!(
+                    "{} in {} {}",
+                    sc.dim.name,
+                    sc.dim.interval,
+                    if sc.forward { "sequentially" } else { "sequentially, backward" }
+                ));
+                for ((id, _, init), u) in sc.states.iter().zip(&sc.updates) {
+                    writeln!(f, "  state acc{id} = {}; next: {}", crate::sym::show(init), crate::sym::show(u))?;
+                }
+            }
+            writeln!(f, "  for {}:", loops.join(", "))?;
+            let domain: Vec<&DimName> = kernel.domain.iter().map(|l| &l.name).collect();
+            for c in kernel.sets.iter().filter(|c| !domain.contains(&&c.var)) {
+                let how = if c.merge { ", merged" } else { "" };
+                writeln!(f, "    (fold variable {} visits {} ∩ {}{how})", c.var, c.set, c.range)?;
+            }
+            if let Some(mm) = &kernel.matmul {
+                writeln!(f, "    (computed by the runtime GEMM: {mm})")?;
+            }
+            if !kernel.local.is_empty() {
+                let names: Vec<String> = kernel.local.iter().map(|&b| format!("b{b}")).collect();
+                writeln!(f, "    (per strip of columns, in cache: {})", names.join(", "))?;
+            }
+            let show_stores = |f: &mut std::fmt::Formatter<'_>, stores: &[Store]| -> std::fmt::Result {
+                for s in stores {
+                    let b = &self.buffers[s.buffer];
+                    let idx: Vec<String> = b.levels.iter().map(|l| l.name.to_string()).collect();
+                    writeln!(f, "    b{}[{}] = {}", s.buffer, idx.join(", "), crate::sym::show(&s.value))?;
+                }
+                Ok(())
+            };
+            show_stores(f, &kernel.stores)?;
+            for st in &kernel.chain {
+                let sc = &st.scan;
+                let order = if sc.forward { "sequentially" } else { "sequentially, backward" };
+                writeln!(f, "  then {} in {} {order}:", sc.dim.name, sc.dim.interval)?;
+                for ((id, _, init), u) in sc.states.iter().zip(&sc.updates) {
+                    writeln!(f, "  state acc{id} = {}; next: {}", crate::sym::show(init), crate::sym::show(u))?;
+                }
+                show_stores(f, &st.stores)?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,208 @@
+//! Passes over a lowered entry's kernel list, run by [`crate::lower::lower`] after lowering
+//! (each preserves every buffer's final content): write a scan's result where a later kernel
+//! only copies it ([`forward_scan_results`]), run dependent scans over one domain per strip of
+//! columns ([`fuse_scans`]), share loops between consecutive independent kernels
+//! ([`fuse_adjacent`]), and find buffers written whole before any read
+//! ([`overwritten_first`]).
+
+use std::rc::Rc;
+
+use strata_ir::{DimName, Level};
+
+use crate::kernel::{Buffer, Kernel, ScanStage};
+use crate::sym::{Coord, Load, SExpr};
+
+/// Lets a scan write its result straight into the buffer a later kernel only copies it to
+/// (`%x <- %sol` after `%sol = scan(…)`), instead of into a temporary: one pass over memory
+/// less. Requires the copy to cover the whole target with identical levels and nothing in
+/// between to touch the target; later reads of the temporary read the target instead.
+pub(crate) fn forward_scan_results(mut kernels: Vec<Kernel>, buffers: &[Buffer]) -> Vec<Kernel> {
+    let mut i2 = 0;
+    while i2 < kernels.len() {
+        let k2 = &kernels[i2];
+        let plain = k2.plain();
+        let copy = k2.stores.iter().enumerate().find_map(|(si, st)| {
+            let SExpr::Load(l) = &*st.value else { return None };
+            let (tb, ob) = (l.buffer, st.buffer);
+            let identity = buffers[tb]
+                .levels
+                .iter()
+                .zip(&l.coords)
+                .all(|(lv, c)| matches!(c, Coord::Var { dim, offset: 0 } if *dim == lv.name));
+            let same = buffers[tb].levels == buffers[ob].levels && buffers[tb].scalar == buffers[ob].scalar;
+            (plain && buffers[tb].temp && identity && same && k2.domain == buffers[ob].levels).then_some((si, tb, ob))
+        });
+        let Some((si, tb, ob)) = copy else {
+            i2 += 1;
+            continue;
+        };
+        let writers: Vec<usize> = (0..i2).filter(|&i| kernels[i].stores.iter().any(|s| s.buffer == tb)).collect();
+        let ok = match writers.as_slice() {
+            [i1] => kernels[*i1].scan.is_some() && (*i1..i2).all(|i| !kernels[i].reads(ob) && !kernels[i].writes(ob)),
+            _ => false,
+        };
+        if !ok {
+            i2 += 1;
+            continue;
+        }
+        let i1 = writers[0];
+        for st in &mut kernels[i1].stores {
+            if st.buffer == tb {
+                st.buffer = ob;
+            }
+        }
+        let to_target = |l: &Load| {
+            (l.buffer == tb).then(|| Rc::new(SExpr::Load(Rc::new(Load { buffer: ob, coords: l.coords.clone() }))))
+        };
+        for k in &mut kernels[i1 + 1..] {
+            for st in &mut k.stores {
+                st.value = crate::sym::replace_loads(&st.value, &to_target);
+            }
+            if let Some(sc) = &mut k.scan {
+                sc.updates = sc.updates.iter().map(|u| crate::sym::replace_loads(u, &to_target)).collect();
+            }
+        }
+        kernels[i2].stores.remove(si);
+        if kernels[i2].stores.is_empty() {
+            kernels.remove(i2);
+        }
+    }
+    kernels
+}
+
+/// The largest strip-local scratch (bytes) [`fuse_scans`] creates per kernel.
+const LOCAL_SCRATCH: usize = 1 << 20;
+
+/// Fuses a scan with the next one over the same domain and dimension when the second reads
+/// the first's results only at the point it updates and nothing else reads them (the forward
+/// and backward sweeps of a tridiagonal solve): both run per strip of columns, and the first's
+/// results live in a strip-local scratch array (`Kernel::local`) that stays in cache instead
+/// of going to memory and back. Results are unchanged (each column runs both sweeps in order).
+pub(crate) fn fuse_scans(kernels: Vec<Kernel>, buffers: &[Buffer]) -> Vec<Kernel> {
+    // The last kernel reading each buffer: a result kept local must not be read after.
+    let last_reader: Vec<Option<usize>> =
+        (0..buffers.len()).map(|b| kernels.iter().rposition(|k| k.reads(b))).collect();
+    let mut out: Vec<Kernel> = Vec::new();
+    for (i, k) in kernels.into_iter().enumerate() {
+        if let Some(prev) = out.last_mut() {
+            if let Some(local) = scans_fuse(prev, &k, buffers, &last_reader, i) {
+                prev.comment = format!("{}; then {}", prev.comment, k.comment);
+                prev.chain.push(ScanStage { scan: k.scan.expect("a scan"), stores: k.stores });
+                prev.local.extend(local);
+                continue;
+            }
+        }
+        out.push(k);
+    }
+    out
+}
+
+/// The buffers to keep local if `next` (kernel `i`) can run as a further stage of scan kernel
+/// `prev` (see [`fuse_scans`]); `last_reader[b]` is the last kernel that reads buffer `b`.
+fn scans_fuse(
+    prev: &Kernel,
+    next: &Kernel,
+    buffers: &[Buffer],
+    last_reader: &[Option<usize>],
+    i: usize,
+) -> Option<Vec<usize>> {
+    let (Some(a), Some(b)) = (&prev.scan, &next.scan) else { return None };
+    let first = prev.chain.last().map_or(a, |st| &st.scan);
+    if a.last_only || b.last_only || prev.matmul.is_some() || prev.domain != next.domain || first.dim != b.dim {
+        return None;
+    }
+    // The previous stage's results: what `next` may read, at the point it updates only.
+    let last: Vec<usize> = prev.chain.last().map_or(&prev.stores, |st| &st.stores).iter().map(|s| s.buffer).collect();
+    if next.stores.iter().any(|s| prev.writes(s.buffer)) {
+        return None;
+    }
+    let identity = |l: &Load| {
+        buffers[l.buffer]
+            .levels
+            .iter()
+            .zip(&l.coords)
+            .all(|(lv, c)| matches!(c, Coord::Var { dim, offset: 0 } if *dim == lv.name))
+    };
+    let (mut uses, mut at_point) = (false, true);
+    for e in b.updates.iter().chain(next.stores.iter().map(|s| &s.value)) {
+        for_each_load(e, &mut |l| {
+            if last.contains(&l.buffer) {
+                uses = true;
+                at_point &= identity(l);
+            }
+        });
+    }
+    if !uses || !at_point {
+        return None;
+    }
+    let mut full: Vec<&DimName> = prev.domain.iter().map(|l| &l.name).chain([&b.dim.name]).collect();
+    full.sort();
+    let mut bytes = 0;
+    for &t in &last {
+        let buf = &buffers[t];
+        let mut names: Vec<&DimName> = buf.levels.iter().map(|l| &l.name).collect();
+        names.sort();
+        let read_later = last_reader[t].is_some_and(|r| r > i);
+        if !buf.temp || names != full || read_later {
+            return None;
+        }
+        bytes += b.dim.interval.len() as usize * crate::emit_c::STRIP as usize * buf.scalar.size_bytes();
+    }
+    (bytes <= LOCAL_SCRATCH).then_some(last)
+}
+
+/// Calls `f` on every load in `e` (outside coordinates).
+fn for_each_load(e: &Rc<SExpr>, f: &mut dyn FnMut(&Load)) {
+    if let SExpr::Load(l) = &**e {
+        f(l);
+    }
+    crate::sym::for_each_part(e, &mut |p| {
+        if let crate::sym::Part::Expr(x) = p {
+            for_each_load(x, f);
+        }
+    });
+}
+
+/// Merges consecutive plain kernels over the same domain when neither reads what the other
+/// writes (e.g. the two extracted fluxes of the FVM nabla): one loop, shared loads.
+pub(crate) fn fuse_adjacent(kernels: Vec<Kernel>) -> Vec<Kernel> {
+    let mut out: Vec<Kernel> = Vec::new();
+    for k in kernels {
+        if let Some(prev) = out.last_mut() {
+            let writes = |k: &Kernel| k.stores.iter().map(|s| s.buffer).collect::<Vec<_>>();
+            let reads_any = |k: &Kernel, bs: &[usize]| bs.iter().any(|&b| k.reads(b));
+            if prev.plain()
+                && k.plain()
+                && prev.domain == k.domain
+                && !reads_any(&k, &writes(prev))
+                && !reads_any(prev, &writes(&k))
+                && !writes(prev).iter().any(|&b| k.writes(b))
+            {
+                prev.comment = format!("{}; {}", prev.comment, k.comment);
+                prev.stores.extend(k.stores);
+                continue;
+            }
+        }
+        out.push(k);
+    }
+    out
+}
+
+/// Whether the first kernel that touches buffer `b` writes all of it (its domain is exactly the
+/// buffer's levels) without reading it.
+pub(crate) fn overwritten_first(kernels: &[Kernel], b: usize, levels: &[Level]) -> bool {
+    for k in kernels {
+        if k.reads(b) {
+            return false;
+        }
+        if k.writes(b) {
+            let steps = k.scan.as_ref().filter(|sc| !sc.last_only).map(|sc| &sc.dim);
+            let mut domain: Vec<&Level> = k.domain.iter().chain(steps).collect();
+            domain.sort_by(|x, y| x.name.as_str().cmp(y.name.as_str()));
+            let mut own: Vec<&Level> = levels.iter().collect();
+            own.sort_by(|x, y| x.name.as_str().cmp(y.name.as_str()));
+            return domain == own;
+        }
+    }
+    false
+}
