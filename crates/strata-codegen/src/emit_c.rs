@@ -1196,6 +1196,18 @@ fn emit_scan_stage(
     column: Option<&str>,
     indent: &mut String,
 ) {
+    // A fold (not a scan) skips the steps whose update is absent (a skipped neighbor, an
+    // unstored entry), keeping its state, as the interpreter's folds do.
+    let guard = if sc.last_only {
+        let parts: Vec<String> = sc.updates.iter().map(|u| em.present(u)).filter(|p| p != "1").collect();
+        if parts.is_empty() {
+            "1".to_string()
+        } else {
+            parts.join(" && ")
+        }
+    } else {
+        "1".to_string()
+    };
     // Inside a strip, each column reads its state from the row and writes it back.
     let strip = column.map(|j| {
         for (id, t, init) in &sc.states {
@@ -1212,7 +1224,7 @@ fn emit_scan_stage(
         for (id, t, init) in &sc.states {
             let _ = writeln!(out, "{indent}{} acc{id} = {};  /* scan state */", c_type(*t), em.value(init));
         }
-        if let Some(best) = sc.arg_best.as_ref().filter(|_| sc.last_only && sc.forward) {
+        if let Some(best) = sc.arg_best.as_ref().filter(|_| sc.last_only && sc.forward && guard == "1") {
             emit_arg_best(out, em, sc, best, indent);
             emit_stores(out, em, stores, indent);
             return;
@@ -1243,11 +1255,18 @@ fn emit_scan_stage(
         steps += 1;
         let _ = writeln!(out, "{indent}{load}");
     }
+    if guard != "1" {
+        let _ = writeln!(out, "{indent}if ({guard}) {{");
+        indent.push_str("  ");
+    }
     for ((id, t, _), u) in sc.states.iter().zip(&sc.updates) {
         let _ = writeln!(out, "{indent}{} next{id} = {};", c_type(*t), em.value(u));
     }
     for (id, _, _) in &sc.states {
         let _ = writeln!(out, "{indent}acc{id} = next{id};");
+    }
+    if guard != "1" {
+        close_loops(out, indent, 1);
     }
     if !sc.last_only {
         emit_stores(out, em, stores, indent);

@@ -675,7 +675,7 @@ impl<'m> Lowerer<'m> {
             return Err(refuse("over sparse or ragged values"));
         }
         let arg_best = arg_best(&states, &updates, &dim);
-        let comment = format!("%{} = map_reduce(@{}) with a tuple accumulator", e.name, self.module.functions[f].name);
+        let comment = format!("%{} = fold of @{} with a tuple accumulator", e.name, self.module.functions[f].name);
         let dim = Level::dense(dim, interval);
         let scan = ScanLoop { arg_best, dim, forward: true, states, updates, last_only: true };
         self.push_state_kernel("fold", e, func, comment, levels, scan)
@@ -894,9 +894,17 @@ impl<'m> Lowerer<'m> {
                     .find_map(|x| split(self.types, func.exprs[*x].ty).0.into_iter().find(|l| l.name == var))
                     .expect("verified")
                     .interval;
+                // A tuple accumulator (e.g. the smallest neighbor and which it is): a fold kernel
+                // of its own, skipping absent neighbors as the scalar fold does.
+                let element = split(self.types, e.ty).1;
+                if matches!(self.types[element], Type::Tuple(_)) {
+                    let init = self.literal_sym(init, element, func)?;
+                    let elems = args.iter().map(arg).collect();
+                    return self.tuple_fold(func, e, *f, &init, vec![(var, range)], elems);
+                }
                 let scalar = self.element_scalar(e.ty);
                 let Some(init) = Sv::from_literal(init, scalar) else {
-                    return Err(self.unsupported_type("a reduction over tuples", func));
+                    return Err(self.unsupported_type("this reduction's initial value", func));
                 };
                 let id = self.fresh_id();
                 let mut call_args = vec![Sym::Scalar(Rc::new(SExpr::Acc(id)))];
