@@ -1100,10 +1100,11 @@ impl<'m> Lowerer<'m> {
                     None => value,
                 }
             }
-            Op::Scatter { source, dest, indices, coordinates, mode: strata_ir::Mode::Copy } => {
+            // A view's values are slice tensors: their element variables are the slice dimensions.
+            Op::Scatter { source, dest, indices, coordinates, mode: _ } => {
                 let dst = split(self.types, func.exprs[*dest].ty).0;
-                let (src, idx) =
-                    (split(self.types, func.exprs[*source].ty).0, split(self.types, func.exprs[*indices].ty).0);
+                let src = flat(self.types, func.exprs[*source].ty).map_err(|w| self.unsupported_type(w, func))?.0;
+                let idx = split(self.types, func.exprs[*indices].ty).0;
                 let nb = idx.len() - 1;
                 let id = self.fresh_id();
                 let batch: Vec<(DimName, strata_ir::Interval)> = (0..nb)
