@@ -1429,17 +1429,35 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
                         lv.interval = *iv;
                     }
                 }
-                let leaves = env[value.index()].clone().expect("defined").leaves();
-                for (&b, value) in param_buffers[p].iter().zip(&leaves) {
-                    if reads(value, b) {
-                        return Err(LowerError::Unsupported {
-                            op: format!(
-                                "an assignment to `%{}` that reads `%{}` itself",
-                                func.exprs[*target].name, func.exprs[*target].name
-                            ),
-                            func: func.name.clone(),
-                        });
+                let mut leaves = env[value.index()].clone().expect("defined").leaves();
+                let name = &func.exprs[*target].name;
+                // A value reading the target itself (an in-place update through shifted reads) is
+                // computed whole into temporaries first, then copied: the interpreter evaluates
+                // the value before assigning it.
+                if param_buffers[p].iter().any(|&b| leaves.iter().any(|v| reads(v, b))) {
+                    let mut stores = Vec::new();
+                    let mut copies = Vec::new();
+                    for (&b, value) in param_buffers[p].iter().zip(&leaves) {
+                        let mut t = l.buffers[b].clone();
+                        t.name = format!("tmp{}.{}", l.kernels.len(), t.name);
+                        (t.param, t.written, t.temp, t.overwritten) = (None, true, true, false);
+                        l.buffers.push(t);
+                        let tb = l.buffers.len() - 1;
+                        stores.push(Store { buffer: tb, value: value.clone() });
+                        let coords = l.buffers[tb].levels.iter().map(|lv| Coord::Var { dim: lv.name.clone(), offset: 0 });
+                        copies.push(Rc::new(SExpr::Load(Rc::new(Load { buffer: tb, coords: coords.collect() }))));
                     }
+                    l.kernels.push(Kernel {
+                        comment: format!("%{name} <- %{}, computed before it is assigned", func.exprs[*value].name),
+                        domain: dom.clone(),
+                        scan: None,
+                        stores,
+                        matmul: None,
+                        chain: Vec::new(),
+                        local: Vec::new(),
+                        sets: Vec::new(),
+                    });
+                    leaves = copies;
                 }
                 let stores =
                     param_buffers[p].iter().zip(leaves).map(|(&buffer, value)| Store { buffer, value }).collect();
