@@ -510,6 +510,47 @@ impl<'m> Lowerer<'m> {
         read
     }
 
+    /// A neighbor table computed by the program (`e`, value `t`): one kernel stores it into a
+    /// temporary over its own levels, absent entries as the skip value `-1` (an absent table
+    /// entry is a missing neighbor, as in the interpreter); returns the load of it.
+    fn materialize_table(&mut self, func: &Function, e: &Expr, t: Rc<SExpr>, op: &str) -> Result<Rc<SExpr>, LowerError> {
+        let levels = split(self.types, e.ty).0;
+        let own: Vec<&DimName> = levels.iter().map(|l| &l.name).collect();
+        if !depends_only_on([t.clone()], &own) {
+            return Err(LowerError::Unsupported {
+                op: format!("{op} through a neighbor table computed inside a loop over other dimensions"),
+                func: func.name.clone(),
+            });
+        }
+        let scalar = self.element_scalar(e.ty);
+        self.buffers.push(Buffer {
+            name: format!("table{}.{}", self.kernels.len(), e.name),
+            scalar,
+            levels: levels.clone(),
+            param: None,
+            field: Vec::new(),
+            written: true,
+            temp: true,
+            overwritten: false,
+            role: Role::Elements,
+        });
+        let b = self.buffers.len() - 1;
+        let skip = Rc::new(SExpr::Const(Sv::from_i128(scalar, -1)));
+        let value = Rc::new(SExpr::Select(Rc::new(SExpr::Present(t.clone())), t, skip));
+        self.kernels.push(Kernel {
+            comment: format!("%{} (a computed neighbor table, materialized)", e.name),
+            domain: levels.clone(),
+            scan: None,
+            stores: vec![Store { buffer: b, value }],
+            matmul: None,
+            chain: Vec::new(),
+            local: Vec::new(),
+            sets: Vec::new(),
+        });
+        let coords = levels.iter().map(|l| Coord::Var { dim: l.name.clone(), offset: 0 }).collect();
+        Ok(Rc::new(SExpr::Load(Rc::new(Load { buffer: b, coords }))))
+    }
+
     /// One state register per scalar leaf of `element`, initialized from `init`, and the state
     /// as a value reading them (scans and tuple folds).
     fn state_registers(
@@ -842,12 +883,13 @@ impl<'m> Lowerer<'m> {
                     }
                 };
                 let Sym::Scalar(t) = arg(table) else { return Err(unsupported()) };
-                let SExpr::Load(tl) = &*t else {
-                    return Err(LowerError::Unsupported {
-                        op: format!("{} through a computed neighbor table", op.name()),
-                        func: func.name.clone(),
-                    });
+                // A computed table (masked, composed) is materialized first: its entries are
+                // loaded once per neighbor reference.
+                let t = match &*t {
+                    SExpr::Load(_) => t,
+                    _ => self.materialize_table(func, &func.exprs[*table], t, op.name())?,
                 };
+                let SExpr::Load(tl) = &*t else { unreachable!("a table load") };
                 let table_levels = &self.buffers[tl.buffer].levels;
                 let tag = table_levels.iter().find(|l| l.name.table_source().is_some()).expect("verified table");
                 let src = tag.name.table_source().expect("tag");
