@@ -71,7 +71,7 @@ pub fn assemble_as(t: &Tensor, formats: &[LevelFormat]) -> Storage {
     // A segment is the range of entries below one position of the current level: entries are
     // in row-major order, so those sharing a prefix are contiguous and sorted by the next
     // coordinate, and every level is built in one pass over its segments.
-    let mut segments: Vec<std::ops::Range<usize>> = vec![0..entries.len()];
+    let mut segments: Vec<std::ops::Range<usize>> = std::iter::once(0..entries.len()).collect();
     let mut leaf_linear: Vec<Option<usize>> = vec![Some(0)];
     let mut levels = Vec::new();
     // The sub-ranges of `seg` holding coordinate `0, 1, …, n - 1` at level `d`.
