@@ -541,6 +541,23 @@ def spmv_jax(inputs):
     return jax_runner(lambda a, x: a @ x, (a, jnp.asarray(inputs["x"])))
 
 
+SDOT_N, SDOT_DENSITY = 1 << 24, 0.01
+SDOT_NNZ = round(SDOT_DENSITY * SDOT_N)
+
+
+def sparse_dot_make(rng):
+    from scipy import sparse
+
+    rs = np.random.RandomState(2)
+    a, b = (sparse.random(1, SDOT_N, density=SDOT_DENSITY, format="csr", random_state=rs) for _ in range(2))
+    return {"a": a, "b": b}
+
+
+def sparse_dot_scipy(inputs):
+    a, b = inputs["a"], inputs["b"]
+    return lambda: np.array(a.multiply(b).sum())
+
+
 # --- the registry --------------------------------------------------------------------------
 
 
@@ -655,6 +672,16 @@ def workloads() -> list[Workload]:
             peers={"scipy": spmv_scipy, "jax": spmv_jax}, rtol=1e-12, atol=1e-12, runs_scale=10,
             note="CSR, 8192x8192, 0.5 % stored; Strata's coordinates are int64 (16 bytes per entry moved, "
             "not the 12 counted); the input is read from a SciPy .npz; x (64 KiB) stays in cache",
+        )
+    )
+    ws.append(
+        Workload(
+            "sparse_dot", "sparse_dot.strata", "dot", sparse_dot_make, lambda i: np.array(i["a"].multiply(i["b"]).sum()),
+            # Compulsory: both vectors' values and column indices (int32, as SciPy stores them).
+            bytes=2 * SDOT_NNZ * 12, flops=0, bound="read",
+            peers={"scipy": sparse_dot_scipy}, rtol=1e-10, atol=1e-10, runs_scale=5,
+            note="2^24 entries, 1 % stored each, as (1, n) SciPy matrices; Strata merges the two coordinate "
+            "lists (sequential), SciPy forms the elementwise product matrix and sums it",
         )
     )
     return ws
