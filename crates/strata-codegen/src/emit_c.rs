@@ -878,7 +878,7 @@ fn reassociable(r: &SExpr) -> bool {
 }
 
 /// Whether the generated code computes exactly what the interpreter does, bit for bit. Not so
-/// when it sums in another order (a runtime GEMM, a [`reassociable`] fold) or calls vector math
+/// when it sums in another order (a runtime GEMM, a reassociable fold) or calls vector math
 /// (transcendental functions, within 4 ulp): floating-point results then agree
 /// up to rounding.
 pub fn bit_exact(program: &KernelProgram) -> bool {

@@ -85,7 +85,7 @@ pub struct Kernel {
     /// [`crate::matmul`]); `stores` still state its meaning.
     pub matmul: Option<crate::matmul::MatMul>,
     /// Further scans over the same domain and dimension, run after this kernel's scan for each
-    /// strip of columns (see [`fuse_scans`]).
+    /// strip of columns (see [`crate::kernel_passes::fuse_scans`]).
     pub chain: Vec<ScanStage>,
     /// Buffers only this kernel writes and reads, at the current point: kept per strip of
     /// columns in a small scratch array (in cache) instead of memory.

@@ -16,7 +16,7 @@ use crate::sym::{Coord, Load, SExpr};
 /// (`%x <- %sol` after `%sol = scan(…)`), instead of into a temporary: one pass over memory
 /// less. Requires the copy to cover the whole target with identical levels and nothing in
 /// between to touch the target; later reads of the temporary read the target instead.
-pub(crate) fn forward_scan_results(mut kernels: Vec<Kernel>, buffers: &[Buffer]) -> Vec<Kernel> {
+pub fn forward_scan_results(mut kernels: Vec<Kernel>, buffers: &[Buffer]) -> Vec<Kernel> {
     let mut i2 = 0;
     while i2 < kernels.len() {
         let k2 = &kernels[i2];
@@ -78,7 +78,7 @@ const LOCAL_SCRATCH: usize = 1 << 20;
 /// and backward sweeps of a tridiagonal solve): both run per strip of columns, and the first's
 /// results live in a strip-local scratch array (`Kernel::local`) that stays in cache instead
 /// of going to memory and back. Results are unchanged (each column runs both sweeps in order).
-pub(crate) fn fuse_scans(kernels: Vec<Kernel>, buffers: &[Buffer]) -> Vec<Kernel> {
+pub fn fuse_scans(kernels: Vec<Kernel>, buffers: &[Buffer]) -> Vec<Kernel> {
     // The last kernel reading each buffer: a result kept local must not be read after.
     let last_reader: Vec<Option<usize>> =
         (0..buffers.len()).map(|b| kernels.iter().rposition(|k| k.reads(b))).collect();
@@ -165,7 +165,7 @@ fn for_each_load(e: &Rc<SExpr>, f: &mut dyn FnMut(&Load)) {
 
 /// Merges consecutive plain kernels over the same domain when neither reads what the other
 /// writes (e.g. the two extracted fluxes of the FVM nabla): one loop, shared loads.
-pub(crate) fn fuse_adjacent(kernels: Vec<Kernel>) -> Vec<Kernel> {
+pub fn fuse_adjacent(kernels: Vec<Kernel>) -> Vec<Kernel> {
     let mut out: Vec<Kernel> = Vec::new();
     for k in kernels {
         if let Some(prev) = out.last_mut() {
@@ -190,7 +190,7 @@ pub(crate) fn fuse_adjacent(kernels: Vec<Kernel>) -> Vec<Kernel> {
 
 /// Whether the first kernel that touches buffer `b` writes all of it (its domain is exactly the
 /// buffer's levels) without reading it.
-pub(crate) fn overwritten_first(kernels: &[Kernel], b: usize, levels: &[Level]) -> bool {
+pub fn overwritten_first(kernels: &[Kernel], b: usize, levels: &[Level]) -> bool {
     for k in kernels {
         if k.reads(b) {
             return false;

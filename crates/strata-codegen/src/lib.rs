@@ -1,7 +1,7 @@
 //! Strata's native backend.
 //!
 //! Pipeline, each stage printable (`strata lower --to loops|c`):
-//! 1. [`lower`]: a verified entry → the loop-level IR ([`kernel::KernelProgram`]): one fused
+//! 1. [`lower()`]: a verified entry → the loop-level IR ([`kernel::KernelProgram`]): one fused
 //!    loop nest per output over its domain, every elementwise op, shift, call, reshape and
 //!    neighbor reduction inlined into one scalar expression ([`sym`]); then the passes
 //!    [`invariant`], [`kernel_passes`], [`sparse::coiterate`] (loops over stored sparse

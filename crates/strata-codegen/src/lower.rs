@@ -106,7 +106,7 @@ fn split(types: &TypeArena, ty: Handle<Type>) -> (Vec<Level>, Handle<Type>) {
 /// consecutively: in a `tensor<2x2 x tensor<4x4 x tensor<8x8xf64>>>`, `$e0, $e1` are the
 /// block's levels and `$e2, $e3` the tile's. They are relative to the value's own type: the
 /// element of that tensor (a block) is a value over the block's dimensions and `$e0, $e1`
-/// for the tile's (see [`Lowerer::into_element`] and [`Lowerer::out_of_element`]).
+/// for the tile's (see `element_exit` and `element_entry`).
 pub fn element_var(k: usize) -> DimName {
     DimName(format!("$e{k}"))
 }

@@ -10,8 +10,9 @@
 //! cannot change the result: a fold skips absent steps, and a kernel stores zero at absent
 //! points, so a loop whose every step needs a read of a stored coordinate may visit exactly
 //! the stored ones ([`IterSet::Stored`]); inside it, that read's position is the loop's
-//! own. Several such reads make an [`IterSet::Intersection`], run by iterating the first and
-//! locating the others. [`IterSet::Union`] is the construct for operations defined where *any*
+//! own. Several such reads make an [`IterSet::Intersection`]: a fold merges compressed levels
+//! (walks their positions together, [`CoIteration::merge`]); a kernel's domain level iterates
+//! the first set, in a loop threads can share, and locates the others. [`IterSet::Union`] is the construct for operations defined where *any*
 //! operand exists; no Strata operation has that meaning yet (elementwise results exist where
 //! every operand does), so lowering never builds one and the emitter refuses it by name.
 
