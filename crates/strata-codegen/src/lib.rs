@@ -24,6 +24,7 @@ pub mod kernel;
 pub mod kernel_passes;
 pub mod lower;
 pub mod matmul;
+pub mod nested;
 pub mod runtime;
 pub mod sparse;
 pub mod sym;
