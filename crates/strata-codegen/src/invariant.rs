@@ -144,17 +144,7 @@ fn materialize(mut k: Kernel, buffers: &mut Vec<Buffer>, out: &mut Vec<Kernel>) 
         let SExpr::Reduce { scalar, .. } = &*r else { unreachable!("candidates are reductions") };
         let levels: Vec<Level> = over.iter().map(|(d, iv)| Level::dense(d.clone(), *iv)).collect();
         let name = format!("red{}", buffers.len());
-        buffers.push(Buffer {
-            name: name.clone(),
-            scalar: *scalar,
-            levels: levels.clone(),
-            param: None,
-            field: Vec::new(),
-            written: true,
-            temp: true,
-            overwritten: false,
-            role: crate::kernel::Role::Elements,
-        });
+        buffers.push(Buffer::temporary(name.clone(), *scalar, levels.clone(), Vec::new()));
         let b = buffers.len() - 1;
         let coords = levels.iter().map(|l| Coord::Var { dim: l.name.clone(), offset: 0 }).collect();
         let load = Rc::new(SExpr::Load(Rc::new(Load { buffer: b, coords })));
@@ -162,20 +152,11 @@ fn materialize(mut k: Kernel, buffers: &mut Vec<Buffer>, out: &mut Vec<Kernel>) 
             st.value = replace(&st.value, &r, &load);
         }
         let names: Vec<&str> = levels.iter().map(|l| l.name.as_str()).collect();
-        let reduced = Kernel {
-            comment: format!(
-                "%{name}: a reduction in `{}` depending on [{}] only, computed once",
-                k.comment,
-                names.join(", ")
-            ),
-            domain: levels,
-            scan: None,
-            stores: vec![Store { buffer: b, value: r }],
-            matmul: None,
-            chain: Vec::new(),
-            local: Vec::new(),
-            sets: Vec::new(),
-        };
+        let reduced = Kernel::nest(
+            format!("%{name}: a reduction in `{}` depending on [{}] only, computed once", k.comment, names.join(", ")),
+            levels,
+            vec![Store { buffer: b, value: r }],
+        );
         materialize(reduced, buffers, out);
     }
     out.push(k);

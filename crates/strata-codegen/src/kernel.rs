@@ -35,6 +35,23 @@ pub struct Buffer {
     pub role: Role,
 }
 
+impl Buffer {
+    /// A temporary between kernels (tuple field `field` of a value), written before it is read.
+    pub fn temporary(name: String, scalar: Scalar, levels: Vec<Level>, field: Vec<usize>) -> Buffer {
+        Buffer {
+            name,
+            scalar,
+            levels,
+            param: None,
+            field,
+            written: true,
+            temp: true,
+            overwritten: false,
+            role: Role::Elements,
+        }
+    }
+}
+
 /// What a buffer holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
@@ -117,19 +134,24 @@ impl Kernel {
         self.all_stores().any(|st| st.buffer == b)
     }
 
-    /// A plain loop nest over this kernel's domain storing `value` into `buffer` (a GEMM's
-    /// initial value or epilogue).
-    pub fn elementwise(&self, buffer: usize, value: Rc<SExpr>) -> Kernel {
+    /// A plain loop nest over `domain` with `stores` at each point.
+    pub fn nest(comment: String, domain: Vec<Level>, stores: Vec<Store>) -> Kernel {
         Kernel {
-            comment: self.comment.clone(),
-            domain: self.domain.clone(),
+            comment,
+            domain,
             scan: None,
-            stores: vec![Store { buffer, value }],
+            stores,
             matmul: None,
             chain: Vec::new(),
             local: Vec::new(),
             sets: Vec::new(),
         }
+    }
+
+    /// A plain loop nest over this kernel's domain storing `value` into `buffer` (a GEMM's
+    /// initial value or epilogue).
+    pub fn elementwise(&self, buffer: usize, value: Rc<SExpr>) -> Kernel {
+        Kernel::nest(self.comment.clone(), self.domain.clone(), vec![Store { buffer, value }])
     }
 
     /// A plain loop nest: neither a scan nor a runtime GEMM.

@@ -91,7 +91,6 @@ fn leaves(
     Ok(())
 }
 
-
 /// The placeholder buffer of accumulator `id` while a payload over tensor elements is inlined
 /// (never emitted: replaced by the accumulator register once its reads are checked).
 fn acc_placeholder(id: u32) -> usize {
@@ -373,17 +372,7 @@ impl<'m> Lowerer<'m> {
         let mut reads = Vec::new();
         for (i, (leaf, scalar)) in parts.iter().zip(scalars).enumerate() {
             let mut temp = |suffix: &str, scalar: Scalar| {
-                self.buffers.push(Buffer {
-                    name: format!("{name}.{i}{suffix}"),
-                    scalar,
-                    levels: levels.clone(),
-                    param: None,
-                    field: vec![i],
-                    written: true,
-                    temp: true,
-                    overwritten: false,
-                    role: Role::Elements,
-                });
+                self.buffers.push(Buffer::temporary(format!("{name}.{i}{suffix}"), scalar, levels.clone(), vec![i]));
                 self.buffers.len() - 1
             };
             let vb = temp("", scalar);
@@ -423,16 +412,11 @@ impl<'m> Lowerer<'m> {
                 value: read_value,
             }));
         }
-        self.kernels.push(Kernel {
-            comment: format!("%{name} = %{} (a temporary: it is read through a neighbor table)", e.name),
-            domain: levels,
-            scan: None,
+        self.kernels.push(Kernel::nest(
+            format!("%{name} = %{} (a temporary: it is read through a neighbor table)", e.name),
+            levels,
             stores,
-            matmul: None,
-            chain: Vec::new(),
-            local: Vec::new(),
-            sets: Vec::new(),
-        });
+        ));
         let read = assemble(self.types, element, &mut reads.into_iter());
         self.temporaries.push((value, read.clone()));
         read
@@ -441,7 +425,13 @@ impl<'m> Lowerer<'m> {
     /// A neighbor table computed by the program (`e`, value `t`): one kernel stores it into a
     /// temporary over its own levels, absent entries as the skip value `-1` (an absent table
     /// entry is a missing neighbor, as in the interpreter); returns the load of it.
-    fn materialize_table(&mut self, func: &Function, e: &Expr, t: Rc<SExpr>, op: &str) -> Result<Rc<SExpr>, LowerError> {
+    fn materialize_table(
+        &mut self,
+        func: &Function,
+        e: &Expr,
+        t: Rc<SExpr>,
+        op: &str,
+    ) -> Result<Rc<SExpr>, LowerError> {
         let levels = split(self.types, e.ty).0;
         let own: Vec<&DimName> = levels.iter().map(|l| &l.name).collect();
         if !depends_only_on([t.clone()], &own) {
@@ -451,30 +441,20 @@ impl<'m> Lowerer<'m> {
             });
         }
         let scalar = self.element_scalar(e.ty);
-        self.buffers.push(Buffer {
-            name: format!("table{}.{}", self.kernels.len(), e.name),
+        self.buffers.push(Buffer::temporary(
+            format!("table{}.{}", self.kernels.len(), e.name),
             scalar,
-            levels: levels.clone(),
-            param: None,
-            field: Vec::new(),
-            written: true,
-            temp: true,
-            overwritten: false,
-            role: Role::Elements,
-        });
+            levels.clone(),
+            Vec::new(),
+        ));
         let b = self.buffers.len() - 1;
         let skip = Rc::new(SExpr::Const(Sv::from_i128(scalar, -1)));
         let value = Rc::new(SExpr::Select(Rc::new(SExpr::Present(t.clone())), t, skip));
-        self.kernels.push(Kernel {
-            comment: format!("%{} (a computed neighbor table, materialized)", e.name),
-            domain: levels.clone(),
-            scan: None,
-            stores: vec![Store { buffer: b, value }],
-            matmul: None,
-            chain: Vec::new(),
-            local: Vec::new(),
-            sets: Vec::new(),
-        });
+        self.kernels.push(Kernel::nest(
+            format!("%{} (a computed neighbor table, materialized)", e.name),
+            levels.clone(),
+            vec![Store { buffer: b, value }],
+        ));
         let coords = levels.iter().map(|l| Coord::Var { dim: l.name.clone(), offset: 0 }).collect();
         Ok(Rc::new(SExpr::Load(Rc::new(Load { buffer: b, coords }))))
     }
@@ -1414,33 +1394,24 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
                         l.buffers.push(t);
                         let tb = l.buffers.len() - 1;
                         stores.push(Store { buffer: tb, value: value.clone() });
-                        let coords = l.buffers[tb].levels.iter().map(|lv| Coord::Var { dim: lv.name.clone(), offset: 0 });
+                        let coords =
+                            l.buffers[tb].levels.iter().map(|lv| Coord::Var { dim: lv.name.clone(), offset: 0 });
                         copies.push(Rc::new(SExpr::Load(Rc::new(Load { buffer: tb, coords: coords.collect() }))));
                     }
-                    l.kernels.push(Kernel {
-                        comment: format!("%{name} <- %{}, computed before it is assigned", func.exprs[*value].name),
-                        domain: dom.clone(),
-                        scan: None,
+                    l.kernels.push(Kernel::nest(
+                        format!("%{name} <- %{}, computed before it is assigned", func.exprs[*value].name),
+                        dom.clone(),
                         stores,
-                        matmul: None,
-                        chain: Vec::new(),
-                        local: Vec::new(),
-                        sets: Vec::new(),
-                    });
+                    ));
                     leaves = copies;
                 }
                 let stores =
                     param_buffers[p].iter().zip(leaves).map(|(&buffer, value)| Store { buffer, value }).collect();
-                l.kernels.push(Kernel {
-                    comment: format!("%{} <- %{}", func.exprs[*target].name, func.exprs[*value].name),
-                    domain: dom,
-                    scan: None,
+                l.kernels.push(Kernel::nest(
+                    format!("%{} <- %{}", func.exprs[*target].name, func.exprs[*value].name),
+                    dom,
                     stores,
-                    matmul: None,
-                    chain: Vec::new(),
-                    local: Vec::new(),
-                    sets: Vec::new(),
-                });
+                ));
             }
             Statement::Return(v) => {
                 let rty = func.result.expect("func");
@@ -1456,16 +1427,7 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
                         stores.push(Store { buffer: p, value: Rc::new(SExpr::Present(leaf.clone())) });
                     }
                 }
-                l.kernels.push(Kernel {
-                    scan: None,
-                    comment: format!("return %{}", func.exprs[*v].name),
-                    domain: sym_levels,
-                    stores,
-                    matmul: None,
-                    chain: Vec::new(),
-                    local: Vec::new(),
-                    sets: Vec::new(),
-                });
+                l.kernels.push(Kernel::nest(format!("return %{}", func.exprs[*v].name), sym_levels, stores));
             }
         }
     }
