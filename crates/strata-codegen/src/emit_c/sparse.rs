@@ -1,0 +1,180 @@
+//! The C for sparse and ragged reads and for loops over stored coordinates (see
+//! [`crate::sparse`]): locating a read's position level by level, the loop headers that visit
+//! a set (one stored level, or a merge of several), and which positions those loops know.
+
+use crate::sparse::{CoIteration, LevelStorage};
+use crate::sym::SparseRead;
+
+use super::{var, Emitter};
+
+impl Emitter<'_> {
+    /// The loop that visits the stored coordinates for variable `v`, if it is one.
+    pub(super) fn set_of(&self, v: &strata_ir::DimName) -> Option<&CoIteration> {
+        self.sets.iter().find(|c| &c.var == v)
+    }
+
+    /// The C variable holding read `r`'s position at level `k`, when an enclosing loop visits
+    /// exactly that level's stored coordinates below the same earlier coordinates.
+    fn known_position(&self, r: &SparseRead, k: usize) -> Option<String> {
+        self.sets.iter().find_map(|c| {
+            c.walked().into_iter().enumerate().find_map(|(i, (walked, level))| {
+                (level == k && walked.tensor == r.tensor && walked.coords[..=k] == r.coords[..=k])
+                    .then(|| position_var(i, &var(c.var.as_str())))
+            })
+        })
+    }
+
+    /// The C position of read `r` after its first `upto` levels (`0`, the root, for none), and
+    /// whether it may be `-1` (a coordinate not stored). Starts from the deepest position an
+    /// enclosing set loop knows, then locates level by level: dense levels by arithmetic,
+    /// compressed ones by binary search, ragged ones by a bound check.
+    pub(super) fn sparse_position(&self, r: &SparseRead, upto: usize) -> (String, bool) {
+        let t = &self.program.sparse[r.tensor];
+        let (mut p, mut from) = ("INT64_C(0)".to_string(), 0);
+        if let Some(k) = (0..upto).rev().find(|&k| self.known_position(r, k).is_some()) {
+            p = self.known_position(r, k).expect("found");
+            from = k + 1;
+        }
+        let mut may_be_absent = false;
+        for k in from..upto {
+            let start = t.levels[k].interval.start;
+            let c = if start == 0 {
+                self.coord(&r.coords[k])
+            } else {
+                format!("({} - ({start}))", self.coord(&r.coords[k]))
+            };
+            let pk = format!("p{k}_");
+            let next = match &t.storage[k] {
+                LevelStorage::Dense { size } => format!("{pk} * {size} + {c}"),
+                LevelStorage::Compressed { positions, coordinates } => {
+                    let (pos, crd) = (self.name(*positions), self.name(*coordinates));
+                    format!("strata_find({crd}, {pos}[{pk}], {pos}[{pk} + 1], {c})")
+                }
+                LevelStorage::Ragged { offsets } => {
+                    let off = self.name(*offsets);
+                    format!("({c}) < {off}[{pk} + 1] - {off}[{pk}] ? {off}[{pk}] + ({c}) : -1")
+                }
+            };
+            let guarded = if may_be_absent { format!("{pk} < 0 ? -1 : {next}") } else { next };
+            p = format!("({{ const int64_t {pk} = {p}; {guarded}; }})");
+            may_be_absent |= !matches!(t.storage[k], LevelStorage::Dense { .. });
+        }
+        (p, may_be_absent)
+    }
+
+    /// How a loop visits set `c` (see [`crate::sparse`]): over the positions of the lead
+    /// read's level below its parent position, binding the variable to each stored coordinate
+    /// (and skipping those outside the variable's range). The other reads of an intersection
+    /// are located in the body, whose presence test they are part of. `None` for a union.
+    pub(super) fn set_bounds(&self, c: &CoIteration) -> Option<SetBounds> {
+        let (r, k) = c.set.lead()?;
+        let t = &self.program.sparse[r.tensor];
+        let v = var(c.var.as_str());
+        let level = t.levels[k].interval;
+        let (first, last, offset) = match &t.storage[k] {
+            LevelStorage::Compressed { positions, coordinates } => {
+                let pos = self.name(*positions);
+                (format!("{pos}[pp_{v}]"), format!("{pos}[pp_{v} + 1]"), format!("{}[q_{v}]", self.name(*coordinates)))
+            }
+            LevelStorage::Ragged { offsets } => {
+                let off = self.name(*offsets);
+                (format!("{off}[pp_{v}]"), format!("{off}[pp_{v} + 1]"), format!("q_{v} - {off}[pp_{v}]"))
+            }
+            LevelStorage::Dense { .. } => unreachable!("sets visit stored levels"),
+        };
+        let inside = c.range.start <= level.start && level.stop <= c.range.stop;
+        Some(SetBounds {
+            parent: self.sparse_position(r, k).0,
+            first,
+            last,
+            coordinate: format!("{offset} + {}", level.start),
+            range: (!inside).then_some((c.range.start, c.range.stop)),
+            v,
+        })
+    }
+
+    /// The C loop header of set `c` inside a fold (one line, so it composes with the
+    /// statement expressions folds are written as).
+    pub(super) fn set_loop(&self, c: &CoIteration) -> String {
+        if c.merge {
+            return self.merge_loop(c);
+        }
+        let Some(b) = self.set_bounds(c) else { return UNION_REFUSED.into() };
+        let SetBounds { v, parent, first, last, coordinate, range } = b;
+        let check = range.map(|(lo, hi)| format!("if ({v} >= {lo} && {v} < {hi}) ")).unwrap_or_default();
+        format!(
+            "for (int64_t pp_{v} = {parent}, q_{v} = pp_{v} < 0 ? 0 : {first}, qe_{v} = pp_{v} < 0 ? 0 : {last}; \
+             q_{v} < qe_{v}; ++q_{v}) for (int64_t {v} = {coordinate}, o_{v} = 1; o_{v}; o_{v} = 0) {check}"
+        )
+    }
+
+    /// The loop header walking the compressed levels of an intersection together: while every
+    /// position is inside its segment, advance those whose coordinate is behind the largest,
+    /// and where all coordinates agree, bind the variable and run the body once (advancing all).
+    fn merge_loop(&self, c: &CoIteration) -> String {
+        let v = var(c.var.as_str());
+        let mut init = Vec::new();
+        let mut inside = Vec::new();
+        let mut crds = Vec::new();
+        for (i, (r, k)) in c.walked().into_iter().enumerate() {
+            let LevelStorage::Compressed { positions, coordinates } = &self.program.sparse[r.tensor].storage[k] else {
+                unreachable!("merges walk compressed levels")
+            };
+            let (pos, crd) = (self.name(*positions), self.name(*coordinates));
+            let (q, pp, qe) = (position_var(i, &v), format!("pp{i}_{v}"), format!("qe{i}_{v}"));
+            let parent = self.sparse_position(r, k).0;
+            init.push(format!(
+                "{pp} = {parent}, {q} = {pp} < 0 ? 0 : {pos}[{pp}], {qe} = {pp} < 0 ? 0 : {pos}[{pp} + 1]"
+            ));
+            inside.push(format!("{q} < {qe}"));
+            crds.push((format!("{crd}[{q}]"), q));
+        }
+        let agree: Vec<String> = crds.windows(2).map(|w| format!("{} == {}", w[0].0, w[1].0)).collect();
+        let largest: String = crds[1..].iter().map(|(x, _)| format!("if ({x} > m_) m_ = {x}; ")).collect();
+        let advance: String = crds.iter().map(|(x, q)| format!("{q} += {x} < m_; ")).collect();
+        let step: String = crds.iter().map(|(_, q)| format!(", ++{q}")).collect();
+        let (lead, k) = c.walked()[0];
+        let level = self.program.sparse[lead.tensor].levels[k].interval;
+        let start = level.start;
+        let check = if c.range.start <= level.start && level.stop <= c.range.stop {
+            String::new()
+        } else {
+            format!("if ({v} >= {} && {v} < {}) ", c.range.start, c.range.stop)
+        };
+        format!(
+            "for (int64_t {}; {}; ) if (!({})) {{ int64_t m_ = {}; {largest}{advance}}} \
+             else for (int64_t {v} = {} + {start}, o_{v} = 1; o_{v}; o_{v} = 0{step}) {check}",
+            init.join(", "),
+            inside.join(" && "),
+            agree.join(" && "),
+            crds[0].0,
+            crds[0].0,
+        )
+    }
+}
+
+/// The C variable of the position of the `i`-th walked read of the loop over `v` (`q_v` for
+/// the lead).
+fn position_var(i: usize, v: &str) -> String {
+    if i == 0 {
+        format!("q_{v}")
+    } else {
+        format!("q{i}_{v}")
+    }
+}
+
+/// The parts of a loop over a set's positions ([`Emitter::set_bounds`]): the variable, the
+/// parent position, the first and last position (given `pp_v`), the coordinate at position
+/// `q_v`, and the variable's range when stored coordinates may fall outside it.
+pub(super) struct SetBounds {
+    pub(super) v: String,
+    pub(super) parent: String,
+    pub(super) first: String,
+    pub(super) last: String,
+    pub(super) coordinate: String,
+    pub(super) range: Option<(i64, i64)>,
+}
+
+/// Written in place of a loop over a union of stored sets (which lowering does not produce
+/// yet): compiling stops with this message.
+pub(super) const UNION_REFUSED: &str = "\n#error \"iteration over a union of stored sets is not lowered yet\"\n";
