@@ -950,7 +950,7 @@ fn emit_sibling_folds(out: &mut String, em: &Emitter, folds: &[Rc<SExpr>], inden
 fn emit_stores(out: &mut String, em: &Emitter, stores: &[Store], indent: &str) {
     for s in stores {
         let b = &em.program.buffers[s.buffer];
-        let coords: Vec<Coord> = b.levels.iter().map(|l| Coord::Var { dim: l.name.clone(), offset: 0 }).collect();
+        let coords = crate::sym::level_vars(&b.levels);
         let target = em.load(&Load { buffer: s.buffer, coords });
         let p = em.present(&s.value);
         let v = em.value(&s.value);
@@ -1031,15 +1031,9 @@ fn emit_scan_stage(
 ) {
     // A fold (not a scan) skips the steps whose update is absent (a skipped neighbor, an
     // unstored entry), keeping its state, as the interpreter's folds do.
-    let guard = if sc.last_only {
-        let parts: Vec<String> = sc.updates.iter().map(|u| em.present(u)).filter(|p| p != "1").collect();
-        if parts.is_empty() {
-            "1".to_string()
-        } else {
-            parts.join(" && ")
-        }
-    } else {
-        "1".to_string()
+    let guard: Vec<String> = match sc.last_only {
+        true => sc.updates.iter().map(|u| em.present(u)).filter(|p| p != "1").collect(),
+        false => Vec::new(),
     };
     // Inside a strip, each column reads its state from the row and writes it back.
     let strip = column.map(|j| {
@@ -1057,7 +1051,7 @@ fn emit_scan_stage(
         for (id, t, init) in &sc.states {
             let _ = writeln!(out, "{indent}{} acc{id} = {};  /* scan state */", c_type(*t), em.value(init));
         }
-        if let Some(best) = sc.arg_best.as_ref().filter(|_| sc.last_only && sc.forward && guard == "1") {
+        if let Some(best) = sc.arg_best.as_ref().filter(|_| sc.last_only && sc.forward && guard.is_empty()) {
             emit_arg_best(out, em, sc, best, indent);
             emit_stores(out, em, stores, indent);
             return;
@@ -1088,8 +1082,8 @@ fn emit_scan_stage(
         steps += 1;
         let _ = writeln!(out, "{indent}{load}");
     }
-    if guard != "1" {
-        let _ = writeln!(out, "{indent}if ({guard}) {{");
+    if !guard.is_empty() {
+        let _ = writeln!(out, "{indent}if ({}) {{", guard.join(" && "));
         indent.push_str("  ");
     }
     for ((id, t, _), u) in sc.states.iter().zip(&sc.updates) {
@@ -1098,7 +1092,7 @@ fn emit_scan_stage(
     for (id, _, _) in &sc.states {
         let _ = writeln!(out, "{indent}acc{id} = next{id};");
     }
-    if guard != "1" {
+    if !guard.is_empty() {
         close_loops(out, indent, 1);
     }
     if !sc.last_only {
@@ -1289,7 +1283,7 @@ fn emit_contraction(out: &mut String, em: &Emitter, k: &Kernel, reductions: &[Rc
     }
     for (st, value) in k.stores.iter().zip(stores) {
         let b = &em.program.buffers[st.buffer];
-        let coords: Vec<Coord> = b.levels.iter().map(|l| Coord::Var { dim: l.name.clone(), offset: 0 }).collect();
+        let coords = crate::sym::level_vars(&b.levels);
         let target = em.load(&Load { buffer: st.buffer, coords });
         let _ = writeln!(out, "{indent}  {target} = {};", em.value(value));
     }

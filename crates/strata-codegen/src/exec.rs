@@ -175,8 +175,8 @@ impl<'a> Buffers<'a> {
             let p = b.param.expect("storage buffers belong to parameters");
             if storage[p].is_none() {
                 let t = program.sparse.iter().find(|t| program.buffers[t.values].param == Some(p));
-                let formats = crate::sparse::formats_of(t.expect("a bound sparse parameter"));
-                storage[p] = Some(assemble(args[p].borrow(), &formats, &b.name)?);
+                let t = t.expect("a bound sparse parameter");
+                storage[p] = Some(assemble(args[p].borrow(), &crate::sparse::formats_of(t), &t.name)?);
             }
             let st = storage[p].as_mut().expect("assembled");
             let ints = |v: &[usize]| Column::I64(v.iter().map(|&x| x as i64).collect());
@@ -280,15 +280,14 @@ impl Drop for Buffers<'_> {
     }
 }
 
-/// The storage of sparse or ragged argument `t` (buffer `name`'s parameter) in `formats`.
+/// The storage of sparse or ragged argument `t` (parameter `name`) in `formats`.
 /// Every stored entry must be present: a ragged row stores a dense run up to its last present
 /// element.
 fn assemble(t: &Tensor, formats: &[strata_ir::LevelFormat], name: &str) -> Result<Storage, ExecError> {
     let st = strata_runtime::storage::assemble_as(t, formats);
     let present = t.present.as_ref().map_or(t.len(), |p| p.iter().filter(|&&x| x).count());
     if st.values.len() != present {
-        let param = name.split('.').next().unwrap_or(name);
-        return Err(ExecError::RaggedGap(param.to_string()));
+        return Err(ExecError::RaggedGap(name.to_string()));
     }
     Ok(st)
 }

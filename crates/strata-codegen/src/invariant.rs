@@ -146,7 +146,7 @@ fn materialize(mut k: Kernel, buffers: &mut Vec<Buffer>, out: &mut Vec<Kernel>) 
         let name = format!("red{}", buffers.len());
         buffers.push(Buffer::temporary(name.clone(), *scalar, levels.clone(), Vec::new()));
         let b = buffers.len() - 1;
-        let coords = levels.iter().map(|l| Coord::Var { dim: l.name.clone(), offset: 0 }).collect();
+        let coords = crate::sym::level_vars(&levels);
         let load = Rc::new(SExpr::Load(Rc::new(Load { buffer: b, coords })));
         for st in &mut k.stores {
             st.value = replace(&st.value, &r, &load);

@@ -18,7 +18,7 @@ use strata_runtime::Sv;
 use crate::kernel::{arg_best, Buffer, Kernel, KernelProgram, Role, ScanLoop, StateRegister, StoragePart, Store};
 use crate::kernel_passes::{forward_scan_results, fuse_adjacent, fuse_scans, overwritten_first};
 use crate::nested::{element_entry, element_exit, element_levels, element_var, flat, split};
-use crate::sym::{reads, shift, substitute, Coord, Load, SExpr, Sym};
+use crate::sym::{level_vars, reads, shift, substitute, Coord, Load, SExpr, Sym};
 
 /// Why an entry cannot be compiled.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -121,13 +121,11 @@ impl<'m> Lowerer<'m> {
     ) -> Result<(Sym, Vec<usize>), LowerError> {
         let sparse = split(self.types, ty).0.iter().any(|l| !l.format.is_dense_like());
         if sparse {
+            self.check_storage(name, ty, func)?;
             match (param, written) {
-                (Some(_), false) => {
-                    self.check_storage(name, ty, func)?;
-                    return Ok(self.bind_storage(name, ty, param));
-                }
+                (Some(_), false) => return Ok(self.bind_storage(name, ty, param)),
                 // Results are written in the logical form: any storage format.
-                (None, true) if name == "result" && matches!(self.types[split(self.types, ty).1], Type::Scalar(_)) => {}
+                (None, true) if name == "result" => {}
                 _ => return Err(self.unsupported_type(format!("writing the sparse or ragged value `%{name}`"), func)),
             }
         }
@@ -151,7 +149,7 @@ impl<'m> Lowerer<'m> {
                 role: Role::Elements,
             });
             ids.push(id);
-            let coords = levels.iter().map(|l| Coord::Var { dim: l.name.clone(), offset: 0 }).collect();
+            let coords = level_vars(&levels);
             exprs.push(Rc::new(SExpr::Load(Rc::new(Load { buffer: id, coords }))));
         }
         if sparse {
@@ -166,8 +164,8 @@ impl<'m> Lowerer<'m> {
         Ok((assemble(self.types, element, &mut exprs.into_iter()), ids))
     }
 
-    /// Refuses sparse and ragged tensors whose elements are not scalars (storage holds
-    /// scalars).
+    /// Refuses sparse and ragged tensors whose elements are not scalars (storage and the
+    /// presence of a result are per scalar).
     fn check_storage(&self, name: &str, ty: Handle<Type>, func: &Function) -> Result<(), LowerError> {
         if !matches!(self.types[split(self.types, ty).1], Type::Scalar(_)) {
             return Err(
@@ -215,7 +213,7 @@ impl<'m> Lowerer<'m> {
         let scalar = self.element_scalar(element);
         let values = buffer(self, "values".into(), scalar, StoragePart::Values);
         self.sparse.push(crate::sparse::SparseTensor { name: name.into(), levels: levels.clone(), storage, values });
-        let coords = levels.iter().map(|l| Coord::Var { dim: l.name.clone(), offset: 0 }).collect();
+        let coords = level_vars(&levels);
         let read = crate::sym::SparseRead { tensor: self.sparse.len() - 1, coords };
         (Sym::Scalar(Rc::new(SExpr::Sparse(Rc::new(read)))), ids)
     }
@@ -367,7 +365,7 @@ impl<'m> Lowerer<'m> {
             return read.clone();
         }
         let name = format!("tmp{}", self.kernels.len());
-        let coords: Vec<Coord> = levels.iter().map(|l| Coord::Var { dim: l.name.clone(), offset: 0 }).collect();
+        let coords = level_vars(&levels);
         let mut stores = Vec::new();
         let mut reads = Vec::new();
         for (i, (leaf, scalar)) in parts.iter().zip(scalars).enumerate() {
@@ -455,7 +453,7 @@ impl<'m> Lowerer<'m> {
             levels.clone(),
             vec![Store { buffer: b, value }],
         ));
-        let coords = levels.iter().map(|l| Coord::Var { dim: l.name.clone(), offset: 0 }).collect();
+        let coords = level_vars(&levels);
         Ok(Rc::new(SExpr::Load(Rc::new(Load { buffer: b, coords }))))
     }
 
@@ -884,18 +882,16 @@ impl<'m> Lowerer<'m> {
                 if changes && !matches!(x, Sym::Scalar(_)) {
                     return Err(self.unsupported_type("converting the storage of tensors of tuples", func));
                 }
-                if to_sparse && was_dense {
-                    let x = x.scalar();
-                    let zero = Rc::new(SExpr::Const(Sv::zero(s)));
-                    let stored = Rc::new(SExpr::Binary(BinaryOp::Ne, x.clone(), zero, s));
-                    Sym::Scalar(Rc::new(SExpr::Select(stored, x, Rc::new(SExpr::Absent(s)))))
-                } else if to_dense && !was_dense {
-                    let x = x.scalar();
-                    let zero = Rc::new(SExpr::Const(Sv::zero(s)));
-                    Sym::Scalar(Rc::new(SExpr::Select(Rc::new(SExpr::Present(x.clone())), x, zero)))
-                } else {
-                    x
+                if !changes {
+                    return Ok(x);
                 }
+                let (x, zero) = (x.scalar(), Rc::new(SExpr::Const(Sv::zero(s))));
+                Sym::Scalar(Rc::new(if to_sparse {
+                    let stored = Rc::new(SExpr::Binary(BinaryOp::Ne, x.clone(), zero, s));
+                    SExpr::Select(stored, x, Rc::new(SExpr::Absent(s)))
+                } else {
+                    SExpr::Select(Rc::new(SExpr::Present(x.clone())), x, zero)
+                }))
             }
             Op::Scan { func: f, args, dim, forward, init } => self.scan(func, e, env, *f, args, dim, *forward, init)?,
             Op::CollapseShape { arg: a, groups, .. } => {
@@ -965,8 +961,7 @@ impl<'m> Lowerer<'m> {
                     .map(|(l, i)| Coord::Computed { value: arg(i).scalar(), source: l.interval, offset: 0 })
                     .collect();
                 // A tensor element becomes a value over the result's own dimensions.
-                let own =
-                    split(self.types, e.ty).0.iter().map(|l| Coord::Var { dim: l.name.clone(), offset: 0 }).collect();
+                let own = level_vars(&split(self.types, e.ty).0);
                 let (ef, et) = element_exit(own, element_levels(self.types, e.ty).len());
                 from.extend(ef);
                 to.extend(et);
@@ -1388,15 +1383,14 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
                     let mut stores = Vec::new();
                     let mut copies = Vec::new();
                     for (&b, value) in param_buffers[p].iter().zip(&leaves) {
-                        let mut t = l.buffers[b].clone();
-                        t.name = format!("tmp{}.{}", l.kernels.len(), t.name);
-                        (t.param, t.written, t.temp, t.overwritten) = (None, true, true, false);
+                        let target = &l.buffers[b];
+                        let name = format!("tmp{}.{}", l.kernels.len(), target.name);
+                        let t = Buffer::temporary(name, target.scalar, target.levels.clone(), target.field.clone());
+                        let coords = level_vars(&t.levels);
                         l.buffers.push(t);
                         let tb = l.buffers.len() - 1;
                         stores.push(Store { buffer: tb, value: value.clone() });
-                        let coords =
-                            l.buffers[tb].levels.iter().map(|lv| Coord::Var { dim: lv.name.clone(), offset: 0 });
-                        copies.push(Rc::new(SExpr::Load(Rc::new(Load { buffer: tb, coords: coords.collect() }))));
+                        copies.push(Rc::new(SExpr::Load(Rc::new(Load { buffer: tb, coords }))));
                     }
                     l.kernels.push(Kernel::nest(
                         format!("%{name} <- %{}, computed before it is assigned", func.exprs[*value].name),

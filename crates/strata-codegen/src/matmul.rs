@@ -229,8 +229,7 @@ pub fn recognize(kernel: &Kernel, buffers: &[Buffer]) -> Option<MatMul> {
     }
     let domain: Vec<(DimName, Interval)> = kernel.domain.iter().map(|l| (l.name.clone(), l.interval)).collect();
     let all: Vec<(DimName, Interval)> = domain.iter().chain(&reduced).cloned().collect();
-    let out_coords: Vec<Coord> =
-        buffers[out].levels.iter().map(|l| Coord::Var { dim: l.name.clone(), offset: 0 }).collect();
+    let out_coords = crate::sym::level_vars(&buffers[out].levels);
     let addrs = [
         address(&buffers[out], &out_coords, &all)?,
         address(&buffers[lhs.buffer], &lhs.coords, &all)?,
@@ -301,7 +300,7 @@ fn split_epilogue(value: &Rc<SExpr>, out: usize, buffers: &[Buffer]) -> Option<(
     if crate::sym::reads(value, out) {
         return None;
     }
-    let here: Vec<Coord> = buffers[out].levels.iter().map(|l| Coord::Var { dim: l.name.clone(), offset: 0 }).collect();
+    let here = crate::sym::level_vars(&buffers[out].levels);
     let product = Rc::new(SExpr::Load(Rc::new(Load { buffer: out, coords: here })));
     let epilogue = replace_fold(value, &fold, &product)?;
     Some((fold, Some(epilogue)))

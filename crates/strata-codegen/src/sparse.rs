@@ -105,7 +105,8 @@ pub enum IterSet {
         /// Its level iterated by the loop.
         level: usize,
     },
-    /// Coordinates in every set (run as: iterate the first, locate in the others).
+    /// Coordinates in every set (merged, or run as: iterate the first, locate in the others;
+    /// see [`CoIteration::merge`]).
     Intersection(Vec<IterSet>),
     /// Coordinates in any set (not produced by lowering yet; see the module documentation).
     Union(Vec<IterSet>),

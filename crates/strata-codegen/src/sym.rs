@@ -63,6 +63,12 @@ pub enum Coord {
     },
 }
 
+/// Each level's own loop variable, in level order: the coordinates of a buffer read or
+/// written at the current point of a loop nest over its levels.
+pub fn level_vars(levels: &[strata_ir::Level]) -> Vec<Coord> {
+    levels.iter().map(|l| Coord::Var { dim: l.name.clone(), offset: 0 }).collect()
+}
+
 /// A read of one scalar from a buffer.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Load {

@@ -30,11 +30,10 @@ impl Emitter<'_> {
     /// compressed ones by binary search, ragged ones by a bound check.
     pub(super) fn sparse_position(&self, r: &SparseRead, upto: usize) -> (String, bool) {
         let t = &self.program.sparse[r.tensor];
-        let (mut p, mut from) = ("INT64_C(0)".to_string(), 0);
-        if let Some(k) = (0..upto).rev().find(|&k| self.known_position(r, k).is_some()) {
-            p = self.known_position(r, k).expect("found");
-            from = k + 1;
-        }
+        let (mut p, from) = (0..upto)
+            .rev()
+            .find_map(|k| self.known_position(r, k).map(|q| (q, k + 1)))
+            .unwrap_or_else(|| ("INT64_C(0)".to_string(), 0));
         let mut may_be_absent = false;
         for k in from..upto {
             let start = t.levels[k].interval.start;
@@ -82,13 +81,12 @@ impl Emitter<'_> {
             }
             LevelStorage::Dense { .. } => unreachable!("sets visit stored levels"),
         };
-        let inside = c.range.start <= level.start && level.stop <= c.range.stop;
         Some(SetBounds {
             parent: self.sparse_position(r, k).0,
             first,
             last,
             coordinate: format!("{offset} + {}", level.start),
-            range: (!inside).then_some((c.range.start, c.range.stop)),
+            range: range_outside(c, level),
             v,
         })
     }
@@ -101,7 +99,7 @@ impl Emitter<'_> {
         }
         let Some(b) = self.set_bounds(c) else { return UNION_REFUSED.into() };
         let SetBounds { v, parent, first, last, coordinate, range } = b;
-        let check = range.map(|(lo, hi)| format!("if ({v} >= {lo} && {v} < {hi}) ")).unwrap_or_default();
+        let check = range_check(&v, range);
         format!(
             "for (int64_t pp_{v} = {parent}, q_{v} = pp_{v} < 0 ? 0 : {first}, qe_{v} = pp_{v} < 0 ? 0 : {last}; \
              q_{v} < qe_{v}; ++q_{v}) for (int64_t {v} = {coordinate}, o_{v} = 1; o_{v}; o_{v} = 0) {check}"
@@ -113,10 +111,11 @@ impl Emitter<'_> {
     /// and where all coordinates agree, bind the variable and run the body once (advancing all).
     fn merge_loop(&self, c: &CoIteration) -> String {
         let v = var(c.var.as_str());
+        let walked = c.walked();
         let mut init = Vec::new();
         let mut inside = Vec::new();
         let mut crds = Vec::new();
-        for (i, (r, k)) in c.walked().into_iter().enumerate() {
+        for (i, &(r, k)) in walked.iter().enumerate() {
             let LevelStorage::Compressed { positions, coordinates } = &self.program.sparse[r.tensor].storage[k] else {
                 unreachable!("merges walk compressed levels")
             };
@@ -133,14 +132,10 @@ impl Emitter<'_> {
         let largest: String = crds[1..].iter().map(|(x, _)| format!("if ({x} > m_) m_ = {x}; ")).collect();
         let advance: String = crds.iter().map(|(x, q)| format!("{q} += {x} < m_; ")).collect();
         let step: String = crds.iter().map(|(_, q)| format!(", ++{q}")).collect();
-        let (lead, k) = c.walked()[0];
+        let (lead, k) = walked[0];
         let level = self.program.sparse[lead.tensor].levels[k].interval;
         let start = level.start;
-        let check = if c.range.start <= level.start && level.stop <= c.range.stop {
-            String::new()
-        } else {
-            format!("if ({v} >= {} && {v} < {}) ", c.range.start, c.range.stop)
-        };
+        let check = range_check(&v, range_outside(c, level));
         format!(
             "for (int64_t {}; {}; ) if (!({})) {{ int64_t m_ = {}; {largest}{advance}}} \
              else for (int64_t {v} = {} + {start}, o_{v} = 1; o_{v}; o_{v} = 0{step}) {check}",
@@ -151,6 +146,17 @@ impl Emitter<'_> {
             crds[0].0,
         )
     }
+}
+
+/// The range of `c`'s variable when stored coordinates of `level` may fall outside it.
+fn range_outside(c: &CoIteration, level: strata_ir::Interval) -> Option<(i64, i64)> {
+    let inside = c.range.start <= level.start && level.stop <= c.range.stop;
+    (!inside).then_some((c.range.start, c.range.stop))
+}
+
+/// The test (a C `if` prefix) skipping coordinates of `v` outside `range`, if there is one.
+fn range_check(v: &str, range: Option<(i64, i64)>) -> String {
+    range.map(|(lo, hi)| format!("if ({v} >= {lo} && {v} < {hi}) ")).unwrap_or_default()
 }
 
 /// The C variable of the position of the `i`-th walked read of the loop over `v` (`q_v` for
