@@ -3,6 +3,8 @@
 //! result types computed here independently of the verifier (which then re-checks them), and
 //! compiled in batches (one C translation unit per batch) so that thousands fit in CI.
 
+mod common;
+
 use std::fmt::Write;
 
 use strata_codegen::{compile, emit_c, exec, lower};
@@ -260,8 +262,7 @@ fn same(a: &Column, b: &Column, exact: bool) -> bool {
 
 #[test]
 fn thousand_random_programs_native_equals_interpreter() {
-    let cache = std::env::temp_dir().join(format!("strata-difftest-{}", std::process::id()));
-    std::env::set_var("STRATA_CACHE_DIR", &cache);
+    let cache = common::private_cache("difftest");
     let mut rng = Rng::seeded(0xD1FF_5EED_0000_0001);
     let total = 1000;
     let batch = 125;

@@ -74,8 +74,7 @@ fn same(a: &Data, b: &Data, exact: bool) -> bool {
 #[test]
 fn native_examples_equal_the_interpreter() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let cache = std::env::temp_dir().join(format!("strata-native-examples-{}", std::process::id()));
-    std::env::set_var("STRATA_CACHE_DIR", &cache);
+    let cache = common::private_cache("native-examples");
     let mut compiled = Vec::new();
     let mut reordered = Vec::new();
     // Every example folder, and the test programs (tests/programs).

@@ -73,8 +73,7 @@ fn sparse_programs_native_equal_the_interpreter() {
     let module = strata_syntax::parse(&text).unwrap();
     let info = strata_verify::verify(&module).unwrap();
     let interp = strata_interp::Interpreter::new(&module, &info.types);
-    let cache = std::env::temp_dir().join(format!("strata-sparse-{}", std::process::id()));
-    std::env::set_var("STRATA_CACHE_DIR", &cache);
+    let cache = common::private_cache("sparse");
     let mut checked = Vec::new();
     for (h, f) in module.functions.iter() {
         if f.params.iter().all(|&p| ValueType::from_ir(&info.types, f.exprs[p].ty).levels.is_empty()) {

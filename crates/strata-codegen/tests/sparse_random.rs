@@ -169,8 +169,7 @@ fn random(ty: &ValueType, rng: &mut XorShift, density: f64) -> Tensor {
 
 #[test]
 fn random_sparse_programs_native_equals_interpreter() {
-    let cache = std::env::temp_dir().join(format!("strata-sparse-random-{}", std::process::id()));
-    std::env::set_var("STRATA_CACHE_DIR", &cache);
+    let cache = common::private_cache("sparse-random");
     let mut rng = XorShift::new(0x5EED_5A4E);
     let total = 300;
     let mut texts = Vec::new();

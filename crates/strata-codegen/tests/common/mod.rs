@@ -1,4 +1,8 @@
-//! Shared by the native-backend tests.
+//! Shared by the native-backend tests (each uses part of it).
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
 
 use strata_ir::LevelFormat;
 use strata_runtime::random::XorShift;
@@ -18,4 +22,12 @@ pub fn sparsify(t: &mut Tensor, rng: &mut XorShift, density: f64) {
         t.present = Some((0..t.len()).map(|_| rng.unit() < density).collect());
     }
     t.clear_absent();
+}
+
+/// A compilation cache of this test process's own (`$STRATA_CACHE_DIR`), so that a test
+/// compiles its programs afresh; the caller removes it at the end.
+pub fn private_cache(tag: &str) -> PathBuf {
+    let cache = std::env::temp_dir().join(format!("strata-{tag}-{}", std::process::id()));
+    std::env::set_var("STRATA_CACHE_DIR", &cache);
+    cache
 }
