@@ -19,7 +19,7 @@ use crate::sparse::CoIteration;
 
 mod sparse;
 use crate::sym::{Coord, Load, SExpr};
-use sparse::{SetBounds, UNION_REFUSED};
+use sparse::SetBounds;
 
 /// The C type of a scalar.
 pub fn c_type(s: Scalar) -> &'static str {
@@ -94,6 +94,7 @@ static inline int64_t strata_ix(int64_t t, int64_t lo, int64_t hi, int *err) {
   if (t < lo || t >= hi) { *err = 4; return lo; }
   return t;
 }
+static inline int64_t strata_min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline double strata_fmax(double a, double b) { return (isnan(a) || isnan(b)) ? a + b : (a > b ? a : b); }
 static inline double strata_fmin(double a, double b) { return (isnan(a) || isnan(b)) ? a + b : (a < b ? a : b); }
 static inline float strata_fmaxf(float a, float b) { return (isnan(a) || isnan(b)) ? a + b : (a > b ? a : b); }
@@ -265,11 +266,12 @@ impl Emitter<'_> {
         };
         match e {
             SExpr::Load(l) => and(self.load_present(l)),
+            // An unstored entry is the fill value, present; only a ragged run's end skips.
             SExpr::Sparse(r) => {
                 let mut parts: Vec<String> = r.coords.iter().flat_map(|c| self.coord_present(c)).collect();
-                let (p, may_be_absent) = self.sparse_position(r, r.coords.len());
-                if may_be_absent {
-                    parts.push(format!("({p} >= 0)"));
+                let at = self.sparse_position(r, r.coords.len());
+                if at.skipped {
+                    parts.push(format!("({} != {})", at.position, sparse::SKIPPED));
                 }
                 and(parts)
             }
@@ -316,10 +318,12 @@ impl Emitter<'_> {
             SExpr::Load(l) => self.load(l),
             SExpr::Sparse(r) => {
                 let values = self.name(self.program.sparse[r.tensor].values);
-                match self.sparse_position(r, r.coords.len()) {
-                    (p, false) => format!("{values}[{p}]"),
-                    // Read only where present; zero (the runtime's absent value) otherwise.
-                    (p, true) => format!("({{ const int64_t p_ = {p}; p_ < 0 ? 0 : {values}[p_]; }})"),
+                let at = self.sparse_position(r, r.coords.len());
+                if at.unstored || at.skipped {
+                    // Zero where not stored: the fill value (or, skipped, the absent value).
+                    format!("({{ const int64_t p_ = {}; p_ < 0 ? 0 : {values}[p_]; }})", at.position)
+                } else {
+                    format!("{values}[{}]", at.position)
                 }
             }
             SExpr::Const(v) => literal(*v),
@@ -597,7 +601,13 @@ fn open_domain_loops(out: &mut String, em: &Emitter, domain: &[strata_ir::Level]
             let _ = writeln!(out, "{indent}{{  /* {} in {} */", l.name, c.set);
             indent.push_str("  ");
             let Some(SetBounds { v, parent, first, last, coordinate, range }) = em.set_bounds(c) else {
-                out.push_str(UNION_REFUSED);
+                // A union: a sequential merge of the members' positions.
+                let _ = writeln!(out, "{indent}{} {{", em.union_loop(c));
+                indent.push_str("  ");
+                if depth == 0 {
+                    let _ = writeln!(out, "{indent}int *err = &e_;");
+                }
+                braces += 2;
                 continue;
             };
             let _ = writeln!(out, "{indent}const int64_t pp_{v} = {parent};");

@@ -268,6 +268,7 @@ impl<'a> Buffers<'a> {
                 let present = presence.map(|c| (0..c.len()).map(|i| c.get(i).as_i128() != 0).collect());
                 let mut t = Tensor { ty, data, present };
                 t.normalize_presence();
+                strata_runtime::storage::canonical_fill(&mut t);
                 (name, t)
             })
             .collect()
@@ -280,13 +281,14 @@ impl Drop for Buffers<'_> {
     }
 }
 
-/// The storage of sparse or ragged argument `t` (parameter `name`) in `formats`.
-/// Every stored entry must be present: a ragged row stores a dense run up to its last present
-/// element.
+/// The storage of sparse or ragged argument `t` (parameter `name`) in `formats`. A ragged row
+/// is stored as a dense run up to its last present element, so with a ragged level every
+/// element inside the runs must be present (a gap is an error, not a silent zero).
 fn assemble(t: &Tensor, formats: &[strata_ir::LevelFormat], name: &str) -> Result<Storage, ExecError> {
     let st = strata_runtime::storage::assemble_as(t, formats);
+    let ragged = t.ty.levels.iter().any(|l| matches!(l.format, strata_ir::LevelFormat::Ragged { .. }));
     let present = t.present.as_ref().map_or(t.len(), |p| p.iter().filter(|&&x| x).count());
-    if st.values.len() != present {
+    if ragged && st.values.len() != present {
         return Err(ExecError::RaggedGap(name.to_string()));
     }
     Ok(st)

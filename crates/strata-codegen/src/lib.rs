@@ -5,7 +5,8 @@
 //!    loop nest per output over its domain, every elementwise op, shift, call, reshape and
 //!    neighbor reduction inlined into one scalar expression ([`sym`]); then the passes
 //!    [`invariant`], [`kernel_passes`], [`sparse::coiterate`] (loops over stored sparse
-//!    coordinates) and [`matmul`] (kernels that are matrix products, for the runtime GEMM);
+//!    coordinates where the algebra of [`fill`] proves it changes no value) and [`matmul`]
+//!    (kernels that are matrix products, for the runtime GEMM);
 //! 2. [`emit_c`]: kernels → one C translation unit, calling back into [`runtime`] for GEMM;
 //! 3. [`compile`]: C → shared object with the system C compiler, cached on disk;
 //! 4. [`exec`]: running it on runtime values (sparse arguments assembled into storage).
@@ -19,6 +20,7 @@
 pub mod compile;
 pub mod emit_c;
 pub mod exec;
+pub mod fill;
 pub mod invariant;
 pub mod kernel;
 pub mod kernel_passes;

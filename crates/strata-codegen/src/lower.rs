@@ -152,8 +152,9 @@ impl<'m> Lowerer<'m> {
             let coords = level_vars(&levels);
             exprs.push(Rc::new(SExpr::Load(Rc::new(Load { buffer: id, coords }))));
         }
-        if sparse {
-            // A sparse or ragged result in the logical form: values, and which exist.
+        if split(self.types, ty).0.iter().any(|l| matches!(l.format, LevelFormat::Ragged { .. })) {
+            // A ragged result in the logical form: values, and which exist (a sparse result's
+            // unstored entries are zeros, so its values are all there is).
             let mut presence = self.buffers[ids[0]].clone();
             presence.name = format!("{name}.present");
             presence.scalar = Scalar::U8;
@@ -529,10 +530,12 @@ impl<'m> Lowerer<'m> {
             }
             strata_ir::Init::Value(v) => env[v.index()].clone().expect("defined").scalar(),
         };
+        let operands: Vec<Rc<SExpr>> = elems.iter().flat_map(Sym::leaves).collect();
         if inner.is_empty() {
             let mut call_args = vec![Sym::Scalar(Rc::new(SExpr::Acc(id)))];
             call_args.extend(elems);
             let body = self.inline(f, call_args)?.scalar();
+            let body = crate::fill::only_where(&operands, body, scalar, &self.sparse);
             return Ok(Sym::Scalar(Rc::new(SExpr::Reduce { id, vars: red, init, scalar, body })));
         }
         // Tensor elements: the fold runs per element position, which is exact when the payload
@@ -555,6 +558,7 @@ impl<'m> Lowerer<'m> {
                 func: func.name.clone(),
             });
         }
+        let body = crate::fill::only_where(&operands, body, scalar, &self.sparse);
         Ok(Sym::Scalar(Rc::new(SExpr::Reduce { id, vars: red, init, scalar, body })))
     }
 
@@ -615,9 +619,17 @@ impl<'m> Lowerer<'m> {
             return Err(refuse("inside a loop over other dimensions"));
         }
         let (states, state) = self.state_registers_from(init, element);
+        let operands: Vec<Rc<SExpr>> = elems.iter().flat_map(Sym::leaves).collect();
         let mut call_args = vec![state];
         call_args.extend(elems);
-        let updates = self.inline(f, call_args)?.leaves();
+        // A step is skipped where an operand is, whatever the payload reads.
+        let updates: Vec<Rc<SExpr>> = self
+            .inline(f, call_args)?
+            .leaves()
+            .into_iter()
+            .zip(&states)
+            .map(|(u, st)| crate::fill::only_where(&operands, u, st.1, &self.sparse))
+            .collect();
         if updates.iter().any(crate::sparse::reads_sparse) {
             return Err(refuse("over sparse or ragged values"));
         }
@@ -750,7 +762,24 @@ impl<'m> Lowerer<'m> {
         Ok(Sym::Scalar(Rc::new(SExpr::Reduce { id, vars: red, init: Rc::new(SExpr::Const(zero)), scalar, body })))
     }
 
+    /// The value of let `v`; a float value of a sparse type is `+0.0` where it is zero, as
+    /// storage keeps no sign of a zero (`strata_runtime::storage::canonical_fill`): `x + 0.0`
+    /// turns `-0.0` into `+0.0` and leaves every other value as it is.
     fn op(&mut self, func: &Function, env: &[Option<Sym>], v: Value) -> Result<Sym, LowerError> {
+        let s = self.op_value(func, env, v)?;
+        let (levels, element) = split(self.types, func.exprs[v].ty);
+        let sparse =
+            levels.iter().any(|l| matches!(l.format, LevelFormat::Compressed { .. } | LevelFormat::Singleton { .. }))
+                && !levels.iter().any(|l| matches!(l.format, LevelFormat::Ragged { .. }));
+        Ok(match self.types[element] {
+            Type::Scalar(sc) if sparse && sc.is_float() => s.map(&mut |x| {
+                Rc::new(SExpr::Binary(BinaryOp::Plus, x.clone(), Rc::new(SExpr::Const(Sv::zero(sc))), sc))
+            }),
+            _ => s,
+        })
+    }
+
+    fn op_value(&mut self, func: &Function, env: &[Option<Sym>], v: Value) -> Result<Sym, LowerError> {
         let e = &func.exprs[v];
         let ExprKind::Op(op) = &e.kind else { unreachable!("lets define ops") };
         let arg = |x: &Value| env[x.index()].clone().expect("defined before use");
@@ -855,9 +884,12 @@ impl<'m> Lowerer<'m> {
                     return Err(self.unsupported_type("this reduction's initial value", func));
                 };
                 let id = self.fresh_id();
+                let operands: Vec<Rc<SExpr>> = args.iter().flat_map(|a| arg(a).leaves()).collect();
                 let mut call_args = vec![Sym::Scalar(Rc::new(SExpr::Acc(id)))];
                 call_args.extend(args.iter().map(arg));
                 let body = self.inline(*f, call_args)?.scalar();
+                // A skipped neighbor is skipped for the whole step, whatever the payload reads.
+                let body = crate::fill::only_where(&operands, body, scalar, &self.sparse);
                 Sym::Scalar(Rc::new(SExpr::Reduce {
                     id,
                     vars: vec![(var, range)],
@@ -867,31 +899,23 @@ impl<'m> Lowerer<'m> {
                 }))
             }
             Op::Subset { arg: a, .. } | Op::AddDim { arg: a, .. } => arg(a),
-            // Values by name (the result's level order is its buffer's). Dense storage to
-            // sparse drops zeros; storage to dense stores every entry, absent ones as zeros; the
-            // rest keeps which elements exist (the interpreter's `convert`).
+            // A change of storage: the same values by name (the result's level order is its
+            // buffer's); a result without ragged levels has no runs, so skipped elements become
+            // zeros (the interpreter's `convert`).
             Op::Convert { arg: a, .. } => {
-                let (to, from) = (split(self.types, e.ty).0, split(self.types, func.exprs[*a].ty).0);
-                let ragged = |l: &Level| matches!(l.format, LevelFormat::Ragged { .. });
-                let to_sparse = to.iter().any(|l| l.format.is_sparse());
-                let was_dense = from.iter().all(|l| l.format.is_dense_like());
-                let to_dense = !to_sparse && !to.iter().any(ragged);
-                let s = scalar_of(a);
+                let to = split(self.types, e.ty).0;
                 let x = arg(a);
-                let changes = (to_sparse && was_dense) || (to_dense && !was_dense);
-                if changes && !matches!(x, Sym::Scalar(_)) {
-                    return Err(self.unsupported_type("converting the storage of tensors of tuples", func));
-                }
-                if !changes {
+                if to.iter().any(|l| matches!(l.format, LevelFormat::Ragged { .. }))
+                    || !crate::fill::may_skip_sym(&x, &self.sparse)
+                {
                     return Ok(x);
                 }
-                let (x, zero) = (x.scalar(), Rc::new(SExpr::Const(Sv::zero(s))));
-                Sym::Scalar(Rc::new(if to_sparse {
-                    let stored = Rc::new(SExpr::Binary(BinaryOp::Ne, x.clone(), zero, s));
-                    SExpr::Select(stored, x, Rc::new(SExpr::Absent(s)))
-                } else {
-                    SExpr::Select(Rc::new(SExpr::Present(x.clone())), x, zero)
-                }))
+                let Sym::Scalar(x) = x else {
+                    return Err(self
+                        .unsupported_type("converting the storage of tensors of tuples with skipped elements", func));
+                };
+                let zero = Rc::new(SExpr::Const(Sv::zero(scalar_of(a))));
+                Sym::Scalar(Rc::new(SExpr::Select(Rc::new(SExpr::Present(x.clone())), x, zero)))
             }
             Op::Scan { func: f, args, dim, forward, init } => self.scan(func, e, env, *f, args, dim, *forward, init)?,
             Op::CollapseShape { arg: a, groups, .. } => {

@@ -4,21 +4,25 @@
 //!
 //! A sparse or ragged input is bound as its storage buffers (`strata_runtime::storage`: per
 //! level positions and coordinates, or offsets; values at the leaves) and read through
-//! [`SExpr::Sparse`]: an element at logical coordinates, absent where it is not stored. That
-//! read is always correct on its own (the emitter locates the position level by level). The
-//! pass [`coiterate`] then turns loops into iterations over stored coordinates where that
-//! cannot change the result: a fold skips absent steps, and a kernel stores zero at absent
-//! points, so a loop whose every step needs a read of a stored coordinate may visit exactly
-//! the stored ones ([`IterSet::Stored`]); inside it, that read's position is the loop's
-//! own. Several such reads make an [`IterSet::Intersection`]: a fold merges compressed levels
-//! (walks their positions together, [`CoIteration::merge`]); a kernel's domain level iterates
-//! the first set, in a loop threads can share, and locates the others. [`IterSet::Union`] is the construct for operations defined where *any*
-//! operand exists; no Strata operation has that meaning yet (elementwise results exist where
-//! every operand does), so lowering never builds one and the emitter refuses it by name.
+//! [`SExpr::Sparse`]: an element at logical coordinates — the stored value, the fill value
+//! (zero) where a compressed level does not list it, absent (skipped) past a ragged run's end.
+//! That read is always correct on its own (the emitter locates the position level by level),
+//! so a level format never changes a value. The pass [`coiterate`] then turns loops into
+//! iterations over stored coordinates where the algebra proves that cannot change the result
+//! ([`crate::fill`]): a fold may leave out the points where a read is its fill value if its step
+//! leaves the accumulator unchanged there, and a kernel may leave out output points whose
+//! value is zero there (outputs start as zeros); points where a ragged read is skipped are
+//! left out by every fold and store. One such read gives [`IterSet::Stored`] (inside the loop,
+//! the read's position is the loop's own); several give an [`IterSet::Intersection`], which a
+//! fold walks as a merge of compressed levels ([`CoIteration::merge`]) and a kernel's domain
+//! level runs as a loop over the first set (which threads can share) locating the others. Reads
+//! that only together make a step the identity (`acc + a + b`, `a + b` into a sparse result)
+//! give an [`IterSet::Union`], walked as a merge that visits every coordinate any of them
+//! stores, the others reading their fill value there.
 
 use std::rc::Rc;
 
-use strata_ir::{DimName, Interval, Level, LevelFormat};
+use strata_ir::{BinaryOp, DimName, Interval, Level, LevelFormat};
 
 use crate::kernel::{Kernel, KernelProgram};
 use crate::sym::{for_each_coord_part, for_each_part, Coord, Part, SExpr, SparseRead};
@@ -60,12 +64,12 @@ pub enum LevelStorage {
 }
 
 /// The storage the native backend reads a sparse or ragged argument in: the type's formats,
-/// except that every level below a stored (compressed or ragged) one is compressed, and COO's
-/// non-unique compressed and singleton levels are compressed (unique). The stored entries are
-/// the same — exactly the present elements, as the runtime holds them (COO duplicates are
-/// summed when the file is read) — and in the same row-major order, so folds visit them in the
-/// interpreter's order; a ragged level is kept only below dense ones, where its runs are
-/// prefixes.
+/// except that every dense level below a stored (compressed or ragged) one is compressed, and
+/// COO's non-unique compressed and singleton levels are compressed (unique). The stored
+/// entries are the ones `strata_runtime::storage::assemble` stores for the type (COO
+/// duplicates are summed when the file is read), in the same row-major order, so folds visit
+/// them in the interpreter's order. Ragged levels stay ragged: their runs decide which
+/// elements exist, which no other format says.
 pub fn storage_formats(levels: &[Level]) -> Vec<LevelFormat> {
     let mut below_stored = false;
     levels
@@ -73,7 +77,7 @@ pub fn storage_formats(levels: &[Level]) -> Vec<LevelFormat> {
         .map(|l| {
             let f = match l.format {
                 LevelFormat::Dense | LevelFormat::Block if !below_stored => l.format,
-                LevelFormat::Ragged { .. } if !below_stored => l.format,
+                LevelFormat::Ragged { .. } => l.format,
                 _ => LevelFormat::COMPRESSED,
             };
             below_stored |= !f.is_dense_like();
@@ -108,12 +112,13 @@ pub enum IterSet {
     /// Coordinates in every set (merged, or run as: iterate the first, locate in the others;
     /// see [`CoIteration::merge`]).
     Intersection(Vec<IterSet>),
-    /// Coordinates in any set (not produced by lowering yet; see the module documentation).
+    /// Coordinates in any set (a merge of compressed levels; see the module documentation).
     Union(Vec<IterSet>),
 }
 
 impl IterSet {
-    /// The set a loop runs over (the first of an intersection); `None` for a union.
+    /// The set a loop runs over (the first of an intersection); `None` for a union, which
+    /// every member drives.
     pub fn lead(&self) -> Option<(&Rc<SparseRead>, usize)> {
         match self {
             IterSet::Stored { read, level } => Some((read, *level)),
@@ -159,15 +164,23 @@ impl CoIteration {
     /// else the lead.
     pub fn walked(&self) -> Vec<(&Rc<SparseRead>, usize)> {
         match (&self.set, self.merge) {
-            (IterSet::Intersection(sets), true) => sets.iter().filter_map(IterSet::lead).collect(),
+            (IterSet::Intersection(sets) | IterSet::Union(sets), true) => {
+                sets.iter().filter_map(IterSet::lead).collect()
+            }
             _ => self.set.lead().into_iter().collect(),
         }
     }
+
+    /// Whether the loop visits a union (a walked read may not store the visited coordinate).
+    pub fn is_union(&self) -> bool {
+        matches!(self.set, IterSet::Union(_))
+    }
 }
 
-/// The sparse reads without which `e` is absent: reads it needs whatever the data (not under
-/// one branch of a select only, not inside `can_deref`, not inside a fold, which is always
-/// present).
+/// The sparse reads without which `e` is absent (skipped): reads it needs whatever the data
+/// (not under one branch of a select only, not inside a fold, which always exists), including
+/// those a step guard (`select(present(x) ∧ …, v, absent)`, [`crate::fill::only_where`]) tests.
+/// Only ragged reads can actually be skipped; callers filter.
 pub fn required_reads(e: &Rc<SExpr>) -> Vec<Rc<SparseRead>> {
     fn coord(c: &Coord, out: &mut Vec<Rc<SparseRead>>) {
         if let Coord::Computed { value, .. } = c {
@@ -175,12 +188,28 @@ pub fn required_reads(e: &Rc<SExpr>) -> Vec<Rc<SparseRead>> {
         }
         // Table coordinates are present or skipped by their table, not by sparse storage.
     }
+    fn push(out: &mut Vec<Rc<SparseRead>>, rs: Vec<Rc<SparseRead>>) {
+        for r in rs {
+            if !out.contains(&r) {
+                out.push(r);
+            }
+        }
+    }
+    /// The reads without which condition `c` is false (its presence tests' operands).
+    fn truth(c: &Rc<SExpr>, out: &mut Vec<Rc<SparseRead>>) {
+        match &**c {
+            SExpr::Present(x) => expr(x, out),
+            SExpr::Binary(BinaryOp::And, a, b, _) => {
+                truth(a, out);
+                truth(b, out);
+            }
+            _ => {}
+        }
+    }
     fn expr(e: &Rc<SExpr>, out: &mut Vec<Rc<SparseRead>>) {
         match &**e {
             SExpr::Sparse(r) => {
-                if !out.contains(r) {
-                    out.push(r.clone());
-                }
+                push(out, vec![r.clone()]);
                 r.coords.iter().for_each(|c| coord(c, out));
             }
             SExpr::Load(l) => l.coords.iter().for_each(|c| coord(c, out)),
@@ -192,10 +221,15 @@ pub fn required_reads(e: &Rc<SExpr>) -> Vec<Rc<SparseRead>> {
             }
             SExpr::Select(c, t, f) => {
                 expr(c, out);
+                if matches!(&**f, SExpr::Absent(_)) {
+                    truth(c, out);
+                    expr(t, out);
+                    return;
+                }
                 let (mut rt, mut rf) = (Vec::new(), Vec::new());
                 expr(t, &mut rt);
                 expr(f, &mut rf);
-                out.extend(rt.into_iter().filter(|r| rf.contains(r)));
+                push(out, rt.into_iter().filter(|r| rf.contains(r)).collect());
             }
             SExpr::Const(_) | SExpr::Acc(_) | SExpr::Absent(_) | SExpr::Present(_) | SExpr::Reduce { .. } => {}
         }
@@ -207,42 +241,80 @@ pub fn required_reads(e: &Rc<SExpr>) -> Vec<Rc<SparseRead>> {
 
 /// Whether `e` reads a sparse or ragged tensor.
 pub fn reads_sparse(e: &Rc<SExpr>) -> bool {
-    fn part(p: Part, found: &mut bool) {
-        match p {
-            Part::Expr(e) => {
-                *found |= matches!(&**e, SExpr::Sparse(_));
-                for_each_part(e, &mut |q| part(q, found));
-            }
-            Part::Coord(c) => for_each_coord_part(c, &mut |q| part(q, found)),
-        }
-    }
-    let mut found = false;
-    part(Part::Expr(e), &mut found);
-    found
+    !sparse_reads(e).is_empty()
 }
 
-/// The set a loop over `var` may visit instead of its range, given the reads every step
-/// needs: each read whose coordinate at a stored (compressed or ragged) level is exactly
-/// `var`, with the earlier levels' coordinates computable outside the loop (reading only
-/// `outer` variables).
-fn set_for(program: &KernelProgram, var: &DimName, needed: &[Rc<SparseRead>], outer: &[DimName]) -> Option<IterSet> {
-    let mut sets = Vec::new();
-    for r in needed {
+/// Every sparse read in `e` (inside folds and coordinates too), once each.
+fn sparse_reads(e: &Rc<SExpr>) -> Vec<Rc<SparseRead>> {
+    fn part(p: Part, out: &mut Vec<Rc<SparseRead>>) {
+        match p {
+            Part::Expr(e) => {
+                if let SExpr::Sparse(r) = &**e {
+                    if !out.contains(r) {
+                        out.push(r.clone());
+                    }
+                }
+                for_each_part(e, &mut |q| part(q, out));
+            }
+            Part::Coord(c) => for_each_coord_part(c, &mut |q| part(q, out)),
+        }
+    }
+    let mut out = Vec::new();
+    part(Part::Expr(e), &mut out);
+    out
+}
+
+/// The reads of `exprs` a loop over `var` could walk: each read whose coordinate at a stored
+/// (compressed or ragged) level is exactly `var`, with the earlier levels' coordinates
+/// computable outside the loop (reading only `outer` variables).
+fn candidates(
+    program: &KernelProgram,
+    exprs: &[&Rc<SExpr>],
+    var: &DimName,
+    outer: &[DimName],
+) -> Vec<(Rc<SparseRead>, usize)> {
+    let mut out: Vec<(Rc<SparseRead>, usize)> = Vec::new();
+    for r in exprs.iter().flat_map(|e| sparse_reads(e)) {
         let t = &program.sparse[r.tensor];
         let Some(level) = r.coords.iter().position(|c| matches!(c, Coord::Var { dim, offset: 0 } if dim == var)) else {
             continue;
         };
         let stored = !matches!(t.storage[level], LevelStorage::Dense { .. });
         let prefix_outside = r.coords[..level].iter().all(|c| coord_vars(c).iter().all(|v| outer.contains(v)));
-        if stored && prefix_outside {
-            sets.push(IterSet::Stored { read: r.clone(), level });
+        if stored && prefix_outside && !out.iter().any(|(o, _)| *o == r) {
+            out.push((r, level));
         }
     }
-    match sets.len() {
-        0 => None,
-        1 => sets.pop(),
-        _ => Some(IterSet::Intersection(sets)),
+    out
+}
+
+/// How a loop over `var` may visit stored coordinates, given its candidate reads: the reads
+/// for which `alone` holds (each makes every left-out point a no-op) intersect; failing those,
+/// the compressed candidates unite if `together` holds for all of them.
+fn choose(
+    program: &KernelProgram,
+    cands: &[(Rc<SparseRead>, usize)],
+    alone: &dyn Fn(&Rc<SparseRead>, bool) -> bool,
+    together: &dyn Fn(&[Rc<SparseRead>]) -> bool,
+) -> Option<IterSet> {
+    let compressed = |r: &Rc<SparseRead>, level: usize| {
+        matches!(program.sparse[r.tensor].storage[level], LevelStorage::Compressed { .. })
+    };
+    let mut singles: Vec<IterSet> = cands
+        .iter()
+        .filter(|(r, level)| alone(r, !compressed(r, *level)))
+        .map(|(r, level)| IterSet::Stored { read: r.clone(), level: *level })
+        .collect();
+    match singles.len() {
+        0 => {}
+        1 => return singles.pop(),
+        _ => return Some(IterSet::Intersection(singles)),
     }
+    let members: Vec<&(Rc<SparseRead>, usize)> = cands.iter().filter(|(r, level)| compressed(r, *level)).collect();
+    let reads: Vec<Rc<SparseRead>> = members.iter().map(|(r, _)| r.clone()).collect();
+    (members.len() >= 2 && together(&reads)).then(|| {
+        IterSet::Union(members.iter().map(|(r, level)| IterSet::Stored { read: r.clone(), level: *level }).collect())
+    })
 }
 
 /// Whether `set` is an intersection of compressed levels only (which a merge walks).
@@ -284,28 +356,41 @@ pub fn coiterate(program: &mut KernelProgram) {
     program.kernels = kernels;
 }
 
-/// The co-iterations of one kernel: its domain levels (where every store is zero outside a
-/// read's stored coordinates) and the variables of every fold it evaluates.
+/// The scalar type of sparse tensor `t`'s values.
+fn scalar_of(program: &KernelProgram) -> impl Fn(usize) -> strata_ir::Scalar + '_ {
+    |t| program.buffers[program.sparse[t].values].scalar
+}
+
+/// The co-iterations of one kernel: its domain levels (where every store is zero at the
+/// left-out points, or skipped there) and the variables of every fold it evaluates.
 fn kernel_sets(program: &KernelProgram, k: &Kernel) -> Vec<CoIteration> {
     let mut out = Vec::new();
-    // A store is zero where its value is absent, and a presence store (`can_deref(x)`) where
-    // `x` is: the reads each needs, and those all stores need.
-    let mut needed: Option<Vec<Rc<SparseRead>>> = None;
-    for st in &k.stores {
-        let own = match &*st.value {
+    let scalar = scalar_of(program);
+    let values: Vec<&Rc<SExpr>> = k.stores.iter().map(|st| &st.value).collect();
+    // A store is zero where its value is skipped, and a presence store (`can_deref(x)`) where
+    // `x` is.
+    let skipped_by: Vec<Vec<Rc<SparseRead>>> = k
+        .stores
+        .iter()
+        .map(|st| match &*st.value {
             SExpr::Present(x) => required_reads(x),
             _ => required_reads(&st.value),
-        };
-        needed = Some(match needed {
-            None => own,
-            Some(prev) => prev.into_iter().filter(|r| own.contains(r)).collect(),
-        });
-    }
-    let needed = needed.unwrap_or_default();
+        })
+        .collect();
+    let alone = |r: &Rc<SparseRead>, ragged: bool| {
+        if ragged {
+            skipped_by.iter().all(|rs| rs.contains(r))
+        } else {
+            values.iter().all(|v| crate::fill::zero_at_fill(v, std::slice::from_ref(r), &scalar))
+        }
+    };
+    let together = |rs: &[Rc<SparseRead>]| values.iter().all(|v| crate::fill::zero_at_fill(v, rs, &scalar));
     let mut outer: Vec<DimName> = Vec::new();
     for l in &k.domain {
-        if let Some(set) = set_for(program, &l.name, &needed, &outer) {
-            out.push(CoIteration { var: l.name.clone(), range: l.interval, set, merge: false });
+        let cands = candidates(program, &values, &l.name, &outer);
+        if let Some(set) = choose(program, &cands, &alone, &together) {
+            let merge = matches!(set, IterSet::Union(_));
+            out.push(CoIteration { var: l.name.clone(), range: l.interval, set, merge });
         }
         outer.push(l.name.clone());
     }
@@ -316,16 +401,27 @@ fn kernel_sets(program: &KernelProgram, k: &Kernel) -> Vec<CoIteration> {
 }
 
 /// The co-iterations of the folds inside `e`, evaluated where the variables `outer` are
-/// bound.
+/// bound: a step may be left out where a read is its fill value if the step then leaves the
+/// accumulator unchanged, and where a ragged read it needs is skipped.
 fn fold_sets(program: &KernelProgram, e: &Rc<SExpr>, outer: &[DimName], out: &mut Vec<CoIteration>) {
-    if let SExpr::Reduce { vars, init, body, .. } = &**e {
+    if let SExpr::Reduce { id, vars, init, body, .. } = &**e {
         fold_sets(program, init, outer, out);
+        let scalar = scalar_of(program);
         let needed = required_reads(body);
+        let alone = |r: &Rc<SparseRead>, ragged: bool| {
+            if ragged {
+                needed.contains(r)
+            } else {
+                crate::fill::unchanged_at_fill(body, *id, std::slice::from_ref(r), &scalar)
+            }
+        };
+        let together = |rs: &[Rc<SparseRead>]| crate::fill::unchanged_at_fill(body, *id, rs, &scalar);
         let mut bound = outer.to_vec();
         for (v, range) in vars {
-            if let Some(set) = set_for(program, v, &needed, &bound) {
+            let cands = candidates(program, &[body], v, &bound);
+            if let Some(set) = choose(program, &cands, &alone, &together) {
                 if !out.iter().any(|c| &c.var == v) {
-                    let merge = mergeable(program, &set);
+                    let merge = matches!(set, IterSet::Union(_)) || mergeable(program, &set);
                     out.push(CoIteration { var: v.clone(), range: *range, set, merge });
                 }
             }

@@ -126,7 +126,11 @@ fn native_examples_equal_the_interpreter() {
                                 assert_eq!(wn, gn);
                                 // Sparse and ragged results: the same stored elements.
                                 if w.ty.levels.iter().any(|l| !l.format.is_dense_like()) {
-                                    let stored = |t: &Tensor| (0..t.len()).map(|i| t.is_present(i)).collect::<Vec<_>>();
+                                    let stored = |t: &Tensor| {
+                                        (0..t.len())
+                                            .map(|i| (t.is_present(i), strata_runtime::storage::is_stored(t, i)))
+                                            .collect::<Vec<_>>()
+                                    };
                                     assert!(
                                         stored(w) == stored(g),
                                         "@{}: `{wn}` stores other elements natively",

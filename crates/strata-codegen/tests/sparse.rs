@@ -53,11 +53,16 @@ const SET_ITERATED: &[&str] = &[
     "spmv_csr",
     "spmm",
     "dcsr_row_sums",
-    "row_max",
     "sparse_dot",
     "dot3",
     "hadamard",
-    "plus_dense",
+    "union_add",
+    "to_dense",
+    "fill",
+    "csr_add",
+    "union_sum",
+    "row_nonzeros",
+    "ragged_lengths",
     "sampled",
     "csr_to_dcsr",
     "ragged_sums",
@@ -82,9 +87,12 @@ fn sparse_programs_native_equal_the_interpreter() {
         let program = lower(&module, &info.types, h).unwrap_or_else(|e| panic!("@{}: {e}", f.name));
         let sets = program.kernels.iter().any(|k| !k.sets.is_empty());
         assert_eq!(sets, SET_ITERATED.contains(&f.name.as_str()), "@{}: set iteration\n{program}", f.name);
-        // Intersections of compressed levels in folds are merged.
+        // Intersections of compressed levels in folds are merged, and so are unions.
         let merged = program.kernels.iter().any(|k| k.sets.iter().any(|c| c.merge));
-        assert_eq!(merged, ["sparse_dot", "dot3"].contains(&f.name.as_str()), "@{}: merge\n{program}", f.name);
+        let merges = ["sparse_dot", "dot3", "union_add", "csr_add", "union_sum"];
+        assert_eq!(merged, merges.contains(&f.name.as_str()), "@{}: merge\n{program}", f.name);
+        let union = program.kernels.iter().any(|k| k.sets.iter().any(|c| c.is_union()));
+        assert_eq!(union, merges[2..].contains(&f.name.as_str()), "@{}: union\n{program}", f.name);
         let (so, _) = compile::build(&emit_c::emit(&program)).expect("compiles");
         let lib = compile::Loaded::open(&so).expect("loads");
         let exact = emit_c::bit_exact(&program);
@@ -106,7 +114,11 @@ fn sparse_programs_native_equal_the_interpreter() {
                     let (w, g) = (&want.values[0].1, &got[0].1);
                     assert!(close(&w.data, &g.data, exact), "@{} (density {density}): values differ", f.name);
                     if sparse_result {
-                        let stored = |t: &Tensor| (0..t.len()).map(|i| t.is_present(i)).collect::<Vec<_>>();
+                        let stored = |t: &Tensor| {
+                            (0..t.len())
+                                .map(|i| (t.is_present(i), strata_runtime::storage::is_stored(t, i)))
+                                .collect::<Vec<_>>()
+                        };
                         assert_eq!(stored(w), stored(g), "@{} (density {density}): stored elements differ", f.name);
                     }
                 }
@@ -115,7 +127,7 @@ fn sparse_programs_native_equal_the_interpreter() {
         checked.push(f.name.clone());
     }
     let _ = std::fs::remove_dir_all(&cache);
-    assert_eq!(checked.len(), 19, "entries checked: {checked:?}");
+    assert_eq!(checked.len(), 25, "entries checked: {checked:?}");
 }
 
 fn lower_text(text: &str) -> Result<strata_codegen::KernelProgram, strata_codegen::LowerError> {

@@ -238,7 +238,11 @@ fn random_sparse_programs_native_equals_interpreter() {
                     .all(|(p, q)| p.to_bits() == q.to_bits() || (!exact && (p - q).abs() <= 1e-12 * scale));
             assert!(same, "native != interpreter (density {density})\n{}\ninterp {wv:?}\nnative {gv:?}", texts[n]);
             if rty.levels.iter().any(|l| !l.format.is_dense_like()) {
-                let stored = |t: &Tensor| (0..t.len()).map(|i| t.is_present(i)).collect::<Vec<_>>();
+                let stored = |t: &Tensor| {
+                    (0..t.len())
+                        .map(|i| (t.is_present(i), strata_runtime::storage::is_stored(t, i)))
+                        .collect::<Vec<_>>()
+                };
                 assert_eq!(stored(w), stored(g), "stored elements differ (density {density})\n{}", texts[n]);
                 sparse_results += 1;
             }

@@ -4,7 +4,8 @@
 //! so that it can serve as the oracle for the native backend and for every transformation.
 //! It runs verified modules only: types are trusted, and each expression's declared type is its
 //! exact result type. Semantics that the seeds leave open are fixed in docs/runtime.md:
-//! absent elements (skip values, unstored sparse entries), wrapping integer arithmetic, integer
+//! fill values (a sparse tensor's unstored entries are zeros) versus skipped elements (absent:
+//! skip values in neighbor tables, positions past a ragged run), wrapping integer arithmetic, integer
 //! division by zero as an error, IEEE floats, and a clear error for any run-time index outside a
 //! tensor's interval.
 
@@ -73,6 +74,8 @@ impl<'m> Interpreter<'m> {
     /// initial contents of the outputs).
     pub fn run(&self, entry: Handle<Function>, args: Vec<Tensor>) -> Result<Outcome, RunError> {
         let f = &self.module.functions[entry];
+        let mut args = args;
+        args.iter_mut().for_each(strata_runtime::storage::canonical_fill);
         let (env, result) = self.call_env(entry, args)?;
         let values = match f.kind {
             FunctionKind::Func => vec![("result".to_string(), result.expect("a func returns"))],
@@ -109,7 +112,8 @@ impl<'m> Interpreter<'m> {
                     let ExprKind::Op(op) = &e.kind else { continue };
                     let ty = self.value_type(e.ty);
                     let cx = ops::OpCx { interp: self, env: &env, span: *f.exprs.meta(*v), ty: &ty };
-                    let value = ops::eval(&cx, op)?;
+                    let mut value = ops::eval(&cx, op)?;
+                    strata_runtime::storage::canonical_fill(&mut value);
                     env[v.index()] = Some(value);
                 }
                 Statement::Assign { target, domain, value } => {

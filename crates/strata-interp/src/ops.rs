@@ -309,10 +309,19 @@ fn reduce(cx: &OpCx, func: strata_entity::Handle<Function>, args: &[Value], init
         for (t, pty) in tensors.iter().zip(&params[1..]) {
             call_args.push(slice(t, pty, &nb, j));
         }
+        // A step exists where every argument does, whatever the function reads: a skipped
+        // neighbor is skipped for the whole step (counting neighbors must not count it).
+        let step: Vec<bool> = {
+            let maps: Vec<Vec<Option<usize>>> =
+                call_args[1..].iter().map(|a| index_map(&acc.ty.levels, &a.ty, &[])).collect();
+            (0..acc.len())
+                .map(|i| call_args[1..].iter().zip(&maps).all(|(a, m)| m[i].is_none_or(|k| a.is_present(k))))
+                .collect()
+        };
         let next = cx.interp.call(func, call_args)?;
-        // Keep the accumulator where a neighbor is absent.
+        // Keep the accumulator where the step is skipped (or its result is absent).
         for i in 0..acc.len() {
-            if next.is_present(i) {
+            if step[i] && next.is_present(i) {
                 acc.data.set(i, next.get(i));
             }
         }

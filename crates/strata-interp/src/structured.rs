@@ -67,10 +67,11 @@ fn initial(cx: &OpCx, init: &Init, out_index: usize) -> Elem {
     }
 }
 
-/// `map_reduce` in Einstein notation. Iteration points where an operand element is absent
-/// (unstored sparse entries) are skipped: the loop runs over the intersection of the stored
-/// sets, which is what sparse co-iteration computes. When an operand has absent elements, its
-/// stored entries drive the loop (in row-major order), so sparse operands cost what they store.
+/// `map_reduce` in Einstein notation: the dense meaning. A sparse operand's unstored entries
+/// are its fill value (zero) and take part like any other; only iteration points where an
+/// operand element is *skipped* (absent: past a ragged run's end, a skipped neighbor) are left
+/// out, whatever the payload reads. When an operand has skipped elements, its present entries
+/// drive the loop (in row-major order).
 pub(crate) fn map_reduce(
     cx: &OpCx,
     func: Handle<Function>,
@@ -750,26 +751,17 @@ pub(crate) fn retype(cx: &OpCx, arg: Value) -> Tensor {
     Tensor { ty: cx.ty.clone(), data: t.data.clone(), present: t.present.clone() }
 }
 
-/// `convert`: the logical value is unchanged, except that converting dense storage to sparse
-/// drops zeros (they become unstored, i.e. absent) and converting to dense stores every entry.
+/// `convert`: a change of storage, so the value is unchanged (levels may be reordered, CSR ->
+/// CSC: mapped by name). A sparse tensor's unstored entries are its fill value already; the one
+/// change is that a result without ragged levels has no runs to end, so elements skipped in
+/// the operand (past a ragged run's end) become zeros.
 pub(crate) fn convert(cx: &OpCx, arg: Value) -> R<Tensor> {
     let t = cx.arg(arg);
-    // Levels may be reordered (CSR -> CSC): map by name.
     let map = crate::index::index_map(&cx.ty.levels, &t.ty, &[]);
     let positions: Vec<usize> = map.iter().map(|m| m.expect("same dimensions")).collect();
     let mut data = t.data.select(&positions);
-    let was_sparse = t.ty.levels.iter().any(|l| l.format.is_sparse() || matches!(l.format, LevelFormat::Ragged { .. }));
-    let to_sparse = cx.ty.levels.iter().any(|l| l.format.is_sparse());
     let mut present: Vec<bool> = positions.iter().map(|&j| t.is_present(j)).collect();
-    if to_sparse && !was_sparse {
-        if let Data::Scalars(c) = &data {
-            for (i, p) in present.iter_mut().enumerate() {
-                *p = *p && c.get(i).as_f64() != 0.0;
-            }
-        }
-    }
-    if !to_sparse && !cx.ty.levels.iter().any(|l| matches!(l.format, LevelFormat::Ragged { .. })) {
-        // Dense storage: unstored entries become explicit zeros.
+    if !cx.ty.levels.iter().any(|l| matches!(l.format, LevelFormat::Ragged { .. })) {
         if let Data::Scalars(c) = &mut data {
             for (i, p) in present.iter_mut().enumerate() {
                 if !*p {

@@ -141,6 +141,17 @@ impl Sv {
         Sv::from_i128(s, 0)
     }
 
+    /// Whether the value equals zero (`false`; `-0.0` too, NaN not): a sparse tensor's fill
+    /// value, which its storage does not list.
+    pub fn is_zero(self) -> bool {
+        match self {
+            Sv::Bool(b) => !b,
+            Sv::F32(x) => x == 0.0,
+            Sv::F64(x) => x == 0.0,
+            other => other.as_i128() == 0,
+        }
+    }
+
     /// The integer `v` converted to `s` (wrapping for integers).
     pub fn from_i128(s: Scalar, v: i128) -> Sv {
         match s {

@@ -2,8 +2,11 @@
 //!
 //! Reading accepts SciPy's CSR, CSC and COO files for any sparse tensor type: the file holds the
 //! matrix whose rows are the tensor's level 0 and columns its level 1, whatever the SciPy
-//! format; its stored entries become the tensor's present elements (duplicates add up, as in
-//! SciPy). The level formats of the type only decide how the tensor is stored afterwards. Writing picks the SciPy
+//! format; its stored entries give the tensor's values there (duplicates add up, as in SciPy)
+//! and every other entry is the fill value, zero. The level formats of the type only decide
+//! how the tensor is stored afterwards. Writing stores the entries that differ from zero
+//! (`storage::assemble`), so a computed result has SciPy's canonical pattern: the one SciPy's
+//! own operations produce, which drop the zeros they compute. Writing picks the SciPy
 //! format from the type: `[dense, compressed]` levels as CSR with shape (level 0, level 1),
 //! everything else as COO. A 1-d sparse tensor is a COO matrix of shape `(1, n)`.
 //!

@@ -4,10 +4,18 @@
 //! coordinate per parent entry; a ragged level stores `offsets` (a run per parent position, the
 //! coordinates being implicit `0, 1, …`). Values sit at the leaves.
 //!
-//! [`assemble`] builds the buffers from a logical tensor (stored entries = present elements),
-//! [`disassemble`] turns buffers back into the logical view. CSR is `[dense, compressed]`, CSC
-//! the same over `(Col, Row)`, DCSR `[compressed, compressed]`, COO
-//! `[compressed(nonunique), singleton]`.
+//! [`assemble`] builds the buffers from a logical tensor, [`disassemble`] turns buffers back
+//! into the logical view. CSR is `[dense, compressed]`, CSC the same over `(Col, Row)`, DCSR
+//! `[compressed, compressed]`, COO `[compressed(nonunique), singleton]`.
+//!
+//! Two different things are *not stored* (docs/runtime.md): an entry a compressed or
+//! singleton level does not list is the tensor's **fill value** (zero; `false` for `bool`) — a
+//! value like any other, present in the logical view; a position past the end of a ragged run
+//! is **skipped** — absent, no value at all. So the logical view of a sparse tensor holds zeros
+//! at its unstored entries, and [`assemble`] stores exactly the entries that differ from the
+//! fill value (SciPy's canonical form after `eliminate_zeros`; stored zeros read from a file
+//! are not kept). A tensor with a ragged level stores every present element instead (its runs
+//! are dense, zeros included).
 
 use strata_ir::LevelFormat;
 
@@ -50,8 +58,9 @@ pub struct Storage {
     pub values: Column,
 }
 
-/// Builds the storage of `t` for its type's level formats. The stored entries are the present
-/// elements (a dense level below a compressed one stores its zeros too, as in DCSR blocks).
+/// Builds the storage of `t` for its type's level formats. The stored entries are those
+/// [`is_stored`] says (a dense level below a compressed one stores its zeros too, as in DCSR
+/// blocks).
 pub fn assemble(t: &Tensor) -> Storage {
     let formats: Vec<LevelFormat> = t.ty.levels.iter().map(|l| l.format).collect();
     assemble_as(t, &formats)
@@ -63,9 +72,10 @@ pub fn assemble_as(t: &Tensor, formats: &[LevelFormat]) -> Storage {
     let shape = t.ty.shape();
     let st = strides(&shape);
     let Data::Scalars(col) = &t.data else { panic!("storage holds scalar elements") };
-    // Every present element as its coordinate vector, in row-major order.
+    let keeps_zeros = keeps_zeros(&t.ty);
+    // Every stored element as its coordinate vector, in row-major order.
     let entries: Vec<Vec<usize>> = (0..t.len())
-        .filter(|&i| t.is_present(i))
+        .filter(|&i| t.is_present(i) && (keeps_zeros || !col.get(i).is_zero()))
         .map(|i| shape.iter().enumerate().map(|(d, _)| (i / st[d]) % shape[d].max(1)).collect())
         .collect();
     // A segment is the range of entries below one position of the current level: entries are
@@ -153,6 +163,37 @@ pub fn assemble_as(t: &Tensor, formats: &[LevelFormat]) -> Storage {
     Storage { levels, values }
 }
 
+/// Whether tensors of type `ty` store their zeros: true when a level is ragged (runs are
+/// dense) or no level is compressed or singleton; false for sparse tensors, whose unstored
+/// entries are the fill value.
+pub fn keeps_zeros(ty: &ValueType) -> bool {
+    let ragged = ty.levels.iter().any(|l| matches!(l.format, LevelFormat::Ragged { .. }));
+    let listed =
+        ty.levels.iter().any(|l| matches!(l.format, LevelFormat::Compressed { .. } | LevelFormat::Singleton { .. }));
+    ragged || !listed
+}
+
+/// Gives a value of a sparse type (one that does not [`keep_zeros`](keeps_zeros)) `+0.0`
+/// wherever it is zero: storage lists only entries that differ from the fill value, so the sign
+/// of a zero is not part of a sparse value (`0 · −2` into a sparse result is the fill value,
+/// `+0.0`, whichever entries a backend visits).
+pub fn canonical_fill(t: &mut Tensor) {
+    if keeps_zeros(&t.ty) {
+        return;
+    }
+    match &mut t.data {
+        Data::Scalars(Column::F64(v)) => v.iter_mut().filter(|x| **x == 0.0).for_each(|x| *x = 0.0),
+        Data::Scalars(Column::F32(v)) => v.iter_mut().filter(|x| **x == 0.0).for_each(|x| *x = 0.0),
+        _ => {}
+    }
+}
+
+/// Whether element `i` of `t` is stored by [`assemble`]: present, and different from the fill
+/// value unless the type [`keeps_zeros`].
+pub fn is_stored(t: &Tensor, i: usize) -> bool {
+    t.is_present(i) && (keeps_zeros(&t.ty) || !t.get(i).scalar().is_some_and(|v| v.is_zero()))
+}
+
 /// The linear offset of a segment's coordinates up to level `d` (the prefix its entries
 /// share; `None` for an empty segment).
 fn prefix_linear(seg: &std::ops::Range<usize>, d: usize, entries: &[Vec<usize>], st: &[usize]) -> Option<usize> {
@@ -168,8 +209,9 @@ fn linear(coord: &[usize], st: &[usize]) -> usize {
 #[error("{0}")]
 pub struct StorageError(pub String);
 
-/// The logical tensor of type `ty` described by `storage`: stored entries are present, the rest
-/// absent (and zero).
+/// The logical tensor of type `ty` described by `storage`: stored entries hold their values,
+/// unstored entries of compressed and singleton levels the fill value (zero, present), and
+/// positions past a ragged run are absent (skipped).
 pub fn disassemble(ty: &ValueType, storage: &Storage) -> Result<Tensor, StorageError> {
     let shape = ty.shape();
     let st = strides(&shape);
@@ -247,19 +289,62 @@ pub fn disassemble(ty: &ValueType, storage: &Storage) -> Result<Tensor, StorageE
     }
     let scalar = ty.element.scalar().ok_or_else(|| StorageError("storage holds scalar elements".into()))?;
     let mut t = Tensor::zeros(ty);
-    let mut present = vec![false; t.len()];
+    let mut seen = vec![false; t.len()];
     if let Data::Scalars(col) = &mut t.data {
         for (k, &i) in prefixes.iter().enumerate() {
             let v = storage.values.get(k);
             // Duplicates (non-unique COO) add up, as in SciPy.
-            let v = if present[i] { col.get(i).binary(strata_ir::BinaryOp::Plus, v).unwrap_or(v) } else { v };
+            let v = if seen[i] { col.get(i).binary(strata_ir::BinaryOp::Plus, v).unwrap_or(v) } else { v };
             col.set(i, v.cast(scalar));
-            present[i] = true;
+            seen[i] = true;
         }
     }
-    t.present = Some(present);
-    t.normalize_presence();
+    // Unstored entries of compressed and singleton levels are the fill value (zero, present);
+    // only ragged runs skip.
+    if ty.levels.iter().any(|l| matches!(l.format, LevelFormat::Ragged { .. })) {
+        t.present = Some(inside_runs(&shape, &st, storage));
+        t.normalize_presence();
+    }
     Ok(t)
+}
+
+/// Which elements lie inside the ragged runs of (validated) `storage`: every coordinate of
+/// dense, compressed and singleton levels (unstored ones hold the fill value), the first
+/// `run` coordinates of a ragged level, and none below an unstored parent of a ragged level
+/// (its run is empty).
+fn inside_runs(shape: &[usize], st: &[usize], storage: &Storage) -> Vec<bool> {
+    // Each point of the levels so far: its linear prefix and its storage position, if stored.
+    let mut points: Vec<(usize, Option<usize>)> = vec![(0, Some(0))];
+    for (d, lb) in storage.levels.iter().enumerate() {
+        let mut next = Vec::new();
+        for &(lin, pos) in &points {
+            match lb {
+                LevelBuffers::Dense { size } => {
+                    next.extend((0..*size).map(|c| (lin + c * st[d], pos.map(|p| p * size + c))));
+                }
+                LevelBuffers::Compressed { positions, coordinates } => {
+                    for c in 0..shape[d] {
+                        let at = pos.and_then(|p| (positions[p]..positions[p + 1]).find(|&k| coordinates[k] == c));
+                        next.push((lin + c * st[d], at));
+                    }
+                }
+                LevelBuffers::Singleton { coordinates } => {
+                    next.extend((0..shape[d]).map(|c| (lin + c * st[d], pos.filter(|&p| coordinates[p] == c))));
+                }
+                LevelBuffers::Ragged { offsets } => {
+                    if let Some(p) = pos {
+                        next.extend((0..offsets[p + 1] - offsets[p]).map(|c| (lin + c * st[d], Some(offsets[p] + c))));
+                    }
+                }
+            }
+        }
+        points = next;
+    }
+    let mut inside = vec![false; shape.iter().product()];
+    for (lin, _) in points {
+        inside[lin] = true;
+    }
+    inside
 }
 
 #[cfg(test)]
@@ -286,12 +371,11 @@ mod tests {
         }
     }
 
-    /// [[0, 2, 0], [0, 0, 0], [5, 0, 7]] with zeros unstored.
+    /// [[0, 2, 0], [0, 0, 0], [5, 0, 7]]: a sparse type stores the non-zeros.
     fn matrix(t: ValueType) -> Tensor {
         let vals = [0.0, 2.0, 0.0, 0.0, 0.0, 0.0, 5.0, 0.0, 7.0];
         let mut m = Tensor::zeros(&t);
         m.data = Data::Scalars(Column::F64(vals.to_vec()));
-        m.present = Some(vals.iter().map(|&v| v != 0.0).collect());
         m
     }
 
@@ -328,22 +412,49 @@ mod tests {
             LevelFormat::Compressed { unique: false, ordered: true, nnz: Extent::Dynamic },
             LevelFormat::Singleton { unique: true, ordered: true },
         ];
-        for f in [
-            vec![LevelFormat::Dense, C],
-            vec![C, C],
-            coo.to_vec(),
-            vec![LevelFormat::Dense, LevelFormat::Ragged { total: Extent::Dynamic }],
-        ] {
+        for f in [vec![LevelFormat::Dense, C], vec![C, C], coo.to_vec()] {
             let t = ty(&f, &[3, 3]);
             let m = matrix(t.clone());
-            let back = disassemble(&t, &assemble(&m)).expect("valid");
-            if matches!(f[1], LevelFormat::Ragged { .. }) {
-                // A ragged row stores everything up to its last present entry (zeros included).
-                assert_eq!(back.present, Some(vec![true, true, false, false, false, false, true, true, true]));
-            } else {
-                assert_eq!(back, m, "{f:?}");
-            }
+            let st = assemble(&m);
+            assert_eq!(st.values.len(), 3, "{f:?} stores the non-zeros");
+            assert_eq!(disassemble(&t, &st).expect("valid"), m, "{f:?}");
         }
+        // A ragged row is a dense run (zeros included) up to its last present element; the
+        // positions past it are absent.
+        let t = ty(&[LevelFormat::Dense, LevelFormat::Ragged { total: Extent::Dynamic }], &[3, 3]);
+        let mut m = matrix(t.clone());
+        m.present = Some(vec![true, true, false, false, false, false, true, true, true]);
+        let st = assemble(&m);
+        assert_eq!(st.levels[1], LevelBuffers::Ragged { offsets: vec![0, 2, 2, 5] });
+        assert_eq!(disassemble(&t, &st).expect("valid"), m);
+    }
+
+    #[test]
+    fn unstored_entries_are_the_fill_value_and_ragged_ends_are_skips() {
+        // CSR with an explicit zero: every entry is present; the stored zero is not kept.
+        let t = ty(&[LevelFormat::Dense, C], &[2, 3]);
+        let s = Storage {
+            levels: vec![
+                LevelBuffers::Dense { size: 2 },
+                LevelBuffers::Compressed { positions: vec![0, 2, 2], coordinates: vec![0, 2] },
+            ],
+            values: Column::F64(vec![0.0, 4.0]),
+        };
+        let m = disassemble(&t, &s).expect("valid");
+        assert_eq!(m.present, None);
+        assert_eq!(m.data, Data::Scalars(Column::F64(vec![0.0, 0.0, 4.0, 0.0, 0.0, 0.0])));
+        assert_eq!(assemble(&m).values, Column::F64(vec![4.0]));
+        // Ragged below compressed: an unstored parent has an empty run.
+        let t = ty(&[C, LevelFormat::Ragged { total: Extent::Dynamic }], &[3, 2]);
+        let s = Storage {
+            levels: vec![
+                LevelBuffers::Compressed { positions: vec![0, 1], coordinates: vec![1] },
+                LevelBuffers::Ragged { offsets: vec![0, 1] },
+            ],
+            values: Column::F64(vec![3.0]),
+        };
+        let m = disassemble(&t, &s).expect("valid");
+        assert_eq!(m.present, Some(vec![false, false, true, false, false, false]));
     }
 
     #[test]

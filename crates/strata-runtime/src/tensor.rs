@@ -2,10 +2,11 @@
 //!
 //! Every value is a [`Tensor`]: scalars and tuples are 0-d tensors. A tensor stores its
 //! elements densely in row-major order over its levels' intervals, plus an optional *presence*
-//! mask: an absent element is one that does not exist — a neighbor reached through a skip value
-//! (`-1`), an entry a sparse tensor does not store, or a position past the end of a ragged row.
-//! Absent elements read as zero and propagate through elementwise operations; `can_deref` reports
-//! them and `reduce` skips them (docs/runtime.md).
+//! mask: an absent (*skipped*) element is one that does not exist — a neighbor reached through a
+//! skip value (`-1`) or a position past the end of a ragged row. Absent elements read as zero and
+//! propagate through elementwise operations; `can_deref` reports them and reductions skip them
+//! (docs/runtime.md). An entry a sparse tensor does not store is *not* absent: it is the fill
+//! value (zero), present like any other element — a level format is storage, never meaning.
 //!
 //! Element layout: scalars in one typed [`Column`]; tuple elements as one buffer per field
 //! ([`Data::Tuple`], structure of arrays); tensor elements as a vector of tensors. Sparse and
@@ -186,7 +187,8 @@ pub struct Tensor {
     pub ty: ValueType,
     /// Elements in row-major order over the levels' intervals.
     pub data: Data,
-    /// Which elements exist; `None` when all do.
+    /// Which elements exist (skips are absent; a sparse tensor's unstored entries are present
+    /// zeros); `None` when all do.
     pub present: Option<Vec<bool>>,
 }
 

@@ -14,27 +14,36 @@ impl Emitter<'_> {
     }
 
     /// The C variable holding read `r`'s position at level `k`, when an enclosing loop visits
-    /// exactly that level's stored coordinates below the same earlier coordinates.
-    fn known_position(&self, r: &SparseRead, k: usize) -> Option<String> {
+    /// exactly that level's stored coordinates below the same earlier coordinates, and whether
+    /// it may be [`UNSTORED`] (a union visits coordinates some members do not store).
+    fn known_position(&self, r: &SparseRead, k: usize) -> Option<(String, bool)> {
         self.sets.iter().find_map(|c| {
             c.walked().into_iter().enumerate().find_map(|(i, (walked, level))| {
-                (level == k && walked.tensor == r.tensor && walked.coords[..=k] == r.coords[..=k])
-                    .then(|| position_var(i, &var(c.var.as_str())))
+                (level == k && walked.tensor == r.tensor && walked.coords[..=k] == r.coords[..=k]).then(|| {
+                    let v = var(c.var.as_str());
+                    if c.is_union() {
+                        (format!("h{i}_{v}"), true)
+                    } else {
+                        (position_var(i, &v), false)
+                    }
+                })
             })
         })
     }
 
-    /// The C position of read `r` after its first `upto` levels (`0`, the root, for none), and
-    /// whether it may be `-1` (a coordinate not stored). Starts from the deepest position an
-    /// enclosing set loop knows, then locates level by level: dense levels by arithmetic,
-    /// compressed ones by binary search, ragged ones by a bound check.
-    pub(super) fn sparse_position(&self, r: &SparseRead, upto: usize) -> (String, bool) {
+    /// The C position of read `r` after its first `upto` levels (`0`, the root, for none):
+    /// non-negative where the entry is stored, [`UNSTORED`] where a compressed level does not
+    /// list it (the fill value), [`SKIPPED`] past a ragged run's end (no value). Starts from the
+    /// deepest position an enclosing set loop knows, then locates level by level: dense levels
+    /// by arithmetic, compressed ones by binary search, ragged ones by a bound check (an
+    /// unstored parent has an empty run).
+    pub(super) fn sparse_position(&self, r: &SparseRead, upto: usize) -> Located {
         let t = &self.program.sparse[r.tensor];
-        let (mut p, from) = (0..upto)
+        let (mut p, from, mut unstored) = (0..upto)
             .rev()
-            .find_map(|k| self.known_position(r, k).map(|q| (q, k + 1)))
-            .unwrap_or_else(|| ("INT64_C(0)".to_string(), 0));
-        let mut may_be_absent = false;
+            .find_map(|k| self.known_position(r, k).map(|(q, unstored)| (q, k + 1, unstored)))
+            .unwrap_or_else(|| ("INT64_C(0)".to_string(), 0, false));
+        let mut skipped = false;
         for k in from..upto {
             let start = t.levels[k].interval.start;
             let c = if start == 0 {
@@ -43,28 +52,33 @@ impl Emitter<'_> {
                 format!("({} - ({start}))", self.coord(&r.coords[k]))
             };
             let pk = format!("p{k}_");
+            let may_be_negative = unstored || skipped;
             let next = match &t.storage[k] {
                 LevelStorage::Dense { size } => format!("{pk} * {size} + {c}"),
                 LevelStorage::Compressed { positions, coordinates } => {
                     let (pos, crd) = (self.name(*positions), self.name(*coordinates));
+                    unstored = true;
                     format!("strata_find({crd}, {pos}[{pk}], {pos}[{pk} + 1], {c})")
                 }
                 LevelStorage::Ragged { offsets } => {
                     let off = self.name(*offsets);
-                    format!("({c}) < {off}[{pk} + 1] - {off}[{pk}] ? {off}[{pk}] + ({c}) : -1")
+                    skipped = true;
+                    let run = format!("({c}) < {off}[{pk} + 1] - {off}[{pk}] ? {off}[{pk}] + ({c}) : {SKIPPED}");
+                    let guarded = if may_be_negative { format!("{pk} < 0 ? {SKIPPED} : {run}") } else { run };
+                    p = format!("({{ const int64_t {pk} = {p}; {guarded}; }})");
+                    continue;
                 }
             };
-            let guarded = if may_be_absent { format!("{pk} < 0 ? -1 : {next}") } else { next };
+            let guarded = if may_be_negative { format!("{pk} < 0 ? {pk} : {next}") } else { next };
             p = format!("({{ const int64_t {pk} = {p}; {guarded}; }})");
-            may_be_absent |= !matches!(t.storage[k], LevelStorage::Dense { .. });
         }
-        (p, may_be_absent)
+        Located { position: p, unstored, skipped }
     }
 
     /// How a loop visits set `c` (see [`crate::sparse`]): over the positions of the lead
     /// read's level below its parent position, binding the variable to each stored coordinate
     /// (and skipping those outside the variable's range). The other reads of an intersection
-    /// are located in the body, whose presence test they are part of. `None` for a union.
+    /// are located in the body. `None` for a union ([`Self::union_loop`] walks those).
     pub(super) fn set_bounds(&self, c: &CoIteration) -> Option<SetBounds> {
         let (r, k) = c.set.lead()?;
         let t = &self.program.sparse[r.tensor];
@@ -82,7 +96,7 @@ impl Emitter<'_> {
             LevelStorage::Dense { .. } => unreachable!("sets visit stored levels"),
         };
         Some(SetBounds {
-            parent: self.sparse_position(r, k).0,
+            parent: self.sparse_position(r, k).position,
             first,
             last,
             coordinate: format!("{offset} + {}", level.start),
@@ -94,10 +108,13 @@ impl Emitter<'_> {
     /// The C loop header of set `c` inside a fold (one line, so it composes with the
     /// statement expressions folds are written as).
     pub(super) fn set_loop(&self, c: &CoIteration) -> String {
+        if c.is_union() {
+            return self.union_loop(c);
+        }
         if c.merge {
             return self.merge_loop(c);
         }
-        let Some(b) = self.set_bounds(c) else { return UNION_REFUSED.into() };
+        let Some(b) = self.set_bounds(c) else { unreachable!("only unions have no lead") };
         let SetBounds { v, parent, first, last, coordinate, range } = b;
         let check = range_check(&v, range);
         format!(
@@ -121,7 +138,7 @@ impl Emitter<'_> {
             };
             let (pos, crd) = (self.name(*positions), self.name(*coordinates));
             let (q, pp, qe) = (position_var(i, &v), format!("pp{i}_{v}"), format!("qe{i}_{v}"));
-            let parent = self.sparse_position(r, k).0;
+            let parent = self.sparse_position(r, k).position;
             init.push(format!(
                 "{pp} = {parent}, {q} = {pp} < 0 ? 0 : {pos}[{pp}], {qe} = {pp} < 0 ? 0 : {pos}[{pp} + 1]"
             ));
@@ -144,6 +161,62 @@ impl Emitter<'_> {
             agree.join(" && "),
             crds[0].0,
             crds[0].0,
+        )
+    }
+}
+
+/// The position of a stored entry that a compressed level does not list: the entry is the
+/// tensor's fill value, zero.
+pub(super) const UNSTORED: i64 = -1;
+/// The position of an element past the end of a ragged run: it does not exist (a skip).
+pub(super) const SKIPPED: i64 = -2;
+
+/// Where a sparse read's entry is ([`Emitter::sparse_position`]).
+pub(super) struct Located {
+    /// The C expression of the position.
+    pub(super) position: String,
+    /// Whether it may be [`UNSTORED`].
+    pub(super) unstored: bool,
+    /// Whether it may be [`SKIPPED`].
+    pub(super) skipped: bool,
+}
+
+impl Emitter<'_> {
+    /// The loop header walking the compressed levels of a union together (one line): while
+    /// any position is inside its segment, visit the smallest coordinate any of them is at;
+    /// there read `i`'s position `h{i}_v` is its cursor where it stores that coordinate and
+    /// [`UNSTORED`] elsewhere, and the cursors that stored it advance after the body.
+    pub(super) fn union_loop(&self, c: &CoIteration) -> String {
+        let v = var(c.var.as_str());
+        let walked = c.walked();
+        let (mut init, mut inside, mut at, mut hits, mut step) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for (i, &(r, k)) in walked.iter().enumerate() {
+            let LevelStorage::Compressed { positions, coordinates } = &self.program.sparse[r.tensor].storage[k] else {
+                unreachable!("unions walk compressed levels")
+            };
+            let (pos, crd) = (self.name(*positions), self.name(*coordinates));
+            let (q, pp, qe, h) = (position_var(i, &v), format!("pp{i}_{v}"), format!("qe{i}_{v}"), format!("h{i}_{v}"));
+            let parent = self.sparse_position(r, k).position;
+            init.push(format!(
+                "{pp} = {parent}, {q} = {pp} < 0 ? 0 : {pos}[{pp}], {qe} = {pp} < 0 ? 0 : {pos}[{pp} + 1]"
+            ));
+            inside.push(format!("{q} < {qe}"));
+            at.push(format!("({q} < {qe} ? {crd}[{q}] : INT64_MAX)"));
+            hits.push(format!("{h} = {q} < {qe} && {crd}[{q}] == m_{v} ? {q} : {UNSTORED}"));
+            step.push(format!("{q} += {h} >= 0"));
+        }
+        let smallest = at.iter().skip(1).fold(at[0].clone(), |m, x| format!("strata_min_i64({m}, {x})"));
+        let (lead, k) = walked[0];
+        let level = self.program.sparse[lead.tensor].levels[k].interval;
+        let check = range_check(&v, range_outside(c, level));
+        format!(
+            "for (int64_t {}; {}; ) for (int64_t m_{v} = {smallest}, {}, {v} = m_{v} + {}, o_{v} = 1; o_{v}; o_{v} = 0, {}) {check}",
+            init.join(", "),
+            inside.join(" || "),
+            hits.join(", "),
+            level.start,
+            step.join(", "),
         )
     }
 }
@@ -180,7 +253,3 @@ pub(super) struct SetBounds {
     pub(super) coordinate: String,
     pub(super) range: Option<(i64, i64)>,
 }
-
-/// Written in place of a loop over a union of stored sets (which lowering does not produce
-/// yet): compiling stops with this message.
-pub(super) const UNION_REFUSED: &str = "\n#error \"iteration over a union of stored sets is not lowered yet\"\n";

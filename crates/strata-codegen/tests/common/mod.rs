@@ -8,9 +8,10 @@ use strata_ir::LevelFormat;
 use strata_runtime::random::XorShift;
 use strata_runtime::Tensor;
 
-/// Gives a sparse or ragged value a random pattern of stored elements (absent ones zero):
-/// compressed levels store each element with probability `density`; a ragged row stores a
-/// prefix of random length (some rows empty, some full). Dense values are left alone.
+/// Gives a sparse or ragged value a random pattern: compressed levels store each element with
+/// probability `density` (the others become the fill value, zero, present); a ragged row keeps
+/// a prefix of random length (some rows empty, some full), the rest skipped (absent). Dense
+/// values are left alone.
 pub fn sparsify(t: &mut Tensor, rng: &mut XorShift, density: f64) {
     let shape = t.ty.shape();
     let ragged = t.ty.levels.iter().position(|l| matches!(l.format, LevelFormat::Ragged { .. }));
@@ -19,7 +20,11 @@ pub fn sparsify(t: &mut Tensor, rng: &mut XorShift, density: f64) {
         let lengths: Vec<usize> = (0..t.len() / row.max(1)).map(|_| rng.below(shape[k] as u64 + 1) as usize).collect();
         t.present = Some((0..t.len()).map(|i| (i % row) < lengths[i / row]).collect());
     } else if t.ty.levels.iter().any(|l| l.format.is_sparse()) {
-        t.present = Some((0..t.len()).map(|_| rng.unit() < density).collect());
+        let unstored: Vec<bool> = (0..t.len()).map(|_| rng.unit() >= density).collect();
+        t.present = Some(unstored.iter().map(|&u| !u).collect());
+        t.clear_absent();
+        t.present = None;
+        return;
     }
     t.clear_absent();
 }
