@@ -50,6 +50,21 @@ fn examples_match_numpy_and_scipy() {
 }
 
 #[test]
+fn sparse_ragged_and_skip_semantics_match_scipy_on_both_backends() {
+    let text = oracle("check_sparse.py");
+    for check in [
+        "ok issue12_neighbor_count native",
+        "ok issue12_row_entries interp",
+        "ok issue12_ragged_lengths native",
+        "ok coo_from_csc_row_exp native",
+        "ok csc_spgemm native",
+        "ok csr_ata native",
+    ] {
+        assert!(text.contains(check), "{check} missing:\n{text}");
+    }
+}
+
+#[test]
 fn every_interpreted_operation_matches_numpy() {
     let text = oracle("check_ops.py");
     assert!(text.contains("ok neighbors_skip_values") && text.contains("ok pack_product_unpack"), "{text}");

@@ -43,7 +43,7 @@ pub(crate) fn verify_function(
                 checker.check(module, cx.types, e.ty, span, cx.errors);
                 let ExprKind::Op(op) = &e.kind else { continue };
                 match infer(&mut cx, op, e.ty) {
-                    Ok(t) if t == e.ty => {}
+                    Ok(t) if t == e.ty || declares_storage(cx.types, op, t, e.ty) => {}
                     Ok(t) => {
                         let d = Diagnostic::new(
                             "strata::verify::type_mismatch",
@@ -211,4 +211,33 @@ fn check_assign(
         }
     }
     Ok(())
+}
+
+/// Whether `declared` only chooses the storage of a contraction's result: the inferred type
+/// with some levels compressed or singleton instead of dense (a sparse result, e.g. SpGEMM's
+/// `tensor<f64, I[0:m], J[0:n] compressed>`). A format is storage, never meaning, so the values
+/// are the same; the result stores its non-zero entries (docs/language.md).
+fn declares_storage(
+    types: &TypeArena,
+    op: &strata_ir::Op,
+    inferred: strata_ir::op::TypeHandle,
+    declared: strata_ir::op::TypeHandle,
+) -> bool {
+    use strata_ir::{LevelFormat, Op, Type};
+    if !matches!(op, Op::MapReduce { .. } | Op::MapReduceAff { .. } | Op::DotGeneral { .. } | Op::Product2d { .. }) {
+        return false;
+    }
+    let (Type::Tensor(i), Type::Tensor(d)) = (&types[inferred], &types[declared]) else { return false };
+    i.element == d.element
+        && i.placement == d.placement
+        && i.levels.len() == d.levels.len()
+        && i.levels.iter().zip(&d.levels).all(|(a, b)| {
+            a.name == b.name
+                && a.interval == b.interval
+                && a.format == LevelFormat::Dense
+                && matches!(
+                    b.format,
+                    LevelFormat::Dense | LevelFormat::Compressed { .. } | LevelFormat::Singleton { .. }
+                )
+        })
 }

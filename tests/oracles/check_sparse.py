@@ -1,0 +1,341 @@
+"""Sparse, ragged and skip semantics against numpy / SciPy and hand-derived values.
+
+Usage: python check_sparse.py STRATA_BINARY WORKDIR
+
+Every case runs on both backends (`--backend interp` and `--backend native`) and must match an
+independent oracle: numpy on the dense matrix (a level format is storage, never meaning: a
+sparse tensor's unstored entries are zeros), SciPy's own sparse operations for sparse results
+(values and stored pattern: Strata stores exactly the non-zero entries, SciPy's canonical form,
+which its `+`, `.multiply` and `@` produce), or values derived by hand (issue 12's programs).
+Sparse inputs are given in every format the type allows (CSR, CSC, DCSR, COO; the file is read
+into any sparse type), so each case also checks that the format does not change the answer.
+"""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import scipy.sparse as sp
+
+rng = np.random.default_rng(12)
+CASES = []
+BACKENDS = ["interp", "native"]
+
+
+def case(name, program, inputs, expected, entry=None):
+    """`inputs`: name -> numpy array or SciPy matrix; `expected`: name -> numpy array (dense
+    result) or SciPy matrix (sparse result: values and pattern checked)."""
+    CASES.append((name, program, inputs, expected, entry))
+
+
+def sparse_matrix(m, n, density, seed):
+    r = np.random.default_rng(seed)
+    a = sp.random(m, n, density=density, random_state=r, format="csr")
+    a.data = np.round(a.data * 8 - 4, 2)
+    a.data[a.data == 0] = 1.0
+    return a
+
+
+# ---- issue 12 (a): reduce skips a skipped neighbor whatever the payload reads ----------------
+NEIGHBORS = """
+!V = tensor<f64, V[0:3]>
+!VI = tensor<i32, V[0:3]>
+func @count(%acc: !VI, %x: !V) -> !VI {
+  %one = constant(value = 1) : i32
+  %s = plus(%acc, %one) : !VI
+  return %s
+}
+func @weigh(%acc: !V, %x: !V, %w: !V) -> !V {
+  %s = plus(%acc, %w) : !V
+  return %s
+}
+program @p(%n: out !VI, %e: tensor<f64, E[0:4]>, %v2e: tensor<i32, V[0:3], NB_E[0:3]>) {
+  %nb = shift_init(%e, %v2e) : tensor<f64, V[0:3], NB_0[0:3]>
+  %c = reduce(@count, %nb, init = 0) : !VI
+  %n <- %c
+}
+program @q(%s: out !V, %e: tensor<f64, E[0:4]>, %v2e: tensor<i32, V[0:3], NB_E[0:3]>, %w: tensor<f64, V[0:3], NB_0[0:3]>) {
+  %nb = shift_init(%e, %v2e) : tensor<f64, V[0:3], NB_0[0:3]>
+  %c = reduce(@weigh, %nb, %w, init = 0.0) : !V
+  %s <- %c
+}
+"""
+v2e = np.array([[0, 1, -1], [2, -1, -1], [0, 1, 3]], dtype=np.int32)
+e = np.arange(4.0)
+case("issue12_neighbor_count", NEIGHBORS, {"e": e, "v2e": v2e}, {"n": np.array([2, 1, 3], dtype=np.int32)}, "p")
+ones = np.ones((3, 3))
+case("issue12_neighbor_weights", NEIGHBORS, {"e": e, "v2e": v2e, "w": ones}, {"s": np.array([2.0, 1.0, 3.0])}, "q")
+w = rng.standard_normal((3, 3))
+case("issue12_neighbor_weights_random", NEIGHBORS, {"e": e, "v2e": v2e, "w": w}, {"s": np.where(v2e >= 0, w, 0).sum(1)}, "q")
+
+# ---- issue 12 (b): payloads that ignore their operand -----------------------------------------
+COUNTS = """
+func @count(%acc: i64, %a: f64) -> i64 {
+  %one = constant(value = 1) : i64
+  %s = plus(%acc, %one) : i64
+  return %s
+}
+func @count_nonzero(%acc: i64, %a: f64) -> i64 {
+  %zero = constant(value = 0.0) : f64
+  %nz = ne(%a, %zero) : bool
+  %one = cast(%nz, to = i64) : i64
+  %s = plus(%acc, %one) : i64
+  return %s
+}
+func @take_b(%acc: f64, %a: f64, %b: f64) -> f64 {
+  %s = plus(%acc, %b) : f64
+  return %s
+}
+func @row_entries(%a: tensor<f64, Row[0:3], Col[0:4] compressed>) -> tensor<i64, Row[0:3]> {
+  %n = map_reduce(@count, %a, init = 0, einsum = "ij->i") : tensor<i64, Row[0:3]>
+  return %n
+}
+func @row_nnz(%a: tensor<f64, Row[0:3], Col[0:4] compressed>) -> tensor<i64, Row[0:3]> {
+  %n = map_reduce(@count_nonzero, %a, init = 0, einsum = "ij->i") : tensor<i64, Row[0:3]>
+  return %n
+}
+func @masked_sum(%a: tensor<f64, I[0:6] compressed>, %b: tensor<f64, I[0:6]>) -> tensor<f64> {
+  %s = map_reduce(@take_b, %a, %b, init = 0.0, einsum = "i,i->") : tensor<f64>
+  return %s
+}
+func @masked_row_sum(%a: tensor<f64, Row[0:3], Col[0:4] compressed>, %b: tensor<f64, Row[0:3], Col[0:4]>) -> tensor<f64, Row[0:3]> {
+  %s = map_reduce(@take_b, %a, %b, init = 0.0, einsum = "ij,ij->i") : tensor<f64, Row[0:3]>
+  return %s
+}
+func @ragged_lengths(%a: tensor<f64, Row[0:3], Col[0:4] ragged>) -> tensor<i64, Row[0:3]> {
+  %n = map_reduce(@count, %a, init = 0, einsum = "ij->i") : tensor<i64, Row[0:3]>
+  return %n
+}
+"""
+csr = sp.csr_matrix((np.array([1.0, 2.0, 3.0]), np.array([0, 2, 1]), np.array([0, 2, 2, 3])), shape=(3, 4))
+# The dense meaning: a payload that ignores the value counts every entry, stored or not.
+case("issue12_row_entries", COUNTS, {"a": csr}, {"result": np.array([4, 4, 4])}, "row_entries")
+case("issue12_row_nnz", COUNTS, {"a": csr}, {"result": np.array([2, 0, 1])}, "row_nnz")
+mask = sp.coo_matrix(np.array([[0, 1.0, 0, 0, 2.0, 0]]))
+b6 = rng.standard_normal(6)
+case("issue12_masked_sum", COUNTS, {"a": mask, "b": b6}, {"result": np.array(b6.sum())}, "masked_sum")
+b34 = rng.standard_normal((3, 4))
+case("issue12_masked_row_sum", COUNTS, {"a": csr, "b": b34}, {"result": b34.sum(1)}, "masked_row_sum")
+# Ragged rows: positions past a run are skipped (no value), so counting gives the lengths.
+ragged = {"offsets": np.array([0, 2, 2, 6], dtype=np.int64), "values": np.array([0.0, 0.0, 1.0, 0.0, 2.0, 0.0])}
+case("issue12_ragged_lengths", COUNTS, {"a": ("ragged", ragged)}, {"result": np.array([2, 0, 4])}, "ragged_lengths")
+
+# ---- format independence: non-annihilating payloads equal numpy on the dense matrix ----------
+FORMATS = {
+    "csr": "Row[0:30], Col[0:20] compressed",
+    "dcsr": "Row[0:30] compressed, Col[0:20] compressed",
+    "coo": "Row[0:30] compressed(nonunique), Col[0:20] singleton",
+    "blocks": "Row[0:30] compressed, Col[0:20]",
+}
+PAYLOADS = """
+func @biggest(%acc: f64, %a: f64) -> f64 {
+  %m = maximum(%acc, %a) : f64
+  return %m
+}
+func @exp_sum(%acc: f64, %a: f64) -> f64 {
+  %x = exp(%a) : f64
+  %s = plus(%acc, %x) : f64
+  return %s
+}
+func @plus_dense(%acc: f64, %a: f64, %d: f64) -> f64 {
+  %x = plus(%a, %d) : f64
+  %s = plus(%acc, %x) : f64
+  return %s
+}
+func @mac(%acc: f64, %a: f64, %x: f64) -> f64 {
+  %p = multiplies(%a, %x) : f64
+  %s = plus(%acc, %p) : f64
+  return %s
+}
+"""
+A = sparse_matrix(30, 20, 0.15, 1).tolil()
+A[4, :] = 0  # an empty row
+A = A.tocsr()
+A.eliminate_zeros()
+Ad = A.toarray()
+D = rng.standard_normal((30, 20))
+X = rng.standard_normal(20)
+for fmt, levels in FORMATS.items():
+    ty = f"tensor<f64, {levels}>"
+    prog = PAYLOADS + f"""
+func @row_max(%a: {ty}) -> tensor<f64, Row[0:30]> {{
+  %m = map_reduce(@biggest, %a, init = -1000.0, einsum = "ij->i") : tensor<f64, Row[0:30]>
+  return %m
+}}
+func @row_exp(%a: {ty}) -> tensor<f64, Row[0:30]> {{
+  %m = map_reduce(@exp_sum, %a, init = 0.0, einsum = "ij->i") : tensor<f64, Row[0:30]>
+  return %m
+}}
+func @with_dense(%a: {ty}, %d: tensor<f64, Row[0:30], Col[0:20]>) -> tensor<f64, Col[0:20]> {{
+  %m = map_reduce(@plus_dense, %a, %d, init = 0.0, einsum = "ij,ij->j") : tensor<f64, Col[0:20]>
+  return %m
+}}
+func @spmv(%a: {ty}, %x: tensor<f64, Col[0:20]>) -> tensor<f64, Row[0:30]> {{
+  %y = map_reduce(@mac, %a, %x, init = 0.0, einsum = "ij,j->i") : tensor<f64, Row[0:30]>
+  return %y
+}}
+"""
+    for src in ["csr", "csc", "coo"]:
+        given = A.asformat(src)
+        case(f"{fmt}_from_{src}_row_max", prog, {"a": given}, {"result": np.maximum(-1000.0, Ad).max(1)}, "row_max")
+        case(f"{fmt}_from_{src}_row_exp", prog, {"a": given}, {"result": np.exp(Ad).sum(1)}, "row_exp")
+        case(f"{fmt}_from_{src}_with_dense", prog, {"a": given, "d": D}, {"result": (Ad + D).sum(0)}, "with_dense")
+        case(f"{fmt}_from_{src}_spmv", prog, {"a": given, "x": X}, {"result": Ad @ X}, "spmv")
+
+# ---- sparse results: union, intersection, products (values and stored pattern = SciPy's) -----
+B = sparse_matrix(30, 20, 0.2, 2).tolil()
+# Entries that cancel: A + B is zero there and SciPy does not store it.
+B[0, :] = -A[0, :].toarray()
+B = B.tocsr()
+B.eliminate_zeros()
+C = sparse_matrix(20, 25, 0.15, 3)
+MAC = """
+func @mac(%acc: f64, %a: f64, %b: f64) -> f64 {
+  %p = multiplies(%a, %b) : f64
+  %s = plus(%acc, %p) : f64
+  return %s
+}
+"""
+# Per result format: the levels of an (m x n) matrix over dimensions (R, C), and whether its
+# level order is (C, R) — a CSC tensor's file holds the transpose (rows = level 0).
+RESULT_FORMATS = {
+    "csr": ("{R}[0:{m}], {C}[0:{n}] compressed", False),
+    "dcsr": ("{R}[0:{m}] compressed, {C}[0:{n}] compressed", False),
+    "csc": ("{C}[0:{n}], {R}[0:{m}] compressed", True),
+}
+for fmt, (levels, transposed) in RESULT_FORMATS.items():
+    def ty(r, c, m, n):
+        return "tensor<f64, " + levels.format(R=r, C=c, m=m, n=n) + ">"
+
+    def given(mat):
+        return mat.T.tocsr() if transposed else mat
+
+    t = ty("Row", "Col", 30, 20)
+    prog = MAC + f"""
+func @add(%a: {t}, %b: {t}) -> {t} {{
+  %c = plus(%a, %b) : {t}
+  return %c
+}}
+func @sub(%a: {t}, %b: {t}) -> {t} {{
+  %c = minus(%a, %b) : {t}
+  return %c
+}}
+func @mul(%a: {t}, %b: {t}) -> {t} {{
+  %c = multiplies(%a, %b) : {t}
+  return %c
+}}
+func @to_sparse(%d: tensor<f64, Row[0:30], Col[0:20]>) -> {t} {{
+  %c = convert(%d, mode = copy) : {t}
+  return %c
+}}
+func @spgemm(%a: {ty("Row", "K", 30, 20)}, %b: {ty("K", "Col", 20, 25)}) -> {ty("Row", "Col", 30, 25)} {{
+  %c = map_reduce(@mac, %a, %b, init = 0.0, einsum = "{'ki,jk->ji' if transposed else 'ik,kj->ij'}") : {ty("Row", "Col", 30, 25)}
+  return %c
+}}
+"""
+    pair = {"a": given(A), "b": given(B)}
+    case(f"{fmt}_union_add", prog, pair, {"result": ("sparse", A + B, transposed)}, "add")
+    case(f"{fmt}_union_sub", prog, pair, {"result": ("sparse", A - B, transposed)}, "sub")
+    case(f"{fmt}_intersection_mul", prog, pair, {"result": ("sparse", A.multiply(B).tocsr(), transposed)}, "mul")
+    Dz = np.where(rng.random((30, 20)) < 0.3, D, 0.0)
+    case(f"{fmt}_convert_dense", prog, {"d": Dz}, {"result": ("sparse", sp.csr_matrix(Dz), transposed)}, "to_sparse")
+    case(f"{fmt}_spgemm", prog, {"a": given(A), "b": given(C)}, {"result": ("sparse", (A @ C).tocsr(), transposed)}, "spgemm")
+# AᵀA, TACO's known-bad case, with a CSR input: (ki,kj->ij).
+ATA = """
+func @mac(%acc: f64, %a: f64, %b: f64) -> f64 {
+  %p = multiplies(%a, %b) : f64
+  %s = plus(%acc, %p) : f64
+  return %s
+}
+func @ata(%a: tensor<f64, K[0:30], I[0:20] compressed>, %b: tensor<f64, K[0:30], J[0:20] compressed>) -> tensor<f64, I[0:20], J[0:20] compressed> {
+  %c = map_reduce(@mac, %a, %b, init = 0.0, einsum = "ki,kj->ij") : tensor<f64, I[0:20], J[0:20] compressed>
+  return %c
+}
+"""
+case("csr_ata", ATA, {"a": A, "b": A}, {"result": ("sparse", (A.T @ A).tocsr(), False)}, "ata")
+
+
+def save(work, name, value):
+    if isinstance(value, tuple) and value[0] == "ragged":
+        path = os.path.join(work, name + ".npz")
+        np.savez(path, **value[1])
+        return path
+    if sp.issparse(value):
+        path = os.path.join(work, name + ".npz")
+        sp.save_npz(path, value, compressed=False)
+        return path
+    path = os.path.join(work, name + ".npy")
+    np.save(path, np.asarray(value))
+    return path
+
+
+def compare(got_path, want):
+    if isinstance(want, tuple) and want[0] == "sparse":
+        _, m, transposed = want
+        got = sp.load_npz(got_path).tocsr()
+        want_m = (m.T if transposed else m).tocsr()
+        want_m.eliminate_zeros()
+        want_m.sort_indices()
+        got.sort_indices()
+        if got.shape != want_m.shape:
+            return f"shape {got.shape}, expected {want_m.shape}"
+        if not (np.array_equal(got.indptr, want_m.indptr) and np.array_equal(got.indices, want_m.indices)):
+            return f"stored pattern differs: {got.nnz} entries, SciPy {want_m.nnz}"
+        if not np.allclose(got.data, want_m.data, rtol=1e-12, atol=1e-12):
+            return f"values differ: max error {np.abs(got.data - want_m.data).max()}"
+        return None
+    got = np.load(got_path)
+    want = np.asarray(want)
+    if got.shape != want.shape:
+        return f"shape {got.shape}, expected {want.shape}"
+    if want.dtype.kind in "iub":
+        ok = np.array_equal(got, want)
+    else:
+        ok = np.allclose(got, want, rtol=1e-12, atol=1e-12)
+    return None if ok else f"got {got}, expected {want}"
+
+
+def run_case(strata, work, backend, name, program, inputs, expected, entry):
+    src = os.path.join(work, name + ".strata")
+    with open(src, "w") as f:
+        f.write(program)
+    cmd = [strata, "run", src, "--backend", backend]
+    if entry:
+        cmd += ["--entry", entry]
+    for k, v in inputs.items():
+        cmd += ["--arg", f"{k}={save(work, f'{name}_{k}', v)}"]
+    outs = {}
+    for k, want in expected.items():
+        ext = ".npz" if isinstance(want, tuple) else ".npy"
+        outs[k] = os.path.join(work, f"{name}_{backend}_out_{k}{ext}")
+        cmd += ["--out", f"{k}={outs[k]}"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        return f"{name} ({backend}): exit {r.returncode}: {r.stderr.strip()}"
+    for k, want in expected.items():
+        err = compare(outs[k], want)
+        if err:
+            return f"{name} ({backend}) `{k}`: {err}"
+    return None
+
+
+def main():
+    strata, work = sys.argv[1], sys.argv[2]
+    os.makedirs(work, exist_ok=True)
+    passed = failed = 0
+    for name, program, inputs, expected, entry in CASES:
+        for backend in BACKENDS:
+            err = run_case(strata, work, backend, name, program, inputs, expected, entry)
+            if err:
+                failed += 1
+                print("FAIL", err)
+            else:
+                passed += 1
+                print("ok", name, backend)
+    print(f"{passed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
