@@ -177,7 +177,7 @@ fn generate(rng: &mut Rng, id: usize) -> Program {
                 && a.dims.iter().any(|x| x.0 == 'I')
                 && !a.dims.iter().any(|x| x.0 == 'C') =>
             {
-                // A neighbor reduction: C -> I through a table with skip values, summed.
+                // A neighbor reduction: C -> I through a table with skip values.
                 let (_, lo, hi) = *a.dims.iter().find(|x| x.0 == 'I').expect("I");
                 let (cn, m) = (rng.range(2, 5), rng.range(1, 4));
                 let tb = format!("tb{n}");
@@ -199,8 +199,22 @@ fn generate(rng: &mut Rng, id: usize) -> Program {
                     shown.join(", ")
                 );
                 let rt = ty(&red);
-                let _ = writeln!(helpers, "func @sum{id}_{n}(%acc: {rt}, %x: {rt}) -> {rt} {{\n  %s = plus(%acc, %x) : {rt}\n  return %s\n}}\n");
-                let init = if a.scalar == "f64" { "0.0" } else { "0" };
+                let float = a.scalar == "f64";
+                // Sums; counts that ignore the neighbor value (a skipped neighbor must not
+                // count); maxima, which the neighbor's skips must not reach either.
+                let step = match rng.below(3) {
+                    0 => "%s = plus(%acc, %x)".to_string(),
+                    1 => {
+                        let one = if float { "1.0" } else { "1" };
+                        format!("%one = constant(value = {one}) : {}\n  %s = plus(%acc, %one)", a.scalar)
+                    }
+                    _ => "%s = maximum(%acc, %x)".to_string(),
+                };
+                let _ = writeln!(
+                    helpers,
+                    "func @sum{id}_{n}(%acc: {rt}, %x: {rt}) -> {rt} {{\n  {step} : {rt}\n  return %s\n}}\n"
+                );
+                let init = if float { "0.0" } else { "0" };
                 (format!("reduce(@sum{id}_{n}, %sh{n}, init = {init})"), Some(red))
             }
             10 if !a.tuple && a.scalar != "bool" && a.dims.iter().any(|x| x.0 == 'K') => {
