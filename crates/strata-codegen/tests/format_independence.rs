@@ -104,6 +104,9 @@ struct End {
     keep: Vec<char>,
 }
 
+/// A rendering of a drawn program: its entry's index and the formats of `%s`, `%t`, `%u`.
+type Rendering = (usize, [Format; 3]);
+
 #[derive(Clone, Debug)]
 struct Drawn {
     i: (i64, i64),
@@ -112,26 +115,26 @@ struct Drawn {
     end: Option<End>,
 }
 
-fn pick<'a, T>(rng: &mut XorShift, xs: &'a [T]) -> &'a T {
-    &xs[rng.below(xs.len() as u64) as usize]
+fn pick<T: Copy>(rng: &mut XorShift, xs: &[T]) -> T {
+    xs[rng.below(xs.len() as u64) as usize]
 }
 
 fn draw(rng: &mut XorShift) -> Drawn {
-    let a = *pick(rng, &[0i64, -2, 3]);
-    let b = *pick(rng, &[0i64, 1]);
+    let a = pick(rng, &[0i64, -2, 3]);
+    let b = pick(rng, &[0i64, 1]);
     let (ni, nj) = (1 + rng.below(6) as i64, 1 + rng.below(6) as i64);
     let mut steps = Vec::new();
     for _ in 0..rng.below(3) {
         steps.push(match rng.below(4) {
-            0 => Step::Unary(*pick(rng, &["exp", "neg", "abs"])),
+            0 => Step::Unary(pick(rng, &["exp", "neg", "abs"])),
             _ => Step::Binary(
-                *pick(rng, &["plus", "minus", "multiplies", "maximum"]),
-                *pick(rng, &["%t", "%d", "%u", "%half"]),
+                pick(rng, &["plus", "minus", "multiplies", "maximum"]),
+                pick(rng, &["%t", "%d", "%u", "%half"]),
             ),
         });
     }
     let end = (rng.below(5) != 0).then(|| {
-        let (payload, second) = *pick(
+        let (payload, second) = pick(
             rng,
             &[
                 ("@mac", Some("%x")),
@@ -153,18 +156,8 @@ fn draw(rng: &mut XorShift) -> Drawn {
     Drawn { i: (a, a + ni), j: (b, b + nj), steps, end }
 }
 
-/// The type the verifier infers for `stmt` after `body` (see `sparse_random.rs`).
 fn infer(params: &str, body: &[String], stmt: &str, name: &str) -> Option<String> {
-    let lines: String = body.iter().map(|l| format!("  {l}\n")).collect();
-    let text = format!("{PAYLOADS}func @probe({params}) -> f64 {{\n{lines}  {stmt} : f64\n  return %{name}\n}}\n");
-    let module = strata_syntax::parse(&text).ok()?;
-    let errors = strata_verify::verify(&module).err()?;
-    let mine = format!("`%{name}` is declared as");
-    let d = errors.iter().find(|d| d.code == "strata::verify::type_mismatch" && d.message.starts_with(&mine))?;
-    if errors.iter().any(|e| e.code != "strata::verify::type_mismatch") {
-        return None;
-    }
-    d.help.as_deref()?.strip_prefix("declare `: ")?.strip_suffix('`').map(str::to_string)
+    common::infer(PAYLOADS, params, body, stmt, name)
 }
 
 /// The level names of a tensor type's text, in level order.
@@ -324,7 +317,7 @@ fn a_thousand_random_programs_compute_the_same_values_in_every_format() {
     let (programs, variants) = (1000, 2);
     // Each program: the all-dense reference and `variants` random format assignments.
     let mut texts: Vec<String> = Vec::new();
-    let mut groups: Vec<(Drawn, Vec<(usize, [Format; 3])>)> = Vec::new();
+    let mut groups: Vec<(Drawn, Vec<Rendering>)> = Vec::new();
     let mut attempts = 0;
     while groups.len() < programs {
         attempts += 1;
@@ -337,9 +330,9 @@ fn a_thousand_random_programs_compute_the_same_values_in_every_format() {
         while members.len() <= variants && tries < 20 {
             tries += 1;
             let f = [
-                *pick(&mut rng, &MATRIX_FORMATS),
-                *pick(&mut rng, &MATRIX_FORMATS),
-                *pick(&mut rng, &[Format::Dense, Format::Csr]),
+                pick(&mut rng, &MATRIX_FORMATS),
+                pick(&mut rng, &MATRIX_FORMATS),
+                pick(&mut rng, &[Format::Dense, Format::Csr]),
             ];
             if let Some(text) = render(&d, f, &format!("p{}", texts.len())) {
                 members.push((texts.len(), f));

@@ -41,20 +41,8 @@ fn level_names(ty: &str) -> Vec<String> {
     inner.split(", ").skip(1).map(|l| l.split('[').next().unwrap_or("").to_string()).collect()
 }
 
-/// The type the verifier infers for `stmt` (`%name = op(…)`) after `body`, or `None` if the
-/// statement does not verify.
 fn infer(params: &str, body: &[String], stmt: &str, name: &str) -> Option<String> {
-    let lines: String = body.iter().map(|l| format!("  {l}\n")).collect();
-    let text = format!("{PAYLOADS}func @probe({params}) -> f64 {{\n{lines}  {stmt} : f64\n  return %{name}\n}}\n");
-    let module = strata_syntax::parse(&text).ok()?;
-    let errors = strata_verify::verify(&module).err()?;
-    let mine = format!("`%{name}` is declared as");
-    let d = errors.iter().find(|d| d.code == "strata::verify::type_mismatch" && d.message.starts_with(&mine))?;
-    // Any other error in the statement makes it invalid.
-    if errors.iter().any(|e| e.code != "strata::verify::type_mismatch") {
-        return None;
-    }
-    d.help.as_deref()?.strip_prefix("declare `: ")?.strip_suffix('`').map(str::to_string)
+    common::infer(PAYLOADS, params, body, stmt, name)
 }
 
 /// One random program `@p{id}` (its text), or `None` when the drawn operations do not verify.

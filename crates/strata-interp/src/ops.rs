@@ -320,10 +320,8 @@ fn reduce(cx: &OpCx, func: strata_entity::Handle<Function>, args: &[Value], init
         };
         let next = cx.interp.call(func, call_args)?;
         // Keep the accumulator where the step is skipped (or its result is absent).
-        for i in 0..acc.len() {
-            if step[i] && next.is_present(i) {
-                acc.data.set(i, next.get(i));
-            }
+        for (i, _) in step.iter().enumerate().filter(|&(i, &here)| here && next.is_present(i)) {
+            acc.data.set(i, next.get(i));
         }
     }
     Ok(acc)

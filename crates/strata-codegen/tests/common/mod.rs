@@ -36,3 +36,22 @@ pub fn private_cache(tag: &str) -> PathBuf {
     std::env::set_var("STRATA_CACHE_DIR", &cache);
     cache
 }
+
+/// The type the verifier infers for `stmt` (`%name = op(…)`) after `body` in a function with
+/// `params` (payload functions `prelude` defined first), or `None` if the statement does not
+/// verify: generators ask for it by declaring a wrong type and reading the suggested one, so
+/// they do not restate the typing rules.
+#[allow(dead_code)]
+pub fn infer(prelude: &str, params: &str, body: &[String], stmt: &str, name: &str) -> Option<String> {
+    let lines: String = body.iter().map(|l| format!("  {l}\n")).collect();
+    let text = format!("{prelude}func @probe({params}) -> f64 {{\n{lines}  {stmt} : f64\n  return %{name}\n}}\n");
+    let module = strata_syntax::parse(&text).ok()?;
+    let errors = strata_verify::verify(&module).err()?;
+    let mine = format!("`%{name}` is declared as");
+    let d = errors.iter().find(|d| d.code == "strata::verify::type_mismatch" && d.message.starts_with(&mine))?;
+    // Any other error in the statement makes it invalid.
+    if errors.iter().any(|e| e.code != "strata::verify::type_mismatch") {
+        return None;
+    }
+    d.help.as_deref()?.strip_prefix("declare `: ")?.strip_suffix('`').map(str::to_string)
+}
