@@ -286,9 +286,8 @@ impl Drop for Buffers<'_> {
 /// element inside the runs must be present (a gap is an error, not a silent zero).
 fn assemble(t: &Tensor, formats: &[strata_ir::LevelFormat], name: &str) -> Result<Storage, ExecError> {
     let st = strata_runtime::storage::assemble_as(t, formats);
-    let ragged = t.ty.levels.iter().any(|l| matches!(l.format, strata_ir::LevelFormat::Ragged { .. }));
     let present = t.present.as_ref().map_or(t.len(), |p| p.iter().filter(|&&x| x).count());
-    if ragged && st.values.len() != present {
+    if strata_runtime::storage::has_ragged(&t.ty.levels) && st.values.len() != present {
         return Err(ExecError::RaggedGap(name.to_string()));
     }
     Ok(st)

@@ -98,8 +98,11 @@ pub fn unchanged_at_fill(
     reads: &[Rc<SparseRead>],
     scalar_of: &dyn Fn(usize) -> Scalar,
 ) -> bool {
-    matches!(&*at_fill(body, reads, scalar_of), SExpr::Acc(a) if *a == id)
-        || is_absent(&at_fill(body, reads, scalar_of))
+    match &*at_fill(body, reads, scalar_of) {
+        SExpr::Acc(a) => *a == id,
+        SExpr::Absent(_) => true,
+        _ => false,
+    }
 }
 
 /// Whether a stored value is zero wherever every one of `reads` is its fill value.
@@ -113,10 +116,6 @@ fn is_negative_zero(v: Sv) -> bool {
         Sv::F64(x) => x.is_sign_negative(),
         _ => false,
     }
-}
-
-fn is_absent(e: &SExpr) -> bool {
-    matches!(e, SExpr::Absent(_))
 }
 
 fn constant(e: &SExpr) -> Option<Sv> {

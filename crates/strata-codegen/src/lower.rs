@@ -13,6 +13,7 @@ use strata_ir::{
     BinaryOp, DimName, Expr, ExprKind, Function, FunctionKind, Level, LevelFormat, Literal, Module, Op, ParamMode,
     Scalar, Statement, Type, TypeArena, Value,
 };
+use strata_runtime::storage::{has_ragged, keeps_zeros};
 use strata_runtime::Sv;
 
 use crate::kernel::{arg_best, Buffer, Kernel, KernelProgram, Role, ScanLoop, StateRegister, StoragePart, Store};
@@ -152,7 +153,7 @@ impl<'m> Lowerer<'m> {
             let coords = level_vars(&levels);
             exprs.push(Rc::new(SExpr::Load(Rc::new(Load { buffer: id, coords }))));
         }
-        if split(self.types, ty).0.iter().any(|l| matches!(l.format, LevelFormat::Ragged { .. })) {
+        if has_ragged(&split(self.types, ty).0) {
             // A ragged result in the logical form: values, and which exist (a sparse result's
             // unstored entries are zeros, so its values are all there is).
             let mut presence = self.buffers[ids[0]].clone();
@@ -768,11 +769,8 @@ impl<'m> Lowerer<'m> {
     fn op(&mut self, func: &Function, env: &[Option<Sym>], v: Value) -> Result<Sym, LowerError> {
         let s = self.op_value(func, env, v)?;
         let (levels, element) = split(self.types, func.exprs[v].ty);
-        let sparse =
-            levels.iter().any(|l| matches!(l.format, LevelFormat::Compressed { .. } | LevelFormat::Singleton { .. }))
-                && !levels.iter().any(|l| matches!(l.format, LevelFormat::Ragged { .. }));
         Ok(match self.types[element] {
-            Type::Scalar(sc) if sparse && sc.is_float() => s.map(&mut |x| {
+            Type::Scalar(sc) if !keeps_zeros(&levels) && sc.is_float() => s.map(&mut |x| {
                 Rc::new(SExpr::Binary(BinaryOp::Plus, x.clone(), Rc::new(SExpr::Const(Sv::zero(sc))), sc))
             }),
             _ => s,
@@ -905,9 +903,7 @@ impl<'m> Lowerer<'m> {
             Op::Convert { arg: a, .. } => {
                 let to = split(self.types, e.ty).0;
                 let x = arg(a);
-                if to.iter().any(|l| matches!(l.format, LevelFormat::Ragged { .. }))
-                    || !crate::fill::may_skip_sym(&x, &self.sparse)
-                {
+                if has_ragged(&to) || !crate::fill::may_skip_sym(&x, &self.sparse) {
                     return Ok(x);
                 }
                 let Sym::Scalar(x) = x else {

@@ -188,7 +188,7 @@ pub fn required_reads(e: &Rc<SExpr>) -> Vec<Rc<SparseRead>> {
         }
         // Table coordinates are present or skipped by their table, not by sparse storage.
     }
-    fn push(out: &mut Vec<Rc<SparseRead>>, rs: Vec<Rc<SparseRead>>) {
+    fn push(out: &mut Vec<Rc<SparseRead>>, rs: impl IntoIterator<Item = Rc<SparseRead>>) {
         for r in rs {
             if !out.contains(&r) {
                 out.push(r);
@@ -209,7 +209,7 @@ pub fn required_reads(e: &Rc<SExpr>) -> Vec<Rc<SparseRead>> {
     fn expr(e: &Rc<SExpr>, out: &mut Vec<Rc<SparseRead>>) {
         match &**e {
             SExpr::Sparse(r) => {
-                push(out, vec![r.clone()]);
+                push(out, [r.clone()]);
                 r.coords.iter().for_each(|c| coord(c, out));
             }
             SExpr::Load(l) => l.coords.iter().for_each(|c| coord(c, out)),
@@ -229,7 +229,7 @@ pub fn required_reads(e: &Rc<SExpr>) -> Vec<Rc<SparseRead>> {
                 let (mut rt, mut rf) = (Vec::new(), Vec::new());
                 expr(t, &mut rt);
                 expr(f, &mut rf);
-                push(out, rt.into_iter().filter(|r| rf.contains(r)).collect());
+                push(out, rt.into_iter().filter(|r| rf.contains(r)));
             }
             SExpr::Const(_) | SExpr::Acc(_) | SExpr::Absent(_) | SExpr::Present(_) | SExpr::Reduce { .. } => {}
         }

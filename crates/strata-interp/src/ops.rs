@@ -304,6 +304,9 @@ fn reduce(cx: &OpCx, func: strata_entity::Handle<Function>, args: &[Value], init
     let interval = tensors.iter().find_map(|t| t.ty.levels.iter().find(|l| l.name == nb)).expect("nb").interval;
     let params = param_types(cx, func);
     let mut acc = filled(cx.ty, &literal_elem(init, &cx.ty.element));
+    // Where each accumulator element reads each argument's cross-section (the same for every
+    // neighbor).
+    let maps: Vec<Vec<Option<usize>>> = params[1..].iter().map(|p| index_map(&acc.ty.levels, p, &[])).collect();
     for j in interval.start..interval.stop {
         let mut call_args = vec![acc.clone()];
         for (t, pty) in tensors.iter().zip(&params[1..]) {
@@ -311,13 +314,9 @@ fn reduce(cx: &OpCx, func: strata_entity::Handle<Function>, args: &[Value], init
         }
         // A step exists where every argument does, whatever the function reads: a skipped
         // neighbor is skipped for the whole step (counting neighbors must not count it).
-        let step: Vec<bool> = {
-            let maps: Vec<Vec<Option<usize>>> =
-                call_args[1..].iter().map(|a| index_map(&acc.ty.levels, &a.ty, &[])).collect();
-            (0..acc.len())
-                .map(|i| call_args[1..].iter().zip(&maps).all(|(a, m)| m[i].is_none_or(|k| a.is_present(k))))
-                .collect()
-        };
+        let step: Vec<bool> = (0..acc.len())
+            .map(|i| call_args[1..].iter().zip(&maps).all(|(a, m)| m[i].is_none_or(|k| a.is_present(k))))
+            .collect();
         let next = cx.interp.call(func, call_args)?;
         // Keep the accumulator where the step is skipped (or its result is absent).
         for (i, _) in step.iter().enumerate().filter(|&(i, &here)| here && next.is_present(i)) {

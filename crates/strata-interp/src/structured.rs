@@ -8,7 +8,7 @@
 //! outside it.
 
 use strata_entity::Handle;
-use strata_ir::{AffineMap, BuiltinRing, Function, Init, LevelFormat, Mode, RingRef, Value};
+use strata_ir::{AffineMap, BuiltinRing, Function, Init, Mode, RingRef, Value};
 use strata_runtime::{strides, Data, Elem, ElemType, Sv, Tensor};
 
 use crate::ops::{literal_elem, OpCx};
@@ -761,7 +761,7 @@ pub(crate) fn convert(cx: &OpCx, arg: Value) -> R<Tensor> {
     let positions: Vec<usize> = map.iter().map(|m| m.expect("same dimensions")).collect();
     let mut data = t.data.select(&positions);
     let mut present: Vec<bool> = positions.iter().map(|&j| t.is_present(j)).collect();
-    if !cx.ty.levels.iter().any(|l| matches!(l.format, LevelFormat::Ragged { .. })) {
+    if !strata_runtime::storage::has_ragged(&cx.ty.levels) {
         if let Data::Scalars(c) = &mut data {
             for (i, p) in present.iter_mut().enumerate() {
                 if !*p {

@@ -96,7 +96,7 @@ pub fn read_sparse(path: &Path, name: &str, ty: &ValueType) -> Result<Tensor, Np
     let shape = ty.shape();
     let mismatch =
         |found: String, expected: String| NpyError::Mismatch { name: name.into(), path: path.into(), found, expected };
-    let ragged = ty.levels.iter().any(|l| matches!(l.format, LevelFormat::Ragged { .. }));
+    let ragged = crate::storage::has_ragged(&ty.levels);
     let storage = if ragged {
         if shape.len() != 2 || ty.levels[0].format != LevelFormat::Dense {
             return Err(NpyError::Unsupported {

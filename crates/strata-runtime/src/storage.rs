@@ -72,7 +72,7 @@ pub fn assemble_as(t: &Tensor, formats: &[LevelFormat]) -> Storage {
     let shape = t.ty.shape();
     let st = strides(&shape);
     let Data::Scalars(col) = &t.data else { panic!("storage holds scalar elements") };
-    let keeps_zeros = keeps_zeros(&t.ty);
+    let keeps_zeros = keeps_zeros(&t.ty.levels);
     // Every stored element as its coordinate vector, in row-major order.
     let entries: Vec<Vec<usize>> = (0..t.len())
         .filter(|&i| t.is_present(i) && (keeps_zeros || !col.get(i).is_zero()))
@@ -163,14 +163,16 @@ pub fn assemble_as(t: &Tensor, formats: &[LevelFormat]) -> Storage {
     Storage { levels, values }
 }
 
-/// Whether tensors of type `ty` store their zeros: true when a level is ragged (runs are
+/// Whether a level is ragged (the one format whose runs decide which elements exist).
+pub fn has_ragged(levels: &[strata_ir::Level]) -> bool {
+    levels.iter().any(|l| matches!(l.format, LevelFormat::Ragged { .. }))
+}
+
+/// Whether tensors over `levels` store their zeros: true when a level is ragged (runs are
 /// dense) or no level is compressed or singleton; false for sparse tensors, whose unstored
 /// entries are the fill value.
-pub fn keeps_zeros(ty: &ValueType) -> bool {
-    let ragged = ty.levels.iter().any(|l| matches!(l.format, LevelFormat::Ragged { .. }));
-    let listed =
-        ty.levels.iter().any(|l| matches!(l.format, LevelFormat::Compressed { .. } | LevelFormat::Singleton { .. }));
-    ragged || !listed
+pub fn keeps_zeros(levels: &[strata_ir::Level]) -> bool {
+    has_ragged(levels) || !levels.iter().any(|l| l.format.is_sparse())
 }
 
 /// Gives a value of a sparse type (one that does not [`keep_zeros`](keeps_zeros)) `+0.0`
@@ -178,7 +180,7 @@ pub fn keeps_zeros(ty: &ValueType) -> bool {
 /// of a zero is not part of a sparse value (`0 · −2` into a sparse result is the fill value,
 /// `+0.0`, whichever entries a backend visits).
 pub fn canonical_fill(t: &mut Tensor) {
-    if keeps_zeros(&t.ty) {
+    if keeps_zeros(&t.ty.levels) {
         return;
     }
     match &mut t.data {
@@ -191,7 +193,7 @@ pub fn canonical_fill(t: &mut Tensor) {
 /// Whether element `i` of `t` is stored by [`assemble`]: present, and different from the fill
 /// value unless the type [`keeps_zeros`].
 pub fn is_stored(t: &Tensor, i: usize) -> bool {
-    t.is_present(i) && (keeps_zeros(&t.ty) || !t.get(i).scalar().is_some_and(|v| v.is_zero()))
+    t.is_present(i) && (keeps_zeros(&t.ty.levels) || !t.get(i).scalar().is_some_and(|v| v.is_zero()))
 }
 
 /// The linear offset of a segment's coordinates up to level `d` (the prefix its entries
@@ -301,7 +303,7 @@ pub fn disassemble(ty: &ValueType, storage: &Storage) -> Result<Tensor, StorageE
     }
     // Unstored entries of compressed and singleton levels are the fill value (zero, present);
     // only ragged runs skip.
-    if ty.levels.iter().any(|l| matches!(l.format, LevelFormat::Ragged { .. })) {
+    if has_ragged(&ty.levels) {
         t.present = Some(inside_runs(&shape, &st, storage));
         t.normalize_presence();
     }

@@ -128,40 +128,103 @@ impl Emitter<'_> {
     /// and where all coordinates agree, bind the variable and run the body once (advancing all).
     fn merge_loop(&self, c: &CoIteration) -> String {
         let v = var(c.var.as_str());
-        let walked = c.walked();
-        let mut init = Vec::new();
-        let mut inside = Vec::new();
-        let mut crds = Vec::new();
-        for (i, &(r, k)) in walked.iter().enumerate() {
-            let LevelStorage::Compressed { positions, coordinates } = &self.program.sparse[r.tensor].storage[k] else {
-                unreachable!("merges walk compressed levels")
-            };
-            let (pos, crd) = (self.name(*positions), self.name(*coordinates));
-            let (q, pp, qe) = (position_var(i, &v), format!("pp{i}_{v}"), format!("qe{i}_{v}"));
-            let parent = self.sparse_position(r, k).position;
-            init.push(format!(
-                "{pp} = {parent}, {q} = {pp} < 0 ? 0 : {pos}[{pp}], {qe} = {pp} < 0 ? 0 : {pos}[{pp} + 1]"
-            ));
-            inside.push(format!("{q} < {qe}"));
-            crds.push((format!("{crd}[{q}]"), q));
-        }
+        let cursors = self.cursors(c, &v);
+        let crds: Vec<(String, &str)> = cursors.iter().map(|k| (k.coordinate.clone(), k.q.as_str())).collect();
         let agree: Vec<String> = crds.windows(2).map(|w| format!("{} == {}", w[0].0, w[1].0)).collect();
         let largest: String = crds[1..].iter().map(|(x, _)| format!("if ({x} > m_) m_ = {x}; ")).collect();
         let advance: String = crds.iter().map(|(x, q)| format!("{q} += {x} < m_; ")).collect();
         let step: String = crds.iter().map(|(_, q)| format!(", ++{q}")).collect();
-        let (lead, k) = walked[0];
-        let level = self.program.sparse[lead.tensor].levels[k].interval;
+        let level = self.lead_interval(c);
         let start = level.start;
         let check = range_check(&v, range_outside(c, level));
         format!(
             "for (int64_t {}; {}; ) if (!({})) {{ int64_t m_ = {}; {largest}{advance}}} \
              else for (int64_t {v} = {} + {start}, o_{v} = 1; o_{v}; o_{v} = 0{step}) {check}",
-            init.join(", "),
-            inside.join(" && "),
+            cursors.iter().map(|k| k.init.as_str()).collect::<Vec<_>>().join(", "),
+            cursors.iter().map(|k| k.inside()).collect::<Vec<_>>().join(" && "),
             agree.join(" && "),
             crds[0].0,
             crds[0].0,
         )
+    }
+
+    /// The loop header walking the compressed levels of a union together (one line): while
+    /// any position is inside its segment, visit the smallest coordinate any of them is at;
+    /// there read `i`'s position `h{i}_v` is its cursor where it stores that coordinate and
+    /// [`UNSTORED`] elsewhere, and the cursors that stored it advance after the body.
+    pub(super) fn union_loop(&self, c: &CoIteration) -> String {
+        let v = var(c.var.as_str());
+        let cursors = self.cursors(c, &v);
+        let at: Vec<String> =
+            cursors.iter().map(|k| format!("({} ? {} : INT64_MAX)", k.inside(), k.coordinate)).collect();
+        let smallest = at.iter().skip(1).fold(at[0].clone(), |m, x| format!("strata_min_i64({m}, {x})"));
+        let (mut hits, mut step) = (Vec::new(), Vec::new());
+        for (i, k) in cursors.iter().enumerate() {
+            let h = format!("h{i}_{v}");
+            hits.push(format!("{h} = {} && {} == m_{v} ? {} : {UNSTORED}", k.inside(), k.coordinate, k.q));
+            step.push(format!("{} += {h} >= 0", k.q));
+        }
+        let level = self.lead_interval(c);
+        let check = range_check(&v, range_outside(c, level));
+        format!(
+            "for (int64_t {}; {}; ) for (int64_t m_{v} = {smallest}, {}, {v} = m_{v} + {}, o_{v} = 1; o_{v}; o_{v} = 0, {}) {check}",
+            cursors.iter().map(|k| k.init.as_str()).collect::<Vec<_>>().join(", "),
+            cursors.iter().map(Cursor::inside).collect::<Vec<_>>().join(" || "),
+            hits.join(", "),
+            level.start,
+            step.join(", "),
+        )
+    }
+
+    /// One cursor per compressed level a merge or union over `c` walks: its position `q`
+    /// starts at its segment below the parent position and ends at `qe`.
+    fn cursors(&self, c: &CoIteration, v: &str) -> Vec<Cursor> {
+        c.walked()
+            .into_iter()
+            .enumerate()
+            .map(|(i, (r, k))| {
+                let LevelStorage::Compressed { positions, coordinates } = &self.program.sparse[r.tensor].storage[k]
+                else {
+                    unreachable!("merges and unions walk compressed levels")
+                };
+                let (pos, crd) = (self.name(*positions), self.name(*coordinates));
+                let (q, pp, qe) = (position_var(i, v), format!("pp{i}_{v}"), format!("qe{i}_{v}"));
+                let parent = self.sparse_position(r, k).position;
+                Cursor {
+                    init: format!(
+                        "{pp} = {parent}, {q} = {pp} < 0 ? 0 : {pos}[{pp}], {qe} = {pp} < 0 ? 0 : {pos}[{pp} + 1]"
+                    ),
+                    coordinate: format!("{crd}[{q}]"),
+                    q,
+                    qe,
+                }
+            })
+            .collect()
+    }
+
+    /// The interval of the level the first walked read of `c` iterates.
+    fn lead_interval(&self, c: &CoIteration) -> strata_ir::Interval {
+        let (lead, k) = c.walked()[0];
+        self.program.sparse[lead.tensor].levels[k].interval
+    }
+}
+
+/// A position walking one compressed level in a merge or union loop.
+struct Cursor {
+    /// The C declarators starting it (parent position `pp`, `q`, `qe`).
+    init: String,
+    /// The position variable.
+    q: String,
+    /// One past its last position.
+    qe: String,
+    /// The coordinate at `q`.
+    coordinate: String,
+}
+
+impl Cursor {
+    /// Whether the cursor is inside its segment.
+    fn inside(&self) -> String {
+        format!("{} < {}", self.q, self.qe)
     }
 }
 
@@ -179,46 +242,6 @@ pub(super) struct Located {
     pub(super) unstored: bool,
     /// Whether it may be [`SKIPPED`].
     pub(super) skipped: bool,
-}
-
-impl Emitter<'_> {
-    /// The loop header walking the compressed levels of a union together (one line): while
-    /// any position is inside its segment, visit the smallest coordinate any of them is at;
-    /// there read `i`'s position `h{i}_v` is its cursor where it stores that coordinate and
-    /// [`UNSTORED`] elsewhere, and the cursors that stored it advance after the body.
-    pub(super) fn union_loop(&self, c: &CoIteration) -> String {
-        let v = var(c.var.as_str());
-        let walked = c.walked();
-        let (mut init, mut inside, mut at, mut hits, mut step) =
-            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for (i, &(r, k)) in walked.iter().enumerate() {
-            let LevelStorage::Compressed { positions, coordinates } = &self.program.sparse[r.tensor].storage[k] else {
-                unreachable!("unions walk compressed levels")
-            };
-            let (pos, crd) = (self.name(*positions), self.name(*coordinates));
-            let (q, pp, qe, h) = (position_var(i, &v), format!("pp{i}_{v}"), format!("qe{i}_{v}"), format!("h{i}_{v}"));
-            let parent = self.sparse_position(r, k).position;
-            init.push(format!(
-                "{pp} = {parent}, {q} = {pp} < 0 ? 0 : {pos}[{pp}], {qe} = {pp} < 0 ? 0 : {pos}[{pp} + 1]"
-            ));
-            inside.push(format!("{q} < {qe}"));
-            at.push(format!("({q} < {qe} ? {crd}[{q}] : INT64_MAX)"));
-            hits.push(format!("{h} = {q} < {qe} && {crd}[{q}] == m_{v} ? {q} : {UNSTORED}"));
-            step.push(format!("{q} += {h} >= 0"));
-        }
-        let smallest = at.iter().skip(1).fold(at[0].clone(), |m, x| format!("strata_min_i64({m}, {x})"));
-        let (lead, k) = walked[0];
-        let level = self.program.sparse[lead.tensor].levels[k].interval;
-        let check = range_check(&v, range_outside(c, level));
-        format!(
-            "for (int64_t {}; {}; ) for (int64_t m_{v} = {smallest}, {}, {v} = m_{v} + {}, o_{v} = 1; o_{v}; o_{v} = 0, {}) {check}",
-            init.join(", "),
-            inside.join(" || "),
-            hits.join(", "),
-            level.start,
-            step.join(", "),
-        )
-    }
 }
 
 /// The range of `c`'s variable when stored coordinates of `level` may fall outside it.
