@@ -1,6 +1,6 @@
 """Sparse, ragged and skip semantics against numpy / SciPy and hand-derived values.
 
-Usage: python check_sparse.py STRATA_BINARY WORKDIR
+Usage: python check_sparse.py STRATA_BINARY WORKDIR [NAME_FILTER]
 
 Every case runs on both backends (`--backend interp` and `--backend native`) and must match an
 independent oracle: numpy on the dense matrix (a level format is storage, never meaning: a
@@ -121,6 +121,119 @@ case("issue12_masked_row_sum", COUNTS, {"a": csr, "b": b34}, {"result": b34.sum(
 ragged = {"offsets": np.array([0, 2, 2, 6], dtype=np.int64), "values": np.array([0.0, 0.0, 1.0, 0.0, 2.0, 0.0])}
 case("issue12_ragged_lengths", COUNTS, {"a": ("ragged", ragged)}, {"result": np.array([2, 0, 4])}, "ragged_lengths")
 
+# ---- segmented scans along ragged levels, and ragged .npz with two ragged levels --------------
+RAGGED_SCANS = """
+!G = tensor<f64, G[0:4]>
+!GR = tensor<f64, G[0:4], R[0:5] ragged>
+!GI = tensor<i64, G[0:4]>
+!GRV = tensor<f64, G[0:3], R[0:4] ragged, V[0:5] ragged>
+!GRd = tensor<f64, G[0:3], R[0:4] ragged>
+func @add(%s: !G, %x: !G) -> !G {
+  %t = plus(%s, %x) : !G
+  return %t
+}
+func @count(%s: !GI, %x: !G) -> !GI {
+  %one = constant(value = 1) : i64
+  %t = plus(%s, %one) : !GI
+  return %t
+}
+func @add2(%s: !GRd, %x: !GRd) -> !GRd {
+  %t = plus(%s, %x) : !GRd
+  return %t
+}
+func @cumsum(%a: !GR) -> !GR {
+  %c = scan(@add, %a, dim = R, forward = true, init = 0.0) : !GR
+  return %c
+}
+func @rcumsum(%a: !GR) -> !GR {
+  %c = scan(@add, %a, dim = R, forward = false, init = 0.0) : !GR
+  return %c
+}
+func @rank(%a: !GR) -> tensor<i64, G[0:4], R[0:5] ragged> {
+  %c = scan(@count, %a, dim = R, forward = true, init = 0) : tensor<i64, G[0:4], R[0:5] ragged>
+  return %c
+}
+func @cumsum_inner(%a: !GRV) -> !GRV {
+  %c = scan(@add2, %a, dim = V, forward = true, init = 0.0) : !GRV
+  return %c
+}
+func @copy2(%a: !GRV) -> !GRV {
+  return %a
+}
+"""
+# Rows of lengths 3, 0, 5, 1 (an empty row and a full one).
+rows = [rng.standard_normal(n) for n in (3, 0, 5, 1)]
+
+
+def ragged_of(runs, dtype=np.float64):
+    offsets = np.concatenate([[0], np.cumsum([len(r) for r in runs])]).astype(np.int64)
+    values = np.concatenate([np.asarray(r, dtype=dtype) for r in runs]) if runs else np.zeros(0, dtype)
+    return {"offsets": offsets, "values": values}
+
+
+rg = ("ragged", ragged_of(rows))
+case("ragged_cumsum", RAGGED_SCANS, {"a": rg}, {"result": ("ragged", ragged_of([np.cumsum(r) for r in rows]))}, "cumsum")
+case("ragged_rcumsum", RAGGED_SCANS, {"a": rg},
+     {"result": ("ragged", ragged_of([np.cumsum(r[::-1])[::-1] for r in rows]))}, "rcumsum")
+# A payload that ignores the value still has no step past a run's end: ranks 1..len per row.
+case("ragged_rank", RAGGED_SCANS, {"a": rg},
+     {"result": ("ragged", ragged_of([np.arange(1, len(r) + 1) for r in rows], np.int64))}, "rank")
+# Two ragged levels: groups of runs of runs (3 groups; 2, 0 and 3 runs; run lengths below).
+inner = [[rng.standard_normal(n) for n in lens] for lens in ([2, 5], [], [0, 1, 4])]
+
+
+def ragged2_of(groups):
+    runs = [r for g in groups for r in g]
+    outer = np.concatenate([[0], np.cumsum([len(g) for g in groups])]).astype(np.int64)
+    inner_offsets = np.concatenate([[0], np.cumsum([len(r) for r in runs])]).astype(np.int64)
+    return {"offsets": outer, "offsets_1": inner_offsets, "values": np.concatenate(runs)}
+
+
+rg2 = ("ragged", ragged2_of(inner))
+case("ragged2_roundtrip", RAGGED_SCANS, {"a": rg2}, {"result": rg2}, "copy2")
+case("ragged2_cumsum", RAGGED_SCANS, {"a": rg2},
+     {"result": ("ragged", ragged2_of([[np.cumsum(r) for r in g] for g in inner]))}, "cumsum_inner")
+
+# Scans over sparse values and over dense values computed from them (natively: the operand is
+# computed into a dense temporary first).
+SPARSE_SCANS = """
+!R = tensor<f64, Row[0:30]>
+!C = tensor<f64, Col[0:20]>
+!Cs = tensor<f64, Col[0:20] compressed>
+!D = tensor<f64, Row[0:30], Col[0:20]>
+func @add_r(%s: !R, %x: !R) -> !R {
+  %t = plus(%s, %x) : !R
+  return %t
+}
+func @add_c(%s: !Cs, %x: !Cs) -> !Cs {
+  %t = plus(%s, %x) : !Cs
+  return %t
+}
+func @add_0(%s: tensor<f64>, %x: tensor<f64>) -> tensor<f64> {
+  %t = plus(%s, %x) : tensor<f64>
+  return %t
+}
+func @mac(%acc: f64, %a: f64, %x: f64) -> f64 {
+  %p = multiplies(%a, %x) : f64
+  %s = plus(%acc, %p) : f64
+  return %s
+}
+func @row_cumsum(%a: tensor<f64, Row[0:30], Col[0:20] compressed>) -> !D {
+  %d = convert(%a, mode = copy) : !D
+  %c = scan(@add_r, %d, dim = Col, forward = true, init = 0.0) : !D
+  return %c
+}
+func @col_cumsum(%a: tensor<f64, Row[0:30], Col[0:20] compressed>) -> tensor<f64, Row[0:30], Col[0:20] compressed> {
+  %c = scan(@add_c, %a, dim = Row, forward = true, init = 0.0) : tensor<f64, Row[0:30], Col[0:20] compressed>
+  return %c
+}
+func @spmv_cumsum(%a: tensor<f64, Row[0:30], Col[0:20] compressed>, %x: !C) -> !R {
+  %y = map_reduce(@mac, %a, %x, init = 0.0, einsum = "ij,j->i") : !R
+  %c = scan(@add_0, %y, dim = Row, forward = false, init = 0.0) : !R
+  return %c
+}
+"""
+
 # ---- format independence: non-annihilating payloads equal numpy on the dense matrix ----------
 FORMATS = {
     "csr": "Row[0:30], Col[0:20] compressed",
@@ -182,6 +295,10 @@ func @spmv(%a: {ty}, %x: tensor<f64, Col[0:20]>) -> tensor<f64, Row[0:30]> {{
         case(f"{fmt}_from_{src}_row_exp", prog, {"a": given}, {"result": np.exp(Ad).sum(1)}, "row_exp")
         case(f"{fmt}_from_{src}_with_dense", prog, {"a": given, "d": D}, {"result": (Ad + D).sum(0)}, "with_dense")
         case(f"{fmt}_from_{src}_spmv", prog, {"a": given, "x": X}, {"result": Ad @ X}, "spmv")
+
+case("csr_row_cumsum", SPARSE_SCANS, {"a": A}, {"result": np.cumsum(Ad, axis=1)}, "row_cumsum")
+case("csr_col_cumsum", SPARSE_SCANS, {"a": A.tocsc()}, {"result": ("sparse", sp.csr_matrix(np.cumsum(Ad, axis=0)), False)}, "col_cumsum")
+case("csr_spmv_cumsum", SPARSE_SCANS, {"a": A, "x": X}, {"result": np.cumsum((Ad @ X)[::-1])[::-1]}, "spmv_cumsum")
 
 # ---- sparse results: union, intersection, products (values and stored pattern = SciPy's) -----
 B = sparse_matrix(30, 20, 0.2, 2).tolil()
@@ -271,6 +388,16 @@ def save(work, name, value):
 
 
 def compare(got_path, want):
+    if isinstance(want, tuple) and want[0] == "ragged":
+        got = np.load(got_path)
+        if sorted(got.files) != sorted(want[1]):
+            return f"arrays {sorted(got.files)}, expected {sorted(want[1])}"
+        for k, w in want[1].items():
+            g = got[k]
+            same = g.shape == w.shape and (np.array_equal(g, w) if w.dtype.kind in "iub" else np.allclose(g, w, rtol=1e-12, atol=1e-12))
+            if not same:
+                return f"`{k}` is {g}, expected {w}"
+        return None
     if isinstance(want, tuple) and want[0] == "sparse":
         _, m, transposed = want
         got = sp.load_npz(got_path).tocsr()
@@ -324,7 +451,10 @@ def main():
     strata, work = sys.argv[1], sys.argv[2]
     os.makedirs(work, exist_ok=True)
     passed = failed = 0
+    only = sys.argv[3] if len(sys.argv) > 3 else ""
     for name, program, inputs, expected, entry in CASES:
+        if only not in name:
+            continue
         for backend in BACKENDS:
             err = run_case(strata, work, backend, name, program, inputs, expected, entry)
             if err:

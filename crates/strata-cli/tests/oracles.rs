@@ -59,6 +59,11 @@ fn sparse_ragged_and_skip_semantics_match_scipy_on_both_backends() {
         "ok coo_from_csc_row_exp native",
         "ok csc_spgemm native",
         "ok csr_ata native",
+        "ok ragged_cumsum native",
+        "ok ragged_rank native",
+        "ok ragged2_roundtrip native",
+        "ok ragged2_cumsum native",
+        "ok csr_spmv_cumsum native",
     ] {
         assert!(text.contains(check), "{check} missing:\n{text}");
     }

@@ -1039,12 +1039,9 @@ fn emit_scan_stage(
     column: Option<&str>,
     indent: &mut String,
 ) {
-    // A fold (not a scan) skips the steps whose update is absent (a skipped neighbor, an
-    // unstored entry), keeping its state, as the interpreter's folds do.
-    let guard: Vec<String> = match sc.last_only {
-        true => sc.updates.iter().map(|u| em.present(u)).filter(|p| p != "1").collect(),
-        false => Vec::new(),
-    };
+    // A step whose update is absent (a skipped neighbor, a position past a ragged run) is
+    // skipped, keeping the state, as the interpreter's folds and scans do.
+    let guard: Vec<String> = sc.updates.iter().map(|u| em.present(u)).filter(|p| p != "1").collect();
     // Inside a strip, each column reads its state from the row and writes it back.
     let strip = column.map(|j| {
         for (id, t, init) in &sc.states {

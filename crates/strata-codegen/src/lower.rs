@@ -125,8 +125,9 @@ impl<'m> Lowerer<'m> {
             self.check_storage(name, ty, func)?;
             match (param, written) {
                 (Some(_), false) => return Ok(self.bind_storage(name, ty, param)),
-                // Results are written in the logical form: any storage format.
-                (None, true) if name == "result" => {}
+                // Results are written in the logical form: any storage format; temporaries (a
+                // scan's) hold their values densely, their readers decide what exists.
+                (None, true) => {}
                 _ => return Err(self.unsupported_type(format!("writing the sparse or ragged value `%{name}`"), func)),
             }
         }
@@ -153,7 +154,7 @@ impl<'m> Lowerer<'m> {
             let coords = level_vars(&levels);
             exprs.push(Rc::new(SExpr::Load(Rc::new(Load { buffer: id, coords }))));
         }
-        if has_ragged(&split(self.types, ty).0) {
+        if name == "result" && has_ragged(&split(self.types, ty).0) {
             // A ragged result in the logical form: values, and which exist (a sparse result's
             // unstored entries are zeros, so its values are all there is).
             let mut presence = self.buffers[ids[0]].clone();
@@ -284,25 +285,56 @@ impl<'m> Lowerer<'m> {
         if !depends_only_on(arg_syms.iter().flat_map(Sym::leaves), &own) {
             return Err(unsupported("inside a loop over other dimensions"));
         }
+        // Operands reading sparse or ragged storage are computed into dense temporaries first
+        // (with presence where a ragged run ends): the scan reads each point once, in order.
+        let mut operands = Vec::new();
+        for (a, sym) in args.iter().zip(arg_syms) {
+            let parts = sym.leaves();
+            if !parts.iter().any(crate::sparse::reads_sparse) {
+                operands.push(sym);
+                continue;
+            }
+            let ae = &func.exprs[*a];
+            let (alevels, element) = split(self.types, ae.ty);
+            let scalars: Vec<Scalar> = parts.iter().map(|_| self.element_scalar(ae.ty)).collect();
+            let dense: Vec<Level> = alevels.iter().map(|l| Level::dense(l.name.clone(), l.interval)).collect();
+            let comment = format!("%{} (read by a scan; computed once, densely)", ae.name);
+            let reads = self.materialize(dense, &parts, &scalars, comment);
+            operands.push(assemble(self.types, element, &mut reads.into_iter()));
+        }
+        let leaves: Vec<Rc<SExpr>> = operands.iter().flat_map(Sym::leaves).collect();
         let (states, state) = self.state_registers(init, split(self.types, e.ty).1, func)?;
         let mut call_args = vec![state];
-        call_args.extend(arg_syms);
-        let updates = self.inline(f, call_args)?.leaves();
+        call_args.extend(operands);
+        // A step is skipped where an operand is (a position past a ragged run: a segmented
+        // scan), whatever the payload reads; the state is kept and the result is absent there.
+        let updates: Vec<Rc<SExpr>> = self
+            .inline(f, call_args)?
+            .leaves()
+            .into_iter()
+            .zip(&states)
+            .map(|(u, st)| crate::fill::only_where(&leaves, u, st.1, &self.sparse))
+            .collect();
         if updates
             .iter()
             .any(|u| matches!(&**u, SExpr::Load(l) if l.coords.iter().any(|c| matches!(c, Coord::Table { .. }))))
         {
             return Err(unsupported("through neighbor tables"));
         }
-        if updates.iter().any(crate::sparse::reads_sparse) {
-            return Err(unsupported("over sparse or ragged values"));
-        }
         let dim_level = levels.iter().find(|l| &l.name == dim).expect("verified").clone();
         let outer: Vec<Level> = levels.iter().filter(|l| &l.name != dim).cloned().collect();
         let comment =
             format!("%{} = scan(@{}, dim = {dim}, forward = {forward})", e.name, self.module.functions[f].name);
         let scan = ScanLoop { dim: dim_level, forward, states, updates, last_only: false, arg_best: None };
-        self.push_state_kernel("scan", e, func, comment, outer, scan)
+        let scalars: Vec<Scalar> = scan.states.iter().map(|st| st.1).collect();
+        let result = self.push_state_kernel("scan", e, func, comment, outer, scan)?;
+        // Where a step was skipped the result is absent, like the operand there.
+        let mut reads = result
+            .leaves()
+            .into_iter()
+            .zip(scalars)
+            .map(|(r, scalar)| crate::fill::only_where(&leaves, r, scalar, &self.sparse));
+        Ok(assemble(self.types, split(self.types, e.ty).1, &mut reads))
     }
 
     /// Pushes a kernel running `scan` over `domain` whose stores write each state register
@@ -366,11 +398,31 @@ impl<'m> Lowerer<'m> {
         if let Some((_, read)) = self.temporaries.iter().find(|(v, _)| *v == value) {
             return read.clone();
         }
+        let comment =
+            format!("%tmp{} = %{} (a temporary: it is read through a neighbor table)", self.kernels.len(), e.name);
+        let reads = self.materialize(levels, &parts, &scalars, comment);
+        let read = assemble(self.types, element, &mut reads.into_iter());
+        self.temporaries.push((value, read.clone()));
+        read
+    }
+
+    /// One kernel computing `parts` (the scalar leaves of a value over `levels`, of types
+    /// `scalars`) into temporaries; returns their reads. A leaf that can be absent (a skipped
+    /// neighbor, a position past a ragged run) gets a presence column too — 0, or the skip value
+    /// −1 where absent, read back through the same guard as a neighbor-table skip; values
+    /// absent at the same points ([`crate::sym::skip_conditions`]) share one.
+    fn materialize(
+        &mut self,
+        levels: Vec<Level>,
+        parts: &[Rc<SExpr>],
+        scalars: &[Scalar],
+        comment: String,
+    ) -> Vec<Rc<SExpr>> {
         let name = format!("tmp{}", self.kernels.len());
         let coords = level_vars(&levels);
         let mut stores = Vec::new();
         let mut reads = Vec::new();
-        for (i, (leaf, scalar)) in parts.iter().zip(scalars).enumerate() {
+        for (i, (leaf, &scalar)) in parts.iter().zip(scalars).enumerate() {
             let mut temp = |suffix: &str, scalar: Scalar| {
                 self.buffers.push(Buffer::temporary(format!("{name}.{i}{suffix}"), scalar, levels.clone(), vec![i]));
                 self.buffers.len() - 1
@@ -378,21 +430,19 @@ impl<'m> Lowerer<'m> {
             let vb = temp("", scalar);
             stores.push(Store { buffer: vb, value: leaf.clone() });
             let read_value = Rc::new(SExpr::Load(Rc::new(Load { buffer: vb, coords: coords.clone() })));
-            // The presence column: none for a value present everywhere, shared between values
-            // absent at the same points.
+            if !crate::fill::may_skip(leaf, &self.sparse) {
+                reads.push(read_value);
+                continue;
+            }
             let skips = crate::sym::skip_conditions(leaf);
             let shared = skips.as_ref().and_then(|c| {
                 self.presence
                     .iter()
                     .find(|(l, k, _)| *l == levels && k.len() == c.len() && c.iter().all(|x| k.contains(x)))
             });
-            let pb = match (&skips, shared) {
-                (Some(c), _) if c.is_empty() => {
-                    reads.push(read_value);
-                    continue;
-                }
-                (_, Some((_, _, pb))) => *pb,
-                _ => {
+            let pb = match shared {
+                Some((_, _, pb)) => *pb,
+                None => {
                     let pb = temp(".present", Scalar::I8);
                     let present = Rc::new(SExpr::Select(
                         Rc::new(SExpr::Present(leaf.clone())),
@@ -412,14 +462,8 @@ impl<'m> Lowerer<'m> {
                 value: read_value,
             }));
         }
-        self.kernels.push(Kernel::nest(
-            format!("%{name} = %{} (a temporary: it is read through a neighbor table)", e.name),
-            levels,
-            stores,
-        ));
-        let read = assemble(self.types, element, &mut reads.into_iter());
-        self.temporaries.push((value, read.clone()));
-        read
+        self.kernels.push(Kernel::nest(comment, levels, stores));
+        reads
     }
 
     /// A neighbor table computed by the program (`e`, value `t`): one kernel stores it into a

@@ -326,7 +326,10 @@ fn reduce(cx: &OpCx, func: strata_entity::Handle<Function>, args: &[Value], init
     Ok(acc)
 }
 
-/// `scan`: runs `func` along `dim` in the given direction, writing each state.
+/// `scan`: runs `func` along `dim` in the given direction, writing each state. A step exists
+/// where every argument does: where one is absent (a skipped neighbor, a position past a ragged
+/// run's end — a segmented scan restarts nothing, it just has no step there) the state is kept
+/// and the result is absent, whatever the function reads.
 fn scan(
     cx: &OpCx,
     func: strata_entity::Handle<Function>,
@@ -347,18 +350,33 @@ fn scan(
     } else {
         (interval.start..interval.stop).rev().collect()
     };
+    // Where each state element reads each argument's cross-section (the same at every step).
+    let maps: Vec<Vec<Option<usize>>> = params[1..].iter().map(|p| index_map(&state.ty.levels, p, &[])).collect();
     for k in ks {
-        let mut call_args = vec![state];
+        let mut call_args = vec![state.clone()];
         for (t, pty) in tensors.iter().zip(&params[1..]) {
             call_args.push(slice(t, pty, dim, k));
         }
-        state = cx.interp.call(func, call_args)?;
+        let step: Vec<bool> = (0..state.len())
+            .map(|i| call_args[1..].iter().zip(&maps).all(|(a, m)| m[i].is_none_or(|j| a.is_present(j))))
+            .collect();
+        let mut next = cx.interp.call(func, call_args)?;
+        if step.iter().any(|&here| !here) {
+            let mut next_present: Vec<bool> = (0..next.len()).map(|i| next.is_present(i)).collect();
+            for (i, _) in step.iter().enumerate().filter(|&(_, &here)| !here) {
+                next.data.set(i, state.get(i));
+                next_present[i] = state.is_present(i);
+            }
+            next.present = Some(next_present);
+            next.normalize_presence();
+        }
+        state = next;
         // Write the state into the column at dim = k.
         let map = index_map(&state.ty.levels, &out.ty, &[(dim.clone(), k)]);
         for (i, o) in map.iter().enumerate() {
             let o = o.expect("column inside the result");
             out.data.set(o, state.get(i));
-            present[o] = state.is_present(i);
+            present[o] = step[i] && state.is_present(i);
         }
     }
     out.present = Some(present);

@@ -10,8 +10,10 @@
 //! format from the type: `[dense, compressed]` levels as CSR with shape (level 0, level 1),
 //! everything else as COO. A 1-d sparse tensor is a COO matrix of shape `(1, n)`.
 //!
-//! Ragged tensors (`[dense, ragged]`) use the layout `offsets` (int64, rows + 1 entries) and
-//! `values` (the rows' runs, concatenated).
+//! Ragged tensors (dense and ragged levels, e.g. `[dense, ragged]` or `[dense, ragged,
+//! ragged]`) use one offsets array per ragged level — `offsets` for the outermost, then
+//! `offsets_1`, `offsets_2`, … — with one entry per position of the levels above plus one
+//! (int64, starting at 0), and `values`: every element inside the runs, in row-major order.
 
 use std::io::{BufReader, Read};
 use std::path::Path;
@@ -98,22 +100,7 @@ pub fn read_sparse(path: &Path, name: &str, ty: &ValueType) -> Result<Tensor, Np
         |found: String, expected: String| NpyError::Mismatch { name: name.into(), path: path.into(), found, expected };
     let ragged = crate::storage::has_ragged(&ty.levels);
     let storage = if ragged {
-        if shape.len() != 2 || ty.levels[0].format != LevelFormat::Dense {
-            return Err(NpyError::Unsupported {
-                name: name.into(),
-                what: "a ragged tensor other than [dense, ragged]".into(),
-            });
-        }
-        let offsets = read_ints(entry(&mut a, path, name, "offsets")?, path, name, "offsets")?;
-        let total = offsets.last().copied().unwrap_or(0).max(0) as usize;
-        let values = read_column(entry(&mut a, path, name, "values")?, name, path, scalar, &[total])?;
-        Storage {
-            levels: vec![
-                LevelBuffers::Dense { size: shape[0] },
-                LevelBuffers::Ragged { offsets: to_usize(&offsets, "offsets", path, name)? },
-            ],
-            values,
-        }
+        ragged_storage(&mut a, path, name, ty, scalar)?
     } else {
         let format = read_format(entry(&mut a, path, name, "format")?, path)?;
         let file_shape = read_ints(entry(&mut a, path, name, "shape")?, path, name, "shape")?;
@@ -188,6 +175,73 @@ pub fn read_sparse(path: &Path, name: &str, ty: &ValueType) -> Result<Tensor, Np
     Ok(Tensor { ty: ty.clone(), ..t })
 }
 
+/// The `.npz` array holding the offsets of the `k`-th ragged level (outermost first):
+/// `offsets`, then `offsets_1`, `offsets_2`, ….
+fn offsets_name(k: usize) -> String {
+    if k == 0 {
+        "offsets".into()
+    } else {
+        format!("offsets_{k}")
+    }
+}
+
+/// Reads the storage of a ragged tensor whose levels are dense or ragged: one offsets array per
+/// ragged level ([`offsets_name`]) with one entry per position of the levels above plus one,
+/// and the values of every element inside the runs, in row-major order.
+fn ragged_storage(
+    a: &mut Archive,
+    path: &Path,
+    name: &str,
+    ty: &ValueType,
+    scalar: strata_ir::Scalar,
+) -> Result<Storage, NpyError> {
+    let mismatch =
+        |found: String, expected: String| NpyError::Mismatch { name: name.into(), path: path.into(), found, expected };
+    let mut levels = Vec::new();
+    // Positions of the levels read so far (the parents of the next level).
+    let mut parents = 1usize;
+    let mut k = 0;
+    for l in &ty.levels {
+        match l.format {
+            LevelFormat::Dense => {
+                let size = l.interval.len() as usize;
+                parents =
+                    parents.checked_mul(size).ok_or_else(|| mismatch("too many elements".into(), "fewer".into()))?;
+                levels.push(LevelBuffers::Dense { size });
+            }
+            LevelFormat::Ragged { .. } => {
+                let array = offsets_name(k);
+                k += 1;
+                let offsets =
+                    to_usize(&read_ints(entry(a, path, name, &array)?, path, name, &array)?, &array, path, name)?;
+                if offsets.len() != parents + 1
+                    || offsets.first() != Some(&0)
+                    || offsets.windows(2).any(|w| w[0] > w[1])
+                {
+                    return Err(mismatch(
+                        format!("`{array}` of {} entries (starting {:?})", offsets.len(), offsets.first()),
+                        format!(
+                            "{} non-decreasing offsets from 0 (one per position of the levels above `{}`, plus one)",
+                            parents + 1,
+                            l.name
+                        ),
+                    ));
+                }
+                parents = *offsets.last().expect("at least one offset");
+                levels.push(LevelBuffers::Ragged { offsets });
+            }
+            _ => {
+                return Err(NpyError::Unsupported {
+                    name: name.into(),
+                    what: "a ragged tensor with sparse levels".into(),
+                })
+            }
+        }
+    }
+    let values = read_column(entry(a, path, name, "values")?, name, path, scalar, &[parents])?;
+    Ok(Storage { levels, values })
+}
+
 /// Storage of a COO matrix (rows compressed non-unique, columns singleton), or of a vector.
 fn coo_storage(r: Vec<usize>, c: Vec<usize>, data: Column) -> Storage {
     Storage {
@@ -220,20 +274,28 @@ pub fn write_sparse(path: &Path, name: &str, t: &Tensor) -> Result<(), NpyError>
     }
     let shape = t.ty.shape();
     let formats: Vec<LevelFormat> = t.ty.levels.iter().map(|l| l.format).collect();
-    let mut arrays: Vec<(&str, Column, Vec<u64>)> = Vec::new();
+    let mut arrays: Vec<(String, Column, Vec<u64>)> = Vec::new();
     let mut format = None;
     match formats.as_slice() {
-        [LevelFormat::Dense, LevelFormat::Ragged { .. }] => {
+        _ if crate::storage::has_ragged(&t.ty.levels) => {
+            if !formats.iter().all(|f| matches!(f, LevelFormat::Dense | LevelFormat::Ragged { .. })) {
+                return Err(NpyError::Unsupported {
+                    name: name.into(),
+                    what: "a ragged tensor with sparse levels".into(),
+                });
+            }
             let s = assemble(t);
-            let LevelBuffers::Ragged { offsets } = &s.levels[1] else { unreachable!() };
-            arrays.push((
-                "offsets",
-                Column::I64(offsets.iter().map(|&o| o as i64).collect()),
-                vec![offsets.len() as u64],
-            ));
-            arrays.push(("values", s.values.clone(), vec![s.values.len() as u64]));
+            let mut k = 0;
+            for lb in &s.levels {
+                if let LevelBuffers::Ragged { offsets } = lb {
+                    let col = Column::I64(offsets.iter().map(|&o| o as i64).collect());
+                    arrays.push((offsets_name(k), col, vec![offsets.len() as u64]));
+                    k += 1;
+                }
+            }
+            arrays.push(("values".into(), s.values.clone(), vec![s.values.len() as u64]));
         }
-        _ if formats.iter().any(|f| matches!(f, LevelFormat::Ragged { .. })) || shape.len() > 2 => {
+        _ if shape.len() > 2 => {
             return Err(NpyError::Unsupported { name: name.into(), what: "this sparse or ragged layout".into() })
         }
         [LevelFormat::Dense, LevelFormat::Compressed { .. }] => {
@@ -241,17 +303,17 @@ pub fn write_sparse(path: &Path, name: &str, t: &Tensor) -> Result<(), NpyError>
             let LevelBuffers::Compressed { positions, coordinates } = &s.levels[1] else { unreachable!() };
             format = Some("csr");
             arrays.push((
-                "indptr",
+                "indptr".into(),
                 Column::I64(positions.iter().map(|&o| o as i64).collect()),
                 vec![positions.len() as u64],
             ));
             arrays.push((
-                "indices",
+                "indices".into(),
                 Column::I64(coordinates.iter().map(|&o| o as i64).collect()),
                 vec![coordinates.len() as u64],
             ));
-            arrays.push(("data", s.values.clone(), vec![s.values.len() as u64]));
-            arrays.push(("shape", Column::I64(vec![shape[0] as i64, shape[1] as i64]), vec![2]));
+            arrays.push(("data".into(), s.values.clone(), vec![s.values.len() as u64]));
+            arrays.push(("shape".into(), Column::I64(vec![shape[0] as i64, shape[1] as i64]), vec![2]));
         }
         _ => {
             let ct = Tensor { ty: coo_type(&t.ty), ..t.clone() };
@@ -263,10 +325,10 @@ pub fn write_sparse(path: &Path, name: &str, t: &Tensor) -> Result<(), NpyError>
             };
             let (rows, cols) = if shape.len() == 1 { (1, shape[0]) } else { (shape[0], shape[1]) };
             format = Some("coo");
-            arrays.push(("row", Column::I64(r.iter().map(|&o| o as i64).collect()), vec![r.len() as u64]));
-            arrays.push(("col", Column::I64(c.iter().map(|&o| o as i64).collect()), vec![c.len() as u64]));
-            arrays.push(("data", s.values.clone(), vec![s.values.len() as u64]));
-            arrays.push(("shape", Column::I64(vec![rows as i64, cols as i64]), vec![2]));
+            arrays.push(("row".into(), Column::I64(r.iter().map(|&o| o as i64).collect()), vec![r.len() as u64]));
+            arrays.push(("col".into(), Column::I64(c.iter().map(|&o| o as i64).collect()), vec![c.len() as u64]));
+            arrays.push(("data".into(), s.values.clone(), vec![s.values.len() as u64]));
+            arrays.push(("shape".into(), Column::I64(vec![rows as i64, cols as i64]), vec![2]));
         }
     }
     write_atomically(path, |w| {

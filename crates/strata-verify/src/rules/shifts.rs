@@ -225,11 +225,11 @@ pub(crate) fn scan(cx: &mut Cx, func: Handle<Function>, args: &[Value], dim: &Di
             format!("`{dim}` not found"),
         ));
     };
-    if level.format != LevelFormat::Dense {
+    if !matches!(level.format, LevelFormat::Dense | LevelFormat::Ragged { .. }) {
         return Err(cx.error(
             "strata::verify::format_not_supported",
-            format!("`scan` runs along a dense dimension, but `{dim}` is `{}`", level.format.keyword()),
-            "not dense",
+            format!("`scan` runs along a dense or ragged dimension, but `{dim}` is `{}`", level.format.keyword()),
+            "neither dense nor ragged",
         ));
     }
     let tr = result_element(cx, func, "scan")?;
