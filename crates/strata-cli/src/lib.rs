@@ -363,8 +363,21 @@ pub fn cmd_run(file: &Path, opts: &RunOptions) -> i32 {
                 Some(Err(failure)) => Some(failure),
                 _ => None,
             };
-            match (interp.run(entry, args), native_failure) {
-                (Ok(o), None) => o.values,
+            // The interpreter holds every value logically: stored arguments get a dense view.
+            let f = &module.functions[entry];
+            let mut tensors = Vec::with_capacity(args.len());
+            for (a, &p) in args.into_iter().zip(&f.params) {
+                match a.into_tensor() {
+                    Ok(t) => tensors.push(t),
+                    Err(e) => {
+                        let name = &f.exprs[p].name;
+                        let _ = writeln!(stderr, "error: the interpreter cannot take `%{name}` of `@{}`: {e}", f.name);
+                        return 1;
+                    }
+                }
+            }
+            match (interp.run(entry, tensors), native_failure) {
+                (Ok(o), None) => o.values.into_iter().map(|(n, t)| (n, strata_runtime::Value::Tensor(t))).collect(),
                 (Ok(_), Some(failure)) => {
                     let _ = writeln!(
                         stderr,
@@ -389,7 +402,7 @@ pub fn cmd_run(file: &Path, opts: &RunOptions) -> i32 {
         if outs.iter().any(|(o, _)| o == n) {
             continue;
         }
-        println!("{n} =\n{}", run::show_value(t));
+        println!("{n} =\n{}", run::show_result(t));
     }
     if opts.time && !ran_natively {
         let _ = writeln!(stderr, "time: interpreter {:.3} ms", elapsed.as_secs_f64() * 1e3);
@@ -428,9 +441,9 @@ fn run_native(
     module: &strata_ir::Module,
     types: &strata_ir::TypeArena,
     entry: strata_entity::Handle<strata_ir::Function>,
-    args: &[strata_runtime::Tensor],
+    args: &[strata_runtime::Value],
     opts: &RunOptions,
-) -> Result<(Vec<(String, strata_runtime::Tensor)>, Timings), NativeError> {
+) -> Result<(Vec<(String, strata_runtime::Value)>, Timings), NativeError> {
     use strata_codegen::{compile, exec};
     let t0 = std::time::Instant::now();
     let program = strata_codegen::lower(module, types, entry).map_err(NativeError::NotCompiled)?;
@@ -461,7 +474,7 @@ fn run_native(
     }
     let names: Vec<String> = f.params.iter().map(|&p| f.exprs[p].name.clone()).collect();
     let result_ty = f.result.map(|r| strata_runtime::ValueType::from_ir(types, r));
-    Ok((buffers.into_results(&program, args, &names, result_ty.as_ref()), timings))
+    Ok((buffers.into_values(&program, args, &names, result_ty.as_ref()), timings))
 }
 
 /// `strata lower`: prints an entry's loop kernels or generated C.

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use strata_entity::Handle;
 use strata_interp::Interpreter;
 use strata_ir::{ExprKind, Function, FunctionKind, LevelFormat, Module, ParamMode, Scalar};
-use strata_runtime::{Column, Data, ElemType, Sv, Tensor, ValueType};
+use strata_runtime::{Column, Data, ElemType, Sv, Tensor, Value, ValueType};
 
 /// Where an argument's value comes from (`--arg NAME=SPEC`).
 #[derive(Clone, Debug, PartialEq)]
@@ -79,8 +79,19 @@ fn fill(ty: &ValueType, mut f: impl FnMut(Scalar) -> Sv) -> Result<Tensor, Strin
     Ok(t)
 }
 
-/// Makes an argument value of type `ty`.
-pub fn make_arg(name: &str, ty: &ValueType, source: &ArgSource) -> Result<Tensor, String> {
+/// Makes an argument value of type `ty`: a sparse or ragged file is read as its storage (no
+/// dense view; the interpreter makes one when it runs).
+pub fn make_arg(name: &str, ty: &ValueType, source: &ArgSource) -> Result<Value, String> {
+    match source {
+        ArgSource::File(path) if ty.levels.iter().any(|l| !l.format.is_dense_like()) => {
+            strata_runtime::sparse_io::read_stored(path, name, ty).map(Value::Stored).map_err(|e| e.to_string())
+        }
+        other => make_tensor(name, ty, other).map(Value::Tensor),
+    }
+}
+
+/// Makes an argument value of type `ty` in its logical form.
+fn make_tensor(name: &str, ty: &ValueType, source: &ArgSource) -> Result<Tensor, String> {
     match source {
         ArgSource::File(path) => strata_runtime::npy::read_value(path, name, ty).map_err(|e| e.to_string()),
         ArgSource::Zeros => Ok(Tensor::zeros(ty)),
@@ -98,7 +109,19 @@ pub fn make_arg(name: &str, ty: &ValueType, source: &ArgSource) -> Result<Tensor
     }
 }
 
-/// numpy-like text for a value: the full array when small, a summary when large.
+/// numpy-like text for a value: the full array when small, a summary when large (a value held
+/// as storage: its stored entries).
+pub fn show_result(v: &Value) -> String {
+    match v {
+        Value::Tensor(t) => show_value(t),
+        Value::Stored(s) => match s.to_tensor() {
+            Ok(t) if t.len() <= 1000 => show_value(&t),
+            _ => format!("shape {:?}, {} stored entries", s.ty.shape(), s.stored_len()),
+        },
+    }
+}
+
+/// numpy-like text for a tensor: the full array when small, a summary when large.
 pub fn show_value(t: &Tensor) -> String {
     const FULL: usize = 1000;
     let shape = t.ty.shape();
@@ -286,7 +309,7 @@ pub fn prepare_args(
     module: &Module,
     entry: Handle<Function>,
     sources: &[(String, ArgSource)],
-) -> Result<Vec<Tensor>, String> {
+) -> Result<Vec<Value>, String> {
     let f = &module.functions[entry];
     for (n, _) in sources {
         if !f.params.iter().any(|&p| f.exprs[p].name == *n) {
@@ -301,10 +324,10 @@ pub fn prepare_args(
         let ty = interp.value_type(e.ty);
         match sources.iter().find(|(n, _)| *n == e.name) {
             Some((_, src)) => args.push(make_arg(&e.name, &ty, src)?),
-            None if e.kind == ExprKind::Param(ParamMode::Out) => args.push(Tensor::zeros(&ty)),
+            None if e.kind == ExprKind::Param(ParamMode::Out) => args.push(Value::Tensor(Tensor::zeros(&ty))),
             None => {
                 missing.push(e.name.clone());
-                args.push(Tensor::zeros(&ty));
+                args.push(Value::Tensor(Tensor::zeros(&ty)));
             }
         }
     }
@@ -319,13 +342,17 @@ pub fn prepare_args(
 }
 
 /// Writes results named in `outs` to their paths.
-pub fn write_outputs(values: &[(String, Tensor)], outs: &[(String, PathBuf)]) -> Result<(), String> {
+pub fn write_outputs(values: &[(String, Value)], outs: &[(String, PathBuf)]) -> Result<(), String> {
     for (n, path) in outs {
-        let Some((_, t)) = values.iter().find(|(v, _)| v == n) else {
+        let Some((_, v)) = values.iter().find(|(v, _)| v == n) else {
             let names: Vec<&str> = values.iter().map(|(v, _)| v.as_str()).collect();
             return Err(format!("no result named `{n}` (results: {})", names.join(", ")));
         };
-        strata_runtime::npy::write_value(Path::new(path), n, t).map_err(|e| e.to_string())?;
+        match v {
+            Value::Tensor(t) => strata_runtime::npy::write_value(Path::new(path), n, t),
+            Value::Stored(s) => strata_runtime::sparse_io::write_stored(Path::new(path), n, s),
+        }
+        .map_err(|e| e.to_string())?;
     }
     Ok(())
 }

@@ -1,9 +1,7 @@
 //! Running a compiled [`KernelProgram`] on runtime values.
 
-use std::borrow::Borrow;
-
 use strata_runtime::storage::{LevelBuffers, Storage};
-use strata_runtime::{Column, Data, ElemType, Tensor, ValueType};
+use strata_runtime::{Argument, Column, Data, ElemType, Tensor, Value, ValueType};
 
 use crate::compile::Loaded;
 use crate::kernel::{KernelProgram, Role, StoragePart};
@@ -85,7 +83,7 @@ fn data_of(t: &ElemType, count: usize, cols: &mut dyn Iterator<Item = Column>) -
 /// Runs `program` with `args` (one per entry parameter); returns the written values: the
 /// function result as `result`, or each `out` parameter by name, with `result_ty` / the
 /// parameter types giving their shapes.
-pub fn run<T: Borrow<Tensor>>(
+pub fn run<T: Argument>(
     program: &KernelProgram,
     lib: &Loaded,
     args: &[T],
@@ -101,7 +99,7 @@ pub fn threads_from_env() -> usize {
 }
 
 /// [`run`] with an explicit thread count (0: the OpenMP default).
-pub fn run_threads<T: Borrow<Tensor>>(
+pub fn run_threads<T: Argument>(
     program: &KernelProgram,
     lib: &Loaded,
     args: &[T],
@@ -146,15 +144,15 @@ impl Slot<'_> {
 }
 
 /// The column of a read-only parameter buffer, borrowed when the argument stores it as is.
-fn borrowed<'a, T: Borrow<Tensor>>(b: &crate::kernel::Buffer, args: &'a [T]) -> Option<&'a Column> {
+fn borrowed<'a, T: Argument>(b: &crate::kernel::Buffer, args: &'a [T]) -> Option<&'a Column> {
     let p = b.param?;
-    match (&args[p].borrow().data, b.field.as_slice()) {
+    match (&args[p].tensor()?.data, b.field.as_slice()) {
         (Data::Scalars(c), []) if !b.written && c.scalar() == b.scalar => Some(c),
         _ => None,
     }
 }
 
-fn slot<'a, T: Borrow<Tensor>>(b: &crate::kernel::Buffer, args: &'a [T]) -> Slot<'a> {
+fn slot<'a, T: Argument>(b: &crate::kernel::Buffer, args: &'a [T]) -> Slot<'a> {
     match borrowed(b, args) {
         Some(c) => Slot::Borrowed(c),
         None => Slot::Owned(fresh_column(b, args)),
@@ -164,7 +162,7 @@ fn slot<'a, T: Borrow<Tensor>>(b: &crate::kernel::Buffer, args: &'a [T]) -> Slot
 impl<'a> Buffers<'a> {
     /// Allocates the buffers of `program` for `args` (one per entry parameter); sparse and
     /// ragged arguments are assembled into their storage buffers.
-    pub fn new<T: Borrow<Tensor>>(program: &KernelProgram, args: &'a [T]) -> Result<Buffers<'a>, ExecError> {
+    pub fn new<T: Argument>(program: &KernelProgram, args: &'a [T]) -> Result<Buffers<'a>, ExecError> {
         let mut storage: Vec<Option<Storage>> = vec![None; args.len()];
         let mut cols = Vec::with_capacity(program.buffers.len());
         for b in &program.buffers {
@@ -176,7 +174,12 @@ impl<'a> Buffers<'a> {
             if storage[p].is_none() {
                 let t = program.sparse.iter().find(|t| program.buffers[t.values].param == Some(p));
                 let t = t.expect("a bound sparse parameter");
-                storage[p] = Some(assemble(args[p].borrow(), &crate::sparse::formats_of(t), &t.name)?);
+                let formats = crate::sparse::formats_of(t);
+                storage[p] = Some(match (args[p].stored(), args[p].tensor()) {
+                    (Some(s), _) => strata_runtime::storage::restore(&s.storage, &s.ty.shape(), &formats),
+                    (None, Some(x)) => assemble(x, &formats, &t.name)?,
+                    (None, None) => unreachable!("an argument is a tensor or stored"),
+                });
             }
             let st = storage[p].as_mut().expect("assembled");
             let ints = |v: &[usize]| Column::I64(v.iter().map(|&x| x as i64).collect());
@@ -202,7 +205,7 @@ impl<'a> Buffers<'a> {
     /// Allocates the written buffers (results, temporaries, `out` parameters) afresh, as a run
     /// that does not keep its output memory would (freed buffers go back to the pool first, as
     /// dropping a previous result does); the inputs stay as they are.
-    pub fn renew_written<T: Borrow<Tensor>>(&mut self, program: &KernelProgram, args: &'a [T]) {
+    pub fn renew_written<T: Argument>(&mut self, program: &KernelProgram, args: &'a [T]) {
         for (b, c) in program.buffers.iter().zip(&mut self.cols) {
             if b.written || b.temp {
                 std::mem::replace(c, Slot::Owned(Column::zeros(b.scalar, 0))).give_back();
@@ -227,9 +230,20 @@ impl<'a> Buffers<'a> {
         }
     }
 
+    /// [`Self::into_results`] as values (sparse results held as storage).
+    pub fn into_values<T: Argument>(
+        self,
+        program: &KernelProgram,
+        args: &[T],
+        names: &[String],
+        result_ty: Option<&ValueType>,
+    ) -> Vec<(String, Value)> {
+        self.into_results(program, args, names, result_ty).into_iter().map(|(n, t)| (n, Value::Tensor(t))).collect()
+    }
+
     /// The written values: the function result as `result`, or each `out` parameter by name,
     /// with `result_ty` / the parameter types giving their shapes.
-    pub fn into_results<T: Borrow<Tensor>>(
+    pub fn into_results<T: Argument>(
         mut self,
         program: &KernelProgram,
         args: &[T],
@@ -261,7 +275,7 @@ impl<'a> Buffers<'a> {
             .into_iter()
             .map(|(p, leaf_cols, presence)| {
                 let (name, ty) = match p {
-                    Some(i) => (names[i].clone(), args[i].borrow().ty.clone()),
+                    Some(i) => (names[i].clone(), args[i].value_type().clone()),
                     None => ("result".to_string(), result_ty.expect("a function's result type").clone()),
                 };
                 let data = data_of(&ty.element, ty.len(), &mut leaf_cols.into_iter());
@@ -296,10 +310,10 @@ fn assemble(t: &Tensor, formats: &[strata_ir::LevelFormat], name: &str) -> Resul
 /// A buffer's initial column: the argument's data for a parameter whose initial content is
 /// observed; for a buffer overwritten before it is read, a pooled buffer of its size when one
 /// is free (its stale content is never seen); else zeros.
-fn fresh_column<T: Borrow<Tensor>>(b: &crate::kernel::Buffer, args: &[T]) -> Column {
+fn fresh_column<T: Argument>(b: &crate::kernel::Buffer, args: &[T]) -> Column {
     let len = b.levels.iter().map(|l| l.interval.len() as usize).product();
     let mut c = match b.param {
-        Some(p) if !b.overwritten => column(&args[p].borrow().data, &b.field),
+        Some(p) if !b.overwritten => column(&args[p].tensor().expect("dense parameters are tensors").data, &b.field),
         _ if b.overwritten => match pool::take(b.scalar, len) {
             Some(c) => return c,
             None => Column::zeros(b.scalar, len),

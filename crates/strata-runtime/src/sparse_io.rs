@@ -22,8 +22,9 @@ use strata_ir::LevelFormat;
 
 use crate::npy::{read_column, write_atomically, write_column, NpyError};
 use crate::scalar::Column;
-use crate::storage::{assemble, disassemble, LevelBuffers, Storage};
+use crate::storage::{assemble_entries, entries, Entries, LevelBuffers, Storage};
 use crate::tensor::{Data, Tensor, ValueType};
+use crate::value::Stored;
 
 type Archive = zip::ZipArchive<BufReader<std::fs::File>>;
 
@@ -88,8 +89,18 @@ fn to_usize(v: &[i64], what: &str, path: &Path, name: &str) -> Result<Vec<usize>
     })
 }
 
-/// Reads a sparse or ragged tensor of type `ty`.
+/// Reads a sparse or ragged tensor of type `ty` (its logical view; see [`read_stored`]).
 pub fn read_sparse(path: &Path, name: &str, ty: &ValueType) -> Result<Tensor, NpyError> {
+    let stored = read_stored(path, name, ty)?;
+    stored
+        .to_tensor()
+        .map_err(|e| NpyError::Unsupported { name: name.into(), what: format!("this value in the interpreter: {e}") })
+}
+
+/// Reads a sparse or ragged tensor of type `ty` as its storage in the type's formats, without
+/// a dense view: the file's entries (duplicates summed, zeros dropped for a sparse type) sorted
+/// row-major and stored level by level.
+pub fn read_stored(path: &Path, name: &str, ty: &ValueType) -> Result<Stored, NpyError> {
     let scalar = ty.element.scalar().ok_or_else(|| NpyError::Unsupported {
         name: name.into(),
         what: "a sparse tensor of tuples or tensors".into(),
@@ -153,26 +164,22 @@ pub fn read_sparse(path: &Path, name: &str, ty: &ValueType) -> Result<Tensor, Np
                 for o in 0..outer {
                     major.extend(std::iter::repeat_n(o, indptr[o + 1] - indptr[o]));
                 }
-                if format == "csr" {
-                    coo_storage(major, indices, data)
-                } else {
-                    coo_storage(indices, major, data)
-                }
+                let (r, c) = if format == "csr" { (major, indices) } else { (indices, major) };
+                triplet_storage(ty, (rows, cols), r, c, data)
+                    .map_err(|found| mismatch(found, format!("entries inside {rows}×{cols}")))?
             }
             "coo" => {
                 expect_shape(want(rows, cols))?;
                 let r = to_usize(&read_ints(entry(&mut a, path, name, "row")?, path, name, "row")?, "row", path, name)?;
                 let c = to_usize(&read_ints(entry(&mut a, path, name, "col")?, path, name, "col")?, "col", path, name)?;
                 let data = nnz_data(&mut a, r.len())?;
-                coo_storage(r, c, data)
+                triplet_storage(ty, (rows, cols), r, c, data)
+                    .map_err(|found| mismatch(found, format!("entries inside {rows}×{cols}")))?
             }
             other => return Err(mismatch(format!("SciPy format `{other}`"), "csr, csc or coo".into())),
         }
     };
-    // Interpret the buffers over a dense-layout type of the same shape, then retype.
-    let logical_ty = if ragged { ty.clone() } else { coo_type(ty) };
-    let t = disassemble(&logical_ty, &storage).map_err(|e| mismatch(e.0, format!("valid buffers for {:?}", shape)))?;
-    Ok(Tensor { ty: ty.clone(), ..t })
+    Ok(Stored { ty: ty.clone(), storage })
 }
 
 /// The `.npz` array holding the offsets of the `k`-th ragged level (outermost first):
@@ -242,29 +249,59 @@ fn ragged_storage(
     Ok(Storage { levels, values })
 }
 
-/// Storage of a COO matrix (rows compressed non-unique, columns singleton), or of a vector.
-fn coo_storage(r: Vec<usize>, c: Vec<usize>, data: Column) -> Storage {
-    Storage {
-        levels: vec![
-            LevelBuffers::Compressed { positions: vec![0, r.len()], coordinates: r },
-            LevelBuffers::Singleton { coordinates: c },
-        ],
-        values: data,
+/// Storage in `ty`'s formats of the matrix (`rows` × `cols`; a vector is one row) with entries
+/// `(r[k], c[k], data[k])`: sorted row-major (stably, so duplicates add up in file order, as
+/// in SciPy), duplicates summed, zeros dropped. Err names an entry outside the shape.
+fn triplet_storage(
+    ty: &ValueType,
+    (rows, cols): (usize, usize),
+    r: Vec<usize>,
+    c: Vec<usize>,
+    data: Column,
+) -> Result<Storage, String> {
+    if let Some(k) = (0..r.len()).find(|&k| r[k] >= rows || c[k] >= cols) {
+        return Err(format!("entry ({}, {}) outside the matrix", r[k], c[k]));
     }
-}
-
-/// A rank-2 COO view of `ty` (a vector becomes a single row).
-fn coo_type(ty: &ValueType) -> ValueType {
-    use strata_ir::{DimName, Extent, Interval, Level};
-    let mut t = ty.clone();
-    let mut levels: Vec<Level> = ty.levels.clone();
-    if levels.len() == 1 {
-        levels.insert(0, Level::dense(DimName::new("__row"), Interval::from_len(1)));
+    let sorted = (1..r.len()).all(|k| (r[k - 1], c[k - 1]) < (r[k], c[k]));
+    let order: Vec<usize> = if sorted {
+        (0..r.len()).collect()
+    } else {
+        let mut o: Vec<usize> = (0..r.len()).collect();
+        o.sort_by_key(|&k| (r[k], c[k]));
+        o
+    };
+    let vector = ty.levels.len() == 1;
+    let rank = if vector { 1 } else { 2 };
+    let mut coords = Vec::with_capacity(order.len() * rank);
+    let mut keep: Vec<usize> = Vec::with_capacity(order.len());
+    let mut values = data.select(&order);
+    let mut at = 0;
+    while at < order.len() {
+        let (kr, kc) = (r[order[at]], c[order[at]]);
+        let mut v = values.get(at);
+        let mut next = at + 1;
+        while next < order.len() && (r[order[next]], c[order[next]]) == (kr, kc) {
+            v = v.binary(strata_ir::BinaryOp::Plus, values.get(next)).unwrap_or(v);
+            next += 1;
+        }
+        if !v.is_zero() {
+            if next > at + 1 {
+                values.set(at, v);
+            }
+            keep.push(at);
+            if !vector {
+                coords.push(kr);
+            }
+            coords.push(kc);
+        }
+        at = next;
     }
-    levels[0].format = LevelFormat::Compressed { unique: false, ordered: true, nnz: Extent::Dynamic };
-    levels[1].format = LevelFormat::Singleton { unique: true, ordered: true };
-    t.levels = levels;
-    t
+    if keep.len() != values.len() {
+        values = values.select(&keep);
+    }
+    let entries = Entries { rank, coords, values };
+    let formats: Vec<LevelFormat> = ty.levels.iter().map(|l| l.format).collect();
+    Ok(assemble_entries(&ty.shape(), &formats, &entries))
 }
 
 /// Writes a sparse or ragged tensor (see the module docs for the formats).
@@ -272,6 +309,11 @@ pub fn write_sparse(path: &Path, name: &str, t: &Tensor) -> Result<(), NpyError>
     if !matches!(t.data, Data::Scalars(_)) {
         return Err(NpyError::Unsupported { name: name.into(), what: "a sparse tensor of tuples or tensors".into() });
     }
+    write_stored(path, name, &Stored::from_tensor(t))
+}
+
+/// Writes a sparse or ragged tensor held as storage (in its type's formats).
+pub fn write_stored(path: &Path, name: &str, t: &Stored) -> Result<(), NpyError> {
     let shape = t.ty.shape();
     let formats: Vec<LevelFormat> = t.ty.levels.iter().map(|l| l.format).collect();
     let mut arrays: Vec<(String, Column, Vec<u64>)> = Vec::new();
@@ -284,7 +326,7 @@ pub fn write_sparse(path: &Path, name: &str, t: &Tensor) -> Result<(), NpyError>
                     what: "a ragged tensor with sparse levels".into(),
                 });
             }
-            let s = assemble(t);
+            let s = &t.storage;
             let mut k = 0;
             for lb in &s.levels {
                 if let LevelBuffers::Ragged { offsets } = lb {
@@ -299,8 +341,10 @@ pub fn write_sparse(path: &Path, name: &str, t: &Tensor) -> Result<(), NpyError>
             return Err(NpyError::Unsupported { name: name.into(), what: "this sparse or ragged layout".into() })
         }
         [LevelFormat::Dense, LevelFormat::Compressed { .. }] => {
-            let s = assemble(t);
-            let LevelBuffers::Compressed { positions, coordinates } = &s.levels[1] else { unreachable!() };
+            let s = &t.storage;
+            let LevelBuffers::Compressed { positions, coordinates } = &s.levels[1] else {
+                unreachable!("storage in the type's formats")
+            };
             format = Some("csr");
             arrays.push((
                 "indptr".into(),
@@ -316,14 +360,17 @@ pub fn write_sparse(path: &Path, name: &str, t: &Tensor) -> Result<(), NpyError>
             arrays.push(("shape".into(), Column::I64(vec![shape[0] as i64, shape[1] as i64]), vec![2]));
         }
         _ => {
-            let ct = Tensor { ty: coo_type(&t.ty), ..t.clone() };
-            let s = assemble(&ct);
-            let (LevelBuffers::Compressed { coordinates: r, .. }, LevelBuffers::Singleton { coordinates: c }) =
-                (&s.levels[0], &s.levels[1])
-            else {
-                unreachable!()
-            };
-            let (rows, cols) = if shape.len() == 1 { (1, shape[0]) } else { (shape[0], shape[1]) };
+            // The stored entries that differ from zero (a dense level below a stored one
+            // stores zeros too), row-major.
+            let e = entries(&t.storage);
+            let nonzero: Vec<usize> = (0..e.len()).filter(|&k| !e.values.get(k).is_zero()).collect();
+            let coord = |k: usize, d: usize| e.coords[k * e.rank + d];
+            let vector = shape.len() == 1;
+            let r: Vec<usize> = nonzero.iter().map(|&k| if vector { 0 } else { coord(k, 0) }).collect();
+            let c: Vec<usize> = nonzero.iter().map(|&k| coord(k, e.rank - 1)).collect();
+            let values = e.values.select(&nonzero);
+            let s = Storage { levels: Vec::new(), values };
+            let (rows, cols) = if vector { (1, shape[0]) } else { (shape[0], shape[1]) };
             format = Some("coo");
             arrays.push(("row".into(), Column::I64(r.iter().map(|&o| o as i64).collect()), vec![r.len() as u64]));
             arrays.push(("col".into(), Column::I64(c.iter().map(|&o| o as i64).collect()), vec![c.len() as u64]));

@@ -73,16 +73,55 @@ pub fn assemble_as(t: &Tensor, formats: &[LevelFormat]) -> Storage {
     let st = strides(&shape);
     let Data::Scalars(col) = &t.data else { panic!("storage holds scalar elements") };
     let keeps_zeros = keeps_zeros(&t.ty.levels);
-    // Every stored element as its coordinate vector, in row-major order.
-    let entries: Vec<Vec<usize>> = (0..t.len())
-        .filter(|&i| t.is_present(i) && (keeps_zeros || !col.get(i).is_zero()))
-        .map(|i| shape.iter().enumerate().map(|(d, _)| (i / st[d]) % shape[d].max(1)).collect())
-        .collect();
+    let stored: Vec<usize> =
+        (0..t.len()).filter(|&i| t.is_present(i) && (keeps_zeros || !col.get(i).is_zero())).collect();
+    let entries = Entries {
+        rank: shape.len(),
+        coords: stored
+            .iter()
+            .flat_map(|&i| (0..shape.len()).map(|d| (i / st[d]) % shape[d].max(1)).collect::<Vec<_>>())
+            .collect(),
+        values: col.select(&stored),
+    };
+    assemble_entries(&shape, formats, &entries)
+}
+
+/// Stored entries of a tensor: coordinates (offsets within each level's interval, `rank` per
+/// entry) in row-major order, and their values — the format-free form storage converts through.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Entries {
+    /// Coordinates per entry.
+    pub rank: usize,
+    /// `rank` coordinates per entry, entries in row-major order.
+    pub coords: Vec<usize>,
+    /// One value per entry.
+    pub values: Column,
+}
+
+impl Entries {
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    fn at(&self, k: usize, d: usize) -> usize {
+        self.coords[k * self.rank + d]
+    }
+}
+
+/// Storage in `formats` of `entries` (row-major, unique unless a level is non-unique) of a tensor
+/// of `shape`: every entry is stored; a dense level below a stored one stores every coordinate
+/// (zeros where no entry is).
+pub fn assemble_entries(shape: &[usize], formats: &[LevelFormat], entries: &Entries) -> Storage {
     // A segment is the range of entries below one position of the current level: entries are
     // in row-major order, so those sharing a prefix are contiguous and sorted by the next
     // coordinate, and every level is built in one pass over its segments.
     let mut segments: Vec<std::ops::Range<usize>> = std::iter::once(0..entries.len()).collect();
-    let mut leaf_linear: Vec<Option<usize>> = vec![Some(0)];
     let mut levels = Vec::new();
     // The sub-ranges of `seg` holding coordinate `0, 1, …, n - 1` at level `d`.
     let runs = |seg: &std::ops::Range<usize>, d: usize, n: usize| {
@@ -90,7 +129,7 @@ pub fn assemble_as(t: &Tensor, formats: &[LevelFormat]) -> Storage {
         (0..n)
             .map(|c| {
                 let from = at;
-                while at < seg.end && entries[at][d] == c {
+                while at < seg.end && entries.at(at, d) == c {
                     at += 1;
                 }
                 from..at
@@ -99,27 +138,24 @@ pub fn assemble_as(t: &Tensor, formats: &[LevelFormat]) -> Storage {
     };
     for (d, &format) in formats.iter().enumerate() {
         let mut next_segments = Vec::new();
-        let mut next_linear = Vec::new();
         match format {
             LevelFormat::Dense | LevelFormat::Block => {
-                for (seg, lin) in segments.iter().zip(&leaf_linear) {
-                    for (c, run) in runs(seg, d, shape[d]).into_iter().enumerate() {
-                        next_segments.push(run);
-                        next_linear.push(lin.map(|x| x + c * st[d]));
-                    }
+                for seg in &segments {
+                    next_segments.extend(runs(seg, d, shape[d]));
                 }
                 levels.push(LevelBuffers::Dense { size: shape[d] });
             }
             LevelFormat::Compressed { unique, .. } => {
-                let mut positions = vec![0];
+                let mut positions = Vec::with_capacity(segments.len() + 1);
+                positions.push(0);
                 let mut coordinates = Vec::new();
                 for seg in &segments {
                     let mut at = seg.start;
                     while at < seg.end {
-                        let c = entries[at][d];
+                        let c = entries.at(at, d);
                         let from = at;
                         at += 1;
-                        while unique && at < seg.end && entries[at][d] == c {
+                        while unique && at < seg.end && entries.at(at, d) == c {
                             at += 1;
                         }
                         coordinates.push(c);
@@ -127,40 +163,102 @@ pub fn assemble_as(t: &Tensor, formats: &[LevelFormat]) -> Storage {
                     }
                     positions.push(coordinates.len());
                 }
-                next_linear = next_segments.iter().map(|s| prefix_linear(s, d, &entries, &st)).collect();
                 levels.push(LevelBuffers::Compressed { positions, coordinates });
             }
             LevelFormat::Singleton { .. } => {
-                let mut coordinates = Vec::new();
+                let mut coordinates = Vec::with_capacity(segments.len());
                 for seg in &segments {
-                    coordinates.push(entries.get(seg.start).filter(|_| !seg.is_empty()).map_or(0, |x| x[d]));
+                    coordinates.push(if seg.is_empty() { 0 } else { entries.at(seg.start, d) });
                     next_segments.push(seg.clone());
                 }
-                next_linear = next_segments.iter().map(|s| prefix_linear(s, d, &entries, &st)).collect();
                 levels.push(LevelBuffers::Singleton { coordinates });
             }
             LevelFormat::Ragged { .. } => {
                 let mut offsets = vec![0];
-                for (seg, lin) in segments.iter().zip(&leaf_linear) {
+                for seg in &segments {
                     // Sorted within the segment: the last entry has the largest coordinate.
-                    let len = if seg.is_empty() { 0 } else { entries[seg.end - 1][d] + 1 };
-                    for (c, run) in runs(seg, d, len).into_iter().enumerate() {
-                        next_segments.push(run);
-                        next_linear.push(lin.map(|x| x + c * st[d]));
-                    }
+                    let len = if seg.is_empty() { 0 } else { entries.at(seg.end - 1, d) + 1 };
+                    next_segments.extend(runs(seg, d, len));
                     offsets.push(offsets.last().copied().unwrap_or(0) + len);
                 }
                 levels.push(LevelBuffers::Ragged { offsets });
             }
         }
         segments = next_segments;
-        leaf_linear = next_linear;
     }
-    let values = Column::from_fn(col.scalar(), leaf_linear.len(), |k| match leaf_linear[k] {
-        Some(i) => col.get(i),
-        None => crate::Sv::zero(col.scalar()),
-    });
+    // Each leaf holds its entry's value, or zero (a dense level's coordinate no entry has).
+    let scalar = entries.values.scalar();
+    let values = if segments.iter().enumerate().all(|(k, s)| s.start == k && s.len() == 1) {
+        entries.values.clone()
+    } else {
+        Column::from_fn(scalar, segments.len(), |k| {
+            if segments[k].is_empty() {
+                crate::Sv::zero(scalar)
+            } else {
+                entries.values.get(segments[k].start)
+            }
+        })
+    };
     Storage { levels, values }
+}
+
+/// The stored entries of (validated) `storage` in row-major order, without a dense view: each
+/// leaf position with its coordinates (a dense level lists every coordinate below a stored
+/// parent, so its stored zeros are entries too).
+pub fn entries(storage: &Storage) -> Entries {
+    let rank = storage.levels.len();
+    // Each position of the current level: its coordinates so far.
+    let mut prefixes: Vec<usize> = Vec::new();
+    let mut count = 1usize;
+    for (d, lb) in storage.levels.iter().enumerate() {
+        let mut next = Vec::new();
+        let mut next_count = 0;
+        let push = |p: usize, c: usize, next: &mut Vec<usize>| {
+            next.extend_from_slice(&prefixes[p * d..p * d + d]);
+            next.push(c);
+        };
+        for p in 0..count {
+            match lb {
+                LevelBuffers::Dense { size } => {
+                    (0..*size).for_each(|c| push(p, c, &mut next));
+                    next_count += size;
+                }
+                LevelBuffers::Compressed { positions, coordinates } => {
+                    coordinates[positions[p]..positions[p + 1]].iter().for_each(|&c| push(p, c, &mut next));
+                    next_count += positions[p + 1] - positions[p];
+                }
+                LevelBuffers::Singleton { coordinates } => {
+                    push(p, coordinates[p], &mut next);
+                    next_count += 1;
+                }
+                LevelBuffers::Ragged { offsets } => {
+                    (0..offsets[p + 1] - offsets[p]).for_each(|c| push(p, c, &mut next));
+                    next_count += offsets[p + 1] - offsets[p];
+                }
+            }
+        }
+        prefixes = next;
+        count = next_count;
+    }
+    Entries { rank, coords: prefixes, values: storage.values.clone() }
+}
+
+/// `storage` of a tensor of `shape` re-stored in `formats` (the same entries; a backend's
+/// choice of storage), without a dense view. Returns a clone when the formats already agree.
+pub fn restore(storage: &Storage, shape: &[usize], formats: &[LevelFormat]) -> Storage {
+    let same = storage.levels.iter().zip(formats).all(|(lb, f)| {
+        matches!(
+            (lb, f),
+            (LevelBuffers::Dense { .. }, LevelFormat::Dense | LevelFormat::Block)
+                | (LevelBuffers::Compressed { .. }, LevelFormat::Compressed { unique: true, .. })
+                | (LevelBuffers::Singleton { .. }, LevelFormat::Singleton { .. })
+                | (LevelBuffers::Ragged { .. }, LevelFormat::Ragged { .. })
+        )
+    });
+    if same {
+        return storage.clone();
+    }
+    assemble_entries(shape, formats, &entries(storage))
 }
 
 /// Whether a level is ragged (the one format whose runs decide which elements exist).
@@ -194,16 +292,6 @@ pub fn canonical_fill(t: &mut Tensor) {
 /// value unless the type [`keeps_zeros`].
 pub fn is_stored(t: &Tensor, i: usize) -> bool {
     t.is_present(i) && (keeps_zeros(&t.ty.levels) || !t.get(i).scalar().is_some_and(|v| v.is_zero()))
-}
-
-/// The linear offset of a segment's coordinates up to level `d` (the prefix its entries
-/// share; `None` for an empty segment).
-fn prefix_linear(seg: &std::ops::Range<usize>, d: usize, entries: &[Vec<usize>], st: &[usize]) -> Option<usize> {
-    (!seg.is_empty()).then(|| linear(&entries[seg.start][..=d], &st[..=d]))
-}
-
-fn linear(coord: &[usize], st: &[usize]) -> usize {
-    coord.iter().zip(st).map(|(c, s)| c * s).sum()
 }
 
 /// Why storage buffers do not describe a tensor of the expected type.
@@ -457,6 +545,29 @@ mod tests {
         };
         let m = disassemble(&t, &s).expect("valid");
         assert_eq!(m.present, Some(vec![false, false, true, false, false, false]));
+    }
+
+    #[test]
+    fn restoring_in_other_formats_keeps_the_entries() {
+        let coo = [
+            LevelFormat::Compressed { unique: false, ordered: true, nnz: Extent::Dynamic },
+            LevelFormat::Singleton { unique: true, ordered: true },
+        ];
+        let csr = [LevelFormat::Dense, C];
+        let all = [csr.to_vec(), vec![C, C], coo.to_vec(), vec![C, LevelFormat::Dense]];
+        for from in &all {
+            for to in &all {
+                let m = matrix(ty(from, &[3, 3]));
+                let direct = assemble(&Tensor { ty: ty(to, &[3, 3]), ..m.clone() });
+                let restored = restore(&assemble(&m), &[3, 3], to);
+                // Blocks store the zeros of their rows: compare the logical values.
+                let back = disassemble(&ty(to, &[3, 3]), &restored).expect("valid");
+                assert_eq!(back.data, m.data, "{from:?} -> {to:?}");
+                if !matches!(from[1], LevelFormat::Dense) {
+                    assert_eq!(restored, direct, "{from:?} -> {to:?}");
+                }
+            }
+        }
     }
 
     #[test]
