@@ -112,6 +112,18 @@ def check(w, got, want) -> float:
     """The largest error relative to the tolerance (<= 1 passes); raises on a mismatch."""
     import numpy as np
 
+    if hasattr(want, "tocsr"):  # a sparse result: pattern and values, never a dense view
+        g, r = got.tocsr(), want.tocsr()
+        r.eliminate_zeros()
+        g.sort_indices()
+        r.sort_indices()
+        if g.shape != r.shape or not (np.array_equal(g.indptr, r.indptr) and np.array_equal(g.indices, r.indices)):
+            raise AssertionError(f"stored pattern differs from SciPy's ({g.nnz} entries, SciPy {r.nnz})")
+        err = np.abs(g.data - r.data) / (w.atol + w.rtol * np.abs(r.data))
+        worst = float(err.max()) if err.size else 0.0
+        if worst > 1.0:
+            raise AssertionError(f"differs from the reference by {worst:.3g}x the tolerance")
+        return worst
     gots = got if isinstance(got, tuple) else (got,)
     wants = want if isinstance(want, tuple) else (want,)
     worst = 0.0
@@ -147,7 +159,8 @@ def run_strata(w, inputs, threads, runs, strata, tmp: Path):
             else:
                 np.save(path, v)
         args += ["--arg", f"{k}={path}"]
-    out = tmp / f"out-{w.name.replace('/', '-')}.{'npz' if w.name == 'nabla' else 'npy'}"
+    sparse_out = w.sparse_out
+    out = tmp / f"out-{w.name.replace('/', '-')}.{'npz' if w.name == 'nabla' or sparse_out else 'npy'}"
     timings = tmp / "timings.json"
     cmd = [strata, "run", str(HERE / "workloads" / w.program), "--entry", w.entry, "--backend", "native",
            "--threads", str(threads), "--repeat", str(runs), "--timings", str(timings), "--out", f"{w.out}={out}", *args]
@@ -155,7 +168,11 @@ def run_strata(w, inputs, threads, runs, strata, tmp: Path):
     if p.returncode != 0:
         raise RuntimeError(f"strata failed ({' '.join(cmd[:6])} ...):\n{p.stderr.strip()}")
     t = json.loads(timings.read_text())
-    if out.suffix == ".npz":
+    if sparse_out:
+        from scipy import sparse as sp
+
+        result = sp.load_npz(out)
+    elif out.suffix == ".npz":
         z = np.load(out)
         result = tuple(z[f"f{i}"] for i in range(len(z.files)))
     else:

@@ -13,7 +13,7 @@ use std::rc::Rc;
 use strata_ir::{BinaryOp, Scalar, UnaryOp};
 use strata_runtime::Sv;
 
-use crate::kernel::{Buffer, Kernel, KernelProgram, ScanLoop, Store};
+use crate::kernel::{Buffer, CompressedOut, Kernel, KernelProgram, ScanLoop, Store};
 use crate::matmul::MatMul;
 use crate::sparse::CoIteration;
 
@@ -59,6 +59,9 @@ typedef struct {
   void (*gemm_f64)(int64_t m, int64_t n, int64_t k, double *dst, int64_t dst_rs, int64_t dst_cs, int accumulate,
                    const double *lhs, int64_t lhs_rs, int64_t lhs_cs, const double *rhs, int64_t rhs_rs,
                    int64_t rhs_cs, int threads);
+  /* A buffer of `len` elements for buffer `buffer` (a sparse result's coordinates and values,
+     whose length is known only while running); NULL if it cannot be allocated. */
+  void *(*alloc)(int64_t buffer, int64_t len);
 } strata_rt;
 
 /* Vector math: loops calling these vectorize with the variants in glibc's libmvec (at most
@@ -593,6 +596,17 @@ fn work(k: &Kernel) -> i64 {
 /// its own error pointer), indenting `indent`; a level that visits stored coordinates
 /// (`Kernel::sets`) loops over their positions. Returns the number of braces to close.
 fn open_domain_loops(out: &mut String, em: &Emitter, domain: &[strata_ir::Level], indent: &mut String) -> usize {
+    open_loops(out, em, domain, indent, true)
+}
+
+/// [`open_domain_loops`], the outermost loop shared among threads only if `parallel`.
+fn open_loops(
+    out: &mut String,
+    em: &Emitter,
+    domain: &[strata_ir::Level],
+    indent: &mut String,
+    parallel: bool,
+) -> usize {
     let mut braces = 0;
     for (depth, l) in domain.iter().enumerate() {
         let d = var(l.name.as_str());
@@ -615,7 +629,7 @@ fn open_domain_loops(out: &mut String, em: &Emitter, domain: &[strata_ir::Level]
                 out,
                 "{indent}const int64_t q0_{v} = pp_{v} < 0 ? 0 : {first}, qe_{v} = pp_{v} < 0 ? 0 : {last};"
             );
-            if depth == 0 {
+            if depth == 0 && parallel {
                 let _ = writeln!(out, "{indent}{PARALLEL_FOR}");
             }
             let _ = writeln!(out, "{indent}for (int64_t q_{v} = q0_{v}; q_{v} < qe_{v}; ++q_{v}) {{");
@@ -630,7 +644,7 @@ fn open_domain_loops(out: &mut String, em: &Emitter, domain: &[strata_ir::Level]
             braces += 2;
             continue;
         }
-        if depth == 0 {
+        if depth == 0 && parallel {
             let _ = writeln!(out, "{indent}{PARALLEL_FOR}");
         }
         let _ = writeln!(
@@ -838,6 +852,11 @@ fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
                 c_type(b.scalar)
             );
         }
+        if let Some(c) = &k.compressed {
+            emit_compressed(out, &em, k, c);
+            let _ = writeln!(out, "  return e_;\n}}");
+            continue;
+        }
         if let Some(mm) = &k.matmul {
             emit_matmul(out, &em, k, mm);
             let _ = writeln!(out, "  return e_;\n}}");
@@ -968,6 +987,67 @@ fn emit_stores(out: &mut String, em: &Emitter, stores: &[Store], indent: &str) {
             let _ = writeln!(out, "{indent}{target} = {v};");
         } else {
             let _ = writeln!(out, "{indent}{target} = {p} ? {v} : ({})0;", c_type(b.scalar));
+        }
+    }
+}
+
+/// A kernel writing a sparse result as storage ([`CompressedOut`]): one pass over the domain
+/// counts each row's non-zeros into the positions, a prefix sum makes them row starts, the
+/// run allocates the coordinates and values (`rt->alloc`), and a second pass writes them. Rows
+/// are shared among threads in both passes; the innermost loop (a set loop where the
+/// co-iteration pass found one) runs in order, so coordinates are sorted.
+fn emit_compressed(out: &mut String, em: &Emitter, k: &Kernel, c: &CompressedOut) {
+    let Some((inner, outer)) = k.domain.split_last() else { unreachable!("a compressed result has a level") };
+    let [store] = &k.stores[..] else { unreachable!("one store: the values") };
+    let (pos, crd, val) = (em.name(c.positions), em.name(c.coordinates), em.name(store.buffer));
+    let t = c_type(em.program.buffers[store.buffer].scalar);
+    // The row: the outer coordinates, row-major.
+    let mut row = String::from("0");
+    for l in outer {
+        row = format!("({row}) * {} + ({} - ({}))", l.interval.len(), var(l.name.as_str()), l.interval.start);
+    }
+    let rows: u64 = outer.iter().map(|l| l.interval.len()).product();
+    let (p, v) = (em.present(&store.value), em.value(&store.value));
+    let j = var(inner.name.as_str());
+    let start = inner.interval.start;
+    for phase in 0..2 {
+        let mut indent = String::from("  ");
+        let _ = writeln!(
+            out,
+            "{indent}/* {} */",
+            if phase == 0 { "count the non-zeros of each row" } else { "write them" }
+        );
+        let mut braces = open_domain_loops(out, em, outer, &mut indent);
+        let _ = writeln!(out, "{indent}{{");
+        indent.push_str("  ");
+        braces += 1;
+        if phase == 0 {
+            let _ = writeln!(out, "{indent}int64_t n_ = 0;");
+        } else {
+            let _ = writeln!(out, "{indent}int64_t q_ = {pos}[{row}];");
+        }
+        let inner_braces = open_loops(out, em, std::slice::from_ref(inner), &mut indent, false);
+        let _ = writeln!(out, "{indent}if ({p}) {{");
+        let _ = writeln!(out, "{indent}  const {t} v_ = {v};");
+        if phase == 0 {
+            let _ = writeln!(out, "{indent}  n_ += v_ != 0;");
+        } else {
+            let _ = writeln!(out, "{indent}  if (v_ != 0) {{ {crd}[q_] = {j} - ({start}); {val}[q_] = v_; ++q_; }}");
+        }
+        let _ = writeln!(out, "{indent}}}");
+        close_loops(out, &mut indent, inner_braces);
+        if phase == 0 {
+            let _ = writeln!(out, "{indent}{pos}[({row}) + 1] = n_;");
+        }
+        close_loops(out, &mut indent, braces);
+        if phase == 0 {
+            let _ = writeln!(out, "  {pos}[0] = 0;");
+            let _ = writeln!(out, "  for (int64_t r_ = 0; r_ < {rows}; ++r_) {pos}[r_ + 1] += {pos}[r_];");
+            for b in [c.coordinates, store.buffer] {
+                let bt = c_type(em.program.buffers[b].scalar);
+                let _ = writeln!(out, "  {} = ({bt} *)(buf[{b}] = rt->alloc({b}, {pos}[{rows}]));", em.name(b));
+                let _ = writeln!(out, "  if (!{}) return 5;", em.name(b));
+            }
         }
     }
 }

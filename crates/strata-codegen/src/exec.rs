@@ -1,7 +1,7 @@
 //! Running a compiled [`KernelProgram`] on runtime values.
 
 use strata_runtime::storage::{LevelBuffers, Storage};
-use strata_runtime::{Argument, Column, Data, ElemType, Tensor, Value, ValueType};
+use strata_runtime::{Argument, Column, Data, ElemType, Stored, Tensor, Value, ValueType};
 
 use crate::compile::Loaded;
 use crate::kernel::{KernelProgram, Role, StoragePart};
@@ -25,6 +25,9 @@ pub enum ExecError {
     /// stored zeros, which the native code would read as present.
     #[error("`%{0}` has absent elements inside a ragged row (native code reads ragged rows as dense runs)")]
     RaggedGap(String),
+    /// A sparse result's buffers could not be allocated.
+    #[error("out of memory allocating a sparse result")]
+    OutOfMemory,
     /// Any other code.
     #[error("native kernel failed with code {0}")]
     Other(i32),
@@ -119,6 +122,8 @@ pub fn run_threads<T: Argument>(
 /// buffers).
 pub struct Buffers<'a> {
     cols: Vec<Slot<'a>>,
+    /// Each buffer's element type.
+    scalars: Vec<strata_ir::Scalar>,
 }
 
 /// One buffer: owned, or an input column borrowed from the caller (read-only).
@@ -166,7 +171,7 @@ impl<'a> Buffers<'a> {
         let mut storage: Vec<Option<Storage>> = vec![None; args.len()];
         let mut cols = Vec::with_capacity(program.buffers.len());
         for b in &program.buffers {
-            let Role::Storage(part) = b.role else {
+            let (Role::Storage(part), Some(_)) = (b.role, b.param) else {
                 cols.push(slot(b, args));
                 continue;
             };
@@ -199,7 +204,7 @@ impl<'a> Buffers<'a> {
                 },
             }));
         }
-        Ok(Buffers { cols })
+        Ok(Buffers { cols, scalars: program.buffers.iter().map(|b| b.scalar).collect() })
     }
 
     /// Allocates the written buffers (results, temporaries, `out` parameters) afresh, as a run
@@ -219,38 +224,36 @@ impl<'a> Buffers<'a> {
         let mut ptrs: Vec<*mut std::ffi::c_void> = self.cols.iter_mut().map(Slot::ptr).collect();
         // SAFETY: each pointer addresses a column of the buffer's type and length (built by
         // `fresh_column` from values of the verified types), alive and exclusively ours for
-        // the call.
-        match unsafe { lib.call(&mut ptrs, threads) } {
+        // the call; buffers the code allocates come from `runtime::alloc` and are kept below.
+        let (code, made) =
+            crate::runtime::allocations(self.scalars.clone(), || unsafe { lib.call(&mut ptrs, threads) });
+        for (b, c) in made {
+            std::mem::replace(&mut self.cols[b], Slot::Owned(c)).give_back();
+        }
+        match code {
             0 => Ok(()),
             1 => Err(ExecError::DivisionByZero),
             2 => Err(ExecError::TableOutOfInterval),
             3 => Err(ExecError::NegativeExponent),
             4 => Err(ExecError::IndexOutOfInterval),
+            5 => Err(ExecError::OutOfMemory),
             c => Err(ExecError::Other(c)),
         }
     }
 
-    /// [`Self::into_results`] as values (sparse results held as storage).
-    pub fn into_values<T: Argument>(
-        self,
-        program: &KernelProgram,
-        args: &[T],
-        names: &[String],
-        result_ty: Option<&ValueType>,
-    ) -> Vec<(String, Value)> {
-        self.into_results(program, args, names, result_ty).into_iter().map(|(n, t)| (n, Value::Tensor(t))).collect()
-    }
-
     /// The written values: the function result as `result`, or each `out` parameter by name,
-    /// with `result_ty` / the parameter types giving their shapes.
-    pub fn into_results<T: Argument>(
+    /// with `result_ty` / the parameter types giving their shapes. A sparse result written as
+    /// storage ([`crate::kernel::CompressedOut`]) is returned as storage, in its type's formats.
+    pub fn into_values<T: Argument>(
         mut self,
         program: &KernelProgram,
         args: &[T],
         names: &[String],
         result_ty: Option<&ValueType>,
-    ) -> Vec<(String, Tensor)> {
+    ) -> Vec<(String, Value)> {
         let mut by_param: Vec<(Option<usize>, Vec<Column>, Option<Column>)> = Vec::new();
+        // A result written as storage: positions, coordinates, values.
+        let mut stored: [Option<Column>; 3] = [None, None, None];
         for (b, c) in program.buffers.iter().zip(std::mem::take(&mut self.cols)) {
             let c = match c {
                 Slot::Owned(c) if b.written && !b.temp => c,
@@ -259,6 +262,15 @@ impl<'a> Buffers<'a> {
                     continue;
                 }
             };
+            if let (Role::Storage(part), None) = (b.role, b.param) {
+                let at = match part {
+                    StoragePart::Positions(_) => 0,
+                    StoragePart::Coordinates(_) => 1,
+                    _ => 2,
+                };
+                stored[at] = Some(c);
+                continue;
+            }
             let at = match by_param.iter().position(|(p, _, _)| *p == b.param) {
                 Some(at) => at,
                 None => {
@@ -271,7 +283,7 @@ impl<'a> Buffers<'a> {
                 _ => by_param[at].1.push(c),
             }
         }
-        by_param
+        let mut out: Vec<(String, Value)> = by_param
             .into_iter()
             .map(|(p, leaf_cols, presence)| {
                 let (name, ty) = match p {
@@ -283,10 +295,40 @@ impl<'a> Buffers<'a> {
                 let mut t = Tensor { ty, data, present };
                 t.normalize_presence();
                 strata_runtime::storage::canonical_fill(&mut t);
-                (name, t)
+                (name, Value::Tensor(t))
             })
-            .collect()
+            .collect();
+        if let [Some(pos), Some(crd), Some(values)] = stored {
+            let ty = result_ty.expect("a function's result type").clone();
+            out.push(("result".into(), Value::Stored(stored_result(ty, &pos, &crd, values))));
+        }
+        out
     }
+
+    /// [`Self::into_values`] as logical tensors (a stored result's dense view).
+    pub fn into_results<T: Argument>(
+        self,
+        program: &KernelProgram,
+        args: &[T],
+        names: &[String],
+        result_ty: Option<&ValueType>,
+    ) -> Vec<(String, Tensor)> {
+        let values = self.into_values(program, args, names, result_ty);
+        values.into_iter().map(|(n, v)| (n, v.into_tensor().expect("a result small enough for a dense view"))).collect()
+    }
+}
+
+/// A sparse result written as CSR over its level order (every level dense but the innermost),
+/// stored in its type's formats.
+fn stored_result(ty: ValueType, pos: &Column, crd: &Column, values: Column) -> Stored {
+    let shape = ty.shape();
+    let usizes = |c: &Column| (0..c.len()).map(|i| c.get(i).as_i128() as usize).collect::<Vec<usize>>();
+    let last = shape.len() - 1;
+    let mut levels: Vec<LevelBuffers> = shape[..last].iter().map(|&size| LevelBuffers::Dense { size }).collect();
+    levels.push(LevelBuffers::Compressed { positions: usizes(pos), coordinates: usizes(crd) });
+    let formats: Vec<strata_ir::LevelFormat> = ty.levels.iter().map(|l| l.format).collect();
+    let storage = strata_runtime::storage::restore(&Storage { levels, values }, &shape, &formats);
+    Stored { ty, storage }
 }
 
 impl Drop for Buffers<'_> {
@@ -311,7 +353,13 @@ fn assemble(t: &Tensor, formats: &[strata_ir::LevelFormat], name: &str) -> Resul
 /// observed; for a buffer overwritten before it is read, a pooled buffer of its size when one
 /// is free (its stale content is never seen); else zeros.
 fn fresh_column<T: Argument>(b: &crate::kernel::Buffer, args: &[T]) -> Column {
-    let len = b.levels.iter().map(|l| l.interval.len() as usize).product();
+    let len: usize = b.levels.iter().map(|l| l.interval.len() as usize).product();
+    // A result written as storage: one position per row plus one; the rest the run allocates.
+    match (b.role, b.param) {
+        (Role::Storage(StoragePart::Positions(_)), None) => return Column::zeros(b.scalar, len + 1),
+        (Role::Storage(_), None) => return Column::zeros(b.scalar, 0),
+        _ => {}
+    }
     let mut c = match b.param {
         Some(p) if !b.overwritten => column(&args[p].tensor().expect("dense parameters are tensors").data, &b.field),
         _ if b.overwritten => match pool::take(b.scalar, len) {

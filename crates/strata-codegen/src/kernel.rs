@@ -110,6 +110,21 @@ pub struct Kernel {
     /// Loops (domain levels or fold variables, by name) that visit the coordinates sparse
     /// operands store instead of their whole range ([`crate::sparse::coiterate`]).
     pub sets: Vec<crate::sparse::CoIteration>,
+    /// Set when the kernel writes a sparse result as storage ([`CompressedOut`]).
+    pub compressed: Option<CompressedOut>,
+}
+
+/// A sparse result written as storage: every domain level but the innermost dense, the
+/// innermost compressed (CSR over the result's level order), storing the non-zero values only.
+/// The kernel's one store gives the value and the values buffer; the kernel runs twice over
+/// its domain — counting each row's non-zeros into `positions`, then, once the run has
+/// allocated `coordinates` and the values (`strata_rt.alloc`, run-time length), writing them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompressedOut {
+    /// The positions buffer (one per row, plus one).
+    pub positions: usize,
+    /// The coordinates buffer (offsets within the innermost interval).
+    pub coordinates: usize,
 }
 
 impl Kernel {
@@ -145,6 +160,7 @@ impl Kernel {
             chain: Vec::new(),
             local: Vec::new(),
             sets: Vec::new(),
+            compressed: None,
         }
     }
 
@@ -306,6 +322,13 @@ impl std::fmt::Display for KernelProgram {
             }
             if let Some(mm) = &kernel.matmul {
                 writeln!(f, "    (computed by the runtime GEMM: {mm})")?;
+            }
+            if let Some(c) = &kernel.compressed {
+                writeln!(
+                    f,
+                    "    (stores the non-zeros only: row positions b{}, coordinates b{}; counted, then written)",
+                    c.positions, c.coordinates
+                )?;
             }
             if !kernel.local.is_empty() {
                 let names: Vec<String> = kernel.local.iter().map(|&b| format!("b{b}")).collect();

@@ -173,6 +173,8 @@ pub fn fuse_adjacent(kernels: Vec<Kernel>) -> Vec<Kernel> {
             let reads_any = |k: &Kernel, bs: &[usize]| bs.iter().any(|&b| k.reads(b));
             if prev.plain()
                 && k.plain()
+                && prev.compressed.is_none()
+                && k.compressed.is_none()
                 && prev.domain == k.domain
                 && !reads_any(&k, &writes(prev))
                 && !reads_any(prev, &writes(&k))

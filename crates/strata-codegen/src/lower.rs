@@ -178,6 +178,51 @@ impl<'m> Lowerer<'m> {
         Ok(())
     }
 
+    /// The kernel writing a sparse function result as storage ([`crate::kernel::CompressedOut`]):
+    /// for a result with compressed or singleton levels (no ragged ones) and scalar elements.
+    /// `None` for every other result.
+    fn compressed_return(
+        &mut self,
+        func: &Function,
+        rty: Handle<Type>,
+        value: Sym,
+    ) -> Result<Option<Kernel>, LowerError> {
+        let levels = split(self.types, rty).0;
+        if !levels.iter().any(|l| l.format.is_sparse()) || has_ragged(&levels) || levels.is_empty() {
+            return Ok(None);
+        }
+        self.check_storage("result", rty, func)?;
+        let scalar = self.element_scalar(rty);
+        let last = levels.len() - 1;
+        let outer: Vec<Level> = levels[..last].iter().map(|l| Level::dense(l.name.clone(), l.interval)).collect();
+        let mut storage = |name: &str, scalar: Scalar, part: StoragePart| {
+            self.buffers.push(Buffer {
+                name: format!("result.{name}"),
+                scalar,
+                levels: outer.clone(),
+                param: None,
+                field: Vec::new(),
+                written: true,
+                temp: false,
+                overwritten: false,
+                role: Role::Storage(part),
+            });
+            self.buffers.len() - 1
+        };
+        let positions = storage("pos", Scalar::I64, StoragePart::Positions(last));
+        let coordinates = storage("crd", Scalar::I64, StoragePart::Coordinates(last));
+        let values = storage("values", scalar, StoragePart::Values);
+        let leaf = value.leaves().into_iter().next().expect("checked: scalar elements");
+        let domain: Vec<Level> = levels.iter().map(|l| Level::dense(l.name.clone(), l.interval)).collect();
+        let mut k = Kernel::nest(
+            "return (the non-zeros of a sparse result)".into(),
+            domain,
+            vec![Store { buffer: values, value: leaf }],
+        );
+        k.compressed = Some(crate::kernel::CompressedOut { positions, coordinates });
+        Ok(Some(k))
+    }
+
     /// The storage buffers of sparse or ragged parameter `name` (checked by
     /// [`Self::check_storage`]) in the formats [`crate::sparse::storage_formats`] chooses, and
     /// the value reading them.
@@ -365,6 +410,7 @@ impl<'m> Lowerer<'m> {
             chain: Vec::new(),
             local: Vec::new(),
             sets: Vec::new(),
+            compressed: None,
         });
         Ok(sym)
     }
@@ -1473,6 +1519,10 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
             }
             Statement::Return(v) => {
                 let rty = func.result.expect("func");
+                if let Some(k) = l.compressed_return(func, rty, env[v.index()].clone().expect("defined"))? {
+                    l.kernels.push(k);
+                    continue;
+                }
                 let (sym_levels, _) =
                     flat(types, rty).map_err(|what| LowerError::UnsupportedType { what, func: func.name.clone() })?;
                 let (_, ids) = l.bind("result", rty, None, true, func)?;

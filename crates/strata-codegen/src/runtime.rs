@@ -1,9 +1,10 @@
 //! Functions the generated code calls back into: the table every compiled entry receives.
 //!
-//! Today the table holds the blocked GEMM used for matrix-product kernels
-//! ([`crate::matmul`]): the `gemm` crate's AVX-512/AVX2 micro-kernels with cache blocking and
-//! packing, parallel over `threads` rayon workers. The C side declares the same layout as
-//! `strata_rt` (see `emit_c`'s prelude); both must change together.
+//! The table holds the blocked GEMM used for matrix-product kernels ([`crate::matmul`]): the
+//! `gemm` crate's AVX-512/AVX2 micro-kernels with cache blocking and packing, parallel over
+//! `threads` rayon workers; and the allocator of buffers whose length only the run knows (a
+//! sparse result's coordinates and values, [`crate::kernel::CompressedOut`]). The C side
+//! declares the same layout as `strata_rt` (see `emit_c`'s prelude); both must change together.
 
 /// `dst[m×n] (+)= lhs[m×k] · rhs[k×n]` on strided matrices (row stride, column stride, in
 /// elements); `accumulate = 0` overwrites `dst`.
@@ -31,10 +32,47 @@ pub struct Runtime {
     pub gemm_f32: Gemm<f32>,
     /// `f64` GEMM.
     pub gemm_f64: Gemm<f64>,
+    /// A zeroed buffer of `len` elements for program buffer `buffer` ([`allocations`]).
+    pub alloc: unsafe extern "C" fn(buffer: i64, len: i64) -> *mut std::ffi::c_void,
 }
 
 /// The table compiled code is called with.
-pub static RUNTIME: Runtime = Runtime { gemm_f32: gemm::<f32>, gemm_f64: gemm::<f64> };
+pub static RUNTIME: Runtime = Runtime { gemm_f32: gemm::<f32>, gemm_f64: gemm::<f64>, alloc };
+
+/// Buffers allocated by running code, by buffer.
+type Allocated = Vec<(usize, strata_runtime::Column)>;
+
+thread_local! {
+    /// The element type of every buffer of the program running on this thread, and the
+    /// buffers its code allocated so far.
+    static ALLOCATIONS: std::cell::RefCell<(Vec<strata_ir::Scalar>, Allocated)> =
+        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+}
+
+/// Runs `call` (a compiled entry, on this thread) with `scalars` as its buffers' element types;
+/// returns its result and the buffers it allocated through `strata_rt.alloc`, by buffer.
+pub fn allocations<R>(
+    scalars: Vec<strata_ir::Scalar>,
+    call: impl FnOnce() -> R,
+) -> (R, Vec<(usize, strata_runtime::Column)>) {
+    ALLOCATIONS.with(|a| *a.borrow_mut() = (scalars, Vec::new()));
+    let r = call();
+    let made = ALLOCATIONS.with(|a| std::mem::take(&mut a.borrow_mut().1));
+    (r, made)
+}
+
+/// `strata_rt.alloc`: called by the thread running the entry, outside parallel regions.
+unsafe extern "C" fn alloc(buffer: i64, len: i64) -> *mut std::ffi::c_void {
+    ALLOCATIONS.with(|a| {
+        let mut a = a.borrow_mut();
+        let (Ok(b), Ok(n)) = (usize::try_from(buffer), usize::try_from(len)) else { return std::ptr::null_mut() };
+        let Some(&scalar) = a.0.get(b) else { return std::ptr::null_mut() };
+        let mut c = strata_runtime::Column::zeros(scalar, n);
+        let p = c.as_mut_ptr();
+        a.1.push((b, c));
+        p
+    })
+}
 
 unsafe extern "C" fn gemm<T: One>(
     m: i64,
