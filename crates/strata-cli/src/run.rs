@@ -112,10 +112,12 @@ fn make_tensor(name: &str, ty: &ValueType, source: &ArgSource) -> Result<Tensor,
 /// numpy-like text for a value: the full array when small, a summary when large (a value held
 /// as storage: its stored entries).
 pub fn show_result(v: &Value) -> String {
+    const FULL: usize = 1000;
     match v {
         Value::Tensor(t) => show_value(t),
-        Value::Stored(s) => match s.to_tensor() {
-            Ok(t) if t.len() <= 1000 => show_value(&t),
+        // Only a small value gets a dense view (a large one would cost its dense size).
+        Value::Stored(s) => match s.ty.shape().iter().try_fold(1usize, |a, &b| a.checked_mul(b)) {
+            Some(n) if n <= FULL => s.to_tensor().map_or_else(|e| e.to_string(), |t| show_value(&t)),
             _ => format!("shape {:?}, {} stored entries", s.ty.shape(), s.stored_len()),
         },
     }

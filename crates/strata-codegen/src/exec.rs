@@ -1,5 +1,7 @@
 //! Running a compiled [`KernelProgram`] on runtime values.
 
+use std::borrow::Cow;
+
 use strata_runtime::storage::{LevelBuffers, Storage};
 use strata_runtime::{Argument, Column, Data, ElemType, Stored, Tensor, Value, ValueType};
 
@@ -168,7 +170,9 @@ impl<'a> Buffers<'a> {
     /// Allocates the buffers of `program` for `args` (one per entry parameter); sparse and
     /// ragged arguments are assembled into their storage buffers.
     pub fn new<T: Argument>(program: &KernelProgram, args: &'a [T]) -> Result<Buffers<'a>, ExecError> {
-        let mut storage: Vec<Option<Storage>> = vec![None; args.len()];
+        // Each sparse argument's storage in the backend's formats: borrowed from a stored
+        // argument already in them, else built.
+        let mut storage: Vec<Option<Cow<'a, Storage>>> = vec![None; args.len()];
         let mut cols = Vec::with_capacity(program.buffers.len());
         for b in &program.buffers {
             let (Role::Storage(part), Some(_)) = (b.role, b.param) else {
@@ -181,15 +185,24 @@ impl<'a> Buffers<'a> {
                 let t = t.expect("a bound sparse parameter");
                 let formats = crate::sparse::formats_of(t);
                 storage[p] = Some(match (args[p].stored(), args[p].tensor()) {
-                    (Some(s), _) => strata_runtime::storage::restore(&s.storage, &s.ty.shape(), &formats),
-                    (None, Some(x)) => assemble(x, &formats, &t.name)?,
+                    (Some(s), _) => {
+                        strata_runtime::storage::restore(Cow::Borrowed(&s.storage), &s.ty.shape(), &formats)
+                    }
+                    (None, Some(x)) => Cow::Owned(assemble(x, &formats, &t.name)?),
                     (None, None) => unreachable!("an argument is a tensor or stored"),
                 });
             }
             let st = storage[p].as_mut().expect("assembled");
+            // The values are read in place where the argument holds them in these formats.
+            if let (StoragePart::Values, Cow::Borrowed(held)) = (part, &*st) {
+                if held.values.scalar() == b.scalar {
+                    cols.push(Slot::Borrowed(&held.values));
+                    continue;
+                }
+            }
             let ints = |v: &[usize]| Column::I64(v.iter().map(|&x| x as i64).collect());
             cols.push(Slot::Owned(match (part, &st.levels) {
-                (StoragePart::Values, _) => std::mem::replace(&mut st.values, Column::zeros(b.scalar, 0)),
+                (StoragePart::Values, _) => std::mem::replace(&mut st.to_mut().values, Column::zeros(b.scalar, 0)),
                 (StoragePart::Positions(k), ls) => match &ls[k] {
                     LevelBuffers::Compressed { positions, .. } => ints(positions),
                     _ => unreachable!("a compressed level"),
@@ -322,13 +335,16 @@ impl<'a> Buffers<'a> {
 /// stored in its type's formats.
 fn stored_result(ty: ValueType, pos: &Column, crd: &Column, values: Column) -> Stored {
     let shape = ty.shape();
-    let usizes = |c: &Column| (0..c.len()).map(|i| c.get(i).as_i128() as usize).collect::<Vec<usize>>();
+    let usizes = |c: &Column| match c {
+        Column::I64(v) => v.iter().map(|&x| x as usize).collect::<Vec<usize>>(),
+        _ => unreachable!("positions and coordinates are int64"),
+    };
     let last = shape.len() - 1;
     let mut levels: Vec<LevelBuffers> = shape[..last].iter().map(|&size| LevelBuffers::Dense { size }).collect();
     levels.push(LevelBuffers::Compressed { positions: usizes(pos), coordinates: usizes(crd) });
     let formats: Vec<strata_ir::LevelFormat> = ty.levels.iter().map(|l| l.format).collect();
-    let storage = strata_runtime::storage::restore(&Storage { levels, values }, &shape, &formats);
-    Stored { ty, storage }
+    let storage = strata_runtime::storage::restore(Cow::Owned(Storage { levels, values }), &shape, &formats);
+    Stored { ty, storage: storage.into_owned() }
 }
 
 impl Drop for Buffers<'_> {

@@ -17,6 +17,8 @@
 //! are not kept). A tensor with a ragged level stores every present element instead (its runs
 //! are dense, zeros included).
 
+use std::borrow::Cow;
+
 use strata_ir::LevelFormat;
 
 use crate::scalar::Column;
@@ -244,8 +246,9 @@ pub fn entries(storage: &Storage) -> Entries {
 }
 
 /// `storage` of a tensor of `shape` re-stored in `formats` (the same entries; a backend's
-/// choice of storage), without a dense view. Returns a clone when the formats already agree.
-pub fn restore(storage: &Storage, shape: &[usize], formats: &[LevelFormat]) -> Storage {
+/// choice of storage), without a dense view. Returns `storage` itself when the formats already
+/// agree.
+pub fn restore<'s>(storage: Cow<'s, Storage>, shape: &[usize], formats: &[LevelFormat]) -> Cow<'s, Storage> {
     let same = storage.levels.iter().zip(formats).all(|(lb, f)| {
         matches!(
             (lb, f),
@@ -256,9 +259,9 @@ pub fn restore(storage: &Storage, shape: &[usize], formats: &[LevelFormat]) -> S
         )
     });
     if same {
-        return storage.clone();
+        return storage;
     }
-    assemble_entries(shape, formats, &entries(storage))
+    Cow::Owned(assemble_entries(shape, formats, &entries(&storage)))
 }
 
 /// Whether a level is ragged (the one format whose runs decide which elements exist).
@@ -559,7 +562,7 @@ mod tests {
             for to in &all {
                 let m = matrix(ty(from, &[3, 3]));
                 let direct = assemble(&Tensor { ty: ty(to, &[3, 3]), ..m.clone() });
-                let restored = restore(&assemble(&m), &[3, 3], to);
+                let restored = restore(Cow::Owned(assemble(&m)), &[3, 3], to).into_owned();
                 // Blocks store the zeros of their rows: compare the logical values.
                 let back = disassemble(&ty(to, &[3, 3]), &restored).expect("valid");
                 assert_eq!(back.data, m.data, "{from:?} -> {to:?}");

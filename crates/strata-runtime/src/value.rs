@@ -111,19 +111,11 @@ impl Argument for Value {
     }
 }
 
-impl<A: Argument + ?Sized> Argument for std::rc::Rc<A> {
-    fn value_type(&self) -> &ValueType {
-        (**self).value_type()
-    }
-    fn tensor(&self) -> Option<&Tensor> {
-        (**self).tensor()
-    }
-    fn stored(&self) -> Option<&Stored> {
-        (**self).stored()
-    }
-}
-
-impl<A: Argument + ?Sized> Argument for &A {
+/// References and shared pointers to arguments (`&Tensor`, `Rc<Tensor>`, …) are arguments.
+impl<P: std::ops::Deref> Argument for P
+where
+    P::Target: Argument,
+{
     fn value_type(&self) -> &ValueType {
         (**self).value_type()
     }
