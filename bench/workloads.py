@@ -593,12 +593,24 @@ def csr_bytes(m):
     return m.nnz * 12 + (m.shape[0] + 1) * 4
 
 
-SPGEMM_GRID = 64
+SPGEMM_RANDOM_N = 1 << 17
 
 
-def spgemm_make(rng):
-    a = poisson(SPGEMM_GRID)
+def spgemm_poisson_make(rng):
+    a = poisson(LARGE_GRID)
     a.data = a.data + rng.random(a.nnz)
+    return {"a": a, "b": a}
+
+
+def spgemm_random_make(rng):
+    """A random matrix with 10 entries per row (drawn per row, so ~10 distinct), squared."""
+    from scipy import sparse
+
+    n = SPGEMM_RANDOM_N
+    cols = rng.integers(0, n, size=(n, 10)).ravel()
+    rows = np.repeat(np.arange(n), 10)
+    a = sparse.csr_matrix((rng.random(cols.size), (rows, cols)), shape=(n, n))
+    a.sum_duplicates()
     return {"a": a, "b": a}
 
 
@@ -773,16 +785,25 @@ def workloads() -> list[Workload]:
             "both rows and one pass into an upper-bound allocation are open",
         )
     )
+    # A·A of the Poisson matrix has 13 entries per row (25 products); of the random one ~100 (100).
     ws.append(
         Workload(
-            "spgemm", "spgemm.strata", "spgemm", spgemm_make, lambda i: (i["a"] @ i["b"]).tocsr(),
-            bytes=2 * csr_bytes(poisson(SPGEMM_GRID)), flops=0, bound="read",
+            "spgemm_poisson", "sparse_large.strata", "spgemm", spgemm_poisson_make, lambda i: (i["a"] @ i["b"]).tocsr(),
+            bytes=2 * (large_nnz_a * 12 + (LARGE_N + 1) * 4), flops=2 * 25 * LARGE_N, bound="read",
             peers={"scipy": lambda i: (lambda: i["a"] @ i["b"])},
             target=Target("speedup", 1.5, peer="scipy"), rtol=1e-12, atol=1e-12, sparse_out=True,
-            note="A·A, Poisson matrix of a 64^2 grid (4096 rows), CSR x CSR -> CSR",
-            gap="the result's column loop visits every column and locates B's entries by binary search "
-            "(quadratic in the rows); Gustavson's row workspace is not implemented yet, so the issue's "
-            "1024^2 grid cannot run at all",
+            note="A·A, Poisson matrix of a 1024^2 grid (1 M rows), CSR x CSR -> CSR: Gustavson's row "
+            "workspace per thread, one pass into per-thread buffers",
+        )
+    )
+    ws.append(
+        Workload(
+            "spgemm_random", "spgemm.strata", "spgemm", spgemm_random_make, lambda i: (i["a"] @ i["b"]).tocsr(),
+            bytes=2 * (10 * SPGEMM_RANDOM_N * 12 + (SPGEMM_RANDOM_N + 1) * 4), flops=2 * 100 * SPGEMM_RANDOM_N,
+            bound="read",
+            peers={"scipy": lambda i: (lambda: i["a"] @ i["b"])},
+            target=Target("speedup", 1.5, peer="scipy"), rtol=1e-12, atol=1e-12, sparse_out=True,
+            note="A·A, random 2^17 x 2^17 matrix with 10 entries per row (result ~100 per row), CSR x CSR -> CSR",
         )
     )
     ws.append(

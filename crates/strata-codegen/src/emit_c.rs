@@ -47,6 +47,8 @@ fn unsigned_of(s: Scalar) -> &'static str {
 }
 
 const PRELUDE: &str = r#"#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <math.h>
 #include <omp.h>
 
@@ -96,6 +98,25 @@ static inline __attribute__((pure)) int64_t strata_find(const int64_t *crd, int6
 static inline int64_t strata_ix(int64_t t, int64_t lo, int64_t hi, int *err) {
   if (t < lo || t >= hi) { *err = 4; return lo; }
   return t;
+}
+/* Sorts a[0..n) in place: quicksort (median of three, the smaller side recursed) down to
+   runs of 16, finished by insertion sort; no comparison callbacks. */
+static void strata_sort_i64(int64_t *a, int64_t n) {
+  while (n > 16) {
+    int64_t x = a[0], y = a[n / 2], z = a[n - 1];
+    const int64_t p = x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
+    int64_t i = 0, j = n - 1;
+    for (;;) {
+      while (a[i] < p) ++i;
+      while (a[j] > p) --j;
+      if (i >= j) break;
+      const int64_t t = a[i]; a[i] = a[j]; a[j] = t; ++i; --j;
+    }
+    /* a[0..j] <= p <= a[j+1..n) */
+    if (j + 1 < n - j - 1) { strata_sort_i64(a, j + 1); a += j + 1; n -= j + 1; }
+    else { strata_sort_i64(a + j + 1, n - j - 1); n = j + 1; }
+  }
+  for (int64_t i = 1; i < n; ++i) { const int64_t x = a[i]; int64_t j = i; while (j > 0 && a[j - 1] > x) { a[j] = a[j - 1]; --j; } a[j] = x; }
 }
 static inline int64_t strata_min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline double strata_fmax(double a, double b) { return (isnan(a) || isnan(b)) ? a + b : (a > b ? a : b); }
@@ -596,16 +617,16 @@ fn work(k: &Kernel) -> i64 {
 /// its own error pointer), indenting `indent`; a level that visits stored coordinates
 /// (`Kernel::sets`) loops over their positions. Returns the number of braces to close.
 fn open_domain_loops(out: &mut String, em: &Emitter, domain: &[strata_ir::Level], indent: &mut String) -> usize {
-    open_loops(out, em, domain, indent, true)
+    open_loops(out, em, domain, indent, Some(PARALLEL_FOR))
 }
 
-/// [`open_domain_loops`], the outermost loop shared among threads only if `parallel`.
+/// [`open_domain_loops`], the outermost loop shared among threads by `pragma`, if any.
 fn open_loops(
     out: &mut String,
     em: &Emitter,
     domain: &[strata_ir::Level],
     indent: &mut String,
-    parallel: bool,
+    pragma: Option<&str>,
 ) -> usize {
     let mut braces = 0;
     for (depth, l) in domain.iter().enumerate() {
@@ -629,8 +650,8 @@ fn open_loops(
                 out,
                 "{indent}const int64_t q0_{v} = pp_{v} < 0 ? 0 : {first}, qe_{v} = pp_{v} < 0 ? 0 : {last};"
             );
-            if depth == 0 && parallel {
-                let _ = writeln!(out, "{indent}{PARALLEL_FOR}");
+            if let (0, Some(pragma)) = (depth, pragma) {
+                let _ = writeln!(out, "{indent}{pragma}");
             }
             let _ = writeln!(out, "{indent}for (int64_t q_{v} = q0_{v}; q_{v} < qe_{v}; ++q_{v}) {{");
             indent.push_str("  ");
@@ -644,8 +665,8 @@ fn open_loops(
             braces += 2;
             continue;
         }
-        if depth == 0 && parallel {
-            let _ = writeln!(out, "{indent}{PARALLEL_FOR}");
+        if let (0, Some(pragma)) = (depth, pragma) {
+            let _ = writeln!(out, "{indent}{pragma}");
         }
         let _ = writeln!(
             out,
@@ -991,11 +1012,17 @@ fn emit_stores(out: &mut String, em: &Emitter, stores: &[Store], indent: &str) {
     }
 }
 
-/// A kernel writing a sparse result as storage ([`CompressedOut`]): one pass over the domain
-/// counts each row's non-zeros into the positions, a prefix sum makes them row starts, the
-/// run allocates the coordinates and values (`rt->alloc`), and a second pass writes them. Rows
-/// are shared among threads in both passes; the innermost loop (a set loop where the
-/// co-iteration pass found one) runs in order, so coordinates are sorted.
+/// A kernel writing a sparse result as storage ([`CompressedOut`]), in two passes over the
+/// rows, which threads share in static blocks (so each thread's rows are consecutive, in
+/// thread order). The first bounds each row's entries — the iterations of its loop over stored
+/// coordinates (a Gustavson row: the stored entries of the `B` rows it visits), or, for a
+/// loop over the whole interval, the exact count of non-zero values. The run allocates the
+/// coordinates and values for the bound's total (`rt->alloc`; pages never written cost no
+/// memory), and the second pass computes the values once, each thread writing its rows' non-zeros
+/// one after the other from its first row's bounded start and counting them into the
+/// positions. A prefix sum makes the counts row starts, and each thread's entries move down to
+/// theirs (nothing moves when the bound was exact). Within a row the innermost loop runs in
+/// order, so coordinates are sorted; a Gustavson row sorts the columns it touched.
 fn emit_compressed(out: &mut String, em: &Emitter, k: &Kernel, c: &CompressedOut) {
     let Some((inner, outer)) = k.domain.split_last() else { unreachable!("a compressed result has a level") };
     let [store] = &k.stores[..] else { unreachable!("one store: the values") };
@@ -1007,49 +1034,158 @@ fn emit_compressed(out: &mut String, em: &Emitter, k: &Kernel, c: &CompressedOut
         row = format!("({row}) * {} + ({} - ({}))", l.interval.len(), var(l.name.as_str()), l.interval.start);
     }
     let rows: u64 = outer.iter().map(|l| l.interval.len()).product();
-    let (p, v) = (em.present(&store.value), em.value(&store.value));
     let j = var(inner.name.as_str());
     let start = inner.interval.start;
+    let width = inner.interval.len();
+    let ws = c.workspace.as_ref().map(|w| {
+        let SExpr::Reduce { id, vars, init, scalar, body } = &*w.fold else { unreachable!("a workspace runs a fold") };
+        (w, *id, vars, init, c_type(*scalar), body)
+    });
+    // A merge (union) visits rows sequentially: no loop to share, so one thread runs it.
+    let shared = outer.first().is_some_and(|l| !em.set_of(&l.name).is_some_and(|c| c.is_union()));
+    let pragma = shared.then_some("#pragma omp for schedule(static)");
+    let mut indent = String::from("  ");
+    let _ = writeln!(out, "{indent}{{");
+    indent.push_str("  ");
+    let _ = writeln!(out, "{indent}const int nt_ = (par_ && {}) ? omp_get_max_threads() : 1;", shared as i32);
+    let _ = writeln!(out, "{indent}int64_t tn_[nt_], ts_[nt_], at_[nt_ + 1];");
+    let _ = writeln!(out, "{indent}for (int i_ = 0; i_ < nt_; ++i_) {{ tn_[i_] = 0; ts_[i_] = 0; }}");
+    let _ = writeln!(out, "{indent}int64_t *st_ = calloc({rows} + 1, sizeof(int64_t));  /* bounded row starts */");
+    let _ = writeln!(out, "{indent}if (!st_) return 5;");
+    let _ = writeln!(out, "{indent}st_[0] = 0;");
     for phase in 0..2 {
-        let mut indent = String::from("  ");
         let _ = writeln!(
             out,
             "{indent}/* {} */",
-            if phase == 0 { "count the non-zeros of each row" } else { "write them" }
+            if phase == 0 { "bound each row's entries" } else { "write each row's non-zeros" }
         );
-        let mut braces = open_domain_loops(out, em, outer, &mut indent);
+        let _ = writeln!(out, "{indent}#pragma omp parallel num_threads(nt_) reduction(max:e_)");
         let _ = writeln!(out, "{indent}{{");
         indent.push_str("  ");
-        braces += 1;
+        if phase == 1 {
+            let _ = writeln!(out, "{indent}const int t_ = omp_get_thread_num();");
+            let _ = writeln!(out, "{indent}int64_t n_ = -1, s_ = 0;");
+            if let Some((_, _, _, _, wt, _)) = &ws {
+                let _ = writeln!(
+                    out,
+                    "{indent}/* the row's workspace (Gustavson): accumulators, the last row (+ 1) that touched each column, the touched columns */"
+                );
+                let _ = writeln!(out, "{indent}{wt} *w_ = malloc({width} * sizeof({wt}));");
+                let _ = writeln!(
+                    out,
+                    "{indent}int64_t *mk_ = calloc({width}, sizeof(int64_t)), *ls_ = malloc({width} * sizeof(int64_t));"
+                );
+                let _ = writeln!(out, "{indent}if (!w_ || !mk_ || !ls_) e_ = 5;");
+            }
+        }
+        let braces = open_loops(out, em, outer, &mut indent, pragma);
+        let _ = writeln!(out, "{indent}if (e_ != 5) {{");
+        indent.push_str("  ");
+        let _ = writeln!(out, "{indent}const int64_t r_ = {row};");
         if phase == 0 {
             let _ = writeln!(out, "{indent}int64_t n_ = 0;");
         } else {
-            let _ = writeln!(out, "{indent}int64_t q_ = {pos}[{row}];");
+            let _ = writeln!(out, "{indent}if (n_ < 0) {{ n_ = s_ = ts_[t_] = st_[r_]; }}");
+            let _ = writeln!(out, "{indent}const int64_t n0_ = n_;");
         }
-        let inner_braces = open_loops(out, em, std::slice::from_ref(inner), &mut indent, false);
-        let _ = writeln!(out, "{indent}if ({p}) {{");
-        let _ = writeln!(out, "{indent}  const {t} v_ = {v};");
-        if phase == 0 {
-            let _ = writeln!(out, "{indent}  n_ += v_ != 0;");
-        } else {
-            let _ = writeln!(out, "{indent}  if (v_ != 0) {{ {crd}[q_] = {j} - ({start}); {val}[q_] = v_; ++q_; }}");
-        }
-        let _ = writeln!(out, "{indent}}}");
-        close_loops(out, &mut indent, inner_braces);
-        if phase == 0 {
-            let _ = writeln!(out, "{indent}{pos}[({row}) + 1] = n_;");
-        }
-        close_loops(out, &mut indent, braces);
-        if phase == 0 {
-            let _ = writeln!(out, "  {pos}[0] = 0;");
-            let _ = writeln!(out, "  for (int64_t r_ = 0; r_ < {rows}; ++r_) {pos}[r_ + 1] += {pos}[r_];");
-            for b in [c.coordinates, store.buffer] {
-                let bt = c_type(em.program.buffers[b].scalar);
-                let _ = writeln!(out, "  {} = ({bt} *)(buf[{b}] = rt->alloc({b}, {pos}[{rows}]));", em.name(b));
-                let _ = writeln!(out, "  if (!{}) return 5;", em.name(b));
+        let append = format!("if (v_ != 0) {{ {crd}[n_] = {j} - ({start}); {val}[n_] = v_; ++n_; }}");
+        match (&ws, phase) {
+            (None, _) => {
+                let bounded = em.set_of(&inner.name).is_some();
+                let inner_braces = open_loops(out, em, std::slice::from_ref(inner), &mut indent, None);
+                if phase == 0 && bounded {
+                    let _ = writeln!(out, "{indent}++n_;");
+                } else {
+                    let (p, v) = (em.present(&store.value), em.value(&store.value));
+                    let action = if phase == 0 { "n_ += v_ != 0;" } else { &append };
+                    let _ = writeln!(out, "{indent}if ({p}) {{ const {t} v_ = {v}; {action} }}");
+                }
+                close_loops(out, &mut indent, inner_braces);
+            }
+            (Some(_), 0) => {
+                let Some(cj) = em.set_of(&inner.name) else { unreachable!("the workspace pass adds the column loop") };
+                let SExpr::Reduce { vars, .. } = &*c.workspace.as_ref().expect("matched").fold else {
+                    unreachable!("a workspace runs a fold")
+                };
+                let _ = writeln!(out, "{indent}{}{}++n_;", em.fold_loops(vars, &[]), em.set_loop(cj));
+                let _ = writeln!(out, "{indent}if (n_ > {width}) n_ = {width};");
+            }
+            (Some((w, id, vars, init, wt, body)), _) => {
+                let Some(cj) = em.set_of(&inner.name) else { unreachable!("the workspace pass adds the column loop") };
+                let _ = writeln!(out, "{indent}int64_t nl_ = 0;");
+                let _ = writeln!(out, "{indent}{}{}{{", em.fold_loops(vars, &[]), em.set_loop(cj));
+                let _ = writeln!(out, "{indent}  const int64_t t_ = {j} - ({start});");
+                let _ = writeln!(
+                    out,
+                    "{indent}  if (mk_[t_] != r_ + 1) {{ mk_[t_] = r_ + 1; ls_[nl_++] = t_; w_[t_] = {}; }}",
+                    em.value(init)
+                );
+                let _ = writeln!(out, "{indent}  {wt} acc{id} = w_[t_]; {} w_[t_] = acc{id};", em.fold_step(*id, body));
+                let _ = writeln!(out, "{indent}}}");
+                let _ = writeln!(
+                    out,
+                    "{indent}/* the touched columns in order: sorted, or found by a scan of a dense row */"
+                );
+                let _ = writeln!(
+                    out,
+                    "{indent}if (nl_ > {}) {{ nl_ = 0; for (int64_t t_ = 0; t_ < {width}; ++t_) if (mk_[t_] == r_ + 1) ls_[nl_++] = t_; }}",
+                    width / 16
+                );
+                let _ = writeln!(out, "{indent}else strata_sort_i64(ls_, nl_);");
+                let (p, v) = (em.present(&w.value), em.value(&w.value));
+                let _ = writeln!(out, "{indent}for (int64_t l_ = 0; l_ < nl_; ++l_) {{");
+                let _ = writeln!(
+                    out,
+                    "{indent}  const int64_t {j} = ls_[l_] + ({start}); const {wt} acc{id} = w_[ls_[l_]]; (void){j}; (void)acc{id};"
+                );
+                let _ = writeln!(out, "{indent}  if ({p}) {{ const {t} v_ = {v}; {append} }}");
+                let _ = writeln!(out, "{indent}}}");
             }
         }
+        if phase == 0 {
+            let _ = writeln!(out, "{indent}st_[r_ + 1] = n_;");
+        } else {
+            let _ = writeln!(out, "{indent}{pos}[r_ + 1] = n_ - n0_;");
+        }
+        indent.truncate(indent.len() - 2);
+        let _ = writeln!(out, "{indent}}}");
+        close_loops(out, &mut indent, braces);
+        if phase == 1 {
+            let _ = writeln!(out, "{indent}tn_[t_] = n_ < 0 ? 0 : n_ - s_;");
+            if ws.is_some() {
+                let _ = writeln!(out, "{indent}free(w_); free(mk_); free(ls_);");
+            }
+        }
+        indent.truncate(indent.len() - 2);
+        let _ = writeln!(out, "{indent}}}");
+        if phase == 0 {
+            let _ = writeln!(out, "{indent}/* bounded row starts; allocate for their total */");
+            let _ = writeln!(out, "{indent}for (int64_t r_ = 0; r_ < {rows}; ++r_) st_[r_ + 1] += st_[r_];");
+            let _ = writeln!(out, "{indent}if (e_ != 5) {{");
+            for b in [c.coordinates, store.buffer] {
+                let bt = c_type(em.program.buffers[b].scalar);
+                let _ = writeln!(out, "{indent}  {} = ({bt} *)(buf[{b}] = rt->alloc({b}, st_[{rows}]));", em.name(b));
+                let _ = writeln!(out, "{indent}  if (!{}) e_ = 5;", em.name(b));
+            }
+            let _ = writeln!(out, "{indent}}}");
+            let _ = writeln!(out, "{indent}if (e_ == 5) {{ free(st_); return 5; }}");
+        }
     }
+    let _ = writeln!(out, "{indent}/* row starts; each thread's entries move down to theirs */");
+    let _ = writeln!(out, "{indent}{pos}[0] = 0;");
+    let _ = writeln!(out, "{indent}for (int64_t r_ = 0; r_ < {rows}; ++r_) {pos}[r_ + 1] += {pos}[r_];");
+    let _ = writeln!(out, "{indent}at_[0] = 0;");
+    let _ = writeln!(out, "{indent}for (int i_ = 0; i_ < nt_; ++i_) {{");
+    let _ = writeln!(out, "{indent}  at_[i_ + 1] = at_[i_] + tn_[i_];");
+    let _ = writeln!(out, "{indent}  if (tn_[i_] > 0 && ts_[i_] != at_[i_]) {{");
+    let _ = writeln!(out, "{indent}    memmove({crd} + at_[i_], {crd} + ts_[i_], tn_[i_] * sizeof(int64_t));");
+    let _ = writeln!(out, "{indent}    memmove({val} + at_[i_], {val} + ts_[i_], tn_[i_] * sizeof({t}));");
+    let _ = writeln!(out, "{indent}  }}");
+    let _ = writeln!(out, "{indent}}}");
+    let _ = writeln!(out, "{indent}free(st_);");
+    let _ = writeln!(out, "{indent}if (e_ == 5) return 5;");
+    indent.truncate(indent.len() - 2);
+    let _ = writeln!(out, "{indent}}}");
 }
 
 /// Closes `n` loops opened at `indent`.

@@ -313,7 +313,7 @@ impl<'a> Buffers<'a> {
             .collect();
         if let [Some(pos), Some(crd), Some(values)] = stored {
             let ty = result_ty.expect("a function's result type").clone();
-            out.push(("result".into(), Value::Stored(stored_result(ty, &pos, &crd, values))));
+            out.push(("result".into(), Value::Stored(stored_result(ty, pos, crd, values))));
         }
         out
     }
@@ -332,16 +332,24 @@ impl<'a> Buffers<'a> {
 }
 
 /// A sparse result written as CSR over its level order (every level dense but the innermost),
-/// stored in its type's formats.
-fn stored_result(ty: ValueType, pos: &Column, crd: &Column, values: Column) -> Stored {
+/// stored in its type's formats. The run allocates coordinates and values for an upper bound
+/// of the entries; the positions say how many there are.
+fn stored_result(ty: ValueType, pos: Column, crd: Column, values: Column) -> Stored {
     let shape = ty.shape();
-    let usizes = |c: &Column| match c {
-        Column::I64(v) => v.iter().map(|&x| x as usize).collect::<Vec<usize>>(),
+    // In place: int64 and usize have the same layout, so collecting reuses the allocation.
+    let usizes = |c: Column| match c {
+        Column::I64(v) => v.into_iter().map(|x| x as usize).collect::<Vec<usize>>(),
         _ => unreachable!("positions and coordinates are int64"),
     };
+    let positions = usizes(pos);
+    let nnz = positions.last().copied().unwrap_or(0);
+    let mut coordinates = usizes(crd);
+    coordinates.truncate(nnz);
+    let mut values = values;
+    values.truncate(nnz);
     let last = shape.len() - 1;
     let mut levels: Vec<LevelBuffers> = shape[..last].iter().map(|&size| LevelBuffers::Dense { size }).collect();
-    levels.push(LevelBuffers::Compressed { positions: usizes(pos), coordinates: usizes(crd) });
+    levels.push(LevelBuffers::Compressed { positions, coordinates });
     let formats: Vec<strata_ir::LevelFormat> = ty.levels.iter().map(|l| l.format).collect();
     let storage = strata_runtime::storage::restore(Cow::Owned(Storage { levels, values }), &shape, &formats);
     Stored { ty, storage: storage.into_owned() }
@@ -398,7 +406,7 @@ const HUGE_PAGE: usize = 2 << 20;
 /// write faults (about 0.5 ms per MiB here, more than the kernel itself for a stencil); with
 /// 2 MiB pages the faults are 512 times fewer. Only the 2 MiB-aligned interior is advised;
 /// failure is harmless (the pages stay small).
-fn advise_huge_pages(c: &mut Column) {
+pub(crate) fn advise_huge_pages(c: &mut Column) {
     let bytes = c.len() * c.scalar().size_bytes();
     if bytes < 4 * HUGE_PAGE {
         return;

@@ -116,15 +116,17 @@ pub struct Kernel {
 
 /// A sparse result written as storage: every domain level but the innermost dense, the
 /// innermost compressed (CSR over the result's level order), storing the non-zero values only.
-/// The kernel's one store gives the value and the values buffer; the kernel runs twice over
-/// its domain — counting each row's non-zeros into `positions`, then, once the run has
-/// allocated `coordinates` and the values (`strata_rt.alloc`, run-time length), writing them.
+/// The kernel's one store gives the value and the values buffer. Each row's non-zeros are
+/// appended to per-thread buffers and counted into `positions`; the run then allocates
+/// `coordinates` and the values (`strata_rt.alloc`, run-time length) and copies them in.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CompressedOut {
     /// The positions buffer (one per row, plus one).
     pub positions: usize,
     /// The coordinates buffer (offsets within the innermost interval).
     pub coordinates: usize,
+    /// Set when each row is computed in a Gustavson workspace ([`crate::workspace`]).
+    pub workspace: Option<crate::workspace::Workspace>,
 }
 
 impl Kernel {
@@ -326,9 +328,17 @@ impl std::fmt::Display for KernelProgram {
             if let Some(c) = &kernel.compressed {
                 writeln!(
                     f,
-                    "    (stores the non-zeros only: row positions b{}, coordinates b{}; counted, then written)",
+                    "    (stores the non-zeros only: row positions b{}, coordinates b{})",
                     c.positions, c.coordinates
                 )?;
+                if let Some(w) = &c.workspace {
+                    writeln!(
+                        f,
+                        "    (each row in a workspace: the steps of {} per stored column, then {})",
+                        crate::sym::show(&w.fold),
+                        crate::sym::show(&w.value)
+                    )?;
+                }
             }
             if !kernel.local.is_empty() {
                 let names: Vec<String> = kernel.local.iter().map(|&b| format!("b{b}")).collect();

@@ -5,8 +5,9 @@
 //!    loop nest per output over its domain, every elementwise op, shift, call, reshape and
 //!    neighbor reduction inlined into one scalar expression ([`sym`]); then the passes
 //!    [`invariant`], [`kernel_passes`], [`sparse::coiterate`] (loops over stored sparse
-//!    coordinates where the algebra of [`fill`] proves it changes no value) and [`matmul`]
-//!    (kernels that are matrix products, for the runtime GEMM);
+//!    coordinates where the algebra of [`fill`] proves it changes no value), [`workspace`]
+//!    (Gustavson's row workspace for sparse results such as SpGEMM) and [`matmul`] (kernels
+//!    that are matrix products, for the runtime GEMM);
 //! 2. [`emit_c`]: kernels → one C translation unit, calling back into [`runtime`] for GEMM;
 //! 3. [`compile`]: C → shared object with the system C compiler, cached on disk;
 //! 4. [`exec`]: running it on runtime values (sparse arguments assembled into storage).
@@ -30,6 +31,7 @@ pub mod nested;
 pub mod runtime;
 pub mod sparse;
 pub mod sym;
+pub mod workspace;
 
 pub use kernel::KernelProgram;
 pub use lower::{lower, LowerError};

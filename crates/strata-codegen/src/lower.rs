@@ -219,7 +219,7 @@ impl<'m> Lowerer<'m> {
             domain,
             vec![Store { buffer: values, value: leaf }],
         );
-        k.compressed = Some(crate::kernel::CompressedOut { positions, coordinates });
+        k.compressed = Some(crate::kernel::CompressedOut { positions, coordinates, workspace: None });
         Ok(Some(k))
     }
 
@@ -1565,6 +1565,7 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
     }
     let mut program = KernelProgram { entry: func.name.clone(), buffers, kernels, sparse: l.sparse };
     crate::sparse::coiterate(&mut program);
+    crate::workspace::gustavson(&mut program);
     Ok(program)
 }
 

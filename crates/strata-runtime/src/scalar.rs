@@ -637,6 +637,11 @@ impl Column {
         column_dispatch!(self, v => v.len())
     }
 
+    /// Keeps the first `n` values (all if there are fewer).
+    pub fn truncate(&mut self, n: usize) {
+        column_dispatch!(self, v => v.truncate(n))
+    }
+
     /// Whether the column is empty.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
