@@ -23,10 +23,11 @@ CASES = []
 BACKENDS = ["interp", "native"]
 
 
-def case(name, program, inputs, expected, entry=None):
+def case(name, program, inputs, expected, entry=None, backends=None):
     """`inputs`: name -> numpy array or SciPy matrix; `expected`: name -> numpy array (dense
-    result) or SciPy matrix (sparse result: values and pattern checked)."""
-    CASES.append((name, program, inputs, expected, entry))
+    result) or SciPy matrix (sparse result: values and pattern checked), or {"error": text};
+    `backends`: where the program runs (default: the interpreter and native code)."""
+    CASES.append((name, program, inputs, expected, entry, backends or BACKENDS))
 
 
 def sparse_matrix(m, n, density, seed):
@@ -399,6 +400,65 @@ for label, (m, k, n, da, db) in {"few": (40, 300, 3000, 0.01, 0.003), "tens": (4
     GA.eliminate_zeros()
     GB = sparse_matrix(k, n, db, 50 + n)
     case(f"spgemm_{label}", spgemm_program(m, k, n), {"a": GA, "b": GB}, {"result": ("sparse", (GA @ GB).tocsr(), False)}, "spgemm")
+# ---- coordinates and values as data: coordinates / nonzeros / assemble ------------------------
+# The native backend does not compile these ops yet; `auto` (the default) runs the interpreter.
+ENTRY_BACKENDS = ["interp", "auto"]
+ENTRIES = """
+!CSR = tensor<f64, Row[0:30], Col[0:20] compressed>
+func @crd(%a: !CSR) -> tensor<index, Row[0:30], E[0:20] ragged> {
+  %c = coordinates(%a, dim = Col) : tensor<index, Row[0:30], E[0:20] ragged>
+  return %c
+}
+func @nz(%a: !CSR) -> tensor<f64, Row[0:30], E[0:20] ragged> {
+  %v = nonzeros(%a, dim = Col) : tensor<f64, Row[0:30], E[0:20] ragged>
+  return %v
+}
+func @crd_by_column(%a: !CSR) -> tensor<index, Col[0:20], E[0:30] ragged> {
+  %c = coordinates(%a, dim = Row) : tensor<index, Col[0:20], E[0:30] ragged>
+  return %c
+}
+func @roundtrip_csc(%a: !CSR) -> tensor<f64, Col[0:20], Row[0:30] compressed> {
+  %c = coordinates(%a, dim = Col) : tensor<index, Row[0:30], E[0:20] ragged>
+  %v = nonzeros(%a, dim = Col) : tensor<f64, Row[0:30], E[0:20] ragged>
+  %b = assemble(%c, %v, dim = Col) : tensor<f64, Col[0:20], Row[0:30] compressed>
+  return %b
+}
+func @nonzero(%x: tensor<f64, I[0:12]>) -> tensor<index, E[0:12] ragged> {
+  %c = coordinates(%x, dim = I) : tensor<index, E[0:12] ragged>
+  return %c
+}
+func @compact(%x: tensor<f64, I[0:12]>) -> tensor<f64, E[0:12] ragged> {
+  %v = nonzeros(%x, dim = I) : tensor<f64, E[0:12] ragged>
+  return %v
+}
+func @build(%c: tensor<i64, Row[0:4], E[0:6] ragged>, %v: tensor<f64, Row[0:4], E[0:6] ragged>) -> tensor<f64, Row[0:4], Col[3:9] compressed> {
+  %b = assemble(%c, %v, dim = Col) : tensor<f64, Row[0:4], Col[3:9] compressed>
+  return %b
+}
+"""
+case("entries_csr_coordinates", ENTRIES, {"a": A},
+     {"result": ("ragged", {"offsets": A.indptr.astype(np.int64), "values": A.indices.astype(np.int64)})}, "crd", ENTRY_BACKENDS)
+case("entries_csr_nonzeros", ENTRIES, {"a": A}, {"result": ("ragged", {"offsets": A.indptr.astype(np.int64), "values": A.data})}, "nz", ENTRY_BACKENDS)
+AC = A.tocsc()
+AC.sort_indices()
+case("entries_by_column", ENTRIES, {"a": A},
+     {"result": ("ragged", {"offsets": AC.indptr.astype(np.int64), "values": AC.indices.astype(np.int64)})}, "crd_by_column", ENTRY_BACKENDS)
+case("entries_roundtrip_csc", ENTRIES, {"a": A}, {"result": ("sparse", A, True)}, "roundtrip_csc", ENTRY_BACKENDS)
+X = np.array([0.0, 1.5, -0.0, 0.0, -2.0, 0.0, 7.0, 0.0, 0.0, 1e-300, 0.0, 3.0])
+case("entries_nonzero", ENTRIES, {"x": X}, {"result": ("ragged", {"offsets": np.array([0, np.count_nonzero(X)]), "values": np.nonzero(X)[0].astype(np.int64)})}, "nonzero", ENTRY_BACKENDS)
+case("entries_compact", ENTRIES, {"x": X}, {"result": ("ragged", {"offsets": np.array([0, np.count_nonzero(X)]), "values": X[X != 0]})}, "compact", ENTRY_BACKENDS)
+# assemble: unsorted and repeated coordinates (summed, as SciPy's COO -> CSR), an empty row, a
+# coordinate interval that does not start at 0.
+runs_c = [[8, 3, 8], [], [5, 4, 3, 7, 6, 5], [6]]
+runs_v = [[1.0, 2.0, 0.5], [], [1.0, 2.0, 3.0, 4.0, 5.0, -1.0], [9.0]]
+rows_idx = np.repeat(np.arange(4), [len(r) for r in runs_c])
+want_build = sp.coo_matrix((np.concatenate(runs_v), (rows_idx, np.concatenate(runs_c) - 3)), shape=(4, 6)).tocsr()
+want_build.sum_duplicates()
+build_in = {"c": ("ragged", ragged_of(runs_c, np.int64)), "v": ("ragged", ragged_of(runs_v))}
+case("entries_assemble", ENTRIES, build_in, {"result": ("sparse", want_build, False)}, "build", ENTRY_BACKENDS)
+bad = {"c": ("ragged", ragged_of([[8, 3], [], [9], []], np.int64)), "v": ("ragged", ragged_of([[1.0, 2.0], [], [3.0], []]))}
+case("entries_assemble_out_of_interval", ENTRIES, bad, {"error": "coordinate 9 (at Row = 2 entry 0) is outside `Col[3:9]`"}, "build", ENTRY_BACKENDS)
+
 CA = sp.csr_matrix(np.array([[1.0, 1.0, 0.0], [0.0, 2.0, 1.0], [0.0, 0.0, 0.0]]))
 CB = sp.csr_matrix(np.array([[1.0, 2.0], [-1.0, 3.0], [2.0, -6.0]]))
 case("spgemm_cancelling", spgemm_program(3, 3, 2), {"a": CA, "b": CB}, {"result": ("sparse", (CA @ CB).tocsr(), False)}, "spgemm")
@@ -466,6 +526,12 @@ def run_case(strata, work, backend, name, program, inputs, expected, entry):
         cmd += ["--entry", entry]
     for k, v in inputs.items():
         cmd += ["--arg", f"{k}={save(work, f'{name}_{k}', v)}"]
+    if "error" in expected:
+        # Bad input: a clear error naming the cause, a non-zero exit, no panic.
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode == 0 or expected["error"] not in r.stderr or "panicked" in r.stderr:
+            return f"{name} ({backend}): expected an error containing {expected['error']!r}, got exit {r.returncode}: {r.stderr.strip()}"
+        return None
     outs = {}
     for k, want in expected.items():
         ext = ".npz" if isinstance(want, tuple) else ".npy"
@@ -486,10 +552,10 @@ def main():
     os.makedirs(work, exist_ok=True)
     passed = failed = 0
     only = sys.argv[3] if len(sys.argv) > 3 else ""
-    for name, program, inputs, expected, entry in CASES:
+    for name, program, inputs, expected, entry, backends in CASES:
         if only not in name:
             continue
-        for backend in BACKENDS:
+        for backend in backends:
             err = run_case(strata, work, backend, name, program, inputs, expected, entry)
             if err:
                 failed += 1

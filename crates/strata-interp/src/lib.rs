@@ -11,6 +11,7 @@
 
 #![deny(missing_docs)]
 
+mod entries;
 mod index;
 mod ops;
 mod structured;

@@ -182,6 +182,9 @@ pub(crate) fn eval(cx: &OpCx, op: &Op) -> R<Tensor> {
         }
         Op::CollapseShape { arg, .. } | Op::ExpandShape { arg, .. } => Ok(st::retype(cx, *arg)),
         Op::Convert { arg, mode: _ } => st::convert(cx, *arg),
+        Op::Coordinates { arg, dim } => crate::entries::entries(cx, *arg, dim, true),
+        Op::Nonzeros { arg, dim } => crate::entries::entries(cx, *arg, dim, false),
+        Op::Assemble { coordinates, values, dim } => crate::entries::assemble(cx, *coordinates, *values, dim),
         Op::ToDevice { arg, .. } | Op::Distribute { arg, .. } | Op::Collect { arg } => Ok(st::retype(cx, *arg)),
         Op::ArrayApi { func, .. } => Err(cx.unsupported(&format!("array.{}", func.keyword()))),
     }

@@ -747,6 +747,35 @@ pub enum Op {
         /// `copy` rebuilds it.
         mode: Mode,
     },
+    /// The coordinates along `dim` of `arg`'s non-zero entries (those that differ from the
+    /// fill value and exist), ascending, for each point of its other levels: a ragged level
+    /// (*declared* type: the other levels, then one ragged level bounded by `dim`'s length,
+    /// element `index`). Values, not storage: explicit zeros a file stores are not listed.
+    Coordinates {
+        /// The operand.
+        arg: Value,
+        /// The dimension whose coordinates are listed.
+        dim: DimName,
+    },
+    /// The non-zero values of `arg` along `dim`, in the order [`Op::Coordinates`] lists them
+    /// (*declared* type, as for `coordinates` with `arg`'s element).
+    Nonzeros {
+        /// The operand.
+        arg: Value,
+        /// The dimension compacted.
+        dim: DimName,
+    },
+    /// The tensor whose entries along `dim` are `values` at `coordinates` (ragged levels over
+    /// the same other levels) and zero elsewhere; duplicate coordinates add up (*declared*
+    /// type: the other levels and `dim`, in any order and formats).
+    Assemble {
+        /// Coordinates along `dim` (integers).
+        coordinates: Value,
+        /// The values, one per coordinate.
+        values: Value,
+        /// The dimension the coordinates index.
+        dim: DimName,
+    },
 
     // ---- seed 003: placement ----
     /// Moves a tensor to a device.
@@ -821,6 +850,9 @@ impl Op {
             Op::CollapseShape { .. } => "collapse_shape",
             Op::ExpandShape { .. } => "expand_shape",
             Op::Convert { .. } => "convert",
+            Op::Coordinates { .. } => "coordinates",
+            Op::Nonzeros { .. } => "nonzeros",
+            Op::Assemble { .. } => "assemble",
             Op::ToDevice { .. } => "to_device",
             Op::Distribute { .. } => "distribute",
             Op::Collect { .. } => "collect",
@@ -848,6 +880,8 @@ impl Op {
             | Op::CollapseShape { arg, groups: _, mode: _ }
             | Op::ExpandShape { arg, groups: _, shape: _, mode: _ }
             | Op::Convert { arg, mode: _ }
+            | Op::Coordinates { arg, dim: _ }
+            | Op::Nonzeros { arg, dim: _ }
             | Op::ToDevice { arg, device: _ }
             | Op::Distribute { arg, ranks: _, dim: _ }
             | Op::Collect { arg } => vec![*arg],
@@ -877,6 +911,7 @@ impl Op {
                 std::iter::once(*arg).chain(indices.iter().copied()).chain(std::iter::once(*value)).collect()
             }
             Op::Gather { source, indices, coordinates: _, mode: _ } => vec![*source, *indices],
+            Op::Assemble { coordinates, values, dim: _ } => vec![*coordinates, *values],
             Op::Scatter { source, dest, indices, coordinates: _, mode: _ } => vec![*source, *dest, *indices],
         }
     }
@@ -896,7 +931,15 @@ impl Op {
 
     /// Whether the result type is the declared one rather than inferred.
     pub fn has_declared_type(&self) -> bool {
-        matches!(self, Op::Constant { .. } | Op::Convert { .. } | Op::ArrayApi { .. })
+        matches!(
+            self,
+            Op::Constant { .. }
+                | Op::Convert { .. }
+                | Op::Coordinates { .. }
+                | Op::Nonzeros { .. }
+                | Op::Assemble { .. }
+                | Op::ArrayApi { .. }
+        )
     }
 }
 

@@ -469,6 +469,9 @@ pub(crate) fn lower_op(call: &CallAst, cx: &Scope<'_>) -> PResult<Op> {
             "subset" => Op::Subset { arg: a.value()?, domain: a.domain("domain")? },
             "concat" => Op::Concat { args: a.values_rest()?, dim: a.dim("dim")?, mode: a.mode()? },
             "pos" => Op::Pos { arg: a.value()?, dim: a.dim("dim")? },
+            "coordinates" => Op::Coordinates { arg: a.value()?, dim: a.dim("dim")? },
+            "nonzeros" => Op::Nonzeros { arg: a.value()?, dim: a.dim("dim")? },
+            "assemble" => Op::Assemble { coordinates: a.value()?, values: a.value()?, dim: a.dim("dim")? },
             "add_dim" => {
                 let arg = a.value()?;
                 let (dim, interval) = a.dim_interval("dim")?;

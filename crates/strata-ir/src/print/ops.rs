@@ -145,8 +145,11 @@ pub(super) fn write_op(f: &mut fmt::Formatter<'_>, module: &Module, func: &Funct
         Op::Concat { args, dim, mode } => {
             c.values(args).kw("dim", dim).kw("mode", mode.keyword());
         }
-        Op::Pos { arg, dim } => {
+        Op::Pos { arg, dim } | Op::Coordinates { arg, dim } | Op::Nonzeros { arg, dim } => {
             c.value(*arg).kw("dim", dim);
+        }
+        Op::Assemble { coordinates, values, dim } => {
+            c.value(*coordinates).value(*values).kw("dim", dim);
         }
         Op::AddDim { arg, dim, interval } => {
             c.value(*arg).kw("dim", format!("{dim}{interval}"));

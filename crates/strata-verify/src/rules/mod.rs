@@ -3,6 +3,7 @@
 
 pub(crate) mod domain;
 pub(crate) mod elementwise;
+pub(crate) mod entries;
 pub(crate) mod nested;
 pub(crate) mod placement;
 pub(crate) mod reshape;
@@ -60,6 +61,9 @@ pub(crate) fn infer(cx: &mut Cx, op: &Op, declared: Handle<Type>) -> RuleResult 
         Op::CollapseShape { arg, groups, mode: _ } => reshape::collapse_shape(cx, *arg, groups),
         Op::ExpandShape { arg, groups, shape, mode: _ } => reshape::expand_shape(cx, *arg, groups, shape),
         Op::Convert { arg, mode } => reshape::convert(cx, *arg, *mode, declared),
+        Op::Coordinates { arg, dim } => entries::entries(cx, *arg, dim, declared, true),
+        Op::Nonzeros { arg, dim } => entries::entries(cx, *arg, dim, declared, false),
+        Op::Assemble { coordinates, values, dim } => entries::assemble(cx, *coordinates, *values, dim, declared),
         Op::ToDevice { arg, device } => placement::to_device(cx, *arg, device),
         Op::Distribute { arg, ranks, dim } => placement::distribute(cx, *arg, *ranks, dim),
         Op::Collect { arg } => placement::collect(cx, *arg),
