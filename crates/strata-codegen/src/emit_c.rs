@@ -1091,16 +1091,20 @@ fn emit_compressed(out: &mut String, em: &Emitter, k: &Kernel, c: &CompressedOut
         let append = format!("if (v_ != 0) {{ {crd}[n_] = {j} - ({start}); {val}[n_] = v_; ++n_; }}");
         match (&ws, phase) {
             (None, _) => {
-                let bounded = em.set_of(&inner.name).is_some();
-                let inner_braces = open_loops(out, em, std::slice::from_ref(inner), &mut indent, None);
-                if phase == 0 && bounded {
-                    let _ = writeln!(out, "{indent}++n_;");
-                } else {
-                    let (p, v) = (em.present(&store.value), em.value(&store.value));
-                    let action = if phase == 0 { "n_ += v_ != 0;" } else { &append };
-                    let _ = writeln!(out, "{indent}if ({p}) {{ const {t} v_ = {v}; {action} }}");
+                let bound = em.set_of(&inner.name).and_then(|c| em.set_bound(&c.set));
+                match (bound, phase) {
+                    // The bound from the positions alone.
+                    (Some(bound), 0) => {
+                        let _ = writeln!(out, "{indent}n_ = {bound};");
+                    }
+                    _ => {
+                        let (p, v) = (em.present(&store.value), em.value(&store.value));
+                        let action = if phase == 0 { "n_ += v_ != 0;" } else { &append };
+                        let inner_braces = open_loops(out, em, std::slice::from_ref(inner), &mut indent, None);
+                        let _ = writeln!(out, "{indent}if ({p}) {{ const {t} v_ = {v}; {action} }}");
+                        close_loops(out, &mut indent, inner_braces);
+                    }
                 }
-                close_loops(out, &mut indent, inner_braces);
             }
             (Some(_), 0) => {
                 let Some(cj) = em.set_of(&inner.name) else { unreachable!("the workspace pass adds the column loop") };

@@ -406,7 +406,7 @@ const HUGE_PAGE: usize = 2 << 20;
 /// write faults (about 0.5 ms per MiB here, more than the kernel itself for a stencil); with
 /// 2 MiB pages the faults are 512 times fewer. Only the 2 MiB-aligned interior is advised;
 /// failure is harmless (the pages stay small).
-pub(crate) fn advise_huge_pages(c: &mut Column) {
+fn advise_huge_pages(c: &mut Column) {
     let bytes = c.len() * c.scalar().size_bytes();
     if bytes < 4 * HUGE_PAGE {
         return;
@@ -418,6 +418,16 @@ pub(crate) fn advise_huge_pages(c: &mut Column) {
         // the pages are backed, never their contents.
         unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
     }
+}
+
+/// A column of `len` elements of type `scalar` with arbitrary content: a kept one of that
+/// length ([`pool`]) when there is one (no page faults), else fresh zeros on huge pages.
+pub(crate) fn reusable_column(scalar: strata_ir::Scalar, len: usize) -> Column {
+    pool::take(scalar, len).unwrap_or_else(|| {
+        let mut c = Column::zeros(scalar, len);
+        advise_huge_pages(&mut c);
+        c
+    })
 }
 
 /// Large buffers freed by finished runs, kept for the next run's outputs: a fresh mapping of

@@ -32,8 +32,9 @@ pub struct Runtime {
     pub gemm_f32: Gemm<f32>,
     /// `f64` GEMM.
     pub gemm_f64: Gemm<f64>,
-    /// A zeroed buffer of `len` elements for program buffer `buffer` ([`allocations`]), on
-    /// huge pages when large.
+    /// A buffer of `len` elements for program buffer `buffer` ([`allocations`]), content
+    /// arbitrary: a large one freed by an earlier run when one of that length is kept, else
+    /// fresh (on huge pages when large).
     pub alloc: unsafe extern "C" fn(buffer: i64, len: i64) -> *mut std::ffi::c_void,
 }
 
@@ -68,8 +69,7 @@ unsafe extern "C" fn alloc(buffer: i64, len: i64) -> *mut std::ffi::c_void {
         let mut a = a.borrow_mut();
         let (Ok(b), Ok(n)) = (usize::try_from(buffer), usize::try_from(len)) else { return std::ptr::null_mut() };
         let Some(&scalar) = a.0.get(b) else { return std::ptr::null_mut() };
-        let mut c = strata_runtime::Column::zeros(scalar, n);
-        crate::exec::advise_huge_pages(&mut c);
+        let mut c = crate::exec::reusable_column(scalar, n);
         let p = c.as_mut_ptr();
         a.1.push((b, c));
         p

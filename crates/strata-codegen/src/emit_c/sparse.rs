@@ -202,6 +202,31 @@ impl Emitter<'_> {
             .collect()
     }
 
+    /// A C expression bounding how many coordinates `set` visits below the current parent
+    /// positions, from the positions alone (no coordinate is read): a stored level's segment
+    /// length, the smallest bound of an intersection's members, the sum of a union's.
+    pub(super) fn set_bound(&self, set: &crate::sparse::IterSet) -> Option<String> {
+        use crate::sparse::IterSet;
+        match set {
+            IterSet::Stored { read, level } => {
+                let pos = match &self.program.sparse[read.tensor].storage[*level] {
+                    LevelStorage::Compressed { positions, .. } => self.name(*positions),
+                    LevelStorage::Ragged { offsets } => self.name(*offsets),
+                    LevelStorage::Dense { .. } => return None,
+                };
+                let parent = self.sparse_position(read, *level).position;
+                Some(format!("({{ const int64_t pb_ = {parent}; pb_ < 0 ? 0 : {pos}[pb_ + 1] - {pos}[pb_]; }})"))
+            }
+            IterSet::Intersection(sets) => {
+                sets.iter().filter_map(|s| self.set_bound(s)).reduce(|a, b| format!("strata_min_i64({a}, {b})"))
+            }
+            IterSet::Union(sets) => {
+                let bounds: Option<Vec<String>> = sets.iter().map(|s| self.set_bound(s)).collect();
+                bounds.map(|b| format!("({})", b.join(" + ")))
+            }
+        }
+    }
+
     /// The interval of the level the first walked read of `c` iterates.
     fn lead_interval(&self, c: &CoIteration) -> strata_ir::Interval {
         let (lead, k) = c.walked()[0];
