@@ -1037,6 +1037,9 @@ fn emit_compressed(out: &mut String, em: &Emitter, k: &Kernel, c: &CompressedOut
     let j = var(inner.name.as_str());
     let start = inner.interval.start;
     let width = inner.interval.len();
+    // The workspace's bitmaps: one bit per column, one bit per word of those.
+    let words1 = width.div_ceil(64);
+    let words0 = words1.div_ceil(64);
     let ws = c.workspace.as_ref().map(|w| {
         let SExpr::Reduce { id, vars, init, scalar, body } = &*w.fold else { unreachable!("a workspace runs a fold") };
         (w, *id, vars, init, c_type(*scalar), body)
@@ -1068,14 +1071,15 @@ fn emit_compressed(out: &mut String, em: &Emitter, k: &Kernel, c: &CompressedOut
             if let Some((_, _, _, _, wt, _)) = &ws {
                 let _ = writeln!(
                     out,
-                    "{indent}/* the row's workspace (Gustavson): accumulators, the last row (+ 1) that touched each column, the touched columns */"
+                    "{indent}/* the row's workspace (Gustavson): accumulators, the touched columns, and a bitmap of them with a bitmap of its non-zero words */"
                 );
                 let _ = writeln!(out, "{indent}{wt} *w_ = malloc({width} * sizeof({wt}));");
+                let _ = writeln!(out, "{indent}int64_t *ls_ = malloc({width} * sizeof(int64_t));");
                 let _ = writeln!(
                     out,
-                    "{indent}int64_t *mk_ = calloc({width}, sizeof(int64_t)), *ls_ = malloc({width} * sizeof(int64_t));"
+                    "{indent}uint64_t *bm1_ = calloc({words1}, sizeof(uint64_t)), *bm0_ = calloc({words0}, sizeof(uint64_t));"
                 );
-                let _ = writeln!(out, "{indent}if (!w_ || !mk_ || !ls_) e_ = 5;");
+                let _ = writeln!(out, "{indent}if (!w_ || !ls_ || !bm1_ || !bm0_) e_ = 5;");
             }
         }
         let braces = open_loops(out, em, outer, &mut indent, pragma);
@@ -1121,21 +1125,29 @@ fn emit_compressed(out: &mut String, em: &Emitter, k: &Kernel, c: &CompressedOut
                 let _ = writeln!(out, "{indent}  const int64_t t_ = {j} - ({start});");
                 let _ = writeln!(
                     out,
-                    "{indent}  if (mk_[t_] != r_ + 1) {{ mk_[t_] = r_ + 1; ls_[nl_++] = t_; w_[t_] = {}; }}",
+                    "{indent}  uint64_t *wd_ = &bm1_[t_ >> 6]; const uint64_t bit_ = UINT64_C(1) << (t_ & 63);"
+                );
+                let _ = writeln!(
+                    out,
+                    "{indent}  if (!(*wd_ & bit_)) {{ *wd_ |= bit_; bm0_[t_ >> 12] |= UINT64_C(1) << ((t_ >> 6) & 63); ls_[nl_++] = t_; w_[t_] = {}; }}",
                     em.value(init)
                 );
                 let _ = writeln!(out, "{indent}  {wt} acc{id} = w_[t_]; {} w_[t_] = acc{id};", em.fold_step(*id, body));
                 let _ = writeln!(out, "{indent}}}");
                 let _ = writeln!(
                     out,
-                    "{indent}/* the touched columns in order: sorted, or found by a scan of a dense row */"
+                    "{indent}/* the touched columns in order (the bitmaps cleared): a few sorted, more read off the bitmaps */"
                 );
                 let _ = writeln!(
                     out,
-                    "{indent}if (nl_ > {}) {{ nl_ = 0; for (int64_t t_ = 0; t_ < {width}; ++t_) if (mk_[t_] == r_ + 1) ls_[nl_++] = t_; }}",
-                    width / 16
+                    "{indent}if (nl_ <= 32) {{ strata_sort_i64(ls_, nl_); for (int64_t l_ = 0; l_ < nl_; ++l_) {{ bm1_[ls_[l_] >> 6] = 0; bm0_[ls_[l_] >> 12] = 0; }} }}"
                 );
-                let _ = writeln!(out, "{indent}else strata_sort_i64(ls_, nl_);");
+                let _ = writeln!(
+                    out,
+                    "{indent}else {{ nl_ = 0; for (int64_t u_ = 0; u_ < {words0}; ++u_) {{ uint64_t x_ = bm0_[u_]; bm0_[u_] = 0; \
+                     while (x_) {{ const int64_t wi_ = u_ * 64 + __builtin_ctzll(x_); x_ &= x_ - 1; uint64_t y_ = bm1_[wi_]; bm1_[wi_] = 0; \
+                     while (y_) {{ ls_[nl_++] = wi_ * 64 + __builtin_ctzll(y_); y_ &= y_ - 1; }} }} }} }}"
+                );
                 let (p, v) = (em.present(&w.value), em.value(&w.value));
                 let _ = writeln!(out, "{indent}for (int64_t l_ = 0; l_ < nl_; ++l_) {{");
                 let _ = writeln!(
@@ -1157,7 +1169,7 @@ fn emit_compressed(out: &mut String, em: &Emitter, k: &Kernel, c: &CompressedOut
         if phase == 1 {
             let _ = writeln!(out, "{indent}tn_[t_] = n_ < 0 ? 0 : n_ - s_;");
             if ws.is_some() {
-                let _ = writeln!(out, "{indent}free(w_); free(mk_); free(ls_);");
+                let _ = writeln!(out, "{indent}free(w_); free(ls_); free(bm1_); free(bm0_);");
             }
         }
         indent.truncate(indent.len() - 2);

@@ -8,8 +8,9 @@
 //! `k`, of the columns `B` stores in row `k` — which no loop over `j` can visit without `k`.
 //! The pass [`gustavson`] recognizes that case and interchanges the loops: for each row, for
 //! each `k` the fold visits, for each `j` stored in `B`'s row `k`, the step updates a dense
-//! accumulator `w[j]` (the first touch of `j` in the row starts it at the fold's initial value
-//! and lists `j`); then the listed columns, sorted, give the row's entries.
+//! accumulator `w[j]` (the first touch of `j` in the row starts it at the fold's initial value,
+//! lists `j` and sets its bit in a bitmap); then the listed columns, in order (sorted when few,
+//! else read off the bitmap), give the row's entries.
 //!
 //! It changes no value: every `w[j]` sees the same steps in the same order as the fold at `j`
 //! (the steps left out are those where `B[k, j]` is its fill value, which
