@@ -121,9 +121,14 @@ pub fn build(source: &str) -> Result<(PathBuf, CacheState), CompileError> {
         return Ok((so, CacheState::Warm));
     }
     std::fs::create_dir_all(&dir).map_err(|source| CompileError::Cache { dir: dir.clone(), source })?;
-    let c_file = dir.join(format!("k{key:016x}.c"));
+    // Files of this build only (other threads and processes may build the same key at the
+    // same time): the C file and the object get unique names, and the finished object is
+    // renamed into place atomically.
+    static BUILDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let tag = format!("{}.{}", std::process::id(), BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    let c_file = dir.join(format!("k{key:016x}.{tag}.c"));
     std::fs::write(&c_file, source).map_err(|source| CompileError::Cache { dir: dir.clone(), source })?;
-    let tmp = dir.join(format!("k{key:016x}.so.{}.tmp", std::process::id()));
+    let tmp = dir.join(format!("k{key:016x}.so.{tag}.tmp"));
     let out = Command::new(&cc)
         .args(FLAGS)
         .arg("-o")
@@ -141,6 +146,9 @@ pub fn build(source: &str) -> Result<(PathBuf, CacheState), CompileError> {
         });
     }
     std::fs::rename(&tmp, &so).map_err(|source| CompileError::Cache { dir: dir.clone(), source })?;
+    // The source stays beside its object for reading (a failed build keeps its own file, which
+    // the error names).
+    let _ = std::fs::rename(&c_file, dir.join(format!("k{key:016x}.c")));
     Ok((so, CacheState::Cold))
 }
 
