@@ -94,6 +94,12 @@ static inline __attribute__((pure)) int64_t strata_find(const int64_t *crd, int6
   while (lo < hi) { const int64_t mid = lo + (hi - lo) / 2; if (crd[mid] < c) lo = mid + 1; else hi = mid; }
   return (lo < end && crd[lo] == c) ? lo : -1;
 }
+/* The same over int32 coordinates. */
+static inline __attribute__((pure)) int64_t strata_find32(const int32_t *crd, int64_t lo, int64_t hi, int64_t c) {
+  const int64_t end = hi;
+  while (lo < hi) { const int64_t mid = lo + (hi - lo) / 2; if (crd[mid] < c) lo = mid + 1; else hi = mid; }
+  return (lo < end && crd[lo] == c) ? lo : -1;
+}
 /* A computed index: must lie in [lo, hi), else error 4. */
 static inline int64_t strata_ix(int64_t t, int64_t lo, int64_t hi, int *err) {
   if (t < lo || t >= hi) { *err = 4; return lo; }

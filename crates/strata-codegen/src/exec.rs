@@ -208,6 +208,11 @@ impl<'a> Buffers<'a> {
                     _ => unreachable!("a compressed level"),
                 },
                 (StoragePart::Coordinates(k), ls) => match &ls[k] {
+                    // Narrow where the program reads them so (offsets within the level's
+                    // interval, which `coordinate_scalar` checked fits).
+                    LevelBuffers::Compressed { coordinates, .. } if b.scalar == strata_ir::Scalar::I32 => {
+                        Column::I32(coordinates.iter().map(|&x| x as i32).collect())
+                    }
                     LevelBuffers::Compressed { coordinates, .. } => ints(coordinates),
                     _ => unreachable!("a compressed level"),
                 },

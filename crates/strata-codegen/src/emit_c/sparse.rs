@@ -58,7 +58,11 @@ impl Emitter<'_> {
                 LevelStorage::Compressed { positions, coordinates } => {
                     let (pos, crd) = (self.name(*positions), self.name(*coordinates));
                     unstored = true;
-                    format!("strata_find({crd}, {pos}[{pk}], {pos}[{pk} + 1], {c})")
+                    let find = match self.program.buffers[*coordinates].scalar {
+                        strata_ir::Scalar::I32 => "strata_find32",
+                        _ => "strata_find",
+                    };
+                    format!("{find}({crd}, {pos}[{pk}], {pos}[{pk} + 1], {c})")
                 }
                 LevelStorage::Ragged { offsets } => {
                     let off = self.name(*offsets);
