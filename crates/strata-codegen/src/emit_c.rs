@@ -1200,7 +1200,8 @@ fn emit_compressed(out: &mut String, em: &Emitter, k: &Kernel, c: &CompressedOut
     let _ = writeln!(out, "{indent}for (int i_ = 0; i_ < nt_; ++i_) {{");
     let _ = writeln!(out, "{indent}  at_[i_ + 1] = at_[i_] + tn_[i_];");
     let _ = writeln!(out, "{indent}  if (tn_[i_] > 0 && ts_[i_] != at_[i_]) {{");
-    let _ = writeln!(out, "{indent}    memmove({crd} + at_[i_], {crd} + ts_[i_], tn_[i_] * sizeof(int64_t));");
+    let ct = c_type(em.program.buffers[c.coordinates].scalar);
+    let _ = writeln!(out, "{indent}    memmove({crd} + at_[i_], {crd} + ts_[i_], tn_[i_] * sizeof({ct}));");
     let _ = writeln!(out, "{indent}    memmove({val} + at_[i_], {val} + ts_[i_], tn_[i_] * sizeof({t}));");
     let _ = writeln!(out, "{indent}  }}");
     let _ = writeln!(out, "{indent}}}");

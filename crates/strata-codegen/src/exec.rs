@@ -341,15 +341,17 @@ impl<'a> Buffers<'a> {
 /// of the entries; the positions say how many there are.
 fn stored_result(ty: ValueType, pos: Column, crd: Column, values: Column) -> Stored {
     let shape = ty.shape();
-    // In place: int64 and usize have the same layout, so collecting reuses the allocation.
+    // In place for int64 (the same layout as usize, so collecting reuses the allocation).
     let usizes = |c: Column| match c {
         Column::I64(v) => v.into_iter().map(|x| x as usize).collect::<Vec<usize>>(),
-        _ => unreachable!("positions and coordinates are int64"),
+        Column::I32(v) => v.into_iter().map(|x| x as usize).collect::<Vec<usize>>(),
+        _ => unreachable!("positions and coordinates are int64 or int32"),
     };
     let positions = usizes(pos);
     let nnz = positions.last().copied().unwrap_or(0);
-    let mut coordinates = usizes(crd);
-    coordinates.truncate(nnz);
+    let mut crd = crd;
+    crd.truncate(nnz);
+    let coordinates = usizes(crd);
     let mut values = values;
     values.truncate(nnz);
     let last = shape.len() - 1;

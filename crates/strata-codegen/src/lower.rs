@@ -210,7 +210,7 @@ impl<'m> Lowerer<'m> {
             self.buffers.len() - 1
         };
         let positions = storage("pos", Scalar::I64, StoragePart::Positions(last));
-        let coordinates = storage("crd", Scalar::I64, StoragePart::Coordinates(last));
+        let coordinates = storage("crd", coordinate_scalar(levels[last].interval), StoragePart::Coordinates(last));
         let values = storage("values", scalar, StoragePart::Values);
         let leaf = value.leaves().into_iter().next().expect("checked: scalar elements");
         let domain: Vec<Level> = levels.iter().map(|l| Level::dense(l.name.clone(), l.interval)).collect();
@@ -1643,7 +1643,7 @@ fn mul(a: Rc<SExpr>, b: Rc<SExpr>) -> Rc<SExpr> {
     bin(strata_ir::BinaryOp::Multiplies, a, b)
 }
 
-/// The element type of a compressed argument level's coordinates (offsets within `interval`):
+/// The element type of a compressed level's coordinates (offsets within `interval`):
 /// `int32` where they fit, as SciPy stores them (a third less memory traffic than `int64` for
 /// a matrix's indices and values), else `int64`.
 fn coordinate_scalar(interval: strata_ir::Interval) -> Scalar {
