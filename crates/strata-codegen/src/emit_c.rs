@@ -1079,11 +1079,12 @@ fn emit_compressed(out: &mut String, em: &Emitter, k: &Kernel, c: &CompressedOut
                     out,
                     "{indent}/* the row's workspace (Gustavson): accumulators, the touched columns, and a bitmap of them with a bitmap of its non-zero words */"
                 );
-                let _ = writeln!(out, "{indent}{wt} *w_ = malloc({width} * sizeof({wt}));");
-                let _ = writeln!(out, "{indent}int64_t *ls_ = malloc({width} * sizeof(int64_t));");
+                // One more element each: `malloc(0)` may return NULL.
+                let _ = writeln!(out, "{indent}{wt} *w_ = malloc(({width} + 1) * sizeof({wt}));");
+                let _ = writeln!(out, "{indent}int64_t *ls_ = malloc(({width} + 1) * sizeof(int64_t));");
                 let _ = writeln!(
                     out,
-                    "{indent}uint64_t *bm1_ = calloc({words1}, sizeof(uint64_t)), *bm0_ = calloc({words0}, sizeof(uint64_t));"
+                    "{indent}uint64_t *bm1_ = calloc({words1} + 1, sizeof(uint64_t)), *bm0_ = calloc({words0} + 1, sizeof(uint64_t));"
                 );
                 let _ = writeln!(out, "{indent}if (!w_ || !ls_ || !bm1_ || !bm0_) e_ = 5;");
             }
