@@ -13,7 +13,7 @@ use std::rc::Rc;
 use strata_ir::{BinaryOp, Scalar, UnaryOp};
 use strata_runtime::Sv;
 
-use crate::kernel::{Buffer, CompressedOut, Kernel, KernelProgram, ScanLoop, Store};
+use crate::kernel::{Buffer, CompressedOut, Kernel, KernelProgram, ScanLoop, Scatter, Store};
 use crate::matmul::MatMul;
 use crate::sparse::CoIteration;
 
@@ -879,6 +879,11 @@ fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
                 c_type(b.scalar)
             );
         }
+        if let Some(sc) = &k.scatter {
+            emit_scatter(out, &em, k, sc);
+            let _ = writeln!(out, "  return e_;\n}}");
+            continue;
+        }
         if let Some(c) = &k.compressed {
             emit_compressed(out, &em, k, c);
             let _ = writeln!(out, "  return e_;\n}}");
@@ -1210,6 +1215,74 @@ fn emit_compressed(out: &mut String, em: &Emitter, k: &Kernel, c: &CompressedOut
     let _ = writeln!(out, "{indent}if (e_ == 5) return 5;");
     indent.truncate(indent.len() - 2);
     let _ = writeln!(out, "{indent}}}");
+}
+
+/// A kernel storing at data-dependent positions ([`Scatter`]). A compaction runs a
+/// sequential loop over its dimension per domain point (over the stored coordinates where the
+/// lowering found a set), counting the listed entries and marking the rest of the run absent;
+/// an addition at coordinates checks each coordinate against its interval (error 4) and that
+/// coordinates and values exist together (error 6). Threads share the outermost loop only
+/// where distinct points write distinct rows.
+fn emit_scatter(out: &mut String, em: &Emitter, k: &Kernel, sc: &Scatter) {
+    let mut indent = String::from("  ");
+    match sc {
+        Scatter::Compact { dim, value, element, coordinates, buffer, presence } => {
+            let mut row = String::from("0");
+            for l in &k.domain {
+                row = format!("({row}) * {} + ({} - ({}))", l.interval.len(), var(l.name.as_str()), l.interval.start);
+            }
+            let run = dim.interval.len();
+            let (buf, pres) = (em.name(*buffer), em.name(*presence));
+            let t = c_type(em.program.buffers[*buffer].scalar);
+            let braces = open_domain_loops(out, em, &k.domain, &mut indent);
+            let _ = writeln!(out, "{indent}{{");
+            let _ = writeln!(out, "{indent}  const int64_t b_ = ({row}) * {run};");
+            let _ = writeln!(out, "{indent}  int64_t n_ = 0;");
+            let d = var(dim.name.as_str());
+            let header = match em.set_of(&dim.name) {
+                Some(c) => em.set_loop(c),
+                None => format!("for (int64_t {d} = {}; {d} < {}; ++{d}) ", dim.interval.start, dim.interval.stop),
+            };
+            let (p, v) = (em.present(value), em.value(value));
+            let listed = if *coordinates { format!("({t}){d}") } else { "v_".to_string() };
+            let _ = writeln!(
+                out,
+                "{indent}  {header}{{ if ({p}) {{ const {} v_ = {v}; if (v_ != 0) {{ {buf}[b_ + n_] = {listed}; {pres}[b_ + n_] = 0; ++n_; }} }} }}",
+                c_type(*element)
+            );
+            let _ = writeln!(out, "{indent}  for (; n_ < {run}; ++n_) {{ {buf}[b_ + n_] = 0; {pres}[b_ + n_] = -1; }}");
+            let _ = writeln!(out, "{indent}}}");
+            close_loops(out, &mut indent, braces);
+        }
+        Scatter::AddAt { coordinate, value, buffer, target } => {
+            let levels = &em.program.buffers[*buffer].levels;
+            let shared = k.domain.first().is_some_and(|l| levels.iter().any(|b| b.name == l.name));
+            let braces = open_loops(out, em, &k.domain, &mut indent, shared.then_some(PARALLEL_FOR));
+            let mut at = String::from("0");
+            for (i, l) in levels.iter().enumerate() {
+                let x = if i == *target {
+                    format!("(x_ - ({}))", l.interval.start)
+                } else {
+                    format!("({} - ({}))", var(l.name.as_str()), l.interval.start)
+                };
+                at = format!("({at}) * {} + {x}", l.interval.len());
+            }
+            let span = levels[*target].interval;
+            let (pc, c) = (em.present(coordinate), em.value(coordinate));
+            let (pv, v) = (em.present(value), em.value(value));
+            let buf = em.name(*buffer);
+            let _ = writeln!(out, "{indent}{{");
+            let _ = writeln!(out, "{indent}  const int pc_ = {pc}, pv_ = {pv};");
+            let _ = writeln!(
+                out,
+                "{indent}  if (pc_ && pv_) {{ const int64_t x_ = (int64_t)({c}); if (x_ < {} || x_ >= {}) *err = 4; else {buf}[{at}] += {v}; }}",
+                span.start, span.stop
+            );
+            let _ = writeln!(out, "{indent}  else if (pc_ != pv_) *err = 6;");
+            let _ = writeln!(out, "{indent}}}");
+            close_loops(out, &mut indent, braces);
+        }
+    }
 }
 
 /// Closes `n` loops opened at `indent`.

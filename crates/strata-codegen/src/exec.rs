@@ -30,6 +30,9 @@ pub enum ExecError {
     /// A sparse result's buffers could not be allocated.
     #[error("out of memory allocating a sparse result")]
     OutOfMemory,
+    /// `assemble` met a coordinate without a value or a value without a coordinate.
+    #[error("`assemble`: the coordinates and the values differ in length somewhere (a coordinate without a value, or the reverse)")]
+    AssembleMismatch,
     /// Any other code.
     #[error("native kernel failed with code {0}")]
     Other(i32),
@@ -255,6 +258,7 @@ impl<'a> Buffers<'a> {
             3 => Err(ExecError::NegativeExponent),
             4 => Err(ExecError::IndexOutOfInterval),
             5 => Err(ExecError::OutOfMemory),
+            6 => Err(ExecError::AssembleMismatch),
             c => Err(ExecError::Other(c)),
         }
     }

@@ -112,6 +112,63 @@ pub struct Kernel {
     pub sets: Vec<crate::sparse::CoIteration>,
     /// Set when the kernel writes a sparse result as storage ([`CompressedOut`]).
     pub compressed: Option<CompressedOut>,
+    /// Set when the kernel stores at positions the data decides ([`Scatter`]); it has no
+    /// `stores` then.
+    pub scatter: Option<Scatter>,
+}
+
+/// A kernel storing at data-dependent positions: seed 004's coordinates and values as data.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Scatter {
+    /// `coordinates` / `nonzeros`: at each domain point, a sequential loop over `dim` lists
+    /// the entries where `value` exists and is not zero — their coordinate, or their value —
+    /// at positions `0, 1, …` of the point's run: `buffer[domain…, n]` with
+    /// `presence[domain…, n] = 0`; the rest of the run is absent (`presence = -1`).
+    Compact {
+        /// The dimension compacted (its loop variable is the dimension's name).
+        dim: Level,
+        /// The operand's element at the current point.
+        value: Rc<SExpr>,
+        /// Its type.
+        element: strata_ir::Scalar,
+        /// List coordinates (else values).
+        coordinates: bool,
+        /// The listed entries, over the domain's levels and then the run.
+        buffer: usize,
+        /// Which run positions hold an entry (`0`) or none (`-1`), like the buffer.
+        presence: usize,
+    },
+    /// `assemble`: at each domain point where `coordinate` and `value` both exist,
+    /// `buffer[…] += value`, the buffer's level `target` indexed by the coordinate (which must
+    /// lie in its interval) and its other levels by the domain's variables of the same name.
+    AddAt {
+        /// The coordinate along the buffer's level `target`.
+        coordinate: Rc<SExpr>,
+        /// The value added.
+        value: Rc<SExpr>,
+        /// The result, zeros before the kernel.
+        buffer: usize,
+        /// The buffer level the coordinate indexes.
+        target: usize,
+    },
+}
+
+impl Scatter {
+    /// The buffer the kernel writes (and a presence buffer).
+    pub fn written(&self) -> Vec<usize> {
+        match self {
+            Scatter::Compact { buffer, presence, .. } => vec![*buffer, *presence],
+            Scatter::AddAt { buffer, .. } => vec![*buffer],
+        }
+    }
+
+    /// The expressions it evaluates.
+    pub fn exprs(&self) -> Vec<&Rc<SExpr>> {
+        match self {
+            Scatter::Compact { value, .. } => vec![value],
+            Scatter::AddAt { coordinate, value, .. } => vec![coordinate, value],
+        }
+    }
 }
 
 /// A sparse result written as storage: every domain level but the innermost dense, the
@@ -138,7 +195,8 @@ impl Kernel {
     /// Every expression the kernel evaluates: stored values and scan updates of every stage.
     pub fn exprs(&self) -> impl Iterator<Item = &Rc<SExpr>> {
         let scans = self.scan.iter().chain(self.chain.iter().map(|st| &st.scan));
-        self.all_stores().map(|st| &st.value).chain(scans.flat_map(|sc| &sc.updates))
+        let scattered = self.scatter.iter().flat_map(Scatter::exprs);
+        self.all_stores().map(|st| &st.value).chain(scans.flat_map(|sc| &sc.updates)).chain(scattered)
     }
 
     /// Whether the kernel reads buffer `b` (directly or through a table).
@@ -148,7 +206,7 @@ impl Kernel {
 
     /// Whether the kernel writes buffer `b`.
     pub fn writes(&self, b: usize) -> bool {
-        self.all_stores().any(|st| st.buffer == b)
+        self.all_stores().any(|st| st.buffer == b) || self.scatter.as_ref().is_some_and(|s| s.written().contains(&b))
     }
 
     /// A plain loop nest over `domain` with `stores` at each point.
@@ -163,6 +221,7 @@ impl Kernel {
             local: Vec::new(),
             sets: Vec::new(),
             compressed: None,
+            scatter: None,
         }
     }
 
@@ -174,7 +233,7 @@ impl Kernel {
 
     /// A plain loop nest: neither a scan nor a runtime GEMM.
     pub(crate) fn plain(&self) -> bool {
-        self.scan.is_none() && self.matmul.is_none()
+        self.scan.is_none() && self.matmul.is_none() && self.scatter.is_none()
     }
 }
 
@@ -321,6 +380,23 @@ impl std::fmt::Display for KernelProgram {
             for c in kernel.sets.iter().filter(|c| !domain.contains(&&c.var)) {
                 let how = if c.merge { ", merged" } else { "" };
                 writeln!(f, "    (fold variable {} visits {} ∩ {}{how})", c.var, c.set, c.range)?;
+            }
+            match &kernel.scatter {
+                Some(Scatter::Compact { dim, value, coordinates, buffer, presence, .. }) => writeln!(
+                    f,
+                    "    b{buffer}[.., n], b{presence}[.., n] = the {} of the non-zero {} over {}{} (n counting)",
+                    if *coordinates { "coordinates" } else { "values" },
+                    crate::sym::show(value),
+                    dim.name,
+                    dim.interval
+                )?,
+                Some(Scatter::AddAt { coordinate, value, buffer, target }) => writeln!(
+                    f,
+                    "    b{buffer}[level {target} at {}] += {}",
+                    crate::sym::show(coordinate),
+                    crate::sym::show(value)
+                )?,
+                None => {}
             }
             if let Some(mm) = &kernel.matmul {
                 writeln!(f, "    (computed by the runtime GEMM: {mm})")?;

@@ -191,13 +191,20 @@ pub fn fuse_adjacent(kernels: Vec<Kernel>) -> Vec<Kernel> {
 }
 
 /// Whether the first kernel that touches buffer `b` writes all of it (its domain is exactly the
-/// buffer's levels) without reading it.
+/// buffer's levels, or it compacts into it) without reading it.
 pub fn overwritten_first(kernels: &[Kernel], b: usize, levels: &[Level]) -> bool {
     for k in kernels {
         if k.reads(b) {
             return false;
         }
         if k.writes(b) {
+            // A compaction writes every run whole (its ends absent); an addition at coordinates
+            // needs zeros first.
+            match &k.scatter {
+                Some(crate::kernel::Scatter::Compact { .. }) => return true,
+                Some(crate::kernel::Scatter::AddAt { .. }) => return false,
+                None => {}
+            }
             let steps = k.scan.as_ref().filter(|sc| !sc.last_only).map(|sc| &sc.dim);
             let mut domain: Vec<&Level> = k.domain.iter().chain(steps).collect();
             domain.sort_by(|x, y| x.name.as_str().cmp(y.name.as_str()));

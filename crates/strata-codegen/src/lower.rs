@@ -416,6 +416,7 @@ impl<'m> Lowerer<'m> {
             local: Vec::new(),
             sets: Vec::new(),
             compressed: None,
+            scatter: None,
         });
         Ok(sym)
     }
@@ -515,6 +516,123 @@ impl<'m> Lowerer<'m> {
         }
         self.kernels.push(Kernel::nest(comment, levels, stores));
         reads
+    }
+
+    /// `coordinates` / `nonzeros` of `value` (type `ty`) along `dim` into a temporary over the
+    /// result's levels (a [`crate::kernel::Scatter::Compact`] kernel over the other levels),
+    /// read back with its presence: the runs' ends are skips.
+    fn compact(
+        &mut self,
+        func: &Function,
+        e: &Expr,
+        value: Rc<SExpr>,
+        ty: Handle<Type>,
+        dim: &DimName,
+        coordinates: bool,
+    ) -> Result<Sym, LowerError> {
+        let operand = split(self.types, ty).0;
+        let result = split(self.types, e.ty).0;
+        let own: Vec<&DimName> = operand.iter().map(|l| &l.name).collect();
+        if !depends_only_on([value.clone()], &own) {
+            return Err(LowerError::Unsupported {
+                op: "`coordinates` or `nonzeros` inside a loop over other dimensions".into(),
+                func: func.name.clone(),
+            });
+        }
+        let dense =
+            |ls: &[Level]| -> Vec<Level> { ls.iter().map(|l| Level::dense(l.name.clone(), l.interval)).collect() };
+        let levels = dense(&result);
+        let at = operand.iter().find(|l| &l.name == dim).expect("verified dimension");
+        let name = format!("tmp{}", self.kernels.len());
+        let scalar = self.element_scalar(e.ty);
+        self.buffers.push(Buffer::temporary(format!("{name}.{}", e.name), scalar, levels.clone(), Vec::new()));
+        let buffer = self.buffers.len() - 1;
+        self.buffers.push(Buffer::temporary(format!("{name}.present"), Scalar::I8, levels.clone(), Vec::new()));
+        let presence = self.buffers.len() - 1;
+        let mut k = Kernel::nest(
+            format!(
+                "%{} = {} of the non-zeros along {dim}",
+                e.name,
+                if coordinates { "coordinates" } else { "values" }
+            ),
+            levels[..levels.len() - 1].to_vec(),
+            Vec::new(),
+        );
+        // Over a sparse or ragged operand read directly, the loop visits its stored
+        // coordinates along `dim` (unstored entries are zeros, never listed).
+        if let SExpr::Sparse(r) = &*value {
+            let level = r.coords.iter().position(|c| matches!(c, Coord::Var { dim: d, offset: 0 } if d == dim));
+            let stored = level.filter(|&l| {
+                !matches!(self.sparse[r.tensor].storage[l], crate::sparse::LevelStorage::Dense { .. })
+                    && r.coords[..l].iter().all(|c| !matches!(c, Coord::Var { dim: d, .. } if d == dim))
+            });
+            if let Some(level) = stored {
+                k.sets.push(crate::sparse::CoIteration {
+                    var: dim.clone(),
+                    range: at.interval,
+                    set: crate::sparse::IterSet::Stored { read: r.clone(), level },
+                    merge: false,
+                });
+            }
+        }
+        k.scatter = Some(crate::kernel::Scatter::Compact {
+            dim: Level::dense(dim.clone(), at.interval),
+            value,
+            element: self.element_scalar(ty),
+            coordinates,
+            buffer,
+            presence,
+        });
+        self.kernels.push(k);
+        let coords = level_vars(&levels);
+        Ok(Sym::Scalar(Rc::new(SExpr::Guard {
+            table: Rc::new(Load { buffer: presence, coords: coords.clone() }),
+            source: strata_ir::Interval::new(0, 1),
+            value: Rc::new(SExpr::Load(Rc::new(Load { buffer, coords }))),
+        })))
+    }
+
+    /// `assemble` of `coordinates` and `values` (type `ty`, ragged) along `dim` into a zeroed
+    /// temporary over the result's levels (a [`crate::kernel::Scatter::AddAt`] kernel over the
+    /// operands' levels), read back as a dense value.
+    fn assemble(
+        &mut self,
+        func: &Function,
+        e: &Expr,
+        coordinate: Rc<SExpr>,
+        value: Rc<SExpr>,
+        ty: Handle<Type>,
+        dim: &DimName,
+    ) -> Result<Sym, LowerError> {
+        let operand = split(self.types, ty).0;
+        let result = split(self.types, e.ty).0;
+        let own: Vec<&DimName> = operand.iter().map(|l| &l.name).collect();
+        if !depends_only_on([coordinate.clone(), value.clone()], &own) {
+            return Err(LowerError::Unsupported {
+                op: "`assemble` inside a loop over other dimensions".into(),
+                func: func.name.clone(),
+            });
+        }
+        let dense =
+            |ls: &[Level]| -> Vec<Level> { ls.iter().map(|l| Level::dense(l.name.clone(), l.interval)).collect() };
+        let levels = dense(&result);
+        let target = levels.iter().position(|l| &l.name == dim).expect("verified dimension");
+        let scalar = self.element_scalar(e.ty);
+        self.buffers.push(Buffer::temporary(
+            format!("tmp{}.{}", self.kernels.len(), e.name),
+            scalar,
+            levels.clone(),
+            Vec::new(),
+        ));
+        let buffer = self.buffers.len() - 1;
+        let mut k = Kernel::nest(
+            format!("%{} = the values added at their coordinates along {dim}", e.name),
+            dense(&operand),
+            Vec::new(),
+        );
+        k.scatter = Some(crate::kernel::Scatter::AddAt { coordinate, value, buffer, target });
+        self.kernels.push(k);
+        Ok(Sym::Scalar(Rc::new(SExpr::Load(Rc::new(Load { buffer, coords: level_vars(&levels) })))))
     }
 
     /// A neighbor table computed by the program (`e`, value `t`): one kernel stores it into a
@@ -1448,6 +1566,14 @@ impl<'m> Lowerer<'m> {
                 self.rename_sym(&arg(a), &levels, &to)
             }
             Op::Pos { dim, .. } => Sym::Scalar(Rc::new(SExpr::Index(Coord::Var { dim: dim.clone(), offset: 0 }))),
+            Op::Coordinates { arg: a, dim } | Op::Nonzeros { arg: a, dim } => {
+                let coordinates = matches!(op, Op::Coordinates { .. });
+                self.compact(func, e, arg(a).scalar(), func.exprs[*a].ty, dim, coordinates)?
+            }
+            Op::Assemble { coordinates, values, dim } => {
+                let (c, x) = (arg(coordinates).scalar(), arg(values).scalar());
+                self.assemble(func, e, c, x, func.exprs[*values].ty, dim)?
+            }
             _ => return Err(unsupported()),
         })
     }
