@@ -518,6 +518,31 @@ impl<'m> Lowerer<'m> {
         reads
     }
 
+    /// The levels of a scatter kernel's operand (type `ty`) and of its result `e`'s temporary,
+    /// both dense; the operand's values must depend on its own levels only (not on loops
+    /// around the op).
+    fn scatter_levels(
+        &self,
+        func: &Function,
+        e: &Expr,
+        ty: Handle<Type>,
+        values: impl IntoIterator<Item = Rc<SExpr>>,
+        what: &str,
+    ) -> Result<(Vec<Level>, Vec<Level>), LowerError> {
+        let dense = |ty| -> Vec<Level> {
+            split(self.types, ty).0.iter().map(|l| Level::dense(l.name.clone(), l.interval)).collect()
+        };
+        let operand = dense(ty);
+        let own: Vec<&DimName> = operand.iter().map(|l| &l.name).collect();
+        if !depends_only_on(values, &own) {
+            return Err(LowerError::Unsupported {
+                op: format!("{what} inside a loop over other dimensions"),
+                func: func.name.clone(),
+            });
+        }
+        Ok((operand.clone(), dense(e.ty)))
+    }
+
     /// `coordinates` / `nonzeros` of `value` (type `ty`) along `dim` into a temporary over the
     /// result's levels (a [`crate::kernel::Scatter::Compact`] kernel over the other levels),
     /// read back with its presence: the runs' ends are skips.
@@ -530,18 +555,7 @@ impl<'m> Lowerer<'m> {
         dim: &DimName,
         coordinates: bool,
     ) -> Result<Sym, LowerError> {
-        let operand = split(self.types, ty).0;
-        let result = split(self.types, e.ty).0;
-        let own: Vec<&DimName> = operand.iter().map(|l| &l.name).collect();
-        if !depends_only_on([value.clone()], &own) {
-            return Err(LowerError::Unsupported {
-                op: "`coordinates` or `nonzeros` inside a loop over other dimensions".into(),
-                func: func.name.clone(),
-            });
-        }
-        let dense =
-            |ls: &[Level]| -> Vec<Level> { ls.iter().map(|l| Level::dense(l.name.clone(), l.interval)).collect() };
-        let levels = dense(&result);
+        let (operand, levels) = self.scatter_levels(func, e, ty, [value.clone()], "`coordinates` or `nonzeros`")?;
         let at = operand.iter().find(|l| &l.name == dim).expect("verified dimension");
         let name = format!("tmp{}", self.kernels.len());
         let scalar = self.element_scalar(e.ty);
@@ -604,18 +618,7 @@ impl<'m> Lowerer<'m> {
         ty: Handle<Type>,
         dim: &DimName,
     ) -> Result<Sym, LowerError> {
-        let operand = split(self.types, ty).0;
-        let result = split(self.types, e.ty).0;
-        let own: Vec<&DimName> = operand.iter().map(|l| &l.name).collect();
-        if !depends_only_on([coordinate.clone(), value.clone()], &own) {
-            return Err(LowerError::Unsupported {
-                op: "`assemble` inside a loop over other dimensions".into(),
-                func: func.name.clone(),
-            });
-        }
-        let dense =
-            |ls: &[Level]| -> Vec<Level> { ls.iter().map(|l| Level::dense(l.name.clone(), l.interval)).collect() };
-        let levels = dense(&result);
+        let (operand, levels) = self.scatter_levels(func, e, ty, [coordinate.clone(), value.clone()], "`assemble`")?;
         let target = levels.iter().position(|l| &l.name == dim).expect("verified dimension");
         let scalar = self.element_scalar(e.ty);
         self.buffers.push(Buffer::temporary(
@@ -627,7 +630,7 @@ impl<'m> Lowerer<'m> {
         let buffer = self.buffers.len() - 1;
         let mut k = Kernel::nest(
             format!("%{} = the values added at their coordinates along {dim}", e.name),
-            dense(&operand),
+            operand,
             Vec::new(),
         );
         k.scatter = Some(crate::kernel::Scatter::AddAt { coordinate, value, buffer, target });

@@ -19,12 +19,7 @@ use strata_codegen::{compile, emit_c, exec, lower};
 use strata_runtime::random::XorShift;
 use strata_runtime::{Column, Data, Tensor, ValueType};
 
-const PAYLOADS: &str = "func @mac(%acc: f64, %a: f64, %b: f64) -> f64 {
-  %p = multiplies(%a, %b) : f64
-  %s = plus(%acc, %p) : f64
-  return %s
-}
-func @add(%acc: f64, %a: f64) -> f64 {
+const OWN_PAYLOADS: &str = "func @add(%acc: f64, %a: f64) -> f64 {
   %s = plus(%acc, %a) : f64
   return %s
 }
@@ -49,16 +44,11 @@ func @nonzero(%acc: f64, %a: f64) -> f64 {
   %s = plus(%acc, %one) : f64
   return %s
 }
-func @take_b(%acc: f64, %a: f64, %b: f64) -> f64 {
-  %s = plus(%acc, %b) : f64
-  return %s
-}
-func @both(%acc: f64, %a: f64, %b: f64) -> f64 {
-  %p = plus(%a, %b) : f64
-  %s = plus(%acc, %p) : f64
-  return %s
-}
 ";
+
+/// The payloads the programs call: the shared ones and this test's own.
+static PAYLOADS: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| format!("{}{OWN_PAYLOADS}", common::BINARY_PAYLOADS));
 
 /// How an operand is stored.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -157,7 +147,7 @@ fn draw(rng: &mut XorShift) -> Drawn {
 }
 
 fn infer(params: &str, body: &[String], stmt: &str, name: &str) -> Option<String> {
-    common::infer(PAYLOADS, params, body, stmt, name)
+    common::infer(&PAYLOADS, params, body, stmt, name)
 }
 
 /// The level names of a tensor type's text, in level order.
@@ -220,7 +210,7 @@ fn render(d: &Drawn, formats: [Format; 3], name: &str) -> Option<String> {
     let text = format!("func @{name}({params}) -> {result_ty} {{\n{lines}  return {result}\n}}\n");
     // The inferred types must themselves be well-formed (the verifier infers an ill-formed COO
     // type for some operand orders: see the note in docs/design.md).
-    let module = strata_syntax::parse(&format!("{PAYLOADS}{text}")).ok()?;
+    let module = strata_syntax::parse(&format!("{}{text}", *PAYLOADS)).ok()?;
     strata_verify::verify(&module).ok()?;
     Some(text)
 }
@@ -342,7 +332,7 @@ fn a_thousand_random_programs_compute_the_same_values_in_every_format() {
         groups.push((d, members));
     }
     assert!(attempts < 3 * programs, "{attempts} draws for {programs} programs");
-    let module = strata_syntax::parse(&format!("{PAYLOADS}{}", texts.concat())).unwrap_or_else(|d| panic!("{d:?}"));
+    let module = strata_syntax::parse(&format!("{}{}", *PAYLOADS, texts.concat())).unwrap_or_else(|d| panic!("{d:?}"));
     let info = strata_verify::verify(&module).unwrap_or_else(|d| panic!("{:?}", d[0]));
     let entries: Vec<_> = (0..texts.len()).map(|k| module.function_by_name(&format!("p{k}")).expect("entry")).collect();
     let lowered: Vec<_> = entries

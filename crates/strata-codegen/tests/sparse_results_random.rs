@@ -18,21 +18,7 @@ use strata_codegen::{compile, emit_c, exec, lower};
 use strata_runtime::random::XorShift;
 use strata_runtime::{Column, Data, Tensor, ValueType};
 
-const PAYLOADS: &str = "func @mac(%acc: f64, %a: f64, %b: f64) -> f64 {
-  %p = multiplies(%a, %b) : f64
-  %s = plus(%acc, %p) : f64
-  return %s
-}
-func @take_b(%acc: f64, %a: f64, %b: f64) -> f64 {
-  %s = plus(%acc, %b) : f64
-  return %s
-}
-func @both(%acc: f64, %a: f64, %b: f64) -> f64 {
-  %p = plus(%a, %b) : f64
-  %s = plus(%acc, %p) : f64
-  return %s
-}
-func @count(%acc: f64, %a: f64, %b: f64) -> f64 {
+const OWN_PAYLOADS: &str = "func @count(%acc: f64, %a: f64, %b: f64) -> f64 {
   %one = constant(value = 1.0) : f64
   %s = plus(%acc, %one) : f64
   return %s
@@ -43,6 +29,10 @@ func @maxprod(%acc: f64, %a: f64, %b: f64) -> f64 {
   return %s
 }
 ";
+
+/// The payloads the programs call: the shared ones and this test's own.
+static PAYLOADS: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| format!("{}{OWN_PAYLOADS}", common::BINARY_PAYLOADS));
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Format {
@@ -112,7 +102,7 @@ fn render(d: &Drawn, fa: Format, fb: Format, fr: Format, name: &str) -> Option<S
     let result = match d.then {
         None => "%r",
         Some(op) => {
-            let ty = common::infer(PAYLOADS, &params, &body, &format!("%s = {op}(%r, %d)"), "s")?;
+            let ty = common::infer(&PAYLOADS, &params, &body, &format!("%s = {op}(%r, %d)"), "s")?;
             body.push(format!("%s = {op}(%r, %d) : {ty}"));
             "%s"
         }
@@ -120,7 +110,7 @@ fn render(d: &Drawn, fa: Format, fb: Format, fr: Format, name: &str) -> Option<S
     let result_ty = body.last().and_then(|l| l.rsplit_once(" : ")).map(|(_, t)| t.to_string())?;
     let lines: String = body.iter().map(|l| format!("  {l}\n")).collect();
     let text = format!("func @{name}({params}) -> {result_ty} {{\n{lines}  return {result}\n}}\n");
-    let module = strata_syntax::parse(&format!("{PAYLOADS}{text}")).ok()?;
+    let module = strata_syntax::parse(&format!("{}{text}", *PAYLOADS)).ok()?;
     strata_verify::verify(&module).ok()?;
     Some(text)
 }
@@ -201,7 +191,7 @@ fn random_programs_with_sparse_results_compute_the_dense_values() {
         }
         groups.push((d, members));
     }
-    let module = strata_syntax::parse(&format!("{PAYLOADS}{}", texts.concat())).unwrap_or_else(|d| panic!("{d:?}"));
+    let module = strata_syntax::parse(&format!("{}{}", *PAYLOADS, texts.concat())).unwrap_or_else(|d| panic!("{d:?}"));
     let info = strata_verify::verify(&module).unwrap_or_else(|d| panic!("{:?}", d[0]));
     let entries: Vec<_> = (0..texts.len()).map(|k| module.function_by_name(&format!("p{k}")).expect("entry")).collect();
     let lowered: Vec<_> = entries

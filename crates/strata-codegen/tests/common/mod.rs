@@ -8,6 +8,24 @@ use strata_ir::LevelFormat;
 use strata_runtime::random::XorShift;
 use strata_runtime::Tensor;
 
+/// Payloads over two operands the random-program tests share: multiply-add (annihilated by a
+/// zero operand), a sum that ignores `a`, and a sum of both (a union).
+pub const BINARY_PAYLOADS: &str = "func @mac(%acc: f64, %a: f64, %b: f64) -> f64 {
+  %p = multiplies(%a, %b) : f64
+  %s = plus(%acc, %p) : f64
+  return %s
+}
+func @take_b(%acc: f64, %a: f64, %b: f64) -> f64 {
+  %s = plus(%acc, %b) : f64
+  return %s
+}
+func @both(%acc: f64, %a: f64, %b: f64) -> f64 {
+  %p = plus(%a, %b) : f64
+  %s = plus(%acc, %p) : f64
+  return %s
+}
+";
+
 /// Gives a sparse or ragged value a random pattern: compressed levels store each element with
 /// probability `density` (the others become the fill value, zero, present); a ragged row keeps
 /// a prefix of random length (some rows empty, some full), the rest skipped (absent). Dense
