@@ -161,16 +161,19 @@ fn data(rng: &mut XorShift, rows: usize, cols: usize) -> Vec<f64> {
         .collect()
 }
 
+/// A rendering of a drawn program: its entry's index and the formats of `%a`, `%b`, `%r`.
+type Rendering = (usize, [Format; 3]);
+
 /// Entries per translation unit.
 const CHUNK: usize = 300;
 
 #[test]
 fn random_programs_with_sparse_results_compute_the_dense_values() {
     let cache = common::private_cache("sparse-results-random");
-    let mut rng = XorShift::new(0x5EED_C5E);
+    let mut rng = XorShift::new(0x05EE_DC5E);
     let programs = 300;
     let mut texts: Vec<String> = Vec::new();
-    let mut groups: Vec<(Drawn, Vec<(usize, [Format; 3])>)> = Vec::new();
+    let mut groups: Vec<(Drawn, Vec<Rendering>)> = Vec::new();
     while groups.len() < programs {
         let d = draw(&mut rng);
         let Some(reference) = render(&d, Format::Dense, Format::Dense, Format::Dense, &format!("p{}", texts.len()))
