@@ -131,6 +131,37 @@ def sparse_dot(strata, work, rng):
     expect("hadamard", sp.load_npz(out["result"]).toarray(), a.multiply(b).toarray())
 
 
+def spgemm(strata, work, rng):
+    import scipy.sparse as sp
+
+    rs = np.random.RandomState(3)
+    a = sp.random(2000, 3000, density=2e-3, format="csr", random_state=rs)
+    b = sp.random(3000, 2500, density=3e-3, format="csr", random_state=rs)
+    a.data, b.data = a.data * 4, b.data * 4
+    for name, m in (("a", a), ("b", b)):
+        sp.save_npz(os.path.join(work, f"{name}.npz"), m)
+    files = {"a": os.path.join(work, "a.npz"), "b": os.path.join(work, "b.npz")}
+    c = (a @ b).tocsr()
+    c.eliminate_zeros()
+    c.sort_indices()
+    out = run(strata, "sparse/spgemm.strata", work, files, {"result": ".npz"}, entry="spgemm")
+    got = sp.load_npz(out["result"]).tocsr()
+    if not (got.has_sorted_indices and np.array_equal(got.indptr, c.indptr) and np.array_equal(got.indices, c.indices)):
+        raise SystemExit(f"spgemm: stored pattern differs from SciPy's ({got.nnz} entries, SciPy {c.nnz})")
+    expect("spgemm", got.data, c.data)
+    sp.save_npz(os.path.join(work, "c.npz"), c)
+    out = run(strata, "sparse/spgemm.strata", work, {"c": os.path.join(work, "c.npz")}, {"result": ".npz"}, entry="row_entries")
+    z = np.load(out["result"])
+    expect("row_entries offsets", z["offsets"], c.indptr.astype(np.int64))
+    expect("row_entries", z["values"], c.indices.astype(np.int64))
+    out = run(strata, "sparse/spgemm.strata", work, {"c": os.path.join(work, "c.npz")}, {"result": ".npz"}, entry="row_values")
+    expect("row_values", np.load(out["result"])["values"], c.data)
+    t = c.multiply(c > 1).tocsr()
+    t.eliminate_zeros()
+    out = run(strata, "sparse/spgemm.strata", work, files, {"result": ".npz"}, entry="threshold")
+    expect("threshold", sp.load_npz(out["result"]).toarray(), t.toarray())
+
+
 def ragged_row_sum(strata, work, rng):
     lengths = rng.integers(0, 65, 1000)
     lengths[:3] = 0  # empty rows
@@ -270,6 +301,7 @@ CHECKS = {
     "nabla": nabla,
     "spmv_csr": spmv_csr,
     "sparse_dot": sparse_dot,
+    "spgemm": spgemm,
     "ragged_row_sum": ragged_row_sum,
     "nested": nested,
     "gemms": gemms,
