@@ -41,9 +41,14 @@ fn examples_match_numpy_and_scipy() {
     // The default backend (native where it compiles) and the reference interpreter alone.
     for backend in ["auto", "interp"] {
         let text = oracle_with("check_examples.py", &["--backend", backend]);
-        for check in
-            ["ok nabla.f1", "ok spmv_from_csc", "ok ragged_row_sum", "ok gemm_packed_4d", "ok distributed_axpy"]
-        {
+        for check in [
+            "ok nabla.f1",
+            "ok spmv_from_csc",
+            "ok ragged_row_sum",
+            "ok gemm_packed_4d",
+            "ok distributed_axpy",
+            "ok threshold",
+        ] {
             assert!(text.contains(check), "{backend}: {check} missing:\n{text}");
         }
     }
