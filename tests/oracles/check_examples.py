@@ -135,8 +135,8 @@ def spgemm(strata, work, rng):
     import scipy.sparse as sp
 
     rs = np.random.RandomState(3)
-    a = sp.random(2000, 3000, density=2e-3, format="csr", random_state=rs)
-    b = sp.random(3000, 2500, density=3e-3, format="csr", random_state=rs)
+    a = sp.random(200, 300, density=0.02, format="csr", random_state=rs)
+    b = sp.random(300, 250, density=0.03, format="csr", random_state=rs)
     a.data, b.data = a.data * 4, b.data * 4
     for name, m in (("a", a), ("b", b)):
         sp.save_npz(os.path.join(work, f"{name}.npz"), m)
