@@ -107,7 +107,7 @@ pub struct Kernel {
     /// Buffers only this kernel writes and reads, at the current point: kept per strip of
     /// columns in a small scratch array (in cache) instead of memory.
     pub local: Vec<usize>,
-    /// Loops (domain levels or fold variables, by name) that visit the coordinates sparse
+    /// Loops (domain levels, fold variables or other inner loops, by name) that visit the coordinates sparse
     /// operands store instead of their whole range ([`crate::sparse::coiterate`]).
     pub sets: Vec<crate::sparse::CoIteration>,
     /// Set when the kernel writes a sparse result as storage ([`CompressedOut`]).
@@ -379,7 +379,8 @@ impl std::fmt::Display for KernelProgram {
             let domain: Vec<&DimName> = kernel.domain.iter().map(|l| &l.name).collect();
             for c in kernel.sets.iter().filter(|c| !domain.contains(&&c.var)) {
                 let how = if c.merge { ", merged" } else { "" };
-                writeln!(f, "    (fold variable {} visits {} ∩ {}{how})", c.var, c.set, c.range)?;
+                // A fold's variable, a Gustavson row's columns or a compaction's dimension.
+                writeln!(f, "    (inner loop {} visits {} ∩ {}{how})", c.var, c.set, c.range)?;
             }
             match &kernel.scatter {
                 Some(Scatter::Compact { dim, value, coordinates, buffer, presence, .. }) => writeln!(
