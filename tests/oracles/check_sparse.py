@@ -444,6 +444,14 @@ func @rank_of_entries(%a: !CSR) -> tensor<index, Row[0:30], E[0:20] ragged> {
   %r = scan(@count_step, %c, dim = E, forward = true, init = 0) : tensor<index, Row[0:30], E[0:20] ragged>
   return %r
 }
+func @nz_ragged(%r: tensor<f64, Row[0:4], R[0:6] ragged>) -> tensor<f64, Row[0:4], E[0:6] ragged> {
+  %v = nonzeros(%r, dim = R) : tensor<f64, Row[0:4], E[0:6] ragged>
+  return %v
+}
+func @crd_csc(%a: tensor<f64, Col[0:20], Row[0:30] compressed>) -> tensor<index, Row[0:30], E[0:20] ragged> {
+  %c = coordinates(%a, dim = Col) : tensor<index, Row[0:30], E[0:20] ragged>
+  return %c
+}
 func @build(%c: tensor<i64, Row[0:4], E[0:6] ragged>, %v: tensor<f64, Row[0:4], E[0:6] ragged>) -> tensor<f64, Row[0:4], Col[3:9] compressed> {
   %b = assemble(%c, %v, dim = Col) : tensor<f64, Row[0:4], Col[3:9] compressed>
   return %b
@@ -469,6 +477,11 @@ want_build = sp.coo_matrix((np.concatenate(runs_v), (rows_idx, np.concatenate(ru
 want_build.sum_duplicates()
 build_in = {"c": ("ragged", ragged_of(runs_c, np.int64)), "v": ("ragged", ragged_of(runs_v))}
 case("entries_assemble", ENTRIES, build_in, {"result": ("sparse", want_build, False)}, "build")
+runs_r = [[0.0, 1.5, 0.0, -2.0], [], [3.0], [0.0, 0.0, 4.0, 5.0, 0.0, 6.0]]
+case("entries_ragged", ENTRIES, {"r": ("ragged", ragged_of(runs_r))},
+     {"result": ("ragged", ragged_of([[x for x in r if x != 0] for r in runs_r]))}, "nz_ragged")
+case("entries_from_csc", ENTRIES, {"a": A.T.tocsc()},
+     {"result": ("ragged", {"offsets": A.indptr.astype(np.int64), "values": A.indices.astype(np.int64)})}, "crd_csc")
 P = A.multiply(B).tocsr()
 P.eliminate_zeros()
 P.sort_indices()
