@@ -758,9 +758,9 @@ def workloads() -> list[Workload]:
             target=Target("fraction", 0.80), rtol=1e-12, atol=1e-12,
             note="5-point Poisson matrix, 1024^2 grid: 1 M rows, 5.2 M entries (~63 MB as SciPy stores it, "
             "int32 coordinates, as Strata reads them)",
-            gap="each 5-entry row is a short scalar loop (a gathered load of x and an add per entry, no "
-            "vectorization across rows); narrowing coordinates from int64 to int32 (a fifth fewer bytes) did not "
-            "change the time, so the loop, not the memory traffic, bounds it",
+            gap="the generated loop is as fast as a hand-written C CSR loop over the same arrays (2.1-2.2 ms at "
+            "2 threads measured standalone, 71-80 % of the read figures seen); interleaving four rows' "
+            "accumulator chains by hand gained 5 %; pinned runs in this suite measure slower and vary by run",
         )
     )
     ws.append(
