@@ -327,6 +327,14 @@ pub fn cmd_run(file: &Path, opts: &RunOptions) -> i32 {
         Ok(a) => a,
         Err(m) => return usage(&mut stderr, m),
     };
+    // A static extent in a type (`nnz = N`, `total = N`) is a claim the data must keep.
+    let params = &module.functions[entry].params;
+    for (a, &p) in args.iter().zip(params) {
+        if let Some(m) = a.extent_mismatch() {
+            let name = &module.functions[entry].exprs[p].name;
+            return usage(&mut stderr, format!("argument `{name}`: {m}"));
+        }
+    }
     // Refuse to overwrite an input with an output.
     for (n, p) in &outs {
         if sources.iter().any(|(_, s)| matches!(s, run::ArgSource::File(f) if same_file(f, p))) {
@@ -394,6 +402,12 @@ pub fn cmd_run(file: &Path, opts: &RunOptions) -> i32 {
         }
     };
     let elapsed = start.elapsed();
+    for (n, v) in &values {
+        if let Some(m) = v.extent_mismatch() {
+            let _ = writeln!(stderr, "error: `{n}` of `@{}`: {m}; nothing was written", module.functions[entry].name);
+            return 1;
+        }
+    }
     if let Err(m) = run::write_outputs(&values, &outs) {
         let _ = writeln!(stderr, "error: {m}");
         return 1;

@@ -344,3 +344,44 @@ fn unwritable_timings_path_is_a_clear_error() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("cannot write the timings"), "{}", stderr(&o));
 }
+
+const NNZ_IN: &str = "func @f(%a: tensor<f64, Row[0:3], Col[0:4] compressed(nnz = 2)>) -> tensor<f64, Row[0:3], Col[0:4]> {\n  %c = convert(%a, mode = copy) : tensor<f64, Row[0:3], Col[0:4]>\n  return %c\n}\n";
+const NNZ_OUT: &str = "func @f(%a: tensor<f64, Row[0:3], Col[0:4]>) -> tensor<f64, Row[0:3], Col[0:4] compressed(nnz = N)> {\n  %c = convert(%a, mode = copy) : tensor<f64, Row[0:3], Col[0:4] compressed(nnz = N)>\n  return %c\n}\n";
+
+#[test]
+fn static_extents_in_types_are_checked_on_arguments_and_results() {
+    let d = tmp("nnz");
+    let f = write(&d, "in.strata", NNZ_IN);
+    for backend in ["interp", "native"] {
+        let o = strata(&["run", &f, "--backend", backend, "--arg", "a=ones"]);
+        assert_ne!(o.status.code(), Some(0), "{backend}");
+        let e = stderr(&o);
+        assert!(e.contains("argument `a`: level `Col` stores 12 entries, but its type says `nnz = 2`"), "{e}");
+    }
+    let bad = write(&d, "out.strata", &NNZ_OUT.replace('N', "5"));
+    let good = write(&d, "out12.strata", &NNZ_OUT.replace('N', "12"));
+    let out = d.join("r.npz");
+    for backend in ["interp", "native"] {
+        let o = strata(&[
+            "run",
+            &bad,
+            "--backend",
+            backend,
+            "--arg",
+            "a=ones",
+            "--out",
+            &format!("result={}", out.display()),
+        ]);
+        assert_eq!(o.status.code(), Some(1), "{backend}");
+        let e = stderr(&o);
+        assert!(
+            e.contains(
+                "`result` of `@f`: level `Col` stores 12 entries, but its type says `nnz = 5`; nothing was written"
+            ),
+            "{e}"
+        );
+        assert!(!out.exists(), "{backend}: a result contradicting its type was written");
+        let o = strata(&["run", &good, "--backend", backend, "--arg", "a=ones"]);
+        assert_eq!(o.status.code(), Some(0), "{backend}: {}", stderr(&o));
+    }
+}

@@ -68,6 +68,42 @@ pub fn assemble(t: &Tensor) -> Storage {
     assemble_as(t, &formats)
 }
 
+/// Where `storage` (of a value of type `ty`, in its formats) contradicts a static extent the
+/// type declares — `compressed(nnz = N)`, `ragged(total = N)` — naming the level and both
+/// counts; `None` when it does not (or the type declares none).
+pub fn extent_mismatch(ty: &ValueType, storage: &Storage) -> Option<String> {
+    use strata_ir::Extent;
+    for (l, buffers) in ty.levels.iter().zip(&storage.levels) {
+        let (declared, what, stored) = match (l.format, buffers) {
+            (LevelFormat::Compressed { nnz: Extent::Static(n), .. }, LevelBuffers::Compressed { coordinates, .. }) => {
+                (n, "nnz", coordinates.len())
+            }
+            (LevelFormat::Ragged { total: Extent::Static(n) }, LevelBuffers::Ragged { offsets }) => {
+                (n, "total", offsets.last().copied().unwrap_or(0))
+            }
+            _ => continue,
+        };
+        if stored as u64 != declared {
+            return Some(format!(
+                "level `{}` stores {stored} entries, but its type says `{what} = {declared}`",
+                l.name
+            ));
+        }
+    }
+    None
+}
+
+/// Whether `ty` declares a static extent ([`extent_mismatch`] has something to check).
+pub fn has_static_extents(ty: &ValueType) -> bool {
+    use strata_ir::Extent;
+    ty.levels.iter().any(|l| {
+        matches!(
+            l.format,
+            LevelFormat::Compressed { nnz: Extent::Static(_), .. } | LevelFormat::Ragged { total: Extent::Static(_) }
+        )
+    })
+}
+
 /// [`assemble`] with other level formats than `t`'s type has, one per level (a backend's
 /// choice of storage for the same stored entries).
 pub fn assemble_as(t: &Tensor, formats: &[LevelFormat]) -> Storage {

@@ -62,6 +62,18 @@ impl Value {
         }
     }
 
+    /// Where the value contradicts a static extent of its type (`compressed(nnz = N)`,
+    /// `ragged(total = N)`; see [`crate::storage::extent_mismatch`]).
+    pub fn extent_mismatch(&self) -> Option<String> {
+        if !crate::storage::has_static_extents(self.ty()) {
+            return None;
+        }
+        match self {
+            Value::Tensor(t) => crate::storage::extent_mismatch(&t.ty, &assemble(t)),
+            Value::Stored(s) => crate::storage::extent_mismatch(&s.ty, &s.storage),
+        }
+    }
+
     /// The logical tensor (a stored value's dense view, see [`Stored::to_tensor`]).
     pub fn into_tensor(self) -> Result<Tensor, StorageError> {
         match self {
