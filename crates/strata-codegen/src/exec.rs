@@ -397,10 +397,8 @@ fn fresh_column<T: Argument>(b: &crate::kernel::Buffer, args: &[T]) -> Column {
     }
     let mut c = match b.param {
         Some(p) if !b.overwritten => column(&args[p].tensor().expect("dense parameters are tensors").data, &b.field),
-        _ if b.overwritten => match pool::take(b.scalar, len) {
-            Some(c) => return c,
-            None => Column::zeros(b.scalar, len),
-        },
+        // Written whole before it is read: stale content is never seen.
+        _ if b.overwritten => return reusable_column(b.scalar, len),
         _ => Column::zeros(b.scalar, len),
     };
     if b.written || b.temp {

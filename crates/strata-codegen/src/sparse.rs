@@ -245,7 +245,7 @@ pub fn reads_sparse(e: &Rc<SExpr>) -> bool {
 }
 
 /// Every sparse read in `e` (inside folds and coordinates too), once each.
-fn sparse_reads(e: &Rc<SExpr>) -> Vec<Rc<SparseRead>> {
+pub(crate) fn sparse_reads(e: &Rc<SExpr>) -> Vec<Rc<SparseRead>> {
     fn part(p: Part, out: &mut Vec<Rc<SparseRead>>) {
         match p {
             Part::Expr(e) => {

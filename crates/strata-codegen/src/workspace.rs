@@ -22,8 +22,8 @@ use std::rc::Rc;
 
 use crate::fill::{unchanged_at_fill, zero_at_fill};
 use crate::kernel::KernelProgram;
-use crate::sparse::{CoIteration, IterSet, LevelStorage};
-use crate::sym::{for_each_coord_part, for_each_part, map_children, Coord, Part, SExpr, SparseRead};
+use crate::sparse::{sparse_reads, CoIteration, IterSet, LevelStorage};
+use crate::sym::{for_each_coord_part, for_each_part, map_children, Coord, Part, SExpr};
 
 /// A compressed result's row computed in a workspace ([`gustavson`]).
 #[derive(Clone, Debug, PartialEq)]
@@ -95,24 +95,6 @@ fn folds(e: &Rc<SExpr>) -> Vec<Rc<SExpr>> {
         match p {
             Part::Expr(e) if matches!(&**e, SExpr::Reduce { .. }) => out.push(e.clone()),
             Part::Expr(e) => for_each_part(e, &mut |q| walk(q, out)),
-            Part::Coord(c) => for_each_coord_part(c, &mut |q| walk(q, out)),
-        }
-    }
-    let mut out = Vec::new();
-    walk(Part::Expr(e), &mut out);
-    out
-}
-
-/// The sparse reads in `e`.
-fn sparse_reads(e: &Rc<SExpr>) -> Vec<Rc<SparseRead>> {
-    fn walk(p: Part, out: &mut Vec<Rc<SparseRead>>) {
-        match p {
-            Part::Expr(e) => {
-                if let SExpr::Sparse(r) = &**e {
-                    out.push(r.clone());
-                }
-                for_each_part(e, &mut |q| walk(q, out));
-            }
             Part::Coord(c) => for_each_coord_part(c, &mut |q| walk(q, out)),
         }
     }
