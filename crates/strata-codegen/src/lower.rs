@@ -194,7 +194,8 @@ impl<'m> Lowerer<'m> {
         self.check_storage("result", rty, func)?;
         let scalar = self.element_scalar(rty);
         let last = levels.len() - 1;
-        let outer: Vec<Level> = levels[..last].iter().map(|l| Level::dense(l.name.clone(), l.interval)).collect();
+        let domain = dense_levels(&levels);
+        let outer = domain[..last].to_vec();
         let mut storage = |name: &str, scalar: Scalar, part: StoragePart| {
             self.buffers.push(Buffer {
                 name: format!("result.{name}"),
@@ -213,7 +214,6 @@ impl<'m> Lowerer<'m> {
         let coordinates = storage("crd", coordinate_scalar(levels[last].interval), StoragePart::Coordinates(last));
         let values = storage("values", scalar, StoragePart::Values);
         let leaf = value.leaves().into_iter().next().expect("checked: scalar elements");
-        let domain: Vec<Level> = levels.iter().map(|l| Level::dense(l.name.clone(), l.interval)).collect();
         let mut k = Kernel::nest(
             "return (the non-zeros of a sparse result)".into(),
             domain,
@@ -347,24 +347,15 @@ impl<'m> Lowerer<'m> {
             let ae = &func.exprs[*a];
             let (alevels, element) = split(self.types, ae.ty);
             let scalars: Vec<Scalar> = parts.iter().map(|_| self.element_scalar(ae.ty)).collect();
-            let dense: Vec<Level> = alevels.iter().map(|l| Level::dense(l.name.clone(), l.interval)).collect();
             let comment = format!("%{} (read by a scan; computed once, densely)", ae.name);
-            let reads = self.materialize(dense, &parts, &scalars, comment);
+            let reads = self.materialize(dense_levels(&alevels), &parts, &scalars, comment);
             operands.push(assemble(self.types, element, &mut reads.into_iter()));
         }
         let leaves: Vec<Rc<SExpr>> = operands.iter().flat_map(Sym::leaves).collect();
         let (states, state) = self.state_registers(init, split(self.types, e.ty).1, func)?;
-        let mut call_args = vec![state];
-        call_args.extend(operands);
-        // A step is skipped where an operand is (a position past a ragged run: a segmented
-        // scan), whatever the payload reads; the state is kept and the result is absent there.
-        let updates: Vec<Rc<SExpr>> = self
-            .inline(f, call_args)?
-            .leaves()
-            .into_iter()
-            .zip(&states)
-            .map(|(u, st)| crate::fill::only_where(&leaves, u, st.1, &self.sparse))
-            .collect();
+        // A position past a ragged run skips the step (a segmented scan); the result is
+        // absent there too (below).
+        let updates = self.guarded_steps(f, state, operands, &states)?;
         if updates
             .iter()
             .any(|u| matches!(&**u, SExpr::Load(l) if l.coords.iter().any(|c| matches!(c, Coord::Table { .. }))))
@@ -385,6 +376,27 @@ impl<'m> Lowerer<'m> {
             .zip(scalars)
             .map(|(r, scalar)| crate::fill::only_where(&leaves, r, scalar, &self.sparse));
         Ok(assemble(self.types, split(self.types, e.ty).1, &mut reads))
+    }
+
+    /// The next value of each state register of `states` (current values `state`) after one
+    /// step of payload `f` on `operands`: absent, so the step is skipped and the state kept,
+    /// wherever an operand is absent, whatever the payload reads ([`crate::fill::only_where`]).
+    fn guarded_steps(
+        &mut self,
+        f: Handle<Function>,
+        state: Sym,
+        operands: Vec<Sym>,
+        states: &[StateRegister],
+    ) -> Result<Vec<Rc<SExpr>>, LowerError> {
+        let leaves: Vec<Rc<SExpr>> = operands.iter().flat_map(Sym::leaves).collect();
+        let mut call_args = vec![state];
+        call_args.extend(operands);
+        let steps = self.inline(f, call_args)?.leaves();
+        Ok(steps
+            .into_iter()
+            .zip(states)
+            .map(|(u, st)| crate::fill::only_where(&leaves, u, st.1, &self.sparse))
+            .collect())
     }
 
     /// Pushes a kernel running `scan` over `domain` whose stores write each state register
@@ -529,9 +541,7 @@ impl<'m> Lowerer<'m> {
         values: impl IntoIterator<Item = Rc<SExpr>>,
         what: &str,
     ) -> Result<(Vec<Level>, Vec<Level>), LowerError> {
-        let dense = |ty| -> Vec<Level> {
-            split(self.types, ty).0.iter().map(|l| Level::dense(l.name.clone(), l.interval)).collect()
-        };
+        let dense = |ty| dense_levels(&split(self.types, ty).0);
         let operand = dense(ty);
         let own: Vec<&DimName> = operand.iter().map(|l| &l.name).collect();
         if !depends_only_on(values, &own) {
@@ -836,17 +846,7 @@ impl<'m> Lowerer<'m> {
             return Err(refuse("inside a loop over other dimensions"));
         }
         let (states, state) = self.state_registers_from(init, element);
-        let operands: Vec<Rc<SExpr>> = elems.iter().flat_map(Sym::leaves).collect();
-        let mut call_args = vec![state];
-        call_args.extend(elems);
-        // A step is skipped where an operand is, whatever the payload reads.
-        let updates: Vec<Rc<SExpr>> = self
-            .inline(f, call_args)?
-            .leaves()
-            .into_iter()
-            .zip(&states)
-            .map(|(u, st)| crate::fill::only_where(&operands, u, st.1, &self.sparse))
-            .collect();
+        let updates = self.guarded_steps(f, state, elems, &states)?;
         if updates.iter().any(crate::sparse::reads_sparse) {
             return Err(refuse("over sparse or ragged values"));
         }
@@ -1781,4 +1781,9 @@ fn coordinate_scalar(interval: strata_ir::Interval) -> Scalar {
     } else {
         Scalar::I64
     }
+}
+
+/// `levels` as dense levels (same names and intervals): how kernels loop over them.
+fn dense_levels(levels: &[Level]) -> Vec<Level> {
+    levels.iter().map(|l| Level::dense(l.name.clone(), l.interval)).collect()
 }
