@@ -89,39 +89,19 @@ static inline int64_t strata_nb(int64_t t, int64_t lo, int64_t hi, int *err) {
 static inline int strata_ok(int64_t t) { return t != -1; }
 /* Position of coordinate c among the sorted, unique coordinates crd[lo..hi) of a compressed
    level, or -1 where it is not stored. Pure, so the compiler shares repeated searches. */
-static inline __attribute__((pure)) int64_t strata_find(const int64_t *crd, int64_t lo, int64_t hi, int64_t c) {
-  const int64_t end = hi;
-  while (lo < hi) { const int64_t mid = lo + (hi - lo) / 2; if (crd[mid] < c) lo = mid + 1; else hi = mid; }
-  return (lo < end && crd[lo] == c) ? lo : -1;
-}
-/* The same over int32 coordinates. */
-static inline __attribute__((pure)) int64_t strata_find32(const int32_t *crd, int64_t lo, int64_t hi, int64_t c) {
-  const int64_t end = hi;
-  while (lo < hi) { const int64_t mid = lo + (hi - lo) / 2; if (crd[mid] < c) lo = mid + 1; else hi = mid; }
-  return (lo < end && crd[lo] == c) ? lo : -1;
-}
+#define STRATA_FIND(name, T) static inline __attribute__((pure)) int64_t name(const T *crd, int64_t lo, int64_t hi, int64_t c) { \
+  const int64_t end = hi; \
+  while (lo < hi) { const int64_t mid = lo + (hi - lo) / 2; if (crd[mid] < c) lo = mid + 1; else hi = mid; } \
+  return (lo < end && crd[lo] == c) ? lo : -1; }
+STRATA_FIND(strata_find, int64_t)
+STRATA_FIND(strata_find32, int32_t)
 /* A computed index: must lie in [lo, hi), else error 4. */
 static inline int64_t strata_ix(int64_t t, int64_t lo, int64_t hi, int *err) {
   if (t < lo || t >= hi) { *err = 4; return lo; }
   return t;
 }
-/* Sorts a[0..n) in place: quicksort (median of three, the smaller side recursed) down to
-   runs of 16, finished by insertion sort; no comparison callbacks. */
+/* Sorts a[0..n) in place by insertion: for the short lists (at most 32) of a sparse row. */
 static void strata_sort_i64(int64_t *a, int64_t n) {
-  while (n > 16) {
-    int64_t x = a[0], y = a[n / 2], z = a[n - 1];
-    const int64_t p = x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
-    int64_t i = 0, j = n - 1;
-    for (;;) {
-      while (a[i] < p) ++i;
-      while (a[j] > p) --j;
-      if (i >= j) break;
-      const int64_t t = a[i]; a[i] = a[j]; a[j] = t; ++i; --j;
-    }
-    /* a[0..j] <= p <= a[j+1..n) */
-    if (j + 1 < n - j - 1) { strata_sort_i64(a, j + 1); a += j + 1; n -= j + 1; }
-    else { strata_sort_i64(a + j + 1, n - j - 1); n = j + 1; }
-  }
   for (int64_t i = 1; i < n; ++i) { const int64_t x = a[i]; int64_t j = i; while (j > 0 && a[j - 1] > x) { a[j] = a[j - 1]; --j; } a[j] = x; }
 }
 static inline int64_t strata_min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -1033,17 +1013,14 @@ fn emit_stores(out: &mut String, em: &Emitter, stores: &[Store], indent: &str) {
 /// one after the other from its first row's bounded start and counting them into the
 /// positions. A prefix sum makes the counts row starts, and each thread's entries move down to
 /// theirs (nothing moves when the bound was exact). Within a row the innermost loop runs in
-/// order, so coordinates are sorted; a Gustavson row sorts the columns it touched.
+/// order, so coordinates are sorted; a Gustavson row puts the columns it touched in order.
 fn emit_compressed(out: &mut String, em: &Emitter, k: &Kernel, c: &CompressedOut) {
     let Some((inner, outer)) = k.domain.split_last() else { unreachable!("a compressed result has a level") };
     let [store] = &k.stores[..] else { unreachable!("one store: the values") };
     let (pos, crd, val) = (em.name(c.positions), em.name(c.coordinates), em.name(store.buffer));
     let t = c_type(em.program.buffers[store.buffer].scalar);
     // The row: the outer coordinates, row-major.
-    let mut row = String::from("0");
-    for l in outer {
-        row = format!("({row}) * {} + ({} - ({}))", l.interval.len(), var(l.name.as_str()), l.interval.start);
-    }
+    let row = row_major(outer, |_, l| var(l.name.as_str()));
     let rows: u64 = outer.iter().map(|l| l.interval.len()).product();
     let j = var(inner.name.as_str());
     let start = inner.interval.start;
@@ -1122,12 +1099,11 @@ fn emit_compressed(out: &mut String, em: &Emitter, k: &Kernel, c: &CompressedOut
                     }
                 }
             }
-            (Some(_), 0) => {
-                let Some(cj) = em.set_of(&inner.name) else { unreachable!("the workspace pass adds the column loop") };
-                let SExpr::Reduce { vars, .. } = &*c.workspace.as_ref().expect("matched").fold else {
-                    unreachable!("a workspace runs a fold")
-                };
-                let _ = writeln!(out, "{indent}{}{}++n_;", em.fold_loops(vars, &[]), em.set_loop(cj));
+            // The bound: the lengths of the `B` rows the fold visits.
+            (Some((_, _, vars, ..)), 0) => {
+                let bound = em.set_of(&inner.name).and_then(|cj| em.set_bound(&cj.set));
+                let Some(bound) = bound else { unreachable!("the workspace pass adds a compressed column loop") };
+                let _ = writeln!(out, "{indent}{}n_ += {bound};", em.fold_loops(vars, &[]));
                 let _ = writeln!(out, "{indent}if (n_ > {width}) n_ = {width};");
             }
             (Some((w, id, vars, init, wt, body)), _) => {
@@ -1227,10 +1203,7 @@ fn emit_scatter(out: &mut String, em: &Emitter, k: &Kernel, sc: &Scatter) {
     let mut indent = String::from("  ");
     match sc {
         Scatter::Compact { dim, value, element, coordinates, buffer, presence } => {
-            let mut row = String::from("0");
-            for l in &k.domain {
-                row = format!("({row}) * {} + ({} - ({}))", l.interval.len(), var(l.name.as_str()), l.interval.start);
-            }
+            let row = row_major(&k.domain, |_, l| var(l.name.as_str()));
             let run = dim.interval.len();
             let (buf, pres) = (em.name(*buffer), em.name(*presence));
             let t = c_type(em.program.buffers[*buffer].scalar);
@@ -1258,15 +1231,7 @@ fn emit_scatter(out: &mut String, em: &Emitter, k: &Kernel, sc: &Scatter) {
             let levels = &em.program.buffers[*buffer].levels;
             let shared = k.domain.first().is_some_and(|l| levels.iter().any(|b| b.name == l.name));
             let braces = open_loops(out, em, &k.domain, &mut indent, shared.then_some(PARALLEL_FOR));
-            let mut at = String::from("0");
-            for (i, l) in levels.iter().enumerate() {
-                let x = if i == *target {
-                    format!("(x_ - ({}))", l.interval.start)
-                } else {
-                    format!("({} - ({}))", var(l.name.as_str()), l.interval.start)
-                };
-                at = format!("({at}) * {} + {x}", l.interval.len());
-            }
+            let at = row_major(levels, |i, l| if i == *target { "x_".to_string() } else { var(l.name.as_str()) });
             let span = levels[*target].interval;
             let (pc, c) = (em.present(coordinate), em.value(coordinate));
             let (pv, v) = (em.present(value), em.value(value));
@@ -1283,6 +1248,14 @@ fn emit_scatter(out: &mut String, em: &Emitter, k: &Kernel, sc: &Scatter) {
             close_loops(out, &mut indent, braces);
         }
     }
+}
+
+/// The row-major offset (a C expression) of the point whose coordinate along `levels[i]` is
+/// the C expression `coordinate(i, level)`.
+fn row_major(levels: &[strata_ir::Level], coordinate: impl Fn(usize, &strata_ir::Level) -> String) -> String {
+    levels.iter().enumerate().fold(String::from("0"), |at, (i, l)| {
+        format!("({at}) * {} + ({} - ({}))", l.interval.len(), coordinate(i, l), l.interval.start)
+    })
 }
 
 /// Closes `n` loops opened at `indent`.
