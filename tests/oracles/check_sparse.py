@@ -360,12 +360,7 @@ func @spgemm(%a: {ty("Row", "K", 30, 20)}, %b: {ty("K", "Col", 20, 25)}) -> {ty(
     case(f"{fmt}_convert_dense", prog, {"d": Dz}, {"result": ("sparse", sp.csr_matrix(Dz), transposed)}, "to_sparse")
     case(f"{fmt}_spgemm", prog, {"a": given(A), "b": given(C)}, {"result": ("sparse", (A @ C).tocsr(), transposed)}, "spgemm")
 # AᵀA, TACO's known-bad case, with a CSR input: (ki,kj->ij).
-ATA = """
-func @mac(%acc: f64, %a: f64, %b: f64) -> f64 {
-  %p = multiplies(%a, %b) : f64
-  %s = plus(%acc, %p) : f64
-  return %s
-}
+ATA = MAC + """
 func @ata(%a: tensor<f64, K[0:30], I[0:20] compressed>, %b: tensor<f64, K[0:30], J[0:20] compressed>) -> tensor<f64, I[0:20], J[0:20] compressed> {
   %c = map_reduce(@mac, %a, %b, init = 0.0, einsum = "ki,kj->ij") : tensor<f64, I[0:20], J[0:20] compressed>
   return %c
@@ -379,12 +374,7 @@ case("csr_ata", ATA, {"a": A, "b": A}, {"result": ("sparse", (A.T @ A).tocsr(), 
 # sixteenth of the width), and products that cancel to an exact zero (not stored, as SciPy).
 def spgemm_program(m, k, n):
     t = lambda r, c, a, b: f"tensor<f64, {r}[0:{a}], {c}[0:{b}] compressed>"
-    return f"""
-func @mac(%acc: f64, %a: f64, %b: f64) -> f64 {{
-  %p = multiplies(%a, %b) : f64
-  %s = plus(%acc, %p) : f64
-  return %s
-}}
+    return MAC + f"""
 func @spgemm(%a: {t("Row", "K", m, k)}, %b: {t("K", "Col", k, n)}) -> {t("Row", "Col", m, n)} {{
   %c = map_reduce(@mac, %a, %b, init = 0.0, einsum = "ik,kj->ij") : {t("Row", "Col", m, n)}
   return %c
