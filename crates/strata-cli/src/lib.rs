@@ -3,6 +3,7 @@
 
 #![deny(missing_docs)]
 
+mod dist_run;
 pub mod run;
 
 use std::fmt::Write as _;
@@ -186,7 +187,7 @@ pub fn cmd_fmt(files: &[PathBuf], check: bool) -> i32 {
 }
 
 /// Options of `strata run`.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct RunOptions {
     /// The entry to run (default: the last program, else the last function).
     pub entry: Option<String>,
@@ -205,6 +206,9 @@ pub struct RunOptions {
     pub repeat: usize,
     /// Where to write the native timings as JSON (see [`Timings::to_json`]).
     pub timings: Option<PathBuf>,
+    /// Run on this many MPI ranks: outside MPI, `strata run` starts `mpirun -n N` on itself;
+    /// under MPI it must equal the job's size.
+    pub ranks: Option<usize>,
 }
 
 /// How long a native run took, in seconds.
@@ -258,7 +262,7 @@ impl Timings {
 }
 
 /// The median of `v` (`None` when empty).
-fn median(v: &[f64]) -> Option<f64> {
+pub(crate) fn median(v: &[f64]) -> Option<f64> {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
     match s.len() {
@@ -271,6 +275,16 @@ fn median(v: &[f64]) -> Option<f64> {
 /// `strata run`: exit 0 on success, 1 on any failure — diagnostics, bad or unreadable data,
 /// missing arguments, run-time errors (clap itself exits 2 on malformed command lines).
 pub fn cmd_run(file: &Path, opts: &RunOptions) -> i32 {
+    if strata_dist::launched_by_mpi() {
+        return dist_run::run_rank(file, opts);
+    }
+    if let Some(n) = opts.ranks {
+        if n == 0 {
+            eprintln!("error: --ranks needs at least one rank");
+            return 1;
+        }
+        return dist_run::launch(n);
+    }
     let color = stderr_color();
     let mut stderr = std::io::stderr().lock();
     let usage = |stderr: &mut dyn std::io::Write, m: String| {
@@ -440,7 +454,7 @@ enum Backend {
 
 /// Why a native run did not produce values.
 #[derive(Debug, thiserror::Error)]
-enum NativeError {
+pub(crate) enum NativeError {
     /// The entry uses something the native backend does not compile yet.
     #[error(transparent)]
     NotCompiled(strata_codegen::LowerError),
@@ -451,7 +465,7 @@ enum NativeError {
 
 /// Lowers, compiles (or finds in the cache) and runs `entry` natively; with `opts.repeat`,
 /// runs it that many more times on preallocated and on fresh output buffers, for timings.
-fn run_native(
+pub(crate) fn run_native(
     module: &strata_ir::Module,
     types: &strata_ir::TypeArena,
     entry: strata_entity::Handle<strata_ir::Function>,
@@ -531,7 +545,7 @@ pub fn cmd_lower(file: &Path, entry: Option<&str>, to: &str) -> i32 {
     }
 }
 
-fn same_file(a: &Path, b: &Path) -> bool {
+pub(crate) fn same_file(a: &Path, b: &Path) -> bool {
     match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
         (Ok(x), Ok(y)) => x == y,
         _ => a == b,

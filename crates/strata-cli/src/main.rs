@@ -62,6 +62,10 @@ enum Command {
         /// "first_s", "preallocated_s": [..], "allocating_s": [..]}).
         #[arg(long, value_name = "PATH")]
         timings: Option<PathBuf>,
+        /// Run on N processes with MPI: starts `mpirun -n N` (tensors with a `block` level are
+        /// partitioned over the ranks; see docs/runtime.md). Under `mpirun`, N must be its size.
+        #[arg(long, value_name = "N")]
+        ranks: Option<usize>,
     },
     /// Print an entry's lowered forms: fused loop kernels or the generated C.
     #[command(after_help = "Example:\n  strata lower examples/stencil/laplacian.strata --to c")]
@@ -102,10 +106,12 @@ fn main() {
     let status = match cli.command {
         Command::Check { files } => strata_cli::cmd_check(&files),
         Command::Fmt { check, files } => strata_cli::cmd_fmt(&files, check),
-        Command::Run { file, entry, args, outs, backend, time, threads, repeat, timings } => strata_cli::cmd_run(
-            &file,
-            &strata_cli::RunOptions { entry, args, outs, backend, time, threads, repeat, timings },
-        ),
+        Command::Run { file, entry, args, outs, backend, time, threads, repeat, timings, ranks } => {
+            strata_cli::cmd_run(
+                &file,
+                &strata_cli::RunOptions { entry, args, outs, backend, time, threads, repeat, timings, ranks },
+            )
+        }
         Command::Sig { file, json } => strata_cli::cmd_sig(&file, json),
         Command::Lower { file, entry, to } => strata_cli::cmd_lower(&file, entry.as_deref(), &to),
     };

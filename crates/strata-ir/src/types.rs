@@ -374,8 +374,30 @@ impl fmt::Display for Device {
 /// A team of processes a tensor is distributed over.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Team {
-    /// Number of ranks.
+    /// Number of ranks; [`Team::WORLD`] (0) is every rank of the job, known when it runs
+    /// (`team = world`), so one program runs unchanged at any rank count.
     pub ranks: u32,
+}
+
+impl Team {
+    /// `team = world`: the team of all ranks the job was started with.
+    pub const WORLD: u32 = 0;
+
+    /// Whether the team's size is the job's (`team = world`).
+    pub fn is_world(self) -> bool {
+        self.ranks == Team::WORLD
+    }
+}
+
+impl std::fmt::Display for Team {
+    /// `world` or the number of ranks, as written in a type.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.is_world() {
+            f.write_str("world")
+        } else {
+            write!(f, "{}", self.ranks)
+        }
+    }
 }
 
 /// Device and team of a tensor (seed 003): compute follows data, so operands of one operation
@@ -402,6 +424,7 @@ impl fmt::Display for Placement {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "device `{}`", self.device)?;
         match self.team {
+            Some(t) if t.is_world() => write!(f, ", the world team"),
             Some(t) => write!(f, ", team of {} ranks", t.ranks),
             None => f.write_str(", no team"),
         }

@@ -61,6 +61,23 @@ pub fn dtype_name(s: Scalar) -> &'static str {
     s.numpy_name()
 }
 
+/// numpy's little-endian type string of a scalar type (`<f8`, `|b1`, …).
+pub fn descr(s: Scalar) -> &'static str {
+    match s {
+        Scalar::Bool => "|b1",
+        Scalar::I8 => "|i1",
+        Scalar::I16 => "<i2",
+        Scalar::I32 => "<i4",
+        Scalar::I64 | Scalar::Index => "<i8",
+        Scalar::U8 => "|u1",
+        Scalar::U16 => "<u2",
+        Scalar::U32 => "<u4",
+        Scalar::U64 => "<u8",
+        Scalar::F32 => "<f4",
+        Scalar::F64 => "<f8",
+    }
+}
+
 fn scalar_of_descr(descr: &str) -> Option<Scalar> {
     let body = descr.trim_start_matches(['<', '>', '|', '=']);
     Some(match body {

@@ -548,7 +548,8 @@ pub(crate) fn lower_op(call: &CallAst, cx: &Scope<'_>) -> PResult<Op> {
                 let v = a.kw("ranks")?;
                 let ranks = match v.node {
                     AttrValue::Int(n) if n >= 1 && n <= u32::MAX as i64 => n as u32,
-                    _ => return Err(wrong("ranks", "a positive team size", v)),
+                    AttrValue::Word(ref w) if w == "world" => strata_ir::Team::WORLD,
+                    _ => return Err(wrong("ranks", "a positive team size or `world`", v)),
                 };
                 Op::Distribute { arg, ranks, dim: a.dim("dim")? }
             }

@@ -934,6 +934,10 @@ impl Parser {
                         };
                         placement.device = if d == "cpu" { Device::Cpu } else { Device::Named(d) };
                     }
+                    "team" if matches!(self.peek(), Tok::Ident(w) if w == "world") => {
+                        self.bump();
+                        placement.team = Some(Team { ranks: Team::WORLD });
+                    }
                     "team" => {
                         let n = self.signed_int()?;
                         if n < 1 || n > u32::MAX as i64 {

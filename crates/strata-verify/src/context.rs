@@ -49,6 +49,9 @@ pub(crate) struct Cx<'m> {
     /// The span of the expression being verified.
     pub span: Span,
     pub errors: &'m mut Vec<Diagnostic>,
+    /// Set while specializing (`crate::specialize`): a function used at other types than its
+    /// own is instantiated at them instead of being an error.
+    pub spec: Option<&'m mut crate::specialize::Specializer>,
 }
 
 /// The result of a typing rule.

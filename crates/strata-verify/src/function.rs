@@ -21,7 +21,7 @@ pub(crate) fn verify_function(
         checker.check(module, types, r, info_span, errors);
     }
     let expr_types = func.exprs.iter().map(|(_, e)| e.ty).collect();
-    let mut cx = Cx { module, types, func, expr_types, span: info_span, errors };
+    let mut cx = Cx { module, types, func, expr_types, span: info_span, errors, spec: None };
     let mut returned = false;
     let mut written = Vec::new();
     for (s, stmt) in func.body.iter() {
@@ -119,7 +119,7 @@ pub(crate) fn verify_function(
     }
 }
 
-fn check_assign(
+pub(crate) fn check_assign(
     cx: &Cx,
     target: strata_ir::Value,
     domain: Option<&[(strata_ir::DimName, Interval)]>,

@@ -17,11 +17,13 @@ mod context;
 mod function;
 mod handles;
 mod rules;
+mod specialize;
 mod wellformed;
 
 use strata_ir::{Diagnostic, Item, Module, Type, TypeArena};
 
 pub use handles::validate_handles;
+pub use specialize::specialize;
 
 /// What verification learned about a module.
 #[derive(Debug)]

@@ -221,7 +221,7 @@ pub(super) fn write_op(f: &mut fmt::Formatter<'_>, module: &Module, func: &Funct
             c.value(*arg).kw("device", if is_identifier(&d) { d } else { format!("{d:?}") });
         }
         Op::Distribute { arg, ranks, dim } => {
-            c.value(*arg).kw("ranks", ranks).kw("dim", dim);
+            c.value(*arg).kw("ranks", crate::Team { ranks: *ranks }).kw("dim", dim);
         }
         Op::ArrayApi { func: af, args, attrs } => {
             name = format!("array.{}", af.keyword());

@@ -120,7 +120,7 @@ impl Printer<'_> {
             }
         }
         if let Some(team) = t.placement.team {
-            write!(f, ", team = {}", team.ranks)?;
+            write!(f, ", team = {team}")?;
         }
         f.write_str(">")
     }

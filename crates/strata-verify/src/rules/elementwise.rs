@@ -190,6 +190,12 @@ pub(crate) fn check_call(cx: &mut Cx, func: Handle<Function>, args: &[Value]) ->
         ));
     }
     let (params, result) = signature(cx.module, func);
+    if params.len() == args.len() && cx.spec.is_some() {
+        let arg_types: Vec<_> = args.iter().map(|&a| cx.ty(a)).collect();
+        if arg_types != params {
+            return crate::specialize::instantiate(cx, func, arg_types, None);
+        }
+    }
     if params.len() != args.len() {
         return Err(cx.error(
             "strata::verify::arity_mismatch",
@@ -233,8 +239,11 @@ pub(crate) fn check_signature(
         ));
     }
     let (params, result) = signature(cx.module, func);
-    let show_list = |cx: &Cx, ts: &[Handle<Type>]| ts.iter().map(|&t| cx.show(t)).collect::<Vec<_>>().join(", ");
     let result_ok = expected_result.is_none_or(|r| result == Some(r));
+    if cx.spec.is_some() && params.len() == expected_params.len() && (params != expected_params || !result_ok) {
+        return crate::specialize::instantiate(cx, func, expected_params.to_vec(), expected_result).map(|_| ());
+    }
+    let show_list = |cx: &Cx, ts: &[Handle<Type>]| ts.iter().map(|&t| cx.show(t)).collect::<Vec<_>>().join(", ");
     if params != expected_params || !result_ok {
         let want = format!(
             "({}) -> {}",

@@ -18,7 +18,7 @@ pub(crate) fn distribute(cx: &mut Cx, arg: Value, ranks: u32, dim: &DimName) -> 
     if let Some(t) = v.placement.team {
         let d = cx.error(
             "strata::verify::already_distributed",
-            format!("`%{}` is already distributed over a team of {} ranks", cx.expr(arg).name, t.ranks),
+            format!("`%{}` is already distributed over a team of {} ranks", cx.expr(arg).name, t),
             "already on a team",
         );
         return Err(Box::new(cx.with_operand(d, arg).with_help("`collect` it first to redistribute")));

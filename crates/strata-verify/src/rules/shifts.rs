@@ -32,10 +32,14 @@ pub(crate) fn cartesian_shift(cx: &mut Cx, arg: Value, dim: &DimName, offset: i6
             .with_help("select a neighbor with `shift_apply`"),
         ));
     }
-    if v.levels[i].format != LevelFormat::Dense {
+    // A block level is dense on each rank: the shift reads across blocks (a halo exchange).
+    if !matches!(v.levels[i].format, LevelFormat::Dense | LevelFormat::Block) {
         let d = cx.error(
             "strata::verify::format_not_supported",
-            format!("`cartesian_shift` needs a dense level, but `{dim}` is `{}`", v.levels[i].format.keyword()),
+            format!(
+                "`cartesian_shift` needs a dense or block level, but `{dim}` is `{}`",
+                v.levels[i].format.keyword()
+            ),
             "not dense",
         );
         return Err(cx.with_operand(d, arg));

@@ -1,0 +1,321 @@
+//! The communicator: Strata's MPI layer (`mpi_layer.c`), compiled with `mpicc` at first use,
+//! cached beside the kernels, and loaded with `RTLD_GLOBAL` (Open MPI's plugins resolve symbols
+//! of `libmpi` through the global namespace).
+//!
+//! Building the layer at run time keeps MPI optional: `strata` builds and runs everything
+//! single-process without MPI installed, and a distributed run that finds no `mpicc` says so.
+//! docs/design.md records why this route was chosen over the `mpi` crate.
+
+use std::ffi::{c_char, c_int, c_void};
+use std::path::PathBuf;
+use std::process::Command;
+
+/// The layer's C source.
+const SOURCE: &str = include_str!("mpi_layer.c");
+
+/// Why the MPI layer could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum CommError {
+    /// `mpicc` is missing or failed.
+    #[error(
+        "cannot build the MPI layer with `{compiler}`: {why} (install Open MPI: `scripts/mpi-env`, or set $STRATA_MPICC)"
+    )]
+    Build {
+        /// The compiler command.
+        compiler: String,
+        /// What went wrong.
+        why: String,
+    },
+    /// The built layer could not be loaded.
+    #[error("cannot load the MPI layer {}: {why}", path.display())]
+    Load {
+        /// The shared object.
+        path: PathBuf,
+        /// Why.
+        why: String,
+    },
+    /// An MPI call returned an error.
+    #[error("MPI `{call}` failed: {text}")]
+    Call {
+        /// The call.
+        call: &'static str,
+        /// MPI's text for the error code.
+        text: String,
+    },
+}
+
+/// Whether this process was started by an MPI launcher (`mpirun`, `mpiexec`, `srun`).
+pub fn launched_by_mpi() -> bool {
+    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"].iter().any(|v| std::env::var_os(v).is_some())
+}
+
+/// The MPI C compiler: `$STRATA_MPICC`, else `mpicc`.
+pub fn mpicc() -> String {
+    std::env::var("STRATA_MPICC").ok().filter(|c| !c.trim().is_empty()).unwrap_or_else(|| "mpicc".into())
+}
+
+type InitFn = unsafe extern "C" fn(*mut c_int, *mut c_int) -> c_int;
+type VoidFn = unsafe extern "C" fn() -> c_int;
+type AbortFn = unsafe extern "C" fn(c_int);
+type WtimeFn = unsafe extern "C" fn() -> f64;
+type ExchangeFn = unsafe extern "C" fn(
+    c_int,
+    *const c_int,
+    *const *mut c_void,
+    *const i64,
+    c_int,
+    *const c_int,
+    *const *mut c_void,
+    *const i64,
+    c_int,
+) -> c_int;
+type GathervFn = unsafe extern "C" fn(*const c_void, i64, *mut c_void, *const i64, *const i64, c_int, c_int) -> c_int;
+type AllreduceFn = unsafe extern "C" fn(*mut c_void, i64, c_int, c_int) -> c_int;
+type BcastFn = unsafe extern "C" fn(*mut c_void, i64, c_int) -> c_int;
+type ErrorStringFn = unsafe extern "C" fn(c_int, *mut c_char, c_int);
+
+/// The world communicator of this job: this process's rank and the number of ranks.
+pub struct Comm {
+    /// This process's rank, `0..size`.
+    pub rank: usize,
+    /// The number of ranks.
+    pub size: usize,
+    finalize: VoidFn,
+    abort: AbortFn,
+    barrier: VoidFn,
+    wtime: WtimeFn,
+    exchange: ExchangeFn,
+    gatherv: GathervFn,
+    allreduce: AllreduceFn,
+    bcast: BcastFn,
+    error_string: ErrorStringFn,
+}
+
+/// Element types an allreduce combines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReduceType {
+    /// `f64`
+    F64 = 0,
+    /// `f32`
+    F32 = 1,
+    /// `i64` (and `index`)
+    I64 = 2,
+    /// `i32`
+    I32 = 3,
+    /// `u64`
+    U64 = 4,
+    /// `u32`
+    U32 = 5,
+}
+
+/// How an allreduce combines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReduceOp {
+    /// Sum.
+    Sum = 0,
+    /// Maximum.
+    Max = 1,
+    /// Minimum.
+    Min = 2,
+    /// Product.
+    Prod = 3,
+}
+
+/// Builds the layer (or finds it in the cache).
+fn build() -> Result<PathBuf, CommError> {
+    let cc = mpicc();
+    let berr = |why: String| CommError::Build { compiler: cc.clone(), why };
+    let version = Command::new(&cc).arg("--showme:version").output().map_err(|e| berr(e.to_string()))?;
+    let mut key: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in SOURCE.bytes().chain(cc.bytes()).chain(version.stdout.iter().copied()).chain(version.stderr) {
+        key = (key ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    let dir = strata_codegen::compile::cache_dir();
+    let so = dir.join(format!("mpi{key:016x}.so"));
+    if so.exists() {
+        return Ok(so);
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| berr(format!("cannot create {}: {e}", dir.display())))?;
+    let tag = std::process::id();
+    let c_file = dir.join(format!("mpi{key:016x}.{tag}.c"));
+    let tmp = dir.join(format!("mpi{key:016x}.so.{tag}.tmp"));
+    std::fs::write(&c_file, SOURCE).map_err(|e| berr(format!("cannot write {}: {e}", c_file.display())))?;
+    let out = Command::new(&cc)
+        .args(["-O2", "-fPIC", "-shared", "-o"])
+        .arg(&tmp)
+        .arg(&c_file)
+        .output()
+        .map_err(|e| berr(e.to_string()))?;
+    let _ = std::fs::remove_file(&c_file);
+    if !out.status.success() {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(berr(String::from_utf8_lossy(&out.stderr).into_owned()));
+    }
+    std::fs::rename(&tmp, &so).map_err(|e| berr(e.to_string()))?;
+    Ok(so)
+}
+
+impl Comm {
+    /// Builds and loads the MPI layer and initializes MPI (once per process).
+    pub fn init() -> Result<Comm, CommError> {
+        let path = build()?;
+        let lerr = |why: String| CommError::Load { path: path.clone(), why };
+        // SAFETY: the library is the layer built above from `mpi_layer.c`; loading it runs
+        // Open MPI's constructors, which is what linking against it would do.
+        let lib = unsafe {
+            libloading::os::unix::Library::open(Some(&path), libc::RTLD_NOW | libc::RTLD_GLOBAL)
+                .map_err(|e| lerr(e.to_string()))?
+        };
+        // The layer stays loaded for the life of the process (MPI cannot be unloaded).
+        let lib: &'static libloading::os::unix::Library = Box::leak(Box::new(lib));
+        macro_rules! sym {
+            ($name:literal, $t:ty) => {
+                // SAFETY: each symbol has exactly this signature in `mpi_layer.c`.
+                *unsafe { lib.get::<$t>(concat!($name, "\0").as_bytes()) }.map_err(|e| lerr(e.to_string()))?
+            };
+        }
+        let init: InitFn = sym!("strata_mpi_init", InitFn);
+        let mut comm = Comm {
+            rank: 0,
+            size: 1,
+            finalize: sym!("strata_mpi_finalize", VoidFn),
+            abort: sym!("strata_mpi_abort", AbortFn),
+            barrier: sym!("strata_mpi_barrier", VoidFn),
+            wtime: sym!("strata_mpi_wtime", WtimeFn),
+            exchange: sym!("strata_mpi_exchange", ExchangeFn),
+            gatherv: sym!("strata_mpi_gatherv", GathervFn),
+            allreduce: sym!("strata_mpi_allreduce", AllreduceFn),
+            bcast: sym!("strata_mpi_bcast", BcastFn),
+            error_string: sym!("strata_mpi_error_string", ErrorStringFn),
+        };
+        let (mut rank, mut size) = (0, 0);
+        // SAFETY: two out-pointers to live integers.
+        let rc = unsafe { init(&mut rank, &mut size) };
+        comm.check("MPI_Init", rc)?;
+        comm.rank = rank as usize;
+        comm.size = size as usize;
+        Ok(comm)
+    }
+
+    fn check(&self, call: &'static str, rc: c_int) -> Result<(), CommError> {
+        if rc == 0 {
+            return Ok(());
+        }
+        let mut buf = vec![0 as c_char; 1024];
+        // SAFETY: a buffer of the capacity passed (at least MPI_MAX_ERROR_STRING).
+        unsafe { (self.error_string)(rc, buf.as_mut_ptr(), buf.len() as c_int) };
+        // SAFETY: the layer writes a NUL-terminated string (or an empty one).
+        let text = unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned();
+        Err(CommError::Call { call, text: if text.is_empty() { format!("error code {rc}") } else { text } })
+    }
+
+    /// Waits for every rank.
+    pub fn barrier(&self) -> Result<(), CommError> {
+        // SAFETY: no arguments.
+        self.check("MPI_Barrier", unsafe { (self.barrier)() })
+    }
+
+    /// Seconds on MPI's wall clock.
+    pub fn wtime(&self) -> f64 {
+        // SAFETY: no arguments.
+        unsafe { (self.wtime)() }
+    }
+
+    /// Ends the whole job at once with exit code `code` (every rank is killed).
+    pub fn abort(&self, code: i32) -> ! {
+        // SAFETY: MPI_Abort does not return.
+        unsafe { (self.abort)(code) };
+        std::process::exit(code)
+    }
+
+    /// Shuts MPI down (after the last communication).
+    pub fn finalize(&self) -> Result<(), CommError> {
+        // SAFETY: no arguments.
+        self.check("MPI_Finalize", unsafe { (self.finalize)() })
+    }
+
+    /// Point-to-point exchange: sends each `(rank, bytes)` of `sends` and receives into each
+    /// `(rank, buffer)` of `recvs` (the buffer's length is the message's), all at once.
+    pub fn exchange(
+        &self,
+        sends: &[(usize, &[u8])],
+        recvs: &mut [(usize, &mut [u8])],
+        tag: i32,
+    ) -> Result<(), CommError> {
+        let to: Vec<c_int> = sends.iter().map(|s| s.0 as c_int).collect();
+        let sbuf: Vec<*mut c_void> = sends.iter().map(|s| s.1.as_ptr() as *mut c_void).collect();
+        let sbytes: Vec<i64> = sends.iter().map(|s| s.1.len() as i64).collect();
+        let from: Vec<c_int> = recvs.iter().map(|r| r.0 as c_int).collect();
+        let rbytes: Vec<i64> = recvs.iter().map(|r| r.1.len() as i64).collect();
+        let rbuf: Vec<*mut c_void> = recvs.iter_mut().map(|r| r.1.as_mut_ptr().cast()).collect();
+        // SAFETY: every pointer addresses a live buffer of the length passed beside it; send
+        // buffers are only read.
+        let rc = unsafe {
+            (self.exchange)(
+                sends.len() as c_int,
+                to.as_ptr(),
+                sbuf.as_ptr(),
+                sbytes.as_ptr(),
+                recvs.len() as c_int,
+                from.as_ptr(),
+                rbuf.as_ptr(),
+                rbytes.as_ptr(),
+                tag,
+            )
+        };
+        self.check("MPI_Isend/MPI_Irecv", rc)
+    }
+
+    /// Gathers every rank's `bytes` on `root`, in rank order (`None` on other ranks);
+    /// `counts[k]` is rank k's length.
+    pub fn gatherv(&self, bytes: &[u8], counts: &[usize], root: usize) -> Result<Option<Vec<u8>>, CommError> {
+        let mut displs = Vec::with_capacity(counts.len());
+        let mut total = 0i64;
+        for &c in counts {
+            displs.push(total);
+            total += c as i64;
+        }
+        let counts: Vec<i64> = counts.iter().map(|&c| c as i64).collect();
+        let mut out = if self.rank == root { vec![0u8; total as usize] } else { Vec::new() };
+        // SAFETY: `bytes` is read; `out` holds the sum of `counts` on the root.
+        let rc = unsafe {
+            (self.gatherv)(
+                bytes.as_ptr().cast(),
+                bytes.len() as i64,
+                out.as_mut_ptr().cast(),
+                counts.as_ptr(),
+                displs.as_ptr(),
+                self.size as c_int,
+                root as c_int,
+            )
+        };
+        self.check("MPI_Gatherv", rc)?;
+        Ok((self.rank == root).then_some(out))
+    }
+
+    /// Combines `buf` (raw values of `ty`) over all ranks with `op`, in place.
+    pub fn allreduce(&self, buf: &mut [u8], ty: ReduceType, op: ReduceOp) -> Result<(), CommError> {
+        let size = match ty {
+            ReduceType::F64 | ReduceType::I64 | ReduceType::U64 => 8,
+            _ => 4,
+        };
+        // SAFETY: `buf` holds `len / size` values of `ty`.
+        let rc =
+            unsafe { (self.allreduce)(buf.as_mut_ptr().cast(), (buf.len() / size) as i64, ty as c_int, op as c_int) };
+        self.check("MPI_Allreduce", rc)
+    }
+
+    /// The largest of every rank's `v` (agreeing on a status).
+    pub fn max_i64(&self, v: i64) -> Result<i64, CommError> {
+        let mut b = v.to_ne_bytes();
+        self.allreduce(&mut b, ReduceType::I64, ReduceOp::Max)?;
+        Ok(i64::from_ne_bytes(b))
+    }
+
+    /// Broadcasts `buf` from `root`.
+    pub fn bcast(&self, buf: &mut [u8], root: usize) -> Result<(), CommError> {
+        // SAFETY: `buf` is a live buffer of its length on every rank.
+        let rc = unsafe { (self.bcast)(buf.as_mut_ptr().cast(), buf.len() as i64, root as c_int) };
+        self.check("MPI_Bcast", rc)
+    }
+}

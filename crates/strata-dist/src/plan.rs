@@ -1,0 +1,507 @@
+//! The distribution plan of an entry on a number of ranks, derived from the interval types.
+//!
+//! Each rank *owns* the block of every block-distributed value given by [`block_partition`] of
+//! its interval. What a rank must *hold* follows backwards from what it writes: an output's
+//! owned block, moved back through every shift (a shift by `o` along `I` reads `o` further),
+//! unchanged through elementwise ops, through calls into their bodies. A parameter is held on
+//! the hull of its owned block and what the rank reads of it; the part another rank owns is
+//! received from it before the run — the halo exchange, whose widths are therefore known from
+//! the types alone. Each rank then runs its *local program*: the entry specialized at those
+//! intervals ([`local_module`]), with `distribute` a subset of its replicated operand and
+//! `collect` into an output a gather of the owned blocks after the run.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+
+use strata_entity::Handle;
+use strata_ir::{
+    DimName, ExprKind, Function, FunctionKind, Interval, LevelFormat, Module, Op, ParamMode, Statement, TensorType,
+    Type, TypeArena, Value,
+};
+use strata_runtime::dist::block_partition;
+
+/// Why an entry cannot run distributed (yet).
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// The program's team size differs from the job's.
+    #[error("`%{name}` lives on a team of {team} ranks, but the job has {ranks} (declare `team = world` to run on any number, or run with --ranks {team})")]
+    TeamSize {
+        /// The value.
+        name: String,
+        /// Its team size.
+        team: u32,
+        /// The job's.
+        ranks: usize,
+    },
+    /// Values on teams of different sizes.
+    #[error("values on teams of different sizes in one distributed run: {a} and {b}")]
+    Teams {
+        /// One size.
+        a: String,
+        /// Another.
+        b: String,
+    },
+    /// An operation the rank-local execution does not support on distributed operands.
+    #[error("`{op}` (`%{name}` in `@{func}`) on a block-distributed operand is not supported by the distributed runtime yet; {hint}")]
+    Unsupported {
+        /// The op.
+        op: String,
+        /// The value it defines.
+        name: String,
+        /// The function.
+        func: String,
+        /// What is supported.
+        hint: &'static str,
+    },
+    /// The local program does not verify (a halo too narrow, a type the rank cannot hold).
+    #[error("the local program of rank {rank} does not verify: {message}")]
+    Local {
+        /// The rank.
+        rank: usize,
+        /// The verifier's message.
+        message: String,
+    },
+}
+
+const SUPPORTED: &str = "ranks run elementwise ops, cartesian shifts, neighbor reductions, scans along local \
+                         dimensions, calls, `distribute` and `collect` into an output";
+
+/// One block-distributed parameter of the entry.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BlockParam {
+    /// Parameter index in the entry.
+    pub index: usize,
+    /// Its name.
+    pub name: String,
+    /// Written by the program (`out`), or the entry's result.
+    pub output: bool,
+    /// The position of its block level.
+    pub level: usize,
+    /// The block level's name.
+    pub dim: DimName,
+    /// The block level's global interval.
+    pub global: Interval,
+    /// The block each rank owns.
+    pub owned: Vec<Interval>,
+    /// What each rank holds: its block and the halo it reads of its neighbors' blocks.
+    pub held: Vec<Interval>,
+}
+
+impl BlockParam {
+    /// The messages of the halo exchange: `(from, to, rows)` for every rank's rows another
+    /// rank holds.
+    pub fn messages(&self) -> Vec<(usize, usize, Interval)> {
+        let mut m = Vec::new();
+        for (to, held) in self.held.iter().enumerate() {
+            for (from, owned) in self.owned.iter().enumerate() {
+                let rows = held.intersect(*owned);
+                if from != to && !rows.is_empty() {
+                    m.push((from, to, rows));
+                }
+            }
+        }
+        m
+    }
+}
+
+/// The plan of one entry on `ranks` ranks.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// The entry's name.
+    pub entry: String,
+    /// The number of ranks.
+    pub ranks: usize,
+    /// Block-distributed parameters (and outputs gathered from `collect`), in parameter order.
+    pub params: Vec<BlockParam>,
+    /// Each rank's needed interval of each `distribute`d value, by function and value.
+    distribute_needs: HashMap<(Handle<Function>, Value), Vec<Interval>>,
+    /// Outputs written from `collect(x)`: parameter index → the block level `x` has.
+    collected: HashMap<usize, (usize, DimName, Interval)>,
+}
+
+/// Needed intervals per block dimension, for one rank.
+type Need = BTreeMap<DimName, Interval>;
+
+fn hull(a: Interval, b: Interval) -> Interval {
+    if a.is_empty() {
+        return b;
+    }
+    if b.is_empty() {
+        return a;
+    }
+    Interval::new(a.start.min(b.start), a.stop.max(b.stop))
+}
+
+fn merge(into: &mut Need, from: &Need) {
+    for (d, iv) in from {
+        into.entry(d.clone()).and_modify(|x| *x = hull(*x, *iv)).or_insert(*iv);
+    }
+}
+
+fn tensor(types: &TypeArena, ty: Handle<Type>) -> Option<&TensorType> {
+    match &types[ty] {
+        Type::Tensor(t) => Some(t),
+        _ => None,
+    }
+}
+
+/// The block level of a type: position, name, interval.
+fn block_level(types: &TypeArena, ty: Handle<Type>) -> Option<(usize, DimName, Interval)> {
+    let t = tensor(types, ty)?;
+    t.levels
+        .iter()
+        .position(|l| l.format == LevelFormat::Block)
+        .map(|i| (i, t.levels[i].name.clone(), t.levels[i].interval))
+}
+
+/// The functions `entry` reaches through calls and payloads, `entry` first.
+fn reachable(module: &Module, entry: Handle<Function>) -> Vec<Handle<Function>> {
+    let mut seen = vec![entry];
+    let mut k = 0;
+    while k < seen.len() {
+        let f = &module.functions[seen[k]];
+        for (_, e) in f.exprs.iter() {
+            if let ExprKind::Op(
+                Op::Call { func, .. }
+                | Op::Reduce { func, .. }
+                | Op::Scan { func, .. }
+                | Op::MapReduce { func, .. }
+                | Op::MapReduceAff { func, .. }
+                | Op::Map { func, .. },
+            ) = &e.kind
+            {
+                if !seen.contains(func) {
+                    seen.push(*func);
+                }
+            }
+        }
+        k += 1;
+    }
+    seen
+}
+
+/// The team size every team type of the entry (and what it calls) agrees on (`None`: no
+/// team; [`strata_ir::Team::WORLD`]: `team = world`).
+pub fn team_of(
+    module: &Module,
+    types: &TypeArena,
+    entry: Handle<Function>,
+) -> Result<Option<(u32, String)>, PlanError> {
+    let mut found: Option<(u32, String)> = None;
+    for fh in reachable(module, entry) {
+        let f = &module.functions[fh];
+        for (_, e) in f.exprs.iter() {
+            let team = match &e.kind {
+                ExprKind::Op(Op::Distribute { ranks, .. }) => Some(*ranks),
+                _ => tensor(types, e.ty).and_then(|t| t.placement.team).map(|t| t.ranks),
+            };
+            let Some(team) = team else { continue };
+            let show = |r: u32| strata_ir::Team { ranks: r }.to_string();
+            match &found {
+                Some((r, n)) if *r != team => {
+                    return Err(PlanError::Teams {
+                        a: format!("{} (`%{n}`)", show(*r)),
+                        b: format!("{} (`%{}` in `@{}`)", show(team), e.name, f.name),
+                    })
+                }
+                Some(_) => {}
+                None => found = Some((team, e.name.clone())),
+            }
+        }
+    }
+    Ok(found)
+}
+
+struct Analysis<'m> {
+    module: &'m Module,
+    types: &'m TypeArena,
+    ranks: usize,
+    rank: usize,
+    distribute_needs: HashMap<(Handle<Function>, Value), Interval>,
+    collected: HashMap<usize, (usize, DimName, Interval)>,
+}
+
+impl Analysis<'_> {
+    fn owned(&self, iv: Interval) -> Interval {
+        block_partition(iv, self.ranks as u32)[self.rank]
+    }
+
+    /// The needs of `func`'s parameters when its statements must produce `seeds`.
+    fn function(&mut self, fh: Handle<Function>, seeds: HashMap<Value, Need>) -> Result<Vec<Need>, PlanError> {
+        let f = &self.module.functions[fh];
+        let mut need: HashMap<Value, Need> = seeds;
+        for (_, stmt) in f.body.iter().rev() {
+            let Statement::Let(v) = stmt else { continue };
+            let e = &f.exprs[*v];
+            let ExprKind::Op(op) = &e.kind else { continue };
+            let Some(n) = need.get(v).cloned() else { continue };
+            let unsupported = || PlanError::Unsupported {
+                op: op.name().to_string(),
+                name: e.name.clone(),
+                func: f.name.clone(),
+                hint: SUPPORTED,
+            };
+            let distributed = |x: &Value| block_level(self.types, f.exprs[*x].ty).is_some();
+            let mut give = |x: Value, n: &Need| merge(need.entry(x).or_default(), n);
+            match op {
+                Op::CartesianShift { arg, dim, offset } => {
+                    let mut m = n.clone();
+                    if let Some(iv) = m.get_mut(dim) {
+                        *iv = iv.shifted(*offset).unwrap_or(*iv);
+                    }
+                    give(*arg, &m);
+                }
+                Op::Call { func, args } => {
+                    let callee = &self.module.functions[*func];
+                    let mut seeds = HashMap::new();
+                    for (_, s) in callee.body.iter() {
+                        if let Statement::Return(r) = s {
+                            seeds.insert(*r, n.clone());
+                        }
+                    }
+                    let params = self.function(*func, seeds)?;
+                    for (a, p) in args.iter().zip(params) {
+                        give(*a, &p);
+                    }
+                }
+                Op::Distribute { arg, dim, .. } => {
+                    let iv = n.get(dim).copied().unwrap_or_else(|| Interval::new(0, 0));
+                    let slot = self.distribute_needs.entry((fh, *v)).or_insert(iv);
+                    *slot = hull(*slot, iv);
+                    give(*arg, &Need::new());
+                }
+                Op::Scan { dim, args, .. } => {
+                    if args.iter().any(|a| block_level(self.types, f.exprs[*a].ty).is_some_and(|(_, d, _)| &d == dim)) {
+                        return Err(unsupported());
+                    }
+                    for a in args {
+                        give(*a, &n);
+                    }
+                }
+                Op::Unary { .. }
+                | Op::Binary { .. }
+                | Op::Select { .. }
+                | Op::Cast { .. }
+                | Op::MakeTuple { .. }
+                | Op::TupleGet { .. }
+                | Op::CanDeref { .. }
+                | Op::Reduce { .. }
+                | Op::ShiftApply { .. }
+                | Op::Map { .. }
+                | Op::Subset { .. }
+                | Op::Pos { .. }
+                | Op::AddDim { .. }
+                | Op::Constant { .. } => {
+                    for a in op.operands() {
+                        give(a, &n);
+                    }
+                }
+                _ if op.operands().iter().any(distributed) => return Err(unsupported()),
+                _ => {}
+            }
+        }
+        Ok(f.params.iter().map(|p| need.remove(p).unwrap_or_default()).collect())
+    }
+}
+
+impl Plan {
+    /// Plans `entry` (verified; `types` its extended arena) on `ranks` ranks.
+    pub fn new(module: &Module, types: &TypeArena, entry: Handle<Function>, ranks: usize) -> Result<Plan, PlanError> {
+        if let Some((team, name)) = team_of(module, types, entry)? {
+            if team != strata_ir::Team::WORLD && team as usize != ranks {
+                return Err(PlanError::TeamSize { name, team, ranks });
+            }
+        }
+        let f = &module.functions[entry];
+        let mut params: Vec<BlockParam> = Vec::new();
+        let mut distribute_needs: HashMap<(Handle<Function>, Value), Vec<Interval>> = HashMap::new();
+        let mut collected = HashMap::new();
+        let mut held: Vec<Vec<Need>> = Vec::new();
+        for rank in 0..ranks {
+            let mut a =
+                Analysis { module, types, ranks, rank, distribute_needs: HashMap::new(), collected: HashMap::new() };
+            let mut seeds: HashMap<Value, Need> = HashMap::new();
+            for (_, s) in f.body.iter() {
+                match s {
+                    Statement::Assign { target, domain, value } => {
+                        let (ty, vty) = (f.exprs[*target].ty, f.exprs[*value].ty);
+                        let source = match (&f.exprs[*value].kind, block_level(types, ty)) {
+                            (ExprKind::Op(Op::Collect { arg }), None) => {
+                                let t = target.index();
+                                let (lvl, dim, iv) =
+                                    block_level(types, f.exprs[*arg].ty).ok_or_else(|| PlanError::Unsupported {
+                                        op: "collect".into(),
+                                        name: f.exprs[*value].name.clone(),
+                                        func: f.name.clone(),
+                                        hint: SUPPORTED,
+                                    })?;
+                                a.collected.insert(t, (lvl, dim, iv));
+                                Some((*arg, block_level(types, f.exprs[*arg].ty)))
+                            }
+                            (_, b) => Some((*value, b.or_else(|| block_level(types, vty)))),
+                        };
+                        if let Some((v, Some((_, dim, iv)))) = source {
+                            let mut owned = a.owned(iv);
+                            if let Some(dom) = domain.as_ref().and_then(|d| d.iter().find(|(n, _)| *n == dim)) {
+                                owned = owned.intersect(dom.1);
+                            }
+                            merge(seeds.entry(v).or_default(), &Need::from([(dim, owned)]));
+                        }
+                    }
+                    Statement::Return(v) => {
+                        if let Some((_, dim, iv)) = block_level(types, f.exprs[*v].ty) {
+                            seeds.insert(*v, Need::from([(dim.clone(), a.owned(iv))]));
+                        }
+                    }
+                    Statement::Let(_) => {}
+                }
+            }
+            held.push(a.function(entry, seeds)?);
+            for (k, iv) in a.distribute_needs {
+                distribute_needs.entry(k).or_insert_with(|| vec![Interval::new(0, 0); ranks])[rank] = iv;
+            }
+            collected = a.collected;
+        }
+        for (i, &p) in f.params.iter().enumerate() {
+            let e = &f.exprs[p];
+            let output = e.kind == ExprKind::Param(ParamMode::Out);
+            let block = block_level(types, e.ty).or_else(|| collected.get(&p.index()).cloned());
+            let Some((level, dim, global)) = block else { continue };
+            let owned = block_partition(global, ranks as u32);
+            let held = (0..ranks)
+                .map(|r| {
+                    if output {
+                        return owned[r];
+                    }
+                    let n = held[r][i].get(&dim).copied().unwrap_or(owned[r]).intersect(global);
+                    hull(owned[r], n)
+                })
+                .collect();
+            params.push(BlockParam { index: i, name: e.name.clone(), output, level, dim, global, owned, held });
+        }
+        Ok(Plan { entry: f.name.clone(), ranks, params, distribute_needs, collected })
+    }
+
+    /// The local program of `rank`: the module with the entry's instance at the rank's
+    /// intervals (block levels dense, no team), and that instance.
+    pub fn local_module(
+        &self,
+        module: &Module,
+        types: &TypeArena,
+        entry: Handle<Function>,
+        rank: usize,
+    ) -> Result<(Module, Handle<Function>), PlanError> {
+        let mut m = module.clone();
+        // `distribute` takes the rank's part of its replicated operand; `collect` into an
+        // output keeps the owned block (gathered after the run).
+        for ((fh, v), needs) in &self.distribute_needs {
+            let e = &mut m.functions[*fh].exprs[*v];
+            if let ExprKind::Op(Op::Distribute { arg, dim, .. }) = &e.kind {
+                e.kind = ExprKind::Op(Op::Subset { arg: *arg, domain: vec![(dim.clone(), needs[rank])] });
+            }
+        }
+        let f = &module.functions[entry];
+        for (_, s) in f.body.iter() {
+            if let Statement::Assign { target, value, .. } = s {
+                if !self.collected.contains_key(&target.index()) {
+                    continue;
+                }
+                let e = &mut m.functions[entry].exprs[*value];
+                if let ExprKind::Op(Op::Collect { arg }) = &e.kind {
+                    let scalar = strata_ir::element_scalar(types, f.exprs[*arg].ty);
+                    if let Some(to) = scalar {
+                        e.kind = ExprKind::Op(Op::Cast { arg: *arg, to });
+                    }
+                }
+            }
+        }
+        let mut types = types.clone();
+        let params: Vec<Handle<Type>> = f
+            .params
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| {
+                let held = self.params.iter().find(|b| b.index == i).map(|b| (b.level, b.held[rank]));
+                localize(&mut types, f.exprs[p].ty, held)
+            })
+            .collect();
+        m.types = types.clone();
+        strata_verify::specialize(&m, &types, entry, &params).map_err(|d| PlanError::Local {
+            rank,
+            message: d.iter().map(|d| d.message.clone()).collect::<Vec<_>>().join("; "),
+        })
+    }
+
+    /// Whether the entry has anything distributed.
+    pub fn is_distributed(&self) -> bool {
+        !self.params.is_empty()
+    }
+}
+
+/// `ty` on one rank: the block level narrowed to `held` and dense, no team.
+fn localize(types: &mut TypeArena, ty: Handle<Type>, held: Option<(usize, Interval)>) -> Handle<Type> {
+    let Type::Tensor(t) = &types[ty] else { return ty };
+    if t.placement.team.is_none() && held.is_none() {
+        return ty;
+    }
+    let mut t = t.clone();
+    t.placement.team = None;
+    for (i, l) in t.levels.iter_mut().enumerate() {
+        if l.format == LevelFormat::Block {
+            l.format = LevelFormat::Dense;
+        }
+        if let Some((lvl, iv)) = held {
+            if lvl == i {
+                l.interval = iv;
+            }
+        }
+    }
+    types.insert(Type::Tensor(t))
+}
+
+impl fmt::Display for Plan {
+    /// What `strata lower --to dist` prints: each distributed parameter's blocks, halos and
+    /// messages.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "distribution of @{} over {} ranks (block partition: remainders to the last ranks)",
+            self.entry, self.ranks
+        )?;
+        for p in &self.params {
+            let kind = if p.output { "out" } else { "in " };
+            writeln!(f, "  {kind} %{}: block level `{}{}`", p.name, p.dim, p.global)?;
+            for r in 0..self.ranks {
+                let (o, h) = (p.owned[r], p.held[r]);
+                write!(f, "    rank {r}: owns {}{o}", p.dim)?;
+                if h != o {
+                    write!(f, ", holds {}{h} (halo {} below, {} above)", p.dim, o.start - h.start, h.stop - o.stop)?;
+                }
+                writeln!(f)?;
+            }
+            let msgs = p.messages();
+            if msgs.is_empty() {
+                if !p.output {
+                    writeln!(f, "    no exchange")?;
+                }
+            } else {
+                writeln!(f, "    halo exchange (non-blocking send/receive, before the run):")?;
+                for (from, to, rows) in msgs {
+                    writeln!(f, "      rank {from} -> rank {to}: {}{rows}", p.dim)?;
+                }
+            }
+            if p.output {
+                writeln!(f, "    each rank writes its block at its offset in one file")?;
+            }
+        }
+        if self.params.is_empty() {
+            writeln!(f, "  nothing is distributed: every rank runs the whole program; rank 0 writes")?;
+        }
+        Ok(())
+    }
+}
+
+/// Whether `f` is a program (its outputs are `out` parameters) or a function (its result).
+pub fn is_program(module: &Module, entry: Handle<Function>) -> bool {
+    module.functions[entry].kind == FunctionKind::Program
+}

@@ -1,0 +1,187 @@
+//! Rows of a block level as raw bytes.
+//!
+//! A dense tensor of shape `(outer…, rows, inner…)` with its block level at position `level`
+//! stores, for each outer index, one contiguous run of `rows × inner` elements; a range of rows
+//! is therefore `outer` runs of `len × inner` elements. The functions here copy such ranges
+//! between tensors and byte buffers, and between a rank's tensor and its part of a `.npy` file.
+
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use strata_ir::Interval;
+use strata_runtime::{Data, Tensor, ValueType};
+
+/// The geometry of a block level in a tensor type.
+#[derive(Clone, Copy, Debug)]
+pub struct Rows {
+    /// The product of the extents before the level.
+    pub outer: usize,
+    /// The level's interval in this tensor.
+    pub interval: Interval,
+    /// The product of the extents after the level.
+    pub inner: usize,
+    /// Bytes per element.
+    pub elem: usize,
+}
+
+impl Rows {
+    /// The geometry of level `level` of `ty` (scalar elements).
+    pub fn of(ty: &ValueType, level: usize) -> Option<Rows> {
+        let shape = ty.shape();
+        let elem = ty.element.scalar()?.size_bytes();
+        Some(Rows {
+            outer: shape[..level].iter().product(),
+            interval: ty.levels[level].interval,
+            inner: shape[level + 1..].iter().product(),
+            elem,
+        })
+    }
+
+    /// Byte runs `(offset, length)` of `rows` in this tensor's buffer.
+    pub fn runs(&self, rows: Interval) -> impl Iterator<Item = (usize, usize)> + '_ {
+        let row_bytes = self.inner * self.elem;
+        let first = (rows.start - self.interval.start) as usize * row_bytes;
+        let len = rows.len() as usize * row_bytes;
+        let stride = self.interval.len() as usize * row_bytes;
+        (0..if len == 0 { 0 } else { self.outer }).map(move |o| (o * stride + first, len))
+    }
+}
+
+/// The raw bytes of a scalar tensor.
+pub fn bytes(t: &Tensor) -> &[u8] {
+    let Data::Scalars(c) = &t.data else { return &[] };
+    let n = c.len() * c.scalar().size_bytes();
+    // SAFETY: the column's buffer holds `len` elements of `size_bytes` each, all initialized.
+    unsafe { std::slice::from_raw_parts(c.as_ptr().cast::<u8>(), n) }
+}
+
+/// The raw bytes of a scalar tensor, mutable.
+pub fn bytes_mut(t: &mut Tensor) -> &mut [u8] {
+    let Data::Scalars(c) = &mut t.data else { return &mut [] };
+    let n = c.len() * c.scalar().size_bytes();
+    // SAFETY: as in `bytes`; every bit pattern written is a value the runtime itself produced
+    // for this element type (rows of a tensor of the same type, or a file checked to hold it).
+    unsafe { std::slice::from_raw_parts_mut(c.as_mut_ptr().cast::<u8>(), n) }
+}
+
+/// Packs `rows` of `t` (level `level`) into one buffer.
+pub fn pack(t: &Tensor, level: usize, rows: Interval) -> Vec<u8> {
+    let g = Rows::of(&t.ty, level).expect("scalar tensor");
+    let src = bytes(t);
+    let mut out = Vec::with_capacity(g.outer * rows.len() as usize * g.inner * g.elem);
+    for (off, len) in g.runs(rows) {
+        out.extend_from_slice(&src[off..off + len]);
+    }
+    out
+}
+
+/// Places packed `rows` into `t` (level `level`).
+pub fn unpack(t: &mut Tensor, level: usize, rows: Interval, packed: &[u8]) {
+    let g = Rows::of(&t.ty, level).expect("scalar tensor");
+    let dst = bytes_mut(t);
+    let mut at = 0;
+    for (off, len) in g.runs(rows) {
+        dst[off..off + len].copy_from_slice(&packed[at..at + len]);
+        at += len;
+    }
+}
+
+/// A zero tensor of `ty` with level `level`'s interval replaced by `rows`.
+pub fn with_rows(ty: &ValueType, level: usize, rows: Interval) -> Tensor {
+    let mut ty = ty.clone();
+    ty.levels[level].interval = rows;
+    Tensor::zeros(&ty)
+}
+
+/// The rows `rows` of `t` as a tensor of their own.
+pub fn slice(t: &Tensor, level: usize, rows: Interval) -> Tensor {
+    let mut out = with_rows(&t.ty, level, rows);
+    let packed = pack(t, level, rows);
+    unpack(&mut out, level, rows, &packed);
+    out
+}
+
+/// Reads the rows `rows` of level `level` of the `.npy` file `path`, whose whole array has the
+/// (global) type `ty`: only those bytes are read, each run at its byte offset. The file must be
+/// little-endian and in C order, with the dtype and shape of `ty` (numpy's default).
+pub fn read_rows(path: &Path, name: &str, ty: &ValueType, level: usize, rows: Interval) -> Result<Tensor, String> {
+    let scalar = ty.element.scalar().ok_or_else(|| format!("`{name}`: a distributed argument holds scalars"))?;
+    let mut file = std::fs::File::open(path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+    let header =
+        npyz::NpyHeader::from_reader(&mut file).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+    let data_start = file.stream_position().map_err(|e| e.to_string())?;
+    let shape: Vec<usize> = header.shape().iter().map(|&d| d as usize).collect();
+    let descr = match header.dtype() {
+        npyz::DType::Plain(ts) => ts.to_string(),
+        other => format!("{other:?}"),
+    };
+    let want = strata_runtime::npy::descr(scalar);
+    let ok_descr = descr == want || descr.get(1..) == want.get(1..) && scalar.size_bytes() == 1;
+    if !ok_descr || shape != ty.shape() || header.order() != npyz::Order::C {
+        return Err(format!(
+            "argument `{name}`: {} holds dtype {descr}, shape {shape:?}{}, but the distributed program reads dtype {want}, \
+             shape {:?} in C order",
+            path.display(),
+            if header.order() == npyz::Order::C { "" } else { " in Fortran order" },
+            ty.shape()
+        ));
+    }
+    let g = Rows::of(ty, level).expect("scalar tensor");
+    let mut out = with_rows(ty, level, rows);
+    let dst = bytes_mut(&mut out);
+    let mut at = 0;
+    for (off, len) in g.runs(rows) {
+        file.seek(SeekFrom::Start(data_start + off as u64)).map_err(|e| e.to_string())?;
+        file.read_exact(&mut dst[at..at + len])
+            .map_err(|e| format!("cannot read `{}`: {e} (is the file truncated?)", path.display()))?;
+        at += len;
+    }
+    Ok(out)
+}
+
+/// Creates `path` as a `.npy` file of the global type `ty` (header written, data zero-filled to
+/// its full size); returns the byte offset of the data. One rank calls this.
+pub fn create_npy(path: &Path, ty: &ValueType) -> Result<u64, String> {
+    let scalar = ty.element.scalar().ok_or("a distributed output holds scalars")?;
+    let shape: Vec<u64> = ty.shape().iter().map(|&d| d as u64).collect();
+    let mut header = Vec::new();
+    let dtype = npyz::DType::Plain(strata_runtime::npy::descr(scalar).parse().map_err(|e| format!("{e:?}"))?);
+    {
+        use npyz::WriterBuilder;
+        npyz::WriteOptions::new_header_only()
+            .dtype(dtype)
+            .shape(&shape)
+            .writer(&mut header)
+            .write_header_only()
+            .map_err(|e| e.to_string())?;
+    }
+    let werr = |e: std::io::Error| format!("cannot write `{}`: {e}", path.display());
+    let mut f = std::fs::File::create(path).map_err(werr)?;
+    f.write_all(&header).map_err(werr)?;
+    let total = header.len() as u64 + shape.iter().product::<u64>() * scalar.size_bytes() as u64;
+    f.set_len(total).map_err(werr)?;
+    Ok(header.len() as u64)
+}
+
+/// Writes `t`'s rows `rows` (level `level`) at their place in the `.npy` file `path` of the
+/// global type `global`, whose data starts at `data_start`.
+pub fn write_rows(
+    path: &Path,
+    data_start: u64,
+    global: &ValueType,
+    level: usize,
+    t: &Tensor,
+    rows: Interval,
+) -> Result<(), String> {
+    let werr = |e: std::io::Error| format!("cannot write `{}`: {e}", path.display());
+    let f = std::fs::OpenOptions::new().write(true).open(path).map_err(werr)?;
+    let g = Rows::of(global, level).expect("scalar tensor");
+    let packed = pack(t, level, rows);
+    let mut at = 0;
+    for (off, len) in g.runs(rows) {
+        f.write_all_at(&packed[at..at + len], data_start + off as u64).map_err(werr)?;
+        at += len;
+    }
+    f.sync_data().map_err(werr)
+}
