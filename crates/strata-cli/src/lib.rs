@@ -506,7 +506,7 @@ pub(crate) fn run_native(
 }
 
 /// `strata lower`: prints an entry's loop kernels or generated C.
-pub fn cmd_lower(file: &Path, entry: Option<&str>, to: &str) -> i32 {
+pub fn cmd_lower(file: &Path, entry: Option<&str>, to: &str, ranks: usize) -> i32 {
     let color = stderr_color();
     let source = match read_source(file) {
         Ok(s) => s,
@@ -530,6 +530,18 @@ pub fn cmd_lower(file: &Path, entry: Option<&str>, to: &str) -> i32 {
             return 1;
         }
     };
+    if to == "dist" {
+        return match strata_dist::Plan::new(&module, &info.types, entry, ranks.max(1)) {
+            Ok(p) => {
+                print!("{p}");
+                0
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                1
+            }
+        };
+    }
     match strata_codegen::lower(&module, &info.types, entry) {
         Ok(p) => {
             match to {

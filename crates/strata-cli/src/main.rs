@@ -75,9 +75,13 @@ enum Command {
         /// The function or program (default: the last program, else the last function).
         #[arg(long)]
         entry: Option<String>,
-        /// `loops` (fused loop kernels) or `c` (the generated C).
-        #[arg(long, default_value = "loops", value_parser = ["loops", "c"])]
+        /// `loops` (fused loop kernels), `c` (the generated C) or `dist` (the distribution over
+        /// `--ranks` ranks: blocks, halos and the exchange's messages).
+        #[arg(long, default_value = "loops", value_parser = ["loops", "c", "dist"])]
         to: String,
+        /// Ranks for `--to dist`.
+        #[arg(long, value_name = "N", default_value_t = 2)]
+        ranks: usize,
     },
     /// Print each entry's parameters and results with their full types.
     #[command(after_help = "Example:\n  strata sig --json examples/stencil/nabla.strata")]
@@ -113,7 +117,7 @@ fn main() {
             )
         }
         Command::Sig { file, json } => strata_cli::cmd_sig(&file, json),
-        Command::Lower { file, entry, to } => strata_cli::cmd_lower(&file, entry.as_deref(), &to),
+        Command::Lower { file, entry, to, ranks } => strata_cli::cmd_lower(&file, entry.as_deref(), &to, ranks),
     };
     std::process::exit(status);
 }

@@ -1,0 +1,238 @@
+//! Distributed runs on real MPI processes (Open MPI, installed by `scripts/mpi-env`): every
+//! distributed example at 1–4 ranks equals its single-process run bit for bit, inputs are read
+//! at their offsets, printed results are gathered, and failures end the job with the failing
+//! rank's message, a non-zero exit, no hang and no output file.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Open MPI is present (installed on first use where possible).
+fn require_mpi() {
+    let o = Command::new(root().join("scripts/mpi-env")).output().expect("scripts/mpi-env runs");
+    assert!(o.status.success(), "Open MPI is needed: {}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// Runs `strata` with a deadline: a hung job is killed and fails the test.
+fn strata(args: &[&str]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env("STRATA_NUM_THREADS", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if start.elapsed() > Duration::from_secs(240) {
+            let _ = child.kill();
+            panic!("`strata {}` did not finish in 240 s (a rank hangs?)", args.join(" "));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("strata-dist-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn ok(o: &Output) -> String {
+    let e = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(0), "{e}");
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Runs `example` in one process and on 1..=4 ranks (or `only`); the written output files must
+/// be identical.
+fn same_on_ranks(example: &str, args: &[&str], out: &str, only: Option<usize>) {
+    require_mpi();
+    let d = tmp(&example.replace('/', "_"));
+    let file = root().join("examples").join(example).display().to_string();
+    let mut base: Vec<String> = vec!["run".into(), file];
+    for a in args {
+        base.push("--arg".into());
+        base.push((*a).into());
+    }
+    let run = |extra: &[String], path: &Path| {
+        let mut v: Vec<String> = base.clone();
+        v.extend(extra.iter().cloned());
+        v.push("--out".into());
+        v.push(format!("{out}={}", path.display()));
+        let refs: Vec<&str> = v.iter().map(String::as_str).collect();
+        ok(&strata(&refs));
+        std::fs::read(path).unwrap()
+    };
+    let single = run(&[], &d.join("single.npy"));
+    let ranks: Vec<usize> = only.map_or_else(|| (1..=4).collect(), |n| vec![n]);
+    for n in ranks {
+        let got = run(&["--ranks".into(), n.to_string()], &d.join(format!("r{n}.npy")));
+        assert!(got == single, "{example} on {n} ranks differs from the single-process run");
+    }
+    // Nothing but the outputs is left in the folder (no temporary files).
+    let names: Vec<String> =
+        std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert!(names.iter().all(|n| n.ends_with(".npy") && !n.starts_with('.')), "{names:?}");
+}
+
+#[test]
+fn laplacian_equals_the_single_process_run_on_1_to_4_ranks() {
+    same_on_ranks("distributed/laplacian.strata", &["inp=random:1"], "out", None);
+}
+
+#[test]
+fn laplacian_of_laplacian_equals_the_single_process_run_on_1_to_4_ranks() {
+    same_on_ranks("distributed/laplacian_of_laplacian.strata", &["inp=random:2"], "out", None);
+}
+
+#[test]
+fn tridiagonal_solve_with_k_local_equals_the_single_process_run() {
+    // I has 3 rows: on 4 ranks the first rank holds none.
+    let args = ["a=random:1", "b=random:2", "c=random:3", "d=random:4"];
+    same_on_ranks("distributed/tridiagonal.strata", &args, "x", None);
+}
+
+#[test]
+fn distribute_and_collect_run_on_the_declared_team() {
+    same_on_ranks("placement/distributed_axpy.strata", &["x=random:1", "y=random:2"], "out", Some(4));
+}
+
+#[test]
+fn inputs_are_read_at_their_offsets_and_printed_results_gathered() {
+    require_mpi();
+    let d = tmp("files");
+    let lap = root().join("examples/distributed/laplacian.strata").display().to_string();
+    // An input file made by a single-process run (a laplacian output has the input's shape
+    // only with the halo, so write the input type's data with `zeros`-free random values).
+    let src = d.join("prog.strata");
+    std::fs::write(
+        &src,
+        "program @p(%out: out tensor<f64, I[-1:65], J[-1:65], K[0:8]>, %a: tensor<f64, I[-1:65], J[-1:65], K[0:8]>) {\n  %out <- %a\n}\n",
+    )
+    .unwrap();
+    let inp = d.join("inp.npy");
+    ok(&strata(&[
+        "run",
+        &src.display().to_string(),
+        "--arg",
+        "a=random:7",
+        "--out",
+        &format!("out={}", inp.display()),
+    ]));
+    let inp_arg = format!("inp={}", inp.display());
+    let one = d.join("one.npy");
+    ok(&strata(&["run", &lap, "--arg", &inp_arg, "--out", &format!("out={}", one.display())]));
+    let three = d.join("three.npy");
+    ok(&strata(&["run", "--ranks", "3", &lap, "--arg", &inp_arg, "--out", &format!("out={}", three.display())]));
+    assert_eq!(std::fs::read(&one).unwrap(), std::fs::read(&three).unwrap());
+    // Printed: gathered on rank 0, printed once, as in one process.
+    let tiny = d.join("tiny.strata");
+    std::fs::write(
+        &tiny,
+        "!T = tensor<f64, I[0:5] block, team = world>\nfunc @twice(%a: !T) -> !T {\n  %r = plus(%a, %a) : !T\n  return %r\n}\n",
+    )
+    .unwrap();
+    let t = tiny.display().to_string();
+    let single = ok(&strata(&["run", &t, "--arg", "a=ones"]));
+    assert_eq!(single, "result =\n[2, 2, 2, 2, 2]\n");
+    assert_eq!(ok(&strata(&["run", "--ranks", "3", &t, "--arg", "a=ones"])), single);
+}
+
+#[test]
+fn the_distribution_is_printed_with_its_halo_exchange() {
+    let lap = root().join("examples/distributed/laplacian.strata").display().to_string();
+    let out = ok(&strata(&["lower", "--to", "dist", "--ranks", "2", &lap]));
+    assert!(out.contains("rank 0: owns I[-1:32], holds I[-1:33] (halo 0 below, 1 above)"), "{out}");
+    assert!(out.contains("rank 1 -> rank 0: I[32:33]"), "{out}");
+    assert!(out.contains("rank 0 -> rank 1: I[31:32]"), "{out}");
+}
+
+fn fails_with(args: &[&str], message: &str) {
+    require_mpi();
+    let o = strata(args);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(e.contains(message), "expected `{message}` in:\n{e}");
+}
+
+#[test]
+fn a_team_of_the_wrong_size_is_a_clear_error() {
+    let axpy = root().join("examples/placement/distributed_axpy.strata").display().to_string();
+    fails_with(
+        &["run", "--ranks", "2", &axpy, "--arg", "x=ones", "--arg", "y=ones"],
+        "lives on a team of 4 ranks, but the job has 2",
+    );
+}
+
+#[test]
+fn a_failing_rank_ends_the_job_with_its_message_and_no_output() {
+    let d = tmp("fail");
+    let lap = root().join("examples/distributed/laplacian.strata").display().to_string();
+    // A file too short: rank 0's rows are there, the last rank's are not.
+    let short = d.join("short.npy");
+    let src = d.join("p.strata");
+    std::fs::write(
+        &src,
+        "program @p(%out: out tensor<f64, I[-1:65], J[-1:65], K[0:8]>, %a: tensor<f64, I[-1:65], J[-1:65], K[0:8]>) {\n  %out <- %a\n}\n",
+    )
+    .unwrap();
+    ok(&strata(&["run", &src.display().to_string(), "--arg", "a=ones", "--out", &format!("out={}", short.display())]));
+    let bytes = std::fs::read(&short).unwrap();
+    std::fs::write(&short, &bytes[..bytes.len() / 2]).unwrap();
+    let out = d.join("out.npy");
+    fails_with(
+        &[
+            "run",
+            "--ranks",
+            "3",
+            &lap,
+            "--arg",
+            &format!("inp={}", short.display()),
+            "--out",
+            &format!("out={}", out.display()),
+        ],
+        "error: rank 2: cannot read",
+    );
+    assert!(!out.exists());
+    // A missing file: every rank reports it.
+    fails_with(
+        &["run", "--ranks", "2", &lap, "--arg", "inp=/nonexistent/in.npy", "--out", &format!("out={}", out.display())],
+        "error: rank 1: cannot read `/nonexistent/in.npy`",
+    );
+    // A file of the wrong shape.
+    fails_with(
+        &["run", "--ranks", "2", &lap, "--arg", &format!("inp={}", d.join("none.npy").display())],
+        "cannot read",
+    );
+    assert!(!out.exists());
+    let left: Vec<String> =
+        std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert!(left.iter().all(|n| !n.contains("strata-tmp")), "{left:?}");
+}
+
+#[test]
+fn a_run_time_error_on_one_rank_ends_the_job() {
+    require_mpi();
+    let d = tmp("div");
+    let f = d.join("div.strata");
+    std::fs::write(
+        &f,
+        "!T = tensor<i32, I[0:40] block, team = world>\nfunc @f(%a: !T, %b: !T) -> !T {\n  %q = divides(%a, %b) : !T\n  return %q\n}\n",
+    )
+    .unwrap();
+    // random:3 integers are in [0, 10): some rank divides by zero.
+    let o = strata(&["run", "--ranks", "2", &f.display().to_string(), "--arg", "a=ones", "--arg", "b=random:3"]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(e.contains("error: rank ") && e.contains("division by zero"), "{e}");
+}
