@@ -67,6 +67,9 @@ pub fn launch(ranks: usize) -> i32 {
     }
 }
 
+/// A distributed result's block level, this rank's block of it, and its global type.
+type OutBlock = (usize, Interval, ValueType);
+
 /// A rank's failure in a phase: its message, reported after the ranks agree.
 type Step<T> = Result<T, String>;
 
@@ -82,8 +85,8 @@ fn agree<T>(comm: &Comm, step: Step<T>) -> T {
             std::process::exit(1)
         }
         Err(m) => {
-            eprintln!("error: rank {}: {m}", comm.rank);
-            let _ = std::io::stderr().flush();
+            // One write per message, so the lines of ranks failing together do not interleave.
+            let _ = std::io::stderr().write_all(format!("error: rank {}: {m}\n", comm.rank).as_bytes());
             let _ = comm.finalize();
             std::process::exit(1)
         }
@@ -200,22 +203,20 @@ pub fn run_rank(file: &Path, opts: &RunOptions) -> i32 {
     let mut halo_bytes = 0usize;
     let mut exchange_s = Vec::new();
     for (p, a) in owned_args.into_iter().enumerate() {
-        match plan.params.iter().find(|b| b.index == p && !b.output) {
-            Some(b) => {
-                let Value::Tensor(owned) = a else { unreachable!("block arguments are dense") };
-                let t = comm.wtime();
-                let (held, bytes) = agree(&comm, exchange(&comm, b, &owned, &local_ty(p)));
-                exchange_s.push(comm.wtime() - t);
-                halo_bytes += bytes;
-                // Timing: the exchange alone, repeated like the run.
-                for _ in 0..opts.repeat {
+        match (plan.params.iter().find(|b| b.index == p && !b.output), a) {
+            (Some(b), Value::Tensor(mut held)) => {
+                // Timing: the exchange alone, repeated like the run (in place: the same rows).
+                for k in 0..=opts.repeat {
                     let t = comm.wtime();
-                    agree(&comm, exchange(&comm, b, &owned, &local_ty(p)));
+                    let bytes = agree(&comm, exchange(&comm, b, &mut held));
                     exchange_s.push(comm.wtime() - t);
+                    if k == 0 {
+                        halo_bytes += bytes;
+                    }
                 }
                 args.push(Value::Tensor(held));
             }
-            None => args.push(a),
+            (_, a) => args.push(a),
         }
     }
     let t_exchange = comm.wtime();
@@ -225,7 +226,7 @@ pub fn run_rank(file: &Path, opts: &RunOptions) -> i32 {
     let t_run = comm.wtime();
     // Outputs: each rank's block of a distributed output, or rank 0's replicated one.
     let f = &module.functions[entry];
-    let mut results: Vec<(String, Value, Option<(usize, Interval, ValueType)>)> = Vec::new();
+    let mut results: Vec<(String, Value, Option<OutBlock>)> = Vec::new();
     for (n, v) in values {
         let block = match f.params.iter().position(|&p| f.exprs[p].name == n) {
             Some(p) => {
@@ -334,8 +335,9 @@ fn check_sources(
     Ok(())
 }
 
-/// This rank's value of parameter `p`: the owned block of a distributed input (read at its
-/// offset in the file, or made whole and cut), zeros for an output, the whole value otherwise.
+/// This rank's value of parameter `p`: a distributed input at its held rows with the owned
+/// block filled (read at its offset in the file, or made whole and cut; the halo rows are the
+/// exchange's), zeros for an output, the whole value otherwise.
 #[allow(clippy::too_many_arguments)]
 fn owned_arg(
     plan: &Plan,
@@ -351,13 +353,17 @@ fn owned_arg(
     match (block, source) {
         (Some(b), _) if output => Ok(Value::Tensor(Tensor::zeros(&with_interval(local, b.level, b.owned[rank])))),
         (Some(b), Some(ArgSource::File(path))) => {
-            let t = slab::read_rows(&path, name, global, b.level, b.owned[rank])?;
-            Ok(Value::Tensor(Tensor { ty: with_interval(local, b.level, b.owned[rank]), ..t }))
+            let mut held = Tensor::zeros(local);
+            slab::read_rows(&path, name, global, b.level, b.owned[rank], &mut held)?;
+            Ok(Value::Tensor(held))
         }
         (Some(b), Some(src)) => {
             let whole = run::make_arg(name, &with_interval(local, b.level, b.global), &src)?;
             let Value::Tensor(whole) = whole else { return Err(format!("`{name}`: a distributed argument is dense")) };
-            Ok(Value::Tensor(slab::slice(&whole, b.level, b.owned[rank])))
+            let mut held = Tensor::zeros(local);
+            let mine = b.owned[rank];
+            slab::unpack(&mut held, b.level, mine, &slab::pack(&whole, b.level, mine));
+            Ok(Value::Tensor(held))
         }
         (None, Some(src)) => run::make_arg(name, local, &src),
         (Some(b), None) => Ok(Value::Tensor(Tensor::zeros(&with_interval(local, b.level, b.owned[rank])))),
@@ -371,21 +377,18 @@ fn with_interval(t: &ValueType, level: usize, iv: Interval) -> ValueType {
     t
 }
 
-/// Fills this rank's held rows of `b` from its owned block and the other ranks': returns the
-/// held tensor and the bytes received.
-fn exchange(comm: &Comm, b: &BlockParam, owned: &Tensor, local: &ValueType) -> Step<(Tensor, usize)> {
+/// Fills the halo rows of this rank's held tensor of `b` from the ranks that own them (its own
+/// block is already in place); returns the bytes received.
+fn exchange(comm: &Comm, b: &BlockParam, held: &mut Tensor) -> Step<usize> {
     let me = comm.rank;
-    let mut held = Tensor::zeros(local);
-    let mine = b.owned[me].intersect(b.held[me]);
-    slab::unpack(&mut held, b.level, mine, &slab::pack(owned, b.level, mine));
     let msgs = b.messages();
     let sends: Vec<(usize, Vec<u8>)> =
-        msgs.iter().filter(|m| m.0 == me).map(|&(_, to, rows)| (to, slab::pack(owned, b.level, rows))).collect();
+        msgs.iter().filter(|m| m.0 == me).map(|&(_, to, rows)| (to, slab::pack(held, b.level, rows))).collect();
     let recv_rows: Vec<(usize, Interval)> =
         msgs.iter().filter(|m| m.1 == me).map(|&(from, _, rows)| (from, rows)).collect();
-    let row_bytes =
-        |rows: Interval| slab::Rows::of(local, b.level).map_or(0, |g| g.outer * g.inner * g.elem * rows.len() as usize);
-    let mut bufs: Vec<Vec<u8>> = recv_rows.iter().map(|&(_, rows)| vec![0u8; row_bytes(rows)]).collect();
+    let geo = slab::Rows::of(&held.ty, b.level).ok_or("a distributed argument holds scalars")?;
+    let mut bufs: Vec<Vec<u8>> =
+        recv_rows.iter().map(|&(_, rows)| vec![0u8; geo.outer * geo.inner * geo.elem * rows.len() as usize]).collect();
     {
         let send_refs: Vec<(usize, &[u8])> = sends.iter().map(|(r, v)| (*r, v.as_slice())).collect();
         let mut recv_refs: Vec<(usize, &mut [u8])> =
@@ -394,10 +397,10 @@ fn exchange(comm: &Comm, b: &BlockParam, owned: &Tensor, local: &ValueType) -> S
     }
     let mut received = 0;
     for ((_, rows), buf) in recv_rows.iter().zip(&bufs) {
-        slab::unpack(&mut held, b.level, *rows, buf);
+        slab::unpack(held, b.level, *rows, buf);
         received += buf.len();
     }
-    Ok((held, received))
+    Ok(received)
 }
 
 /// Runs the local program: natively where it compiles (else the interpreter, as `strata run`).
@@ -457,7 +460,7 @@ fn gather(comm: &Comm, v: &Value, level: usize, owned: Interval, global: &ValueT
 
 /// Writes a result to `path`: a distributed one by every rank at its block's offset in one
 /// temporary file, renamed into place once all have written; a replicated one by rank 0.
-fn write_output(comm: &Comm, name: &str, path: &Path, v: &Value, block: Option<&(usize, Interval, ValueType)>) {
+fn write_output(comm: &Comm, name: &str, path: &Path, v: &Value, block: Option<&OutBlock>) {
     let Some((level, owned, global)) = block else {
         let step = if comm.rank == 0 {
             match v {

@@ -103,9 +103,17 @@ pub fn slice(t: &Tensor, level: usize, rows: Interval) -> Tensor {
 }
 
 /// Reads the rows `rows` of level `level` of the `.npy` file `path`, whose whole array has the
-/// (global) type `ty`: only those bytes are read, each run at its byte offset. The file must be
-/// little-endian and in C order, with the dtype and shape of `ty` (numpy's default).
-pub fn read_rows(path: &Path, name: &str, ty: &ValueType, level: usize, rows: Interval) -> Result<Tensor, String> {
+/// (global) type `ty`, into the same rows of `out` (which holds at least them): only those bytes
+/// are read, each run at its byte offset. The file must be little-endian and in C order, with
+/// the dtype and shape of `ty` (numpy's default).
+pub fn read_rows(
+    path: &Path,
+    name: &str,
+    ty: &ValueType,
+    level: usize,
+    rows: Interval,
+    out: &mut Tensor,
+) -> Result<(), String> {
     let scalar = ty.element.scalar().ok_or_else(|| format!("`{name}`: a distributed argument holds scalars"))?;
     let mut file = std::fs::File::open(path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
     let header =
@@ -128,16 +136,14 @@ pub fn read_rows(path: &Path, name: &str, ty: &ValueType, level: usize, rows: In
         ));
     }
     let g = Rows::of(ty, level).expect("scalar tensor");
-    let mut out = with_rows(ty, level, rows);
-    let dst = bytes_mut(&mut out);
-    let mut at = 0;
-    for (off, len) in g.runs(rows) {
+    let h = Rows::of(&out.ty, level).expect("scalar tensor");
+    let dst = bytes_mut(out);
+    for ((off, len), (at, _)) in g.runs(rows).zip(h.runs(rows)) {
         file.seek(SeekFrom::Start(data_start + off as u64)).map_err(|e| e.to_string())?;
         file.read_exact(&mut dst[at..at + len])
             .map_err(|e| format!("cannot read `{}`: {e} (is the file truncated?)", path.display()))?;
-        at += len;
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Creates `path` as a `.npy` file of the global type `ty` (header written, data zero-filled to

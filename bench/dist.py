@@ -1,0 +1,167 @@
+"""Distributed benchmark: the laplacian of the laplacian on 1 and 2 MPI ranks (strong and weak
+scaling) against the same program in one process at 1 and 2 threads and against mpi4py + numpy
+with a hand-written halo exchange; the machine's STREAM bandwidth and this MPI's α and β are
+measured in the same run, and the α-β model is extrapolated to 1,024 ranks.
+    bench/dist [--runs N] [--json PATH]"""
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import runner  # noqa: E402  (the STREAM probe)
+
+LOCAL = (256, 256, 64)  # one rank's interior block for weak scaling; the strong-scaling size
+
+
+def program(ni, nj, nk):
+    """The laplap workload's program over a block-distributed I (team = world)."""
+    def t(i0, i1, j0, j1):
+        return f"tensor<f64, I[{i0}:{i1}] block, J[{j0}:{j1}], K[0:{nk}], team = world>"
+
+    def lap(name, h, out_h):
+        a, b = -h, ni + h
+        c, d = -h, nj + h
+        return f"""func @{name}(%x: {t(a, b, c, d)}) -> {t(-out_h, ni + out_h, -out_h, nj + out_h)} {{
+  %four = constant(value = 4.0) : f64
+  %ip = cartesian_shift(%x, dim = I, offset = 1) : {t(a - 1, b - 1, c, d)}
+  %im = cartesian_shift(%x, dim = I, offset = -1) : {t(a + 1, b + 1, c, d)}
+  %jp = cartesian_shift(%x, dim = J, offset = 1) : {t(a, b, c - 1, d - 1)}
+  %jm = cartesian_shift(%x, dim = J, offset = -1) : {t(a, b, c + 1, d + 1)}
+  %si = plus(%ip, %im) : {t(a + 1, b - 1, c, d)}
+  %sj = plus(%jp, %jm) : {t(a, b, c + 1, d - 1)}
+  %s = plus(%si, %sj) : {t(a + 1, b - 1, c + 1, d - 1)}
+  %c4 = multiplies(%four, %x) : {t(a, b, c, d)}
+  %r = minus(%s, %c4) : {t(a + 1, b - 1, c + 1, d - 1)}
+  return %r
+}}
+"""
+    return (lap("lap1", 2, 1) + lap("lap2", 1, 0) + f"""program @laplap(%out: out {t(0, ni, 0, nj)}, %x: {t(-2, ni + 2, -2, nj + 2)}) {{
+  %m = call(@lap1, %x) : {t(-1, ni + 1, -1, nj + 1)}
+  %r = call(@lap2, %m) : {t(0, ni, 0, nj)}
+  %out <- %r
+}}
+""")
+
+
+def median(v):
+    s = sorted(v)
+    n = len(s)
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+
+def mpirun():
+    cmd = ["mpirun", "--oversubscribe", "--quiet"]
+    if os.geteuid() == 0:
+        cmd.append("--allow-run-as-root")
+    return cmd
+
+
+def strata_single(strata, prog, threads, runs, tmp):
+    t = tmp / f"single{threads}.json"
+    subprocess.run([strata, "run", str(prog), "--arg", "x=random:1", "--out", f"out={tmp / 'o.npy'}", "--threads", str(threads),
+                    "--repeat", str(runs), "--timings", str(t)], check=True, capture_output=True)
+    return median(json.loads(t.read_text())["preallocated_s"])
+
+
+def strata_ranks(strata, prog, ranks, runs, tmp):
+    t = tmp / f"ranks{ranks}.json"
+    subprocess.run([strata, "run", "--ranks", str(ranks), str(prog), "--arg", "x=random:1", "--out", f"out={tmp / 'o.npy'}",
+                    "--threads", "1", "--repeat", str(runs), "--timings", str(t)], check=True, capture_output=True)
+    r = json.loads(t.read_text())
+    return r["exchange_s"] + r["run_s"], r["exchange_s"], r["halo_bytes"]
+
+
+def peer(py, ranks, shape, runs):
+    out = subprocess.run(mpirun() + ["-n", str(ranks), py, str(HERE / "dist_mpi4py.py"), *map(str, shape), str(runs)],
+                         check=True, capture_output=True, text=True)
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    return r["exchange_s"] + r["compute_s"], r["exchange_s"], r["halo_bytes"]
+
+
+def main(argv):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--strata", required=True)
+    p.add_argument("--python", default=sys.executable)
+    p.add_argument("--runs", type=int, default=15)
+    p.add_argument("--json")
+    a = p.parse_args(argv)
+    tmp = Path(tempfile.mkdtemp(prefix="strata-bench-dist-"))
+    build = tmp / "probes"
+    build.mkdir()
+    limits = runner.probe_limits(2, build)
+    triad = next(r["gbps"] for r in limits if r["workload"] == "stream_triad")
+    ab = json.loads(subprocess.run(mpirun() + ["-n", "2", a.python, str(HERE / "dist_alpha_beta.py")], check=True,
+                                   capture_output=True, text=True).stdout.strip().splitlines()[-1])
+    rows = []
+    ni, nj, nk = LOCAL
+    for scaling, shapes in (("strong", {1: (ni, nj, nk), 2: (ni, nj, nk)}), ("weak", {1: (ni, nj, nk), 2: (2 * ni, nj, nk)})):
+        for ranks, shape in shapes.items():
+            prog = tmp / f"laplap_{shape[0]}.strata"
+            prog.write_text(program(*shape))
+            points = shape[0] * shape[1] * shape[2]
+            bytes_moved = 16 * points  # read the field once, write the result once
+            meas = {
+                f"strata 1 process, {ranks} thread(s)": (strata_single(a.strata, prog, ranks, a.runs, tmp), 0.0, 0),
+                f"strata {ranks} rank(s) x 1 thread": strata_ranks(a.strata, prog, ranks, a.runs, tmp),
+                f"mpi4py+numpy {ranks} rank(s)": peer(a.python, ranks, shape, a.runs),
+            }
+            for impl, (t, ex, halo) in meas.items():
+                gbps = bytes_moved / t / 1e9
+                rows.append({"scaling": scaling, "ranks": ranks, "shape": list(shape), "impl": impl, "median_s": t,
+                             "exchange_s": ex, "halo_bytes": halo, "gbps": gbps, "fraction_of_triad": gbps / triad})
+    # The target: 2 ranks against the 2-thread single process, same global size.
+    def find(scaling, ranks, prefix):
+        return next(r for r in rows if r["scaling"] == scaling and r["ranks"] == ranks and r["impl"].startswith(prefix))
+    ratios = {}
+    for scaling in ("strong", "weak"):
+        two_ranks = find(scaling, 2, "strata 2 rank")["median_s"]
+        two_threads = find(scaling, 2, "strata 1 process, 2")["median_s"]
+        ratios[scaling] = two_threads / two_ranks
+    # α-β model, weak scaling of the laplacian of laplacian at the local size LOCAL.
+    alpha, beta = ab["alpha_s"], ab["beta_s_per_byte"]
+    t_c = find("weak", 1, "strata 1 rank")["median_s"]
+    halo = 2 * (nj + 4) * nk * 8  # two rows of the haloed field per neighbor
+    t_x = 2 * (alpha + beta * halo)  # two neighbors, send and receive overlapped per neighbor
+    model = []
+    for p_ in (2, 16, 128, 1024):
+        t_red = 2 * math.ceil(math.log2(p_)) * (alpha + 8 * beta)  # one allreduce per iteration (a residual)
+        model.append({"ranks": p_, "halo_s": t_x, "allreduce_s": t_red,
+                      "efficiency_halo_only": t_c / (t_c + t_x), "efficiency_with_allreduce": t_c / (t_c + t_x + t_red)})
+    # Strong scaling of the same global size: the local work shrinks as 1/P, the halo does not.
+    t_c1 = find("strong", 1, "strata 1 rank")["median_s"]
+    strong = []
+    for p_ in (2, 4, 8, 16, 32, 64, 128, 256):
+        t_red = 2 * math.ceil(math.log2(p_)) * (alpha + 8 * beta)
+        local = t_c1 / p_
+        strong.append({"ranks": p_, "efficiency": local / (local + t_x + t_red)})
+    below = next((m["ranks"] for m in strong if m["efficiency"] < 0.9), None)
+    result = {"stream_triad_gbps": triad, "alpha_beta": ab, "rows": rows, "two_ranks_over_two_threads": ratios,
+              "model": {"local_shape": list(LOCAL), "compute_s": t_c, "halo_bytes": halo, "points": model,
+                        "strong": strong, "strong_below_90_at": below}}
+    print(f"STREAM triad (2 threads): {triad:.1f} GB/s;  MPI α = {alpha * 1e6:.2f} µs, β = {1 / beta / 1e9:.2f} GB/s "
+          f"(1/β), allreduce(8 B) = {ab['allreduce_8B_s'] * 1e6:.2f} µs")
+    print(f"{'scaling':7} {'ranks':>5} {'shape':>16} {'impl':36} {'median ms':>10} {'exchange ms':>11} {'halo B':>9} "
+          f"{'GB/s':>6} {'of triad':>8}")
+    for r in rows:
+        print(f"{r['scaling']:7} {r['ranks']:>5} {str(tuple(r['shape'])):>16} {r['impl']:36} {r['median_s'] * 1e3:10.3f} "
+              f"{r['exchange_s'] * 1e3:11.3f} {r['halo_bytes']:9d} {r['gbps']:6.1f} {r['fraction_of_triad']:8.2f}")
+    for s, v in ratios.items():
+        print(f"{s}: 2 ranks reach {v:.2f}x the throughput of the 2-thread single process (target >= 0.9)")
+    print(f"model (weak, local {LOCAL}, compute {t_c * 1e3:.2f} ms, halo {halo} B/neighbor):")
+    for m in model:
+        print(f"  {m['ranks']:5d} ranks: halo {m['halo_s'] * 1e6:8.1f} µs, allreduce {m['allreduce_s'] * 1e6:6.1f} µs, "
+              f"efficiency {m['efficiency_halo_only']:.3f} (halo only), {m['efficiency_with_allreduce']:.3f} (with allreduce)")
+    print(f"model (strong, global {LOCAL}, 1-rank compute {t_c1 * 1e3:.2f} ms): " + ", ".join(
+        f"{m['ranks']}: {m['efficiency']:.2f}" for m in strong) + f"; below 90 % from {below} ranks")
+    if a.json:
+        Path(a.json).write_text(json.dumps(result, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
