@@ -229,9 +229,7 @@ pub fn run_rank(file: &Path, opts: &RunOptions) -> i32 {
     let mut results: Vec<(String, Value, Option<OutBlock>)> = Vec::new();
     for (n, v) in values {
         let block = match f.params.iter().position(|&p| f.exprs[p].name == n) {
-            Some(p) => {
-                plan.params.iter().find(|b| b.index == p).map(|b| (b.level, b.owned[rank], block_type(&global(p), b)))
-            }
+            Some(p) => plan.params.iter().find(|b| b.index == p).map(|b| (b.level, b.owned[rank], global(p))),
             None => f.result.and_then(|r| {
                 let g = ValueType::from_ir(&info.types, r);
                 let level = g.levels.iter().position(|l| l.format == LevelFormat::Block)?;
@@ -294,14 +292,6 @@ pub fn run_rank(file: &Path, opts: &RunOptions) -> i32 {
     }
     let _ = comm.finalize();
     0
-}
-
-/// The global type of a block parameter (an output gathered from `collect` has no block level
-/// in its declared type: its level `b.level` is the collected block's).
-fn block_type(global: &ValueType, b: &BlockParam) -> ValueType {
-    let mut g = global.clone();
-    g.levels[b.level].format = LevelFormat::Block;
-    g
 }
 
 /// Sources name parameters, and no output overwrites an input.
@@ -485,9 +475,6 @@ fn write_output(comm: &Comm, name: &str, path: &Path, v: &Value, block: Option<&
     agree(comm, comm.bcast(&mut buf, 0).map_err(|e| e.to_string()));
     let start = u64::from_ne_bytes(buf);
     let written = owned_rows(v, *level, *owned).and_then(|t| slab::write_rows(&tmp, start, &g, *level, &t, *owned));
-    if written.is_err() && comm.rank == 0 {
-        let _ = std::fs::remove_file(&tmp);
-    }
     let failed = comm.max_i64(i64::from(written.is_err())).unwrap_or(1);
     if failed != 0 && comm.rank == 0 {
         let _ = std::fs::remove_file(&tmp);

@@ -91,15 +91,19 @@ fn fnv1a(parts: &[&[u8]]) -> u64 {
 }
 
 fn compiler_identity(cc: &str) -> String {
-    static ID: OnceLock<String> = OnceLock::new();
-    ID.get_or_init(|| {
-        Command::new(cc)
-            .arg("--version")
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).lines().next().unwrap_or_default().to_string())
-            .unwrap_or_default()
-    })
-    .clone()
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    static IDS: OnceLock<Mutex<HashMap<String, String>>> = OnceLock::new();
+    let mut ids = IDS.get_or_init(|| Mutex::new(HashMap::new())).lock().unwrap_or_else(|e| e.into_inner());
+    ids.entry(cc.to_string())
+        .or_insert_with(|| {
+            Command::new(cc)
+                .arg("--version")
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).lines().next().unwrap_or_default().to_string())
+                .unwrap_or_default()
+        })
+        .clone()
 }
 
 /// Whether the last [`build`] found its shared object in the cache.
@@ -111,12 +115,32 @@ pub enum CacheState {
     Warm,
 }
 
-/// Compiles `source` (or finds it in the cache); returns the shared object's path.
+/// Compiles generated kernels `source` (or finds them in the cache); returns the shared
+/// object's path.
 pub fn build(source: &str) -> Result<(PathBuf, CacheState), CompileError> {
-    let cc = compiler();
-    let key = fnv1a(&[source.as_bytes(), cc.as_bytes(), compiler_identity(&cc).as_bytes(), FLAGS.join(" ").as_bytes()]);
+    build_with(&compiler(), FLAGS, LIBS, "k", source)
+}
+
+/// Compiles `source` into a shared object with the compiler `cc`, `flags` and `libs` (or finds
+/// it in the cache, keyed by all of them and the compiler's identity); `prefix` starts the
+/// cached files' names.
+pub fn build_with(
+    cc: &str,
+    flags: &[&str],
+    libs: &[&str],
+    prefix: &str,
+    source: &str,
+) -> Result<(PathBuf, CacheState), CompileError> {
+    let cc = cc.to_string();
+    let key = fnv1a(&[
+        source.as_bytes(),
+        cc.as_bytes(),
+        compiler_identity(&cc).as_bytes(),
+        flags.join(" ").as_bytes(),
+        libs.join(" ").as_bytes(),
+    ]);
     let dir = cache_dir();
-    let so = dir.join(format!("k{key:016x}.so"));
+    let so = dir.join(format!("{prefix}{key:016x}.so"));
     if so.exists() {
         return Ok((so, CacheState::Warm));
     }
@@ -126,15 +150,15 @@ pub fn build(source: &str) -> Result<(PathBuf, CacheState), CompileError> {
     // renamed into place atomically.
     static BUILDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let tag = format!("{}.{}", std::process::id(), BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
-    let c_file = dir.join(format!("k{key:016x}.{tag}.c"));
+    let c_file = dir.join(format!("{prefix}{key:016x}.{tag}.c"));
     std::fs::write(&c_file, source).map_err(|source| CompileError::Cache { dir: dir.clone(), source })?;
-    let tmp = dir.join(format!("k{key:016x}.so.{tag}.tmp"));
+    let tmp = dir.join(format!("{prefix}{key:016x}.so.{tag}.tmp"));
     let out = Command::new(&cc)
-        .args(FLAGS)
+        .args(flags)
         .arg("-o")
         .arg(&tmp)
         .arg(&c_file)
-        .args(LIBS)
+        .args(libs)
         .output()
         .map_err(|source| CompileError::NoCompiler { compiler: cc.clone(), source })?;
     if !out.status.success() {
@@ -148,7 +172,7 @@ pub fn build(source: &str) -> Result<(PathBuf, CacheState), CompileError> {
     std::fs::rename(&tmp, &so).map_err(|source| CompileError::Cache { dir: dir.clone(), source })?;
     // The source stays beside its object for reading (a failed build keeps its own file, which
     // the error names).
-    let _ = std::fs::rename(&c_file, dir.join(format!("k{key:016x}.c")));
+    let _ = std::fs::rename(&c_file, dir.join(format!("{prefix}{key:016x}.c")));
     Ok((so, CacheState::Cold))
 }
 

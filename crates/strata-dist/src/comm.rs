@@ -56,7 +56,6 @@ pub fn mpicc() -> String {
 
 type InitFn = unsafe extern "C" fn(*mut c_int, *mut c_int) -> c_int;
 type VoidFn = unsafe extern "C" fn() -> c_int;
-type AbortFn = unsafe extern "C" fn(c_int);
 type WtimeFn = unsafe extern "C" fn() -> f64;
 type ExchangeFn = unsafe extern "C" fn(
     c_int,
@@ -81,7 +80,6 @@ pub struct Comm {
     /// The number of ranks.
     pub size: usize,
     finalize: VoidFn,
-    abort: AbortFn,
     barrier: VoidFn,
     wtime: WtimeFn,
     exchange: ExchangeFn,
@@ -121,38 +119,17 @@ pub enum ReduceOp {
     Prod = 3,
 }
 
-/// Builds the layer (or finds it in the cache).
+/// Builds the layer with `mpicc` (or finds it in the kernel cache; the MPI version is part of
+/// the key).
 fn build() -> Result<PathBuf, CommError> {
     let cc = mpicc();
     let berr = |why: String| CommError::Build { compiler: cc.clone(), why };
     let version = Command::new(&cc).arg("--showme:version").output().map_err(|e| berr(e.to_string()))?;
-    let mut key: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in SOURCE.bytes().chain(cc.bytes()).chain(version.stdout.iter().copied()).chain(version.stderr) {
-        key = (key ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-    }
-    let dir = strata_codegen::compile::cache_dir();
-    let so = dir.join(format!("mpi{key:016x}.so"));
-    if so.exists() {
-        return Ok(so);
-    }
-    std::fs::create_dir_all(&dir).map_err(|e| berr(format!("cannot create {}: {e}", dir.display())))?;
-    let tag = std::process::id();
-    let c_file = dir.join(format!("mpi{key:016x}.{tag}.c"));
-    let tmp = dir.join(format!("mpi{key:016x}.so.{tag}.tmp"));
-    std::fs::write(&c_file, SOURCE).map_err(|e| berr(format!("cannot write {}: {e}", c_file.display())))?;
-    let out = Command::new(&cc)
-        .args(["-O2", "-fPIC", "-shared", "-o"])
-        .arg(&tmp)
-        .arg(&c_file)
-        .output()
-        .map_err(|e| berr(e.to_string()))?;
-    let _ = std::fs::remove_file(&c_file);
-    if !out.status.success() {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(berr(String::from_utf8_lossy(&out.stderr).into_owned()));
-    }
-    std::fs::rename(&tmp, &so).map_err(|e| berr(e.to_string()))?;
-    Ok(so)
+    let mpi = String::from_utf8_lossy(if version.stdout.is_empty() { &version.stderr } else { &version.stdout });
+    let source = format!("/* {} */\n{SOURCE}", mpi.trim().replace("*/", ""));
+    strata_codegen::compile::build_with(&cc, &["-O2", "-fPIC", "-shared"], &[], "mpi", &source)
+        .map(|(so, _)| so)
+        .map_err(|e| berr(e.to_string()))
 }
 
 impl Comm {
@@ -179,7 +156,6 @@ impl Comm {
             rank: 0,
             size: 1,
             finalize: sym!("strata_mpi_finalize", VoidFn),
-            abort: sym!("strata_mpi_abort", AbortFn),
             barrier: sym!("strata_mpi_barrier", VoidFn),
             wtime: sym!("strata_mpi_wtime", WtimeFn),
             exchange: sym!("strata_mpi_exchange", ExchangeFn),
@@ -219,13 +195,6 @@ impl Comm {
     pub fn wtime(&self) -> f64 {
         // SAFETY: no arguments.
         unsafe { (self.wtime)() }
-    }
-
-    /// Ends the whole job at once with exit code `code` (every rank is killed).
-    pub fn abort(&self, code: i32) -> ! {
-        // SAFETY: MPI_Abort does not return.
-        unsafe { (self.abort)(code) };
-        std::process::exit(code)
     }
 
     /// Shuts MPI down (after the last communication).

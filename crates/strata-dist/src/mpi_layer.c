@@ -1,6 +1,7 @@
 /* Strata's MPI layer: the few collective and point-to-point calls the distributed runtime
  * makes, compiled with `mpicc` at first use and loaded by strata-dist (comm.rs). Every
- * function returns an MPI error code (0: MPI_SUCCESS); errors are returned, not fatal. */
+ * function returns an MPI error code (0: MPI_SUCCESS); errors are returned, not fatal (a failed
+ * rank is reported by the runtime's status agreement, not by MPI_Abort). */
 #include <limits.h>
 #include <mpi.h>
 #include <stdlib.h>
@@ -19,8 +20,6 @@ int strata_mpi_init(int *rank, int *size) {
 }
 
 int strata_mpi_finalize(void) { return MPI_Finalize(); }
-
-void strata_mpi_abort(int code) { MPI_Abort(MPI_COMM_WORLD, code); }
 
 int strata_mpi_barrier(void) { return MPI_Barrier(MPI_COMM_WORLD); }
 

@@ -15,8 +15,8 @@ use std::fmt;
 
 use strata_entity::Handle;
 use strata_ir::{
-    DimName, ExprKind, Function, FunctionKind, Interval, LevelFormat, Module, Op, ParamMode, Statement, TensorType,
-    Type, TypeArena, Value,
+    DimName, ExprKind, Function, Interval, LevelFormat, Module, Op, ParamMode, Statement, TensorType, Type, TypeArena,
+    Value,
 };
 use strata_runtime::dist::block_partition;
 
@@ -159,19 +159,11 @@ fn reachable(module: &Module, entry: Handle<Function>) -> Vec<Handle<Function>> 
     let mut seen = vec![entry];
     let mut k = 0;
     while k < seen.len() {
-        let f = &module.functions[seen[k]];
-        for (_, e) in f.exprs.iter() {
-            if let ExprKind::Op(
-                Op::Call { func, .. }
-                | Op::Reduce { func, .. }
-                | Op::Scan { func, .. }
-                | Op::MapReduce { func, .. }
-                | Op::MapReduceAff { func, .. }
-                | Op::Map { func, .. },
-            ) = &e.kind
-            {
-                if !seen.contains(func) {
-                    seen.push(*func);
+        for (_, e) in module.functions[seen[k]].exprs.iter() {
+            let ExprKind::Op(op) = &e.kind else { continue };
+            for func in op.functions() {
+                if !seen.contains(&func) {
+                    seen.push(func);
                 }
             }
         }
@@ -325,22 +317,22 @@ impl Plan {
                 match s {
                     Statement::Assign { target, domain, value } => {
                         let (ty, vty) = (f.exprs[*target].ty, f.exprs[*value].ty);
-                        let source = match (&f.exprs[*value].kind, block_level(types, ty)) {
+                        // The value whose owned block the statement writes (a collected one's).
+                        let (v, block) = match (&f.exprs[*value].kind, block_level(types, ty)) {
                             (ExprKind::Op(Op::Collect { arg }), None) => {
-                                let t = target.index();
-                                let (lvl, dim, iv) =
+                                let block =
                                     block_level(types, f.exprs[*arg].ty).ok_or_else(|| PlanError::Unsupported {
                                         op: "collect".into(),
                                         name: f.exprs[*value].name.clone(),
                                         func: f.name.clone(),
                                         hint: SUPPORTED,
                                     })?;
-                                a.collected.insert(t, (lvl, dim, iv));
-                                Some((*arg, block_level(types, f.exprs[*arg].ty)))
+                                a.collected.insert(target.index(), block.clone());
+                                (*arg, Some(block))
                             }
-                            (_, b) => Some((*value, b.or_else(|| block_level(types, vty)))),
+                            (_, b) => (*value, b.or_else(|| block_level(types, vty))),
                         };
-                        if let Some((v, Some((_, dim, iv)))) = source {
+                        if let Some((_, dim, iv)) = block {
                             let mut owned = a.owned(iv);
                             if let Some(dom) = domain.as_ref().and_then(|d| d.iter().find(|(n, _)| *n == dim)) {
                                 owned = owned.intersect(dom.1);
@@ -425,16 +417,10 @@ impl Plan {
                 localize(&mut types, f.exprs[p].ty, held)
             })
             .collect();
-        m.types = types.clone();
         strata_verify::specialize(&m, &types, entry, &params).map_err(|d| PlanError::Local {
             rank,
             message: d.iter().map(|d| d.message.clone()).collect::<Vec<_>>().join("; "),
         })
-    }
-
-    /// Whether the entry has anything distributed.
-    pub fn is_distributed(&self) -> bool {
-        !self.params.is_empty()
     }
 }
 
@@ -499,9 +485,4 @@ impl fmt::Display for Plan {
         }
         Ok(())
     }
-}
-
-/// Whether `f` is a program (its outputs are `out` parameters) or a function (its result).
-pub fn is_program(module: &Module, entry: Handle<Function>) -> bool {
-    module.functions[entry].kind == FunctionKind::Program
 }

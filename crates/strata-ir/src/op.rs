@@ -929,6 +929,20 @@ impl Op {
         }
     }
 
+    /// The function the op calls or applies (a payload), to re-point it: the one of
+    /// [`Op::functions`].
+    pub fn function_mut(&mut self) -> Option<&mut Handle<Function>> {
+        match self {
+            Op::Call { func, .. }
+            | Op::Reduce { func, .. }
+            | Op::Scan { func, .. }
+            | Op::MapReduce { func, .. }
+            | Op::MapReduceAff { func, .. }
+            | Op::Map { func, .. } => Some(func),
+            _ => None,
+        }
+    }
+
     /// Whether the result type is the declared one rather than inferred.
     pub fn has_declared_type(&self) -> bool {
         matches!(

@@ -178,17 +178,7 @@ fn retype(
 
 /// Points `op`'s function reference `from` at `to`.
 fn retarget(op: &mut Op, from: Handle<Function>, to: Handle<Function>) {
-    match op {
-        Op::Call { func, .. }
-        | Op::Reduce { func, .. }
-        | Op::Scan { func, .. }
-        | Op::MapReduce { func, .. }
-        | Op::MapReduceAff { func, .. }
-        | Op::Map { func, .. }
-            if *func == from =>
-        {
-            *func = to
-        }
-        _ => {}
+    if let Some(f) = op.function_mut().filter(|f| **f == from) {
+        *f = to;
     }
 }
