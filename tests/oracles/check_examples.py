@@ -1,8 +1,9 @@
 """Runs Strata's examples with generated data and compares with numpy / SciPy oracles.
 
-Usage: python check_examples.py STRATA_BINARY WORKDIR [--backend auto|interp|native] [NAME ...]
+Usage: python check_examples.py STRATA_BINARY WORKDIR [--backend auto|interp|native] [--ranks N] [NAME ...]
 With the default `auto` backend, entries the native backend compiles run natively and the rest
-in the interpreter; `interp` checks the reference interpreter alone.
+in the interpreter; `interp` checks the reference interpreter alone. With `--ranks N` every run
+is `strata run --ranks N` (MPI; the distributed examples are partitioned over N processes).
 Exits non-zero on the first mismatch, printing what differed. Float results are compared with
 rtol=1e-12, atol=1e-12 (the interpreter evaluates in the same precision and order as the
 straightforward numpy formula, so only reassociation of sums may differ).
@@ -20,12 +21,15 @@ import mesh  # noqa: E402
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 RTOL = ATOL = 1e-12
 BACKEND = "auto"
+RANKS = None
 
 
 def run(strata, example, work, args, outs, entry=None):
     """Runs an example entry; `args` maps names to numpy arrays (saved as .npy) or to paths of
     files already written. Returns the outputs loaded (`.npy`) or their paths (other files)."""
     cmd = [strata, "run", os.path.join(ROOT, "examples", example), "--backend", BACKEND]
+    if RANKS:
+        cmd += ["--ranks", str(RANKS)]
     if entry:
         cmd += ["--entry", entry]
     for name, value in args.items():
@@ -54,25 +58,43 @@ def expect(name, got, want):
     print(f"ok {name}: shape {got.shape}, max |value| {np.max(np.abs(want)) if want.size else 0:.3g}")
 
 
+def lap_np(x):
+    """Seed 000's horizontal laplacian of a field with a one-point halo in I and J."""
+    return x[2:, 1:-1] + x[:-2, 1:-1] + (x[1:-1, 2:] + x[1:-1, :-2]) - 4.0 * x[1:-1, 1:-1]
+
+
 def laplacian(strata, work, rng):
     inp = rng.standard_normal((7, 9, 9))  # I[-1:6], J[-1:8], K[0:9]
     out = run(strata, "stencil/laplacian.strata", work, {"inp": inp}, {"out": ".npy"})["out"]
-    c = inp[1:-1, 1:-1]
-    want = inp[2:, 1:-1] + inp[:-2, 1:-1] + (inp[1:-1, 2:] + inp[1:-1, :-2]) - 4.0 * c
-    expect("laplacian", out, want)
+    expect("laplacian", out, lap_np(inp))
 
 
-def tridiagonal(strata, work, rng):
+def tridiagonal_check(strata, work, rng, example):
     shape = (3, 7, 5)
     a, c, d = (rng.standard_normal(shape) for _ in range(3))
     b = 4.0 + rng.random(shape)
-    x = run(strata, "stencil/tridiagonal.strata", work, {"a": a, "b": b, "c": c, "d": d}, {"x": ".npy"})["x"]
+    x = run(strata, example, work, {"a": a, "b": b, "c": c, "d": d}, {"x": ".npy"})["x"]
     want = np.empty(shape)
     for i in range(shape[0]):
         for j in range(shape[1]):
             m = np.diag(b[i, j]) + np.diag(a[i, j, 1:], -1) + np.diag(c[i, j, :-1], 1)
             want[i, j] = np.linalg.solve(m, d[i, j])
-    expect("tridiagonal", x, want)
+    expect(example, x, want)
+
+
+def tridiagonal(strata, work, rng):
+    tridiagonal_check(strata, work, rng, "stencil/tridiagonal.strata")
+
+
+def distributed_stencils(strata, work, rng):
+    """The examples block-distributed along I (over `--ranks` processes, or in one)."""
+    inp = rng.standard_normal((66, 66, 8))  # I[-1:65], J[-1:65], K[0:8]
+    out = run(strata, "distributed/laplacian.strata", work, {"inp": inp}, {"out": ".npy"})["out"]
+    expect("distributed/laplacian", out, lap_np(inp))
+    inp = rng.standard_normal((132, 132, 16))  # I[-2:130], J[-2:130], K[0:16]
+    out = run(strata, "distributed/laplacian_of_laplacian.strata", work, {"inp": inp}, {"out": ".npy"})["out"]
+    expect("distributed/laplacian_of_laplacian", out, lap_np(lap_np(inp)))
+    tridiagonal_check(strata, work, rng, "distributed/tridiagonal.strata")
 
 
 def nabla(strata, work, rng):
@@ -308,13 +330,18 @@ CHECKS = {
     "structured": structured,
     "beyond": beyond,
     "distributed": distributed,
+    "distributed_stencils": distributed_stencils,
 }
 
 
 def main():
-    global BACKEND
+    global BACKEND, RANKS
     strata, work = sys.argv[1], sys.argv[2]
     rest = sys.argv[3:]
+    if "--ranks" in rest:
+        i = rest.index("--ranks")
+        RANKS = int(rest[i + 1])
+        rest = rest[:i] + rest[i + 2 :]
     if "--backend" in rest:
         i = rest.index("--backend")
         BACKEND = rest[i + 1]
@@ -324,7 +351,8 @@ def main():
     rng = np.random.default_rng(20261122)
     for n in names:
         CHECKS[n](strata, work, rng)
-    print(f"{len(names)} passed, 0 failed ({BACKEND} backend)")
+    on = f", {RANKS} ranks" if RANKS else ""
+    print(f"{len(names)} passed, 0 failed ({BACKEND} backend{on})")
 
 
 if __name__ == "__main__":

@@ -101,3 +101,15 @@ fn natively_compiled_operations_match_numpy() {
         assert!(text.contains(&format!("ok {case}\n")), "{case}: {text}");
     }
 }
+
+#[test]
+fn distributed_examples_match_numpy_on_several_ranks() {
+    let mpi = Command::new(root().join("scripts/mpi-env")).output().expect("scripts/mpi-env runs");
+    assert!(mpi.status.success(), "Open MPI is needed:\n{}", String::from_utf8_lossy(&mpi.stderr));
+    // The 3-row tridiagonal leaves rank 0 empty at 4 ranks; 3 ranks split 64 and 66 rows unevenly.
+    for ranks in ["2", "3", "4"] {
+        oracle_with("check_examples.py", &["--ranks", ranks, "distributed_stencils"]);
+    }
+    // The axpy example declares a team of 4.
+    oracle_with("check_examples.py", &["--ranks", "4", "distributed"]);
+}
