@@ -135,13 +135,43 @@ impl Array {
         self.0.value.borrow().is_some()
     }
 
+    /// Whether the array is distributed over a team (a bare scalar never is: it broadcasts
+    /// wherever its operands live).
+    pub(crate) fn on_team(&self) -> bool {
+        self.0.place.team.is_some() && !self.is_bare_scalar()
+    }
+
     /// Whether the node is a bare scalar (an internal constant operand, not an array).
     pub(crate) fn is_bare_scalar(&self) -> bool {
         self.0.special_type.as_deref() == Some(&self.0.dtype.to_string())
     }
 
-    /// A new traced node.
+    /// A new traced node of an operation that needs its operands whole: where an operand
+    /// lives on a team, it is collected first and the result distributed over the team again
+    /// (along its first axis; a 0-d result is replicated, an array of the host). Elementwise
+    /// and placement ops, which keep block levels, use [`Array::traced_blockwise`].
     pub(crate) fn traced(
+        text: String,
+        args: Vec<Array>,
+        funcs: Vec<String>,
+        shape: Vec<usize>,
+        dtype: DType,
+        place: Place,
+    ) -> Array {
+        if place.team.is_none() && !args.iter().any(Array::on_team) {
+            return Array::traced_blockwise(text, args, funcs, shape, dtype, place);
+        }
+        let args = args.into_iter().map(|a| crate::ops::collected(&a)).collect();
+        let whole = Array::traced_blockwise(text, args, funcs, shape, dtype, crate::ops::untiled(&place));
+        if whole.ndim() == 0 {
+            return whole;
+        }
+        crate::ops::placed(whole, &place)
+    }
+
+    /// A new traced node of an operation that runs block by block: its operands and result
+    /// keep their block levels (elementwise ops, `distribute`, `collect`, `to_device`).
+    pub(crate) fn traced_blockwise(
         text: String,
         args: Vec<Array>,
         funcs: Vec<String>,
@@ -170,6 +200,12 @@ impl Array {
         ty: &str,
         place: Place,
     ) -> Array {
+        // Special nodes are operands only: on a team operand they compute on the whole array.
+        let (args, place) = if args.iter().any(Array::on_team) {
+            (args.iter().map(crate::ops::collected).collect(), crate::ops::untiled(&place))
+        } else {
+            (args, place)
+        };
         let dtype = Scalar::ALL.iter().copied().find(|s| s.to_string() == ty).unwrap_or(Scalar::Index);
         let key = NodeKey::new(&text, &args, &shape, dtype, &place, Some(ty));
         shared(key, || Node {
@@ -200,10 +236,15 @@ impl Array {
     }
 
     /// Checks that `others` live where `self` does (compute follows data).
+    /// A 0-d array of the host combines with arrays on a team of the same device: it is
+    /// replicated on every rank (a reduction of a team array is such an array). Bare scalars
+    /// (literal operands) combine with anything.
     pub(crate) fn same_place(op: &'static str, arrays: &[&Array]) -> Result<Place> {
-        let first = arrays.first().map(|a| a.place().clone()).unwrap_or_default();
-        for a in arrays.iter().skip(1) {
-            if *a.place() != first {
+        let first =
+            arrays.iter().find(|a| a.on_team()).or(arrays.first()).map(|a| a.place().clone()).unwrap_or_default();
+        for a in arrays.iter().filter(|a| !a.is_bare_scalar()) {
+            let replicated = a.ndim() == 0 && a.place().team.is_none() && a.device() == first.device;
+            if *a.place() != first && !replicated {
                 return Err(ArrayError::Placement { op, a: first.to_string(), b: a.place().to_string() });
             }
         }

@@ -69,6 +69,55 @@ fn compute_follows_data() {
 }
 
 #[test]
+fn team_arrays_run_every_operation() {
+    // Issue 13's repro: a strided slice of a team array (its values are numpy's
+    // `np.arange(110, dtype=np.float32)[34:82:2]`).
+    let a = arange(Weak::Int(0), Some(Weak::Int(110)), Weak::Int(1), Some(DType::F32), &Place::team(4)).unwrap();
+    let s = index(&a, &[Index::Slice(Some(34), Some(82), Some(2))]).unwrap();
+    assert_eq!(s.place().team, Some(4), "compute follows data: the slice stays on the team");
+    assert_eq!(s.to_vec::<f32>().unwrap(), (34..82).step_by(2).map(|i| i as f32).collect::<Vec<_>>());
+    // A 2-D team array: the operations the issue lists, against hand-derived values.
+    let x = reshape(
+        &arange(Weak::Int(0), Some(Weak::Int(12)), Weak::Int(1), Some(DType::F64), &host()).unwrap(),
+        &[3, 4],
+        None,
+    )
+    .unwrap();
+    let t = distribute(&x, 2).unwrap();
+    assert_eq!(t.place().team, Some(2));
+    assert!(t.program_text().contains("distribute("), "{}", t.program_text());
+    assert_eq!(flip(&t, None).unwrap().to_vec::<f64>().unwrap(), (0..12).rev().map(f64::from).collect::<Vec<_>>());
+    assert_eq!(sum(&t, Some(&[1]), None, false).unwrap().to_vec::<f64>().unwrap(), vec![6.0, 22.0, 38.0]);
+    assert_eq!(argmax(&t, Some(1), false).unwrap().to_vec::<i64>().unwrap(), vec![3, 3, 3]);
+    let tt = matrix_transpose(&t).unwrap();
+    assert_eq!(tt.shape(), &[4, 3]);
+    assert_eq!(tt.place().team, Some(2));
+    let g = matmul(&t, &tt).unwrap();
+    // Row i of x times row j: Σ_k (4i + k)(4j + k).
+    let want: Vec<f64> =
+        (0..3).flat_map(|i| (0..3).map(move |j| (0..4).map(|k| f64::from((4 * i + k) * (4 * j + k))).sum())).collect();
+    assert_eq!(g.to_vec::<f64>().unwrap(), want);
+    assert_eq!(cumulative_sum(&t, Some(1), None, false).unwrap().to_vec::<f64>().unwrap()[..4], [0.0, 1.0, 3.0, 6.0]);
+    assert_eq!(roll(&t, &[1], Some(&[0])).unwrap().to_vec::<f64>().unwrap()[..4], [8.0, 9.0, 10.0, 11.0]);
+    // A reduction to 0-d is replicated: it combines with the team array it came from.
+    let centered = subtract(&t, &mean(&t, None, false).unwrap()).unwrap();
+    assert_eq!(centered.place().team, Some(2));
+    assert_eq!(centered.to_vec::<f64>().unwrap()[0], -5.5);
+    // collect, to_device, and clear errors at the call.
+    let back = collect(&centered).unwrap();
+    assert_eq!(back.place().team, None);
+    assert_eq!(to_device(&t, "gpu0").unwrap().device(), "gpu0");
+    let msg = collect(&x).unwrap_err().to_string();
+    assert!(msg.starts_with("collect:") && msg.contains("not on a team"), "{msg}");
+    let msg = distribute(&t, 2).unwrap_err().to_string();
+    assert!(msg.starts_with("distribute:") && msg.contains("already on a team"), "{msg}");
+    let msg = distribute(&Array::scalar(1.0f64), 2).unwrap_err().to_string();
+    assert!(msg.starts_with("distribute:") && msg.contains("0-d"), "{msg}");
+    let msg = add(&t, &distribute(&x, 3).unwrap()).unwrap_err().to_string();
+    assert!(msg.starts_with("add:") && msg.contains("team of 2") && msg.contains("team of 3"), "{msg}");
+}
+
+#[test]
 fn ndarray_and_npy_round_trip() {
     let a = ndarray::Array2::from_shape_fn((3, 4), |(i, j)| (10 * i + j) as i32);
     let x = Array::from_ndarray(&a);

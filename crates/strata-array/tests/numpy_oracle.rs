@@ -1,6 +1,7 @@
 //! Every array-API operation against numpy: tests/oracles/array_api_cases.py writes ~1,300
 //! cases (inputs, numpy's outputs or numpy's refusal, edge cases included); each runs through
-//! the Rust front end on the reference interpreter and on the native backend and must match.
+//! the Rust front end on the reference interpreter and on the native backend, and once more
+//! with every input array distributed over a team of 3, and must match.
 
 mod common;
 
@@ -12,6 +13,11 @@ use common::{python, root};
 use serde_json::Value;
 use strata_array::*;
 use strata_runtime::{Data, Sv};
+
+thread_local! {
+    /// The team every input array of a case is distributed over (`None`: host arrays).
+    static TEAM: std::cell::Cell<Option<u32>> = const { std::cell::Cell::new(None) };
+}
 
 /// A case's arguments, read by name.
 struct Args<'a> {
@@ -25,7 +31,11 @@ impl Args<'_> {
     }
     fn array_of(&self, v: &Value) -> Array {
         let file = v["array"].as_str().unwrap_or_else(|| panic!("not an array: {v}"));
-        Array::from_npy(&self.dir.join(file)).expect("reads the oracle's input")
+        let a = Array::from_npy(&self.dir.join(file)).expect("reads the oracle's input");
+        match TEAM.get() {
+            Some(ranks) if a.ndim() > 0 => distribute(&a, ranks).expect("distributes an input"),
+            _ => a,
+        }
     }
     fn array(&self, k: &str) -> Array {
         self.array_of(self.get(k))
@@ -385,7 +395,13 @@ fn run_case(dir: &Path, case: &Value) -> Option<String> {
     let args = Args { dir, map: case["args"].as_object().unwrap() };
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         call(op, &args).and_then(|outs| {
-            // Evaluate everything, so run-time errors count as errors.
+            // Team results are collected (compute follows data: an operation on team arrays
+            // leaves its result on the team unless it is 0-d); evaluate everything, so run-time
+            // errors count as errors.
+            let outs: Vec<Array> = outs
+                .iter()
+                .map(|o| if o.place().team.is_some() { collect(o) } else { Ok(o.clone()) })
+                .collect::<Result<_>>()?;
             for o in &outs {
                 o.eval()?;
             }
@@ -453,11 +469,18 @@ fn every_operation_matches_numpy_on_both_backends() {
                     for case in cases.iter().skip(t).step_by(2) {
                         let name = case["name"].as_str().unwrap();
                         let mut runs = [0, 0];
-                        for (k, b) in [Backend::Interp, Backend::Auto].into_iter().enumerate() {
+                        // Host arrays on both backends, then every input array on a team of 3.
+                        let modes = [(Backend::Interp, None), (Backend::Auto, None), (Backend::Auto, Some(3))];
+                        for (k, (b, team)) in modes.into_iter().enumerate() {
                             set_backend(b);
+                            TEAM.set(team);
                             let before = cache_stats();
                             if let Some(m) = run_case(dir, case) {
-                                failed.push(format!("{name} [{b:?}]: {m}"));
+                                let on = if team.is_some() { ", inputs on a team of 3" } else { "" };
+                                failed.push(format!("{name} [{b:?}{on}]: {m}"));
+                            }
+                            if k == 2 {
+                                continue;
                             }
                             let after = cache_stats();
                             runs[k] = (after.native_runs + after.interpreted_runs)
@@ -485,7 +508,7 @@ fn every_operation_matches_numpy_on_both_backends() {
         failures.is_empty(),
         "{} of {} case runs differ from numpy:\n{}",
         failures.len(),
-        2 * cases.len(),
+        3 * cases.len(),
         failures.join("\n")
     );
 }

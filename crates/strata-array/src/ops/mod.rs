@@ -9,6 +9,7 @@ pub mod indexing;
 pub mod kernels;
 pub mod linalg;
 pub mod manipulation;
+pub mod placement;
 pub mod statistics;
 
 pub use creation::*;
@@ -17,6 +18,7 @@ pub use indexing::*;
 pub use kernels::*;
 pub use linalg::*;
 pub use manipulation::*;
+pub use placement::*;
 pub use statistics::*;
 
 use crate::array::{literal, Array, Place};
@@ -87,7 +89,7 @@ pub(crate) fn cast(x: &Array, dtype: DType) -> Array {
             x.place().clone(),
         );
     }
-    Array::traced(
+    Array::traced_blockwise(
         format!("cast($0, to = {dtype})"),
         vec![x.clone()],
         vec![],
@@ -112,7 +114,7 @@ pub(crate) fn constant_text(lit: String, dtype: DType, place: &Place) -> Array {
 /// `x` itself when `place` has no team.
 pub(crate) fn placed(x: Array, place: &Place) -> Array {
     match place.team {
-        Some(r) if x.place() != place => Array::traced(
+        Some(r) if x.place() != place && x.ndim() > 0 => Array::traced_blockwise(
             format!("distribute($0, ranks = {r}, dim = _0)"),
             vec![x.clone()],
             vec![],
@@ -122,6 +124,15 @@ pub(crate) fn placed(x: Array, place: &Place) -> Array {
         ),
         _ => x,
     }
+}
+
+/// `x` gathered from its team into one array (`x` itself when it has no team).
+pub(crate) fn collected(x: &Array) -> Array {
+    if !x.on_team() {
+        return x.clone();
+    }
+    let place = untiled(x.place());
+    Array::traced_blockwise("collect($0)".into(), vec![x.clone()], vec![], x.shape().to_vec(), x.dtype(), place)
 }
 
 /// `place` without its team: where creation functions compute before distributing.
@@ -142,13 +153,20 @@ pub(crate) fn elementwise(op: &'static str, call: &str, args: &[&Array], dtype: 
     let place = Array::same_place(op, args)?;
     let shapes: Vec<&[usize]> = args.iter().map(|a| a.shape()).collect();
     let shape = broadcast_shapes(op, &shapes)?;
-    let operands: Vec<Array> = args.iter().map(|a| to_shape(a, &shape)).collect();
+    // A replicated 0-d operand of team operands is broadcast and distributed like them.
+    let operands: Vec<Array> = args
+        .iter()
+        .map(|a| match a.is_bare_scalar() || *a.place() == place {
+            true => to_shape(a, &shape),
+            false => placed(broadcast_in_dim(a, &shape, &[]), &place),
+        })
+        .collect();
     let refs: Vec<String> = (0..args.len()).map(|i| format!("${i}")).collect();
     let text = format!("{call}({})", refs.join(", "));
     if args.iter().all(|a| a.is_bare_scalar()) {
         return Ok(Array::special_traced(text, operands, vec![], shape, &dtype.to_string(), place));
     }
-    Ok(Array::traced(text, operands, vec![], shape, dtype, place))
+    Ok(Array::traced_blockwise(text, operands, vec![], shape, dtype, place))
 }
 
 /// `[a, b, …]`.

@@ -57,7 +57,8 @@ fn fold(x: &Array, axes: &[usize], kw: &str, init: &str, keepdims: bool) -> Resu
 /// `r` (a reduction of `x` over `axes`) with the reduced axes back as extent 1.
 fn keep_dims(r: &Array, x: &Array, axes: &[usize]) -> Result<Array> {
     let shape: Vec<isize> = (0..x.ndim()).map(|d| if axes.contains(&d) { 1 } else { x.shape()[d] as isize }).collect();
-    reshape(r, &shape, None)
+    // A reduction to 0-d of a team array is replicated; with its axes kept it is on the team.
+    Ok(super::placed(reshape(r, &shape, None)?, x.place()))
 }
 
 /// The sum over `axes` (every axis when `None`); integers accumulate in 64 bits unless
@@ -190,7 +191,7 @@ pub fn cumulative_sum(x: &Array, axis: Option<isize>, dtype: Option<DType>, incl
         let to_last: Vec<isize> = (0..r).filter(|&d| d != axis).chain([axis]).map(|d| d as isize).collect();
         let moved = super::manipulation::permute_dims(&xd, &to_last)?;
         let slice: Vec<usize> = moved.shape()[..r - 1].to_vec();
-        let st = crate::array::type_text(&slice, d, x.place());
+        let st = crate::array::type_text(&slice, d, &super::untiled(x.place()));
         let (f, def) =
             payload(&[("s", st.clone()), ("x", st.clone())], &[format!("%r = plus(%s, %x) : {st}")], "%r", &st);
         let s = Array::traced(
@@ -266,7 +267,7 @@ fn arg_extreme(op: &'static str, x: &Array, axis: Option<isize>, keepdims: bool,
         vec![src.clone(), j],
         vec![def],
         shape.clone(),
-        &crate::array::type_text(&shape, d, src.place()).replacen(&t, &acc_t, 1),
+        &crate::array::type_text(&shape, d, &super::untiled(src.place())).replacen(&t, &acc_t, 1),
         src.place().clone(),
     );
     let folded =
@@ -279,7 +280,7 @@ fn arg_extreme(op: &'static str, x: &Array, axis: Option<isize>, keepdims: bool,
         Some(_) => (0..x.ndim()).map(|k| if k == ax { 1 } else { x.shape()[k] as isize }).collect(),
         None => vec![1; x.ndim()],
     };
-    reshape(&r, &kshape, None)
+    Ok(super::placed(reshape(&r, &kshape, None)?, x.place()))
 }
 
 /// The position of the largest element along `axis` (of the flattened array when `None`);
