@@ -95,6 +95,14 @@ def distributed_stencils(strata, work, rng):
     out = run(strata, "distributed/laplacian_of_laplacian.strata", work, {"inp": inp}, {"out": ".npy"})["out"]
     expect("distributed/laplacian_of_laplacian", out, lap_np(lap_np(inp)))
     tridiagonal_check(strata, work, rng, "distributed/tridiagonal.strata")
+    # Reductions over I: collectives combining the ranks' partials.
+    x = rng.standard_normal((50, 6))
+    outs = {"colsum": ".npy", "scaled": ".npy", "energy": ".npy"}
+    out = run(strata, "distributed/statistics.strata", work, {"x": x}, outs)
+    scaled = x / x.max()
+    expect("distributed/statistics.colsum", out["colsum"], x.sum(axis=0))
+    expect("distributed/statistics.scaled", out["scaled"], scaled)
+    expect("distributed/statistics.energy", out["energy"], np.asarray((scaled * scaled).sum()))
 
 
 def nabla(strata, work, rng):

@@ -13,7 +13,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use strata_dist::{slab, BlockParam, Comm, Plan};
+use strata_dist::{slab, BlockParam, Comm, Plan, PlannedStage};
 use strata_entity::Handle;
 use strata_ir::{ExprKind, Function, Interval, LevelFormat, Module, ParamMode};
 use strata_runtime::{Tensor, Value, ValueType};
@@ -146,8 +146,10 @@ pub fn run_rank(file: &Path, opts: &RunOptions) -> i32 {
         Ok(e) => e,
         Err(m) => return fail_alike(&comm, &format!("error: {m}")),
     };
-    let plan = match Plan::new(&module, &info.types, entry, size) {
-        Ok(p) => p,
+    // The entry split at its reductions over block levels; every stage verified and planned
+    // before any rank runs, so these errors are reported once.
+    let planned = match strata_dist::Distribution::new(&module, &info.types, entry, size) {
+        Ok(d) => d.0,
         Err(e) => return fail_alike(&comm, &format!("error: {e}")),
     };
     let mut sources = Vec::new();
@@ -167,71 +169,41 @@ pub fn run_rank(file: &Path, opts: &RunOptions) -> i32 {
     if let Err(m) = check_sources(&module, entry, &sources, &outs) {
         return fail_alike(&comm, &format!("error: {m}"));
     }
-    let t0 = comm.wtime();
-    let (local, local_entry) =
-        agree(&comm, plan.local_module(&module, &info.types, entry, rank).map_err(|e| e.to_string()));
-    let local_types = local.types.clone();
-    let global = |p: usize| {
-        let f = &module.functions[entry];
-        ValueType::from_ir(&info.types, f.exprs[f.params[p]].ty)
-    };
-    let lf = &local.functions[local_entry];
-    let local_ty = |p: usize| ValueType::from_ir(&local_types, lf.exprs[lf.params[p]].ty);
-    // Each rank's block of every input: read at its offset, or made and cut.
-    let owned_args: Vec<Value> = agree(
-        &comm,
-        (0..lf.params.len())
-            .map(|p| {
-                let e = &module.functions[entry].exprs[module.functions[entry].params[p]];
-                let src = sources.iter().find(|(n, _)| *n == e.name).map(|(_, s)| s.clone());
-                owned_arg(
-                    &plan,
-                    p,
-                    &e.name,
-                    &global(p),
-                    &local_ty(p),
-                    e.kind == ExprKind::Param(ParamMode::Out),
-                    src,
-                    rank,
-                )
-            })
-            .collect::<Step<Vec<Value>>>(),
-    );
-    let t_read = comm.wtime();
-    // The halo exchange: every held row another rank owns.
-    let mut args = Vec::with_capacity(owned_args.len());
-    let mut halo_bytes = 0usize;
-    let mut exchange_s = Vec::new();
-    for (p, a) in owned_args.into_iter().enumerate() {
-        match (plan.params.iter().find(|b| b.index == p && !b.output), a) {
-            (Some(b), Value::Tensor(mut held)) => {
-                // Timing: the exchange alone, repeated like the run (in place: the same rows).
-                for k in 0..=opts.repeat {
-                    let t = comm.wtime();
-                    let bytes = agree(&comm, exchange(&comm, b, &mut held));
-                    exchange_s.push(comm.wtime() - t);
-                    if k == 0 {
-                        halo_bytes += bytes;
-                    }
-                }
-                args.push(Value::Tensor(held));
-            }
-            (_, a) => args.push(a),
-        }
-    }
-    let t_exchange = comm.wtime();
     let threads = threads_per_rank(opts);
     let run_opts = RunOptions { threads: Some(threads), ..opts.clone() };
-    let (values, timings) = agree(&comm, execute(&local, &local_types, local_entry, &args, &run_opts));
+    let t0 = comm.wtime();
+    let mut clock = Clock::default();
+    // The values of the stages' collectives, by name: parameters of the later stages.
+    let mut carried: Vec<(String, Value)> = Vec::new();
+    let mut last = None;
+    for ps in &planned {
+        let ran = run_stage(&comm, ps, &sources, &carried, &run_opts, &mut clock);
+        match &ps.stage.collective {
+            Some(c) => {
+                let mut v = match ran.values.into_iter().next() {
+                    Some((_, Value::Tensor(t))) => t,
+                    _ => return fail_alike(&comm, "error: internal: a stage returns no tensor"),
+                };
+                let t = comm.wtime();
+                agree(&comm, strata_dist::combine::combine(&comm, &mut v, c.combine));
+                clock.combine_s += comm.wtime() - t;
+                carried.push((c.name.clone(), Value::Tensor(v)));
+            }
+            None => last = Some(ran),
+        }
+    }
+    let Some(ran) = last else { return fail_alike(&comm, "error: internal: no final stage") };
+    let PlannedStage { stage, types, plan } = planned.last().expect("a final stage");
     let t_run = comm.wtime();
     // Outputs: each rank's block of a distributed output, or rank 0's replicated one.
-    let f = &module.functions[entry];
+    let f = &stage.module.functions[stage.entry];
+    let global = |p: usize| ValueType::from_ir(types, f.exprs[f.params[p]].ty);
     let mut results: Vec<(String, Value, Option<OutBlock>)> = Vec::new();
-    for (n, v) in values {
+    for (n, v) in ran.values {
         let block = match f.params.iter().position(|&p| f.exprs[p].name == n) {
             Some(p) => plan.params.iter().find(|b| b.index == p).map(|b| (b.level, b.owned[rank], global(p))),
             None => f.result.and_then(|r| {
-                let g = ValueType::from_ir(&info.types, r);
+                let g = ValueType::from_ir(types, r);
                 let level = g.levels.iter().position(|l| l.format == LevelFormat::Block)?;
                 let owned = strata_runtime::dist::block_partition(g.levels[level].interval, size as u32)[rank];
                 Some((level, owned, g))
@@ -258,28 +230,33 @@ pub fn run_rank(file: &Path, opts: &RunOptions) -> i32 {
             println!("{n} =\n{}", run::show_result(&v));
         }
     }
+    let timings = ran.timings;
     let t_end = comm.wtime();
     if rank == 0 && (opts.time || opts.timings.is_some()) {
         let med = |v: &[f64]| crate::median(v).unwrap_or(0.0);
         let run_s = if timings.preallocated_s.is_empty() { timings.first_s } else { med(&timings.preallocated_s) };
+        let exchange_s = med(&clock.exchange_s);
         let report = format!(
-            "{{\"ranks\": {size}, \"threads_per_rank\": {threads}, \"read_s\": {:e}, \
-             \"exchange_s\": {:e}, \"halo_bytes\": {halo_bytes}, \"run_s\": {:e}, \"first_run_s\": {:e}, \
-             \"write_s\": {:e}, \"compile_s\": {:e}, \"cached\": {}}}\n",
-            t_read - t0,
-            med(&exchange_s),
-            run_s,
-            t_run - t_exchange,
+            "{{\"ranks\": {size}, \"threads_per_rank\": {threads}, \"stages\": {}, \"read_s\": {:e}, \
+             \"exchange_s\": {exchange_s:e}, \"halo_bytes\": {}, \"combine_s\": {:e}, \"run_s\": {run_s:e}, \
+             \"first_run_s\": {:e}, \"write_s\": {:e}, \"compile_s\": {:e}, \"cached\": {}}}\n",
+            planned.len(),
+            clock.read_s,
+            clock.halo_bytes,
+            clock.combine_s,
+            t_run - t0 - clock.read_s,
             t_end - t_run,
             timings.compile_s,
             timings.cached
         );
         if opts.time {
             eprintln!(
-                "time: {size} ranks × {threads} threads: read {:.3} ms, halo exchange {:.3} ms ({halo_bytes} bytes \
-                 received on rank 0), run {:.3} ms, write {:.3} ms",
-                (t_read - t0) * 1e3,
-                med(&exchange_s) * 1e3,
+                "time: {size} ranks × {threads} threads: read {:.3} ms, halo exchange {:.3} ms ({} bytes received on \
+                 rank 0), combining partials {:.3} ms, run {:.3} ms, write {:.3} ms",
+                clock.read_s * 1e3,
+                exchange_s * 1e3,
+                clock.halo_bytes,
+                clock.combine_s * 1e3,
                 run_s * 1e3,
                 (t_end - t_run) * 1e3
             );
@@ -292,6 +269,90 @@ pub fn run_rank(file: &Path, opts: &RunOptions) -> i32 {
     }
     let _ = comm.finalize();
     0
+}
+
+/// Where a rank's time goes, summed over the stages.
+#[derive(Default)]
+struct Clock {
+    /// Reading (or making) the inputs.
+    read_s: f64,
+    /// Each halo exchange (every repetition of every stage's).
+    exchange_s: Vec<f64>,
+    /// Halo bytes this rank received (once per stage).
+    halo_bytes: usize,
+    /// Combining the collectives' partials.
+    combine_s: f64,
+}
+
+/// What one stage's run gave this rank.
+struct StageRun {
+    values: Vec<(String, Value)>,
+    timings: crate::Timings,
+}
+
+/// Runs one stage on this rank: its local program, its block of every input (read, made, or a
+/// collective's value from an earlier stage), the halo exchange, the run.
+#[allow(clippy::too_many_arguments)]
+fn run_stage(
+    comm: &Comm,
+    PlannedStage { stage, types, plan }: &PlannedStage,
+    sources: &[(String, ArgSource)],
+    carried: &[(String, Value)],
+    opts: &RunOptions,
+    clock: &mut Clock,
+) -> StageRun {
+    let rank = comm.rank;
+    let (module, entry) = (&stage.module, stage.entry);
+    let (local, local_entry) = agree(comm, plan.local_module(module, types, entry, rank).map_err(|e| e.to_string()));
+    let local_types = local.types.clone();
+    let f = &module.functions[entry];
+    let lf = &local.functions[local_entry];
+    let t = comm.wtime();
+    // Each rank's block of every input: read at its offset, made and cut, or carried.
+    let owned_args: Vec<Value> = agree(
+        comm,
+        (0..lf.params.len())
+            .map(|p| {
+                let e = &f.exprs[f.params[p]];
+                if let Some((_, v)) = carried.iter().find(|(n, _)| *n == e.name) {
+                    return Ok(v.clone());
+                }
+                let src = sources.iter().find(|(n, _)| *n == e.name).map(|(_, s)| s.clone());
+                owned_arg(
+                    plan,
+                    p,
+                    &e.name,
+                    &ValueType::from_ir(types, e.ty),
+                    &ValueType::from_ir(&local_types, lf.exprs[lf.params[p]].ty),
+                    e.kind == ExprKind::Param(ParamMode::Out),
+                    src,
+                    rank,
+                )
+            })
+            .collect::<Step<Vec<Value>>>(),
+    );
+    clock.read_s += comm.wtime() - t;
+    // The halo exchange: every held row another rank owns.
+    let mut args = Vec::with_capacity(owned_args.len());
+    for (p, a) in owned_args.into_iter().enumerate() {
+        match (plan.params.iter().find(|b| b.index == p && !b.output), a) {
+            (Some(b), Value::Tensor(mut held)) => {
+                // Timing: the exchange alone, repeated like the run (in place: the same rows).
+                for k in 0..=opts.repeat {
+                    let t = comm.wtime();
+                    let bytes = agree(comm, exchange(comm, b, &mut held));
+                    clock.exchange_s.push(comm.wtime() - t);
+                    if k == 0 {
+                        clock.halo_bytes += bytes;
+                    }
+                }
+                args.push(Value::Tensor(held));
+            }
+            (_, a) => args.push(a),
+        }
+    }
+    let (values, timings) = agree(comm, execute(&local, &local_types, local_entry, &args, opts));
+    StageRun { values, timings }
 }
 
 /// Sources name parameters, and no output overwrites an input.

@@ -531,7 +531,7 @@ pub fn cmd_lower(file: &Path, entry: Option<&str>, to: &str, ranks: usize) -> i3
         }
     };
     if to == "dist" {
-        return match strata_dist::Plan::new(&module, &info.types, entry, ranks.max(1)) {
+        return match strata_dist::Distribution::new(&module, &info.types, entry, ranks.max(1)) {
             Ok(p) => {
                 print!("{p}");
                 0

@@ -236,3 +236,70 @@ fn a_run_time_error_on_one_rank_ends_the_job() {
     assert_eq!(o.status.code(), Some(1), "{e}");
     assert!(e.contains("error: rank ") && e.contains("division by zero"), "{e}");
 }
+
+/// A program with reductions over the distributed dimension, in integers (so a sum is exact
+/// whatever the order): a matrix-vector product keeping the block (local to each rank), a dot
+/// product with an initial value (counted once, not once per rank) and a minimum (the identity
+/// on ranks but 0 is the type's largest value).
+const REDUCTIONS: &str = "\
+!V = tensor<i64, I[0:7] block, team = world>
+!A = tensor<i64, I[0:7] block, J[0:3], team = world>
+!X = tensor<i64, J[0:3], team = world>
+!S = tensor<i64, team = world>
+func @mac(%acc: i64, %a: i64, %b: i64) -> i64 {
+  %p = multiplies(%a, %b) : i64
+  %s = plus(%acc, %p) : i64
+  return %s
+}
+func @least(%acc: i64, %a: i64) -> i64 {
+  %r = minimum(%a, %acc) : i64
+  return %r
+}
+program @p(%a: !A, %x: !X, %v: !V, %y: out !V, %dot: out !S, %low: out !S, %shifted: out !V) {
+  %ax = map_reduce(@mac, %a, %x, init = 0, einsum = \"ij,j->i\") : !V
+  %d = map_reduce(@mac, %ax, %v, init = 5, einsum = \"i,i->\") : !S
+  %m = map_reduce(@least, %ax, init = 100, einsum = \"i->\") : !S
+  %t = minus(%ax, %m) : !V
+  %y <- %ax
+  %dot <- %d
+  %low <- %m
+  %shifted <- %t
+}
+";
+
+#[test]
+fn reductions_over_the_distributed_dimension_equal_one_process() {
+    require_mpi();
+    let d = tmp("reductions");
+    let f = d.join("r.strata");
+    std::fs::write(&f, REDUCTIONS).unwrap();
+    let f = f.display().to_string();
+    let args = ["--arg", "a=random:1", "--arg", "x=random:2", "--arg", "v=random:3"];
+    let run = |extra: &[&str]| {
+        let mut v = vec!["run", f.as_str()];
+        v.extend(args);
+        v.extend(extra);
+        ok(&strata(&v))
+    };
+    let single = run(&[]);
+    assert!(single.contains("dot =") && single.contains("low =") && single.contains("shifted ="), "{single}");
+    // 4 ranks: 7 rows split 1, 2, 2, 2; 8 ranks: the first ones hold no rows at all.
+    for n in ["1", "2", "3", "4", "8"] {
+        assert_eq!(run(&["--ranks", n]), single, "{n} ranks");
+    }
+    // The stages and their collectives are shown.
+    let lowered = ok(&strata(&["lower", "--to", "dist", "--ranks", "2", &f]));
+    assert!(lowered.contains("stage 1 of 3") && lowered.contains("`%d`") && lowered.contains("plus"), "{lowered}");
+}
+
+#[test]
+fn a_reduction_that_cannot_be_split_is_a_clear_error() {
+    let d = tmp("nosplit");
+    let f = d.join("f.strata");
+    std::fs::write(
+        &f,
+        "!V = tensor<f64, I[0:8] block, team = world>\nfunc @sub(%acc: f64, %a: f64) -> f64 {\n  %r = minus(%acc, %a) : f64\n  return %r\n}\nfunc @f(%v: !V) -> tensor<f64, team = world> {\n  %s = map_reduce(@sub, %v, init = 0.0, einsum = \"i->\") : tensor<f64, team = world>\n  return %s\n}\n",
+    )
+    .unwrap();
+    fails_with(&["run", "--ranks", "2", &f.display().to_string(), "--arg", "v=ones"], "must end in `acc ⊕ term`");
+}

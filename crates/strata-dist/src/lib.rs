@@ -5,14 +5,20 @@
 //!   hold (derived from the interval types: halos are what the shifts read), the halo
 //!   exchange's messages, and each rank's local program.
 //! - [`comm`]: the MPI layer (built with `mpicc` at first use) and its calls.
+//! - [`stages`]: an entry split at its reductions over block levels, whose partials the
+//!   ranks combine before the next stage runs.
+//! - [`combine`]: the ranks' partials of such a reduction folded in rank order.
 //! - [`slab`]: the rows of a block level as bytes — packing messages, placing received rows,
 //!   reading and writing one rank's part of a `.npy` file.
 
 #![deny(missing_docs)]
 
+pub mod combine;
 pub mod comm;
 pub mod plan;
 pub mod slab;
+pub mod stages;
 
 pub use comm::{launched_by_mpi, Comm, CommError};
-pub use plan::{BlockParam, Plan, PlanError};
+pub use plan::{BlockParam, Partial, Plan, PlanError};
+pub use stages::{split, Collective, Distribution, PlannedStage, Stage};

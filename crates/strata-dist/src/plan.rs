@@ -53,6 +53,14 @@ pub enum PlanError {
         /// What is supported.
         hint: &'static str,
     },
+    /// A stage of the split entry does not verify (a bug in the split).
+    #[error("internal: stage `@{name}` of the distributed program does not verify: {message}")]
+    Stage {
+        /// The stage's function.
+        name: String,
+        /// The verifier's messages.
+        message: String,
+    },
     /// The local program does not verify (a halo too narrow, a type the rank cannot hold).
     #[error("the local program of rank {rank} does not verify: {message}")]
     Local {
@@ -117,6 +125,21 @@ pub struct Plan {
     distribute_needs: HashMap<(Handle<Function>, Value), Vec<Interval>>,
     /// Outputs written from `collect(x)`: parameter index → the block level `x` has.
     collected: HashMap<usize, (usize, DimName, Interval)>,
+    /// The entry returns a reduction over a block level: each rank computes its partial.
+    pub partial: Option<Partial>,
+}
+
+/// The entry's result is a `map_reduce` over block levels (the end of a stage,
+/// [`crate::stages`]): each rank folds the rows it owns, from the `map_reduce`'s initial value
+/// on rank 0 and from `identity` elsewhere.
+#[derive(Clone, Debug)]
+pub struct Partial {
+    /// The `map_reduce`.
+    pub value: Value,
+    /// Each contracted block level: operand position, level name, each rank's owned rows.
+    pub owned: Vec<(usize, DimName, Vec<Interval>)>,
+    /// The initial value of ranks other than 0.
+    pub identity: strata_ir::Literal,
 }
 
 /// Needed intervals per block dimension, for one rank.
@@ -152,6 +175,12 @@ fn block_level(types: &TypeArena, ty: Handle<Type>) -> Option<(usize, DimName, I
         .iter()
         .position(|l| l.format == LevelFormat::Block)
         .map(|i| (i, t.levels[i].name.clone(), t.levels[i].interval))
+}
+
+/// The name of level `pos` of a type when it is a block level.
+pub(crate) fn block_level_named(types: &TypeArena, ty: Handle<Type>, pos: usize) -> Option<DimName> {
+    let l = tensor(types, ty)?.levels.get(pos)?;
+    (l.format == LevelFormat::Block).then(|| l.name.clone())
 }
 
 /// The functions `entry` reaches through calls and payloads, `entry` first.
@@ -209,6 +238,8 @@ struct Analysis<'m> {
     types: &'m TypeArena,
     ranks: usize,
     rank: usize,
+    /// The entry's returned reduction over block levels, if any.
+    partial: Option<Value>,
     distribute_needs: HashMap<(Handle<Function>, Value), Interval>,
     collected: HashMap<usize, (usize, DimName, Interval)>,
 }
@@ -262,6 +293,43 @@ impl Analysis<'_> {
                     *slot = hull(*slot, iv);
                     give(*arg, &Need::new());
                 }
+                Op::MapReduce { args, subscripts, init, func: _ } => {
+                    let contracted = crate::stages::contracted_blocks(f, self.types, op);
+                    if !contracted.is_empty() && Some(*v) != self.partial {
+                        return Err(PlanError::Unsupported {
+                            op: op.name().to_string(),
+                            name: e.name.clone(),
+                            func: f.name.clone(),
+                            hint: "a reduction over a block level runs at the top of the entry, where the \
+                                   ranks combine their partials (not inside a called function)",
+                        });
+                    }
+                    let out = tensor(self.types, e.ty).map(|t| t.levels.clone()).unwrap_or_default();
+                    for (a, letters) in args.iter().zip(&subscripts.inputs) {
+                        let Some(at) = tensor(self.types, f.exprs[*a].ty) else { continue };
+                        let mut m = Need::new();
+                        for (l, c) in at.levels.iter().zip(letters) {
+                            if l.format != LevelFormat::Block {
+                                continue;
+                            }
+                            let iv = match subscripts.output.iter().position(|o| o == c) {
+                                // Output rows map to the operand's rows at the same offset.
+                                Some(p) => {
+                                    let o = &out[p];
+                                    let Some(need) = n.get(&o.name) else { continue };
+                                    need.shifted(l.interval.start - o.interval.start).unwrap_or(*need)
+                                }
+                                // Contracted: the rows the rank owns.
+                                None => self.owned(l.interval),
+                            };
+                            m.insert(l.name.clone(), iv);
+                        }
+                        give(*a, &m);
+                    }
+                    if let strata_ir::Init::Value(i) = init {
+                        give(*i, &n);
+                    }
+                }
                 Op::Scan { dim, args, .. } => {
                     if args.iter().any(|a| block_level(self.types, f.exprs[*a].ty).is_some_and(|(_, d, _)| &d == dim)) {
                         return Err(unsupported());
@@ -296,6 +364,30 @@ impl Analysis<'_> {
     }
 }
 
+/// The entry's returned reduction over block levels, with each contracted level's blocks.
+fn partial_of(module: &Module, types: &TypeArena, entry: Handle<Function>, ranks: usize) -> Option<Partial> {
+    let f = &module.functions[entry];
+    let value = f.body.iter().find_map(|(_, s)| match s {
+        Statement::Return(v) => Some(*v),
+        _ => None,
+    })?;
+    let ExprKind::Op(op @ Op::MapReduce { func, args, .. }) = &f.exprs[value].kind else { return None };
+    let contracted = crate::stages::contracted_blocks(f, types, op);
+    if contracted.is_empty() {
+        return None;
+    }
+    let scalar = strata_ir::element_scalar(types, f.exprs[value].ty)?;
+    let (_, identity) = crate::stages::folding_op(module, *func, scalar)?;
+    let owned = contracted
+        .into_iter()
+        .map(|(k, name)| {
+            let iv = tensor(types, f.exprs[args[k]].ty).and_then(|t| t.level(&name)).map(|l| l.interval);
+            (k, name, block_partition(iv.unwrap_or(Interval::new(0, 0)), ranks as u32))
+        })
+        .collect();
+    Some(Partial { value, owned, identity })
+}
+
 impl Plan {
     /// Plans `entry` (verified; `types` its extended arena) on `ranks` ranks.
     pub fn new(module: &Module, types: &TypeArena, entry: Handle<Function>, ranks: usize) -> Result<Plan, PlanError> {
@@ -305,13 +397,21 @@ impl Plan {
             }
         }
         let f = &module.functions[entry];
+        let partial = partial_of(module, types, entry, ranks);
         let mut params: Vec<BlockParam> = Vec::new();
         let mut distribute_needs: HashMap<(Handle<Function>, Value), Vec<Interval>> = HashMap::new();
         let mut collected = HashMap::new();
         let mut held: Vec<Vec<Need>> = Vec::new();
         for rank in 0..ranks {
-            let mut a =
-                Analysis { module, types, ranks, rank, distribute_needs: HashMap::new(), collected: HashMap::new() };
+            let mut a = Analysis {
+                module,
+                types,
+                ranks,
+                rank,
+                partial: partial.as_ref().map(|p| p.value),
+                distribute_needs: HashMap::new(),
+                collected: HashMap::new(),
+            };
             let mut seeds: HashMap<Value, Need> = HashMap::new();
             for (_, s) in f.body.iter() {
                 match s {
@@ -341,9 +441,11 @@ impl Plan {
                         }
                     }
                     Statement::Return(v) => {
-                        if let Some((_, dim, iv)) = block_level(types, f.exprs[*v].ty) {
-                            seeds.insert(*v, Need::from([(dim.clone(), a.owned(iv))]));
-                        }
+                        let need = match block_level(types, f.exprs[*v].ty) {
+                            Some((_, dim, iv)) => Need::from([(dim.clone(), a.owned(iv))]),
+                            None => Need::new(),
+                        };
+                        seeds.insert(*v, need);
                     }
                     Statement::Let(_) => {}
                 }
@@ -371,7 +473,7 @@ impl Plan {
                 .collect();
             params.push(BlockParam { index: i, name: e.name.clone(), output, level, dim, global, owned, held });
         }
-        Ok(Plan { entry: f.name.clone(), ranks, params, distribute_needs, collected })
+        Ok(Plan { entry: f.name.clone(), ranks, params, distribute_needs, collected, partial })
     }
 
     /// The local program of `rank`: the module with the entry's instance at the rank's
@@ -407,6 +509,9 @@ impl Plan {
                 }
             }
         }
+        if let Some(p) = &self.partial {
+            partial_on(&mut m.functions[entry], p, rank);
+        }
         let mut types = types.clone();
         let params: Vec<Handle<Type>> = f
             .params
@@ -422,6 +527,43 @@ impl Plan {
             message: d.iter().map(|d| d.message.clone()).collect::<Vec<_>>().join("; "),
         })
     }
+}
+
+/// Makes `f` return `rank`'s partial of `p`: the reduction over the rows the rank owns of
+/// each contracted block level (a `subset` of the operand), from `p.identity` on ranks but 0.
+fn partial_on(f: &mut Function, p: &Partial, rank: usize) {
+    let ExprKind::Op(Op::MapReduce { func, args, init, subscripts }) = f.exprs[p.value].kind.clone() else { return };
+    let span = *f.exprs.meta(p.value);
+    let mut args = args.clone();
+    for (k, name, owned) in &p.owned {
+        let arg = args[*k];
+        let e = strata_ir::Expr {
+            name: format!("{}.owned", f.exprs[arg].name),
+            ty: f.exprs[arg].ty,
+            kind: ExprKind::Op(Op::Subset { arg, domain: vec![(name.clone(), owned[rank])] }),
+        };
+        args[*k] = f.exprs.append(e, span);
+    }
+    let init = if rank == 0 { init } else { strata_ir::Init::Literal(p.identity.clone()) };
+    let e = strata_ir::Expr {
+        name: format!("{}.partial", f.exprs[p.value].name),
+        ty: f.exprs[p.value].ty,
+        kind: ExprKind::Op(Op::MapReduce { func, args, init, subscripts }),
+    };
+    let partial = f.exprs.append(e, span);
+    let mut body = strata_entity::Arena::new();
+    for (s, stmt) in f.body.iter() {
+        let meta = f.body.meta(s).clone();
+        if let Statement::Return(_) = stmt {
+            for v in (f.exprs.len() - p.owned.len() - 1)..f.exprs.len() {
+                body.append(Statement::Let(Handle::from_index(v)), meta.clone());
+            }
+            body.append(Statement::Return(partial), meta);
+        } else {
+            body.append(stmt.clone(), meta);
+        }
+    }
+    f.body = body;
 }
 
 /// `ty` on one rank: the block level narrowed to `held` and dense, no team.

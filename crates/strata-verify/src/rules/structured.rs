@@ -7,8 +7,8 @@
 
 use strata_entity::Handle;
 use strata_ir::{
-    AffineMap, BuiltinRing, DimName, Einsum, Function, Init, Interval, Level, MapKind, Placement, RingRef, Scalar,
-    Type, Value,
+    AffineMap, BuiltinRing, DimName, Einsum, Function, Init, Interval, Level, LevelFormat, MapKind, Placement, RingRef,
+    Scalar, Type, Value,
 };
 
 use crate::broadcast::common_placement;
@@ -130,7 +130,10 @@ pub(crate) fn map_reduce(cx: &mut Cx, func: Handle<Function>, args: &[Value], in
                 "its extent is unknown",
             ));
         };
-        levels.push(Level::dense(l.name.clone(), l.interval));
+        // An output index over a block level keeps the block (each rank computes its rows);
+        // contracted away, the result is replicated on the team.
+        let format = if l.format == LevelFormat::Block { LevelFormat::Block } else { LevelFormat::Dense };
+        levels.push(Level { format, ..Level::dense(l.name.clone(), l.interval) });
     }
     let levels = finish_levels(cx, levels)?;
     let to = payload_result(cx, func, "map_reduce")?;

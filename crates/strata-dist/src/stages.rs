@@ -1,0 +1,308 @@
+//! An entry split at its collectives.
+//!
+//! A reduction over a block level — a `map_reduce` whose contracted index runs over a block
+//! level of an operand — needs every rank's partial result before anything that reads it can
+//! run: it is a *collective point*. [`split`] cuts the entry there. Stage `k` is a function of
+//! the entry's inputs and the results of the collectives before it; it returns the `k`-th
+//! collective's value, which each rank computes over the rows it owns (its *partial*,
+//! [`crate::plan::Plan::local_module`]) and the ranks then combine ([`Collective`]). The last
+//! stage is the entry itself with every collective's value a parameter. Each stage keeps only
+//! the statements its result depends on.
+//!
+//! Combining: the payload must fold with an associative, commutative operation `⊕` as its
+//! last step (`acc ⊕ term`, where `acc` is used nowhere else): sums, products, minima, maxima,
+//! logical and bitwise and/or/xor. Rank 0 folds with the `map_reduce`'s own initial value,
+//! every other rank from `⊕`'s identity, and the partials are combined in rank order,
+//! `((p₀ ⊕ p₁) ⊕ p₂) ⊕ …`, on rank 0 and broadcast — every rank gets the same bits, and the
+//! result differs from one process only by that reassociation of a floating-point sum.
+
+use std::collections::HashSet;
+
+use strata_entity::{Arena, Handle};
+use strata_ir::{
+    BinaryOp, ExprKind, Function, FunctionKind, Item, Literal, Module, Op, ParamMode, Scalar, Statement, TypeArena,
+    Value,
+};
+
+use crate::plan::{block_level_named, Plan, PlanError};
+
+/// How the ranks' partials of a collective combine.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Collective {
+    /// The reduced value's name: a parameter of the later stages.
+    pub name: String,
+    /// The payload's folding operation.
+    pub combine: BinaryOp,
+    /// Its identity: the initial value of every rank but rank 0.
+    pub identity: Literal,
+}
+
+/// One stage of a split entry.
+#[derive(Clone, Debug)]
+pub struct Stage {
+    /// The module with the stage's function appended.
+    pub module: Module,
+    /// The stage's function.
+    pub entry: Handle<Function>,
+    /// How its result combines across ranks (every stage but the last).
+    pub collective: Option<Collective>,
+}
+
+/// The operands of `op` a `map_reduce` contracts over a block level: `(operand position,
+/// level name)`.
+pub fn contracted_blocks(func: &Function, types: &TypeArena, op: &Op) -> Vec<(usize, strata_ir::DimName)> {
+    let Op::MapReduce { args, subscripts, .. } = op else { return Vec::new() };
+    let mut out = Vec::new();
+    for (k, (a, letters)) in args.iter().zip(&subscripts.inputs).enumerate() {
+        for (pos, c) in letters.iter().enumerate() {
+            if subscripts.output.contains(c) {
+                continue;
+            }
+            if let Some(name) = block_level_named(types, func.exprs[*a].ty, pos) {
+                out.push((k, name));
+            }
+        }
+    }
+    out
+}
+
+/// `func`'s folding operation `⊕` (its result is `acc ⊕ term` or `term ⊕ acc`, `acc` read
+/// nowhere else) and `⊕`'s identity on `scalar`.
+pub fn folding_op(module: &Module, func: Handle<Function>, scalar: Scalar) -> Option<(BinaryOp, Literal)> {
+    let f = &module.functions[func];
+    let acc = *f.params.first()?;
+    let ret = f.body.iter().find_map(|(_, s)| match s {
+        Statement::Return(r) => Some(*r),
+        _ => None,
+    })?;
+    let ExprKind::Op(Op::Binary { op, lhs, rhs }) = &f.exprs[ret].kind else { return None };
+    if (*lhs == acc) == (*rhs == acc) {
+        return None;
+    }
+    let uses = f
+        .exprs
+        .iter()
+        .filter_map(|(_, e)| match &e.kind {
+            ExprKind::Op(o) => Some(o.operands().into_iter().filter(|v| *v == acc).count()),
+            _ => None,
+        })
+        .sum::<usize>();
+    if uses != 1 {
+        return None;
+    }
+    let float = scalar.is_float();
+    let identity = match op {
+        BinaryOp::Plus | BinaryOp::BitOr | BinaryOp::BitXor if float => Literal::Float(0.0),
+        BinaryOp::Plus | BinaryOp::BitOr | BinaryOp::BitXor => Literal::Int(0),
+        BinaryOp::Multiplies if float => Literal::Float(1.0),
+        BinaryOp::Multiplies => Literal::Int(1),
+        BinaryOp::Maximum if float => Literal::Float(f64::NEG_INFINITY),
+        BinaryOp::Minimum if float => Literal::Float(f64::INFINITY),
+        BinaryOp::Maximum => Literal::Int(i64::try_from(int_bounds(scalar)?.0).ok()?),
+        BinaryOp::Minimum => Literal::Int(i64::try_from(int_bounds(scalar)?.1).ok()?),
+        BinaryOp::And => Literal::Bool(true),
+        BinaryOp::Or | BinaryOp::Xor => Literal::Bool(false),
+        BinaryOp::BitAnd if scalar == Scalar::Bool => Literal::Bool(true),
+        BinaryOp::BitAnd if scalar.is_signed() => Literal::Int(-1),
+        _ => return None,
+    };
+    Some((*op, identity))
+}
+
+/// The smallest and largest value of an integer type.
+fn int_bounds(s: Scalar) -> Option<(i128, i128)> {
+    Some(match s {
+        Scalar::I8 => (i8::MIN.into(), i8::MAX.into()),
+        Scalar::I16 => (i16::MIN.into(), i16::MAX.into()),
+        Scalar::I32 => (i32::MIN.into(), i32::MAX.into()),
+        Scalar::I64 => (i64::MIN.into(), i64::MAX.into()),
+        Scalar::U8 => (0, u8::MAX.into()),
+        Scalar::U16 => (0, u16::MAX.into()),
+        Scalar::U32 => (0, u32::MAX.into()),
+        Scalar::U64 => (0, u64::MAX.into()),
+        _ => return None,
+    })
+}
+
+/// The collective points of `entry`: its `map_reduce`s over a block level, in order.
+fn collective_points(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Vec<Value> {
+    let f = &module.functions[entry];
+    f.body
+        .iter()
+        .filter_map(|(_, s)| match s {
+            Statement::Let(v) => match &f.exprs[*v].kind {
+                ExprKind::Op(op) if !contracted_blocks(f, types, op).is_empty() => Some(*v),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+/// The values `roots` depend on in `f` (themselves included), stopping at `cut`.
+fn dependencies(f: &Function, roots: &[Value], cut: &HashSet<Value>) -> HashSet<Value> {
+    let mut seen: HashSet<Value> = HashSet::new();
+    let mut stack: Vec<Value> = roots.to_vec();
+    while let Some(v) = stack.pop() {
+        if !seen.insert(v) || cut.contains(&v) {
+            continue;
+        }
+        if let ExprKind::Op(op) = &f.exprs[v].kind {
+            stack.extend(op.operands());
+            if let Op::MapReduce { init: strata_ir::Init::Value(i), .. }
+            | Op::MapReduceAff { init: strata_ir::Init::Value(i), .. } = op
+            {
+                stack.push(*i);
+            }
+        }
+    }
+    seen
+}
+
+/// `entry` split at its collectives (one stage, the entry itself, when it has none).
+///
+/// # Errors
+/// A collective whose payload has no associative folding operation.
+pub fn split(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Result<Vec<Stage>, PlanError> {
+    let points = collective_points(module, types, entry);
+    if points.is_empty() {
+        return Ok(vec![Stage { module: module.clone(), entry, collective: None }]);
+    }
+    let f = &module.functions[entry];
+    let mut stages = Vec::new();
+    for k in 0..=points.len() {
+        let last = k == points.len();
+        let earlier: HashSet<Value> = points[..k].iter().copied().collect();
+        let mut g = f.clone();
+        g.name = if last { format!("{}.final", f.name) } else { format!("{}.stage{k}", f.name) };
+        // Earlier collectives' values become parameters.
+        for &c in &points[..k] {
+            g.exprs[c].kind = ExprKind::Param(ParamMode::In);
+            g.params.push(c);
+        }
+        let collective = if last {
+            None
+        } else {
+            let c = points[k];
+            let ExprKind::Op(op @ Op::MapReduce { func, .. }) = &f.exprs[c].kind else { unreachable!("a map_reduce") };
+            let scalar = strata_ir::element_scalar(types, f.exprs[c].ty).unwrap_or(Scalar::F64);
+            let (combine, identity) = folding_op(module, *func, scalar).ok_or_else(|| PlanError::Unsupported {
+                op: op.name().to_string(),
+                name: f.exprs[c].name.clone(),
+                func: f.name.clone(),
+                hint: "a reduction over a block level combines the ranks' partials, so its payload must end in \
+                       `acc ⊕ term` with ⊕ one of plus, multiplies, minimum, maximum, and, or, xor, bit_and, \
+                       bit_or, bit_xor",
+            })?;
+            Some(Collective { name: f.exprs[c].name.clone(), combine, identity })
+        };
+        // The statements the stage's result depends on.
+        let roots: Vec<Value> = if last {
+            f.body
+                .iter()
+                .flat_map(|(_, s)| match s {
+                    Statement::Let(_) => vec![],
+                    Statement::Assign { target: _, domain: _, value } => vec![*value],
+                    Statement::Return(v) => vec![*v],
+                })
+                .collect()
+        } else {
+            vec![points[k]]
+        };
+        let live = dependencies(&g, &roots, &earlier);
+        let mut body = Arena::new();
+        for (s, stmt) in f.body.iter() {
+            let keep = match stmt {
+                Statement::Let(v) => live.contains(v) && !earlier.contains(v),
+                Statement::Assign { .. } | Statement::Return(_) => last,
+            };
+            if keep {
+                body.append(stmt.clone(), f.body.meta(s).clone());
+            }
+        }
+        if !last {
+            let anchor = f.body.iter().last().map(|(s, _)| f.body.meta(s).clone()).expect("a body");
+            body.append(Statement::Return(points[k]), anchor);
+            g.kind = FunctionKind::Func;
+            g.params.retain(|p| g.exprs[*p].kind != ExprKind::Param(ParamMode::Out));
+            g.result = Some(f.exprs[points[k]].ty);
+        }
+        g.body = body;
+        let mut m = module.clone();
+        let meta = module.functions.meta(entry).clone();
+        let h = m.functions.append(g, meta);
+        m.items.push(Item::Function(h));
+        stages.push(Stage { module: m, entry: h, collective });
+    }
+    Ok(stages)
+}
+
+/// A stage with its verified types and its plan on a number of ranks.
+#[derive(Clone, Debug)]
+pub struct PlannedStage {
+    /// The stage.
+    pub stage: Stage,
+    /// Its module's types, as the verifier extended them.
+    pub types: TypeArena,
+    /// Its distribution.
+    pub plan: Plan,
+}
+
+/// The distribution of an entry on a number of ranks: its stages, each planned. `Display` is
+/// what `strata lower --to dist` prints.
+#[derive(Clone, Debug)]
+pub struct Distribution(pub Vec<PlannedStage>);
+
+impl Distribution {
+    /// Splits `entry` (of a verified module, `types` its extended arena) and plans every stage
+    /// on `ranks` ranks.
+    ///
+    /// # Errors
+    /// A reduction that cannot be split, or a stage the distributed runtime cannot run.
+    pub fn new(
+        module: &Module,
+        types: &TypeArena,
+        entry: Handle<Function>,
+        ranks: usize,
+    ) -> Result<Distribution, PlanError> {
+        let mut planned = Vec::new();
+        for stage in split(module, types, entry)? {
+            let types = strata_verify::verify(&stage.module)
+                .map_err(|d| PlanError::Stage {
+                    name: stage.module.functions[stage.entry].name.clone(),
+                    message: d.iter().map(|d| d.message.clone()).collect::<Vec<_>>().join("; "),
+                })?
+                .types;
+            let plan = Plan::new(&stage.module, &types, stage.entry, ranks)?;
+            planned.push(PlannedStage { stage, types, plan });
+        }
+        Ok(Distribution(planned))
+    }
+}
+
+impl std::fmt::Display for Distribution {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.0.len();
+        for (k, s) in self.0.iter().enumerate() {
+            if n > 1 {
+                let what = match &s.stage.collective {
+                    Some(c) => format!(
+                        "returns each rank's partial of `%{}`, combined with `{}` in rank order on rank 0 and broadcast",
+                        c.name,
+                        c.combine.keyword()
+                    ),
+                    None => "the rest of the entry, the collectives' values as parameters".to_string(),
+                };
+                writeln!(f, "stage {} of {n}: {what}", k + 1)?;
+            }
+            write!(f, "{}", s.plan)?;
+            if let Some(p) = &s.plan.partial {
+                for (_, name, owned) in &p.owned {
+                    let blocks: Vec<String> = owned.iter().map(|iv| format!("{name}{iv}")).collect();
+                    writeln!(f, "  each rank folds the rows it owns of `{name}`: {}", blocks.join(", "))?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
