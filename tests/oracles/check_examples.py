@@ -69,17 +69,17 @@ def laplacian(strata, work, rng):
     expect("laplacian", out, lap_np(inp))
 
 
-def tridiagonal_check(strata, work, rng, example):
-    shape = (3, 7, 5)
+def tridiagonal_check(strata, work, rng, example, shape=(3, 7, 5), axis=-1):
+    """Solves along `axis` (numpy's dense solver per system as the oracle)."""
     a, c, d = (rng.standard_normal(shape) for _ in range(3))
     b = 4.0 + rng.random(shape)
     x = run(strata, example, work, {"a": a, "b": b, "c": c, "d": d}, {"x": ".npy"})["x"]
-    want = np.empty(shape)
-    for i in range(shape[0]):
-        for j in range(shape[1]):
-            m = np.diag(b[i, j]) + np.diag(a[i, j, 1:], -1) + np.diag(c[i, j, :-1], 1)
-            want[i, j] = np.linalg.solve(m, d[i, j])
-    expect(example, x, want)
+    a, b, c, d = (np.moveaxis(v, axis, -1) for v in (a, b, c, d))
+    want = np.empty(a.shape)
+    for idx in np.ndindex(a.shape[:-1]):
+        m = np.diag(b[idx]) + np.diag(a[idx][1:], -1) + np.diag(c[idx][:-1], 1)
+        want[idx] = np.linalg.solve(m, d[idx])
+    expect(example, x, np.moveaxis(want, -1, axis))
 
 
 def tridiagonal(strata, work, rng):
@@ -95,6 +95,14 @@ def distributed_stencils(strata, work, rng):
     out = run(strata, "distributed/laplacian_of_laplacian.strata", work, {"inp": inp}, {"out": ".npy"})["out"]
     expect("distributed/laplacian_of_laplacian", out, lap_np(lap_np(inp)))
     tridiagonal_check(strata, work, rng, "distributed/tridiagonal.strata")
+    # Scans along I: rank after rank, each starting from the previous rank's last state.
+    tridiagonal_check(strata, work, rng, "distributed/tridiagonal_along_i.strata", shape=(11, 3), axis=0)
+    x = rng.standard_normal((40, 5))
+    outs = {"running": ".npy", "from_end": ".npy", "difference": ".npy"}
+    out = run(strata, "distributed/prefix_sum.strata", work, {"x": x}, outs)
+    expect("distributed/prefix_sum.running", out["running"], np.cumsum(x, axis=0))
+    expect("distributed/prefix_sum.from_end", out["from_end"], np.cumsum(x[::-1], axis=0)[::-1])
+    expect("distributed/prefix_sum.difference", out["difference"], x[1:])
     # Reductions over I: collectives combining the ranks' partials.
     x = rng.standard_normal((50, 6))
     outs = {"colsum": ".npy", "scaled": ".npy", "energy": ".npy"}

@@ -13,7 +13,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use strata_dist::{slab, BlockParam, Comm, Plan, PlannedStage};
+use strata_dist::{slab, BlockParam, Collective, Comm, Plan, PlannedStage};
 use strata_entity::Handle;
 use strata_ir::{ExprKind, Function, Interval, LevelFormat, Module, ParamMode};
 use strata_runtime::{Tensor, Value, ValueType};
@@ -184,10 +184,12 @@ pub fn run_rank(file: &Path, opts: &RunOptions) -> i32 {
                     Some((_, Value::Tensor(t))) => t,
                     _ => return fail_alike(&comm, "error: internal: a stage returns no tensor"),
                 };
-                let t = comm.wtime();
-                agree(&comm, strata_dist::combine::combine(&comm, &mut v, c.combine));
-                clock.combine_s += comm.wtime() - t;
-                carried.push((c.name.clone(), Value::Tensor(v)));
+                if let Collective::Reduce { combine, .. } = c {
+                    let t = comm.wtime();
+                    agree(&comm, strata_dist::combine::combine(&comm, &mut v, *combine));
+                    clock.combine_s += comm.wtime() - t;
+                }
+                carried.push((c.name().to_string(), Value::Tensor(v)));
             }
             None => last = Some(ran),
         }
@@ -315,7 +317,13 @@ fn run_stage(
             .map(|p| {
                 let e = &f.exprs[f.params[p]];
                 if let Some((_, v)) = carried.iter().find(|(n, _)| *n == e.name) {
-                    return Ok(v.clone());
+                    // A distributed value of an earlier stage: its owned rows, in the held ones.
+                    let Some(b) = plan.params.iter().find(|b| b.index == p) else { return Ok(v.clone()) };
+                    let Value::Tensor(mine) = v else { return Err(format!("`{}` is not a dense tensor", e.name)) };
+                    let mut held = Tensor::zeros(&ValueType::from_ir(&local_types, lf.exprs[lf.params[p]].ty));
+                    let rows = b.owned[rank];
+                    slab::unpack(&mut held, b.level, rows, &slab::pack(mine, b.level, rows));
+                    return Ok(Value::Tensor(held));
                 }
                 let src = sources.iter().find(|(n, _)| *n == e.name).map(|(_, s)| s.clone());
                 owned_arg(
@@ -351,8 +359,59 @@ fn run_stage(
             (_, a) => args.push(a),
         }
     }
-    let (values, timings) = agree(comm, execute(&local, &local_types, local_entry, &args, opts));
+    let ran = match (&stage.collective, &plan.partial) {
+        (Some(Collective::Carry { carry, forward, .. }), Some(p)) => {
+            carried_scan(comm, p, *forward, f, carry, &mut args, |args| {
+                execute(&local, &local_types, local_entry, args, opts)
+            })
+        }
+        _ => execute(&local, &local_types, local_entry, &args, opts),
+    };
+    let (values, timings) = agree(comm, ran);
     StageRun { values, timings }
+}
+
+/// Runs a stage ending in a scan along a block level on this rank, in the chain of ranks
+/// holding rows (in the scan's direction): receives the carry from the rank before, runs,
+/// passes its last state to the rank after. A rank whose run failed still passes a state on,
+/// so no rank waits forever; the failure is reported when the ranks agree afterwards.
+fn carried_scan(
+    comm: &Comm,
+    p: &strata_dist::Partial,
+    forward: bool,
+    f: &strata_ir::Function,
+    carry: &str,
+    args: &mut [Value],
+    run: impl FnOnce(&[Value]) -> Step<(Vec<(String, Value)>, crate::Timings)>,
+) -> Step<(Vec<(String, Value)>, crate::Timings)> {
+    let rank = comm.rank;
+    let Some((_, _, owned)) = p.owned.first() else { return run(args) };
+    let mut chain: Vec<usize> = (0..comm.size).filter(|&r| !owned[r].is_empty()).collect();
+    if !forward {
+        chain.reverse();
+    }
+    let Some(at) = chain.iter().position(|&r| r == rank) else { return run(args) };
+    let k = f.params.iter().position(|&q| f.exprs[q].name == carry).ok_or("the scan's carry parameter is missing")?;
+    let Value::Tensor(state) = &mut args[k] else { return Err("the scan's state is not a dense tensor".into()) };
+    let size = slab::all_bytes(state).len();
+    let tag = 1 << 20;
+    if at > 0 {
+        let mut buf = vec![0u8; size];
+        comm.exchange(&[], &mut [(chain[at - 1], buf.as_mut_slice())], tag).map_err(|e| e.to_string())?;
+        slab::set_all_bytes(state, &buf);
+    }
+    let ran = run(args);
+    if let Some(&next) = chain.get(at + 1) {
+        let last = ran.as_ref().ok().and_then(|(values, _)| {
+            let Some((_, Value::Tensor(t))) = values.first() else { return None };
+            let level = t.ty.levels.iter().position(|l| l.name == p.owned[0].1)?;
+            let rows = owned[rank];
+            Some(slab::row_bytes(t, level, if forward { rows.stop - 1 } else { rows.start }))
+        });
+        let bytes = last.unwrap_or_else(|| vec![0u8; size]);
+        comm.exchange(&[(next, bytes.as_slice())], &mut [], tag).map_err(|e| e.to_string())?;
+    }
+    ran
 }
 
 /// Sources name parameters, and no output overwrites an input.
@@ -437,9 +496,8 @@ fn exchange(comm: &Comm, b: &BlockParam, held: &mut Tensor) -> Step<usize> {
         msgs.iter().filter(|m| m.0 == me).map(|&(_, to, rows)| (to, slab::pack(held, b.level, rows))).collect();
     let recv_rows: Vec<(usize, Interval)> =
         msgs.iter().filter(|m| m.1 == me).map(|&(from, _, rows)| (from, rows)).collect();
-    let geo = slab::Rows::of(&held.ty, b.level).ok_or("a distributed argument holds scalars")?;
     let mut bufs: Vec<Vec<u8>> =
-        recv_rows.iter().map(|&(_, rows)| vec![0u8; geo.outer * geo.inner * geo.elem * rows.len() as usize]).collect();
+        recv_rows.iter().map(|&(_, rows)| vec![0u8; slab::packed_len(held, b.level, rows)]).collect();
     {
         let send_refs: Vec<(usize, &[u8])> = sends.iter().map(|(r, v)| (*r, v.as_slice())).collect();
         let mut recv_refs: Vec<(usize, &mut [u8])> =

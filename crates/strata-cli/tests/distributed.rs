@@ -103,6 +103,21 @@ fn tridiagonal_solve_with_k_local_equals_the_single_process_run() {
 }
 
 #[test]
+fn scans_along_the_distributed_dimension_equal_the_single_process_run() {
+    // Rank after rank, nothing reassociated: bit for bit, forward and backward, tuple states.
+    let args = ["a=random:1", "b=random:2", "c=random:3", "d=random:4"];
+    same_on_ranks("distributed/tridiagonal_along_i.strata", &args, "x", None);
+    same_on_ranks("distributed/prefix_sum.strata", &["x=random:1"], "running", None);
+    same_on_ranks("distributed/prefix_sum.strata", &["x=random:1"], "from_end", None);
+    // The difference reads a halo row of the scan's result on the neighbor rank.
+    same_on_ranks("distributed/prefix_sum.strata", &["x=random:1"], "difference", None);
+    let ps = root().join("examples/distributed/prefix_sum.strata").display().to_string();
+    let lowered = ok(&strata(&["lower", "--to", "dist", "--ranks", "2", &ps]));
+    assert!(lowered.contains("scans `%c` along `I` rank after rank (increasing)"), "{lowered}");
+    assert!(lowered.contains("rank 0 -> rank 1: I[19:20]"), "{lowered}");
+}
+
+#[test]
 fn distribute_and_collect_run_on_the_declared_team() {
     same_on_ranks("placement/distributed_axpy.strata", &["x=random:1", "y=random:2"], "out", Some(4));
 }

@@ -324,7 +324,7 @@ impl<'m> Lowerer<'m> {
         args: &[Value],
         dim: &DimName,
         forward: bool,
-        init: &Literal,
+        init: &strata_ir::Init,
     ) -> Result<Sym, LowerError> {
         let levels = split(self.types, e.ty).0;
         let unsupported = |what: &str| LowerError::Unsupported { op: format!("scan {what}"), func: func.name.clone() };
@@ -352,7 +352,18 @@ impl<'m> Lowerer<'m> {
             operands.push(assemble(self.types, element, &mut reads.into_iter()));
         }
         let leaves: Vec<Rc<SExpr>> = operands.iter().flat_map(Sym::leaves).collect();
-        let (states, state) = self.state_registers(init, split(self.types, e.ty).1, func)?;
+        let element = split(self.types, e.ty).1;
+        let (states, state) = match init {
+            strata_ir::Init::Literal(l) => self.state_registers(l, element, func)?,
+            // A state tensor (over the other dimensions), read at the point of each column.
+            strata_ir::Init::Value(v) => {
+                let sym = env[v.index()].clone().expect("defined");
+                if !depends_only_on(sym.leaves(), &own) {
+                    return Err(unsupported("with an initial state computed inside a loop"));
+                }
+                self.state_registers_from(&sym, element)
+            }
+        };
         // A position past a ragged run skips the step (a segmented scan); the result is
         // absent there too (below).
         let updates = self.guarded_steps(f, state, operands, &states)?;

@@ -129,17 +129,32 @@ pub struct Plan {
     pub partial: Option<Partial>,
 }
 
-/// The entry's result is a `map_reduce` over block levels (the end of a stage,
-/// [`crate::stages`]): each rank folds the rows it owns, from the `map_reduce`'s initial value
-/// on rank 0 and from `identity` elsewhere.
+/// The entry's result is a collective (the end of a stage, [`crate::stages`]): a `map_reduce`
+/// over block levels, or a `scan` along one. Each rank computes its part over the rows it owns.
 #[derive(Clone, Debug)]
 pub struct Partial {
-    /// The `map_reduce`.
+    /// The `map_reduce` or `scan`.
     pub value: Value,
-    /// Each contracted block level: operand position, level name, each rank's owned rows.
+    /// Each operand level cut to the owned rows: operand position, level name, each rank's rows.
     pub owned: Vec<(usize, DimName, Vec<Interval>)>,
-    /// The initial value of ranks other than 0.
-    pub identity: strata_ir::Literal,
+    /// Where the ranks start from.
+    pub start: PartialStart,
+}
+
+/// The initial value of each rank's part of a collective.
+#[derive(Clone, Debug)]
+pub enum PartialStart {
+    /// A reduction: rank 0 folds from the `map_reduce`'s initial value, the others from this
+    /// identity.
+    Identity(strata_ir::Literal),
+    /// A scan: the first rank holding rows in the scan's direction starts from the `scan`'s
+    /// initial value, every later one from the carry parameter.
+    Carry {
+        /// The carry parameter.
+        param: Value,
+        /// The first rank of the chain.
+        first: usize,
+    },
 }
 
 /// Needed intervals per block dimension, for one rank.
@@ -330,12 +345,18 @@ impl Analysis<'_> {
                         give(*i, &n);
                     }
                 }
-                Op::Scan { dim, args, .. } => {
-                    if args.iter().any(|a| block_level(self.types, f.exprs[*a].ty).is_some_and(|(_, d, _)| &d == dim)) {
+                Op::Scan { dim, args, init, .. } => {
+                    // Along a block level: only as a stage's collective (rank after rank).
+                    let along_block =
+                        args.iter().any(|a| block_level(self.types, f.exprs[*a].ty).is_some_and(|(_, d, _)| &d == dim));
+                    if along_block && Some(*v) != self.partial {
                         return Err(unsupported());
                     }
                     for a in args {
                         give(*a, &n);
+                    }
+                    if let strata_ir::Init::Value(i) = init {
+                        give(*i, &n);
                     }
                 }
                 Op::Unary { .. }
@@ -371,6 +392,21 @@ fn partial_of(module: &Module, types: &TypeArena, entry: Handle<Function>, ranks
         Statement::Return(v) => Some(*v),
         _ => None,
     })?;
+    if let ExprKind::Op(op @ Op::Scan { args, forward, .. }) = &f.exprs[value].kind {
+        let dim = crate::stages::scanned_block(f, types, op, value)?;
+        let iv = tensor(types, f.exprs[value].ty)?.level(&dim)?.interval;
+        let blocks = block_partition(iv, ranks as u32);
+        let owned = (0..args.len())
+            .filter(|&k| tensor(types, f.exprs[args[k]].ty).is_some_and(|t| t.level(&dim).is_some()))
+            .map(|k| (k, dim.clone(), blocks.clone()))
+            .collect();
+        let mut order: Vec<usize> = (0..ranks).filter(|&r| !blocks[r].is_empty()).collect();
+        if !forward {
+            order.reverse();
+        }
+        let param = *f.params.last()?;
+        return Some(Partial { value, owned, start: PartialStart::Carry { param, first: order.first().copied()? } });
+    }
     let ExprKind::Op(op @ Op::MapReduce { func, args, .. }) = &f.exprs[value].kind else { return None };
     let contracted = crate::stages::contracted_blocks(f, types, op);
     if contracted.is_empty() {
@@ -385,7 +421,7 @@ fn partial_of(module: &Module, types: &TypeArena, entry: Handle<Function>, ranks
             (k, name, block_partition(iv.unwrap_or(Interval::new(0, 0)), ranks as u32))
         })
         .collect();
-    Some(Partial { value, owned, identity })
+    Some(Partial { value, owned, start: PartialStart::Identity(identity) })
 }
 
 impl Plan {
@@ -529,12 +565,15 @@ impl Plan {
     }
 }
 
-/// Makes `f` return `rank`'s partial of `p`: the reduction over the rows the rank owns of
-/// each contracted block level (a `subset` of the operand), from `p.identity` on ranks but 0.
+/// Makes `f` return `rank`'s part of `p`: the reduction or scan over the rows the rank owns
+/// (a `subset` of each operand), from its start ([`PartialStart`]).
 fn partial_on(f: &mut Function, p: &Partial, rank: usize) {
-    let ExprKind::Op(Op::MapReduce { func, args, init, subscripts }) = f.exprs[p.value].kind.clone() else { return };
+    let ExprKind::Op(op) = f.exprs[p.value].kind.clone() else { return };
     let span = *f.exprs.meta(p.value);
-    let mut args = args.clone();
+    let mut args = match &op {
+        Op::MapReduce { args, .. } | Op::Scan { args, .. } => args.clone(),
+        _ => return,
+    };
     for (k, name, owned) in &p.owned {
         let arg = args[*k];
         let e = strata_ir::Expr {
@@ -544,16 +583,31 @@ fn partial_on(f: &mut Function, p: &Partial, rank: usize) {
         };
         args[*k] = f.exprs.append(e, span);
     }
-    let init = if rank == 0 { init } else { strata_ir::Init::Literal(p.identity.clone()) };
+    let op = match (op, &p.start) {
+        (Op::MapReduce { func, args: _, init, subscripts }, PartialStart::Identity(identity)) => {
+            let init = if rank == 0 { init } else { strata_ir::Init::Literal(identity.clone()) };
+            Op::MapReduce { func, args, init, subscripts }
+        }
+        (Op::Scan { func, args: _, dim, forward, init }, PartialStart::Carry { param, first }) => {
+            let init = if rank == *first { init } else { strata_ir::Init::Value(*param) };
+            Op::Scan { func, args, dim, forward, init }
+        }
+        _ => return,
+    };
     let e = strata_ir::Expr {
         name: format!("{}.partial", f.exprs[p.value].name),
         ty: f.exprs[p.value].ty,
-        kind: ExprKind::Op(Op::MapReduce { func, args, init, subscripts }),
+        kind: ExprKind::Op(op),
     };
     let partial = f.exprs.append(e, span);
     let mut body = strata_entity::Arena::new();
     for (s, stmt) in f.body.iter() {
         let meta = f.body.meta(s).clone();
+        if let Statement::Let(v) = stmt {
+            if *v == p.value {
+                continue;
+            }
+        }
         if let Statement::Return(_) = stmt {
             for v in (f.exprs.len() - p.owned.len() - 1)..f.exprs.len() {
                 body.append(Statement::Let(Handle::from_index(v)), meta.clone());

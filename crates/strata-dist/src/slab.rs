@@ -65,25 +65,49 @@ pub fn bytes_mut(t: &mut Tensor) -> &mut [u8] {
     unsafe { std::slice::from_raw_parts_mut(c.as_mut_ptr().cast::<u8>(), n) }
 }
 
-/// Packs `rows` of `t` (level `level`) into one buffer.
+/// The geometry of level `level` for one scalar column of a tensor of type `ty`.
+fn column_rows(ty: &ValueType, level: usize, c: &strata_runtime::Column) -> Rows {
+    let shape = ty.shape();
+    Rows {
+        outer: shape[..level].iter().product(),
+        interval: ty.levels[level].interval,
+        inner: shape[level + 1..].iter().product(),
+        elem: c.scalar().size_bytes(),
+    }
+}
+
+/// Packs `rows` of `t` (level `level`) into one buffer (a tuple's fields one after another).
 pub fn pack(t: &Tensor, level: usize, rows: Interval) -> Vec<u8> {
-    let g = Rows::of(&t.ty, level).expect("scalar tensor");
-    let src = bytes(t);
-    let mut out = Vec::with_capacity(g.outer * rows.len() as usize * g.inner * g.elem);
-    for (off, len) in g.runs(rows) {
-        out.extend_from_slice(&src[off..off + len]);
+    let mut out = Vec::new();
+    for c in columns(&t.data) {
+        let (g, src) = (column_rows(&t.ty, level, c), column_bytes(c));
+        for (off, len) in g.runs(rows) {
+            out.extend_from_slice(&src[off..off + len]);
+        }
     }
     out
 }
 
+/// The bytes [`pack`] makes of `rows` of `t`.
+pub fn packed_len(t: &Tensor, level: usize, rows: Interval) -> usize {
+    columns(&t.data).iter().map(|c| column_rows(&t.ty, level, c)).map(|g| g.outer * g.inner * g.elem).sum::<usize>()
+        * rows.len() as usize
+}
+
 /// Places packed `rows` into `t` (level `level`).
 pub fn unpack(t: &mut Tensor, level: usize, rows: Interval, packed: &[u8]) {
-    let g = Rows::of(&t.ty, level).expect("scalar tensor");
-    let dst = bytes_mut(t);
+    let ty = t.ty.clone();
     let mut at = 0;
-    for (off, len) in g.runs(rows) {
-        dst[off..off + len].copy_from_slice(&packed[at..at + len]);
-        at += len;
+    for c in columns_mut(&mut t.data) {
+        let g = column_rows(&ty, level, c);
+        let n = c.len() * c.scalar().size_bytes();
+        // SAFETY: as in `column_bytes`; the bytes are values of this type (rows of a tensor of
+        // the same element type, sent by another rank or read from a checked file).
+        let dst = unsafe { std::slice::from_raw_parts_mut(c.as_mut_ptr().cast::<u8>(), n) };
+        for (off, len) in g.runs(rows) {
+            dst[off..off + len].copy_from_slice(&packed[at..at + len]);
+            at += len;
+        }
     }
 }
 
@@ -190,4 +214,61 @@ pub fn write_rows(
         at += len;
     }
     f.sync_data().map_err(werr)
+}
+
+/// The scalar columns of `d`, a tuple's fields in order.
+fn columns(d: &Data) -> Vec<&strata_runtime::Column> {
+    match d {
+        Data::Scalars(c) => vec![c],
+        Data::Tuple(fs) => fs.iter().flat_map(columns).collect(),
+        Data::Tensors(_) => Vec::new(),
+    }
+}
+
+fn columns_mut(d: &mut Data) -> Vec<&mut strata_runtime::Column> {
+    match d {
+        Data::Scalars(c) => vec![c],
+        Data::Tuple(fs) => fs.iter_mut().flat_map(columns_mut).collect(),
+        Data::Tensors(_) => Vec::new(),
+    }
+}
+
+fn column_bytes(c: &strata_runtime::Column) -> &[u8] {
+    // SAFETY: the column's buffer holds `len` initialized elements of `size_bytes` each.
+    unsafe { std::slice::from_raw_parts(c.as_ptr().cast::<u8>(), c.len() * c.scalar().size_bytes()) }
+}
+
+/// Every element of a dense tensor of scalars or tuples as bytes, field after field.
+pub fn all_bytes(t: &Tensor) -> Vec<u8> {
+    columns(&t.data).into_iter().flat_map(|c| column_bytes(c).iter().copied()).collect()
+}
+
+/// The inverse of [`all_bytes`] for a tensor of the same type.
+pub fn set_all_bytes(t: &mut Tensor, bytes: &[u8]) {
+    let mut at = 0;
+    for c in columns_mut(&mut t.data) {
+        let n = c.len() * c.scalar().size_bytes();
+        // SAFETY: as in `column_bytes`; the bytes are values of this type another rank sent.
+        let dst = unsafe { std::slice::from_raw_parts_mut(c.as_mut_ptr().cast::<u8>(), n) };
+        dst.copy_from_slice(&bytes[at..at + n]);
+        at += n;
+    }
+}
+
+/// Row `k` of level `level` of `t` (a cross-section; every field of tuple elements) as bytes,
+/// laid out as [`all_bytes`] of a tensor over the other levels.
+pub fn row_bytes(t: &Tensor, level: usize, k: i64) -> Vec<u8> {
+    let shape = t.ty.shape();
+    let (outer, inner): (usize, usize) = (shape[..level].iter().product(), shape[level + 1..].iter().product());
+    let (start, rows) = (t.ty.levels[level].interval.start, shape[level]);
+    let r = (k - start) as usize;
+    let mut out = Vec::new();
+    for c in columns(&t.data) {
+        let (b, e) = (column_bytes(c), c.scalar().size_bytes());
+        for o in 0..outer {
+            let at = ((o * rows + r) * inner) * e;
+            out.extend_from_slice(&b[at..at + inner * e]);
+        }
+    }
+    out
 }

@@ -26,15 +26,47 @@ use strata_ir::{
 
 use crate::plan::{block_level_named, Plan, PlanError};
 
-/// How the ranks' partials of a collective combine.
+/// How the ranks' parts of a collective's value come together.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Collective {
-    /// The reduced value's name: a parameter of the later stages.
-    pub name: String,
-    /// The payload's folding operation.
-    pub combine: BinaryOp,
-    /// Its identity: the initial value of every rank but rank 0.
-    pub identity: Literal,
+pub enum Collective {
+    /// A reduction: the ranks' partials combine with `combine`.
+    Reduce {
+        /// The reduced value's name: a parameter of the later stages.
+        name: String,
+        /// The payload's folding operation.
+        combine: BinaryOp,
+        /// Its identity: the initial value of every rank but rank 0.
+        identity: Literal,
+    },
+    /// A scan along a block level: the ranks holding rows scan theirs one after another in
+    /// the scan's direction, each starting from the state the one before ended with (the
+    /// *carry*, the stage's parameter `carry`). The result stays distributed.
+    Carry {
+        /// The scan's name: a (distributed) parameter of the later stages.
+        name: String,
+        /// The scanned block level.
+        dim: strata_ir::DimName,
+        /// The scan's direction.
+        forward: bool,
+        /// The name of the stage's carry parameter.
+        carry: String,
+    },
+}
+
+impl Collective {
+    /// The name of the value the collective computes.
+    pub fn name(&self) -> &str {
+        match self {
+            Collective::Reduce { name, .. } | Collective::Carry { name, .. } => name,
+        }
+    }
+}
+
+/// The block level a `scan` runs along, if it is one.
+pub fn scanned_block(func: &Function, types: &TypeArena, op: &Op, v: Value) -> Option<strata_ir::DimName> {
+    let Op::Scan { dim, .. } = op else { return None };
+    let strata_ir::Type::Tensor(t) = &types[func.exprs[v].ty] else { return None };
+    t.level(dim).filter(|l| l.format == strata_ir::LevelFormat::Block).map(|l| l.name.clone())
 }
 
 /// One stage of a split entry.
@@ -131,7 +163,11 @@ fn collective_points(module: &Module, types: &TypeArena, entry: Handle<Function>
         .iter()
         .filter_map(|(_, s)| match s {
             Statement::Let(v) => match &f.exprs[*v].kind {
-                ExprKind::Op(op) if !contracted_blocks(f, types, op).is_empty() => Some(*v),
+                ExprKind::Op(op)
+                    if !contracted_blocks(f, types, op).is_empty() || scanned_block(f, types, op, *v).is_some() =>
+                {
+                    Some(*v)
+                }
                 _ => None,
             },
             _ => None,
@@ -173,6 +209,7 @@ pub fn split(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
     for k in 0..=points.len() {
         let last = k == points.len();
         let earlier: HashSet<Value> = points[..k].iter().copied().collect();
+        let mut m = module.clone();
         let mut g = f.clone();
         g.name = if last { format!("{}.final", f.name) } else { format!("{}.stage{k}", f.name) };
         // Earlier collectives' values become parameters.
@@ -182,6 +219,21 @@ pub fn split(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
         }
         let collective = if last {
             None
+        } else if let ExprKind::Op(Op::Scan { dim, forward, .. }) = &f.exprs[points[k]].kind {
+            // The carry: a parameter of the state's type (the scan's without `dim`).
+            let c = points[k];
+            let strata_ir::Type::Tensor(t) = &types[f.exprs[c].ty] else {
+                unreachable!("a scan along a block level is a tensor")
+            };
+            let mut state = t.clone();
+            state.levels.retain(|l| &l.name != dim);
+            let ty = m.types.insert(strata_ir::Type::Tensor(state));
+            let carry = format!("{}.carry", f.exprs[c].name);
+            let span = *f.exprs.meta(c);
+            let p =
+                g.exprs.append(strata_ir::Expr { name: carry.clone(), ty, kind: ExprKind::Param(ParamMode::In) }, span);
+            g.params.push(p);
+            Some(Collective::Carry { name: f.exprs[c].name.clone(), dim: dim.clone(), forward: *forward, carry })
         } else {
             let c = points[k];
             let ExprKind::Op(op @ Op::MapReduce { func, .. }) = &f.exprs[c].kind else { unreachable!("a map_reduce") };
@@ -194,7 +246,7 @@ pub fn split(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
                        `acc ⊕ term` with ⊕ one of plus, multiplies, minimum, maximum, and, or, xor, bit_and, \
                        bit_or, bit_xor",
             })?;
-            Some(Collective { name: f.exprs[c].name.clone(), combine, identity })
+            Some(Collective::Reduce { name: f.exprs[c].name.clone(), combine, identity })
         };
         // The statements the stage's result depends on.
         let roots: Vec<Value> = if last {
@@ -228,7 +280,6 @@ pub fn split(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
             g.result = Some(f.exprs[points[k]].ty);
         }
         g.body = body;
-        let mut m = module.clone();
         let meta = module.functions.meta(entry).clone();
         let h = m.functions.append(g, meta);
         m.items.push(Item::Function(h));
@@ -286,10 +337,15 @@ impl std::fmt::Display for Distribution {
         for (k, s) in self.0.iter().enumerate() {
             if n > 1 {
                 let what = match &s.stage.collective {
-                    Some(c) => format!(
-                        "returns each rank's partial of `%{}`, combined with `{}` in rank order on rank 0 and broadcast",
-                        c.name,
-                        c.combine.keyword()
+                    Some(Collective::Reduce { name, combine, .. }) => format!(
+                        "returns each rank's partial of `%{name}`, combined with `{}` in rank order on rank 0 and \
+                         broadcast",
+                        combine.keyword()
+                    ),
+                    Some(Collective::Carry { name, dim, forward, carry }) => format!(
+                        "scans `%{name}` along `{dim}` rank after rank ({}), each rank starting from the state \
+                         the previous one ended with (`%{carry}`)",
+                        if *forward { "increasing" } else { "decreasing" }
                     ),
                     None => "the rest of the entry, the collectives' values as parameters".to_string(),
                 };
@@ -299,7 +355,7 @@ impl std::fmt::Display for Distribution {
             if let Some(p) = &s.plan.partial {
                 for (_, name, owned) in &p.owned {
                     let blocks: Vec<String> = owned.iter().map(|iv| format!("{name}{iv}")).collect();
-                    writeln!(f, "  each rank folds the rows it owns of `{name}`: {}", blocks.join(", "))?;
+                    writeln!(f, "  each rank computes over the rows it owns of `{name}`: {}", blocks.join(", "))?;
                 }
             }
         }

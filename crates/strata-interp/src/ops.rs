@@ -339,13 +339,16 @@ fn scan(
     args: &[Value],
     dim: &DimName,
     forward: bool,
-    init: &Literal,
+    init: &strata_ir::Init,
 ) -> R<Tensor> {
     let tensors: Vec<&Tensor> = args.iter().map(|&a| cx.arg(a)).collect();
     let params = param_types(cx, func);
     let state_ty = &params[0];
     let interval = cx.ty.levels.iter().find(|l| &l.name == dim).expect("verified scan dim").interval;
-    let mut state = filled(state_ty, &literal_elem(init, &state_ty.element));
+    let mut state = match init {
+        strata_ir::Init::Literal(l) => filled(state_ty, &literal_elem(l, &state_ty.element)),
+        strata_ir::Init::Value(v) => Tensor { ty: state_ty.clone(), ..cx.arg(*v).clone() },
+    };
     let mut out = Tensor::zeros(cx.ty);
     let mut present = vec![true; out.len()];
     let ks: Vec<i64> = if forward {

@@ -536,8 +536,9 @@ pub enum Op {
         dim: DimName,
         /// Increasing indices if true.
         forward: bool,
-        /// State before the first step.
-        init: Literal,
+        /// State before the first step: a literal, or a tensor of the state's type (the
+        /// carry a distributed scan receives from the previous rank).
+        init: Init,
     },
     /// Restricts intervals to sub-intervals.
     Subset {
@@ -893,12 +894,12 @@ impl Op {
             Op::TupleGet { tuple, index: _ } => vec![*tuple],
             Op::Call { func: _, args }
             | Op::Reduce { func: _, args, init: _ }
-            | Op::Scan { func: _, args, dim: _, forward: _, init: _ }
             | Op::Concat { args, dim: _, mode: _ }
             | Op::Map { kind: _, func: _, args }
             | Op::ArrayApi { func: _, args, attrs: _ } => args.clone(),
             Op::ShiftInit { arg, table } | Op::UnstructuredShift { arg, table, neighbor: _ } => vec![*arg, *table],
             Op::MapReduce { func: _, args, init, subscripts: _ }
+            | Op::Scan { func: _, args, dim: _, forward: _, init }
             | Op::MapReduceAff { func: _, args, init, domain: _, outputs: _, shape: _, out_map: _, maps: _ } => {
                 let mut v = args.clone();
                 if let Init::Value(i) = init {

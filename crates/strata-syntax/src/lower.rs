@@ -464,7 +464,7 @@ pub(crate) fn lower_op(call: &CallAst, cx: &Scope<'_>) -> PResult<Op> {
                 args: a.values_rest()?,
                 dim: a.dim("dim")?,
                 forward: a.boolean("forward")?,
-                init: a.literal("init")?,
+                init: a.init()?,
             },
             "subset" => Op::Subset { arg: a.value()?, domain: a.domain("domain")? },
             "concat" => Op::Concat { args: a.values_rest()?, dim: a.dim("dim")?, mode: a.mode()? },

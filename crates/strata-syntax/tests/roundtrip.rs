@@ -159,7 +159,13 @@ fn gen_op(g: &mut Gen, vals: &[Value], funcs: &[Handle<Function>], ring: Handle<
         11 => Op::UnstructuredShift { arg: val(g, vals), table: val(g, vals), neighbor: g.range(0, 6) },
         12 => Op::CanDeref { arg: val(g, vals) },
         13 => Op::Reduce { func: f, args: some(g, vals), init: literal(g, 1) },
-        14 => Op::Scan { func: f, args: some(g, vals), dim: dim(g), forward: g.flip(), init: literal(g, 2) },
+        14 => Op::Scan {
+            func: f,
+            args: some(g, vals),
+            dim: dim(g),
+            forward: g.flip(),
+            init: Init::Literal(literal(g, 2)),
+        },
         15 => Op::Subset {
             arg: val(g, vals),
             domain: (0..g.below(3)).map(|_| (dim(g), Interval::new(g.range(-3, 3), g.range(3, 9)))).collect(),

@@ -137,7 +137,7 @@ pub(super) fn write_op(f: &mut fmt::Formatter<'_>, module: &Module, func: &Funct
             c.function(*func).values(args).kw("init", init);
         }
         Op::Scan { func, args, dim, forward, init } => {
-            c.function(*func).values(args).kw("dim", dim).kw("forward", forward).kw("init", init);
+            c.function(*func).values(args).kw("dim", dim).kw("forward", forward).init(init);
         }
         Op::Subset { arg, domain: d } => {
             c.value(*arg).kw("domain", domain(d));

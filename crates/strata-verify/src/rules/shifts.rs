@@ -2,7 +2,7 @@
 //! `reduce` and `scan`.
 
 use strata_entity::Handle;
-use strata_ir::{DimName, Function, Interval, Level, LevelFormat, Literal, Scalar, Type, Value};
+use strata_ir::{DimName, Function, Init, Interval, Level, LevelFormat, Literal, Scalar, Type, Value};
 
 use crate::broadcast::{broadcast, SparseMerge};
 use crate::context::{Cx, RuleResult, View};
@@ -217,7 +217,7 @@ pub(crate) fn reduce(cx: &mut Cx, func: Handle<Function>, args: &[Value], init: 
     Ok(result)
 }
 
-pub(crate) fn scan(cx: &mut Cx, func: Handle<Function>, args: &[Value], dim: &DimName, init: &Literal) -> RuleResult {
+pub(crate) fn scan(cx: &mut Cx, func: Handle<Function>, args: &[Value], dim: &DimName, init: &Init) -> RuleResult {
     if args.is_empty() {
         return Err(cx.error("strata::verify::arity_mismatch", "`scan` needs at least one operand", "no operands"));
     }
@@ -229,17 +229,32 @@ pub(crate) fn scan(cx: &mut Cx, func: Handle<Function>, args: &[Value], dim: &Di
             format!("`{dim}` not found"),
         ));
     };
-    if !matches!(level.format, LevelFormat::Dense | LevelFormat::Ragged { .. }) {
+    // A block level is scanned rank after rank (each passing its last state on).
+    if !matches!(level.format, LevelFormat::Dense | LevelFormat::Ragged { .. } | LevelFormat::Block) {
         return Err(cx.error(
             "strata::verify::format_not_supported",
-            format!("`scan` runs along a dense or ragged dimension, but `{dim}` is `{}`", level.format.keyword()),
-            "neither dense nor ragged",
+            format!(
+                "`scan` runs along a dense, ragged or block dimension, but `{dim}` is `{}`",
+                level.format.keyword()
+            ),
+            "not dense, ragged or block",
         ));
     }
     let tr = result_element(cx, func, "scan")?;
-    check_init(cx, init, tr)?;
     let column: Vec<Level> = levels.iter().filter(|l| &l.name != dim).cloned().collect();
     let state = cx.tensor(tr, column, placement.clone());
+    match init {
+        Init::Literal(l) => check_init(cx, l, tr)?,
+        Init::Value(v) if cx.ty(*v) != state => {
+            let d = cx.error(
+                "strata::verify::init_type_mismatch",
+                format!("the initial state must have the state type `{}`", cx.show(state)),
+                "init has another type",
+            );
+            return Err(cx.with_operand(d, *v));
+        }
+        Init::Value(_) => {}
+    }
     let mut params = vec![state];
     for &a in args {
         let v = cx.view(a);
