@@ -161,12 +161,9 @@ impl Array {
         if place.team.is_none() && !args.iter().any(Array::on_team) {
             return Array::traced_blockwise(text, args, funcs, shape, dtype, place);
         }
-        let args = args.into_iter().map(|a| crate::ops::collected(&a)).collect();
-        let whole = Array::traced_blockwise(text, args, funcs, shape, dtype, crate::ops::untiled(&place));
-        if whole.ndim() == 0 {
-            return whole;
-        }
-        crate::ops::placed(whole, &place)
+        let (args, whole_place) = whole_operands(args, &place);
+        // `placed` leaves a 0-d result where it is.
+        crate::ops::placed(Array::traced_blockwise(text, args, funcs, shape, dtype, whole_place), &place)
     }
 
     /// A new traced node of an operation that runs block by block: its operands and result
@@ -201,11 +198,7 @@ impl Array {
         place: Place,
     ) -> Array {
         // Special nodes are operands only: on a team operand they compute on the whole array.
-        let (args, place) = if args.iter().any(Array::on_team) {
-            (args.iter().map(crate::ops::collected).collect(), crate::ops::untiled(&place))
-        } else {
-            (args, place)
-        };
+        let (args, place) = if args.iter().any(Array::on_team) { whole_operands(args, &place) } else { (args, place) };
         let dtype = Scalar::ALL.iter().copied().find(|s| s.to_string() == ty).unwrap_or(Scalar::Index);
         let key = NodeKey::new(&text, &args, &shape, dtype, &place, Some(ty));
         shared(key, || Node {
@@ -274,6 +267,12 @@ impl Array {
         out.sort_unstable();
         Ok(out)
     }
+}
+
+/// Operands gathered from their teams (`collect`) and the place without the team: where an
+/// operation that needs whole arrays runs.
+fn whole_operands(args: Vec<Array>, place: &Place) -> (Vec<Array>, Place) {
+    (args.iter().map(crate::ops::collected).collect(), crate::ops::untiled(place))
 }
 
 /// What makes two traced nodes the same computation: the op text, the operand nodes, the

@@ -13,7 +13,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use strata_dist::{slab, BlockParam, Collective, Comm, Plan, PlannedStage};
+use strata_dist::{slab, BlockParam, Collective, Comm, PartialStart, Plan, PlannedStage};
 use strata_entity::Handle;
 use strata_ir::{ExprKind, Function, Interval, LevelFormat, Module, ParamMode};
 use strata_runtime::{Tensor, Value, ValueType};
@@ -359,11 +359,9 @@ fn run_stage(
             (_, a) => args.push(a),
         }
     }
-    let ran = match (&stage.collective, &plan.partial) {
-        (Some(Collective::Carry { carry, forward, .. }), Some(p)) => {
-            carried_scan(comm, p, *forward, f, carry, &mut args, |args| {
-                execute(&local, &local_types, local_entry, args, opts)
-            })
+    let ran = match &plan.partial {
+        Some(p @ strata_dist::Partial { start: PartialStart::Carry { .. }, .. }) => {
+            carried_scan(comm, p, f, &mut args, |args| execute(&local, &local_types, local_entry, args, opts))
         }
         _ => execute(&local, &local_types, local_entry, &args, opts),
     };
@@ -378,20 +376,16 @@ fn run_stage(
 fn carried_scan(
     comm: &Comm,
     p: &strata_dist::Partial,
-    forward: bool,
     f: &strata_ir::Function,
-    carry: &str,
     args: &mut [Value],
     run: impl FnOnce(&[Value]) -> Step<(Vec<(String, Value)>, crate::Timings)>,
 ) -> Step<(Vec<(String, Value)>, crate::Timings)> {
     let rank = comm.rank;
-    let Some((_, _, owned)) = p.owned.first() else { return run(args) };
-    let mut chain: Vec<usize> = (0..comm.size).filter(|&r| !owned[r].is_empty()).collect();
-    if !forward {
-        chain.reverse();
-    }
+    let (PartialStart::Carry { param, chain, forward }, Some((_, dim, owned))) = (&p.start, p.owned.first()) else {
+        return run(args);
+    };
     let Some(at) = chain.iter().position(|&r| r == rank) else { return run(args) };
-    let k = f.params.iter().position(|&q| f.exprs[q].name == carry).ok_or("the scan's carry parameter is missing")?;
+    let k = f.params.iter().position(|q| q == param).ok_or("the scan's carry parameter is missing")?;
     let Value::Tensor(state) = &mut args[k] else { return Err("the scan's state is not a dense tensor".into()) };
     let size = slab::all_bytes(state).len();
     let tag = 1 << 20;
@@ -404,9 +398,11 @@ fn carried_scan(
     if let Some(&next) = chain.get(at + 1) {
         let last = ran.as_ref().ok().and_then(|(values, _)| {
             let Some((_, Value::Tensor(t))) = values.first() else { return None };
-            let level = t.ty.levels.iter().position(|l| l.name == p.owned[0].1)?;
+            let level = t.ty.levels.iter().position(|l| l.name == *dim)?;
             let rows = owned[rank];
-            Some(slab::row_bytes(t, level, if forward { rows.stop - 1 } else { rows.start }))
+            // The last row in the scan's direction: a cross-section, laid out as the carry.
+            let k = if *forward { rows.stop - 1 } else { rows.start };
+            Some(slab::pack(t, level, Interval::new(k, k + 1)))
         });
         let bytes = last.unwrap_or_else(|| vec![0u8; size]);
         comm.exchange(&[(next, bytes.as_slice())], &mut [], tag).map_err(|e| e.to_string())?;

@@ -20,5 +20,5 @@ pub mod slab;
 pub mod stages;
 
 pub use comm::{launched_by_mpi, Comm, CommError};
-pub use plan::{BlockParam, Partial, Plan, PlanError};
+pub use plan::{BlockParam, Partial, PartialStart, Plan, PlanError};
 pub use stages::{split, Collective, Distribution, PlannedStage, Stage};

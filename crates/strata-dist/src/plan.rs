@@ -147,13 +147,16 @@ pub enum PartialStart {
     /// A reduction: rank 0 folds from the `map_reduce`'s initial value, the others from this
     /// identity.
     Identity(strata_ir::Literal),
-    /// A scan: the first rank holding rows in the scan's direction starts from the `scan`'s
-    /// initial value, every later one from the carry parameter.
+    /// A scan: the ranks holding rows scan them in turn (`chain`, in the scan's direction);
+    /// the first starts from the `scan`'s initial value, every later one from the carry
+    /// parameter (the stage's last, [`crate::stages::split`]).
     Carry {
         /// The carry parameter.
         param: Value,
-        /// The first rank of the chain.
-        first: usize,
+        /// The ranks holding rows, in the order they scan.
+        chain: Vec<usize>,
+        /// The scan's direction.
+        forward: bool,
     },
 }
 
@@ -400,12 +403,12 @@ fn partial_of(module: &Module, types: &TypeArena, entry: Handle<Function>, ranks
             .filter(|&k| tensor(types, f.exprs[args[k]].ty).is_some_and(|t| t.level(&dim).is_some()))
             .map(|k| (k, dim.clone(), blocks.clone()))
             .collect();
-        let mut order: Vec<usize> = (0..ranks).filter(|&r| !blocks[r].is_empty()).collect();
+        let mut chain: Vec<usize> = (0..ranks).filter(|&r| !blocks[r].is_empty()).collect();
         if !forward {
-            order.reverse();
+            chain.reverse();
         }
         let param = *f.params.last()?;
-        return Some(Partial { value, owned, start: PartialStart::Carry { param, first: order.first().copied()? } });
+        return Some(Partial { value, owned, start: PartialStart::Carry { param, chain, forward: *forward } });
     }
     let ExprKind::Op(op @ Op::MapReduce { func, args, .. }) = &f.exprs[value].kind else { return None };
     let contracted = crate::stages::contracted_blocks(f, types, op);
@@ -574,6 +577,7 @@ fn partial_on(f: &mut Function, p: &Partial, rank: usize) {
         Op::MapReduce { args, .. } | Op::Scan { args, .. } => args.clone(),
         _ => return,
     };
+    let mut added = Vec::new();
     for (k, name, owned) in &p.owned {
         let arg = args[*k];
         let e = strata_ir::Expr {
@@ -582,14 +586,15 @@ fn partial_on(f: &mut Function, p: &Partial, rank: usize) {
             kind: ExprKind::Op(Op::Subset { arg, domain: vec![(name.clone(), owned[rank])] }),
         };
         args[*k] = f.exprs.append(e, span);
+        added.push(args[*k]);
     }
     let op = match (op, &p.start) {
         (Op::MapReduce { func, args: _, init, subscripts }, PartialStart::Identity(identity)) => {
             let init = if rank == 0 { init } else { strata_ir::Init::Literal(identity.clone()) };
             Op::MapReduce { func, args, init, subscripts }
         }
-        (Op::Scan { func, args: _, dim, forward, init }, PartialStart::Carry { param, first }) => {
-            let init = if rank == *first { init } else { strata_ir::Init::Value(*param) };
+        (Op::Scan { func, args: _, dim, forward, init }, PartialStart::Carry { param, chain, .. }) => {
+            let init = if chain.first() == Some(&rank) { init } else { strata_ir::Init::Value(*param) };
             Op::Scan { func, args, dim, forward, init }
         }
         _ => return,
@@ -600,6 +605,7 @@ fn partial_on(f: &mut Function, p: &Partial, rank: usize) {
         kind: ExprKind::Op(op),
     };
     let partial = f.exprs.append(e, span);
+    added.push(partial);
     let mut body = strata_entity::Arena::new();
     for (s, stmt) in f.body.iter() {
         let meta = f.body.meta(s).clone();
@@ -609,8 +615,8 @@ fn partial_on(f: &mut Function, p: &Partial, rank: usize) {
             }
         }
         if let Statement::Return(_) = stmt {
-            for v in (f.exprs.len() - p.owned.len() - 1)..f.exprs.len() {
-                body.append(Statement::Let(Handle::from_index(v)), meta.clone());
+            for &v in &added {
+                body.append(Statement::Let(v), meta.clone());
             }
             body.append(Statement::Return(partial), meta);
         } else {

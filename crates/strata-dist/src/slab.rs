@@ -28,14 +28,19 @@ pub struct Rows {
 impl Rows {
     /// The geometry of level `level` of `ty` (scalar elements).
     pub fn of(ty: &ValueType, level: usize) -> Option<Rows> {
+        Some(Rows::with_elem(ty, level, ty.element.scalar()?.size_bytes()))
+    }
+
+    /// The geometry of level `level` of `ty` for elements of `elem` bytes (one column of a
+    /// tuple element).
+    fn with_elem(ty: &ValueType, level: usize, elem: usize) -> Rows {
         let shape = ty.shape();
-        let elem = ty.element.scalar()?.size_bytes();
-        Some(Rows {
+        Rows {
             outer: shape[..level].iter().product(),
             interval: ty.levels[level].interval,
             inner: shape[level + 1..].iter().product(),
             elem,
-        })
+        }
     }
 
     /// Byte runs `(offset, length)` of `rows` in this tensor's buffer.
@@ -51,29 +56,18 @@ impl Rows {
 /// The raw bytes of a scalar tensor.
 pub fn bytes(t: &Tensor) -> &[u8] {
     let Data::Scalars(c) = &t.data else { return &[] };
-    let n = c.len() * c.scalar().size_bytes();
-    // SAFETY: the column's buffer holds `len` elements of `size_bytes` each, all initialized.
-    unsafe { std::slice::from_raw_parts(c.as_ptr().cast::<u8>(), n) }
+    column_bytes(c)
 }
 
 /// The raw bytes of a scalar tensor, mutable.
 pub fn bytes_mut(t: &mut Tensor) -> &mut [u8] {
     let Data::Scalars(c) = &mut t.data else { return &mut [] };
-    let n = c.len() * c.scalar().size_bytes();
-    // SAFETY: as in `bytes`; every bit pattern written is a value the runtime itself produced
-    // for this element type (rows of a tensor of the same type, or a file checked to hold it).
-    unsafe { std::slice::from_raw_parts_mut(c.as_mut_ptr().cast::<u8>(), n) }
+    column_bytes_mut(c)
 }
 
 /// The geometry of level `level` for one scalar column of a tensor of type `ty`.
 fn column_rows(ty: &ValueType, level: usize, c: &strata_runtime::Column) -> Rows {
-    let shape = ty.shape();
-    Rows {
-        outer: shape[..level].iter().product(),
-        interval: ty.levels[level].interval,
-        inner: shape[level + 1..].iter().product(),
-        elem: c.scalar().size_bytes(),
-    }
+    Rows::with_elem(ty, level, c.scalar().size_bytes())
 }
 
 /// Packs `rows` of `t` (level `level`) into one buffer (a tuple's fields one after another).
@@ -100,10 +94,7 @@ pub fn unpack(t: &mut Tensor, level: usize, rows: Interval, packed: &[u8]) {
     let mut at = 0;
     for c in columns_mut(&mut t.data) {
         let g = column_rows(&ty, level, c);
-        let n = c.len() * c.scalar().size_bytes();
-        // SAFETY: as in `column_bytes`; the bytes are values of this type (rows of a tensor of
-        // the same element type, sent by another rank or read from a checked file).
-        let dst = unsafe { std::slice::from_raw_parts_mut(c.as_mut_ptr().cast::<u8>(), n) };
+        let dst = column_bytes_mut(c);
         for (off, len) in g.runs(rows) {
             dst[off..off + len].copy_from_slice(&packed[at..at + len]);
             at += len;
@@ -238,6 +229,14 @@ fn column_bytes(c: &strata_runtime::Column) -> &[u8] {
     unsafe { std::slice::from_raw_parts(c.as_ptr().cast::<u8>(), c.len() * c.scalar().size_bytes()) }
 }
 
+fn column_bytes_mut(c: &mut strata_runtime::Column) -> &mut [u8] {
+    let n = c.len() * c.scalar().size_bytes();
+    // SAFETY: as in `column_bytes`; every bit pattern written is a value the runtime itself
+    // produced for this element type (rows of a tensor of the same type, sent by another rank,
+    // or read from a file checked to hold it).
+    unsafe { std::slice::from_raw_parts_mut(c.as_mut_ptr().cast::<u8>(), n) }
+}
+
 /// Every element of a dense tensor of scalars or tuples as bytes, field after field.
 pub fn all_bytes(t: &Tensor) -> Vec<u8> {
     columns(&t.data).into_iter().flat_map(|c| column_bytes(c).iter().copied()).collect()
@@ -247,28 +246,9 @@ pub fn all_bytes(t: &Tensor) -> Vec<u8> {
 pub fn set_all_bytes(t: &mut Tensor, bytes: &[u8]) {
     let mut at = 0;
     for c in columns_mut(&mut t.data) {
-        let n = c.len() * c.scalar().size_bytes();
-        // SAFETY: as in `column_bytes`; the bytes are values of this type another rank sent.
-        let dst = unsafe { std::slice::from_raw_parts_mut(c.as_mut_ptr().cast::<u8>(), n) };
+        let dst = column_bytes_mut(c);
+        let n = dst.len();
         dst.copy_from_slice(&bytes[at..at + n]);
         at += n;
     }
-}
-
-/// Row `k` of level `level` of `t` (a cross-section; every field of tuple elements) as bytes,
-/// laid out as [`all_bytes`] of a tensor over the other levels.
-pub fn row_bytes(t: &Tensor, level: usize, k: i64) -> Vec<u8> {
-    let shape = t.ty.shape();
-    let (outer, inner): (usize, usize) = (shape[..level].iter().product(), shape[level + 1..].iter().product());
-    let (start, rows) = (t.ty.levels[level].interval.start, shape[level]);
-    let r = (k - start) as usize;
-    let mut out = Vec::new();
-    for c in columns(&t.data) {
-        let (b, e) = (column_bytes(c), c.scalar().size_bytes());
-        for o in 0..outer {
-            let at = ((o * rows + r) * inner) * e;
-            out.extend_from_slice(&b[at..at + inner * e]);
-        }
-    }
-    out
 }

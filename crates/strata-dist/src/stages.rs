@@ -33,10 +33,9 @@ pub enum Collective {
     Reduce {
         /// The reduced value's name: a parameter of the later stages.
         name: String,
-        /// The payload's folding operation.
+        /// The payload's folding operation (its identity, where ranks but 0 start, is the
+        /// plan's [`crate::plan::PartialStart::Identity`]).
         combine: BinaryOp,
-        /// Its identity: the initial value of every rank but rank 0.
-        identity: Literal,
     },
     /// A scan along a block level: the ranks holding rows scan theirs one after another in
     /// the scan's direction, each starting from the state the one before ended with (the
@@ -184,12 +183,8 @@ fn dependencies(f: &Function, roots: &[Value], cut: &HashSet<Value>) -> HashSet<
             continue;
         }
         if let ExprKind::Op(op) = &f.exprs[v].kind {
+            // Operands include a tensor `init`.
             stack.extend(op.operands());
-            if let Op::MapReduce { init: strata_ir::Init::Value(i), .. }
-            | Op::MapReduceAff { init: strata_ir::Init::Value(i), .. } = op
-            {
-                stack.push(*i);
-            }
         }
     }
     seen
@@ -232,13 +227,14 @@ pub fn split(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
             let span = *f.exprs.meta(c);
             let p =
                 g.exprs.append(strata_ir::Expr { name: carry.clone(), ty, kind: ExprKind::Param(ParamMode::In) }, span);
+            // The last parameter: the plan's carry ([`crate::plan::PartialStart::Carry`]).
             g.params.push(p);
             Some(Collective::Carry { name: f.exprs[c].name.clone(), dim: dim.clone(), forward: *forward, carry })
         } else {
             let c = points[k];
             let ExprKind::Op(op @ Op::MapReduce { func, .. }) = &f.exprs[c].kind else { unreachable!("a map_reduce") };
             let scalar = strata_ir::element_scalar(types, f.exprs[c].ty).unwrap_or(Scalar::F64);
-            let (combine, identity) = folding_op(module, *func, scalar).ok_or_else(|| PlanError::Unsupported {
+            let (combine, _) = folding_op(module, *func, scalar).ok_or_else(|| PlanError::Unsupported {
                 op: op.name().to_string(),
                 name: f.exprs[c].name.clone(),
                 func: f.name.clone(),
@@ -246,7 +242,7 @@ pub fn split(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
                        `acc ⊕ term` with ⊕ one of plus, multiplies, minimum, maximum, and, or, xor, bit_and, \
                        bit_or, bit_xor",
             })?;
-            Some(Collective::Reduce { name: f.exprs[c].name.clone(), combine, identity })
+            Some(Collective::Reduce { name: f.exprs[c].name.clone(), combine })
         };
         // The statements the stage's result depends on.
         let roots: Vec<Value> = if last {

@@ -11,7 +11,7 @@
 
 use super::{collected, placed};
 use crate::array::{Array, Place};
-use crate::error::{invalid, ArrayError, Result};
+use crate::error::{invalid, Result};
 
 /// `x` distributed over a team of `ranks` processes: block-partitioned along its first axis,
 /// the remainder going to the last ranks.
@@ -46,13 +46,10 @@ pub fn collect(x: &Array) -> Result<Array> {
 /// `x` moved to device `device` (`"cpu"` for the host), on the same team if it has one.
 ///
 /// # Errors
-/// An empty device name.
+/// A device name that is empty or has characters other than letters, digits and `_`.
 pub fn to_device(x: &Array, device: &str) -> Result<Array> {
     if device.is_empty() || !device.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-        return Err(ArrayError::Invalid {
-            op: "to_device",
-            message: format!("`{device}` is not a device name (letters, digits and `_`)"),
-        });
+        return Err(invalid("to_device", format!("`{device}` is not a device name (letters, digits and `_`)")));
     }
     if x.device() == device {
         return Ok(x.clone());
