@@ -15,7 +15,7 @@
 
 mod common;
 
-use strata_codegen::{compile, emit_c, exec, lower};
+use strata_codegen::{compile, exec, lower};
 use strata_runtime::random::XorShift;
 use strata_runtime::{Column, Data, Tensor, ValueType};
 
@@ -341,25 +341,7 @@ fn a_thousand_random_programs_compute_the_same_values_in_every_format() {
         .map(|(&h, t)| lower(&module, &info.types, h).unwrap_or_else(|e| panic!("{e}\n{t}")))
         .collect();
     // Translation units of 400 entries, compiled on two threads.
-    let chunks: Vec<Vec<usize>> = (0..texts.len()).collect::<Vec<_>>().chunks(400).map(<[usize]>::to_vec).collect();
-    let sources: Vec<String> = chunks
-        .iter()
-        .map(|c| {
-            let named: Vec<(String, &strata_codegen::KernelProgram)> =
-                c.iter().map(|&k| (format!("entry_{k}"), &lowered[k])).collect();
-            let refs: Vec<(&str, &strata_codegen::KernelProgram)> =
-                named.iter().map(|(n, l)| (n.as_str(), *l)).collect();
-            emit_c::emit_many(&refs)
-        })
-        .collect();
-    let sos: Vec<std::path::PathBuf> = std::thread::scope(|s| {
-        let mut out = Vec::new();
-        for pair in sources.chunks(2) {
-            let hs: Vec<_> = pair.iter().map(|src| s.spawn(move || compile::build(src).expect("compiles").0)).collect();
-            out.extend(hs.into_iter().map(|h| h.join().expect("build thread")));
-        }
-        out
-    });
+    let sos = common::build_units(&lowered, 400);
     let interp = strata_interp::Interpreter::new(&module, &info.types);
     let (mut compared, mut sparse_runs) = (0, 0);
     for (d, members) in &groups {

@@ -180,25 +180,13 @@ fn random_sparse_programs_native_equals_interpreter() {
         .map(|(&h, t)| lower(&module, &info.types, h).unwrap_or_else(|e| panic!("{e}\n{t}")))
         .collect();
     // Two translation units, compiled on two threads.
-    let halves: Vec<String> = [0..total / 2, total / 2..total]
-        .into_iter()
-        .map(|r| {
-            let named: Vec<(String, &strata_codegen::KernelProgram)> =
-                r.map(|i| (format!("entry_{i}"), &lowered[i])).collect();
-            let refs: Vec<(&str, &strata_codegen::KernelProgram)> =
-                named.iter().map(|(n, l)| (n.as_str(), *l)).collect();
-            emit_c::emit_many(&refs)
-        })
-        .collect();
-    let sos: Vec<std::path::PathBuf> = std::thread::scope(|s| {
-        let hs: Vec<_> = halves.iter().map(|src| s.spawn(move || compile::build(src).expect("compiles").0)).collect();
-        hs.into_iter().map(|h| h.join().expect("build thread")).collect()
-    });
+    let unit = total.div_ceil(2);
+    let sos = common::build_units(&lowered, unit);
     let interp = strata_interp::Interpreter::new(&module, &info.types);
     let (mut sets, mut sparse_results) = (0, 0);
     for (n, (&h, kp)) in entries.iter().zip(&lowered).enumerate() {
         let f = &module.functions[h];
-        let lib = compile::Loaded::open_symbol(&sos[n / (total / 2)], &format!("entry_{n}")).expect("loads");
+        let lib = compile::Loaded::open_symbol(&sos[n / unit], &format!("entry_{n}")).expect("loads");
         let names: Vec<String> = f.params.iter().map(|&q| f.exprs[q].name.clone()).collect();
         let rty = ValueType::from_ir(&info.types, f.result.expect("func"));
         let exact = emit_c::bit_exact(kp);

@@ -14,7 +14,7 @@
 
 mod common;
 
-use strata_codegen::{compile, emit_c, exec, lower};
+use strata_codegen::{compile, exec, lower};
 use strata_runtime::random::XorShift;
 use strata_runtime::{Column, Data, Tensor, ValueType};
 
@@ -207,25 +207,7 @@ fn random_programs_with_sparse_results_compute_the_dense_values() {
         .filter(|p| p.kernels.iter().any(|k| k.compressed.as_ref().is_some_and(|c| c.workspace.is_some())))
         .count();
     // Translation units of 300 entries, compiled on two threads.
-    let sources: Vec<String> = (0..texts.len())
-        .collect::<Vec<_>>()
-        .chunks(CHUNK)
-        .map(|c| {
-            let named: Vec<(String, &strata_codegen::KernelProgram)> =
-                c.iter().map(|&k| (format!("entry_{k}"), &lowered[k])).collect();
-            let refs: Vec<(&str, &strata_codegen::KernelProgram)> =
-                named.iter().map(|(n, l)| (n.as_str(), *l)).collect();
-            emit_c::emit_many(&refs)
-        })
-        .collect();
-    let sos: Vec<std::path::PathBuf> = std::thread::scope(|s| {
-        let mut out = Vec::new();
-        for pair in sources.chunks(2) {
-            let hs: Vec<_> = pair.iter().map(|src| s.spawn(move || compile::build(src).expect("compiles").0)).collect();
-            out.extend(hs.into_iter().map(|h| h.join().expect("build thread")));
-        }
-        out
-    });
+    let sos = common::build_units(&lowered, CHUNK);
     let interp = strata_interp::Interpreter::new(&module, &info.types);
     let mut compared = 0;
     for (d, members) in &groups {

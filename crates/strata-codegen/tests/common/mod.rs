@@ -73,3 +73,30 @@ pub fn infer(prelude: &str, params: &str, body: &[String], stmt: &str, name: &st
     }
     d.help.as_deref()?.strip_prefix("declare `: ")?.strip_suffix('`').map(str::to_string)
 }
+
+/// Emits `lowered[k]` as `entry_{k}` in translation units of `unit` entries and compiles them
+/// two at a time (one per core); entry `k` is in the returned library `k / unit`.
+pub fn build_units(lowered: &[strata_codegen::KernelProgram], unit: usize) -> Vec<PathBuf> {
+    let sources: Vec<String> = (0..lowered.len())
+        .collect::<Vec<_>>()
+        .chunks(unit)
+        .map(|c| {
+            let named: Vec<(String, &strata_codegen::KernelProgram)> =
+                c.iter().map(|&k| (format!("entry_{k}"), &lowered[k])).collect();
+            let refs: Vec<(&str, &strata_codegen::KernelProgram)> =
+                named.iter().map(|(n, l)| (n.as_str(), *l)).collect();
+            strata_codegen::emit_c::emit_many(&refs)
+        })
+        .collect();
+    std::thread::scope(|s| {
+        let mut out = Vec::new();
+        for pair in sources.chunks(2) {
+            let hs: Vec<_> = pair
+                .iter()
+                .map(|src| s.spawn(move || strata_codegen::compile::build(src).expect("compiles").0))
+                .collect();
+            out.extend(hs.into_iter().map(|h| h.join().expect("build thread")));
+        }
+        out
+    })
+}
