@@ -318,3 +318,81 @@ fn a_reduction_that_cannot_be_split_is_a_clear_error() {
     .unwrap();
     fails_with(&["run", "--ranks", "2", &f.display().to_string(), "--arg", "v=ones"], "must end in `acc ⊕ term`");
 }
+
+/// Neighbor shifts of a distributed source through a distributed table: the table's random
+/// entries (in [0, 10)) reach rows the first rank owns from every rank, after a cartesian
+/// shift (the rows reached move by one).
+const INDIRECT: &str = "\
+!S = tensor<i64, V[0:40] block, team = world>
+!S1 = tensor<i64, V[-1:39] block, team = world>
+!T = tensor<i32, E[0:30] block, NB_V[0:3], team = world>
+!E = tensor<i64, E[0:30] block, team = world>
+!EN = tensor<i64, E[0:30] block, NB_0[0:3], team = world>
+func @add(%acc: !E, %x: !E) -> !E {
+  %s = plus(%acc, %x) : !E
+  return %s
+}
+program @p(%s: !S, %t: !T, %y: out !E, %z: out !E) {
+  %up = cartesian_shift(%s, dim = V, offset = 1) : !S1
+  %a = unstructured_shift(%up, %t, neighbor = 2) : !E
+  %n = shift_init(%s, %t) : !EN
+  %r = reduce(@add, %n, init = 0) : !E
+  %y <- %a
+  %z <- %r
+}
+";
+
+#[test]
+fn neighbor_shifts_of_a_distributed_source_equal_one_process() {
+    require_mpi();
+    let d = tmp("indirect");
+    let f = d.join("indirect.strata");
+    std::fs::write(&f, INDIRECT).unwrap();
+    let file = f.display().to_string();
+    let run = |ranks: Option<usize>, out: &str, path: &Path| {
+        let mut v = vec!["run".to_string(), file.clone(), "--arg".into(), "s=random:1".into()];
+        v.extend(["--arg".into(), "t=random:2".into(), "--out".into(), format!("{out}={}", path.display())]);
+        if let Some(n) = ranks {
+            v.extend(["--ranks".into(), n.to_string()]);
+        }
+        let refs: Vec<&str> = v.iter().map(String::as_str).collect();
+        ok(&strata(&refs));
+        std::fs::read(path).unwrap()
+    };
+    for out in ["y", "z"] {
+        let single = run(None, out, &d.join(format!("{out}.npy")));
+        for n in 1..=4 {
+            let got = run(Some(n), out, &d.join(format!("{out}{n}.npy")));
+            assert!(got == single, "`{out}` on {n} ranks differs from the single-process run");
+        }
+    }
+    let lowered = ok(&strata(&["lower", "--to", "dist", "--ranks", "2", &file]));
+    assert!(lowered.contains("`%a` in `@p` reads `V` rows through the table %t"), "{lowered}");
+    assert!(lowered.contains("fetched at run time"), "{lowered}");
+}
+
+#[test]
+fn a_bad_table_entry_on_one_rank_ends_the_job() {
+    require_mpi();
+    let d = tmp("badtable");
+    let f = d.join("bad.strata");
+    // The source starts at 2: the random entries 0 and 1 are outside it.
+    std::fs::write(&f, INDIRECT.replace("V[0:40]", "V[2:40]").replace("V[-1:39]", "V[1:39]")).unwrap();
+    let out = d.join("y.npy");
+    let o = strata(&[
+        "run",
+        "--ranks",
+        "3",
+        &f.display().to_string(),
+        "--arg",
+        "s=random:1",
+        "--arg",
+        "t=random:2",
+        "--out",
+        &format!("y={}", out.display()),
+    ]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(e.contains("error: rank ") && e.contains("neighbor table entry"), "{e}");
+    assert!(!out.exists(), "no output is left");
+}

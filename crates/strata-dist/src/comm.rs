@@ -71,6 +71,8 @@ type ExchangeFn = unsafe extern "C" fn(
 type GathervFn = unsafe extern "C" fn(*const c_void, i64, *mut c_void, *const i64, *const i64, c_int, c_int) -> c_int;
 type AllreduceFn = unsafe extern "C" fn(*mut c_void, i64, c_int, c_int) -> c_int;
 type BcastFn = unsafe extern "C" fn(*mut c_void, i64, c_int) -> c_int;
+type AlltoallvFn = unsafe extern "C" fn(*const c_void, *const i64, *mut c_void, *const i64, c_int) -> c_int;
+type AlltoallCountsFn = unsafe extern "C" fn(*const i64, *mut i64) -> c_int;
 type ErrorStringFn = unsafe extern "C" fn(c_int, *mut c_char, c_int);
 
 /// The world communicator of this job: this process's rank and the number of ranks.
@@ -86,6 +88,8 @@ pub struct Comm {
     gatherv: GathervFn,
     allreduce: AllreduceFn,
     bcast: BcastFn,
+    alltoallv: AlltoallvFn,
+    alltoall_counts: AlltoallCountsFn,
     error_string: ErrorStringFn,
 }
 
@@ -162,6 +166,8 @@ impl Comm {
             gatherv: sym!("strata_mpi_gatherv", GathervFn),
             allreduce: sym!("strata_mpi_allreduce", AllreduceFn),
             bcast: sym!("strata_mpi_bcast", BcastFn),
+            alltoallv: sym!("strata_mpi_alltoallv", AlltoallvFn),
+            alltoall_counts: sym!("strata_mpi_alltoall_counts", AlltoallCountsFn),
             error_string: sym!("strata_mpi_error_string", ErrorStringFn),
         };
         let (mut rank, mut size) = (0, 0);
@@ -245,11 +251,14 @@ impl Comm {
             total += c as i64;
         }
         let counts: Vec<i64> = counts.iter().map(|&c| c as i64).collect();
-        let mut out = if self.rank == root { vec![0u8; total as usize] } else { Vec::new() };
-        // SAFETY: `bytes` is read; `out` holds the sum of `counts` on the root.
+        // A spare byte: an empty buffer's pointer is 1, which Open MPI reads as MPI_IN_PLACE.
+        let mut out = vec![0u8; if self.rank == root { total as usize + 1 } else { 1 }];
+        let spare = [0u8; 1];
+        let send = if bytes.is_empty() { &spare[..] } else { bytes };
+        // SAFETY: `send` is read (`bytes.len()` bytes); `out` holds the sum of `counts` on the root.
         let rc = unsafe {
             (self.gatherv)(
-                bytes.as_ptr().cast(),
+                send.as_ptr().cast(),
                 bytes.len() as i64,
                 out.as_mut_ptr().cast(),
                 counts.as_ptr(),
@@ -259,6 +268,7 @@ impl Comm {
             )
         };
         self.check("MPI_Gatherv", rc)?;
+        out.truncate(total as usize);
         Ok((self.rank == root).then_some(out))
     }
 
@@ -286,5 +296,38 @@ impl Comm {
         // SAFETY: `buf` is a live buffer of its length on every rank.
         let rc = unsafe { (self.bcast)(buf.as_mut_ptr().cast(), buf.len() as i64, root as c_int) };
         self.check("MPI_Bcast", rc)
+    }
+
+    /// Personalized all-to-all: sends `sends[k]` to rank k and returns what each rank sent
+    /// this one, in rank order (`MPI_Alltoall` of the lengths, then `MPI_Alltoallv`).
+    pub fn alltoallv(&self, sends: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, CommError> {
+        assert_eq!(sends.len(), self.size, "one message per rank");
+        let scounts: Vec<i64> = sends.iter().map(|s| s.len() as i64).collect();
+        let mut rcounts = vec![0i64; self.size];
+        // SAFETY: both arrays hold one count per rank.
+        let rc = unsafe { (self.alltoall_counts)(scounts.as_ptr(), rcounts.as_mut_ptr()) };
+        self.check("MPI_Alltoall", rc)?;
+        // One spare byte each: an empty Vec's pointer is 1, which Open MPI reads as MPI_IN_PLACE.
+        let mut sbuf: Vec<u8> = sends.concat();
+        sbuf.push(0);
+        let mut rbuf = vec![0u8; rcounts.iter().sum::<i64>() as usize + 1];
+        // SAFETY: `sbuf` holds the sum of `scounts`, `rbuf` the sum of `rcounts`.
+        let rc = unsafe {
+            (self.alltoallv)(
+                sbuf.as_ptr().cast(),
+                scounts.as_ptr(),
+                rbuf.as_mut_ptr().cast(),
+                rcounts.as_ptr(),
+                self.size as c_int,
+            )
+        };
+        self.check("MPI_Alltoallv", rc)?;
+        let mut out = Vec::with_capacity(self.size);
+        let mut at = 0usize;
+        for c in rcounts {
+            out.push(rbuf[at..at + c as usize].to_vec());
+            at += c as usize;
+        }
+        Ok(out)
     }
 }

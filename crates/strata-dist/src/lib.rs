@@ -7,6 +7,9 @@
 //! - [`comm`]: the MPI layer (built with `mpicc` at first use) and its calls.
 //! - [`stages`]: an entry split at its reductions over block levels, whose partials the
 //!   ranks combine before the next stage runs.
+//! - [`indirect`]: neighbor shifts of distributed sources — the rows each rank reads are the
+//!   tables' entries, planned once at run time (an all-to-all of requests) and fetched.
+//! - [`rows`]: needed rows as an interval (compile time) or a set (from a table's entries).
 //! - [`combine`]: the ranks' partials of such a reduction folded in rank order.
 //! - [`slab`]: the rows of a block level as bytes — packing messages, placing received rows,
 //!   reading and writing one rank's part of a `.npy` file.
@@ -15,10 +18,13 @@
 
 pub mod combine;
 pub mod comm;
+pub mod indirect;
 pub mod plan;
+pub mod rows;
 pub mod slab;
 pub mod stages;
 
 pub use comm::{launched_by_mpi, Comm, CommError};
-pub use plan::{BlockParam, Partial, PartialStart, Plan, PlanError};
+pub use plan::{BlockParam, IndirectShift, Partial, PartialStart, Plan, PlanError, Tables};
+pub use rows::{RowSet, Rows};
 pub use stages::{split, Collective, Distribution, PlannedStage, Stage};

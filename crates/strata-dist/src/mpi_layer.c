@@ -100,6 +100,37 @@ int strata_mpi_bcast(void *buf, long long bytes, int root) {
     return MPI_Bcast(buf, (int)bytes, MPI_BYTE, root, MPI_COMM_WORLD);
 }
 
+/* Every rank sends `scounts[k]` bytes of `sbuf` (packed in rank order) to rank k and receives
+ * `rcounts[k]` bytes from it into `rbuf` (in rank order); the counts are exchanged beforehand
+ * (strata_mpi_alltoall_counts). */
+int strata_mpi_alltoallv(const void *sbuf, const long long *scounts, void *rbuf, const long long *rcounts,
+                         int size) {
+    int *sc = malloc(sizeof(int) * (size_t)size * 4);
+    if (!sc) return MPI_ERR_NO_MEM;
+    int *sd = sc + size, *rc_ = sc + 2 * size, *rd = sc + 3 * size;
+    long long so = 0, ro = 0;
+    for (int k = 0; k < size; k++) {
+        if (scounts[k] > INT_MAX || rcounts[k] > INT_MAX || so > INT_MAX || ro > INT_MAX) {
+            free(sc);
+            return MPI_ERR_COUNT;
+        }
+        sc[k] = (int)scounts[k];
+        sd[k] = (int)so;
+        rc_[k] = (int)rcounts[k];
+        rd[k] = (int)ro;
+        so += scounts[k];
+        ro += rcounts[k];
+    }
+    int rc = MPI_Alltoallv(sbuf, sc, sd, MPI_BYTE, rbuf, rc_, rd, MPI_BYTE, MPI_COMM_WORLD);
+    free(sc);
+    return rc;
+}
+
+/* Every rank's count for every other rank: `send[k]` goes to rank k, `recv[k]` comes from it. */
+int strata_mpi_alltoall_counts(const long long *send, long long *recv) {
+    return MPI_Alltoall(send, 1, MPI_LONG_LONG, recv, 1, MPI_LONG_LONG, MPI_COMM_WORLD);
+}
+
 /* The text of an MPI error code. */
 void strata_mpi_error_string(int code, char *out, int cap) {
     int len = 0;

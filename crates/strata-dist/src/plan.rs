@@ -20,6 +20,8 @@ use strata_ir::{
 };
 use strata_runtime::dist::block_partition;
 
+use crate::rows::{hull, RowSet, Rows};
+
 /// Why an entry cannot run distributed (yet).
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
@@ -127,6 +129,9 @@ pub struct Plan {
     collected: HashMap<usize, (usize, DimName, Interval)>,
     /// The entry returns a reduction over a block level: each rank computes its partial.
     pub partial: Option<Partial>,
+    /// Neighbor shifts of block-distributed sources: what they read is planned at run time
+    /// from the tables' entries ([`crate::indirect`]).
+    pub indirect: Vec<IndirectShift>,
 }
 
 /// The entry's result is a collective (the end of a stage, [`crate::stages`]): a `map_reduce`
@@ -160,22 +165,49 @@ pub enum PartialStart {
     },
 }
 
-/// Needed intervals per block dimension, for one rank.
-type Need = BTreeMap<DimName, Interval>;
-
-fn hull(a: Interval, b: Interval) -> Interval {
-    if a.is_empty() {
-        return b;
-    }
-    if b.is_empty() {
-        return a;
-    }
-    Interval::new(a.start.min(b.start), a.stop.max(b.stop))
+/// A neighbor shift whose source is block-distributed: the source rows a rank reads are the
+/// table's entries at the rows it needs, so they are planned at run time ([`crate::indirect`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct IndirectShift {
+    /// The shifted value.
+    pub value: String,
+    /// Its function.
+    pub func: String,
+    /// The table (a parameter of the entry).
+    pub table: String,
+    /// The table's parameter index in the entry.
+    pub table_param: usize,
+    /// The source's block dimension.
+    pub dim: DimName,
 }
 
-fn merge(into: &mut Need, from: &Need) {
-    for (d, iv) in from {
-        into.entry(d.clone()).and_modify(|x| *x = hull(*x, *iv)).or_insert(*iv);
+/// Needed rows per block dimension, for one rank.
+type Need<R> = BTreeMap<DimName, R>;
+
+fn merge<R: Rows>(into: &mut Need<R>, from: &Need<R>) {
+    for (d, rows) in from {
+        into.entry(d.clone()).and_modify(|x| x.add(rows)).or_insert_with(|| rows.clone());
+    }
+}
+
+/// What the analysis knows of the neighbor tables: nothing at compile time (the rows a
+/// table reaches are planned at run time, [`crate::indirect`]), their entries at run time.
+pub trait Tables {
+    /// How rows are counted.
+    type R: Rows;
+    /// The rows of the source dimension that the table (entry parameter `param`) reaches
+    /// from its rows `dst` (`None`: all) through neighbor `neighbor` (`None`: all), or `None`
+    /// when not known now.
+    fn reached(&mut self, param: usize, dst: Option<&Self::R>, neighbor: Option<i64>) -> Option<Self::R>;
+}
+
+/// The compile-time analysis: intervals, tables unknown.
+struct FromTypes;
+
+impl Tables for FromTypes {
+    type R = Interval;
+    fn reached(&mut self, _: usize, _: Option<&Interval>, _: Option<i64>) -> Option<Interval> {
+        None
     }
 }
 
@@ -251,26 +283,105 @@ pub fn team_of(
     Ok(found)
 }
 
-struct Analysis<'m> {
+struct Analysis<'m, T: Tables> {
     module: &'m Module,
     types: &'m TypeArena,
     ranks: usize,
     rank: usize,
+    tables: &'m mut T,
+    /// Values bound to an entry parameter (through calls): the parameter's index.
+    bound: HashMap<(Handle<Function>, Value), usize>,
+    /// The entry (whose parameters `bound` names).
+    bound_entry: Handle<Function>,
+    /// Neighbor shifts of a block-distributed source, met on the way.
+    indirect: Vec<IndirectShift>,
     /// The entry's returned reduction over block levels, if any.
     partial: Option<Value>,
     distribute_needs: HashMap<(Handle<Function>, Value), Interval>,
     collected: HashMap<usize, (usize, DimName, Interval)>,
 }
 
-impl Analysis<'_> {
+impl<T: Tables> Analysis<'_, T> {
     fn owned(&self, iv: Interval) -> Interval {
         block_partition(iv, self.ranks as u32)[self.rank]
     }
 
-    /// The needs of `func`'s parameters when its statements must produce `seeds`.
-    fn function(&mut self, fh: Handle<Function>, seeds: HashMap<Value, Need>) -> Result<Vec<Need>, PlanError> {
+    /// Whether a neighbor shift reads a block-distributed source through `table`.
+    fn shifts_distributed(&self, f: &Function, arg: Value, table: Value) -> bool {
+        let source =
+            tensor(self.types, f.exprs[table].ty).and_then(|t| t.levels.iter().find_map(|l| l.name.table_source()));
+        block_level(self.types, f.exprs[arg].ty).is_some_and(|(_, d, _)| Some(d) == source)
+    }
+
+    /// What a neighbor shift of a block-distributed source needs when its result `v` must
+    /// hold `n`: of the table, the destination rows needed (if the table is distributed); of
+    /// the source, the rows those table rows reach — known from the entries at run time only.
+    /// Returns the needs of the source and of the table.
+    fn neighbor_shift(
+        &mut self,
+        fh: Handle<Function>,
+        v: Value,
+        arg: Value,
+        table: Value,
+        neighbor: Option<i64>,
+        n: &Need<T::R>,
+    ) -> Result<[Need<T::R>; 2], PlanError> {
         let f = &self.module.functions[fh];
-        let mut need: HashMap<Value, Need> = seeds;
+        let Some(&param) = self.bound.get(&(fh, table)) else {
+            let op = match &f.exprs[v].kind {
+                ExprKind::Op(op) => op.name(),
+                _ => "shift",
+            };
+            return Err(PlanError::Unsupported {
+                op: op.to_string(),
+                name: f.exprs[v].name.clone(),
+                func: f.name.clone(),
+                hint: "the neighbor table of a distributed source must be a parameter of the entry (its entries \
+                       say which rows each rank fetches)",
+            });
+        };
+        let tt = tensor(self.types, f.exprs[table].ty).expect("a verified table");
+        let dst = tt.levels.iter().find(|l| l.name.table_source().is_none()).expect("a verified table");
+        let (_, src, src_iv) = block_level(self.types, f.exprs[arg].ty).expect("a distributed source");
+        let rows = match dst.format {
+            LevelFormat::Block => match n.get(&dst.name) {
+                Some(r) => Some(r.clone()),
+                None => return Ok([Need::new(), Need::new()]),
+            },
+            _ => None,
+        };
+        let reached = match self.tables.reached(param, rows.as_ref(), neighbor) {
+            Some(r) => r,
+            None => {
+                let table_name = self.module.functions[self.bound_entry].params[param];
+                let shift = IndirectShift {
+                    value: f.exprs[v].name.clone(),
+                    func: f.name.clone(),
+                    table: self.module.functions[self.bound_entry].exprs[table_name].name.clone(),
+                    table_param: param,
+                    dim: src.clone(),
+                };
+                if !self.indirect.contains(&shift) {
+                    self.indirect.push(shift);
+                }
+                T::R::of(self.owned(src_iv))
+            }
+        };
+        let mut to_arg: Need<T::R> =
+            n.iter().filter(|(d, _)| **d != dst.name).map(|(d, r)| (d.clone(), r.clone())).collect();
+        to_arg.insert(src, reached);
+        let to_table = rows.map(|r| Need::from([(dst.name.clone(), r)])).unwrap_or_default();
+        Ok([to_arg, to_table])
+    }
+
+    /// The needs of `func`'s parameters when its statements must produce `seeds`.
+    fn function(
+        &mut self,
+        fh: Handle<Function>,
+        seeds: HashMap<Value, Need<T::R>>,
+    ) -> Result<Vec<Need<T::R>>, PlanError> {
+        let f = &self.module.functions[fh];
+        let mut need: HashMap<Value, Need<T::R>> = seeds;
         for (_, stmt) in f.body.iter().rev() {
             let Statement::Let(v) = stmt else { continue };
             let e = &f.exprs[*v];
@@ -283,16 +394,32 @@ impl Analysis<'_> {
                 hint: SUPPORTED,
             };
             let distributed = |x: &Value| block_level(self.types, f.exprs[*x].ty).is_some();
-            let mut give = |x: Value, n: &Need| merge(need.entry(x).or_default(), n);
+            let mut give = |x: Value, n: &Need<T::R>| merge(need.entry(x).or_default(), n);
             match op {
                 Op::CartesianShift { arg, dim, offset } => {
                     let mut m = n.clone();
-                    if let Some(iv) = m.get_mut(dim) {
-                        *iv = iv.shifted(*offset).unwrap_or(*iv);
+                    if let Some(rows) = m.get_mut(dim) {
+                        *rows = rows.shifted(*offset);
                     }
                     give(*arg, &m);
                 }
+                Op::ShiftInit { arg, table } | Op::UnstructuredShift { arg, table, .. }
+                    if self.shifts_distributed(f, *arg, *table) =>
+                {
+                    let neighbor = match op {
+                        Op::UnstructuredShift { neighbor, .. } => Some(*neighbor),
+                        _ => None,
+                    };
+                    let [to_arg, to_table] = self.neighbor_shift(fh, *v, *arg, *table, neighbor, &n)?;
+                    give(*arg, &to_arg);
+                    give(*table, &to_table);
+                }
                 Op::Call { func, args } => {
+                    for (p, a) in self.module.functions[*func].params.iter().zip(args) {
+                        if let Some(&i) = self.bound.get(&(fh, *a)) {
+                            self.bound.insert((*func, *p), i);
+                        }
+                    }
                     let callee = &self.module.functions[*func];
                     let mut seeds = HashMap::new();
                     for (_, s) in callee.body.iter() {
@@ -306,7 +433,7 @@ impl Analysis<'_> {
                     }
                 }
                 Op::Distribute { arg, dim, .. } => {
-                    let iv = n.get(dim).copied().unwrap_or_else(|| Interval::new(0, 0));
+                    let iv = n.get(dim).map_or(Interval::new(0, 0), |r| r.hull());
                     let slot = self.distribute_needs.entry((fh, *v)).or_insert(iv);
                     *slot = hull(*slot, iv);
                     give(*arg, &Need::new());
@@ -335,10 +462,10 @@ impl Analysis<'_> {
                                 Some(p) => {
                                     let o = &out[p];
                                     let Some(need) = n.get(&o.name) else { continue };
-                                    need.shifted(l.interval.start - o.interval.start).unwrap_or(*need)
+                                    need.shifted(l.interval.start - o.interval.start)
                                 }
                                 // Contracted: the rows the rank owns.
-                                None => self.owned(l.interval),
+                                None => T::R::of(self.owned(l.interval)),
                             };
                             m.insert(l.name.clone(), iv);
                         }
@@ -427,6 +554,80 @@ fn partial_of(module: &Module, types: &TypeArena, entry: Handle<Function>, ranks
     Some(Partial { value, owned, start: PartialStart::Identity(identity) })
 }
 
+/// What one rank needs: each entry parameter's rows per block dimension, each `distribute`'s
+/// rows, the outputs written from `collect`, and the neighbor shifts planned at run time.
+struct RankNeeds<R> {
+    params: Vec<Need<R>>,
+    distribute: HashMap<(Handle<Function>, Value), Interval>,
+    collected: HashMap<usize, (usize, DimName, Interval)>,
+    indirect: Vec<IndirectShift>,
+}
+
+/// Analyses `entry` backwards from what `rank` writes.
+fn rank_needs<T: Tables>(
+    module: &Module,
+    types: &TypeArena,
+    entry: Handle<Function>,
+    ranks: usize,
+    rank: usize,
+    partial: Option<Value>,
+    tables: &mut T,
+) -> Result<RankNeeds<T::R>, PlanError> {
+    let f = &module.functions[entry];
+    let mut a = Analysis {
+        module,
+        types,
+        ranks,
+        rank,
+        tables,
+        bound: f.params.iter().enumerate().map(|(i, &p)| ((entry, p), i)).collect(),
+        bound_entry: entry,
+        indirect: Vec::new(),
+        partial,
+        distribute_needs: HashMap::new(),
+        collected: HashMap::new(),
+    };
+    let mut seeds: HashMap<Value, Need<T::R>> = HashMap::new();
+    for (_, s) in f.body.iter() {
+        match s {
+            Statement::Assign { target, domain, value } => {
+                let (ty, vty) = (f.exprs[*target].ty, f.exprs[*value].ty);
+                // The value whose owned block the statement writes (a collected one's).
+                let (v, block) = match (&f.exprs[*value].kind, block_level(types, ty)) {
+                    (ExprKind::Op(Op::Collect { arg }), None) => {
+                        let block = block_level(types, f.exprs[*arg].ty).ok_or_else(|| PlanError::Unsupported {
+                            op: "collect".into(),
+                            name: f.exprs[*value].name.clone(),
+                            func: f.name.clone(),
+                            hint: SUPPORTED,
+                        })?;
+                        a.collected.insert(target.index(), block.clone());
+                        (*arg, Some(block))
+                    }
+                    (_, b) => (*value, b.or_else(|| block_level(types, vty))),
+                };
+                if let Some((_, dim, iv)) = block {
+                    let mut owned = a.owned(iv);
+                    if let Some(dom) = domain.as_ref().and_then(|d| d.iter().find(|(n, _)| *n == dim)) {
+                        owned = owned.intersect(dom.1);
+                    }
+                    merge(seeds.entry(v).or_default(), &Need::from([(dim, T::R::of(owned))]));
+                }
+            }
+            Statement::Return(v) => {
+                let need = match block_level(types, f.exprs[*v].ty) {
+                    Some((_, dim, iv)) => Need::from([(dim.clone(), T::R::of(a.owned(iv)))]),
+                    None => Need::new(),
+                };
+                seeds.insert(*v, need);
+            }
+            Statement::Let(_) => {}
+        }
+    }
+    let params = a.function(entry, seeds)?;
+    Ok(RankNeeds { params, distribute: a.distribute_needs, collected: a.collected, indirect: a.indirect })
+}
+
 impl Plan {
     /// Plans `entry` (verified; `types` its extended arena) on `ranks` ranks.
     pub fn new(module: &Module, types: &TypeArena, entry: Handle<Function>, ranks: usize) -> Result<Plan, PlanError> {
@@ -440,60 +641,17 @@ impl Plan {
         let mut params: Vec<BlockParam> = Vec::new();
         let mut distribute_needs: HashMap<(Handle<Function>, Value), Vec<Interval>> = HashMap::new();
         let mut collected = HashMap::new();
-        let mut held: Vec<Vec<Need>> = Vec::new();
+        let mut indirect = Vec::new();
+        let mut held: Vec<Vec<Need<Interval>>> = Vec::new();
         for rank in 0..ranks {
-            let mut a = Analysis {
-                module,
-                types,
-                ranks,
-                rank,
-                partial: partial.as_ref().map(|p| p.value),
-                distribute_needs: HashMap::new(),
-                collected: HashMap::new(),
-            };
-            let mut seeds: HashMap<Value, Need> = HashMap::new();
-            for (_, s) in f.body.iter() {
-                match s {
-                    Statement::Assign { target, domain, value } => {
-                        let (ty, vty) = (f.exprs[*target].ty, f.exprs[*value].ty);
-                        // The value whose owned block the statement writes (a collected one's).
-                        let (v, block) = match (&f.exprs[*value].kind, block_level(types, ty)) {
-                            (ExprKind::Op(Op::Collect { arg }), None) => {
-                                let block =
-                                    block_level(types, f.exprs[*arg].ty).ok_or_else(|| PlanError::Unsupported {
-                                        op: "collect".into(),
-                                        name: f.exprs[*value].name.clone(),
-                                        func: f.name.clone(),
-                                        hint: SUPPORTED,
-                                    })?;
-                                a.collected.insert(target.index(), block.clone());
-                                (*arg, Some(block))
-                            }
-                            (_, b) => (*value, b.or_else(|| block_level(types, vty))),
-                        };
-                        if let Some((_, dim, iv)) = block {
-                            let mut owned = a.owned(iv);
-                            if let Some(dom) = domain.as_ref().and_then(|d| d.iter().find(|(n, _)| *n == dim)) {
-                                owned = owned.intersect(dom.1);
-                            }
-                            merge(seeds.entry(v).or_default(), &Need::from([(dim, owned)]));
-                        }
-                    }
-                    Statement::Return(v) => {
-                        let need = match block_level(types, f.exprs[*v].ty) {
-                            Some((_, dim, iv)) => Need::from([(dim.clone(), a.owned(iv))]),
-                            None => Need::new(),
-                        };
-                        seeds.insert(*v, need);
-                    }
-                    Statement::Let(_) => {}
-                }
-            }
-            held.push(a.function(entry, seeds)?);
-            for (k, iv) in a.distribute_needs {
+            let value = partial.as_ref().map(|p| p.value);
+            let needs = rank_needs(module, types, entry, ranks, rank, value, &mut FromTypes)?;
+            held.push(needs.params);
+            for (k, iv) in needs.distribute {
                 distribute_needs.entry(k).or_insert_with(|| vec![Interval::new(0, 0); ranks])[rank] = iv;
             }
-            collected = a.collected;
+            collected = needs.collected;
+            indirect = needs.indirect;
         }
         for (i, &p) in f.params.iter().enumerate() {
             let e = &f.exprs[p];
@@ -512,7 +670,36 @@ impl Plan {
                 .collect();
             params.push(BlockParam { index: i, name: e.name.clone(), output, level, dim, global, owned, held });
         }
-        Ok(Plan { entry: f.name.clone(), ranks, params, distribute_needs, collected, partial })
+        Ok(Plan { entry: f.name.clone(), ranks, params, distribute_needs, collected, partial, indirect })
+    }
+
+    /// The rows of each block-distributed input `rank` reads, with the neighbor tables'
+    /// entries known (`tables`): by [`BlockParam`], in the plan's order (outputs: their
+    /// blocks). Also narrows `rank`'s `distribute`s to what it reads.
+    pub fn needs_at_run_time<T: Tables<R = RowSet>>(
+        &mut self,
+        module: &Module,
+        types: &TypeArena,
+        entry: Handle<Function>,
+        rank: usize,
+        tables: &mut T,
+    ) -> Result<Vec<RowSet>, PlanError> {
+        let value = self.partial.as_ref().map(|p| p.value);
+        let needs = rank_needs(module, types, entry, self.ranks, rank, value, tables)?;
+        for (k, iv) in needs.distribute {
+            if let Some(slot) = self.distribute_needs.get_mut(&k) {
+                slot[rank] = iv;
+            }
+        }
+        Ok(self
+            .params
+            .iter()
+            .map(|b| match needs.params[b.index].get(&b.dim) {
+                _ if b.output => RowSet::of(b.owned[rank]),
+                Some(n) => n.within(b.global),
+                None => RowSet::default(),
+            })
+            .collect())
     }
 
     /// The local program of `rank`: the module with the entry's instance at the rank's
@@ -668,7 +855,12 @@ impl fmt::Display for Plan {
                 writeln!(f)?;
             }
             let msgs = p.messages();
-            if msgs.is_empty() {
+            if !p.output && !self.indirect.is_empty() {
+                writeln!(
+                    f,
+                    "    the rows beyond its block that it reads (through the tables below) are fetched at run time"
+                )?;
+            } else if msgs.is_empty() {
                 if !p.output {
                     writeln!(f, "    no exchange")?;
                 }
@@ -681,6 +873,15 @@ impl fmt::Display for Plan {
             if p.output {
                 writeln!(f, "    each rank writes its block at its offset in one file")?;
             }
+        }
+        for s in &self.indirect {
+            writeln!(
+                f,
+                "  `%{}` in `@{}` reads `{}` rows through the table %{}: which ones is planned at run time from \
+                 its entries (an all-to-all of the rows each rank needs, then point-to-point messages of exactly \
+                 those rows; a rank holds the hull of its rows)",
+                s.value, s.func, s.dim, s.table
+            )?;
         }
         if self.params.is_empty() {
             writeln!(f, "  nothing is distributed: every rank runs the whole program; rank 0 writes")?;

@@ -71,11 +71,12 @@ fn table(cx: &Cx, t: Value) -> Result<Table, Box<strata_ir::Diagnostic>> {
     if v.levels.len() != 2
         || tagged.len() != 1
         || others.len() != 1
-        || !v.levels.iter().all(|l| l.format == LevelFormat::Dense)
+        || tagged[0].format != LevelFormat::Dense
+        || !matches!(others[0].format, LevelFormat::Dense | LevelFormat::Block)
     {
         let d = cx.error(
             "strata::verify::malformed_table",
-            "a neighbor table has one destination dimension and one `NB_<Src>` dimension, both dense",
+            "a neighbor table has one destination dimension (dense, or block on a team) and one dense `NB_<Src>` dimension",
             "not a neighbor table",
         );
         let d = cx.with_operand(d, t);
@@ -109,7 +110,12 @@ fn shifted_levels(cx: &Cx, arg: Value, tbl: &Table) -> Result<View, Box<strata_i
         );
         return Err(cx.with_operand(d, arg));
     }
+    // Compute follows data: a shift of a distributed source is distributed by its destination.
+    let block = v.levels[i].format == LevelFormat::Block;
     v.levels[i] = tbl.dst.clone();
+    if block {
+        v.levels[i].format = LevelFormat::Block;
+    }
     Ok(v)
 }
 

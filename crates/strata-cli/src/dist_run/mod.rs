@@ -21,6 +21,8 @@ use strata_runtime::{Tensor, Value, ValueType};
 use crate::run::{self, ArgSource};
 use crate::RunOptions;
 
+mod indirect;
+
 /// `strata run --ranks N` outside MPI: starts `mpirun -n N` on this same command line (without
 /// `--ranks`), with the flags Open MPI needs as root and on fewer cores than ranks.
 pub fn launch(ranks: usize) -> i32 {
@@ -340,6 +342,12 @@ fn run_stage(
             .collect::<Step<Vec<Value>>>(),
     );
     clock.read_s += comm.wtime() - t;
+    if !plan.indirect.is_empty() {
+        // Neighbor shifts of distributed sources: the rows to hold come from the tables.
+        let (local, local_entry, args) =
+            indirect::prepare(comm, module, types, entry, plan, owned_args, opts.repeat, clock);
+        return finish(comm, plan, f, &local, local_entry, args, opts);
+    }
     // The halo exchange: every held row another rank owns.
     let mut args = Vec::with_capacity(owned_args.len());
     for (p, a) in owned_args.into_iter().enumerate() {
@@ -359,11 +367,25 @@ fn run_stage(
             (_, a) => args.push(a),
         }
     }
+    finish(comm, plan, f, &local, local_entry, args, opts)
+}
+
+/// Runs a stage's local program on this rank's arguments (a scan's stage in the chain of ranks).
+fn finish(
+    comm: &Comm,
+    plan: &Plan,
+    f: &Function,
+    local: &Module,
+    local_entry: Handle<Function>,
+    mut args: Vec<Value>,
+    opts: &RunOptions,
+) -> StageRun {
+    let local_types = &local.types;
     let ran = match &plan.partial {
         Some(p @ strata_dist::Partial { start: PartialStart::Carry { .. }, .. }) => {
-            carried_scan(comm, p, f, &mut args, |args| execute(&local, &local_types, local_entry, args, opts))
+            carried_scan(comm, p, f, &mut args, |args| execute(local, local_types, local_entry, args, opts))
         }
-        _ => execute(&local, &local_types, local_entry, &args, opts),
+        _ => execute(local, local_types, local_entry, &args, opts),
     };
     let (values, timings) = agree(comm, ran);
     StageRun { values, timings }
@@ -520,15 +542,27 @@ fn execute(
         "interp" => None,
         _ => Some(crate::run_native(module, types, entry, args, opts)),
     };
+    let interpret = || -> Step<Vec<(String, Value)>> {
+        let interp = strata_interp::Interpreter::new(module, types);
+        let tensors =
+            args.iter().cloned().map(|a| a.into_tensor().map_err(|e| e.to_string())).collect::<Step<Vec<_>>>()?;
+        let out = interp.run(entry, tensors).map_err(|e| e.to_diagnostic().message.clone())?;
+        Ok(out.values.into_iter().map(|(n, t)| (n, Value::Tensor(t))).collect())
+    };
     match native {
         Some(Ok(v)) => Ok(v),
         Some(Err(crate::NativeError::NotCompiled(_))) | None if opts.backend != "native" => {
-            let interp = strata_interp::Interpreter::new(module, types);
-            let tensors =
-                args.iter().cloned().map(|a| a.into_tensor().map_err(|e| e.to_string())).collect::<Step<Vec<_>>>()?;
-            let out = interp.run(entry, tensors).map_err(|e| e.to_diagnostic().message.clone())?;
-            Ok((out.values.into_iter().map(|(n, t)| (n, Value::Tensor(t))).collect(), crate::Timings::default()))
+            Ok((interpret()?, crate::Timings::default()))
         }
+        // A failed native run, re-run in the interpreter for a message naming the operation,
+        // its operands and the position (as `strata run` does in one process).
+        Some(Err(crate::NativeError::Failed(e))) if opts.backend != "native" => match interpret() {
+            Err(m) => Err(m),
+            Ok(_) => Err(format!(
+                "{e}\nnote: the reference interpreter runs this rank's program: this is a native backend bug \
+                 (`--backend interp` avoids it)"
+            )),
+        },
         Some(Err(e)) => Err(e.to_string()),
         None => unreachable!("the interpreter was chosen"),
     }

@@ -1,0 +1,122 @@
+//! A stage whose neighbor shifts read a block-distributed source ([`strata_dist::indirect`]):
+//! the inspector's rounds (fetching the table rows the needed rows reach), the plan rebuilt
+//! with each input held on the hull of its needed rows, and the fetch of exactly those rows.
+
+use std::collections::BTreeSet;
+
+use strata_dist::indirect::{FetchPlan, KnownTables};
+use strata_dist::{rows, slab, Comm, Plan, RowSet, Rows};
+use strata_entity::Handle;
+use strata_ir::{Function, Module, TypeArena};
+use strata_runtime::{Tensor, Value, ValueType};
+
+use super::{agree, Clock};
+
+/// The level of a table's destination dimension (the one not tagged `NB_<Src>`).
+fn destination_level(ty: &ValueType) -> usize {
+    ty.levels.iter().position(|l| l.name.table_source().is_none()).unwrap_or(0)
+}
+
+/// Runs the inspector on this rank and fetches every input's needed rows: returns the local
+/// program at the rows needed and its arguments. `read` holds this rank's owned rows of every
+/// input (in the static plan's local types).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn prepare(
+    comm: &Comm,
+    module: &Module,
+    types: &TypeArena,
+    entry: Handle<Function>,
+    plan: &Plan,
+    read: Vec<Value>,
+    repeat: usize,
+    clock: &mut Clock,
+) -> (Module, Handle<Function>, Vec<Value>) {
+    let rank = comm.rank;
+    let f = &module.functions[entry];
+    let global = |p: usize| ValueType::from_ir(types, f.exprs[f.params[p]].ty);
+    let block = |plan: &Plan, p: usize| plan.params.iter().position(|b| b.index == p);
+    let t = comm.wtime();
+    // The tables' rows this rank holds (a replicated table: all of them).
+    let tables: BTreeSet<usize> = plan.indirect.iter().map(|s| s.table_param).collect();
+    let mut known = KnownTables::default();
+    for &p in &tables {
+        let Value::Tensor(t) = &read[p] else { continue };
+        let level = destination_level(&t.ty);
+        let whole = global(p).levels[level].interval;
+        let rows = block(plan, p).map_or(whole, |k| plan.params[k].owned[rank]);
+        known.learn(p, t, level, rows, whole);
+    }
+    // Rounds: the needs with the entries known so far; table rows that are missing fetched
+    // from their owners, until no rank misses any.
+    let mut plan = plan.clone();
+    let needs: Vec<RowSet> = loop {
+        let needs =
+            agree(comm, plan.needs_at_run_time(module, types, entry, rank, &mut known).map_err(|e| e.to_string()));
+        let missing = known.take_missing();
+        let more = agree(comm, comm.max_i64(i64::from(!missing.is_empty())).map_err(|e| e.to_string()));
+        if more == 0 {
+            break needs;
+        }
+        for &p in &tables {
+            let (Some(k), Value::Tensor(have)) = (block(&plan, p), &read[p]) else { continue };
+            let b = &plan.params[k];
+            let want = missing.get(&p).cloned().unwrap_or_default();
+            let fetch = agree(comm, FetchPlan::new(comm, b, &want).map_err(|e| e.to_string()));
+            let mut got = slab::with_rows(&have.ty, b.level, want.hull());
+            agree(comm, fetch.run_into(comm, have, &mut got, 1000 + p as i32).map_err(|e| e.to_string()));
+            let whole = b.global;
+            for (_, runs) in &fetch.recv {
+                for r in runs {
+                    known.learn(p, &got, b.level, *r, whole);
+                }
+            }
+        }
+    };
+    // Each input held on the hull of what the rank owns and needs.
+    for (b, need) in plan.params.iter_mut().zip(&needs) {
+        if !b.output {
+            b.held[rank] = rows::hull(b.owned[rank], need.hull());
+        }
+    }
+    let (local, local_entry) = agree(comm, plan.local_module(module, types, entry, rank).map_err(|e| e.to_string()));
+    let lf = &local.functions[local_entry];
+    let mut args = read.clone();
+    let mut plans = Vec::new();
+    for (k, b) in plan.params.iter().enumerate() {
+        if b.output {
+            continue;
+        }
+        let Value::Tensor(old) = &read[b.index] else { continue };
+        let mut held = Tensor::zeros(&ValueType::from_ir(&local.types, lf.exprs[lf.params[b.index]].ty));
+        let owned = b.owned[rank];
+        let mut copied = vec![owned];
+        if tables.contains(&b.index) {
+            // Table rows not needed reach nothing (their entries may point at rows this rank
+            // does not hold): the skip value -1, in any width.
+            slab::bytes_mut(&mut held).fill(0xff);
+            copied = needs[k].within(owned).runs().to_vec();
+        }
+        for rows in copied {
+            slab::unpack(&mut held, b.level, rows, &slab::pack(old, b.level, rows));
+        }
+        args[b.index] = Value::Tensor(held);
+        plans.push((k, agree(comm, FetchPlan::new(comm, b, &needs[k]).map_err(|e| e.to_string()))));
+    }
+    clock.read_s += comm.wtime() - t;
+    // The exchange of exactly the rows needed, planned once above, run like the halo exchange
+    // (repeated for timing). Rows are served from what was read: a table's held copy keeps
+    // only the rows this rank needs.
+    for (k, fetch) in &plans {
+        let b = &plan.params[*k];
+        let (Value::Tensor(held), Value::Tensor(mine)) = (&mut args[b.index], &read[b.index]) else { continue };
+        for r in 0..=repeat {
+            let t = comm.wtime();
+            let bytes = agree(comm, fetch.run_into(comm, mine, held, b.index as i32).map_err(|e| e.to_string()));
+            clock.exchange_s.push(comm.wtime() - t);
+            if r == 0 {
+                clock.halo_bytes += bytes;
+            }
+        }
+    }
+    (local, local_entry, args)
+}
