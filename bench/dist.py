@@ -1,5 +1,5 @@
-"""Distributed benchmark: the laplacian of the laplacian on 1 and 2 MPI ranks (strong and weak
-scaling) against the same program in one process at 1 and 2 threads and against mpi4py + numpy
+"""Distributed benchmark: the laplacian of the laplacian and the nabla (on a partitioned mesh)
+on 1 and 2 MPI ranks (strong and weak scaling) against the same program in one process at 1 and 2 threads and against mpi4py + numpy
 with a hand-written halo exchange; the machine's STREAM bandwidth and this MPI's α and β are
 measured in the same run, and the α-β model is extrapolated to 1,024 ranks.
     bench/dist [--runs N] [--json PATH]"""
@@ -62,19 +62,110 @@ def mpirun():
     return cmd
 
 
-def strata_single(strata, prog, threads, runs, tmp):
+LAPLAP_IO = ["--arg", "x=random:1", "--out", "out={tmp}/o.npy"]
+
+
+def io(spec, tmp):
+    return [a.replace("{tmp}", str(tmp)) for a in spec]
+
+
+def strata_single(strata, prog, threads, runs, tmp, spec=LAPLAP_IO):
     t = tmp / f"single{threads}.json"
-    subprocess.run([strata, "run", str(prog), "--arg", "x=random:1", "--out", f"out={tmp / 'o.npy'}", "--threads", str(threads),
+    subprocess.run([strata, "run", str(prog), *io(spec, tmp), "--threads", str(threads),
                     "--repeat", str(runs), "--timings", str(t)], check=True, capture_output=True)
     return median(json.loads(t.read_text())["preallocated_s"])
 
 
-def strata_ranks(strata, prog, ranks, runs, tmp):
+def strata_ranks(strata, prog, ranks, runs, tmp, spec=LAPLAP_IO):
     t = tmp / f"ranks{ranks}.json"
-    subprocess.run([strata, "run", "--ranks", str(ranks), str(prog), "--arg", "x=random:1", "--out", f"out={tmp / 'o.npy'}",
+    subprocess.run([strata, "run", "--ranks", str(ranks), str(prog), *io(spec, tmp),
                     "--threads", "1", "--repeat", str(runs), "--timings", str(t)], check=True, capture_output=True)
     r = json.loads(t.read_text())
     return r["exchange_s"] + r["run_s"], r["exchange_s"], r["halo_bytes"]
+
+
+# --- the nabla on a partitioned mesh --------------------------------------------------------
+
+NABLA_MESH = (600, 560)  # vertices in x (periodic) and y: 336,000 vertices, 1,006,800 edges
+NABLA_NAMES = ("pp", "s_mxx", "s_myy", "sign", "vol", "e2v", "v2e")
+
+
+def nabla_mesh(nx, ny):
+    """bench/workloads.py's triangulated grid with the edges renumbered by their first vertex
+    (what a mesh partitioner does): a block of vertices then reaches a block of edges."""
+    import numpy as np
+    from workloads import make_mesh
+
+    e2v, _ = make_mesh(nx, ny)
+    e2v = e2v[np.lexsort((e2v.max(axis=1), e2v.min(axis=1)))]
+    nv = nx * ny
+    edge = np.repeat(np.arange(len(e2v)), 2)
+    vert = e2v.reshape(-1)
+    order = np.argsort(vert, kind="stable")
+    edge, vert = edge[order], vert[order]
+    slot = np.arange(len(vert)) - np.searchsorted(vert, np.arange(nv))[vert]
+    v2e = -np.ones((nv, 7), dtype=np.int32)
+    v2e[vert, slot] = edge
+    return e2v, v2e
+
+
+def nabla_case(nx, ny, tmp):
+    """Writes the mesh, the fields and the distributed nabla at this size; returns the program
+    and the numbers of vertices and edges."""
+    import numpy as np
+
+    e2v, v2e = nabla_mesh(nx, ny)
+    nv, ne = v2e.shape[0], e2v.shape[0]
+    rng = np.random.default_rng(7)
+    d = tmp / f"nabla_{nx}x{ny}"
+    d.mkdir(exist_ok=True)
+    first = e2v[np.maximum(v2e, 0), 0] == np.arange(nv)[:, None]
+    data = {"pp": rng.random(nv), "s_mxx": rng.random(ne), "s_myy": rng.random(ne),
+            "sign": np.where(v2e == -1, 0.0, np.where(first, 1.0, -1.0)), "vol": 1.0 + rng.random(nv),
+            "e2v": e2v, "v2e": v2e}
+    for k, v in data.items():
+        np.save(d / f"{k}.npy", v)
+    text = (HERE.parent / "examples/distributed/nabla.strata").read_text()
+    text = text.replace("Vertex[0:5440]", f"Vertex[0:{nv}]").replace("Edge[0:16167]", f"Edge[0:{ne}]")
+    prog = d / "nabla.strata"
+    prog.write_text(text)
+    spec = [x for k in NABLA_NAMES for x in ("--arg", f"{k}={d / (k + '.npy')}")]
+    spec += ["--out", f"nabla_x={d / 'x.npy'}", "--out", f"nabla_y={d / 'y.npy'}"]
+    return prog, spec, d, nv, ne
+
+
+def nabla_peer(py, ranks, d, runs):
+    out = subprocess.run(mpirun() + ["-n", str(ranks), py, str(HERE / "dist_mpi4py_nabla.py"), str(d), str(runs)],
+                         check=True, capture_output=True, text=True)
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    return r["exchange_s"] + r["compute_s"], r["exchange_s"], r["halo_bytes"]
+
+
+def nabla_rows(a, tmp, triad):
+    """Strong and weak scaling of the nabla: Strata on 1 and 2 ranks, in one process at 1 and 2
+    threads, and the mpi4py + numpy peer."""
+    rows = []
+    nx, ny = NABLA_MESH
+    cases = {}
+    for scaling, sizes in (("strong", {1: ny, 2: ny}), ("weak", {1: ny, 2: 2 * ny})):
+        for ranks, y in sizes.items():
+            if y not in cases:
+                cases[y] = nabla_case(nx, y, tmp)
+            prog, spec, d, nv, ne = cases[y]
+            # Bytes of the straightforward two-loop schedule: fields and tables read once, the
+            # edge fluxes written and read once, two results written.
+            bytes_moved = nv * 8 + 2 * ne * 8 + nv * 7 * 8 + nv * 8 + ne * 2 * 4 + nv * 7 * 4 + 2 * nv * 8
+            meas = {
+                f"strata 1 process, {ranks} thread(s)": (strata_single(a.strata, prog, ranks, a.runs, tmp, spec), 0.0, 0),
+                f"strata {ranks} rank(s) x 1 thread": strata_ranks(a.strata, prog, ranks, a.runs, tmp, spec),
+                f"mpi4py+numpy {ranks} rank(s)": nabla_peer(a.python, ranks, d, a.runs),
+            }
+            for impl, (t, ex, halo) in meas.items():
+                gbps = bytes_moved / t / 1e9
+                rows.append({"workload": "nabla", "scaling": scaling, "ranks": ranks, "shape": [nv, ne], "impl": impl,
+                             "median_s": t, "exchange_s": ex, "halo_bytes": halo, "gbps": gbps,
+                             "fraction_of_triad": gbps / triad})
+    return rows
 
 
 def peer(py, ranks, shape, runs):
@@ -90,6 +181,7 @@ def main(argv):
     p.add_argument("--python", default=sys.executable)
     p.add_argument("--runs", type=int, default=15)
     p.add_argument("--json")
+    p.add_argument("--skip-nabla", action="store_true", help="only the laplacian of laplacian")
     a = p.parse_args(argv)
     tmp = Path(tempfile.mkdtemp(prefix="strata-bench-dist-"))
     build = tmp / "probes"
@@ -113,16 +205,21 @@ def main(argv):
             }
             for impl, (t, ex, halo) in meas.items():
                 gbps = bytes_moved / t / 1e9
-                rows.append({"scaling": scaling, "ranks": ranks, "shape": list(shape), "impl": impl, "median_s": t,
+                rows.append({"workload": "laplap", "scaling": scaling, "ranks": ranks, "shape": list(shape), "impl": impl, "median_s": t,
                              "exchange_s": ex, "halo_bytes": halo, "gbps": gbps, "fraction_of_triad": gbps / triad})
+    if not a.skip_nabla:
+        rows += nabla_rows(a, tmp, triad)
+
     # The target: 2 ranks against the 2-thread single process, same global size.
-    def find(scaling, ranks, prefix):
-        return next(r for r in rows if r["scaling"] == scaling and r["ranks"] == ranks and r["impl"].startswith(prefix))
+    def find(scaling, ranks, prefix, workload="laplap"):
+        return next(r for r in rows if r["workload"] == workload and r["scaling"] == scaling and r["ranks"] == ranks
+                    and r["impl"].startswith(prefix))
     ratios = {}
-    for scaling in ("strong", "weak"):
-        two_ranks = find(scaling, 2, "strata 2 rank")["median_s"]
-        two_threads = find(scaling, 2, "strata 1 process, 2")["median_s"]
-        ratios[scaling] = two_threads / two_ranks
+    for workload in ("laplap",) + (() if a.skip_nabla else ("nabla",)):
+        for scaling in ("strong", "weak"):
+            two_ranks = find(scaling, 2, "strata 2 rank", workload)["median_s"]
+            two_threads = find(scaling, 2, "strata 1 process, 2", workload)["median_s"]
+            ratios[f"{workload} {scaling}"] = two_threads / two_ranks
     # α-β model, weak scaling of the laplacian of laplacian at the local size LOCAL.
     alpha, beta = ab["alpha_s"], ab["beta_s_per_byte"]
     t_c = find("weak", 1, "strata 1 rank")["median_s"]
@@ -146,10 +243,10 @@ def main(argv):
                         "strong": strong, "strong_below_90_at": below}}
     print(f"STREAM triad (2 threads): {triad:.1f} GB/s;  MPI α = {alpha * 1e6:.2f} µs, β = {1 / beta / 1e9:.2f} GB/s "
           f"(1/β), allreduce(8 B) = {ab['allreduce_8B_s'] * 1e6:.2f} µs")
-    print(f"{'scaling':7} {'ranks':>5} {'shape':>16} {'impl':36} {'median ms':>10} {'exchange ms':>11} {'halo B':>9} "
+    print(f"{'work':6} {'scaling':7} {'ranks':>5} {'shape':>16} {'impl':36} {'median ms':>10} {'exchange ms':>11} {'halo B':>9} "
           f"{'GB/s':>6} {'of triad':>8}")
     for r in rows:
-        print(f"{r['scaling']:7} {r['ranks']:>5} {str(tuple(r['shape'])):>16} {r['impl']:36} {r['median_s'] * 1e3:10.3f} "
+        print(f"{r['workload']:6} {r['scaling']:7} {r['ranks']:>5} {str(tuple(r['shape'])):>16} {r['impl']:36} {r['median_s'] * 1e3:10.3f} "
               f"{r['exchange_s'] * 1e3:11.3f} {r['halo_bytes']:9d} {r['gbps']:6.1f} {r['fraction_of_triad']:8.2f}")
     for s, v in ratios.items():
         print(f"{s}: 2 ranks reach {v:.2f}x the throughput of the 2-thread single process (target >= 0.9)")
