@@ -738,6 +738,11 @@ impl Plan {
         if let Some(p) = &self.partial {
             partial_on(&mut m.functions[entry], p, rank);
         }
+        // What no result reads is not run: its operands are held only as far as the results
+        // need them (a dead shift through a table would read rows the rank does not hold).
+        for fh in reachable(&m, entry) {
+            drop_dead(&mut m.functions[fh]);
+        }
         let mut types = types.clone();
         let params: Vec<Handle<Type>> = f
             .params
@@ -808,6 +813,36 @@ fn partial_on(f: &mut Function, p: &Partial, rank: usize) {
             body.append(Statement::Return(partial), meta);
         } else {
             body.append(stmt.clone(), meta);
+        }
+    }
+    f.body = body;
+}
+
+/// Removes the statements of `f` whose values no result, output or later live statement reads.
+fn drop_dead(f: &mut Function) {
+    let mut live = std::collections::HashSet::new();
+    for (_, s) in f.body.iter() {
+        match s {
+            Statement::Return(v) => {
+                live.insert(*v);
+            }
+            Statement::Assign { target, value, .. } => {
+                live.extend([*target, *value]);
+            }
+            Statement::Let(_) => {}
+        }
+    }
+    for (_, s) in f.body.iter().rev() {
+        if let Statement::Let(v) = s {
+            if let (true, ExprKind::Op(op)) = (live.contains(v), &f.exprs[*v].kind) {
+                live.extend(op.operands());
+            }
+        }
+    }
+    let mut body = strata_entity::Arena::new();
+    for (s, stmt) in f.body.iter() {
+        if !matches!(stmt, Statement::Let(v) if !live.contains(v)) {
+            body.append(stmt.clone(), f.body.meta(s).clone());
         }
     }
     f.body = body;

@@ -76,8 +76,13 @@ pub(crate) fn broadcast(
                         let d = cx.with_operand(cx.with_operand(d, operands[owner[k]]), operands[i]);
                         return Err(Box::new(d.with_help("use `broadcast` for numpy-style stretching")));
                     }
-                    let inter = r.interval.intersect(l.interval);
-                    if inter.is_empty() && !r.interval.is_empty() && !l.interval.is_empty() {
+                    let mut inter = r.interval.intersect(l.interval);
+                    // A rank's local program (specializing) may compute nothing where its
+                    // operands' rows do not meet: an empty interval, not an error.
+                    if inter.is_empty() && cx.spec.is_some() {
+                        inter = strata_ir::Interval::new(inter.start, inter.start);
+                    }
+                    if inter.is_empty() && !r.interval.is_empty() && !l.interval.is_empty() && cx.spec.is_none() {
                         let d = cx.error(
                             "strata::verify::disjoint_intervals",
                             format!(
