@@ -8,38 +8,13 @@
 //! some ranks hold none. Values are `i64`, so reassociated sums are still exact and the
 //! comparison is byte for byte.
 
+mod common;
+
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
 
+use common::{require_mpi, strata};
 use strata_runtime::random::XorShift;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn strata(args: &[String]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .env("STRATA_NUM_THREADS", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
-        }
-        if start.elapsed() > Duration::from_secs(240) {
-            let _ = child.kill();
-            panic!("`strata {}` did not finish in 240 s (a rank hangs?)", args.join(" "));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 /// A value: its `I` interval and, optionally, its `J` extent (`I` absent after a reduction).
 #[derive(Clone, Debug)]
@@ -221,8 +196,7 @@ fn write_table(path: &Path, t: &Table, rng: &mut XorShift) {
 
 #[test]
 fn random_distributed_programs_equal_one_process_on_1_to_3_ranks() {
-    let o = Command::new(root().join("scripts/mpi-env")).output().expect("scripts/mpi-env runs");
-    assert!(o.status.success(), "Open MPI is needed: {}", String::from_utf8_lossy(&o.stderr));
+    require_mpi();
     let dir = std::env::temp_dir().join(format!("strata-dist-random-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();

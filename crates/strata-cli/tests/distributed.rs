@@ -3,42 +3,12 @@
 //! at their offsets, printed results are gathered, and failures end the job with the failing
 //! rank's message, a non-zero exit, no hang and no output file.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Output;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// Open MPI is present (installed on first use where possible).
-fn require_mpi() {
-    let o = Command::new(root().join("scripts/mpi-env")).output().expect("scripts/mpi-env runs");
-    assert!(o.status.success(), "Open MPI is needed: {}", String::from_utf8_lossy(&o.stderr));
-}
-
-/// Runs `strata` with a deadline: a hung job is killed and fails the test.
-fn strata(args: &[&str]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .env("STRATA_NUM_THREADS", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
-        }
-        if start.elapsed() > Duration::from_secs(240) {
-            let _ = child.kill();
-            panic!("`strata {}` did not finish in 240 s (a rank hangs?)", args.join(" "));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+use common::{require_mpi, root, strata};
 
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("strata-dist-{name}-{}", std::process::id()));
