@@ -43,11 +43,12 @@ impl Rows {
         }
     }
 
-    /// Byte runs `(offset, length)` of `rows` in this tensor's buffer.
+    /// Byte runs `(offset, length)` of `rows` in this tensor's buffer (none for no rows, which
+    /// may lie anywhere).
     pub fn runs(&self, rows: Interval) -> impl Iterator<Item = (usize, usize)> + '_ {
         let row_bytes = self.inner * self.elem;
-        let first = (rows.start - self.interval.start) as usize * row_bytes;
-        let len = rows.len() as usize * row_bytes;
+        let len = if rows.is_empty() { 0 } else { rows.len() as usize * row_bytes };
+        let first = if len == 0 { 0 } else { (rows.start - self.interval.start) as usize * row_bytes };
         let stride = self.interval.len() as usize * row_bytes;
         (0..if len == 0 { 0 } else { self.outer }).map(move |o| (o * stride + first, len))
     }
