@@ -9,10 +9,10 @@
 //!    fetched first (an all-to-all round per level of indirection: the nabla's flux on edges
 //!    reached from the vertices needs those edges' `E2V` rows before it knows which vertices).
 //! 2. *Plan the exchange.* For every distributed input, the rows needed that other ranks own
-//!    are requested from their owners with one `MPI_Alltoallv` ([`FetchPlan::new`]); each
-//!    rank learns which of its rows to serve to whom.
-//! 3. *Exchange.* Point-to-point messages of exactly those rows ([`FetchPlan::run`]), reused
-//!    on every run of the stage.
+//!    are requested from their owners with one `MPI_Alltoallv` ([`crate::exchange::FetchPlan::new`]);
+//!    each rank learns which of its rows to serve to whom.
+//! 3. *Exchange.* Point-to-point messages of exactly those rows
+//!    ([`crate::exchange::FetchPlan::run_into`]), reused on every run of the stage.
 //!
 //! A rank stores each input on the hull of its rows: rows inside the hull that it neither owns
 //! nor needs stay zero (a table's: `-1`, the skip value, so they reach nothing).
@@ -22,9 +22,8 @@ use std::collections::{BTreeMap, HashMap};
 use strata_ir::Interval;
 use strata_runtime::Tensor;
 
-use crate::plan::{BlockParam, Tables};
+use crate::plan::Tables;
 use crate::rows::{RowSet, Rows};
-use crate::{slab, Comm, CommError};
 
 /// The neighbor tables' entries a rank knows: the rows it holds or has fetched.
 #[derive(Default)]
@@ -103,97 +102,5 @@ impl Tables for KnownTables {
             self.missing.entry(param).or_default().add(&RowSet::from_rows(missing));
         }
         Some(RowSet::from_rows(reached))
-    }
-}
-
-/// Which rows of one distributed input a rank receives from each other rank and serves to
-/// each: planned once, by an all-to-all of requests, and reused for every exchange.
-#[derive(Clone, Debug, Default)]
-pub struct FetchPlan {
-    /// The block level's position.
-    pub level: usize,
-    /// Rows received: `(from, runs)`.
-    pub recv: Vec<(usize, Vec<Interval>)>,
-    /// Rows served: `(to, runs)`.
-    pub send: Vec<(usize, Vec<Interval>)>,
-}
-
-fn encode(runs: &[Interval]) -> Vec<u8> {
-    runs.iter().flat_map(|r| [r.start.to_le_bytes(), r.stop.to_le_bytes()]).flatten().collect()
-}
-
-fn decode(bytes: &[u8]) -> Vec<Interval> {
-    let word = |c: &[u8]| i64::from_le_bytes(c.try_into().expect("8 bytes"));
-    bytes.chunks_exact(16).map(|c| Interval::new(word(&c[..8]), word(&c[8..]))).collect()
-}
-
-impl FetchPlan {
-    /// Plans the fetch of `need` (rows of `b`'s block level; those this rank owns are not
-    /// fetched) on every rank — a collective call.
-    pub fn new(comm: &Comm, b: &BlockParam, need: &RowSet) -> Result<FetchPlan, CommError> {
-        let me = comm.rank;
-        let remote = need.outside(b.owned[me]);
-        let wanted: Vec<Vec<Interval>> = b.owned.iter().map(|o| remote.within(*o).runs().to_vec()).collect();
-        let requests: Vec<Vec<u8>> =
-            wanted.iter().enumerate().map(|(k, w)| if k == me { Vec::new() } else { encode(w) }).collect();
-        let asked = comm.alltoallv(&requests)?;
-        let recv = wanted.into_iter().enumerate().filter(|(k, w)| *k != me && !w.is_empty()).collect();
-        let send = asked
-            .iter()
-            .enumerate()
-            .map(|(k, bytes)| (k, decode(bytes)))
-            .filter(|(k, w)| *k != me && !w.is_empty())
-            .collect();
-        Ok(FetchPlan { level: b.level, recv, send })
-    }
-
-    /// Rows this rank receives.
-    pub fn received_rows(&self) -> u64 {
-        self.recv.iter().flat_map(|(_, runs)| runs).map(|r| r.len()).sum()
-    }
-
-    /// Runs the exchange from `from` (this rank's rows) into `into` (which holds the rows
-    /// received); returns the bytes received.
-    pub fn run_into(&self, comm: &Comm, from: &Tensor, into: &mut Tensor, tag: i32) -> Result<usize, CommError> {
-        let sends = self.pack(from);
-        self.exchange(comm, &sends, into, tag)
-    }
-
-    fn pack(&self, from: &Tensor) -> Vec<(usize, Vec<u8>)> {
-        self.send
-            .iter()
-            .map(|(to, runs)| (*to, runs.iter().flat_map(|r| slab::pack(from, self.level, *r)).collect()))
-            .collect()
-    }
-
-    fn exchange(
-        &self,
-        comm: &Comm,
-        sends: &[(usize, Vec<u8>)],
-        into: &mut Tensor,
-        tag: i32,
-    ) -> Result<usize, CommError> {
-        let mut bufs: Vec<Vec<u8>> = self
-            .recv
-            .iter()
-            .map(|(_, runs)| vec![0u8; runs.iter().map(|r| slab::packed_len(into, self.level, *r)).sum()])
-            .collect();
-        {
-            let send_refs: Vec<(usize, &[u8])> = sends.iter().map(|(r, v)| (*r, v.as_slice())).collect();
-            let mut recv_refs: Vec<(usize, &mut [u8])> =
-                self.recv.iter().zip(bufs.iter_mut()).map(|((from, _), v)| (*from, v.as_mut_slice())).collect();
-            comm.exchange(&send_refs, &mut recv_refs, tag)?;
-        }
-        let mut received = 0;
-        for ((_, runs), buf) in self.recv.iter().zip(&bufs) {
-            let mut at = 0;
-            for r in runs {
-                let len = slab::packed_len(into, self.level, *r);
-                slab::unpack(into, self.level, *r, &buf[at..at + len]);
-                at += len;
-            }
-            received += buf.len();
-        }
-        Ok(received)
     }
 }

@@ -7,6 +7,7 @@
 //! - [`comm`]: the MPI layer (built with `mpicc` at first use) and its calls.
 //! - [`stages`]: an entry split at its reductions over block levels, whose partials the
 //!   ranks combine before the next stage runs.
+//! - [`exchange`]: rows moved between ranks — halos and the rows a table reaches.
 //! - [`indirect`]: neighbor shifts of distributed sources — the rows each rank reads are the
 //!   tables' entries, planned once at run time (an all-to-all of requests) and fetched.
 //! - [`rows`]: needed rows as an interval (compile time) or a set (from a table's entries).
@@ -18,6 +19,7 @@
 
 pub mod combine;
 pub mod comm;
+pub mod exchange;
 pub mod indirect;
 pub mod plan;
 pub mod rows;

@@ -7,7 +7,7 @@
 //! the hull of its owned block and what the rank reads of it; the part another rank owns is
 //! received from it before the run — the halo exchange, whose widths are therefore known from
 //! the types alone. Each rank then runs its *local program*: the entry specialized at those
-//! intervals ([`local_module`]), with `distribute` a subset of its replicated operand and
+//! intervals ([`Plan::local_module`]), with `distribute` a subset of its replicated operand and
 //! `collect` into an output a gather of the owned blocks after the run.
 
 use std::collections::{BTreeMap, HashMap};
@@ -820,25 +820,7 @@ fn partial_on(f: &mut Function, p: &Partial, rank: usize) {
 
 /// Removes the statements of `f` whose values no result, output or later live statement reads.
 fn drop_dead(f: &mut Function) {
-    let mut live = std::collections::HashSet::new();
-    for (_, s) in f.body.iter() {
-        match s {
-            Statement::Return(v) => {
-                live.insert(*v);
-            }
-            Statement::Assign { target, value, .. } => {
-                live.extend([*target, *value]);
-            }
-            Statement::Let(_) => {}
-        }
-    }
-    for (_, s) in f.body.iter().rev() {
-        if let Statement::Let(v) = s {
-            if let (true, ExprKind::Op(op)) = (live.contains(v), &f.exprs[*v].kind) {
-                live.extend(op.operands());
-            }
-        }
-    }
+    let live = crate::stages::dependencies(f, &crate::stages::result_values(f), &Default::default());
     let mut body = strata_entity::Arena::new();
     for (s, stmt) in f.body.iter() {
         if !matches!(stmt, Statement::Let(v) if !live.contains(v)) {

@@ -174,8 +174,19 @@ fn collective_points(module: &Module, types: &TypeArena, entry: Handle<Function>
         .collect()
 }
 
+/// The values `f`'s results are: what it returns and writes to its outputs.
+pub(crate) fn result_values(f: &Function) -> Vec<Value> {
+    f.body
+        .iter()
+        .filter_map(|(_, s)| match s {
+            Statement::Let(_) => None,
+            Statement::Assign { value, .. } | Statement::Return(value) => Some(*value),
+        })
+        .collect()
+}
+
 /// The values `roots` depend on in `f` (themselves included), stopping at `cut`.
-fn dependencies(f: &Function, roots: &[Value], cut: &HashSet<Value>) -> HashSet<Value> {
+pub(crate) fn dependencies(f: &Function, roots: &[Value], cut: &HashSet<Value>) -> HashSet<Value> {
     let mut seen: HashSet<Value> = HashSet::new();
     let mut stack: Vec<Value> = roots.to_vec();
     while let Some(v) = stack.pop() {
@@ -245,18 +256,7 @@ pub fn split(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
             Some(Collective::Reduce { name: f.exprs[c].name.clone(), combine })
         };
         // The statements the stage's result depends on.
-        let roots: Vec<Value> = if last {
-            f.body
-                .iter()
-                .flat_map(|(_, s)| match s {
-                    Statement::Let(_) => vec![],
-                    Statement::Assign { target: _, domain: _, value } => vec![*value],
-                    Statement::Return(v) => vec![*v],
-                })
-                .collect()
-        } else {
-            vec![points[k]]
-        };
+        let roots: Vec<Value> = if last { result_values(f) } else { vec![points[k]] };
         let live = dependencies(&g, &roots, &earlier);
         let mut body = Arena::new();
         for (s, stmt) in f.body.iter() {

@@ -4,13 +4,14 @@
 
 use std::collections::BTreeSet;
 
-use strata_dist::indirect::{FetchPlan, KnownTables};
+use strata_dist::exchange::FetchPlan;
+use strata_dist::indirect::KnownTables;
 use strata_dist::{rows, slab, Comm, Plan, RowSet, Rows};
 use strata_entity::Handle;
 use strata_ir::{Function, Module, TypeArena};
 use strata_runtime::{Tensor, Value, ValueType};
 
-use super::{agree, Clock};
+use super::{agree, timed_exchange, Clock};
 
 /// The level of a table's destination dimension (the one not tagged `NB_<Src>`).
 fn destination_level(ty: &ValueType) -> usize {
@@ -109,14 +110,7 @@ pub(super) fn prepare(
     for (k, fetch) in &plans {
         let b = &plan.params[*k];
         let (Value::Tensor(held), Value::Tensor(mine)) = (&mut args[b.index], &read[b.index]) else { continue };
-        for r in 0..=repeat {
-            let t = comm.wtime();
-            let bytes = agree(comm, fetch.run_into(comm, mine, held, b.index as i32).map_err(|e| e.to_string()));
-            clock.exchange_s.push(comm.wtime() - t);
-            if r == 0 {
-                clock.halo_bytes += bytes;
-            }
-        }
+        timed_exchange(comm, fetch, Some(mine), held, b.index as i32, repeat, clock);
     }
     (local, local_entry, args)
 }

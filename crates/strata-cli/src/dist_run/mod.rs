@@ -13,7 +13,8 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use strata_dist::{slab, BlockParam, Collective, Comm, PartialStart, Plan, PlannedStage};
+use strata_dist::exchange::FetchPlan;
+use strata_dist::{slab, Collective, Comm, PartialStart, Plan, PlannedStage};
 use strata_entity::Handle;
 use strata_ir::{ExprKind, Function, Interval, LevelFormat, Module, ParamMode};
 use strata_runtime::{Tensor, Value, ValueType};
@@ -353,15 +354,8 @@ fn run_stage(
     for (p, a) in owned_args.into_iter().enumerate() {
         match (plan.params.iter().find(|b| b.index == p && !b.output), a) {
             (Some(b), Value::Tensor(mut held)) => {
-                // Timing: the exchange alone, repeated like the run (in place: the same rows).
-                for k in 0..=opts.repeat {
-                    let t = comm.wtime();
-                    let bytes = agree(comm, exchange(comm, b, &mut held));
-                    clock.exchange_s.push(comm.wtime() - t);
-                    if k == 0 {
-                        clock.halo_bytes += bytes;
-                    }
-                }
+                let halo = FetchPlan::halo(b, comm.rank);
+                timed_exchange(comm, &halo, None, &mut held, b.index as i32, opts.repeat, clock);
                 args.push(Value::Tensor(held));
             }
             (_, a) => args.push(a),
@@ -505,29 +499,29 @@ fn with_interval(t: &ValueType, level: usize, iv: Interval) -> ValueType {
     t
 }
 
-/// Fills the halo rows of this rank's held tensor of `b` from the ranks that own them (its own
-/// block is already in place); returns the bytes received.
-fn exchange(comm: &Comm, b: &BlockParam, held: &mut Tensor) -> Step<usize> {
-    let me = comm.rank;
-    let msgs = b.messages();
-    let sends: Vec<(usize, Vec<u8>)> =
-        msgs.iter().filter(|m| m.0 == me).map(|&(_, to, rows)| (to, slab::pack(held, b.level, rows))).collect();
-    let recv_rows: Vec<(usize, Interval)> =
-        msgs.iter().filter(|m| m.1 == me).map(|&(from, _, rows)| (from, rows)).collect();
-    let mut bufs: Vec<Vec<u8>> =
-        recv_rows.iter().map(|&(_, rows)| vec![0u8; slab::packed_len(held, b.level, rows)]).collect();
-    {
-        let send_refs: Vec<(usize, &[u8])> = sends.iter().map(|(r, v)| (*r, v.as_slice())).collect();
-        let mut recv_refs: Vec<(usize, &mut [u8])> =
-            recv_rows.iter().zip(bufs.iter_mut()).map(|(&(from, _), v)| (from, v.as_mut_slice())).collect();
-        comm.exchange(&send_refs, &mut recv_refs, b.index as i32).map_err(|e| e.to_string())?;
+/// Runs `fetch` into `held` (serving rows of `from`, else of `held` itself) `repeat + 1` times,
+/// timing each like the run; the first run's bytes count as this rank's received halo.
+fn timed_exchange(
+    comm: &Comm,
+    fetch: &FetchPlan,
+    from: Option<&Tensor>,
+    held: &mut Tensor,
+    tag: i32,
+    repeat: usize,
+    clock: &mut Clock,
+) {
+    for k in 0..=repeat {
+        let t = comm.wtime();
+        let ran = match from {
+            Some(from) => fetch.run_into(comm, from, held, tag),
+            None => fetch.run(comm, held, tag),
+        };
+        let bytes = agree(comm, ran.map_err(|e| e.to_string()));
+        clock.exchange_s.push(comm.wtime() - t);
+        if k == 0 {
+            clock.halo_bytes += bytes;
+        }
     }
-    let mut received = 0;
-    for ((_, rows), buf) in recv_rows.iter().zip(&bufs) {
-        slab::unpack(held, b.level, *rows, buf);
-        received += buf.len();
-    }
-    Ok(received)
 }
 
 /// Runs the local program: natively where it compiles (else the interpreter, as `strata run`).
