@@ -159,6 +159,19 @@ def distributed_nabla(strata, work, rng):
     print("ok distributed/nabla: bit for bit the single-process run")
 
 
+def distributed_normalize(strata, work, rng):
+    """A `collect` read inside the program: the smoothed field gathered on every rank, column
+    norms and the normalized field computed replicated, distributed again. Nothing is
+    reassociated (the norms are summed over the whole field on every rank)."""
+    inp = rng.standard_normal((42, 6))
+    outs = {"norms": ".npy", "unit": ".npy"}
+    got = run(strata, "distributed/normalize.strata", work, {"inp": inp}, outs)
+    u = (inp[2:] + inp[:-2] + inp[1:-1]) * 0.3333333333333333
+    norms = np.sqrt((u * u).sum(axis=0))
+    expect("distributed/normalize.norms", got["norms"], norms)
+    expect("distributed/normalize.unit", got["unit"], u / norms)
+
+
 def spmv_csr(strata, work, rng):
     import scipy.sparse as sp
 
@@ -375,6 +388,7 @@ CHECKS = {
     "distributed": distributed,
     "distributed_stencils": distributed_stencils,
     "distributed_nabla": distributed_nabla,
+    "distributed_normalize": distributed_normalize,
 }
 
 

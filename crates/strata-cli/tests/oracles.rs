@@ -108,7 +108,10 @@ fn distributed_examples_match_numpy_on_several_ranks() {
     assert!(mpi.status.success(), "Open MPI is needed:\n{}", String::from_utf8_lossy(&mpi.stderr));
     // The 3-row tridiagonal leaves rank 0 empty at 4 ranks; 3 ranks split 64 and 66 rows unevenly.
     for ranks in ["2", "3", "4"] {
-        let text = oracle_with("check_examples.py", &["--ranks", ranks, "distributed_stencils", "distributed_nabla"]);
+        let text = oracle_with(
+            "check_examples.py",
+            &["--ranks", ranks, "distributed_stencils", "distributed_nabla", "distributed_normalize"],
+        );
         assert!(text.contains("ok distributed/nabla: bit for bit"), "{text}");
     }
     // The axpy example declares a team of 4.

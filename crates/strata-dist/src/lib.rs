@@ -11,6 +11,8 @@
 //! - [`indirect`]: neighbor shifts of distributed sources — the rows each rank reads are the
 //!   tables' entries, planned once at run time (an all-to-all of requests) and fetched.
 //! - [`rows`]: needed rows as an interval (compile time) or a set (from a table's entries).
+//! - [`job`]: one rank's run of every stage — inputs, exchanges, local programs, collectives —
+//!   and its results leaving the ranks (gathered, or written into one file).
 //! - [`combine`]: the ranks' partials of such a reduction folded in rank order.
 //! - [`slab`]: the rows of a block level as bytes — packing messages, placing received rows,
 //!   reading and writing one rank's part of a `.npy` file.
@@ -21,6 +23,7 @@ pub mod combine;
 pub mod comm;
 pub mod exchange;
 pub mod indirect;
+pub mod job;
 pub mod plan;
 pub mod rows;
 pub mod slab;

@@ -219,7 +219,7 @@ fn tensor(types: &TypeArena, ty: Handle<Type>) -> Option<&TensorType> {
 }
 
 /// The block level of a type: position, name, interval.
-fn block_level(types: &TypeArena, ty: Handle<Type>) -> Option<(usize, DimName, Interval)> {
+pub(crate) fn block_level(types: &TypeArena, ty: Handle<Type>) -> Option<(usize, DimName, Interval)> {
     let t = tensor(types, ty)?;
     t.levels
         .iter()

@@ -50,13 +50,24 @@ pub enum Collective {
         /// The name of the stage's carry parameter.
         carry: String,
     },
+    /// A `collect` read inside the program: the stage returns the collected value, each rank
+    /// its owned block, and every rank then holds the whole value (gathered on rank 0 and
+    /// broadcast). The later stages compute on it replicated.
+    Gather {
+        /// The collected value's name: a (replicated) parameter of the later stages.
+        name: String,
+        /// The block level of the stage's result.
+        level: usize,
+        /// The collected value's type (the level dense, no team).
+        ty: strata_runtime::ValueType,
+    },
 }
 
 impl Collective {
     /// The name of the value the collective computes.
     pub fn name(&self) -> &str {
         match self {
-            Collective::Reduce { name, .. } | Collective::Carry { name, .. } => name,
+            Collective::Reduce { name, .. } | Collective::Carry { name, .. } | Collective::Gather { name, .. } => name,
         }
     }
 }
@@ -155,7 +166,9 @@ fn int_bounds(s: Scalar) -> Option<(i128, i128)> {
     })
 }
 
-/// The collective points of `entry`: its `map_reduce`s over a block level, in order.
+/// The collective points of `entry`, in order: its `map_reduce`s over a block level, its scans
+/// along one, and the `collect`s of block values that it reads or returns (a `collect` only
+/// written to an output is each rank writing its block: no collective).
 fn collective_points(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Vec<Value> {
     let f = &module.functions[entry];
     f.body
@@ -163,7 +176,9 @@ fn collective_points(module: &Module, types: &TypeArena, entry: Handle<Function>
         .filter_map(|(_, s)| match s {
             Statement::Let(v) => match &f.exprs[*v].kind {
                 ExprKind::Op(op)
-                    if !contracted_blocks(f, types, op).is_empty() || scanned_block(f, types, op, *v).is_some() =>
+                    if !contracted_blocks(f, types, op).is_empty()
+                        || scanned_block(f, types, op, *v).is_some()
+                        || gathered_block(f, types, *v).is_some() =>
                 {
                     Some(*v)
                 }
@@ -172,6 +187,15 @@ fn collective_points(module: &Module, types: &TypeArena, entry: Handle<Function>
             _ => None,
         })
         .collect()
+}
+
+/// The block level of the operand of `v`, a `collect` that `f` reads or returns.
+fn gathered_block(f: &Function, types: &TypeArena, v: Value) -> Option<usize> {
+    let ExprKind::Op(Op::Collect { arg }) = &f.exprs[v].kind else { return None };
+    let level = crate::plan::block_level(types, f.exprs[*arg].ty)?.0;
+    let read = f.exprs.iter().any(|(_, e)| matches!(&e.kind, ExprKind::Op(op) if op.operands().contains(&v)));
+    let returned = f.body.iter().any(|(_, s)| matches!(s, Statement::Return(r) if *r == v));
+    (read || returned).then_some(level)
 }
 
 /// The values `f`'s results are: what it returns and writes to its outputs.
@@ -241,6 +265,10 @@ pub fn split(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
             // The last parameter: the plan's carry ([`crate::plan::PartialStart::Carry`]).
             g.params.push(p);
             Some(Collective::Carry { name: f.exprs[c].name.clone(), dim: dim.clone(), forward: *forward, carry })
+        } else if let Some(level) = gathered_block(f, types, points[k]) {
+            let c = points[k];
+            let ty = strata_runtime::ValueType::from_ir(types, f.exprs[c].ty);
+            Some(Collective::Gather { name: f.exprs[c].name.clone(), level, ty })
         } else {
             let c = points[k];
             let ExprKind::Op(op @ Op::MapReduce { func, .. }) = &f.exprs[c].kind else { unreachable!("a map_reduce") };
@@ -255,8 +283,13 @@ pub fn split(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
             })?;
             Some(Collective::Reduce { name: f.exprs[c].name.clone(), combine })
         };
+        // What the stage returns: a collective's value; a gather's operand (each rank's block).
+        let returned = points.get(k).map(|&c| match &f.exprs[c].kind {
+            ExprKind::Op(Op::Collect { arg }) => *arg,
+            _ => c,
+        });
         // The statements the stage's result depends on.
-        let roots: Vec<Value> = if last { result_values(f) } else { vec![points[k]] };
+        let roots: Vec<Value> = returned.map_or_else(|| result_values(f), |r| vec![r]);
         let live = dependencies(&g, &roots, &earlier);
         let mut body = Arena::new();
         for (s, stmt) in f.body.iter() {
@@ -268,12 +301,12 @@ pub fn split(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
                 body.append(stmt.clone(), f.body.meta(s).clone());
             }
         }
-        if !last {
+        if let Some(returned) = returned {
             let anchor = f.body.iter().last().map(|(s, _)| f.body.meta(s).clone()).expect("a body");
-            body.append(Statement::Return(points[k]), anchor);
+            body.append(Statement::Return(returned), anchor);
             g.kind = FunctionKind::Func;
             g.params.retain(|p| g.exprs[*p].kind != ExprKind::Param(ParamMode::Out));
-            g.result = Some(f.exprs[points[k]].ty);
+            g.result = Some(f.exprs[returned].ty);
         }
         g.body = body;
         let meta = module.functions.meta(entry).clone();
@@ -342,6 +375,10 @@ impl std::fmt::Display for Distribution {
                         "scans `%{name}` along `{dim}` rank after rank ({}), each rank starting from the state \
                          the previous one ended with (`%{carry}`)",
                         if *forward { "increasing" } else { "decreasing" }
+                    ),
+                    Some(Collective::Gather { name, .. }) => format!(
+                        "computes each rank's block of the operand of `%{name} = collect(…)`, gathered on rank 0 \
+                         and broadcast: later stages compute on it replicated"
                     ),
                     None => "the rest of the entry, the collectives' values as parameters".to_string(),
                 };

@@ -1,17 +1,17 @@
-//! A stage whose neighbor shifts read a block-distributed source ([`strata_dist::indirect`]):
+//! A stage whose neighbor shifts read a block-distributed source ([`crate::indirect`]):
 //! the inspector's rounds (fetching the table rows the needed rows reach), the plan rebuilt
 //! with each input held on the hull of its needed rows, and the fetch of exactly those rows.
 
 use std::collections::BTreeSet;
 
-use strata_dist::exchange::FetchPlan;
-use strata_dist::indirect::KnownTables;
-use strata_dist::{rows, slab, Comm, Plan, RowSet, Rows};
+use crate::exchange::FetchPlan;
+use crate::indirect::KnownTables;
+use crate::{rows, slab, Comm, Plan, RowSet, Rows};
 use strata_entity::Handle;
 use strata_ir::{Function, Module, TypeArena};
 use strata_runtime::{Tensor, Value, ValueType};
 
-use super::{agree, timed_exchange, Clock};
+use super::{agree, timed_exchange, Clock, Failed};
 
 /// The level of a table's destination dimension (the one not tagged `NB_<Src>`).
 fn destination_level(ty: &ValueType) -> usize {
@@ -31,7 +31,7 @@ pub(super) fn prepare(
     read: Vec<Value>,
     repeat: usize,
     clock: &mut Clock,
-) -> (Module, Handle<Function>, Vec<Value>) {
+) -> Result<(Module, Handle<Function>, Vec<Value>), Failed> {
     let rank = comm.rank;
     let f = &module.functions[entry];
     let global = |p: usize| ValueType::from_ir(types, f.exprs[f.params[p]].ty);
@@ -52,9 +52,9 @@ pub(super) fn prepare(
     let mut plan = plan.clone();
     let needs: Vec<RowSet> = loop {
         let needs =
-            agree(comm, plan.needs_at_run_time(module, types, entry, rank, &mut known).map_err(|e| e.to_string()));
+            agree(comm, plan.needs_at_run_time(module, types, entry, rank, &mut known).map_err(|e| e.to_string()))?;
         let missing = known.take_missing();
-        let more = agree(comm, comm.max_i64(i64::from(!missing.is_empty())).map_err(|e| e.to_string()));
+        let more = agree(comm, comm.max_i64(i64::from(!missing.is_empty())).map_err(|e| e.to_string()))?;
         if more == 0 {
             break needs;
         }
@@ -62,9 +62,9 @@ pub(super) fn prepare(
             let (Some(k), Value::Tensor(have)) = (block(&plan, p), &read[p]) else { continue };
             let b = &plan.params[k];
             let want = missing.get(&p).cloned().unwrap_or_default();
-            let fetch = agree(comm, FetchPlan::new(comm, b, &want).map_err(|e| e.to_string()));
+            let fetch = agree(comm, FetchPlan::new(comm, b, &want).map_err(|e| e.to_string()))?;
             let mut got = slab::with_rows(&have.ty, b.level, want.hull());
-            agree(comm, fetch.run_into(comm, have, &mut got, 1000 + p as i32).map_err(|e| e.to_string()));
+            agree(comm, fetch.run_into(comm, have, &mut got, 1000 + p as i32).map_err(|e| e.to_string()))?;
             let whole = b.global;
             for (_, runs) in &fetch.recv {
                 for r in runs {
@@ -79,7 +79,7 @@ pub(super) fn prepare(
             b.held[rank] = rows::hull(b.owned[rank], need.hull());
         }
     }
-    let (local, local_entry) = agree(comm, plan.local_module(module, types, entry, rank).map_err(|e| e.to_string()));
+    let (local, local_entry) = agree(comm, plan.local_module(module, types, entry, rank).map_err(|e| e.to_string()))?;
     let lf = &local.functions[local_entry];
     let mut args = read.clone();
     let mut plans = Vec::new();
@@ -101,7 +101,7 @@ pub(super) fn prepare(
             slab::unpack(&mut held, b.level, rows, &slab::pack(old, b.level, rows));
         }
         args[b.index] = Value::Tensor(held);
-        plans.push((k, agree(comm, FetchPlan::new(comm, b, &needs[k]).map_err(|e| e.to_string()))));
+        plans.push((k, agree(comm, FetchPlan::new(comm, b, &needs[k]).map_err(|e| e.to_string()))?));
     }
     clock.read_s += comm.wtime() - t;
     // The exchange of exactly the rows needed, planned once above, run like the halo exchange
@@ -110,7 +110,7 @@ pub(super) fn prepare(
     for (k, fetch) in &plans {
         let b = &plan.params[*k];
         let (Value::Tensor(held), Value::Tensor(mine)) = (&mut args[b.index], &read[b.index]) else { continue };
-        timed_exchange(comm, fetch, Some(mine), held, b.index as i32, repeat, clock);
+        timed_exchange(comm, fetch, Some(mine), held, b.index as i32, repeat, clock)?;
     }
-    (local, local_entry, args)
+    Ok((local, local_entry, args))
 }

@@ -1,0 +1,342 @@
+//! One rank's part of a distributed run: every stage of a [`Distribution`] run in turn — its
+//! local program, this rank's block of every input, the halo exchange (or the inspector and
+//! fetch of [`inspect`]), the run, the combination of the stage's collective — and the results
+//! as this rank's blocks ([`Output`]).
+//!
+//! Where inputs come from and how a local program runs are the caller's ([`Rank`]): the
+//! `strata` command reads files and runs native code with an interpreter fallback; the array
+//! front end passes the blocks it holds. Failures are agreed on ([`agree`]): after each phase
+//! where ranks can fail on their own, every rank learns whether any failed, so no rank waits
+//! for one that has given up.
+
+use strata_entity::Handle;
+use strata_ir::{ExprKind, Function, Interval, LevelFormat, Module, ParamMode, TypeArena};
+use strata_runtime::{Tensor, Value, ValueType};
+
+use crate::exchange::FetchPlan;
+use crate::{slab, BlockParam, Collective, Comm, Distribution, PartialStart, Plan, PlannedStage};
+
+mod inspect;
+mod output;
+
+pub use output::{allgather, gather, owned_rows, write_output};
+
+/// A phase that failed somewhere, once the ranks agreed on it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Failed {
+    /// This rank failed, with this message.
+    Here(String),
+    /// Another rank failed (it reports its own message).
+    Elsewhere,
+}
+
+/// A rank's failure in a phase: its message.
+pub type Step<T> = Result<T, String>;
+
+/// Agrees across ranks on whether a phase succeeded: `Ok` on every rank only if it succeeded
+/// on every rank (a collective call).
+///
+/// # Errors
+/// This rank's failure ([`Failed::Here`]) or another's ([`Failed::Elsewhere`]); an MPI failure
+/// while agreeing counts as this rank's.
+pub fn agree<T>(comm: &Comm, step: Step<T>) -> Result<T, Failed> {
+    let any = comm.max_i64(i64::from(step.is_err())).map_err(|e| Failed::Here(e.to_string()))?;
+    match step {
+        Ok(v) if any == 0 => Ok(v),
+        Ok(_) => Err(Failed::Elsewhere),
+        Err(m) => Err(Failed::Here(m)),
+    }
+}
+
+/// What the caller supplies to a rank's run: inputs and the execution of local programs.
+pub trait Rank {
+    /// This rank's value of an entry parameter ([`Input`]) that no earlier stage computed.
+    fn input(&mut self, input: Input<'_>) -> Step<Value>;
+
+    /// Runs a local program on its arguments and returns its results by name.
+    fn execute(
+        &mut self,
+        module: &Module,
+        types: &TypeArena,
+        entry: Handle<Function>,
+        args: &[Value],
+    ) -> Step<Vec<(String, Value)>>;
+}
+
+/// One parameter of a stage, as [`Rank::input`] is asked for it.
+pub struct Input<'a> {
+    /// Its position in the entry.
+    pub index: usize,
+    /// Its name.
+    pub name: &'a str,
+    /// Its type in the program.
+    pub global: &'a ValueType,
+    /// The type this rank holds (the block level at its held rows).
+    pub held: &'a ValueType,
+    /// Its block level's partition, if it is distributed.
+    pub block: Option<&'a BlockParam>,
+    /// An `out` parameter (written by the program, not read).
+    pub output: bool,
+    /// This rank.
+    pub rank: usize,
+}
+
+impl Input<'_> {
+    /// A held tensor with this rank's owned rows taken from `mine` (which holds at least them;
+    /// the halo rows are zeros until the exchange fills them).
+    pub fn held_from_owned(&self, mine: &Tensor) -> Step<Tensor> {
+        let Some(b) = self.block else { return Ok(mine.clone()) };
+        let rows = b.owned[self.rank];
+        let have = mine.ty.levels.get(b.level).map(|l| l.interval);
+        if have.is_none_or(|h| !h.contains(rows)) {
+            return Err(format!("`{}`: this rank's value does not hold its block {rows}", self.name));
+        }
+        let mut held = Tensor::zeros(self.held);
+        slab::unpack(&mut held, b.level, rows, &slab::pack(mine, b.level, rows));
+        Ok(held)
+    }
+}
+
+/// Where a rank's time goes, summed over the stages.
+#[derive(Clone, Debug, Default)]
+pub struct Clock {
+    /// Reading (or making) the inputs.
+    pub read_s: f64,
+    /// Each halo exchange (every repetition of every stage's).
+    pub exchange_s: Vec<f64>,
+    /// Halo bytes this rank received (once per stage).
+    pub halo_bytes: usize,
+    /// Combining the collectives' partials and gathering collected values.
+    pub combine_s: f64,
+}
+
+/// A result of the entry on this rank.
+#[derive(Clone, Debug)]
+pub struct Output {
+    /// Its name (an `out` parameter's, or `result`).
+    pub name: String,
+    /// This rank's value: its held block of a distributed result, else the whole value.
+    pub value: Value,
+    /// A distributed result's block level, this rank's block, and the result's global type.
+    pub block: Option<(usize, Interval, ValueType)>,
+}
+
+/// Runs every stage of `dist` on this rank; `repeat` more halo exchanges are timed per stage.
+///
+/// # Errors
+/// A phase that failed on any rank (every rank returns an error).
+pub fn run(
+    comm: &Comm,
+    dist: &Distribution,
+    rank_io: &mut dyn Rank,
+    repeat: usize,
+    clock: &mut Clock,
+) -> Result<Vec<Output>, Failed> {
+    let (rank, size) = (comm.rank, comm.size);
+    // The values of the stages' collectives, by name: parameters of the later stages.
+    let mut carried: Vec<(String, Value)> = Vec::new();
+    let mut last = None;
+    for ps in &dist.0 {
+        let values = run_stage(comm, ps, &carried, rank_io, repeat, clock)?;
+        let Some(c) = &ps.stage.collective else {
+            last = Some(values);
+            continue;
+        };
+        let v = match values.into_iter().next() {
+            Some((_, Value::Tensor(t))) => t,
+            _ => return Err(Failed::Here("internal: a stage returns no tensor".into())),
+        };
+        let t = comm.wtime();
+        let v = match c {
+            Collective::Reduce { combine, .. } => {
+                let mut v = v;
+                agree(comm, crate::combine::combine(comm, &mut v, *combine))?;
+                v
+            }
+            Collective::Carry { .. } => v,
+            Collective::Gather { level, ty, .. } => {
+                let global = result_type(ps).ok_or_else(|| Failed::Here("internal: a gather of no tensor".into()))?;
+                let owned = strata_runtime::dist::block_partition(global.levels[*level].interval, size as u32)[rank];
+                let mut whole = agree(comm, allgather(comm, &Value::Tensor(v), *level, owned, &global))?;
+                whole.ty = ty.clone();
+                whole
+            }
+        };
+        clock.combine_s += comm.wtime() - t;
+        carried.push((c.name().to_string(), Value::Tensor(v)));
+    }
+    let values = last.ok_or_else(|| Failed::Here("internal: no final stage".into()))?;
+    let PlannedStage { stage, types, plan } = dist.0.last().expect("a final stage");
+    let f = &stage.module.functions[stage.entry];
+    let global = |p: usize| ValueType::from_ir(types, f.exprs[f.params[p]].ty);
+    Ok(values
+        .into_iter()
+        .map(|(name, value)| {
+            let block = match f.params.iter().position(|&p| f.exprs[p].name == name) {
+                Some(p) => plan.params.iter().find(|b| b.index == p).map(|b| (b.level, b.owned[rank], global(p))),
+                None => f.result.and_then(|r| {
+                    let g = ValueType::from_ir(types, r);
+                    let level = g.levels.iter().position(|l| l.format == LevelFormat::Block)?;
+                    let owned = strata_runtime::dist::block_partition(g.levels[level].interval, size as u32)[rank];
+                    Some((level, owned, g))
+                }),
+            };
+            Output { name, value, block }
+        })
+        .collect())
+}
+
+/// A stage's result type (the returned value's).
+fn result_type(ps: &PlannedStage) -> Option<ValueType> {
+    let f = &ps.stage.module.functions[ps.stage.entry];
+    f.result.map(|r| ValueType::from_ir(&ps.types, r))
+}
+
+/// Runs one stage on this rank: its local program, its block of every input (supplied, or a
+/// collective's value from an earlier stage), the halo exchange, the run.
+fn run_stage(
+    comm: &Comm,
+    PlannedStage { stage, types, plan }: &PlannedStage,
+    carried: &[(String, Value)],
+    rank_io: &mut dyn Rank,
+    repeat: usize,
+    clock: &mut Clock,
+) -> Result<Vec<(String, Value)>, Failed> {
+    let rank = comm.rank;
+    let (module, entry) = (&stage.module, stage.entry);
+    let (local, local_entry) = agree(comm, plan.local_module(module, types, entry, rank).map_err(|e| e.to_string()))?;
+    let local_types = local.types.clone();
+    let f = &module.functions[entry];
+    let lf = &local.functions[local_entry];
+    let t = comm.wtime();
+    // Each rank's block of every input: supplied, or carried from an earlier stage.
+    let owned_args: Step<Vec<Value>> = (0..lf.params.len())
+        .map(|p| {
+            let e = &f.exprs[f.params[p]];
+            let global = ValueType::from_ir(types, e.ty);
+            let held = ValueType::from_ir(&local_types, lf.exprs[lf.params[p]].ty);
+            let input = Input {
+                index: p,
+                name: &e.name,
+                global: &global,
+                held: &held,
+                block: plan.params.iter().find(|b| b.index == p),
+                output: e.kind == ExprKind::Param(ParamMode::Out),
+                rank,
+            };
+            match carried.iter().find(|(n, _)| *n == e.name) {
+                // A distributed value of an earlier stage: its owned rows, in the held ones.
+                Some((_, Value::Tensor(mine))) => input.held_from_owned(mine).map(Value::Tensor),
+                Some((_, v)) => Ok(v.clone()),
+                None => rank_io.input(input),
+            }
+        })
+        .collect();
+    let owned_args = agree(comm, owned_args)?;
+    clock.read_s += comm.wtime() - t;
+    if !plan.indirect.is_empty() {
+        // Neighbor shifts of distributed sources: the rows to hold come from the tables.
+        let (local, local_entry, args) = inspect::prepare(comm, module, types, entry, plan, owned_args, repeat, clock)?;
+        return finish(comm, plan, f, &local, local_entry, args, rank_io);
+    }
+    // The halo exchange: every held row another rank owns.
+    let mut args = Vec::with_capacity(owned_args.len());
+    for (p, a) in owned_args.into_iter().enumerate() {
+        match (plan.params.iter().find(|b| b.index == p && !b.output), a) {
+            (Some(b), Value::Tensor(mut held)) => {
+                let halo = FetchPlan::halo(b, comm.rank);
+                timed_exchange(comm, &halo, None, &mut held, b.index as i32, repeat, clock)?;
+                args.push(Value::Tensor(held));
+            }
+            (_, a) => args.push(a),
+        }
+    }
+    finish(comm, plan, f, &local, local_entry, args, rank_io)
+}
+
+/// Runs a stage's local program on this rank's arguments (a scan's stage in the chain of ranks).
+fn finish(
+    comm: &Comm,
+    plan: &Plan,
+    f: &Function,
+    local: &Module,
+    local_entry: Handle<Function>,
+    mut args: Vec<Value>,
+    rank_io: &mut dyn Rank,
+) -> Result<Vec<(String, Value)>, Failed> {
+    let local_types = &local.types;
+    let ran = match &plan.partial {
+        Some(p @ crate::Partial { start: PartialStart::Carry { .. }, .. }) => {
+            carried_scan(comm, p, f, &mut args, |args| rank_io.execute(local, local_types, local_entry, args))
+        }
+        _ => rank_io.execute(local, local_types, local_entry, &args),
+    };
+    agree(comm, ran)
+}
+
+/// Runs a stage ending in a scan along a block level on this rank, in the chain of ranks
+/// holding rows (in the scan's direction): receives the carry from the rank before, runs,
+/// passes its last state to the rank after. A rank whose run failed still passes a state on,
+/// so no rank waits forever; the failure is reported when the ranks agree afterwards.
+fn carried_scan(
+    comm: &Comm,
+    p: &crate::Partial,
+    f: &Function,
+    args: &mut [Value],
+    run: impl FnOnce(&[Value]) -> Step<Vec<(String, Value)>>,
+) -> Step<Vec<(String, Value)>> {
+    let rank = comm.rank;
+    let (PartialStart::Carry { param, chain, forward }, Some((_, dim, owned))) = (&p.start, p.owned.first()) else {
+        return run(args);
+    };
+    let Some(at) = chain.iter().position(|&r| r == rank) else { return run(args) };
+    let k = f.params.iter().position(|q| q == param).ok_or("the scan's carry parameter is missing")?;
+    let Value::Tensor(state) = &mut args[k] else { return Err("the scan's state is not a dense tensor".into()) };
+    let size = slab::all_bytes(state).len();
+    let tag = 1 << 20;
+    if at > 0 {
+        let mut buf = vec![0u8; size];
+        comm.exchange(&[], &mut [(chain[at - 1], buf.as_mut_slice())], tag).map_err(|e| e.to_string())?;
+        slab::set_all_bytes(state, &buf);
+    }
+    let ran = run(args);
+    if let Some(&next) = chain.get(at + 1) {
+        let last = ran.as_ref().ok().and_then(|values| {
+            let Some((_, Value::Tensor(t))) = values.first() else { return None };
+            let level = t.ty.levels.iter().position(|l| l.name == *dim)?;
+            let rows = owned[rank];
+            // The last row in the scan's direction: a cross-section, laid out as the carry.
+            let k = if *forward { rows.stop - 1 } else { rows.start };
+            Some(slab::pack(t, level, Interval::new(k, k + 1)))
+        });
+        let bytes = last.unwrap_or_else(|| vec![0u8; size]);
+        comm.exchange(&[(next, bytes.as_slice())], &mut [], tag).map_err(|e| e.to_string())?;
+    }
+    ran
+}
+
+/// Runs `fetch` into `held` (serving rows of `from`, else of `held` itself) `repeat + 1` times,
+/// timing each; the first run's bytes count as this rank's received halo.
+fn timed_exchange(
+    comm: &Comm,
+    fetch: &FetchPlan,
+    from: Option<&Tensor>,
+    held: &mut Tensor,
+    tag: i32,
+    repeat: usize,
+    clock: &mut Clock,
+) -> Result<(), Failed> {
+    for k in 0..=repeat {
+        let t = comm.wtime();
+        let ran = match from {
+            Some(from) => fetch.run_into(comm, from, held, tag),
+            None => fetch.run(comm, held, tag),
+        };
+        let bytes = agree(comm, ran.map_err(|e| e.to_string()))?;
+        clock.exchange_s.push(comm.wtime() - t);
+        if k == 0 {
+            clock.halo_bytes += bytes;
+        }
+    }
+    Ok(())
+}
