@@ -41,6 +41,12 @@ impl Place {
         Place { device: "cpu".into(), team: Some(ranks) }
     }
 
+    /// The host, distributed over every rank of the job (`team = world`): the same program
+    /// runs at any rank count (under [`crate::spmd`]; one process is a job of one rank).
+    pub fn world() -> Place {
+        Place::team(Team::WORLD)
+    }
+
     pub(crate) fn to_ir(&self) -> Placement {
         Placement {
             device: if self.device == "cpu" {
@@ -63,6 +69,7 @@ impl fmt::Display for Place {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "device {}", self.device)?;
         match self.team {
+            Some(Team::WORLD) => write!(f, ", the world team"),
             Some(r) => write!(f, ", team of {r}"),
             None => write!(f, ", no team"),
         }
@@ -211,20 +218,41 @@ impl Array {
         })
     }
 
+    /// A team array holding this rank's block `t` (rows of the first axis) of an array of
+    /// `shape` (under [`crate::spmd`]).
+    pub(crate) fn from_block(t: Tensor, shape: &[usize], place: Place) -> Array {
+        let ElemType::Scalar(dtype) = t.ty.element else { unreachable!("a block of an array holds scalars") };
+        Array(Rc::new(Node {
+            shape: shape.to_vec(),
+            dtype,
+            place,
+            op: None,
+            special_type: None,
+            value: RefCell::new(Some(Rc::new(t))),
+        }))
+    }
+
     /// An array holding `t` (a dense tensor over positional dimensions).
     pub(crate) fn from_tensor(t: Tensor, place: Place) -> Result<Array> {
         let ElemType::Scalar(dtype) = t.ty.element else {
             return Err(ArrayError::Data("arrays hold scalar elements".into()));
         };
         let shape = t.ty.shape();
-        let ty = value_type(&shape, dtype, &place);
+        let mut ty = value_type(&shape, dtype, &place);
+        let mut data = t.data;
+        if let (Some(comm), Some(_), false) = (crate::spmd::comm(), place.team, shape.is_empty()) {
+            // Under `mpirun` a team array holds only this rank's block.
+            let rows = strata_runtime::dist::block_partition(ty.levels[0].interval, comm.size as u32)[comm.rank];
+            data = strata_dist::slab::slice(&Tensor { ty: ty.clone(), data, present: None }, 0, rows).data;
+            ty.levels[0].interval = rows;
+        }
         Ok(Array(Rc::new(Node {
             shape,
             dtype,
             place,
             op: None,
             special_type: None,
-            value: RefCell::new(Some(Rc::new(Tensor { ty, data: t.data, present: None }))),
+            value: RefCell::new(Some(Rc::new(Tensor { ty, data, present: None }))),
         })))
     }
 
@@ -361,8 +389,8 @@ pub(crate) fn type_text(shape: &[usize], dtype: DType, place: &Place) -> String 
     if place.device != "cpu" {
         parts.push(format!("device = {}", place.device));
     }
-    if let Some(r) = place.team {
-        parts.push(format!("team = {r}"));
+    if let Some(ranks) = place.team {
+        parts.push(format!("team = {}", Team { ranks }));
     }
     format!("tensor<{}>", parts.join(", "))
 }

@@ -85,21 +85,63 @@ impl Array {
     }
 
     /// Evaluates the array and returns its elements in row-major order; the dtype must be
-    /// `T`'s.
+    /// `T`'s. Under [`crate::spmd`], a team array is gathered on every rank (a collective call).
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        let t = self.eval_whole()?;
+        column_values(self, &t)
+    }
+
+    /// This rank's block of a team array under [`crate::spmd`] (its rows
+    /// [`Array::local_rows`] of the first axis, row-major), else the whole array.
+    pub fn local_vec<T: Element>(&self) -> Result<Vec<T>> {
         let t = self.eval()?;
+        column_values(self, &t)
+    }
+
+    /// The rows of the first axis this rank holds: a team array's block under
+    /// [`crate::spmd`], else every row.
+    pub fn local_rows(&self) -> std::ops::Range<usize> {
+        match crate::spmd::owned(self) {
+            Some(iv) => iv.start as usize..iv.stop as usize,
+            None => 0..self.shape().first().copied().unwrap_or(1),
+        }
+    }
+
+    /// The whole value (gathered from the ranks for a team array under [`crate::spmd`]: a
+    /// collective call).
+    pub(crate) fn eval_whole(&self) -> Result<Rc<Tensor>> {
+        let t = self.eval()?;
+        match crate::spmd::owned(self) {
+            Some(_) => Ok(Rc::new(crate::spmd::gather_whole(self, &t)?)),
+            None => Ok(t),
+        }
+    }
+}
+
+/// The elements of `t` (the value of `x`) as `T`s.
+fn column_values<T: Element>(x: &Array, t: &Tensor) -> Result<Vec<T>> {
+    {
         let Data::Scalars(c) = &t.data else { unreachable!("arrays hold scalars") };
         T::values(c).map(<[T]>::to_vec).ok_or_else(|| {
             ArrayError::Data(format!(
                 "to_vec: the array's dtype is {}, not {}",
-                self.dtype().numpy_name(),
+                x.dtype().numpy_name(),
                 T::DTYPE.numpy_name()
             ))
         })
     }
+}
 
+impl Array {
     /// Reads a `.npy` file (any dtype Strata has, C or Fortran order) onto the host.
     pub fn from_npy(path: &Path) -> Result<Array> {
+        Array::from_npy_on(path, &Place::host())
+    }
+
+    /// Reads a `.npy` file into an array living at `place`. On a team it is block-partitioned
+    /// along its first axis; under [`crate::spmd`] each rank reads only its rows, at their byte
+    /// offset in the file (C order).
+    pub fn from_npy_on(path: &Path, place: &Place) -> Result<Array> {
         let file = std::fs::File::open(path)
             .map_err(|e| ArrayError::Data(format!("cannot read `{}`: {e}", path.display())))?;
         let npy = npyz::NpyFile::new(std::io::BufReader::new(file))
@@ -126,15 +168,31 @@ impl Array {
                 )))
             }
         };
-        let ty = value_type(&shape, dtype, &Place::host());
+        if place.team.is_some() && shape.is_empty() {
+            return Err(ArrayError::Data(format!(
+                "`{}` holds a 0-d array, which is not partitioned over a team (read it onto the host)",
+                path.display()
+            )));
+        }
+        let ty = value_type(&shape, dtype, place);
+        if let Some(comm) = crate::spmd::comm().filter(|_| place.team.is_some()) {
+            let rows = strata_runtime::dist::block_partition(ty.levels[0].interval, comm.size as u32)[comm.rank];
+            let t = crate::spmd::read_rows(path, &ty, rows)?;
+            return Ok(Array::from_block(t, &shape, place.clone()));
+        }
         let t = strata_runtime::npy::read_value(path, "array", &ty).map_err(|e| ArrayError::Data(e.to_string()))?;
-        Array::from_tensor(t, Place::host())
+        Array::from_tensor(t, place.clone())
     }
 
     /// Evaluates the array and writes it as a `.npy` file (through a temporary file, so a
     /// failure leaves any existing file as it was).
+    /// Under [`crate::spmd`] every rank calls it: a team array's ranks write their blocks into
+    /// the one file (renamed into place when all have), a host array is written by rank 0.
     pub fn to_npy(&self, path: &Path) -> Result<()> {
         let t = self.eval()?;
+        if crate::spmd::comm().is_some() {
+            return crate::spmd::write_npy(self, &t, path);
+        }
         strata_runtime::npy::write_value(path, "array", &t).map_err(|e| ArrayError::Data(e.to_string()))
     }
 
@@ -148,6 +206,9 @@ impl Array {
         let program = crate::trace::trace(self);
         let mut t = crate::engine::run(program)?;
         t.ty = value_type(self.shape(), self.dtype(), self.place());
+        if let Some(rows) = crate::spmd::owned(self) {
+            t.ty.levels[0].interval = rows;
+        }
         let t = Rc::new(t);
         *self.0.value.borrow_mut() = Some(t.clone());
         Ok(t)

@@ -47,6 +47,8 @@ struct Compiled {
     result_ty: ValueType,
     /// The native program, or why there is none (built on first use).
     native: std::cell::OnceCell<std::result::Result<(KernelProgram, compile::Loaded), String>>,
+    /// Its distribution over the job's ranks (under [`crate::spmd`], planned on first use).
+    dist: std::cell::OnceCell<std::result::Result<strata_dist::Distribution, String>>,
 }
 
 thread_local! {
@@ -93,12 +95,19 @@ fn prepare(text: &str) -> Result<Rc<Compiled>> {
     let entry = module.function_by_name("main").expect("the traced program defines @main");
     let result = module.functions[entry].result.expect("@main returns");
     let result_ty = ValueType::from_ir(&info.types, result);
-    let c = Rc::new(Compiled { module, types: info.types, entry, result_ty, native: std::cell::OnceCell::new() });
+    let c = Rc::new(Compiled {
+        module,
+        types: info.types,
+        entry,
+        result_ty,
+        native: std::cell::OnceCell::new(),
+        dist: std::cell::OnceCell::new(),
+    });
     CACHE.with(|cache| cache.borrow_mut().insert(text.to_string(), c.clone()));
     Ok(c)
 }
 
-fn build_native(
+pub(crate) fn build_native(
     module: &Module,
     types: &TypeArena,
     entry: Handle<Function>,
@@ -114,6 +123,15 @@ fn build_native(
 pub(crate) fn run(p: Program) -> Result<Tensor> {
     let b = backend();
     let c = prepare(&p.text)?;
+    if crate::spmd::distributed(&p.text) {
+        let size = crate::spmd::comm().map_or(1, |c| c.size);
+        let dist = c.dist.get_or_init(|| {
+            strata_dist::Distribution::new(&c.module, &c.types, c.entry, size).map_err(|e| e.to_string())
+        });
+        let dist = dist.as_ref().map_err(|e| ArrayError::Run(format!("the program cannot run distributed: {e}")))?;
+        bump(|s| s.native_runs += 1);
+        return crate::spmd::run(dist, &p.inputs, b);
+    }
     let native = if b == Backend::Interp {
         None
     } else {

@@ -34,6 +34,7 @@ pub mod dtype;
 mod engine;
 mod error;
 pub mod ops;
+pub mod spmd;
 mod trace;
 
 pub use array::{Array, Place};

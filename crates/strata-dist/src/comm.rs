@@ -49,6 +49,18 @@ pub fn launched_by_mpi() -> bool {
     ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"].iter().any(|v| std::env::var_os(v).is_some())
 }
 
+/// Native threads for each rank: `$STRATA_NUM_THREADS`, else this node's cores shared among
+/// the job's ranks on it (Open MPI's `OMPI_COMM_WORLD_LOCAL_SIZE`), at least one.
+pub fn threads_per_rank() -> usize {
+    let env = strata_codegen::exec::threads_from_env();
+    if env > 0 {
+        return env;
+    }
+    let local = std::env::var("OMPI_COMM_WORLD_LOCAL_SIZE").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(1);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (cores / local.max(1)).max(1)
+}
+
 /// The MPI C compiler: `$STRATA_MPICC`, else `mpicc`.
 pub fn mpicc() -> String {
     std::env::var("STRATA_MPICC").ok().filter(|c| !c.trim().is_empty()).unwrap_or_else(|| "mpicc".into())

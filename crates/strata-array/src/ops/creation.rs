@@ -13,8 +13,14 @@ fn check_place(op: &'static str, place: &Place, shape: &[usize]) -> Result<()> {
         if shape.is_empty() {
             return Err(invalid(op, "a 0-d array cannot be distributed over a team"));
         }
-        if r == 0 {
-            return Err(invalid(op, "a team has at least one rank"));
+        if let Some(comm) = crate::spmd::comm().filter(|c| r != super::WORLD && r as usize != c.size) {
+            return Err(invalid(
+                op,
+                format!(
+                    "a team of {r} ranks, but the job has {} (use `Place::world()` to run at any rank count)",
+                    comm.size
+                ),
+            ));
         }
     }
     Ok(())

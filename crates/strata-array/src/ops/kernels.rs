@@ -9,6 +9,9 @@
 //!   rule, numpy 2's `equal_nan=False`), `indices` of first occurrences, `inverse_indices` in
 //!   the input's shape, `counts`.
 //! - `nonzero`, boolean-mask indexing: the result's length is the number of true elements.
+//!
+//! Under [`crate::spmd`] a kernel reads its team operands whole (gathered on every rank),
+//! runs replicated, and a team result keeps each rank's block.
 
 use std::cmp::Ordering;
 
@@ -75,7 +78,7 @@ fn lane_orders(
         return Err(invalid(op, "0-d arrays cannot be sorted"));
     }
     let axis = Array::axis(op, axis, x.ndim())?;
-    let t = x.eval()?;
+    let t = x.eval_whole()?;
     let keys = Keys::of(column(&t));
     let shape = x.shape();
     let n = shape[axis];
@@ -148,7 +151,7 @@ pub struct Unique {
 
 /// Distinct values with first indices, inverse indices and counts.
 pub fn unique_all(x: &Array) -> Result<Unique> {
-    let t = x.eval()?;
+    let t = x.eval_whole()?;
     let col = column(&t);
     let keys = Keys::of(col);
     let mut order: Vec<usize> = (0..col.len()).collect();
@@ -197,7 +200,7 @@ pub fn nonzero(x: &Array) -> Result<Vec<Array>> {
     if x.ndim() == 0 {
         return Err(invalid("nonzero", "0-d arrays are not allowed (use `expand_dims` first)"));
     }
-    let t = x.eval()?;
+    let t = x.eval_whole()?;
     let col = column(&t);
     let hits: Vec<usize> =
         (0..col.len()).filter(|&i| col.get(i).as_f64() != 0.0 || col.get(i).as_f64().is_nan()).collect();
@@ -227,7 +230,7 @@ pub fn mask(x: &Array, mask: &Array) -> Result<Array> {
         ));
     }
     Array::same_place("mask", &[x, mask])?;
-    let (tx, tm) = (x.eval()?, mask.eval()?);
+    let (tx, tm) = (x.eval_whole()?, mask.eval_whole()?);
     let m = column(&tm);
     let block: usize = x.shape()[k..].iter().product();
     let selected: Vec<usize> = (0..m.len()).filter(|&i| m.get(i).as_bool() == Some(true)).collect();
@@ -246,7 +249,7 @@ pub fn searchsorted(x1: &Array, x2: &Array, right: bool) -> Result<Array> {
     }
     Array::same_place("searchsorted", &[x1, x2])?;
     let d = crate::dtype::promote("searchsorted", x1.dtype(), x2.dtype())?;
-    let (a, b) = (super::cast(x1, d).eval()?, super::cast(x2, d).eval()?);
+    let (a, b) = (super::cast(x1, d).eval_whole()?, super::cast(x2, d).eval_whole()?);
     let (ka, kb) = (Keys::of(column(&a)), Keys::of(column(&b)));
     let n = x1.size();
     let out: Vec<i64> = (0..x2.size())

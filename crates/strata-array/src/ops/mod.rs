@@ -115,7 +115,7 @@ pub(crate) fn constant_text(lit: String, dtype: DType, place: &Place) -> Array {
 pub(crate) fn placed(x: Array, place: &Place) -> Array {
     match place.team {
         Some(r) if x.place() != place && x.ndim() > 0 => Array::traced_blockwise(
-            format!("distribute($0, ranks = {r}, dim = _0)"),
+            format!("distribute($0, ranks = {}, dim = _0)", strata_ir::Team { ranks: r }),
             vec![x.clone()],
             vec![],
             x.shape().to_vec(),

@@ -13,12 +13,15 @@ use super::{collected, placed};
 use crate::array::{Array, Place};
 use crate::error::{invalid, Result};
 
-/// `x` distributed over a team of `ranks` processes: block-partitioned along its first axis,
-/// the remainder going to the last ranks.
+/// The team of every rank of the job, for [`distribute`] (`team = world`).
+pub const WORLD: u32 = strata_ir::Team::WORLD;
+
+/// `x` distributed over a team of `ranks` processes ([`WORLD`]: every rank of the job):
+/// block-partitioned along its first axis, the remainder going to the last ranks.
 ///
 /// # Errors
 /// `x` is 0-d (a 0-d array is replicated, not partitioned), already on a team (`collect` it
-/// first), or `ranks` is 0.
+/// first), or, under [`crate::spmd`], `ranks` is neither the job's size nor [`WORLD`].
 pub fn distribute(x: &Array, ranks: u32) -> Result<Array> {
     if x.ndim() == 0 {
         return Err(invalid("distribute", "a 0-d array cannot be partitioned (it combines with team arrays as it is)"));
@@ -26,8 +29,11 @@ pub fn distribute(x: &Array, ranks: u32) -> Result<Array> {
     if let Some(r) = x.place().team {
         return Err(invalid("distribute", format!("the array is already on a team of {r} ranks; `collect` it first")));
     }
-    if ranks == 0 {
-        return Err(invalid("distribute", "a team has at least one rank"));
+    if let Some(comm) = crate::spmd::comm().filter(|c| ranks != WORLD && ranks as usize != c.size) {
+        return Err(invalid(
+            "distribute",
+            format!("a team of {ranks} ranks, but the job has {} (use `WORLD` to run at any rank count)", comm.size),
+        ));
     }
     Ok(placed(x.clone(), &Place { device: x.device().to_string(), team: Some(ranks) }))
 }

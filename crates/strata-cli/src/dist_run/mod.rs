@@ -125,19 +125,9 @@ fn fail_alike(comm: &Comm, message: &str) -> i32 {
     1
 }
 
-/// Native threads per rank: `--threads`, else `$STRATA_NUM_THREADS`, else the cores shared
-/// among the ranks on this node.
+/// Native threads per rank: `--threads`, else [`strata_dist::comm::threads_per_rank`].
 fn threads_per_rank(opts: &RunOptions) -> usize {
-    if let Some(t) = opts.threads {
-        return t;
-    }
-    let env = strata_codegen::exec::threads_from_env();
-    if env > 0 {
-        return env;
-    }
-    let local = std::env::var("OMPI_COMM_WORLD_LOCAL_SIZE").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(1);
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    (cores / local.max(1)).max(1)
+    opts.threads.unwrap_or_else(strata_dist::comm::threads_per_rank)
 }
 
 /// `strata run` on one rank of an MPI job.

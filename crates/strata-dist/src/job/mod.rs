@@ -48,6 +48,34 @@ pub fn agree<T>(comm: &Comm, step: Step<T>) -> Result<T, Failed> {
     }
 }
 
+/// The message of the lowest failed rank, `rank R: …`, on every rank (a collective call, made
+/// by every rank with the [`Failed`] the same [`agree`] gave it). A library caller reports it
+/// on every rank, so the reason is printed even when the launcher kills the failed rank early.
+pub fn shared_failure(comm: &Comm, f: &Failed) -> String {
+    let (size, rank) = (comm.size as i64, comm.rank as i64);
+    let mine = match f {
+        Failed::Here(m) => Some(m.as_str()),
+        Failed::Elsewhere => None,
+    };
+    let Ok(first) = comm.max_i64(if mine.is_some() { size - rank } else { 0 }) else {
+        return mine.map_or_else(|| "another rank failed".into(), |m| format!("rank {rank}: {m}"));
+    };
+    let from = (size - first).clamp(0, size - 1) as usize;
+    let mut len = (mine.unwrap_or("").len() as u64).to_ne_bytes();
+    if comm.bcast(&mut len, from).is_err() {
+        return "another rank failed".into();
+    }
+    let mut text = if comm.rank == from {
+        mine.unwrap_or("").as_bytes().to_vec()
+    } else {
+        vec![0; u64::from_ne_bytes(len) as usize]
+    };
+    if comm.bcast(&mut text, from).is_err() {
+        return format!("rank {from} failed");
+    }
+    format!("rank {from}: {}", String::from_utf8_lossy(&text))
+}
+
 /// What the caller supplies to a rank's run: inputs and the execution of local programs.
 pub trait Rank {
     /// This rank's value of an entry parameter ([`Input`]) that no earlier stage computed.

@@ -1,0 +1,207 @@
+//! The front end under `mpirun` (SPMD, as sharpy runs the array API): every rank runs the same
+//! Rust program; an array on a team holds only this rank's block of its first axis, and a
+//! program over team arrays runs as a distributed job ([`strata_dist::job`]) — halos, gathers
+//! and collectives planned from the types, as `strata run --ranks N` does.
+//!
+//! [`init`] joins the job (call it once, first, on every rank; without it, or outside `mpirun`,
+//! team arrays are evaluated whole in one process). Host arrays are replicated: every rank
+//! computes the same value. Reads ([`Array::to_vec`], [`Array::to_ndarray`]) of a team array
+//! gather the whole array on every rank; [`Array::to_npy`] writes each rank's block into one
+//! file; [`Array::from_npy_on`] reads only the rank's rows; [`Array::local_vec`] and
+//! [`Array::local_rows`] give the block itself.
+//!
+//! ```no_run
+//! use strata_array::*;
+//! let job = spmd::init()?; // under `mpirun -n 3`
+//! let x = Array::from_npy_on("x.npy".as_ref(), &Place::world())?; // each rank reads its rows
+//! let y = add(&multiply(&x, &x)?, &Array::scalar(1.0))?; // runs on each rank's block
+//! y.to_npy("y.npy".as_ref())?; // each rank writes its block into one file
+//! println!("rank {} of {}: sum {:?}", job.rank(), job.size(), sum(&y, None, false)?.to_vec::<f64>()?);
+//! # Ok::<(), ArrayError>(())
+//! ```
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use strata_dist::job::{self, Failed};
+use strata_dist::{Comm, Distribution};
+use strata_entity::Handle;
+use strata_ir::{Function, Interval, Module, TypeArena};
+use strata_runtime::{Tensor, Value, ValueType};
+
+use crate::array::{value_type, Array};
+use crate::engine::{self, Backend};
+use crate::error::{ArrayError, Result};
+
+thread_local! {
+    static COMM: RefCell<Option<Rc<Comm>>> = const { RefCell::new(None) };
+}
+
+/// This process's membership of an MPI job. Dropping it ends MPI on this rank (after the last
+/// evaluation of a team array).
+pub struct Job {
+    comm: Rc<Comm>,
+}
+
+impl Job {
+    /// This rank (0-based).
+    pub fn rank(&self) -> usize {
+        self.comm.rank
+    }
+
+    /// The number of ranks.
+    pub fn size(&self) -> usize {
+        self.comm.size
+    }
+
+    /// Waits for every rank.
+    ///
+    /// # Errors
+    /// An MPI failure.
+    pub fn barrier(&self) -> Result<()> {
+        self.comm.barrier().map_err(|e| ArrayError::Run(e.to_string()))
+    }
+}
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        COMM.with(|c| c.borrow_mut().take());
+        let _ = self.comm.finalize();
+    }
+}
+
+/// Joins the MPI job this process was started in (`mpirun -n N prog`; a single process counts
+/// as a job of one rank): team arrays are distributed over its ranks from now on.
+///
+/// # Errors
+/// `mpicc` is missing or the MPI layer does not build or load (`scripts/mpi-env` installs
+/// Open MPI), MPI fails to start, or the job was already joined.
+pub fn init() -> Result<Job> {
+    if COMM.with(|c| c.borrow().is_some()) {
+        return Err(ArrayError::Run("spmd::init: this process already joined the job".into()));
+    }
+    let comm = Rc::new(Comm::init().map_err(|e| ArrayError::Run(format!("spmd::init: {e}")))?);
+    COMM.with(|c| *c.borrow_mut() = Some(comm.clone()));
+    Ok(Job { comm })
+}
+
+/// The job, once joined.
+pub(crate) fn comm() -> Option<Rc<Comm>> {
+    COMM.with(|c| c.borrow().clone())
+}
+
+/// The rows of an array's first axis this rank holds, when it is a team array of a job.
+pub(crate) fn owned(x: &Array) -> Option<Interval> {
+    let comm = comm()?;
+    if !x.on_team() {
+        return None;
+    }
+    Some(strata_runtime::dist::block_partition(Interval::new(0, x.shape()[0] as i64), comm.size as u32)[comm.rank])
+}
+
+/// Whether a traced program runs as a distributed job: a job was joined and it has team values.
+pub(crate) fn distributed(text: &str) -> bool {
+    comm().is_some() && text.contains("team = ")
+}
+
+/// Runs a compiled program over team arrays as a distributed job on this rank: `inputs` are
+/// this rank's values of the parameters (a team array's block, a host array whole). Returns
+/// this rank's block of a team result, the whole of a host one.
+pub(crate) fn run(dist: &Distribution, inputs: &[Rc<Tensor>], backend: Backend) -> Result<Tensor> {
+    let comm = comm().expect("a joined job");
+    let mut rank_io = FrontEndRank { inputs, backend };
+    let mut clock = job::Clock::default();
+    let outputs = job::run(&comm, dist, &mut rank_io, 0, &mut clock).map_err(|f| failure(&comm, f))?;
+    let out = outputs.into_iter().next().ok_or_else(|| ArrayError::Run("the program has no result".into()))?;
+    match out.block {
+        Some((level, owned, _)) => job::owned_rows(&out.value, level, owned).map_err(ArrayError::Run),
+        None => out.value.into_tensor().map_err(|e| ArrayError::Run(e.to_string())),
+    }
+}
+
+/// The whole of a team array on every rank (a collective call).
+pub(crate) fn gather_whole(x: &Array, block: &Rc<Tensor>) -> Result<Tensor> {
+    let comm = comm().expect("a joined job");
+    let owned = owned(x).expect("a team array");
+    let global = value_type(x.shape(), x.dtype(), x.place());
+    let v = Value::Tensor((**block).clone());
+    job::agree(&comm, job::allgather(&comm, &v, 0, owned, &global)).map_err(|f| failure(&comm, f))
+}
+
+/// Writes an array into one `.npy` file: a team array's blocks by their ranks, a replicated
+/// one by rank 0 (a collective call).
+pub(crate) fn write_npy(x: &Array, value: &Rc<Tensor>, path: &std::path::Path) -> Result<()> {
+    let comm = comm().expect("a joined job");
+    let block = owned(x).map(|iv| (0, iv, value_type(x.shape(), x.dtype(), x.place())));
+    let v = Value::Tensor((**value).clone());
+    job::write_output(&comm, "array", path, &v, block.as_ref()).map_err(|f| failure(&comm, f))
+}
+
+/// Reads this rank's rows of a `.npy` file holding an array of `ty` (the whole array's type).
+pub(crate) fn read_rows(path: &std::path::Path, x_ty: &ValueType, rows: Interval) -> Result<Tensor> {
+    let comm = comm().expect("a joined job");
+    let mut held = strata_dist::slab::with_rows(x_ty, 0, rows);
+    let read = strata_dist::slab::read_rows(path, "array", x_ty, 0, rows, &mut held);
+    job::agree(&comm, read).map_err(|f| match failure(&comm, f) {
+        ArrayError::Run(m) => ArrayError::Data(m),
+        e => e,
+    })?;
+    Ok(held)
+}
+
+/// A failed collective step as an error on every rank, naming the lowest failed rank and its
+/// message (shared by all ranks, so whichever rank reports first tells the reason).
+fn failure(comm: &Comm, f: Failed) -> ArrayError {
+    ArrayError::Run(job::shared_failure(comm, &f))
+}
+
+/// The front end's side of a rank's run: its arrays' values, and local programs run natively
+/// where they compile (else in the interpreter), as the thread's [`Backend`] says.
+struct FrontEndRank<'a> {
+    inputs: &'a [Rc<Tensor>],
+    backend: Backend,
+}
+
+impl job::Rank for FrontEndRank<'_> {
+    fn input(&mut self, input: job::Input<'_>) -> job::Step<Value> {
+        let t = self.inputs.get(input.index).ok_or_else(|| format!("no value for `{}`", input.name))?;
+        input.held_from_owned(t).map(Value::Tensor)
+    }
+
+    fn execute(
+        &mut self,
+        module: &Module,
+        types: &TypeArena,
+        entry: Handle<Function>,
+        args: &[Value],
+    ) -> job::Step<Vec<(String, Value)>> {
+        let native = match self.backend {
+            Backend::Interp => None,
+            _ => Some(engine::build_native(module, types, entry)),
+        };
+        match native {
+            Some(Ok((program, lib))) => {
+                let f = &module.functions[entry];
+                let names: Vec<String> = f.params.iter().map(|&p| f.exprs[p].name.clone()).collect();
+                let result_ty = f.result.map(|r| ValueType::from_ir(types, r));
+                let threads = strata_dist::comm::threads_per_rank();
+                let mut buffers = strata_codegen::exec::Buffers::new(&program, args).map_err(|e| e.to_string())?;
+                buffers.call(&lib, threads).map_err(|e| e.to_string())?;
+                Ok(buffers.into_values(&program, args, &names, result_ty.as_ref()))
+            }
+            Some(Err(why)) if self.backend == Backend::Native => {
+                Err(format!("the native backend does not compile this program: {why}"))
+            }
+            _ => {
+                let interp = strata_interp::Interpreter::new(module, types);
+                let tensors = args
+                    .iter()
+                    .cloned()
+                    .map(|a| a.into_tensor().map_err(|e| e.to_string()))
+                    .collect::<job::Step<Vec<_>>>()?;
+                let out = interp.run(entry, tensors).map_err(|e| e.to_diagnostic().message.clone())?;
+                Ok(out.values.into_iter().map(|(n, t)| (n, Value::Tensor(t))).collect())
+            }
+        }
+    }
+}
