@@ -16,7 +16,7 @@
 //! let x = Array::from_npy_on("x.npy".as_ref(), &Place::world())?; // each rank reads its rows
 //! let y = add(&multiply(&x, &x)?, &Array::scalar(1.0))?; // runs on each rank's block
 //! y.to_npy("y.npy".as_ref())?; // each rank writes its block into one file
-//! println!("rank {} of {}: sum {:?}", job.rank(), job.size(), sum(&y, None, false)?.to_vec::<f64>()?);
+//! println!("rank {} of {}: sum {:?}", job.rank(), job.size(), sum(&y, None, None, false)?.to_vec::<f64>()?);
 //! # Ok::<(), ArrayError>(())
 //! ```
 
