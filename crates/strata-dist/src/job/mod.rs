@@ -1,6 +1,6 @@
 //! One rank's part of a distributed run: every stage of a [`Distribution`] run in turn — its
 //! local program, this rank's block of every input, the halo exchange (or the inspector and
-//! fetch of [`inspect`]), the run, the combination of the stage's collective — and the results
+//! fetch of neighbor shifts of distributed sources), the run, the combination of the stage's collective — and the results
 //! as this rank's blocks ([`Output`]).
 //!
 //! Where inputs come from and how a local program runs are the caller's ([`Rank`]): the
