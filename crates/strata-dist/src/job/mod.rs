@@ -1,7 +1,7 @@
 //! One rank's part of a distributed run: every stage of a [`Distribution`] run in turn — its
-//! local program, this rank's block of every input, the halo exchange (or the inspector and
-//! fetch of neighbor shifts of distributed sources), the run, the combination of the stage's collective — and the results
-//! as this rank's blocks ([`Output`]).
+//! local program, this rank's block of every input, the halo exchange (or, for neighbor shifts
+//! of distributed sources, the inspector and fetch), the run, the combination of the stage's
+//! collective — and the results as this rank's blocks ([`Output`]).
 //!
 //! Where inputs come from and how a local program runs are the caller's ([`Rank`]): the
 //! `strata` command reads files and runs native code with an interpreter fallback; the array
