@@ -4,7 +4,8 @@
 //! not align (halos), cartesian shifts along `I` and `J`, neighbor shifts and reductions through
 //! tables over `I` with skip values (rows planned from the entries at run time), reductions over
 //! `I` (stages whose partials are combined), scans along `I` (carried rank to rank) and along
-//! `J`, payloads that ignore their operand (counting), and `I` intervals of 1–2 rows, so that
+//! `J`, `collect`s read inside the program (gathered on every rank, shifted whole, distributed
+//! again), payloads that ignore their operand (counting), and `I` intervals of 1–2 rows, so that
 //! some ranks hold none. Values are `i64`, so reassociated sums are still exact and the
 //! comparison is byte for byte.
 
@@ -83,7 +84,7 @@ fn generate(rng: &mut XorShift, id: usize) -> Program {
         let b = vals[rng.below(vals.len() as u64) as usize].clone();
         let name = format!("v{n}");
         let out = |i, j| V { name: name.clone(), i, j };
-        let (op, v): (String, V) = match rng.below(9) {
+        let (op, v): (String, V) = match rng.below(10) {
             0..=2 => {
                 // Name-based broadcast: intervals intersect, a missing dimension broadcasts.
                 let i = match (a.i, b.i) {
@@ -162,6 +163,20 @@ fn generate(rng: &mut XorShift, id: usize) -> Program {
                 let (dim, fw) = (if along_i { "I" } else { "J" }, rng.below(2) == 0);
                 (format!("scan(@step{id}_{n}, %{}, dim = {dim}, forward = {fw}, init = 1)", a.name), out(a.i, a.j))
             }
+            8 if a.i.is_some() => {
+                // A collect read inside the program (a stage: blocks gathered on every rank), a
+                // shift of the whole value on every rank, distributed again.
+                let (s, e) = a.i.expect("I");
+                let off = rng.range(-2, 3);
+                let host = |i: (i64, i64)| {
+                    let j = a.j.map_or(String::new(), |n| format!(", J[0:{n}]"));
+                    format!("tensor<i64, I[{}:{}]{j}>", i.0, i.1)
+                };
+                let shifted = (s - off, e - off);
+                let _ = writeln!(body, "  %c{n} = collect(%{}) : {}", a.name, host((s, e)));
+                let _ = writeln!(body, "  %h{n} = cartesian_shift(%c{n}, dim = I, offset = {off}) : {}", host(shifted));
+                (format!("distribute(%h{n}, ranks = world, dim = I)"), out(Some(shifted), a.j))
+            }
             _ => continue,
         };
         let _ = writeln!(body, "  %{} = {op} : {}", v.name, ty(&v));
@@ -201,7 +216,7 @@ fn random_distributed_programs_equal_one_process_on_1_to_3_ranks() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let mut rng = XorShift::new(20261124);
-    let (mut ran, mut with_tables, mut stages) = (0, 0, 0);
+    let (mut ran, mut with_tables, mut stages, mut collects) = (0, 0, 0, 0);
     for id in 0..24 {
         let p = generate(&mut rng, id);
         let file = dir.join(format!("g{id}.strata"));
@@ -238,8 +253,13 @@ fn random_distributed_programs_equal_one_process_on_1_to_3_ranks() {
         ran += 1;
         with_tables += usize::from(!p.tables.is_empty());
         stages += usize::from(p.text.contains("map_reduce") || p.text.contains("dim = I,"));
+        collects += usize::from(p.text.contains("collect("));
     }
     // The generator must reach what it is for.
-    assert!(with_tables >= 5 && stages >= 5, "{ran} programs, {with_tables} with tables, {stages} with stages");
+    assert!(
+        with_tables >= 5 && stages >= 5 && collects >= 4,
+        "{ran} programs, {with_tables} with tables, {stages} with stages, {collects} with collects"
+    );
+    eprintln!("{ran} programs, {with_tables} with tables, {stages} with stages, {collects} with collects");
     let _ = std::fs::remove_dir_all(&dir);
 }
