@@ -366,3 +366,57 @@ fn a_bad_table_entry_on_one_rank_ends_the_job() {
     assert!(e.contains("error: rank ") && e.contains("neighbor table entry"), "{e}");
     assert!(!out.exists(), "no output is left");
 }
+
+#[test]
+fn tuple_inputs_and_outputs_equal_one_process() {
+    require_mpi();
+    let d = tmp("tuples");
+    let make = d.join("make.strata");
+    std::fs::write(
+        &make,
+        "func @main(%x: tensor<f64, I[-1:11]>, %y: tensor<f64, I[-1:11]>) -> tensor<(f64, f64), I[-1:11]> {\n  \
+         %t = make_tuple(%x, %y) : tensor<(f64, f64), I[-1:11]>\n  return %t\n}\n",
+    )
+    .unwrap();
+    let pairs = d.join("pairs.npz").display().to_string();
+    ok(&strata(&[
+        "run",
+        &make.display().to_string(),
+        "--arg",
+        "x=random:1",
+        "--arg",
+        "y=random:2",
+        "--out",
+        &format!("result={pairs}"),
+    ]));
+    // A tuple input partitioned by rows (its halo exchanged field by field), a tuple result
+    // gathered into one `.npz`.
+    let prog = d.join("tuples.strata");
+    std::fs::write(
+        &prog,
+        "!P = tensor<(f64, f64), I[-1:11] block, team = world>\n\
+         !T = tensor<(f64, f64), I[-1:10] block, team = world>\n\
+         func @main(%p: !P) -> !T {\n  \
+         %a = cartesian_shift(%p, dim = I, offset = 1) : tensor<(f64, f64), I[-2:10] block, team = world>\n  \
+         %x = tuple_get(%a, index = 0) : tensor<f64, I[-2:10] block, team = world>\n  \
+         %y = tuple_get(%p, index = 1) : tensor<f64, I[-1:11] block, team = world>\n  \
+         %s = plus(%x, %y) : tensor<f64, I[-1:10] block, team = world>\n  \
+         %t = make_tuple(%s, %x) : !T\n  return %t\n}\n",
+    )
+    .unwrap();
+    let prog = prog.display().to_string();
+    let run = |extra: &[&str], out: &Path| {
+        let mut v = vec!["run", prog.as_str(), "--arg"];
+        let p = format!("p={pairs}");
+        v.push(&p);
+        v.extend_from_slice(extra);
+        let o = format!("result={}", out.display());
+        v.extend_from_slice(&["--out", &o]);
+        ok(&strata(&v));
+        std::fs::read(out).unwrap()
+    };
+    let single = run(&[], &d.join("single.npz"));
+    for n in ["1", "2", "3", "4"] {
+        assert!(run(&["--ranks", n], &d.join(format!("r{n}.npz"))) == single, "{n} ranks differ from one process");
+    }
+}

@@ -165,7 +165,7 @@ pub fn read_rows(
 /// Creates `path` as a `.npy` file of the global type `ty` (header written, data zero-filled to
 /// its full size); returns the byte offset of the data. One rank calls this.
 pub fn create_npy(path: &Path, ty: &ValueType) -> Result<u64, String> {
-    let scalar = ty.element.scalar().ok_or("a distributed output holds scalars")?;
+    let scalar = ty.element.scalar().ok_or("a distributed output must hold scalars")?;
     let shape: Vec<u64> = ty.shape().iter().map(|&d| d as u64).collect();
     let mut header = Vec::new();
     let dtype = npyz::DType::Plain(strata_runtime::npy::descr(scalar).parse().map_err(|e| format!("{e:?}"))?);

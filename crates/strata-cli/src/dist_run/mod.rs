@@ -286,7 +286,8 @@ fn owned_arg(input: &job::Input<'_>, source: Option<ArgSource>) -> job::Step<Val
     let (name, local, rank) = (input.name, input.held, input.rank);
     match (input.block, source) {
         (Some(b), _) if input.output => Ok(Value::Tensor(Tensor::zeros(&with_interval(local, b.level, b.owned[rank])))),
-        (Some(b), Some(ArgSource::File(path))) => {
+        // Tuple elements come in an `.npz` (one array per field): read whole, cut below.
+        (Some(b), Some(ArgSource::File(path))) if input.global.element.scalar().is_some() => {
             let mut held = Tensor::zeros(local);
             slab::read_rows(&path, name, input.global, b.level, b.owned[rank], &mut held)?;
             Ok(Value::Tensor(held))

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use strata_ir::{Interval, LevelFormat};
-use strata_runtime::{Tensor, Value, ValueType};
+use strata_runtime::{Data, ElemType, Tensor, Value, ValueType};
 
 use super::{agree, Failed, Step};
 use crate::{slab, Comm};
@@ -47,7 +47,8 @@ impl Gathered {
         let mine = owned_rows(v, level, owned)?;
         let whole = Tensor::zeros(&with_interval(&mine.ty, level, global.levels[level].interval));
         let parts = strata_runtime::dist::block_partition(global.levels[level].interval, comm.size as u32);
-        let geo = slab::Rows::of(&mine.ty, level).ok_or("a distributed result holds scalars")?;
+        let geo =
+            slab::Rows::of(&mine.ty, level).ok_or("a distributed result must hold scalars or tuples of scalars")?;
         let counts: Vec<usize> = parts.iter().map(|p| geo.outer * geo.inner * geo.elem * p.len() as usize).collect();
         let bytes = comm.gatherv(slab::bytes(&mine), &counts, 0).map_err(|e| e.to_string())?;
         Ok(Gathered { whole, bytes, parts, counts, level })
@@ -64,13 +65,53 @@ impl Gathered {
     }
 }
 
-/// Gathers a distributed result on rank 0 (`None` on the others): a collective call.
+/// A tensor of tuples as one tensor of scalars per field, nested tuples flattened in order; a
+/// tensor of scalars as itself.
+fn fields(t: Tensor) -> Vec<Tensor> {
+    match (t.ty.element.clone(), t.data) {
+        (ElemType::Tuple(types), Data::Tuple(parts)) => types
+            .into_iter()
+            .zip(parts)
+            .flat_map(|(element, data)| {
+                fields(Tensor { ty: ValueType { element, ..t.ty.clone() }, data, present: t.present.clone() })
+            })
+            .collect(),
+        (_, data) => vec![Tensor { data, ..t }],
+    }
+}
+
+/// The inverse of [`fields`]: a tensor of `ty`'s element from its fields' tensors, in order.
+fn from_fields(ty: &ValueType, element: &ElemType, parts: &mut impl Iterator<Item = Tensor>) -> Tensor {
+    match element {
+        ElemType::Tuple(types) => {
+            let data = types.iter().map(|f| from_fields(ty, f, parts).data).collect();
+            Tensor { ty: ValueType { element: element.clone(), ..ty.clone() }, data: Data::Tuple(data), present: None }
+        }
+        _ => parts.next().expect("one tensor per field"),
+    }
+}
+
+/// Gathers a distributed result on rank 0 (`None` on the others): a collective call. Tuple
+/// elements are gathered field by field.
 ///
 /// # Errors
 /// This rank's value does not hold its block, or MPI fails.
 pub fn gather(comm: &Comm, v: &Value, level: usize, owned: Interval, global: &ValueType) -> Step<Option<Value>> {
-    let mut g = Gathered::new(comm, v, level, owned, global)?;
-    Ok(g.bytes.take().map(|bytes| Value::Tensor(g.assemble(&bytes))))
+    let t = v.clone().into_tensor().map_err(|e| e.to_string())?;
+    let ty = t.ty.clone();
+    let mut parts = Vec::new();
+    for field in fields(t) {
+        let mut g = Gathered::new(comm, &Value::Tensor(field), level, owned, global)?;
+        if let Some(bytes) = g.bytes.take() {
+            parts.push(g.assemble(&bytes));
+        }
+    }
+    if parts.is_empty() {
+        return Ok(None);
+    }
+    let whole_ty = parts[0].ty.clone();
+    let mut it = parts.into_iter();
+    Ok(Some(Value::Tensor(from_fields(&ValueType { element: ty.element.clone(), ..whole_ty }, &ty.element, &mut it))))
 }
 
 /// Gathers a distributed result on every rank (gathered on rank 0 and broadcast): a
@@ -87,7 +128,8 @@ pub fn allgather(comm: &Comm, v: &Value, level: usize, owned: Interval, global: 
 
 /// Writes a result to `path` (a collective call): a distributed one by every rank at its
 /// block's offset in one temporary file beside `path`, renamed into place once all have
-/// written (removed if any failed); a replicated one by rank 0.
+/// written (removed if any failed); a replicated one, and a distributed one of tuples (an
+/// `.npz`), by rank 0.
 ///
 /// # Errors
 /// Any rank failing to write (every rank returns an error; `path` is untouched).
@@ -98,6 +140,13 @@ pub fn write_output(
     v: &Value,
     block: Option<&(usize, Interval, ValueType)>,
 ) -> Result<(), Failed> {
+    let tuples = matches!(v, Value::Tensor(t) if matches!(t.ty.element, ElemType::Tuple(_)));
+    if let (Some((level, owned, global)), true) = (block, tuples) {
+        // Tuple elements go to an `.npz` (one array per field), which ranks do not write into
+        // at offsets: gathered on rank 0, written there.
+        let whole = agree(comm, gather(comm, v, *level, *owned, global))?;
+        return write_output(comm, name, path, whole.as_ref().unwrap_or(v), None);
+    }
     let Some((level, owned, global)) = block else {
         let step = if comm.rank == 0 {
             match v {
