@@ -38,6 +38,9 @@ pub struct CacheStats {
     pub native_runs: u64,
     /// Runs on the interpreter.
     pub interpreted_runs: u64,
+    /// Runs as distributed jobs under [`crate::spmd`] (each stage's local program native
+    /// where it compiles, else interpreted).
+    pub distributed_runs: u64,
 }
 
 struct Compiled {
@@ -129,7 +132,7 @@ pub(crate) fn run(p: Program) -> Result<Tensor> {
             strata_dist::Distribution::new(&c.module, &c.types, c.entry, size).map_err(|e| e.to_string())
         });
         let dist = dist.as_ref().map_err(|e| ArrayError::Run(format!("the program cannot run distributed: {e}")))?;
-        bump(|s| s.native_runs += 1);
+        bump(|s| s.distributed_runs += 1);
         return crate::spmd::run(dist, &p.inputs, b);
     }
     let native = if b == Backend::Interp {
