@@ -240,9 +240,8 @@ impl Array {
         let shape = t.ty.shape();
         let mut ty = value_type(&shape, dtype, &place);
         let mut data = t.data;
-        if let (Some(comm), Some(_), false) = (crate::spmd::comm(), place.team, shape.is_empty()) {
+        if let Some(rows) = crate::spmd::block(&place, &shape) {
             // Under `mpirun` a team array holds only this rank's block.
-            let rows = strata_runtime::dist::block_partition(ty.levels[0].interval, comm.size as u32)[comm.rank];
             data = strata_dist::slab::slice(&Tensor { ty: ty.clone(), data, present: None }, 0, rows).data;
             ty.levels[0].interval = rows;
         }

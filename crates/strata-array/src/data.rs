@@ -120,16 +120,14 @@ impl Array {
 
 /// The elements of `t` (the value of `x`) as `T`s.
 fn column_values<T: Element>(x: &Array, t: &Tensor) -> Result<Vec<T>> {
-    {
-        let Data::Scalars(c) = &t.data else { unreachable!("arrays hold scalars") };
-        T::values(c).map(<[T]>::to_vec).ok_or_else(|| {
-            ArrayError::Data(format!(
-                "to_vec: the array's dtype is {}, not {}",
-                x.dtype().numpy_name(),
-                T::DTYPE.numpy_name()
-            ))
-        })
-    }
+    let Data::Scalars(c) = &t.data else { unreachable!("arrays hold scalars") };
+    T::values(c).map(<[T]>::to_vec).ok_or_else(|| {
+        ArrayError::Data(format!(
+            "to_vec: the array's dtype is {}, not {}",
+            x.dtype().numpy_name(),
+            T::DTYPE.numpy_name()
+        ))
+    })
 }
 
 impl Array {
@@ -175,8 +173,7 @@ impl Array {
             )));
         }
         let ty = value_type(&shape, dtype, place);
-        if let Some(comm) = crate::spmd::comm().filter(|_| place.team.is_some()) {
-            let rows = strata_runtime::dist::block_partition(ty.levels[0].interval, comm.size as u32)[comm.rank];
+        if let Some(rows) = crate::spmd::block(place, &shape) {
             let t = crate::spmd::read_rows(path, &ty, rows)?;
             return Ok(Array::from_block(t, &shape, place.clone()));
         }

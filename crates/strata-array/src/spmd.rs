@@ -29,7 +29,7 @@ use strata_entity::Handle;
 use strata_ir::{Function, Interval, Module, TypeArena};
 use strata_runtime::{Tensor, Value, ValueType};
 
-use crate::array::{value_type, Array};
+use crate::array::{value_type, Array, Place};
 use crate::engine::{self, Backend};
 use crate::error::{ArrayError, Result};
 
@@ -92,11 +92,31 @@ pub(crate) fn comm() -> Option<Rc<Comm>> {
 
 /// The rows of an array's first axis this rank holds, when it is a team array of a job.
 pub(crate) fn owned(x: &Array) -> Option<Interval> {
-    let comm = comm()?;
     if !x.on_team() {
         return None;
     }
-    Some(strata_runtime::dist::block_partition(Interval::new(0, x.shape()[0] as i64), comm.size as u32)[comm.rank])
+    block(x.place(), x.shape())
+}
+
+/// The rows of the first axis this rank holds of an array of `shape` at `place`, when the
+/// place is a team of a joined job (and the array is not 0-d).
+pub(crate) fn block(place: &Place, shape: &[usize]) -> Option<Interval> {
+    let comm = comm()?;
+    let rows = *shape.first()?;
+    place.team?;
+    Some(strata_runtime::dist::block_partition(Interval::new(0, rows as i64), comm.size as u32)[comm.rank])
+}
+
+/// Checks a team size given at a call (`op`): under a joined job it must be the job's size or
+/// [`crate::WORLD`] (`hint` names the call's way to say the latter).
+pub(crate) fn check_team(op: &'static str, ranks: u32, hint: &str) -> Result<()> {
+    match comm() {
+        Some(c) if ranks != crate::WORLD && ranks as usize != c.size => Err(crate::error::invalid(
+            op,
+            format!("a team of {ranks} ranks, but the job has {} (use {hint} to run at any rank count)", c.size),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Whether a traced program runs as a distributed job: a job was joined and it has team values.
@@ -114,7 +134,9 @@ pub(crate) fn run(dist: &Distribution, inputs: &[Rc<Tensor>], backend: Backend) 
     let outputs = job::run(&comm, dist, &mut rank_io, 0, &mut clock).map_err(|f| failure(&comm, f))?;
     let out = outputs.into_iter().next().ok_or_else(|| ArrayError::Run("the program has no result".into()))?;
     match out.block {
-        Some((level, owned, _)) => job::owned_rows(&out.value, level, owned).map_err(ArrayError::Run),
+        Some((level, owned, _)) => {
+            job::dense(&out.value).and_then(|t| job::owned_rows(&t, level, owned)).map_err(ArrayError::Run)
+        }
         None => out.value.into_tensor().map_err(|e| ArrayError::Run(e.to_string())),
     }
 }
@@ -124,8 +146,7 @@ pub(crate) fn gather_whole(x: &Array, block: &Rc<Tensor>) -> Result<Tensor> {
     let comm = comm().expect("a joined job");
     let owned = owned(x).expect("a team array");
     let global = value_type(x.shape(), x.dtype(), x.place());
-    let v = Value::Tensor((**block).clone());
-    job::agree(&comm, job::allgather(&comm, &v, 0, owned, &global)).map_err(|f| failure(&comm, f))
+    job::agree(&comm, job::allgather(&comm, block, 0, owned, &global)).map_err(|f| failure(&comm, f))
 }
 
 /// Writes an array into one `.npy` file: a team array's blocks by their ranks, a replicated
@@ -142,10 +163,7 @@ pub(crate) fn read_rows(path: &std::path::Path, x_ty: &ValueType, rows: Interval
     let comm = comm().expect("a joined job");
     let mut held = strata_dist::slab::with_rows(x_ty, 0, rows);
     let read = strata_dist::slab::read_rows(path, "array", x_ty, 0, rows, &mut held);
-    job::agree(&comm, read).map_err(|f| match failure(&comm, f) {
-        ArrayError::Run(m) => ArrayError::Data(m),
-        e => e,
-    })?;
+    job::agree(&comm, read).map_err(|f| ArrayError::Data(job::shared_failure(&comm, &f)))?;
     Ok(held)
 }
 
@@ -185,23 +203,15 @@ impl job::Rank for FrontEndRank<'_> {
                 let names: Vec<String> = f.params.iter().map(|&p| f.exprs[p].name.clone()).collect();
                 let result_ty = f.result.map(|r| ValueType::from_ir(types, r));
                 let threads = strata_dist::comm::threads_per_rank();
-                let mut buffers = strata_codegen::exec::Buffers::new(&program, args).map_err(|e| e.to_string())?;
-                buffers.call(&lib, threads).map_err(|e| e.to_string())?;
-                Ok(buffers.into_values(&program, args, &names, result_ty.as_ref()))
+                let values =
+                    strata_codegen::exec::run_threads(&program, &lib, args, &names, result_ty.as_ref(), threads)
+                        .map_err(|e| e.to_string())?;
+                Ok(values.into_iter().map(|(n, t)| (n, Value::Tensor(t))).collect())
             }
             Some(Err(why)) if self.backend == Backend::Native => {
                 Err(format!("the native backend does not compile this program: {why}"))
             }
-            _ => {
-                let interp = strata_interp::Interpreter::new(module, types);
-                let tensors = args
-                    .iter()
-                    .cloned()
-                    .map(|a| a.into_tensor().map_err(|e| e.to_string()))
-                    .collect::<job::Step<Vec<_>>>()?;
-                let out = interp.run(entry, tensors).map_err(|e| e.to_diagnostic().message.clone())?;
-                Ok(out.values.into_iter().map(|(n, t)| (n, Value::Tensor(t))).collect())
-            }
+            _ => job::interpret(module, types, entry, args),
         }
     }
 }

@@ -56,8 +56,6 @@ pub enum Collective {
     Gather {
         /// The collected value's name: a (replicated) parameter of the later stages.
         name: String,
-        /// The block level of the stage's result.
-        level: usize,
         /// The collected value's type (the level dense, no team).
         ty: strata_runtime::ValueType,
     },
@@ -178,7 +176,7 @@ fn collective_points(module: &Module, types: &TypeArena, entry: Handle<Function>
                 ExprKind::Op(op)
                     if !contracted_blocks(f, types, op).is_empty()
                         || scanned_block(f, types, op, *v).is_some()
-                        || gathered_block(f, types, *v).is_some() =>
+                        || gathers(f, types, *v) =>
                 {
                     Some(*v)
                 }
@@ -189,13 +187,12 @@ fn collective_points(module: &Module, types: &TypeArena, entry: Handle<Function>
         .collect()
 }
 
-/// The block level of the operand of `v`, a `collect` that `f` reads or returns.
-fn gathered_block(f: &Function, types: &TypeArena, v: Value) -> Option<usize> {
-    let ExprKind::Op(Op::Collect { arg }) = &f.exprs[v].kind else { return None };
-    let level = crate::plan::block_level(types, f.exprs[*arg].ty)?.0;
+/// Whether `v` is a `collect` of a block value that `f` reads or returns.
+fn gathers(f: &Function, types: &TypeArena, v: Value) -> bool {
+    let ExprKind::Op(Op::Collect { arg }) = &f.exprs[v].kind else { return false };
     let read = f.exprs.iter().any(|(_, e)| matches!(&e.kind, ExprKind::Op(op) if op.operands().contains(&v)));
     let returned = f.body.iter().any(|(_, s)| matches!(s, Statement::Return(r) if *r == v));
-    (read || returned).then_some(level)
+    crate::plan::block_level(types, f.exprs[*arg].ty).is_some() && (read || returned)
 }
 
 /// The values `f`'s results are: what it returns and writes to its outputs.
@@ -265,10 +262,10 @@ pub fn split(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
             // The last parameter: the plan's carry ([`crate::plan::PartialStart::Carry`]).
             g.params.push(p);
             Some(Collective::Carry { name: f.exprs[c].name.clone(), dim: dim.clone(), forward: *forward, carry })
-        } else if let Some(level) = gathered_block(f, types, points[k]) {
+        } else if gathers(f, types, points[k]) {
             let c = points[k];
             let ty = strata_runtime::ValueType::from_ir(types, f.exprs[c].ty);
-            Some(Collective::Gather { name: f.exprs[c].name.clone(), level, ty })
+            Some(Collective::Gather { name: f.exprs[c].name.clone(), ty })
         } else {
             let c = points[k];
             let ExprKind::Op(op @ Op::MapReduce { func, .. }) = &f.exprs[c].kind else { unreachable!("a map_reduce") };

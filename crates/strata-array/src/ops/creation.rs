@@ -13,15 +13,7 @@ fn check_place(op: &'static str, place: &Place, shape: &[usize]) -> Result<()> {
         if shape.is_empty() {
             return Err(invalid(op, "a 0-d array cannot be distributed over a team"));
         }
-        if let Some(comm) = crate::spmd::comm().filter(|c| r != super::WORLD && r as usize != c.size) {
-            return Err(invalid(
-                op,
-                format!(
-                    "a team of {r} ranks, but the job has {} (use `Place::world()` to run at any rank count)",
-                    comm.size
-                ),
-            ));
-        }
+        crate::spmd::check_team(op, r, "`Place::world()`")?;
     }
     Ok(())
 }

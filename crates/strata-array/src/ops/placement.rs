@@ -29,12 +29,7 @@ pub fn distribute(x: &Array, ranks: u32) -> Result<Array> {
     if let Some(r) = x.place().team {
         return Err(invalid("distribute", format!("the array is already on a team of {r} ranks; `collect` it first")));
     }
-    if let Some(comm) = crate::spmd::comm().filter(|c| ranks != WORLD && ranks as usize != c.size) {
-        return Err(invalid(
-            "distribute",
-            format!("a team of {ranks} ranks, but the job has {} (use `WORLD` to run at any rank count)", comm.size),
-        ));
-    }
+    crate::spmd::check_team("distribute", ranks, "`WORLD`")?;
     Ok(placed(x.clone(), &Place { device: x.device().to_string(), team: Some(ranks) }))
 }
 

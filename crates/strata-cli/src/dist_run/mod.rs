@@ -198,9 +198,10 @@ pub fn run_rank(file: &Path, opts: &RunOptions) -> i32 {
             continue;
         }
         let shown = match &r.block {
-            Some((level, owned, g)) => {
-                or_exit(&comm, job::agree(&comm, job::gather(&comm, &r.value, *level, *owned, g)))
-            }
+            Some((level, owned, g)) => or_exit(
+                &comm,
+                job::agree(&comm, job::dense(&r.value).and_then(|t| job::gather(&comm, &t, *level, *owned, g))),
+            ),
             None => Some(r.value.clone()),
         };
         if let (0, Some(v)) = (rank, shown) {
@@ -321,13 +322,7 @@ fn execute(
         "interp" => None,
         _ => Some(crate::run_native(module, types, entry, args, opts)),
     };
-    let interpret = || -> job::Step<Vec<(String, Value)>> {
-        let interp = strata_interp::Interpreter::new(module, types);
-        let tensors =
-            args.iter().cloned().map(|a| a.into_tensor().map_err(|e| e.to_string())).collect::<job::Step<Vec<_>>>()?;
-        let out = interp.run(entry, tensors).map_err(|e| e.to_diagnostic().message.clone())?;
-        Ok(out.values.into_iter().map(|(n, t)| (n, Value::Tensor(t))).collect())
-    };
+    let interpret = || job::interpret(module, types, entry, args);
     match native {
         Some(Ok(v)) => Ok(v),
         Some(Err(crate::NativeError::NotCompiled(_))) | None if opts.backend != "native" => {

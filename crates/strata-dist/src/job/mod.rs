@@ -19,7 +19,7 @@ use crate::{slab, BlockParam, Collective, Comm, Distribution, PartialStart, Plan
 mod inspect;
 mod output;
 
-pub use output::{allgather, gather, owned_rows, write_output};
+pub use output::{allgather, dense, gather, owned_rows, write_output};
 
 /// A phase that failed somewhere, once the ranks agreed on it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -89,6 +89,23 @@ pub trait Rank {
         entry: Handle<Function>,
         args: &[Value],
     ) -> Step<Vec<(String, Value)>>;
+}
+
+/// Runs a local program in the reference interpreter (what a [`Rank::execute`] falls back to
+/// where the native backend does not compile it).
+///
+/// # Errors
+/// A stored argument that does not convert, or the interpreter's run-time error.
+pub fn interpret(
+    module: &Module,
+    types: &TypeArena,
+    entry: Handle<Function>,
+    args: &[Value],
+) -> Step<Vec<(String, Value)>> {
+    let interp = strata_interp::Interpreter::new(module, types);
+    let tensors = args.iter().cloned().map(|a| a.into_tensor().map_err(|e| e.to_string())).collect::<Step<Vec<_>>>()?;
+    let out = interp.run(entry, tensors).map_err(|e| e.to_diagnostic().message.clone())?;
+    Ok(out.values.into_iter().map(|(n, t)| (n, Value::Tensor(t))).collect())
 }
 
 /// One parameter of a stage, as [`Rank::input`] is asked for it.
@@ -182,10 +199,10 @@ pub fn run(
                 v
             }
             Collective::Carry { .. } => v,
-            Collective::Gather { level, ty, .. } => {
-                let global = result_type(ps).ok_or_else(|| Failed::Here("internal: a gather of no tensor".into()))?;
-                let owned = strata_runtime::dist::block_partition(global.levels[*level].interval, size as u32)[rank];
-                let mut whole = agree(comm, allgather(comm, &Value::Tensor(v), *level, owned, &global))?;
+            Collective::Gather { ty, .. } => {
+                let (level, owned, global) = result_block(ps, rank, size)
+                    .ok_or_else(|| Failed::Here("internal: a gather of no distributed tensor".into()))?;
+                let mut whole = agree(comm, allgather(comm, &v, level, owned, &global))?;
                 whole.ty = ty.clone();
                 whole
             }
@@ -194,7 +211,8 @@ pub fn run(
         carried.push((c.name().to_string(), Value::Tensor(v)));
     }
     let values = last.ok_or_else(|| Failed::Here("internal: no final stage".into()))?;
-    let PlannedStage { stage, types, plan } = dist.0.last().expect("a final stage");
+    let last = dist.0.last().expect("a final stage");
+    let PlannedStage { stage, types, plan } = last;
     let f = &stage.module.functions[stage.entry];
     let global = |p: usize| ValueType::from_ir(types, f.exprs[f.params[p]].ty);
     Ok(values
@@ -202,22 +220,21 @@ pub fn run(
         .map(|(name, value)| {
             let block = match f.params.iter().position(|&p| f.exprs[p].name == name) {
                 Some(p) => plan.params.iter().find(|b| b.index == p).map(|b| (b.level, b.owned[rank], global(p))),
-                None => f.result.and_then(|r| {
-                    let g = ValueType::from_ir(types, r);
-                    let level = g.levels.iter().position(|l| l.format == LevelFormat::Block)?;
-                    let owned = strata_runtime::dist::block_partition(g.levels[level].interval, size as u32)[rank];
-                    Some((level, owned, g))
-                }),
+                None => result_block(last, rank, size),
             };
             Output { name, value, block }
         })
         .collect())
 }
 
-/// A stage's result type (the returned value's).
-fn result_type(ps: &PlannedStage) -> Option<ValueType> {
+/// A stage's distributed result on this rank: its block level, the block this rank owns, and
+/// the result's type (`None` for a replicated result).
+fn result_block(ps: &PlannedStage, rank: usize, size: usize) -> Option<(usize, Interval, ValueType)> {
     let f = &ps.stage.module.functions[ps.stage.entry];
-    f.result.map(|r| ValueType::from_ir(&ps.types, r))
+    let g = ValueType::from_ir(&ps.types, f.result?);
+    let level = g.levels.iter().position(|l| l.format == LevelFormat::Block)?;
+    let owned = strata_runtime::dist::block_partition(g.levels[level].interval, size as u32)[rank];
+    Some((level, owned, g))
 }
 
 /// Runs one stage on this rank: its local program, its block of every input (supplied, or a

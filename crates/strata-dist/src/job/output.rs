@@ -1,6 +1,7 @@
 //! A distributed result leaving the ranks: gathered (on one rank, or on all), or written into
 //! one `.npy` file by every rank at its block's offset.
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use strata_ir::{Interval, LevelFormat};
@@ -9,17 +10,27 @@ use strata_runtime::{Data, ElemType, Tensor, Value, ValueType};
 use super::{agree, Failed, Step};
 use crate::{slab, Comm};
 
+/// A value as a dense tensor: borrowed when it is one, stored values converted.
+///
+/// # Errors
+/// A stored value that does not convert.
+pub fn dense(v: &Value) -> Step<Cow<'_, Tensor>> {
+    match v {
+        Value::Tensor(t) => Ok(Cow::Borrowed(t)),
+        Value::Stored(s) => s.to_tensor().map(Cow::Owned).map_err(|e| e.to_string()),
+    }
+}
+
 /// The owned rows of a local result, as a tensor of their own.
 ///
 /// # Errors
-/// The value is not a dense tensor, or does not hold `owned`.
-pub fn owned_rows(v: &Value, level: usize, owned: Interval) -> Step<Tensor> {
-    let t = v.clone().into_tensor().map_err(|e| e.to_string())?;
+/// The value does not hold `owned`.
+pub fn owned_rows(t: &Tensor, level: usize, owned: Interval) -> Step<Tensor> {
     let have = t.ty.levels[level].interval;
     if !have.contains(owned) {
         return Err(format!("the local result covers {have}, not the owned block {owned}"));
     }
-    Ok(slab::slice(&t, level, owned))
+    Ok(slab::slice(t, level, owned))
 }
 
 fn with_interval(t: &ValueType, level: usize, iv: Interval) -> ValueType {
@@ -43,8 +54,8 @@ struct Gathered {
 
 impl Gathered {
     /// Gathers (a collective call).
-    fn new(comm: &Comm, v: &Value, level: usize, owned: Interval, global: &ValueType) -> Step<Gathered> {
-        let mine = owned_rows(v, level, owned)?;
+    fn new(comm: &Comm, t: &Tensor, level: usize, owned: Interval, global: &ValueType) -> Step<Gathered> {
+        let mine = owned_rows(t, level, owned)?;
         let whole = Tensor::zeros(&with_interval(&mine.ty, level, global.levels[level].interval));
         let parts = strata_runtime::dist::block_partition(global.levels[level].interval, comm.size as u32);
         let geo =
@@ -66,17 +77,29 @@ impl Gathered {
 }
 
 /// A tensor of tuples as one tensor of scalars per field, nested tuples flattened in order; a
-/// tensor of scalars as itself.
-fn fields(t: Tensor) -> Vec<Tensor> {
-    match (t.ty.element.clone(), t.data) {
-        (ElemType::Tuple(types), Data::Tuple(parts)) => types
-            .into_iter()
-            .zip(parts)
-            .flat_map(|(element, data)| {
-                fields(Tensor { ty: ValueType { element, ..t.ty.clone() }, data, present: t.present.clone() })
-            })
-            .collect(),
-        (_, data) => vec![Tensor { data, ..t }],
+/// tensor of scalars as itself (borrowed).
+fn fields(t: &Tensor) -> Vec<Cow<'_, Tensor>> {
+    if !matches!(t.data, Data::Tuple(_)) {
+        return vec![Cow::Borrowed(t)];
+    }
+    let mut out = Vec::new();
+    push_fields(t, &t.ty.element, &t.data, &mut out);
+    out.into_iter().map(Cow::Owned).collect()
+}
+
+/// Pushes the scalar fields of `data` (elements of type `element`, laid out as `t`) to `out`.
+fn push_fields(t: &Tensor, element: &ElemType, data: &Data, out: &mut Vec<Tensor>) {
+    match (element, data) {
+        (ElemType::Tuple(types), Data::Tuple(parts)) => {
+            for (e, d) in types.iter().zip(parts) {
+                push_fields(t, e, d, out);
+            }
+        }
+        _ => out.push(Tensor {
+            ty: ValueType { element: element.clone(), ..t.ty.clone() },
+            data: data.clone(),
+            present: t.present.clone(),
+        }),
     }
 }
 
@@ -96,12 +119,11 @@ fn from_fields(ty: &ValueType, element: &ElemType, parts: &mut impl Iterator<Ite
 ///
 /// # Errors
 /// This rank's value does not hold its block, or MPI fails.
-pub fn gather(comm: &Comm, v: &Value, level: usize, owned: Interval, global: &ValueType) -> Step<Option<Value>> {
-    let t = v.clone().into_tensor().map_err(|e| e.to_string())?;
-    let ty = t.ty.clone();
+pub fn gather(comm: &Comm, t: &Tensor, level: usize, owned: Interval, global: &ValueType) -> Step<Option<Value>> {
+    let ty = &t.ty;
     let mut parts = Vec::new();
     for field in fields(t) {
-        let mut g = Gathered::new(comm, &Value::Tensor(field), level, owned, global)?;
+        let mut g = Gathered::new(comm, &field, level, owned, global)?;
         if let Some(bytes) = g.bytes.take() {
             parts.push(g.assemble(&bytes));
         }
@@ -119,8 +141,8 @@ pub fn gather(comm: &Comm, v: &Value, level: usize, owned: Interval, global: &Va
 ///
 /// # Errors
 /// This rank's value does not hold its block, or MPI fails.
-pub fn allgather(comm: &Comm, v: &Value, level: usize, owned: Interval, global: &ValueType) -> Step<Tensor> {
-    let mut g = Gathered::new(comm, v, level, owned, global)?;
+pub fn allgather(comm: &Comm, t: &Tensor, level: usize, owned: Interval, global: &ValueType) -> Step<Tensor> {
+    let mut g = Gathered::new(comm, t, level, owned, global)?;
     let mut bytes = g.bytes.take().unwrap_or_else(|| vec![0u8; g.counts.iter().sum()]);
     comm.bcast(&mut bytes, 0).map_err(|e| e.to_string())?;
     Ok(g.assemble(&bytes))
@@ -144,7 +166,7 @@ pub fn write_output(
     if let (Some((level, owned, global)), true) = (block, tuples) {
         // Tuple elements go to an `.npz` (one array per field), which ranks do not write into
         // at offsets: gathered on rank 0, written there.
-        let whole = agree(comm, gather(comm, v, *level, *owned, global))?;
+        let whole = agree(comm, dense(v).and_then(|t| gather(comm, &t, *level, *owned, global)))?;
         return write_output(comm, name, path, whole.as_ref().unwrap_or(v), None);
     }
     let Some((level, owned, global)) = block else {
@@ -171,7 +193,9 @@ pub fn write_output(
     let mut buf = start.to_ne_bytes();
     agree(comm, comm.bcast(&mut buf, 0).map_err(|e| e.to_string()))?;
     let start = u64::from_ne_bytes(buf);
-    let written = owned_rows(v, *level, *owned).and_then(|t| slab::write_rows(&tmp, start, &g, *level, &t, *owned));
+    let written = dense(v)
+        .and_then(|t| owned_rows(&t, *level, *owned))
+        .and_then(|t| slab::write_rows(&tmp, start, &g, *level, &t, *owned));
     let failed = comm.max_i64(i64::from(written.is_err())).unwrap_or(1);
     if failed != 0 && comm.rank == 0 {
         let _ = std::fs::remove_file(&tmp);
