@@ -172,6 +172,62 @@ def distributed_normalize(strata, work, rng):
     expect("distributed/normalize.unit", got["unit"], u / norms)
 
 
+def distributed_sparse(strata, work, rng):
+    """A SciPy matrix and a ragged tensor distributed by rows: each rank reads only its rows of
+    the file. The matrix in every SciPy format, compressed or not, with duplicate entries and
+    empty rows; the ragged rows with empty ones. Row values are computed as in one process
+    (compared bit for bit); the reductions over the rows are compared with numpy to rounding."""
+    import scipy.sparse as sp
+
+    global RANKS
+    a = sp.random(3000, 2000, density=0.003, format="csr", random_state=np.random.RandomState(5))
+    a = sp.diags(np.where(np.arange(3000) % 7 == 3, 0.0, 1.0)) @ a  # every 7th row empty
+    a.eliminate_zeros()
+    x, b = rng.standard_normal(2000), rng.standard_normal(3000)
+    r = b - a @ x
+    coo = a.tocoo()
+    dup = sp.coo_matrix(  # the first 100 entries split in two halves: duplicates add up
+        (np.concatenate([coo.data / 2, coo.data[:100] / 2, coo.data[100:] / 2]),
+         (np.concatenate([coo.row, coo.row[:100], coo.row[100:]]), np.concatenate([coo.col, coo.col[:100], coo.col[100:]]))),
+        shape=a.shape,
+    )
+    files = {"csr": a, "csc": a.tocsc(), "coo": coo, "coo_duplicates": dup}
+    outs = {"r": ".npy", "norm2": ".npy"}
+    first = None
+    for label, m in files.items():
+        for compressed in (True, False):
+            path = os.path.join(work, f"a_{label}_{compressed}.npz")
+            sp.save_npz(path, m, compressed=compressed)
+            got = run(strata, "distributed/sparse_residual.strata", work, {"a": path, "x": x, "b": b}, outs)
+            tag = f"distributed/sparse_residual ({label}, {'deflated' if compressed else 'stored'})"
+            if label != "coo_duplicates":
+                expect(tag + ".r", got["r"], r)
+            elif not np.allclose(got["r"], r, rtol=1e-12, atol=1e-12):
+                raise SystemExit(f"{tag}: max error {np.abs(got['r'] - r).max()}")
+            expect(tag + ".norm2", got["norm2"], np.asarray(r @ r))
+            first = first if first is not None else got["r"]
+    ranks, RANKS = RANKS, None
+    single = run(strata, "distributed/sparse_residual.strata", work, {"a": os.path.join(work, "a_csr_True.npz"), "x": x, "b": b}, outs)
+    RANKS = ranks
+    if single["r"].tobytes() != first.tobytes():
+        raise SystemExit("distributed/sparse_residual.r: differs from the single-process run")
+    print("ok distributed/sparse_residual: rows bit for bit the single-process run")
+
+    lengths = rng.integers(0, 65, 1000)
+    lengths[[0, 1, 500, 999]] = 0
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    values = rng.standard_normal(offsets[-1]).astype(np.float32)
+    path = os.path.join(work, "jagged.npz")
+    np.savez(path, offsets=offsets, values=values)
+    got = run(strata, "distributed/ragged_rows.strata", work, {"x": path}, {"sums": ".npy", "largest": ".npy"})
+    want = np.array([values[offsets[i]:offsets[i + 1]].sum(dtype=np.float32) for i in range(1000)], dtype=np.float32)
+    if got["sums"].dtype != np.float32 or not np.allclose(got["sums"], want, rtol=1e-5, atol=1e-5):
+        raise SystemExit(f"distributed/ragged_rows.sums: got {got['sums'][:6]}, want {want[:6]}")
+    if got["largest"] != got["sums"].max():
+        raise SystemExit(f"distributed/ragged_rows.largest: {got['largest']} is not the largest row sum {got['sums'].max()}")
+    print("ok distributed/ragged_rows: 1000 rows, 4 empty")
+
+
 def spmv_csr(strata, work, rng):
     import scipy.sparse as sp
 
@@ -389,6 +445,7 @@ CHECKS = {
     "distributed_stencils": distributed_stencils,
     "distributed_nabla": distributed_nabla,
     "distributed_normalize": distributed_normalize,
+    "distributed_sparse": distributed_sparse,
 }
 
 

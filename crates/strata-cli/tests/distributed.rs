@@ -420,3 +420,91 @@ fn tuple_inputs_and_outputs_equal_one_process() {
         assert!(run(&["--ranks", n], &d.join(format!("r{n}.npz"))) == single, "{n} ranks differ from one process");
     }
 }
+
+/// A sparse matrix and a ragged tensor distributed by rows: each rank reads its rows of the
+/// `.npz` (CSR at offsets), computes on them as storage, and sparse and ragged results are
+/// gathered on rank 0 as storage and written as one `.npz` — byte for byte the single-process
+/// files at 1–4 ranks (8 ranks leave some without rows). The inputs are made by Strata itself
+/// (a thresholded random matrix stored as CSR: some rows empty), in one process and on ranks.
+#[test]
+fn sparse_and_ragged_rows_equal_one_process() {
+    require_mpi();
+    let d = tmp("stored-rows");
+    let make = d.join("make.strata");
+    std::fs::write(
+        &make,
+        "!D = tensor<f64, I[0:13] block, J[0:7], team = world>\n\
+         !S = tensor<f64, team = world>\n\
+         func @mk(%x: !D) -> tensor<f64, I[0:13] block, J[0:7] compressed, team = world> {\n  \
+         %h = constant(value = 0.7) : !S\n  %z = constant(value = 0.0) : !S\n  \
+         %c = greater(%x, %h) : tensor<bool, I[0:13] block, J[0:7], team = world>\n  \
+         %s = select(%c, %x, %z) : !D\n  \
+         %t = convert(%s, mode = copy) : tensor<f64, I[0:13] block, J[0:7] compressed, team = world>\n  return %t\n}\n\
+         func @jag(%x: tensor<f32, I[0:13], J[0:5]>) -> tensor<f32, I[0:13], J[0:5] ragged> {\n  \
+         %t = convert(%x, mode = copy) : tensor<f32, I[0:13], J[0:5] ragged>\n  return %t\n}\n",
+    )
+    .unwrap();
+    let (make, a, j) = (make.display().to_string(), d.join("a.npz"), d.join("j.npz"));
+    ok(&strata(&["run", &make, "--entry", "mk", "--arg", "x=random:4", "--out", &format!("result={}", a.display())]));
+    ok(&strata(&["run", &make, "--entry", "jag", "--arg", "x=random:5", "--out", &format!("result={}", j.display())]));
+    // Made on ranks (team constants and a storage conversion, rank by rank): the same file.
+    for n in ["2", "3"] {
+        let again = d.join(format!("a{n}.npz"));
+        let out = format!("result={}", again.display());
+        ok(&strata(&["run", "--ranks", n, &make, "--entry", "mk", "--arg", "x=random:4", "--out", &out]));
+        assert!(std::fs::read(&again).unwrap() == std::fs::read(&a).unwrap(), "made on {n} ranks");
+    }
+    let prog = d.join("p.strata");
+    std::fs::write(
+        &prog,
+        "!A = tensor<f64, I[0:13] block, J[0:7] compressed, team = world>\n\
+         !R = tensor<f32, I[0:13] block, J[0:5] ragged, team = world>\n\
+         !V = tensor<f64, I[0:13] block, team = world>\n\
+         func @mac(%acc: f64, %a: f64, %x: f64) -> f64 {\n  %p = multiplies(%a, %x) : f64\n  \
+         %s = plus(%acc, %p) : f64\n  return %s\n}\n\
+         program @p(%a: !A, %j: !R, %x: tensor<f64, J[0:7], team = world>, %y: out !V, %sq: out !A, %jj: out !R) {\n  \
+         %ax = map_reduce(@mac, %a, %x, init = 0.0, einsum = \"ij,j->i\") : !V\n  \
+         %s = multiplies(%a, %a) : !A\n  %t = plus(%j, %j) : !R\n  \
+         %y <- %ax\n  %sq <- %s\n  %jj <- %t\n}\n",
+    )
+    .unwrap();
+    let prog = prog.display().to_string();
+    let (a, j) = (format!("a={}", a.display()), format!("j={}", j.display()));
+    let run = |extra: &[&str], tag: &str| {
+        let outs: Vec<String> =
+            ["y.npy", "sq.npz", "jj.npz"].iter().map(|f| d.join(format!("{tag}_{f}")).display().to_string()).collect();
+        let mut v = vec!["run", prog.as_str(), "--arg", &a, "--arg", &j, "--arg", "x=random:6"];
+        let o: Vec<String> = ["y", "sq", "jj"].iter().zip(&outs).map(|(n, p)| format!("{n}={p}")).collect();
+        for o in &o {
+            v.extend_from_slice(&["--out", o]);
+        }
+        v.extend_from_slice(extra);
+        ok(&strata(&v));
+        outs.iter().map(|p| std::fs::read(p).unwrap()).collect::<Vec<_>>()
+    };
+    let single = run(&[], "single");
+    for n in ["1", "2", "3", "4", "8"] {
+        assert!(run(&["--ranks", n], &format!("r{n}")) == single, "{n} ranks differ from one process");
+    }
+    // A shift along the rows reaching other ranks' rows of the sparse matrix is refused at
+    // planning; a file of another shape names both shapes.
+    let shifted = d.join("shift.strata");
+    std::fs::write(
+        &shifted,
+        "!A = tensor<f64, I[0:13] block, J[0:7] compressed, team = world>\n\
+         func @f(%a: !A) -> tensor<f64, I[0:12] block, J[0:7], team = world> {\n  \
+         %s = cartesian_shift(%a, dim = I, offset = 1) : tensor<f64, I[-1:12] block, J[0:7] compressed, team = world>\n  \
+         %d = convert(%a, mode = copy) : tensor<f64, I[0:13] block, J[0:7], team = world>\n  \
+         %e = convert(%s, mode = copy) : tensor<f64, I[-1:12] block, J[0:7], team = world>\n  \
+         %r = plus(%d, %e) : tensor<f64, I[0:12] block, J[0:7], team = world>\n  return %r\n}\n",
+    )
+    .unwrap();
+    let shifted = shifted.display().to_string();
+    fails_with(&["run", "--ranks", "2", &shifted, "--arg", &a], "each rank holds exactly its own rows");
+    let wide = prog.replace("p.strata", "wide.strata");
+    std::fs::write(&wide, std::fs::read_to_string(&prog).unwrap().replace("J[0:7]", "J[0:8]")).unwrap();
+    fails_with(
+        &["run", "--ranks", "3", &wide, "--arg", &a, "--arg", &j, "--arg", "x=ones"],
+        "holds a csr matrix of shape [13, 7], but the program expects shape [13, 8]",
+    );
+}

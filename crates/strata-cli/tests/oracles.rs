@@ -110,9 +110,17 @@ fn distributed_examples_match_numpy_on_several_ranks() {
     for ranks in ["2", "3", "4"] {
         let text = oracle_with(
             "check_examples.py",
-            &["--ranks", ranks, "distributed_stencils", "distributed_nabla", "distributed_normalize"],
+            &[
+                "--ranks",
+                ranks,
+                "distributed_stencils",
+                "distributed_nabla",
+                "distributed_normalize",
+                "distributed_sparse",
+            ],
         );
         assert!(text.contains("ok distributed/nabla: bit for bit"), "{text}");
+        assert!(text.contains("ok distributed/sparse_residual: rows bit for bit"), "{text}");
     }
     // The axpy example declares a team of 4.
     oracle_with("check_examples.py", &["--ranks", "4", "distributed"]);

@@ -55,6 +55,14 @@ pub enum PlanError {
         /// What is supported.
         hint: &'static str,
     },
+    /// A sparse or ragged parameter the ranks cannot hold as blocks of rows.
+    #[error("`%{name}` is sparse or ragged and distributed, so each rank holds exactly its own rows of it: {reason}")]
+    StoredRows {
+        /// The parameter.
+        name: String,
+        /// What the program asks for instead.
+        reason: &'static str,
+    },
     /// A stage of the split entry does not verify (a bug in the split).
     #[error("internal: stage `@{name}` of the distributed program does not verify: {message}")]
     Stage {
@@ -73,7 +81,8 @@ pub enum PlanError {
     },
 }
 
-const SUPPORTED: &str = "ranks run elementwise ops, cartesian shifts, neighbor reductions, scans along local \
+const SUPPORTED: &str =
+    "ranks run elementwise ops, storage conversions, cartesian shifts, neighbor reductions, scans along local \
                          dimensions, calls, `distribute` and `collect` into an output";
 
 /// One block-distributed parameter of the entry.
@@ -216,6 +225,33 @@ fn tensor(types: &TypeArena, ty: Handle<Type>) -> Option<&TensorType> {
         Type::Tensor(t) => Some(t),
         _ => None,
     }
+}
+
+/// A sparse or ragged parameter is held as storage (`Value::Stored`), which the halo exchange
+/// and the inspector do not cut or fill: each rank holds exactly its own rows of it, read from
+/// the file ([`strata_runtime::sparse_rows`]). So its block level must be its rows (the first
+/// level) and no shift may reach beyond them. (A sparse or ragged result is gathered on rank 0
+/// as storage: `job::gather_stored`.)
+fn check_stored_rows(
+    types: &TypeArena,
+    ty: Handle<Type>,
+    p: &BlockParam,
+    indirect: &[IndirectShift],
+) -> Result<(), PlanError> {
+    let Some(t) = tensor(types, ty) else { return Ok(()) };
+    if t.levels.iter().all(|l| l.format.is_dense_like()) {
+        return Ok(());
+    }
+    let fail = |reason| Err(PlanError::StoredRows { name: p.name.clone(), reason });
+    if p.level != 0 {
+        return fail("its block level must be its first (the rows)");
+    }
+    if p.held != p.owned || indirect.iter().any(|s| s.dim == p.dim) {
+        return fail(
+            "no shift along its block level may read other ranks' rows (shift a dense value computed from it instead)",
+        );
+    }
+    Ok(())
 }
 
 /// The block level of a type: position, name, interval.
@@ -502,6 +538,7 @@ impl<T: Tables> Analysis<'_, T> {
                 | Op::Subset { .. }
                 | Op::Pos { .. }
                 | Op::AddDim { .. }
+                | Op::Convert { .. }
                 | Op::Constant { .. } => {
                     for a in op.operands() {
                         give(a, &n);
@@ -668,7 +705,9 @@ impl Plan {
                     hull(owned[r], n)
                 })
                 .collect();
-            params.push(BlockParam { index: i, name: e.name.clone(), output, level, dim, global, owned, held });
+            let param = BlockParam { index: i, name: e.name.clone(), output, level, dim, global, owned, held };
+            check_stored_rows(types, e.ty, &param, &indirect)?;
+            params.push(param);
         }
         Ok(Plan { entry: f.name.clone(), ranks, params, distribute_needs, collected, partial, indirect })
     }
@@ -744,6 +783,19 @@ impl Plan {
             drop_dead(&mut m.functions[fh]);
         }
         let mut types = types.clone();
+        // Declared types (a `constant` on the team) are not inferred again: localized here.
+        for fh in reachable(&m, entry) {
+            let f = &mut m.functions[fh];
+            let constants: Vec<Value> = f
+                .exprs
+                .iter()
+                .filter(|(_, e)| matches!(e.kind, ExprKind::Op(Op::Constant { .. })))
+                .map(|(v, _)| v)
+                .collect();
+            for v in constants {
+                f.exprs[v].ty = localize(&mut types, f.exprs[v].ty, None);
+            }
+        }
         let params: Vec<Handle<Type>> = f
             .params
             .iter()

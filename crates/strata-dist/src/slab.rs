@@ -225,12 +225,12 @@ fn columns_mut(d: &mut Data) -> Vec<&mut strata_runtime::Column> {
     }
 }
 
-fn column_bytes(c: &strata_runtime::Column) -> &[u8] {
+pub(crate) fn column_bytes(c: &strata_runtime::Column) -> &[u8] {
     // SAFETY: the column's buffer holds `len` initialized elements of `size_bytes` each.
     unsafe { std::slice::from_raw_parts(c.as_ptr().cast::<u8>(), c.len() * c.scalar().size_bytes()) }
 }
 
-fn column_bytes_mut(c: &mut strata_runtime::Column) -> &mut [u8] {
+pub(crate) fn column_bytes_mut(c: &mut strata_runtime::Column) -> &mut [u8] {
     let n = c.len() * c.scalar().size_bytes();
     // SAFETY: as in `column_bytes`; every bit pattern written is a value the runtime itself
     // produced for this element type (rows of a tensor of the same type, sent by another rank,

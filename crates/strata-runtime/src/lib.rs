@@ -6,7 +6,8 @@
 //! - [`value`]: arguments and results — logical tensors, or sparse and ragged ones held as storage;
 //! - [`dist`]: block partitions and per-rank blocks of tensors on a team;
 //! - [`random`]: the deterministic generator behind `random:SEED` arguments;
-//! - [`npy`]: numpy `.npy` / `.npz` and SciPy sparse exchange.
+//! - [`npy`]: numpy `.npy` / `.npz` and SciPy sparse exchange ([`sparse_io`]; one block of rows:
+//!   [`sparse_rows`]).
 
 #![deny(missing_docs)]
 
@@ -15,6 +16,7 @@ pub mod npy;
 pub mod random;
 pub mod scalar;
 pub mod sparse_io;
+pub mod sparse_rows;
 pub mod storage;
 pub mod tensor;
 pub mod value;

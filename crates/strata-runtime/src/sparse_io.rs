@@ -26,15 +26,15 @@ use crate::storage::{assemble_entries, entries, Entries, LevelBuffers, Storage};
 use crate::tensor::{Data, Tensor, ValueType};
 use crate::value::Stored;
 
-type Archive = zip::ZipArchive<BufReader<std::fs::File>>;
+pub(crate) type Archive = zip::ZipArchive<BufReader<std::fs::File>>;
 
-fn open(path: &Path) -> Result<Archive, NpyError> {
+pub(crate) fn open(path: &Path) -> Result<Archive, NpyError> {
     let rerr = |source| NpyError::Read { path: path.into(), source };
     let file = std::fs::File::open(path).map_err(rerr)?;
     zip::ZipArchive::new(BufReader::new(file)).map_err(|e| rerr(std::io::Error::other(e)))
 }
 
-fn entry<'a>(
+pub(crate) fn entry<'a>(
     a: &'a mut Archive,
     path: &Path,
     name: &str,
@@ -49,7 +49,7 @@ fn entry<'a>(
 }
 
 /// Reads an integer array of any integer dtype.
-fn read_ints<R: Read>(r: R, path: &Path, name: &str, array: &str) -> Result<Vec<i64>, NpyError> {
+pub(crate) fn read_ints<R: Read>(r: R, path: &Path, name: &str, array: &str) -> Result<Vec<i64>, NpyError> {
     let rerr = |source| NpyError::Read { path: path.into(), source };
     let npy = npyz::NpyFile::new(r).map_err(rerr)?;
     let descr = match npy.dtype() {
@@ -73,14 +73,14 @@ fn read_ints<R: Read>(r: R, path: &Path, name: &str, array: &str) -> Result<Vec<
     })
 }
 
-fn read_format<R: Read>(r: R, path: &Path) -> Result<String, NpyError> {
+pub(crate) fn read_format<R: Read>(r: R, path: &Path) -> Result<String, NpyError> {
     let rerr = |source| NpyError::Read { path: path.into(), source };
     let npy = npyz::NpyFile::new(r).map_err(rerr)?;
     let v: Vec<Vec<u8>> = npy.into_vec::<Vec<u8>>().map_err(rerr)?;
     Ok(v.first().map(|b| String::from_utf8_lossy(b).trim_end_matches('\0').to_string()).unwrap_or_default())
 }
 
-fn to_usize(v: &[i64], what: &str, path: &Path, name: &str) -> Result<Vec<usize>, NpyError> {
+pub(crate) fn to_usize(v: &[i64], what: &str, path: &Path, name: &str) -> Result<Vec<usize>, NpyError> {
     v.iter().map(|&x| usize::try_from(x)).collect::<Result<_, _>>().map_err(|_| NpyError::Mismatch {
         name: name.into(),
         path: path.into(),
@@ -184,7 +184,7 @@ pub fn read_stored(path: &Path, name: &str, ty: &ValueType) -> Result<Stored, Np
 
 /// The `.npz` array holding the offsets of the `k`-th ragged level (outermost first):
 /// `offsets`, then `offsets_1`, `offsets_2`, ….
-fn offsets_name(k: usize) -> String {
+pub(crate) fn offsets_name(k: usize) -> String {
     if k == 0 {
         "offsets".into()
     } else {
@@ -210,7 +210,7 @@ fn ragged_storage(
     let mut k = 0;
     for l in &ty.levels {
         match l.format {
-            LevelFormat::Dense => {
+            LevelFormat::Dense | LevelFormat::Block => {
                 let size = l.interval.len() as usize;
                 parents =
                     parents.checked_mul(size).ok_or_else(|| mismatch("too many elements".into(), "fewer".into()))?;
@@ -252,7 +252,7 @@ fn ragged_storage(
 /// Storage in `ty`'s formats of the matrix (`rows` × `cols`; a vector is one row) with entries
 /// `(r[k], c[k], data[k])`: sorted row-major (stably, so duplicates add up in file order, as
 /// in SciPy), duplicates summed, zeros dropped. Err names an entry outside the shape.
-fn triplet_storage(
+pub(crate) fn triplet_storage(
     ty: &ValueType,
     (rows, cols): (usize, usize),
     r: Vec<usize>,
@@ -320,7 +320,10 @@ pub fn write_stored(path: &Path, name: &str, t: &Stored) -> Result<(), NpyError>
     let mut format = None;
     match formats.as_slice() {
         _ if crate::storage::has_ragged(&t.ty.levels) => {
-            if !formats.iter().all(|f| matches!(f, LevelFormat::Dense | LevelFormat::Ragged { .. })) {
+            if !formats
+                .iter()
+                .all(|f| matches!(f, LevelFormat::Dense | LevelFormat::Block | LevelFormat::Ragged { .. }))
+            {
                 return Err(NpyError::Unsupported {
                     name: name.into(),
                     what: "a ragged tensor with sparse levels".into(),
@@ -340,7 +343,7 @@ pub fn write_stored(path: &Path, name: &str, t: &Stored) -> Result<(), NpyError>
         _ if shape.len() > 2 => {
             return Err(NpyError::Unsupported { name: name.into(), what: "this sparse or ragged layout".into() })
         }
-        [LevelFormat::Dense, LevelFormat::Compressed { .. }] => {
+        [LevelFormat::Dense | LevelFormat::Block, LevelFormat::Compressed { .. }] => {
             let s = &t.storage;
             let LevelBuffers::Compressed { positions, coordinates } = &s.levels[1] else {
                 unreachable!("storage in the type's formats")

@@ -198,10 +198,9 @@ pub fn run_rank(file: &Path, opts: &RunOptions) -> i32 {
             continue;
         }
         let shown = match &r.block {
-            Some((level, owned, g)) => or_exit(
-                &comm,
-                job::agree(&comm, job::dense(&r.value).and_then(|t| job::gather(&comm, &t, *level, *owned, g))),
-            ),
+            Some((level, owned, g)) => {
+                or_exit(&comm, job::agree(&comm, job::gather_value(&comm, &r.value, *level, *owned, g)))
+            }
             None => Some(r.value.clone()),
         };
         if let (0, Some(v)) = (rank, shown) {
@@ -287,6 +286,13 @@ fn owned_arg(input: &job::Input<'_>, source: Option<ArgSource>) -> job::Step<Val
     let (name, local, rank) = (input.name, input.held, input.rank);
     match (input.block, source) {
         (Some(b), _) if input.output => Ok(Value::Tensor(Tensor::zeros(&with_interval(local, b.level, b.owned[rank])))),
+        // A sparse or ragged input: the rank's rows of the `.npz`, as storage (the plan keeps
+        // every rank to its own rows of it).
+        (Some(_), Some(ArgSource::File(path))) if input.global.levels.iter().any(|l| !l.format.is_dense_like()) => {
+            strata_runtime::sparse_rows::read_stored_rows(&path, name, input.global, local)
+                .map(Value::Stored)
+                .map_err(|e| e.to_string())
+        }
         // Tuple elements come in an `.npz` (one array per field): read whole, cut below.
         (Some(b), Some(ArgSource::File(path))) if input.global.element.scalar().is_some() => {
             let mut held = Tensor::zeros(local);

@@ -18,8 +18,10 @@ use crate::{slab, BlockParam, Collective, Comm, Distribution, PartialStart, Plan
 
 mod inspect;
 mod output;
+mod stored;
 
 pub use output::{allgather, dense, gather, owned_rows, write_output};
+pub use stored::{gather_stored, gather_value, is_stored};
 
 /// A phase that failed somewhere, once the ranks agreed on it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -150,8 +150,8 @@ pub fn allgather(comm: &Comm, t: &Tensor, level: usize, owned: Interval, global:
 
 /// Writes a result to `path` (a collective call): a distributed one by every rank at its
 /// block's offset in one temporary file beside `path`, renamed into place once all have
-/// written (removed if any failed); a replicated one, and a distributed one of tuples (an
-/// `.npz`), by rank 0.
+/// written (removed if any failed); a replicated one, and a distributed one of tuples or a
+/// sparse or ragged one (an `.npz`), by rank 0.
 ///
 /// # Errors
 /// Any rank failing to write (every rank returns an error; `path` is untouched).
@@ -163,10 +163,11 @@ pub fn write_output(
     block: Option<&(usize, Interval, ValueType)>,
 ) -> Result<(), Failed> {
     let tuples = matches!(v, Value::Tensor(t) if matches!(t.ty.element, ElemType::Tuple(_)));
-    if let (Some((level, owned, global)), true) = (block, tuples) {
-        // Tuple elements go to an `.npz` (one array per field), which ranks do not write into
-        // at offsets: gathered on rank 0, written there.
-        let whole = agree(comm, dense(v).and_then(|t| gather(comm, &t, *level, *owned, global)))?;
+    if let (Some((level, owned, global)), true) = (block, tuples || super::is_stored(v.ty())) {
+        // Tuple elements and sparse or ragged values go to an `.npz` (one array per field, or
+        // SciPy's / the ragged layout's arrays), which ranks do not write into at offsets:
+        // gathered on rank 0, written there.
+        let whole = agree(comm, super::gather_value(comm, v, *level, *owned, global))?;
         return write_output(comm, name, path, whole.as_ref().unwrap_or(v), None);
     }
     let Some((level, owned, global)) = block else {

@@ -2,7 +2,7 @@
 //! `expand_shape` and `convert`.
 
 use strata_entity::Handle;
-use strata_ir::{DimName, Interval, Level, Mode, Placement, Scalar, Type, Value};
+use strata_ir::{DimName, Interval, Level, LevelFormat, Mode, Placement, Scalar, Type, Value};
 
 use crate::broadcast::common_placement;
 use crate::context::{renumber, Cx, RuleResult, View};
@@ -168,7 +168,23 @@ pub(crate) fn expand_shape(cx: &mut Cx, arg: Value, groups: &[Vec<u32>], shape: 
 
 pub(crate) fn convert(cx: &mut Cx, arg: Value, mode: Mode, declared: Handle<Type>) -> RuleResult {
     let v = cx.view(arg);
-    let to = cx.view_of_type(declared);
+    let mut to = cx.view_of_type(declared);
+    let mut declared = declared;
+    if cx.spec.is_some() && to.is_tensor {
+        // Specialized at other intervals (a rank's local program): the declared storage at the
+        // operand's intervals and placement, `block` levels local (dense) where the operand's are.
+        let mut levels = to.levels.clone();
+        for l in &mut levels {
+            if let Some(a) = v.levels.iter().find(|a| a.name == l.name) {
+                l.interval = a.interval;
+                if l.format == LevelFormat::Block && a.format != LevelFormat::Block {
+                    l.format = LevelFormat::Dense;
+                }
+            }
+        }
+        declared = cx.tensor(to.element, levels, v.placement.clone());
+        to = cx.view_of_type(declared);
+    }
     let key = |w: &View| {
         let mut k: Vec<(DimName, Interval)> = w.levels.iter().map(|l| (l.name.clone(), l.interval)).collect();
         k.sort_by(|a, b| a.0.cmp(&b.0));
