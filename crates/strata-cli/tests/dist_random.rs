@@ -5,7 +5,8 @@
 //! tables over `I` with skip values (rows planned from the entries at run time), reductions over
 //! `I` (stages whose partials are combined), scans along `I` (carried rank to rank) and along
 //! `J`, `collect`s read inside the program (gathered on every rank, shifted whole, distributed
-//! again), payloads that ignore their operand (counting), and `I` intervals of 1–2 rows, so that
+//! again), `concat`s along `I` (each rank joining the operands its rows reach), payloads that
+//! ignore their operand (counting), and `I` intervals of 1–2 rows, so that
 //! some ranks hold none. Values are `i64`, so reassociated sums are still exact and the
 //! comparison is byte for byte.
 
@@ -84,9 +85,11 @@ fn generate(rng: &mut XorShift, id: usize) -> Program {
         let b = vals[rng.below(vals.len() as u64) as usize].clone();
         let name = format!("v{n}");
         let out = |i, j| V { name: name.clone(), i, j };
-        let (op, v): (String, V) = match rng.below(10) {
+        let (op, v): (String, V) = match rng.below(11) {
             0..=2 => {
-                // Name-based broadcast: intervals intersect, a missing dimension broadcasts.
+                // Name-based broadcast: intervals intersect, a missing dimension broadcasts (the
+                // result's levels in the first operand's order, so the one with I comes first).
+                let (a, b) = if a.i.is_none() && b.i.is_some() { (b, a) } else { (a, b) };
                 let i = match (a.i, b.i) {
                     (Some(x), Some(y)) => {
                         let r = (x.0.max(y.0), x.1.min(y.1));
@@ -177,6 +180,16 @@ fn generate(rng: &mut XorShift, id: usize) -> Program {
                 let _ = writeln!(body, "  %h{n} = cartesian_shift(%c{n}, dim = I, offset = {off}) : {}", host(shifted));
                 (format!("distribute(%h{n}, ranks = world, dim = I)"), out(Some(shifted), a.j))
             }
+            9 if a.i.is_some() && b.i.is_some() && a.j == b.j => {
+                // A concat along I of `a` and `b` moved to start where `a` ends (the ranks'
+                // rows reach one operand or both; a shift later reads across the seam).
+                let ((s, e), (bs, be)) = (a.i.expect("I"), b.i.expect("I"));
+                let off = bs - e;
+                let moved = V { name: format!("m{n}"), i: Some((e, e + be - bs)), j: b.j };
+                let _ =
+                    writeln!(body, "  %m{n} = cartesian_shift(%{}, dim = I, offset = {off}) : {}", b.name, ty(&moved));
+                (format!("concat(%{}, %m{n}, dim = I)", a.name), out(Some((s, e + be - bs)), a.j))
+            }
             _ => continue,
         };
         let _ = writeln!(body, "  %{} = {op} : {}", v.name, ty(&v));
@@ -216,7 +229,7 @@ fn random_distributed_programs_equal_one_process_on_1_to_3_ranks() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let mut rng = XorShift::new(20261124);
-    let (mut ran, mut with_tables, mut stages, mut collects) = (0, 0, 0, 0);
+    let (mut ran, mut with_tables, mut stages, mut collects, mut concats) = (0, 0, 0, 0, 0);
     for id in 0..24 {
         let p = generate(&mut rng, id);
         let file = dir.join(format!("g{id}.strata"));
@@ -254,12 +267,15 @@ fn random_distributed_programs_equal_one_process_on_1_to_3_ranks() {
         with_tables += usize::from(!p.tables.is_empty());
         stages += usize::from(p.text.contains("map_reduce") || p.text.contains("dim = I,"));
         collects += usize::from(p.text.contains("collect("));
+        concats += usize::from(p.text.contains("concat("));
     }
     // The generator must reach what it is for.
     assert!(
-        with_tables >= 5 && stages >= 5 && collects >= 4,
-        "{ran} programs, {with_tables} with tables, {stages} with stages, {collects} with collects"
+        with_tables >= 5 && stages >= 5 && collects >= 4 && concats >= 4,
+        "{ran} programs, {with_tables} with tables, {stages} with stages, {collects} with collects, {concats} with concats"
     );
-    eprintln!("{ran} programs, {with_tables} with tables, {stages} with stages, {collects} with collects");
+    eprintln!(
+        "{ran} programs, {with_tables} with tables, {stages} with stages, {collects} with collects, {concats} with concats"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

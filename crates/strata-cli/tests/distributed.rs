@@ -508,3 +508,19 @@ fn sparse_and_ragged_rows_equal_one_process() {
         "holds a csr matrix of shape [13, 7], but the program expects shape [13, 8]",
     );
 }
+
+/// A concat along a positional block level renumbers rows (not planned yet): a named error.
+#[test]
+fn a_positional_concat_over_blocks_is_a_clear_error() {
+    let d = tmp("positional-concat");
+    let f = d.join("f.strata");
+    std::fs::write(
+        &f,
+        "!A = tensor<f64, _0[0:10] block, team = world>\n!B = tensor<f64, _0[0:5] block, team = world>\n\
+         func @f(%a: !A, %b: !B) -> tensor<f64, _0[0:15] block, team = world> {\n  \
+         %c = concat(%a, %b, dim = _0) : tensor<f64, _0[0:15] block, team = world>\n  return %c\n}\n",
+    )
+    .unwrap();
+    let f = f.display().to_string();
+    fails_with(&["run", "--ranks", "2", &f, "--arg", "a=ones", "--arg", "b=zeros"], "along a positional block level");
+}

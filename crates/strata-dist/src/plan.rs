@@ -82,8 +82,8 @@ pub enum PlanError {
 }
 
 const SUPPORTED: &str =
-    "ranks run elementwise ops, storage conversions, cartesian shifts, neighbor reductions, scans along local \
-                         dimensions, calls, `distribute` and `collect` into an output";
+    "ranks run elementwise ops, storage conversions, cartesian shifts, concats along named dimensions, neighbor \
+     reductions, scans along local dimensions, calls, `distribute` and `collect` into an output";
 
 /// One block-distributed parameter of the entry.
 #[derive(Clone, Debug, PartialEq)]
@@ -132,8 +132,10 @@ pub struct Plan {
     pub ranks: usize,
     /// Block-distributed parameters (and outputs gathered from `collect`), in parameter order.
     pub params: Vec<BlockParam>,
-    /// Each rank's needed interval of each `distribute`d value, by function and value.
-    distribute_needs: HashMap<(Handle<Function>, Value), Vec<Interval>>,
+    /// Each rank's needed rows (their hull) of each value whose local form depends on them,
+    /// by function and value: a `distribute` (the rank's subset of its replicated operand) and a
+    /// `concat` along a block level (joining only the operands those rows reach).
+    narrowed: HashMap<(Handle<Function>, Value), Vec<Interval>>,
     /// Outputs written from `collect(x)`: parameter index → the block level `x` has.
     collected: HashMap<usize, (usize, DimName, Interval)>,
     /// The entry returns a reduction over a block level: each rank computes its partial.
@@ -333,7 +335,7 @@ struct Analysis<'m, T: Tables> {
     indirect: Vec<IndirectShift>,
     /// The entry's returned reduction over block levels, if any.
     partial: Option<Value>,
-    distribute_needs: HashMap<(Handle<Function>, Value), Interval>,
+    narrowed: HashMap<(Handle<Function>, Value), Interval>,
     collected: HashMap<usize, (usize, DimName, Interval)>,
 }
 
@@ -470,9 +472,47 @@ impl<T: Tables> Analysis<'_, T> {
                 }
                 Op::Distribute { arg, dim, .. } => {
                     let iv = n.get(dim).map_or(Interval::new(0, 0), |r| r.hull());
-                    let slot = self.distribute_needs.entry((fh, *v)).or_insert(iv);
+                    let slot = self.narrowed.entry((fh, *v)).or_insert(iv);
                     *slot = hull(*slot, iv);
                     give(*arg, &Need::new());
+                }
+                Op::Concat { args, dim, mode: _ } => {
+                    let along_block =
+                        args.iter().any(|a| block_level(self.types, f.exprs[*a].ty).is_some_and(|(_, d, _)| &d == dim));
+                    if along_block && dim.position().is_some() {
+                        return Err(PlanError::Unsupported {
+                            op: op.name().to_string(),
+                            name: e.name.clone(),
+                            func: f.name.clone(),
+                            hint: "a concat along a positional block level renumbers the rows; along a named one \
+                                   (contiguous intervals) it keeps them and runs distributed",
+                        });
+                    }
+                    match n.get(dim).cloned() {
+                        // Joined along a block level: each operand's part of the rows; the
+                        // rank's local concat joins only the operands they reach.
+                        Some(rows) if along_block => {
+                            let iv = rows.hull();
+                            let slot = self.narrowed.entry((fh, *v)).or_insert(iv);
+                            *slot = hull(*slot, iv);
+                            for a in args {
+                                let Some(at) = tensor(self.types, f.exprs[*a].ty).and_then(|t| t.level(dim)) else {
+                                    continue;
+                                };
+                                let part = rows.within(at.interval);
+                                if !part.hull().is_empty() {
+                                    let mut m = n.clone();
+                                    m.insert(dim.clone(), part);
+                                    give(*a, &m);
+                                }
+                            }
+                        }
+                        _ => {
+                            for a in args {
+                                give(*a, &n);
+                            }
+                        }
+                    }
                 }
                 Op::MapReduce { args, subscripts, init, func: _ } => {
                     let contracted = crate::stages::contracted_blocks(f, self.types, op);
@@ -621,7 +661,7 @@ fn rank_needs<T: Tables>(
         bound_entry: entry,
         indirect: Vec::new(),
         partial,
-        distribute_needs: HashMap::new(),
+        narrowed: HashMap::new(),
         collected: HashMap::new(),
     };
     let mut seeds: HashMap<Value, Need<T::R>> = HashMap::new();
@@ -662,7 +702,7 @@ fn rank_needs<T: Tables>(
         }
     }
     let params = a.function(entry, seeds)?;
-    Ok(RankNeeds { params, distribute: a.distribute_needs, collected: a.collected, indirect: a.indirect })
+    Ok(RankNeeds { params, distribute: a.narrowed, collected: a.collected, indirect: a.indirect })
 }
 
 impl Plan {
@@ -676,7 +716,7 @@ impl Plan {
         let f = &module.functions[entry];
         let partial = partial_of(module, types, entry, ranks);
         let mut params: Vec<BlockParam> = Vec::new();
-        let mut distribute_needs: HashMap<(Handle<Function>, Value), Vec<Interval>> = HashMap::new();
+        let mut narrowed: HashMap<(Handle<Function>, Value), Vec<Interval>> = HashMap::new();
         let mut collected = HashMap::new();
         let mut indirect = Vec::new();
         let mut held: Vec<Vec<Need<Interval>>> = Vec::new();
@@ -685,7 +725,7 @@ impl Plan {
             let needs = rank_needs(module, types, entry, ranks, rank, value, &mut FromTypes)?;
             held.push(needs.params);
             for (k, iv) in needs.distribute {
-                distribute_needs.entry(k).or_insert_with(|| vec![Interval::new(0, 0); ranks])[rank] = iv;
+                narrowed.entry(k).or_insert_with(|| vec![Interval::new(0, 0); ranks])[rank] = iv;
             }
             collected = needs.collected;
             indirect = needs.indirect;
@@ -709,7 +749,7 @@ impl Plan {
             check_stored_rows(types, e.ty, &param, &indirect)?;
             params.push(param);
         }
-        Ok(Plan { entry: f.name.clone(), ranks, params, distribute_needs, collected, partial, indirect })
+        Ok(Plan { entry: f.name.clone(), ranks, params, narrowed, collected, partial, indirect })
     }
 
     /// The rows of each block-distributed input `rank` reads, with the neighbor tables'
@@ -726,7 +766,7 @@ impl Plan {
         let value = self.partial.as_ref().map(|p| p.value);
         let needs = rank_needs(module, types, entry, self.ranks, rank, value, tables)?;
         for (k, iv) in needs.distribute {
-            if let Some(slot) = self.distribute_needs.get_mut(&k) {
+            if let Some(slot) = self.narrowed.get_mut(&k) {
                 slot[rank] = iv;
             }
         }
@@ -751,12 +791,32 @@ impl Plan {
         rank: usize,
     ) -> Result<(Module, Handle<Function>), PlanError> {
         let mut m = module.clone();
-        // `distribute` takes the rank's part of its replicated operand; `collect` into an
-        // output keeps the owned block (gathered after the run).
-        for ((fh, v), needs) in &self.distribute_needs {
-            let e = &mut m.functions[*fh].exprs[*v];
-            if let ExprKind::Op(Op::Distribute { arg, dim, .. }) = &e.kind {
-                e.kind = ExprKind::Op(Op::Subset { arg: *arg, domain: vec![(dim.clone(), needs[rank])] });
+        // `distribute` takes the rank's part of its replicated operand, `concat` along a block
+        // level joins the operands the rank's rows reach; `collect` into an output keeps the
+        // owned block (gathered after the run).
+        for ((fh, v), needs) in &self.narrowed {
+            let rows = needs[rank];
+            let func = &mut m.functions[*fh];
+            match &func.exprs[*v].kind {
+                ExprKind::Op(Op::Distribute { arg, dim, .. }) => {
+                    func.exprs[*v].kind = ExprKind::Op(Op::Subset { arg: *arg, domain: vec![(dim.clone(), rows)] });
+                }
+                // The operands the rows reach are contiguous on the rank (each held as far
+                // as the rows need it); the others are left out.
+                ExprKind::Op(Op::Concat { args, dim, mode }) => {
+                    let reached: Vec<Value> = args
+                        .iter()
+                        .copied()
+                        .filter(|a| {
+                            tensor(types, module.functions[*fh].exprs[*a].ty)
+                                .and_then(|t| t.level(dim))
+                                .is_some_and(|l| !l.interval.intersect(rows).is_empty())
+                        })
+                        .collect();
+                    let args = if reached.is_empty() { args[..1].to_vec() } else { reached };
+                    func.exprs[*v].kind = ExprKind::Op(Op::Concat { args, dim: dim.clone(), mode: *mode });
+                }
+                _ => {}
             }
         }
         let f = &module.functions[entry];

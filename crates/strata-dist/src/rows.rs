@@ -15,6 +15,8 @@ pub trait Rows: Clone + fmt::Debug {
     fn shifted(&self, by: i64) -> Self;
     /// The smallest interval holding every row.
     fn hull(&self) -> Interval;
+    /// The rows also in `iv`.
+    fn within(&self, iv: Interval) -> Self;
 }
 
 /// The hull of two intervals (an empty one adds nothing).
@@ -43,6 +45,10 @@ impl Rows for Interval {
 
     fn hull(&self) -> Interval {
         *self
+    }
+
+    fn within(&self, iv: Interval) -> Self {
+        self.intersect(iv)
     }
 }
 
@@ -130,6 +136,10 @@ impl Rows for RowSet {
             (Some(a), Some(b)) => Interval::new(a.start, b.stop),
             _ => Interval::new(0, 0),
         }
+    }
+
+    fn within(&self, iv: Interval) -> RowSet {
+        RowSet::within(self, iv)
     }
 }
 

@@ -1,6 +1,6 @@
 //! Seed 000's domain builtins: `subset`, `concat`, `pos`, `add_dim`.
 
-use strata_ir::{DimName, Interval, Level, LevelFormat, Scalar, Value};
+use strata_ir::{DimName, Interval, Level, Scalar, Value};
 
 use crate::broadcast::common_placement;
 use crate::context::{Cx, RuleResult, View};
@@ -47,11 +47,17 @@ pub(crate) fn concat(cx: &mut Cx, args: &[Value], dim: &DimName) -> RuleResult {
     for (k, v) in views.iter().enumerate() {
         let a = args[k];
         let Some(level) = v.level(dim) else { return Err(unknown_dim(cx, a, dim, "concat")) };
-        if level.format != LevelFormat::Dense {
+        // Dense levels, or block levels (distributed operands joined along their rows).
+        let format = base.levels[pos].format;
+        if !level.format.is_dense_like() || level.format != format {
             let d = cx.error(
                 "strata::verify::format_not_supported",
-                format!("`concat` joins dense levels, but `{dim}` is `{}`", level.format.keyword()),
-                "not dense",
+                format!(
+                    "`concat` joins dense levels (or block levels, all of them), but `{dim}` is `{}`{}",
+                    level.format.keyword(),
+                    if level.format.is_dense_like() { " here and not in the first operand" } else { "" }
+                ),
+                if level.format.is_dense_like() { "dense and block mixed" } else { "not dense" },
             );
             return Err(cx.with_operand(d, a));
         }
