@@ -4,6 +4,7 @@
 #![deny(missing_docs)]
 
 mod dist_run;
+pub mod execute;
 pub mod run;
 
 use std::fmt::Write as _;
@@ -291,13 +292,9 @@ pub fn cmd_run(file: &Path, opts: &RunOptions) -> i32 {
         let _ = writeln!(stderr, "error: {m}");
         1
     };
-    let backend = match opts.backend.as_str() {
-        "auto" | "" => Backend::Auto,
-        "interp" => Backend::Interp,
-        "native" => Backend::Native,
-        other => {
-            return usage(&mut stderr, format!("unknown backend `{other}` (expected `auto`, `interp` or `native`)"))
-        }
+    let backend = match execute::Backend::parse(&opts.backend) {
+        Ok(b) => b,
+        Err(m) => return usage(&mut stderr, m),
     };
     let source = match read_source(file) {
         Ok(s) => s,
@@ -356,65 +353,29 @@ pub fn cmd_run(file: &Path, opts: &RunOptions) -> i32 {
         }
     }
     let start = std::time::Instant::now();
-    let native = match backend {
-        Backend::Interp => None,
-        _ => Some(run_native(&module, &info.types, entry, &args, opts)),
-    };
-    let ran_natively = matches!(native, Some(Ok(_)));
-    let values = match native {
-        Some(Ok((v, timings))) => {
-            if opts.time {
-                let _ = write!(stderr, "{}", timings.report());
-            }
-            if let Some(path) = &opts.timings {
-                if let Err(e) = std::fs::write(path, timings.to_json()) {
-                    return usage(&mut stderr, format!("cannot write the timings to {}: {e}", path.display()));
-                }
-            }
-            v
+    let ran = match execute::execute(&module, &info.types, entry, &args, backend, opts) {
+        Ok(r) => r,
+        Err(execute::ExecuteError::Program(d)) => {
+            let _ = write!(stderr, "{}", render(&name, &source, &[*d], color));
+            return 1;
         }
-        Some(Err(e)) if backend == Backend::Native => return usage(&mut stderr, e.to_string()),
-        // The interpreter: chosen, or (auto) for what the native backend does not compile yet,
-        // or (auto) re-running a failed native run for a located diagnostic.
-        fallback => {
-            let native_failure = match fallback {
-                Some(Err(NativeError::NotCompiled(e))) => {
-                    let _ = writeln!(stderr, "note: {}; running the reference interpreter", e.reason());
-                    None
-                }
-                Some(Err(failure)) => Some(failure),
-                _ => None,
-            };
-            // The interpreter holds every value logically: stored arguments get a dense view.
-            let f = &module.functions[entry];
-            let mut tensors = Vec::with_capacity(args.len());
-            for (a, &p) in args.into_iter().zip(&f.params) {
-                match a.into_tensor() {
-                    Ok(t) => tensors.push(t),
-                    Err(e) => {
-                        let name = &f.exprs[p].name;
-                        let _ = writeln!(stderr, "error: the interpreter cannot take `%{name}` of `@{}`: {e}", f.name);
-                        return 1;
-                    }
-                }
-            }
-            match (interp.run(entry, tensors), native_failure) {
-                (Ok(o), None) => o.values.into_iter().map(|(n, t)| (n, strata_runtime::Value::Tensor(t))).collect(),
-                (Ok(_), Some(failure)) => {
-                    let _ = writeln!(
-                        stderr,
-                        "error: {failure}\nnote: the reference interpreter runs this entry: this is a native \
-                         backend bug (`--backend interp` avoids it)"
-                    );
-                    return 1;
-                }
-                (Err(e), _) => {
-                    let _ = write!(stderr, "{}", render(&name, &source, &[e.to_diagnostic()], color));
-                    return 1;
-                }
+        Err(e) => return usage(&mut stderr, e.to_string()),
+    };
+    if let Some(n) = &ran.note {
+        let _ = writeln!(stderr, "note: {n}");
+    }
+    let ran_natively = ran.timings.is_some();
+    if let Some(timings) = &ran.timings {
+        if opts.time {
+            let _ = write!(stderr, "{}", timings.report());
+        }
+        if let Some(path) = &opts.timings {
+            if let Err(e) = std::fs::write(path, timings.to_json()) {
+                return usage(&mut stderr, format!("cannot write the timings to {}: {e}", path.display()));
             }
         }
-    };
+    }
+    let values = ran.values;
     let elapsed = start.elapsed();
     for (n, v) in &values {
         if let Some(m) = v.extent_mismatch() {
@@ -439,17 +400,6 @@ pub fn cmd_run(file: &Path, opts: &RunOptions) -> i32 {
         let _ = writeln!(stderr, "note: --repeat and --timings time native runs only; the interpreter ran once");
     }
     0
-}
-
-/// Which backend `strata run` uses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Backend {
-    /// Native where the entry compiles, else the interpreter (the default).
-    Auto,
-    /// The reference interpreter.
-    Interp,
-    /// The native backend only.
-    Native,
 }
 
 /// Why a native run did not produce values.

@@ -324,26 +324,9 @@ fn execute(
     args: &[Value],
     opts: &RunOptions,
 ) -> job::Step<(Vec<(String, Value)>, crate::Timings)> {
-    let native = match opts.backend.as_str() {
-        "interp" => None,
-        _ => Some(crate::run_native(module, types, entry, args, opts)),
-    };
-    let interpret = || job::interpret(module, types, entry, args);
-    match native {
-        Some(Ok(v)) => Ok(v),
-        Some(Err(crate::NativeError::NotCompiled(_))) | None if opts.backend != "native" => {
-            Ok((interpret()?, crate::Timings::default()))
-        }
-        // A failed native run, re-run in the interpreter for a message naming the operation,
-        // its operands and the position (as `strata run` does in one process).
-        Some(Err(crate::NativeError::Failed(e))) if opts.backend != "native" => match interpret() {
-            Err(m) => Err(m),
-            Ok(_) => Err(format!(
-                "{e}\nnote: the reference interpreter runs this rank's program: this is a native backend bug \
-                 (`--backend interp` avoids it)"
-            )),
-        },
-        Some(Err(e)) => Err(e.to_string()),
-        None => unreachable!("the interpreter was chosen"),
+    let backend = crate::execute::Backend::parse(&opts.backend)?;
+    match crate::execute::execute(module, types, entry, args, backend, opts) {
+        Ok(r) => Ok((r.values, r.timings.unwrap_or_default())),
+        Err(e) => Err(e.to_string()),
     }
 }
