@@ -91,7 +91,9 @@ pub fn execute(
     let (note, native_failure) = match native {
         Some(Ok((values, timings))) => return Ok(Executed { values, timings: Some(timings), note: None }),
         Some(Err(e)) if backend == Backend::Native => return Err(ExecuteError::Native(e.to_string())),
-        Some(Err(NativeError::NotCompiled(e))) => (Some(format!("{}; running the reference interpreter", e.reason())), None),
+        Some(Err(NativeError::NotCompiled(e))) => {
+            (Some(format!("{}; running the reference interpreter", e.reason())), None)
+        }
         Some(Err(failure)) => (None, Some(failure)),
         None => (None, None),
     };

@@ -275,7 +275,7 @@ pub fn read_value(path: &Path, name: &str, ty: &ValueType) -> Result<Tensor, Npy
 
 /// The full array shape of a dense tensor of dense tensors (outer shape, then each element's)
 /// and its scalar type; `None` for sparse or ragged elements and tuples.
-fn nested_shape(ty: &ValueType) -> Option<(Vec<usize>, strata_ir::Scalar)> {
+pub fn nested_shape(ty: &ValueType) -> Option<(Vec<usize>, strata_ir::Scalar)> {
     let mut shape = ty.shape();
     let mut element = &ty.element;
     loop {
@@ -292,7 +292,7 @@ fn nested_shape(ty: &ValueType) -> Option<(Vec<usize>, strata_ir::Scalar)> {
 
 /// The value of type `ty` (dense, possibly nested) whose scalars are `col[at..]` in row-major
 /// order of the full nested shape.
-fn nest(ty: &ValueType, col: &Column, at: usize) -> Tensor {
+pub fn nest(ty: &ValueType, col: &Column, at: usize) -> Tensor {
     let data = match &ty.element {
         ElemType::Tensor(inner) => {
             let size = nested_shape(inner).map_or(0, |(s, _)| s.iter().product());
@@ -306,7 +306,7 @@ fn nest(ty: &ValueType, col: &Column, at: usize) -> Tensor {
 /// Appends the scalars of a dense (possibly nested) value to `out` in row-major order of the
 /// full nested shape, absent elements as zeros; `false` if a level is not a dense tensor of
 /// scalars.
-fn flatten(t: &Tensor, out: &mut Vec<crate::Sv>) -> bool {
+pub fn flatten(t: &Tensor, out: &mut Vec<crate::Sv>) -> bool {
     match &t.data {
         Data::Scalars(c) => {
             out.extend((0..c.len()).map(|i| if t.is_present(i) { c.get(i) } else { crate::Sv::zero(c.scalar()) }));

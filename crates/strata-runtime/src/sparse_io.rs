@@ -204,6 +204,37 @@ fn ragged_storage(
 ) -> Result<Storage, NpyError> {
     let mismatch =
         |found: String, expected: String| NpyError::Mismatch { name: name.into(), path: path.into(), found, expected };
+    let (levels, count) = ragged_levels(ty, |array| {
+        to_usize(&read_ints(entry(a, path, name, array)?, path, name, array)?, array, path, name)
+    })
+    .map_err(|e| match e {
+        RaggedError::Read(e) => e,
+        RaggedError::Offsets { found, expected } => mismatch(found, expected),
+        RaggedError::Sparse => {
+            NpyError::Unsupported { name: name.into(), what: "a ragged tensor with sparse levels".into() }
+        }
+    })?;
+    let values = read_column(entry(a, path, name, "values")?, name, path, scalar, &[count])?;
+    Ok(Storage { levels, values })
+}
+
+/// Why the levels of a ragged tensor could not be built.
+enum RaggedError<E> {
+    /// An offsets array could not be had.
+    Read(E),
+    /// An offsets array is inconsistent.
+    Offsets { found: String, expected: String },
+    /// A level is sparse.
+    Sparse,
+}
+
+/// The level buffers of a ragged tensor of type `ty` (dense and ragged levels), with the
+/// offsets array of each ragged level from `offsets(name)` ([`offsets_name`]) checked, and the
+/// number of values they hold.
+fn ragged_levels<E>(
+    ty: &ValueType,
+    mut offsets: impl FnMut(&str) -> Result<Vec<usize>, E>,
+) -> Result<(Vec<LevelBuffers>, usize), RaggedError<E>> {
     let mut levels = Vec::new();
     // Positions of the levels read so far (the parents of the next level).
     let mut parents = 1usize;
@@ -212,41 +243,79 @@ fn ragged_storage(
         match l.format {
             LevelFormat::Dense | LevelFormat::Block => {
                 let size = l.interval.len() as usize;
-                parents =
-                    parents.checked_mul(size).ok_or_else(|| mismatch("too many elements".into(), "fewer".into()))?;
+                parents = parents.checked_mul(size).ok_or_else(|| RaggedError::Offsets {
+                    found: "too many elements".into(),
+                    expected: "fewer".into(),
+                })?;
                 levels.push(LevelBuffers::Dense { size });
             }
             LevelFormat::Ragged { .. } => {
                 let array = offsets_name(k);
                 k += 1;
-                let offsets =
-                    to_usize(&read_ints(entry(a, path, name, &array)?, path, name, &array)?, &array, path, name)?;
+                let offsets = offsets(&array).map_err(RaggedError::Read)?;
                 if offsets.len() != parents + 1
                     || offsets.first() != Some(&0)
                     || offsets.windows(2).any(|w| w[0] > w[1])
                 {
-                    return Err(mismatch(
-                        format!("`{array}` of {} entries (starting {:?})", offsets.len(), offsets.first()),
-                        format!(
+                    return Err(RaggedError::Offsets {
+                        found: format!("`{array}` of {} entries (starting {:?})", offsets.len(), offsets.first()),
+                        expected: format!(
                             "{} non-decreasing offsets from 0 (one per position of the levels above `{}`, plus one)",
                             parents + 1,
                             l.name
                         ),
-                    ));
+                    });
                 }
                 parents = *offsets.last().expect("at least one offset");
                 levels.push(LevelBuffers::Ragged { offsets });
             }
-            _ => {
-                return Err(NpyError::Unsupported {
-                    name: name.into(),
-                    what: "a ragged tensor with sparse levels".into(),
-                })
-            }
+            _ => return Err(RaggedError::Sparse),
         }
     }
-    let values = read_column(entry(a, path, name, "values")?, name, path, scalar, &[parents])?;
-    Ok(Storage { levels, values })
+    Ok((levels, parents))
+}
+
+/// A ragged tensor of type `ty` from its offsets arrays (by name: `offsets`, `offsets_1`, …)
+/// and its values, checked as when read from a file (what the Python package passes).
+///
+/// # Errors
+/// A missing or inconsistent offsets array, a value count that differs from the offsets', or
+/// a sparse level.
+pub fn stored_from_ragged(
+    ty: &ValueType,
+    mut arrays: impl FnMut(&str) -> Option<Vec<usize>>,
+    values: Column,
+) -> Result<Stored, String> {
+    let (levels, count) =
+        ragged_levels(ty, |a| arrays(a).ok_or_else(|| format!("no offsets array `{a}`"))).map_err(|e| match e {
+            RaggedError::Read(m) => m,
+            RaggedError::Offsets { found, expected } => format!("{found}, but the type needs {expected}"),
+            RaggedError::Sparse => "a ragged tensor with sparse levels is not supported".into(),
+        })?;
+    if values.len() != count {
+        return Err(format!("{} values, but the offsets hold {count}", values.len()));
+    }
+    Ok(Stored { ty: ty.clone(), storage: Storage { levels, values } })
+}
+
+/// A sparse tensor of type `ty` (a matrix, or a vector as one row) from its entries
+/// `(rows[k], cols[k], data[k])` in any order: duplicates summed, zeros dropped, as when read
+/// from a file (what the Python package passes for a SciPy matrix).
+///
+/// # Errors
+/// An entry outside the shape, or arrays of different lengths.
+pub fn stored_from_entries(ty: &ValueType, rows: Vec<usize>, cols: Vec<usize>, data: Column) -> Result<Stored, String> {
+    let shape = ty.shape();
+    let (m, n) = match shape.as_slice() {
+        [n] => (1, *n),
+        [m, n] => (*m, *n),
+        _ => return Err(format!("a sparse tensor of rank {}", shape.len())),
+    };
+    if rows.len() != cols.len() || data.len() != cols.len() {
+        return Err(format!("{} rows, {} columns and {} values", rows.len(), cols.len(), data.len()));
+    }
+    let storage = triplet_storage(ty, (m, n), rows, cols, data).map_err(|e| format!("{e} of shape ({m}, {n})"))?;
+    Ok(Stored { ty: ty.clone(), storage })
 }
 
 /// Storage in `ty`'s formats of the matrix (`rows` × `cols`; a vector is one row) with entries

@@ -1,0 +1,216 @@
+"""Strata from Python: typed tensor programs run on numpy and SciPy data.
+
+    >>> import numpy as np, strata
+    >>> m = strata.load("examples/stencil/laplacian.strata")
+    >>> out = m.laplacian(inp=np.random.rand(7, 9, 9))     # a program's `out` parameter
+    >>> m.lap.signature                                      # what `strata sig` prints
+
+A module's entries (its functions and programs) are attributes; calling one verifies the
+arguments against the entry's parameter types, runs it natively where it compiles (else in the
+reference interpreter) with the GIL released, and returns its result — or, for a program with
+several `out` parameters, a named tuple of them.
+
+Arguments, by parameter type:
+
+- dense tensor of scalars: a numpy array of the parameter's dtype and shape (C-contiguous
+  arrays are read in one block; other strides are gathered; a different dtype is an
+  `ArgumentError`, never a silent cast);
+- tuple elements: a tuple of arrays, one per field;
+- tensor elements (`tensor<4x8 x tensor<32x32xf32>>`): one array of shape (4, 8, 32, 32);
+- sparse (compressed/singleton levels): any SciPy sparse matrix or array (its stored entries;
+  duplicates add up, as in SciPy);
+- ragged: a `strata.Ragged` (offsets per ragged level, and the values).
+
+Results come back as numpy arrays that own the result's memory (no copy), absent elements
+(neighbor-table skips) as zeros, as `strata run` writes them (a program that needs the mask
+computes it with `can_deref`); sparse results as `scipy.sparse.csr_array` (`[dense,
+compressed]` types) or `coo_array`; ragged ones as `strata.Ragged`.
+
+Errors raise subclasses of `strata.Error` whose text is the located diagnostic the `strata`
+command prints: `ParseError`, `VerifyError`, `RunError`, `ArgumentError`.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+from typing import Any, Dict, NamedTuple, Optional, Tuple
+
+import numpy as np
+
+from ._strata import ArgumentError, Error, ParseError, Program, RunError, VerifyError
+from ._strata import compile as _compile
+
+__all__ = [
+    "ArgumentError",
+    "Entry",
+    "Error",
+    "Module",
+    "ParseError",
+    "Ragged",
+    "RunError",
+    "VerifyError",
+    "compile",
+    "load",
+]
+
+
+class Ragged(NamedTuple):
+    """A ragged tensor as its storage: `offsets` (one array per ragged level, outermost first:
+    entry p..p+1 bound the run of position p of the levels above) and `values` (every element
+    inside the runs, in row-major order) — the layout of Strata's ragged `.npz` files."""
+
+    offsets: Tuple[np.ndarray, ...]
+    values: np.ndarray
+
+
+class Entry:
+    """A function or program of a module, callable with numpy arrays.
+
+    Inputs are passed by name (`m.lap(inp=a)`) or by position, in the order the entry declares
+    them. `out=` takes an array (one result) or a dict of arrays by result name to write the
+    results into (their dtype and shape must match). `backend=` is `"auto"` (native where the
+    entry compiles, else the interpreter), `"native"` or `"interp"`; `threads=` the native
+    threads (default: `$STRATA_NUM_THREADS`, else every core).
+    """
+
+    def __init__(self, program: Program, name: str):
+        self._program = program
+        self.__name__ = name
+        self._inputs = program.inputs(name)
+        self._outputs = program.outputs(name)
+        self._results = collections.namedtuple(f"{name}_results", self._outputs, rename=True)
+        self.__doc__ = f"@{name}({', '.join(self._inputs)}) -> {', '.join(self._outputs)}"
+
+    @property
+    def signature(self) -> Dict[str, Any]:
+        """The entry's parameters and results: name, full type, dtype and shape of each (what
+        `strata sig --json` prints for it)."""
+        entries = json.loads(self._program.signatures_json())["entries"]
+        return next(e for e in entries if e["name"] == self.__name__)
+
+    def __call__(self, *args: Any, out: Any = None, backend: str = "auto", threads: Optional[int] = None, **kwargs: Any):
+        if len(args) > len(self._inputs):
+            raise ArgumentError(f"`@{self.__name__}` takes {len(self._inputs)} inputs ({', '.join(self._inputs)}), got {len(args)}")
+        given = dict(zip(self._inputs, args))
+        for k, v in kwargs.items():
+            if k in given:
+                raise ArgumentError(f"argument `{k}` of `@{self.__name__}` given twice")
+            given[k] = v
+        values = {k: _unwrap(v) for k, v in given.items()}
+        results = dict(self._program.run(self.__name__, values, backend, threads))
+        ordered = [_wrap(results[n]) for n in self._outputs]
+        if out is not None:
+            ordered = _write_out(self.__name__, self._outputs, ordered, out)
+        if len(ordered) == 1:
+            return ordered[0]
+        return self._results(*ordered)
+
+    def __repr__(self) -> str:
+        return f"<strata entry {self.__doc__}>"
+
+
+class Module:
+    """A verified Strata module: its entries are attributes (`m.lap`), `m.entries` their names."""
+
+    def __init__(self, program: Program):
+        self._program = program
+        self.entries = tuple(program.entries())
+        for name in self.entries:
+            setattr(self, name, Entry(program, name))
+
+    @property
+    def name(self) -> str:
+        """The file name its diagnostics show."""
+        return self._program.name
+
+    def __repr__(self) -> str:
+        return f"<strata module {self.name!r}: {', '.join('@' + e for e in self.entries)}>"
+
+
+def compile(text: str, name: str = "<string>") -> Module:  # noqa: A001 - the package's verb
+    """Parses and verifies Strata program text; raises `ParseError` / `VerifyError`."""
+    return Module(_compile(text, name))
+
+
+def load(path: "os.PathLike[str] | str") -> Module:
+    """Reads, parses and verifies a `.strata` file; raises `ParseError` / `VerifyError`
+    (located in the file) or `OSError`."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    return Module(_compile(text, os.fspath(path)))
+
+
+def _unwrap(v: Any) -> Any:
+    """An argument as the extension takes it (SciPy matrices and `Ragged` unpacked)."""
+    if isinstance(v, Ragged):
+        d: Dict[str, Any] = {"kind": "ragged", "values": np.asarray(v.values)}
+        for k, o in enumerate(v.offsets):
+            d["offsets" if k == 0 else f"offsets_{k}"] = np.asarray(o, dtype=np.int64)
+        return d
+    if hasattr(v, "tocoo") and hasattr(v, "nnz"):  # any scipy.sparse matrix or array
+        c = v.tocoo()
+        return {
+            "kind": "coo",
+            "row": np.asarray(c.row, dtype=np.int64) if c.ndim == 2 else np.zeros(c.nnz, dtype=np.int64),
+            "col": np.asarray(c.col if c.ndim == 2 else c.coords[0], dtype=np.int64),
+            "data": np.asarray(c.data),
+            "shape": tuple(int(s) for s in c.shape),
+        }
+    if isinstance(v, tuple):
+        return tuple(_unwrap(x) for x in v)
+    if isinstance(v, np.ndarray):
+        return v
+    return np.asarray(v)
+
+
+def _wrap(v: Any) -> Any:
+    """A result as users see it (sparse and ragged results wrapped)."""
+    if isinstance(v, tuple):
+        return tuple(_wrap(x) for x in v)
+    if not isinstance(v, dict):
+        return v
+    kind = v["kind"]
+    if kind == "ragged":
+        offsets = []
+        k = 0
+        while ("offsets" if k == 0 else f"offsets_{k}") in v:
+            offsets.append(v["offsets" if k == 0 else f"offsets_{k}"])
+            k += 1
+        return Ragged(tuple(offsets), v["values"])
+    import scipy.sparse as sp
+
+    if kind == "csr":
+        return sp.csr_array((v["data"], v["indices"], v["indptr"]), shape=tuple(v["shape"]))
+    return sp.coo_array((v["data"], (v["row"], v["col"])), shape=tuple(v["shape"]))
+
+
+def _write_out(entry: str, names: list, results: list, out: Any) -> list:
+    """Copies `results` into the caller's arrays (`out`: one array, a sequence, or a dict by
+    name) and returns those arrays in their place."""
+    if isinstance(out, dict):
+        targets = out
+    elif isinstance(out, (list, tuple)):
+        targets = dict(zip(names, out))
+    else:
+        if len(names) != 1:
+            raise ArgumentError(f"`@{entry}` has {len(names)} results ({', '.join(names)}): pass `out` as a dict by name")
+        targets = {names[0]: out}
+    unknown = set(targets) - set(names)
+    if unknown:
+        raise ArgumentError(f"`@{entry}` has no result {', '.join(sorted(unknown))} (results: {', '.join(names)})")
+    written = []
+    for n, r in zip(names, results):
+        t = targets.get(n)
+        if t is None:
+            written.append(r)
+            continue
+        if not isinstance(t, np.ndarray) or t.shape != np.shape(r) or t.dtype != np.asarray(r).dtype:
+            raise ArgumentError(
+                f"out `{n}` of `@{entry}`: needs an array of shape {np.shape(r)} and dtype {np.asarray(r).dtype}, "
+                f"got {getattr(t, 'shape', type(t).__name__)} {getattr(t, 'dtype', '')}"
+            )
+        np.copyto(t, np.asarray(r))
+        written.append(t)
+    return written

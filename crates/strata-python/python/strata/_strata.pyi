@@ -1,0 +1,33 @@
+"""Type stubs of the extension module (`strata/__init__.py` is the documented API)."""
+
+from typing import Any, Dict, List, Optional, Tuple
+
+class Error(Exception):
+    """Every error Strata raises: its text is the diagnostic the `strata` command prints."""
+
+class ParseError(Error):
+    """The program text does not parse (a located diagnostic)."""
+
+class VerifyError(Error):
+    """The program does not verify: a type error (a located diagnostic)."""
+
+class RunError(Error):
+    """Running the program failed: a run-time error located in the program, or a native backend failure."""
+
+class ArgumentError(Error):
+    """An argument does not fit its parameter: a missing or unknown name, the wrong dtype or shape."""
+
+class Program:
+    """A parsed and verified Strata module."""
+
+    @property
+    def name(self) -> str: ...
+    def entries(self) -> List[str]: ...
+    def signatures_json(self) -> str: ...
+    def inputs(self, entry: str) -> List[str]: ...
+    def outputs(self, entry: str) -> List[str]: ...
+    def run(
+        self, entry: str, args: Dict[str, Any], backend: str = "auto", threads: Optional[int] = None
+    ) -> List[Tuple[str, Any]]: ...
+
+def compile(text: str, name: str = "<string>") -> Program: ...

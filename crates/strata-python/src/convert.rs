@@ -1,0 +1,384 @@
+//! numpy arrays to Strata values and back.
+//!
+//! In: a dense parameter takes an array of its dtype and shape (any strides: a C-contiguous
+//! array is copied in one block, others element by element); tuple elements a tuple of arrays,
+//! one per field; tensor elements one array of the outer shape followed by the inner ones; a
+//! sparse parameter an unpacked SciPy matrix (`{"kind": "coo", "row", "col", "data",
+//! "shape"}`) and a ragged one its arrays (`{"kind": "ragged", "offsets", …, "values"}`), which
+//! the Python side makes.
+//!
+//! Out: scalars as numpy arrays that take over the result's buffer (no copy), absent elements
+//! as zeros; sparse results as `csr` / `coo` dicts, ragged ones as `ragged` dicts — the Python
+//! side wraps them (SciPy, `strata.Ragged`).
+
+use numpy::{PyArray1, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+
+use strata_ir::{LevelFormat, Scalar};
+use strata_runtime::storage::{entries, LevelBuffers};
+use strata_runtime::{Column, Data, ElemType, Stored, Tensor, Value, ValueType};
+
+use crate::errors::ArgumentError;
+
+/// The numpy name of a scalar type.
+fn dtype_name(s: Scalar) -> &'static str {
+    strata_runtime::npy::dtype_name(s)
+}
+
+/// The scalar type of a numpy dtype, if Strata has it (`index` reads as `int64`).
+fn scalar_of(py: Python<'_>, d: &Bound<'_, numpy::PyArrayDescr>) -> Option<Scalar> {
+    use numpy::dtype;
+    let all: [(Bound<'_, numpy::PyArrayDescr>, Scalar); 11] = [
+        (dtype::<bool>(py), Scalar::Bool),
+        (dtype::<i8>(py), Scalar::I8),
+        (dtype::<i16>(py), Scalar::I16),
+        (dtype::<i32>(py), Scalar::I32),
+        (dtype::<i64>(py), Scalar::I64),
+        (dtype::<u8>(py), Scalar::U8),
+        (dtype::<u16>(py), Scalar::U16),
+        (dtype::<u32>(py), Scalar::U32),
+        (dtype::<u64>(py), Scalar::U64),
+        (dtype::<f32>(py), Scalar::F32),
+        (dtype::<f64>(py), Scalar::F64),
+    ];
+    all.into_iter().find(|(t, _)| d.is_equiv_to(t)).map(|(_, s)| s)
+}
+
+/// Whether a column holds the caller's memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Borrow {
+    /// The column owns its elements (a copy).
+    Copy,
+    /// The column's vector was made from the numpy array's buffer (`Vec::from_raw_parts`): it
+    /// must never be dropped, grown or written — only read, then forgotten.
+    Caller,
+}
+
+/// The elements of `obj` (a numpy array of `scalar`'s dtype and shape `shape`) as a column,
+/// in row-major order. With `borrow`, a C-contiguous aligned array is not copied: the column
+/// is its buffer, and `borrow` is set to [`Borrow::Caller`].
+fn column(
+    obj: &Bound<'_, PyAny>,
+    what: &str,
+    scalar: Scalar,
+    shape: &[usize],
+    mut borrow: Option<&mut Borrow>,
+) -> PyResult<Column> {
+    let py = obj.py();
+    let arr = obj.cast::<PyUntypedArray>().map_err(|_| {
+        ArgumentError::new_err(format!("argument `{what}`: expected a numpy array, found `{}`", type_name(obj)))
+    })?;
+    let found = scalar_of(py, &arr.dtype());
+    let want = if scalar == Scalar::Index { Scalar::I64 } else { scalar };
+    if found != Some(want) {
+        let d = arr.dtype().to_string();
+        return Err(ArgumentError::new_err(format!(
+            "argument `{what}`: dtype {d}, but the parameter holds {} (convert with `.astype(numpy.{})`)",
+            dtype_name(scalar),
+            dtype_name(want)
+        )));
+    }
+    if arr.shape() != shape {
+        return Err(ArgumentError::new_err(format!(
+            "argument `{what}`: shape {:?}, but the parameter's type has shape {shape:?}",
+            arr.shape()
+        )));
+    }
+    macro_rules! read {
+        ($t:ty, $v:ident) => {{
+            let a = arr.cast::<PyArrayDyn<$t>>()?.readonly();
+            let c_order = arr.is_c_contiguous();
+            let v: Vec<$t> = match a.as_slice().ok().filter(|_| c_order).ok_or(()) {
+                // SAFETY: see `Borrow::Caller`: the array is C-contiguous (`as_slice`), its
+                // pointer aligned for `$t` and non-empty; the caller keeps it alive during the
+                // run and never drops, grows or writes the vector (`Args::finish` forgets it).
+                Ok(s)
+                    if borrow.is_some()
+                        && !s.is_empty()
+                        && s.as_ptr().align_offset(std::mem::align_of::<$t>()) == 0 =>
+                {
+                    if let Some(b) = borrow.as_deref_mut() {
+                        *b = Borrow::Caller;
+                    }
+                    unsafe { Vec::from_raw_parts(s.as_ptr().cast_mut(), s.len(), s.len()) }
+                }
+                Ok(s) => s.to_vec(),
+                Err(_) => a.as_array().iter().copied().collect(),
+            };
+            Column::$v(v)
+        }};
+    }
+    Ok(match scalar {
+        Scalar::Bool => read!(bool, Bool),
+        Scalar::I8 => read!(i8, I8),
+        Scalar::I16 => read!(i16, I16),
+        Scalar::I32 => read!(i32, I32),
+        Scalar::I64 => read!(i64, I64),
+        Scalar::Index => read!(i64, Index),
+        Scalar::U8 => read!(u8, U8),
+        Scalar::U16 => read!(u16, U16),
+        Scalar::U32 => read!(u32, U32),
+        Scalar::U64 => read!(u64, U64),
+        Scalar::F32 => read!(f32, F32),
+        Scalar::F64 => read!(f64, F64),
+    })
+}
+
+fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into())
+}
+
+/// Non-negative integers from an integer array.
+fn indices(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<usize>> {
+    let arr = obj
+        .cast::<PyArray1<i64>>()
+        .map_err(|_| ArgumentError::new_err(format!("`{what}`: expected a 1-d int64 array")))?
+        .readonly();
+    arr.as_array()
+        .iter()
+        .map(|&x| usize::try_from(x).map_err(|_| ArgumentError::new_err(format!("`{what}`: negative entry {x}"))))
+        .collect()
+}
+
+/// The data of a tuple element from a tuple of arrays (one per field, nested tuples nested).
+fn tuple_data(obj: &Bound<'_, PyAny>, what: &str, fields: &[ElemType], shape: &[usize]) -> PyResult<Data> {
+    let t = obj.cast::<PyTuple>().map_err(|_| {
+        ArgumentError::new_err(format!(
+            "argument `{what}`: the parameter holds tuples of {} fields: pass a tuple of arrays, one per field",
+            fields.len()
+        ))
+    })?;
+    if t.len() != fields.len() {
+        return Err(ArgumentError::new_err(format!(
+            "argument `{what}`: {} arrays, but the tuples have {} fields",
+            t.len(),
+            fields.len()
+        )));
+    }
+    let mut parts = Vec::with_capacity(fields.len());
+    for (k, (f, item)) in fields.iter().zip(t.iter()).enumerate() {
+        let field = format!("{what}[{k}]");
+        parts.push(match f {
+            ElemType::Scalar(s) => Data::Scalars(column(&item, &field, *s, shape, None)?),
+            ElemType::Tuple(inner) => tuple_data(&item, &field, inner, shape)?,
+            ElemType::Tensor(_) => {
+                return Err(ArgumentError::new_err(format!(
+                    "argument `{what}`: tuples holding tensors are not supported"
+                )))
+            }
+        });
+    }
+    Ok(Data::Tuple(parts))
+}
+
+/// The value of parameter `what` of type `ty` from `obj`, and whether it holds the caller's
+/// memory (a dense tensor of scalars from a C-contiguous array: see [`Borrow`]).
+pub fn to_value(obj: &Bound<'_, PyAny>, what: &str, ty: &ValueType) -> PyResult<(Value, Borrow)> {
+    if ty.levels.iter().any(|l| !l.format.is_dense_like()) {
+        return stored(obj, what, ty).map(|s| (Value::Stored(s), Borrow::Copy));
+    }
+    let shape = ty.shape();
+    let mut borrow = Borrow::Copy;
+    let data = match &ty.element {
+        ElemType::Scalar(s) => Data::Scalars(column(obj, what, *s, &shape, Some(&mut borrow))?),
+        ElemType::Tuple(fields) => tuple_data(obj, what, fields, &shape)?,
+        ElemType::Tensor(_) => {
+            let (full, s) = strata_runtime::npy::nested_shape(ty).ok_or_else(|| {
+                ArgumentError::new_err(format!("argument `{what}`: tensor elements that are sparse, ragged or tuples"))
+            })?;
+            let col = column(obj, what, s, &full, None)?;
+            return Ok((Value::Tensor(strata_runtime::npy::nest(ty, &col, 0)), Borrow::Copy));
+        }
+    };
+    Ok((Value::Tensor(Tensor { ty: ty.clone(), data, present: None }), borrow))
+}
+
+/// A sparse or ragged value from the dict the Python side unpacks a SciPy matrix or a ragged
+/// tensor into.
+fn stored(obj: &Bound<'_, PyAny>, what: &str, ty: &ValueType) -> PyResult<Stored> {
+    let scalar = ty.element.scalar().ok_or_else(|| {
+        ArgumentError::new_err(format!("argument `{what}`: sparse tensors of tuples or tensors are not supported"))
+    })?;
+    let d = obj.cast::<PyDict>().map_err(|_| {
+        ArgumentError::new_err(format!(
+            "argument `{what}`: the parameter is sparse or ragged: pass a SciPy sparse matrix or a `strata.Ragged`, \
+             not `{}`",
+            type_name(obj)
+        ))
+    })?;
+    let item = |k: &str| -> PyResult<Bound<'_, PyAny>> {
+        d.get_item(k)?.ok_or_else(|| ArgumentError::new_err(format!("argument `{what}`: no `{k}`")))
+    };
+    let kind: String = item("kind")?.extract()?;
+    let fail = |m: String| ArgumentError::new_err(format!("argument `{what}`: {m}"));
+    match kind.as_str() {
+        "coo" => {
+            let shape: Vec<usize> = item("shape")?.extract()?;
+            let want = ty.shape();
+            let same = shape == want || (want.len() == 1 && shape == [1, want[0]]);
+            if !same {
+                return Err(fail(format!("a sparse matrix of shape {shape:?}, but the parameter has shape {want:?}")));
+            }
+            let (row, col) = (indices(&item("row")?, what)?, indices(&item("col")?, what)?);
+            let data = column(&item("data")?, what, scalar, &[col.len()], None)?;
+            strata_runtime::sparse_io::stored_from_entries(ty, row, col, data).map_err(fail)
+        }
+        "ragged" => {
+            let values = item("values")?;
+            let n = values.cast::<PyUntypedArray>().map(|a| a.len()).unwrap_or(0);
+            let values = column(&values, what, scalar, &[n], None)?;
+            let mut bad = None;
+            let got = strata_runtime::sparse_io::stored_from_ragged(
+                ty,
+                |name| match d.get_item(name).ok().flatten().map(|o| indices(&o, name)) {
+                    Some(Ok(v)) => Some(v),
+                    Some(Err(e)) => {
+                        bad = Some(e);
+                        None
+                    }
+                    None => None,
+                },
+                values,
+            );
+            if let Some(e) = bad {
+                return Err(e);
+            }
+            got.map_err(fail)
+        }
+        other => Err(fail(format!("unknown kind `{other}`"))),
+    }
+}
+
+/// A column as a numpy array of `shape`, taking over its buffer.
+fn array(py: Python<'_>, col: Column, shape: &[usize]) -> PyResult<Py<PyAny>> {
+    macro_rules! arr {
+        ($v:expr) => {
+            PyArray1::from_vec(py, $v).reshape(shape.to_vec())?.into_any().unbind()
+        };
+    }
+    Ok(match col {
+        Column::Bool(v) => arr!(v),
+        Column::I8(v) => arr!(v),
+        Column::I16(v) => arr!(v),
+        Column::I32(v) => arr!(v),
+        Column::I64(v) | Column::Index(v) => arr!(v),
+        Column::U8(v) => arr!(v),
+        Column::U16(v) => arr!(v),
+        Column::U32(v) => arr!(v),
+        Column::U64(v) => arr!(v),
+        Column::F32(v) => arr!(v),
+        Column::F64(v) => arr!(v),
+    })
+}
+
+fn ints(py: Python<'_>, v: &[usize]) -> Py<PyAny> {
+    PyArray1::from_vec(py, v.iter().map(|&x| x as i64).collect::<Vec<i64>>()).into_any().unbind()
+}
+
+/// A result as Python sees it (see the module docs).
+pub fn to_python(py: Python<'_>, what: &str, v: Value) -> PyResult<Py<PyAny>> {
+    match v {
+        Value::Tensor(t) => tensor(py, what, t),
+        Value::Stored(s) => stored_out(py, s),
+    }
+}
+
+/// A dense result: absent elements (neighbor-table skips) as zeros, as `strata run` writes
+/// them — the native backend does not return which elements are absent, so neither does the
+/// interpreter here (a program that needs the mask computes it with `can_deref`).
+fn tensor(py: Python<'_>, what: &str, mut t: Tensor) -> PyResult<Py<PyAny>> {
+    let shape = t.ty.shape();
+    if let Some(present) = t.present.take() {
+        zero_absent(&mut t.data, &present);
+    }
+    match t.data {
+        Data::Scalars(col) => array(py, col, &shape),
+        Data::Tuple(fields) => {
+            let ElemType::Tuple(types) = &t.ty.element else { unreachable!("tuple data has a tuple type") };
+            let mut items = Vec::with_capacity(fields.len());
+            for (d, e) in fields.into_iter().zip(types) {
+                let field = Tensor { ty: ValueType { element: e.clone(), ..t.ty.clone() }, data: d, present: None };
+                items.push(tensor(py, what, field)?);
+            }
+            Ok(PyTuple::new(py, items)?.into_any().unbind())
+        }
+        Data::Tensors(_) => {
+            let (full, scalar) = strata_runtime::npy::nested_shape(&t.ty).ok_or_else(|| {
+                crate::errors::RunError::new_err(format!("`{what}`: tensor elements that are not dense"))
+            })?;
+            let mut values = Vec::with_capacity(full.iter().product());
+            if !strata_runtime::npy::flatten(&t, &mut values) {
+                return Err(crate::errors::RunError::new_err(format!("`{what}`: tensor elements holding tuples")));
+            }
+            array(py, Column::from_fn(scalar, values.len(), |i| values[i]), &full)
+        }
+    }
+}
+
+/// Sets the absent elements of `data` to zero (every field of a tuple).
+fn zero_absent(data: &mut Data, present: &[bool]) {
+    match data {
+        Data::Scalars(c) => {
+            let zero = strata_runtime::Sv::zero(c.scalar());
+            for (i, _) in present.iter().enumerate().filter(|(_, p)| !**p) {
+                c.set(i, zero);
+            }
+        }
+        Data::Tuple(fields) => fields.iter_mut().for_each(|f| zero_absent(f, present)),
+        Data::Tensors(tiles) => {
+            for (tile, _) in tiles.iter_mut().zip(present).filter(|(_, p)| !**p) {
+                *tile = Tensor::zeros(&tile.ty);
+            }
+        }
+    }
+}
+
+fn stored_out(py: Python<'_>, s: Stored) -> PyResult<Py<PyAny>> {
+    let d = PyDict::new(py);
+    let shape = s.ty.shape();
+    let formats: Vec<LevelFormat> = s.ty.levels.iter().map(|l| l.format).collect();
+    if strata_runtime::storage::has_ragged(&s.ty.levels) {
+        d.set_item("kind", "ragged")?;
+        let mut k = 0;
+        for lb in &s.storage.levels {
+            if let LevelBuffers::Ragged { offsets } = lb {
+                d.set_item(if k == 0 { "offsets".to_string() } else { format!("offsets_{k}") }, ints(py, offsets))?;
+                k += 1;
+            }
+        }
+        d.set_item("values", array(py, s.storage.values, &[])?.bind(py).call_method0("ravel")?)?;
+        d.set_item("shape", shape)?;
+        return Ok(d.into_any().unbind());
+    }
+    let matrix = match shape.as_slice() {
+        [n] => vec![1, *n],
+        _ => shape.clone(),
+    };
+    if let (
+        [_, LevelFormat::Compressed { .. }],
+        [LevelBuffers::Dense { .. }, LevelBuffers::Compressed { positions, coordinates }],
+    ) = (formats.as_slice(), s.storage.levels.as_slice())
+    {
+        d.set_item("kind", "csr")?;
+        d.set_item("indptr", ints(py, positions))?;
+        d.set_item("indices", ints(py, coordinates))?;
+        let n = s.storage.values.len();
+        d.set_item("data", array(py, s.storage.values, &[n])?)?;
+        d.set_item("shape", matrix)?;
+        return Ok(d.into_any().unbind());
+    }
+    let e = entries(&s.storage);
+    let n = e.len();
+    let (row, col): (Vec<usize>, Vec<usize>) = if e.rank == 1 {
+        (vec![0; n], e.coords.clone())
+    } else {
+        (0..n).map(|k| (e.coords[2 * k], e.coords[2 * k + 1])).unzip()
+    };
+    d.set_item("kind", "coo")?;
+    d.set_item("row", ints(py, &row))?;
+    d.set_item("col", ints(py, &col))?;
+    d.set_item("data", array(py, e.values, &[n])?)?;
+    d.set_item("shape", matrix)?;
+    Ok(d.into_any().unbind())
+}

@@ -1,0 +1,30 @@
+//! `strata._strata`: the extension module under the Python package `strata`
+//! (`python/strata/__init__.py` holds the Python-facing API and its documentation).
+//!
+//! - [`program`]: `compile` (parse + verify, diagnostics as exceptions) and `Program.run` (the
+//!   `strata run` policy, the GIL released while it runs);
+//! - [`convert`]: numpy arrays (and SciPy matrices, unpacked by the Python side) to runtime
+//!   values and back; results are handed to numpy without a copy;
+//! - [`errors`]: the exception hierarchy (`strata.Error` and its subclasses).
+
+#![deny(missing_docs)]
+
+mod convert;
+mod errors;
+mod program;
+
+use pyo3::prelude::*;
+
+/// The extension module.
+#[pymodule]
+fn _strata(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_function(wrap_pyfunction!(program::compile, m)?)?;
+    m.add_class::<program::Program>()?;
+    m.add("Error", py.get_type::<errors::Error>())?;
+    m.add("ParseError", py.get_type::<errors::ParseError>())?;
+    m.add("VerifyError", py.get_type::<errors::VerifyError>())?;
+    m.add("RunError", py.get_type::<errors::RunError>())?;
+    m.add("ArgumentError", py.get_type::<errors::ArgumentError>())?;
+    Ok(())
+}

@@ -1,0 +1,188 @@
+//! A verified program and the running of its entries.
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use strata_entity::Handle;
+use strata_ir::{ExprKind, Function, Module, ParamMode, TypeArena};
+use strata_runtime::{Tensor, Value, ValueType};
+
+use crate::convert::{self, Borrow};
+use crate::errors::{ArgumentError, ParseError, RunError, VerifyError};
+
+/// A parsed and verified Strata module (`strata.compile`, `strata.load`).
+#[pyclass(module = "strata._strata", frozen)]
+pub struct Program {
+    module: Module,
+    types: TypeArena,
+    source: String,
+    name: String,
+}
+
+/// Parses and verifies `text` (`name` is the file name diagnostics show).
+///
+/// Raises `ParseError` or `VerifyError` with the located diagnostic.
+#[pyfunction]
+#[pyo3(signature = (text, name = "<string>"))]
+pub fn compile(text: &str, name: &str) -> PyResult<Program> {
+    let module = strata_syntax::parse(text)
+        .map_err(|d| ParseError::new_err(strata_cli::render(name, text, &d, false).trim_end().to_string()))?;
+    let info = strata_verify::verify(&module)
+        .map_err(|d| VerifyError::new_err(strata_cli::render(name, text, &d, false).trim_end().to_string()))?;
+    Ok(Program { module, types: info.types, source: text.to_string(), name: name.to_string() })
+}
+
+impl Program {
+    fn entry(&self, name: &str) -> PyResult<Handle<Function>> {
+        self.module.function_by_name(name.trim_start_matches('@')).ok_or_else(|| {
+            let names: Vec<String> = self.module.functions.iter().map(|(_, f)| f.name.clone()).collect();
+            ArgumentError::new_err(format!("no entry `{name}`; the module defines {}", names.join(", ")))
+        })
+    }
+
+    fn param_type(&self, f: &Function, p: strata_ir::Value) -> ValueType {
+        ValueType::from_ir(&self.types, f.exprs[p].ty)
+    }
+}
+
+/// The argument values of one run. Dropping it drops the values it copied and forgets those
+/// holding the caller's numpy memory ([`Borrow::Caller`]), also when a run unwinds, so memory
+/// numpy owns is never freed here.
+#[derive(Default)]
+struct Args {
+    values: Vec<Value>,
+    borrows: Vec<Borrow>,
+}
+
+impl Args {
+    fn push(&mut self, v: Value, b: Borrow) {
+        self.values.push(v);
+        self.borrows.push(b);
+    }
+}
+
+impl Drop for Args {
+    fn drop(&mut self) {
+        for (v, b) in std::mem::take(&mut self.values).into_iter().zip(&self.borrows) {
+            match b {
+                Borrow::Copy => drop(v),
+                Borrow::Caller => std::mem::forget(v),
+            }
+        }
+    }
+}
+
+#[pymethods]
+impl Program {
+    /// The file name diagnostics show.
+    #[getter]
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The names of the functions and programs, in source order.
+    fn entries(&self) -> Vec<String> {
+        self.module.functions.iter().map(|(_, f)| f.name.clone()).collect()
+    }
+
+    /// Every entry's parameters and results as JSON (what `strata sig --json` prints).
+    fn signatures_json(&self) -> String {
+        strata_cli::run::signatures(&self.module, &self.types, true)
+    }
+
+    /// The names of `entry`'s inputs (parameters that are not `out`), in order.
+    fn inputs(&self, entry: &str) -> PyResult<Vec<String>> {
+        let f = &self.module.functions[self.entry(entry)?];
+        let is_in = |p: &strata_ir::Value| f.exprs[*p].kind != ExprKind::Param(ParamMode::Out);
+        Ok(f.params.iter().filter(|p| is_in(p)).map(|&p| f.exprs[p].name.clone()).collect())
+    }
+
+    /// The names of `entry`'s results, in order: its `out` parameters, or `result`.
+    fn outputs(&self, entry: &str) -> PyResult<Vec<String>> {
+        let f = &self.module.functions[self.entry(entry)?];
+        let mut names: Vec<String> = f
+            .params
+            .iter()
+            .filter(|&&p| f.exprs[p].kind == ExprKind::Param(ParamMode::Out))
+            .map(|&p| f.exprs[p].name.clone())
+            .collect();
+        if f.result.is_some() {
+            names.push("result".into());
+        }
+        Ok(names)
+    }
+
+    /// Runs `entry` on `args` (input name → numpy array, tuple of arrays for tuple elements,
+    /// or an unpacked SciPy matrix / ragged tensor) with `backend` (`auto`, `native`,
+    /// `interp`) and `threads` native threads; returns each result as `(name, value)`.
+    ///
+    /// The GIL is released while the program runs.
+    #[pyo3(signature = (entry, args, backend = "auto", threads = None))]
+    fn run(
+        &self,
+        py: Python<'_>,
+        entry: &str,
+        args: &Bound<'_, PyDict>,
+        backend: &str,
+        threads: Option<usize>,
+    ) -> PyResult<Vec<(String, Py<PyAny>)>> {
+        let backend = strata_cli::execute::Backend::parse(backend).map_err(ArgumentError::new_err)?;
+        let h = self.entry(entry)?;
+        let f = &self.module.functions[h];
+        for key in args.keys() {
+            let key: String = key.extract()?;
+            let known =
+                f.params.iter().any(|&p| f.exprs[p].name == key && f.exprs[p].kind != ExprKind::Param(ParamMode::Out));
+            if !known {
+                let inputs = self.inputs(entry)?;
+                return Err(ArgumentError::new_err(format!(
+                    "`@{}` has no input `{key}` (inputs: {})",
+                    f.name,
+                    inputs.join(", ")
+                )));
+            }
+        }
+        let mut values = Args::default();
+        let mut missing = Vec::new();
+        for &p in &f.params {
+            let e = &f.exprs[p];
+            let ty = self.param_type(f, p);
+            if e.kind == ExprKind::Param(ParamMode::Out) {
+                values.push(Value::Tensor(Tensor::zeros(&ty)), Borrow::Copy);
+                continue;
+            }
+            match args.get_item(&e.name)? {
+                Some(obj) => {
+                    let (v, borrow) = convert::to_value(&obj, &e.name, &ty)?;
+                    values.push(v, borrow);
+                    if let Some(m) = values.values.last().and_then(Value::extent_mismatch) {
+                        return Err(ArgumentError::new_err(format!("argument `{}`: {m}", e.name)));
+                    }
+                }
+                None => missing.push(format!("`{}`", e.name)),
+            }
+        }
+        if !missing.is_empty() {
+            return Err(ArgumentError::new_err(format!("missing argument {} of `@{}`", missing.join(", "), f.name)));
+        }
+        let opts = strata_cli::RunOptions { threads, ..strata_cli::RunOptions::default() };
+        let (module, types) = (&self.module, &self.types);
+        // The inputs stay alive in `args` (held by the caller) while the GIL is released.
+        let ran = py.detach(|| strata_cli::execute::execute(module, types, h, &values.values, backend, &opts));
+        drop(values);
+        let ran = ran.map_err(|e| match e {
+            strata_cli::execute::ExecuteError::Program(d) => {
+                RunError::new_err(strata_cli::render(&self.name, &self.source, &[*d], false).trim_end().to_string())
+            }
+            other => RunError::new_err(other.to_string()),
+        })?;
+        let mut out = Vec::with_capacity(ran.values.len());
+        for (name, v) in ran.values {
+            if let Some(m) = v.extent_mismatch() {
+                return Err(RunError::new_err(format!("`{name}` of `@{}`: {m}", f.name)));
+            }
+            out.push((name.clone(), convert::to_python(py, &name, v)?));
+        }
+        Ok(out)
+    }
+}
