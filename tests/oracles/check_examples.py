@@ -228,6 +228,17 @@ def distributed_sparse(strata, work, rng):
     print("ok distributed/ragged_rows: 1000 rows, 4 empty")
 
 
+def distributed_gather(strata, work, rng):
+    """Rows of a distributed field picked by distributed indices (the rows each rank reads
+    planned from the indices at run time), then differenced along the picked rows."""
+    x = rng.standard_normal((40, 3))  # I[-1:39]
+    idx = rng.integers(-1, 39, (11, 1)).astype(np.int64)
+    idx[:3, 0] = [-1, 38, 0]  # both ends of the interval
+    got = run(strata, "distributed/gather_rows.strata", work, {"x": x, "idx": idx}, {"result": ".npy"})["result"]
+    picked = x[idx[:, 0] + 1]
+    expect("distributed/gather_rows", got, picked[1:] - picked[:-1])
+
+
 def spmv_csr(strata, work, rng):
     import scipy.sparse as sp
 
@@ -446,6 +457,7 @@ CHECKS = {
     "distributed_nabla": distributed_nabla,
     "distributed_normalize": distributed_normalize,
     "distributed_sparse": distributed_sparse,
+    "distributed_gather": distributed_gather,
 }
 
 

@@ -524,3 +524,113 @@ fn a_positional_concat_over_blocks_is_a_clear_error() {
     let f = f.display().to_string();
     fails_with(&["run", "--ranks", "2", &f, "--arg", "a=ones", "--arg", "b=zeros"], "along a positional block level");
 }
+
+/// Writes an `int64` index array of `rows` × 1 as `.npy` (gather indices).
+fn write_indices(path: &Path, entries: &[i64]) {
+    use strata_ir::{DimName, Interval, Level};
+    use strata_runtime::{Column, Data, ElemType, Tensor, ValueType};
+    let ty = ValueType {
+        levels: vec![
+            Level::dense(DimName::positional(0), Interval::from_len(entries.len() as u64)),
+            Level::dense(DimName::positional(1), Interval::from_len(1)),
+        ],
+        placement: strata_ir::Placement::HOST,
+        element: ElemType::Scalar(strata_ir::Scalar::I64),
+        is_tensor: true,
+    };
+    let t = Tensor { ty, data: Data::Scalars(Column::I64(entries.to_vec())), present: None };
+    strata_runtime::npy::write_value(path, "indices", &t).unwrap();
+}
+
+/// Gathers over distributed operands at 1–4 ranks, byte for byte the single-process run:
+/// the source distributed along the indexed dimension (indices replicated, or distributed
+/// with a shift of the result after it), along a sliced one, and a replicated source with
+/// distributed indices. Indices reaching both ends of the interval (coordinate -1 included).
+/// An index outside the interval ends the job with the rank's message; indices computed in
+/// the program are a named planning error.
+#[test]
+fn gathers_over_distributed_operands_equal_one_process() {
+    require_mpi();
+    let d = tmp("gather");
+    let x = "!X = tensor<f64, I[-1:39] block, J[0:3], team = world>\n";
+    let cases = [
+        (
+            "replicated_indices",
+            format!(
+                "{x}func @f(%x: !X, %idx: tensor<index, B[0:6], C[0:1], team = world>) -> tensor<f64, B[0:6], J[0:3], team = world> {{\n  \
+                 %g = gather(%x, %idx, coordinates = [0]) : tensor<f64, B[0:6], J[0:3], team = world>\n  return %g\n}}\n"
+            ),
+            vec![3, 38, -1, 17, 17, 25],
+        ),
+        (
+            "distributed_indices",
+            std::fs::read_to_string(root().join("examples/distributed/gather_rows.strata")).unwrap(),
+            vec![-1, 38, 0, 17, 17, 25, 3, -1, 9, 30, 2],
+        ),
+        (
+            "sliced",
+            "func @f(%x: tensor<f64, J[0:5], I[0:40] block, team = world>, %idx: tensor<index, B[0:4], C[0:1], team = world>) \
+             -> tensor<f64, B[0:4], I[0:40] block, team = world> {\n  \
+             %g = gather(%x, %idx, coordinates = [0]) : tensor<f64, B[0:4], I[0:40] block, team = world>\n  return %g\n}\n"
+                .to_string(),
+            vec![4, 0, 2, 2],
+        ),
+        (
+            "replicated_source",
+            "func @f(%x: tensor<f64, I[0:40], J[0:3], team = world>, %idx: tensor<index, B[0:11] block, C[0:1], team = world>) \
+             -> tensor<f64, B[0:11] block, J[0:3], team = world> {\n  \
+             %g = gather(%x, %idx, coordinates = [0]) : tensor<f64, B[0:11] block, J[0:3], team = world>\n  return %g\n}\n"
+                .to_string(),
+            vec![5, 38, 0, 17, 17, 25, 3, 39, 9, 30, 2],
+        ),
+    ];
+    for (name, text, entries) in &cases {
+        let prog = d.join(format!("{name}.strata"));
+        std::fs::write(&prog, text).unwrap();
+        let idx = d.join(format!("{name}_idx.npy"));
+        write_indices(&idx, entries);
+        let (prog, idx) = (prog.display().to_string(), format!("idx={}", idx.display()));
+        let run = |extra: &[&str], out: &Path| {
+            let o = format!("result={}", out.display());
+            let mut v = vec!["run", prog.as_str(), "--arg", "x=random:3", "--arg", idx.as_str(), "--out", o.as_str()];
+            v.extend_from_slice(extra);
+            ok(&strata(&v));
+            std::fs::read(out).unwrap()
+        };
+        let single = run(&[], &d.join(format!("{name}_single.npy")));
+        for n in ["1", "2", "3", "4"] {
+            assert!(run(&["--ranks", n], &d.join(format!("{name}_r{n}.npy"))) == single, "{name} on {n} ranks");
+        }
+    }
+    // Out of the interval: the rank that reads it says so.
+    let prog = d.join("replicated_indices.strata").display().to_string();
+    let bad = d.join("bad_idx.npy");
+    write_indices(&bad, &[3, 39, 0, 1, 2, 4]);
+    let bad = format!("idx={}", bad.display());
+    fails_with(&["run", "--ranks", "3", &prog, "--arg", "x=random:3", "--arg", &bad], "outside");
+    // Indices computed in the program: not known before the run.
+    let computed = d.join("computed.strata");
+    std::fs::write(
+        &computed,
+        format!(
+            "{x}func @f(%x: !X, %idx: tensor<index, B[0:6], C[0:1], team = world>) -> tensor<f64, B[0:6], J[0:3], team = world> {{\n  \
+             %i = plus(%idx, %idx) : tensor<index, B[0:6], C[0:1], team = world>\n  \
+             %g = gather(%x, %i, coordinates = [0]) : tensor<f64, B[0:6], J[0:3], team = world>\n  return %g\n}}\n"
+        ),
+    )
+    .unwrap();
+    let idx = d.join("replicated_indices_idx.npy");
+    fails_with(
+        &[
+            "run",
+            "--ranks",
+            "2",
+            &computed.display().to_string(),
+            "--arg",
+            "x=ones",
+            "--arg",
+            &format!("idx={}", idx.display()),
+        ],
+        "the indices of a gather from a distributed source must be a parameter",
+    );
+}

@@ -37,12 +37,15 @@ struct KnownTable {
     rows: HashMap<i64, Vec<i64>>,
     /// The destination level's interval (a replicated table's rows are all known).
     global: Interval,
+    /// `-1` is the skip value (neighbor tables), not a coordinate (gather indices).
+    skips: bool,
 }
 
 impl KnownTables {
     /// Learns rows `rows` of the table that is entry parameter `param` from `t`, whose
-    /// destination level is at position `level` (the other level is the neighbors').
-    pub fn learn(&mut self, param: usize, t: &Tensor, level: usize, rows: Interval, global: Interval) {
+    /// destination level is at position `level` (the other level is the neighbors', or the
+    /// coordinates'); with `skips`, entries `-1` reach no row.
+    pub fn learn(&mut self, param: usize, t: &Tensor, level: usize, rows: Interval, global: Interval, skips: bool) {
         let shape = t.ty.shape();
         let lo = t.ty.levels[level].interval.start;
         let neighbors = shape[1 - level];
@@ -54,7 +57,7 @@ impl KnownTables {
                 k * shape[1] + r
             }
         };
-        let table = self.tables.entry(param).or_insert_with(|| KnownTable { rows: HashMap::new(), global });
+        let table = self.tables.entry(param).or_insert_with(|| KnownTable { rows: HashMap::new(), global, skips });
         for row in rows.start..rows.stop {
             let entries = (0..neighbors).map(|k| t.scalar_at(stride(row, k)).as_i128() as i64).collect();
             table.rows.insert(row, entries);
@@ -97,7 +100,9 @@ impl Tables for KnownTables {
             }
         }
         // -1 is the skip value: no row.
-        reached.retain(|&r| r != -1);
+        if table.skips {
+            reached.retain(|&r| r != -1);
+        }
         if !missing.is_empty() {
             self.missing.entry(param).or_default().add(&RowSet::from_rows(missing));
         }

@@ -176,8 +176,9 @@ pub enum PartialStart {
     },
 }
 
-/// A neighbor shift whose source is block-distributed: the source rows a rank reads are the
-/// table's entries at the rows it needs, so they are planned at run time ([`crate::indirect`]).
+/// A neighbor shift (or a `gather`) whose source is block-distributed: the source rows a rank
+/// reads are the table's entries at the rows it needs, so they are planned at run time
+/// ([`crate::indirect`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct IndirectShift {
     /// The shifted value.
@@ -190,6 +191,19 @@ pub struct IndirectShift {
     pub table_param: usize,
     /// The source's block dimension.
     pub dim: DimName,
+    /// What reads through the table.
+    pub kind: Indirection,
+}
+
+/// What reads a distributed source through a table of coordinates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Indirection {
+    /// A neighbor shift: `-1` is the skip value (no row), table rows a rank does not need are
+    /// held as skips.
+    Neighbor,
+    /// A `gather`: every entry is a coordinate (`-1` too), the indices' rows a rank holds are
+    /// real rows.
+    Gather,
 }
 
 /// Needed rows per block dimension, for one rank.
@@ -365,6 +379,30 @@ impl<T: Tables> Analysis<'_, T> {
         n: &Need<T::R>,
     ) -> Result<[Need<T::R>; 2], PlanError> {
         let f = &self.module.functions[fh];
+        let tt = tensor(self.types, f.exprs[table].ty).expect("a verified table");
+        let dst = tt.levels.iter().find(|l| l.name.table_source().is_none()).expect("a verified table").clone();
+        self.through_table(fh, v, arg, table, &dst, neighbor, Indirection::Neighbor, n)
+    }
+
+    /// The needs of a read of the block-distributed `arg` through `table` (an entry parameter
+    /// holding coordinates of `arg`'s block dimension, column `column`) at the rows of the
+    /// table's `dst` level that `n` needs: the table rows (if it is distributed), and the
+    /// source rows they reach (at run time; at compile time recorded as an
+    /// [`IndirectShift`]).
+    #[allow(clippy::too_many_arguments)]
+    fn through_table(
+        &mut self,
+        fh: Handle<Function>,
+        v: Value,
+        arg: Value,
+        table: Value,
+        dst: &strata_ir::Level,
+        column: Option<i64>,
+        kind: Indirection,
+        n: &Need<T::R>,
+    ) -> Result<[Need<T::R>; 2], PlanError> {
+        let f = &self.module.functions[fh];
+        let neighbor = column;
         let Some(&param) = self.bound.get(&(fh, table)) else {
             let op = match &f.exprs[v].kind {
                 ExprKind::Op(op) => op.name(),
@@ -374,12 +412,18 @@ impl<T: Tables> Analysis<'_, T> {
                 op: op.to_string(),
                 name: f.exprs[v].name.clone(),
                 func: f.name.clone(),
-                hint: "the neighbor table of a distributed source must be a parameter of the entry (its entries \
-                       say which rows each rank fetches)",
+                hint: match kind {
+                    Indirection::Neighbor => {
+                        "the neighbor table of a distributed source must be a parameter of the entry (its entries \
+                         say which rows each rank fetches)"
+                    }
+                    Indirection::Gather => {
+                        "the indices of a gather from a distributed source must be a parameter of the entry (its \
+                         entries say which rows each rank fetches)"
+                    }
+                },
             });
         };
-        let tt = tensor(self.types, f.exprs[table].ty).expect("a verified table");
-        let dst = tt.levels.iter().find(|l| l.name.table_source().is_none()).expect("a verified table");
         let (_, src, src_iv) = block_level(self.types, f.exprs[arg].ty).expect("a distributed source");
         let rows = match dst.format {
             LevelFormat::Block => match n.get(&dst.name) {
@@ -398,6 +442,7 @@ impl<T: Tables> Analysis<'_, T> {
                     table: self.module.functions[self.bound_entry].exprs[table_name].name.clone(),
                     table_param: param,
                     dim: src.clone(),
+                    kind,
                 };
                 if !self.indirect.contains(&shift) {
                     self.indirect.push(shift);
@@ -410,6 +455,69 @@ impl<T: Tables> Analysis<'_, T> {
         to_arg.insert(src, reached);
         let to_table = rows.map(|r| Need::from([(dst.name.clone(), r)])).unwrap_or_default();
         Ok([to_arg, to_table])
+    }
+
+    /// The needs of a `gather`'s source and indices when its result `v` must hold `n`. The
+    /// indices are `tensor<index, B, C>`: a batch level `B` (distributed or not) and the
+    /// coordinates `C`. A source distributed along an indexed dimension is read through the
+    /// indices as through a neighbor table (the rows their entries reach, at run time); along
+    /// a sliced (named) dimension, the result keeps that dimension and the rows pass through.
+    fn gather(
+        &mut self,
+        fh: Handle<Function>,
+        v: Value,
+        source: Value,
+        indices: Value,
+        coordinates: &[u32],
+        n: &Need<T::R>,
+    ) -> Result<[Need<T::R>; 2], PlanError> {
+        let f = &self.module.functions[fh];
+        let unsupported = |hint| PlanError::Unsupported {
+            op: "gather".into(),
+            name: f.exprs[v].name.clone(),
+            func: f.name.clone(),
+            hint,
+        };
+        let it = tensor(self.types, f.exprs[indices].ty).expect("verified indices");
+        let idx_block = block_level(self.types, f.exprs[indices].ty);
+        let src_block = block_level(self.types, f.exprs[source].ty);
+        if src_block.is_none() && idx_block.is_none() {
+            return Ok([Need::new(), Need::new()]);
+        }
+        if it.levels.len() != 2 || idx_block.as_ref().is_some_and(|(pos, _, _)| *pos != 0) {
+            return Err(unsupported(
+                "a gather over distributed operands takes indices with one batch level (distributed or not) and \
+                 the coordinate level",
+            ));
+        }
+        let batch = it.levels[0].clone();
+        let batch_rows = |n: &Need<T::R>| match &idx_block {
+            Some((_, b, _)) => n.get(b).map(|r| Need::from([(b.clone(), r.clone())])).unwrap_or_default(),
+            None => Need::new(),
+        };
+        match src_block {
+            Some((pos, _, _)) if coordinates.contains(&(pos as u32)) => {
+                let k = coordinates.iter().position(|&c| c as usize == pos).expect("indexed") as i64;
+                // The rank gathers at every index row it holds, so the source rows of all the
+                // rows it owns are fetched (not only of those its results need).
+                let mut n = n.clone();
+                if let (Some((_, b, iv)), Some(rows)) = (&idx_block, n.get_mut(&batch.name)) {
+                    debug_assert_eq!(*b, batch.name);
+                    rows.add(&T::R::of(self.owned(*iv)));
+                }
+                self.through_table(fh, v, source, indices, &batch, Some(k), Indirection::Gather, &n)
+            }
+            Some((_, dim, _)) if dim.position().is_some() => Err(unsupported(
+                "a gather keeps a positional distributed dimension under another position; name the dimension",
+            )),
+            // Distributed along a sliced dimension: the result keeps it, its rows pass through.
+            Some((_, dim, _)) => {
+                let to_source = n.get(&dim).map(|r| Need::from([(dim.clone(), r.clone())])).unwrap_or_default();
+                Ok([to_source, batch_rows(n)])
+            }
+            // A replicated source: each rank gathers its rows of the indices.
+            None => Ok([Need::new(), batch_rows(n)]),
+        }
     }
 
     /// The needs of `func`'s parameters when its statements must produce `seeds`.
@@ -513,6 +621,11 @@ impl<T: Tables> Analysis<'_, T> {
                             }
                         }
                     }
+                }
+                Op::Gather { source, indices, coordinates, mode: _ } => {
+                    let [to_source, to_indices] = self.gather(fh, *v, *source, *indices, coordinates, &n)?;
+                    give(*source, &to_source);
+                    give(*indices, &to_indices);
                 }
                 Op::MapReduce { args, subscripts, init, func: _ } => {
                     let contracted = crate::stages::contracted_blocks(f, self.types, op);
@@ -1004,9 +1117,13 @@ impl fmt::Display for Plan {
             }
         }
         for s in &self.indirect {
+            let through = match s.kind {
+                Indirection::Neighbor => "the table",
+                Indirection::Gather => "the gather indices",
+            };
             writeln!(
                 f,
-                "  `%{}` in `@{}` reads `{}` rows through the table %{}: which ones is planned at run time from \
+                "  `%{}` in `@{}` reads `{}` rows through {through} %{}: which ones is planned at run time from \
                  its entries (an all-to-all of the rows each rank needs, then point-to-point messages of exactly \
                  those rows; a rank holds the hull of its rows)",
                 s.value, s.func, s.dim, s.table

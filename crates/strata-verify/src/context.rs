@@ -158,8 +158,23 @@ impl<'m> Cx<'m> {
 
     /// The operand's view, or an error naming its first level that is not dense.
     pub fn require_dense(&self, v: Value, op: &str) -> Result<View, Box<Diagnostic>> {
+        self.require_levels(v, op, |f| f == strata_ir::LevelFormat::Dense)
+    }
+
+    /// The view of `v`, whose levels must all be dense or `block` (distributed rows of dense
+    /// data), else a `format_not_supported` error naming `op`.
+    pub fn require_dense_like(&self, v: Value, op: &str) -> Result<View, Box<Diagnostic>> {
+        self.require_levels(v, op, strata_ir::LevelFormat::is_dense_like)
+    }
+
+    fn require_levels(
+        &self,
+        v: Value,
+        op: &str,
+        ok: impl Fn(strata_ir::LevelFormat) -> bool,
+    ) -> Result<View, Box<Diagnostic>> {
         let view = self.view(v);
-        if let Some(l) = view.levels.iter().find(|l| l.format != strata_ir::LevelFormat::Dense) {
+        if let Some(l) = view.levels.iter().find(|l| !ok(l.format)) {
             let d = self.error(
                 "strata::verify::format_not_supported",
                 format!("`{op}` needs dense levels, but `{}` is `{}`", l.name, l.format.keyword()),

@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 
 use crate::exchange::FetchPlan;
 use crate::indirect::KnownTables;
+use crate::plan::Indirection;
 use crate::{rows, slab, Comm, Plan, RowSet, Rows};
 use strata_entity::Handle;
 use strata_ir::{Function, Module, TypeArena};
@@ -39,13 +40,16 @@ pub(super) fn prepare(
     let t = comm.wtime();
     // The tables' rows this rank holds (a replicated table: all of them).
     let tables: BTreeSet<usize> = plan.indirect.iter().map(|s| s.table_param).collect();
+    // Neighbor tables (not gather indices): `-1` skips.
+    let skips: BTreeSet<usize> =
+        plan.indirect.iter().filter(|s| s.kind == Indirection::Neighbor).map(|s| s.table_param).collect();
     let mut known = KnownTables::default();
     for &p in &tables {
         let Value::Tensor(t) = &read[p] else { continue };
         let level = destination_level(&t.ty);
         let whole = global(p).levels[level].interval;
         let rows = block(plan, p).map_or(whole, |k| plan.params[k].owned[rank]);
-        known.learn(p, t, level, rows, whole);
+        known.learn(p, t, level, rows, whole, skips.contains(&p));
     }
     // Rounds: the needs with the entries known so far; table rows that are missing fetched
     // from their owners, until no rank misses any.
@@ -68,7 +72,7 @@ pub(super) fn prepare(
             let whole = b.global;
             for (_, runs) in &fetch.recv {
                 for r in runs {
-                    known.learn(p, &got, b.level, *r, whole);
+                    known.learn(p, &got, b.level, *r, whole, skips.contains(&p));
                 }
             }
         }
@@ -91,9 +95,10 @@ pub(super) fn prepare(
         let mut held = Tensor::zeros(&ValueType::from_ir(&local.types, lf.exprs[lf.params[b.index]].ty));
         let owned = b.owned[rank];
         let mut copied = vec![owned];
-        if tables.contains(&b.index) {
+        if skips.contains(&b.index) {
             // Table rows not needed reach nothing (their entries may point at rows this rank
-            // does not hold): the skip value -1, in any width.
+            // does not hold): the skip value -1, in any width. (Gather indices keep every
+            // row the rank owns: the rows it computes.)
             slab::bytes_mut(&mut held).fill(0xff);
             copied = needs[k].within(owned).runs().to_vec();
         }

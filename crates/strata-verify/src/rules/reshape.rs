@@ -19,7 +19,8 @@ fn clash(cx: &Cx, name: DimName) -> Box<strata_ir::Diagnostic> {
 
 /// The result type of `gather(source, indices, coordinates, mode)`.
 fn gather_type(cx: &mut Cx, source: Value, indices: Value, coordinates: &[u32], mode: Mode) -> Res<Handle<Type>> {
-    let (s, i) = (cx.require_dense(source, "gather")?, cx.require_dense(indices, "gather")?);
+    // Block levels too: a gather from (or with indices) distributed by rows.
+    let (s, i) = (cx.require_dense_like(source, "gather")?, cx.require_dense_like(indices, "gather")?);
     let placement = common_placement(cx, &[source, indices], &[s.clone(), i.clone()])?;
     if !cx.scalar_of(i.element).is_some_and(Scalar::is_integer) {
         let d = cx.error("strata::verify::expected_index", "gather indices must be integers", "not an index tensor");
