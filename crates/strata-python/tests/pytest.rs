@@ -24,8 +24,12 @@ fn python_package_tests_pass() {
     let _ = std::fs::remove_dir_all(&stage);
     std::fs::create_dir_all(&pkg).unwrap();
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("python/strata");
-    for f in ["__init__.py", "_strata.pyi", "py.typed"] {
-        std::fs::copy(src.join(f), pkg.join(f)).unwrap();
+    for entry in std::fs::read_dir(&src).unwrap() {
+        let path = entry.unwrap().path();
+        let keep = path.extension().is_some_and(|e| e == "py" || e == "pyi") || path.ends_with("py.typed");
+        if keep {
+            std::fs::copy(&path, pkg.join(path.file_name().unwrap())).unwrap();
+        }
     }
     std::fs::copy(&lib, pkg.join("_strata.abi3.so")).unwrap();
     let tests = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests");

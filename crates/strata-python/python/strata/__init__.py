@@ -41,9 +41,41 @@ import numpy as np
 
 from ._strata import ArgumentError, Error, ParseError, Program, RunError, VerifyError
 from ._strata import compile as _compile
+from .fields import (
+    Connectivity,
+    Dim,
+    Field,
+    FieldError,
+    connectivity,
+    dims,
+    evaluate,
+    field,
+    maximum,
+    minimum,
+    neighbor_max,
+    neighbor_min,
+    neighbor_sum,
+    scan,
+    where,
+)
 
 __all__ = [
     "ArgumentError",
+    "Connectivity",
+    "Dim",
+    "Field",
+    "FieldError",
+    "connectivity",
+    "dims",
+    "evaluate",
+    "field",
+    "maximum",
+    "minimum",
+    "neighbor_max",
+    "neighbor_min",
+    "neighbor_sum",
+    "scan",
+    "where",
     "Entry",
     "Error",
     "Module",

@@ -1,0 +1,135 @@
+"""Fields over named dimensions from Python (seed 000's stencils), against numpy oracles."""
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import strata
+from strata import fields
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "tests", "oracles"))
+import mesh  # noqa: E402  (the generated mesh the nabla examples use)
+
+I, J, K = strata.dims("I J K")
+V, E = strata.dims("V E")
+
+
+def lap(x):
+    return -4.0 * x + x(I + 1) + x(I - 1) + x(J + 1) + x(J - 1)
+
+
+def lap_np(a):
+    return -4.0 * a[1:-1, 1:-1] + a[2:, 1:-1] + a[:-2, 1:-1] + a[1:-1, 2:] + a[1:-1, :-2]
+
+
+def test_laplacian_and_laplacian_of_laplacian():
+    a = np.random.default_rng(1).standard_normal((9, 11, 4))
+    x = strata.field(a, I[-2:7], J[-2:9], K[0:4])
+    l1 = lap(x)
+    assert l1.domain == (I[-1:6], J[-1:8], K[0:4])
+    np.testing.assert_array_equal(l1.numpy(), lap_np(a))
+    l2 = lap(lap(x))
+    assert l2.domain == (I[0:5], J[0:7], K[0:4])
+    np.testing.assert_allclose(l2.numpy(), lap_np(lap_np(a)), rtol=1e-13, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(l2), lap_np(lap_np(a)), rtol=1e-13, atol=1e-12)
+    for backend in ("native", "interp"):
+        np.testing.assert_array_equal(l1.numpy(backend=backend), lap_np(a))
+
+
+def test_broadcast_by_name_and_choices():
+    rng = np.random.default_rng(2)
+    a, col = rng.standard_normal((5, 6)), rng.standard_normal(6)
+    x, c = strata.field(a, I[0:5], J[0:6]), strata.field(col, J[0:6])
+    np.testing.assert_array_equal((x * c - 1.5).numpy(), a * col - 1.5)
+    np.testing.assert_array_equal((2 / x).numpy(), 2 / a)
+    np.testing.assert_array_equal(strata.where(x > c, x, c).numpy(), np.where(a > col, a, col))
+    np.testing.assert_array_equal(strata.where((x > 0) & (c < 0), 1.0, 0.0).numpy(), ((a > 0) & (col < 0)) * 1.0)
+    np.testing.assert_array_equal(strata.minimum(abs(x), 0.5).numpy(), np.minimum(np.abs(a), 0.5))
+    np.testing.assert_array_equal((-x).astype(np.float32).numpy(), (-a).astype(np.float32))
+    # Intervals intersect: a shifted field meets the unshifted one on their overlap.
+    d = x(I + 1) - x
+    assert d.domain == (I[0:4], J[0:6])
+    np.testing.assert_array_equal(d.numpy(), a[1:] - a[:-1])
+
+
+def test_evaluate_into_an_output_field_and_coverage():
+    a = np.random.default_rng(3).standard_normal((9, 11, 4))
+    x = strata.field(a, I[-2:7], J[-2:9], K[0:4])
+    out = strata.field(np.zeros((3, 5, 4)), I[1:4], J[0:5], K[0:4])
+    got = strata.evaluate(lap(x), out=out)
+    assert got is out.array
+    np.testing.assert_array_equal(got, lap_np(a)[2:5, 1:6])
+    with pytest.raises(strata.FieldError, match=r"defined on I\[-1:6\], which does not cover `out`'s I\[0:8\]"):
+        strata.evaluate(lap(x), out=strata.field(np.zeros((8, 5, 4)), I[0:8], J[0:5], K[0:4]))
+    with pytest.raises(strata.FieldError, match="dimensions"):
+        strata.evaluate(lap(x), out=strata.field(np.zeros((3, 5)), I[1:4], J[0:5]))
+
+
+def test_errors_in_python_terms():
+    x = strata.field(np.zeros((4, 5)), I[0:4], J[0:5])
+    with pytest.raises(strata.FieldError, match="dtypes float32, float64"):
+        x + strata.field(np.zeros(5, dtype=np.float32), J[0:5])
+    with pytest.raises(strata.FieldError, match="disjoint intervals"):
+        x + strata.field(np.zeros(3), J[10:13])
+    with pytest.raises(strata.FieldError, match="shape"):
+        strata.field(np.zeros((4, 5)), I[0:5], J[0:5])
+    with pytest.raises(strata.FieldError, match="shift along `K`"):
+        x(K + 1)
+    with pytest.raises(strata.FieldError, match="truth value"):
+        bool(x > 0)
+    assert issubclass(strata.FieldError, strata.Error)
+
+
+def test_neighbor_shifts_and_reductions_with_skips():
+    """The nabla of seed 000 on the generated mesh (5,440 vertices, 16,167 edges, skips in
+    V2E), in Python: flux on edges from the two vertices, summed around each vertex."""
+    e2v, v2e = mesh.make_mesh()
+    nv, ne = v2e.shape[0], e2v.shape[0]
+    rng = np.random.default_rng(4)
+    pp_a, s_a, vol_a = rng.standard_normal(nv), rng.standard_normal(ne), 1.0 + rng.random(nv)
+    first = e2v[np.maximum(v2e, 0), 0] == np.arange(nv)[:, None]
+    sign_a = np.where(v2e == -1, 0.0, np.where(first, 1.0, -1.0))
+    E2V = strata.connectivity(e2v, E[0:ne], V)
+    V2E = strata.connectivity(v2e, V[0:nv], E)
+    pp, s, vol = strata.field(pp_a, V[0:nv]), strata.field(s_a, E[0:ne]), strata.field(vol_a, V[0:nv])
+    flux = s * 0.5 * (pp(E2V[0]) + pp(E2V[1]))
+    shifted = flux(V2E)
+    sign = strata.field(sign_a, V[0:nv], V2E.neighbors)
+    nabla = strata.neighbor_sum(shifted * sign, axis=V2E) / vol
+    want_flux = s_a * 0.5 * (pp_a[e2v[:, 0]] + pp_a[e2v[:, 1]])
+    want = np.where(v2e != -1, want_flux[np.maximum(v2e, 0)] * sign_a, 0.0).sum(axis=1) / vol_a
+    np.testing.assert_allclose(nabla.numpy(), want, rtol=1e-12, atol=1e-12)
+    # Skips take no part in maxima and minima (a vertex without neighbors: the fold's start).
+    big = np.where(v2e != -1, want_flux[np.maximum(v2e, 0)], -np.inf).max(axis=1)
+    np.testing.assert_array_equal(strata.neighbor_max(shifted, axis=V2E).numpy(), big)
+    small = np.where(v2e != -1, want_flux[np.maximum(v2e, 0)], np.inf).min(axis=1)
+    np.testing.assert_array_equal(strata.neighbor_min(shifted, axis=V2E).numpy(), small)
+    with pytest.raises(strata.FieldError, match="maps into `V`"):
+        s(E2V[0])
+
+
+def test_scans():
+    a = np.random.default_rng(5).standard_normal((4, 5, 6))
+    x = strata.field(a, I[0:4], J[0:5], K[0:6])
+    np.testing.assert_allclose(strata.scan(lambda s, v: s + v, x, dim=K).numpy(), np.cumsum(a, axis=2), rtol=1e-14)
+    got = strata.scan(lambda s, v: strata.maximum(s, v) * 0.5 + v, x, dim=I, init=1.0, forward=False).numpy()
+    want, s = np.empty_like(a), np.ones((5, 6))
+    for i in range(3, -1, -1):
+        s = np.maximum(s, a[i]) * 0.5 + a[i]
+        want[i] = s
+    np.testing.assert_array_equal(got, want)
+
+
+def test_one_compile_per_structure():
+    rng = np.random.default_rng(6)
+    make = lambda: strata.field(rng.standard_normal((9, 11, 4)), I[-2:7], J[-2:9], K[0:4])  # noqa: E731
+    lap(lap(make())).numpy()
+    before = len(fields._CACHE)
+    for _ in range(3):
+        lap(lap(make())).numpy()
+    assert len(fields._CACHE) == before
+    # Other intervals are another structure.
+    lap(strata.field(rng.standard_normal((5, 5, 4)), I[0:5], J[0:5], K[0:4])).numpy()
+    assert len(fields._CACHE) == before + 1
