@@ -5,10 +5,13 @@
 //!   `strata run` policy, the GIL released while it runs);
 //! - [`convert`]: numpy arrays (and SciPy matrices, unpacked by the Python side) to runtime
 //!   values and back; results are handed to numpy without a copy;
-//! - [`errors`]: the exception hierarchy (`strata.Error` and its subclasses).
+//! - [`errors`]: the exception hierarchy (`strata.Error` and its subclasses);
+//! - [`array_api`]: the Rust array-API front end's lazy arrays and operations, which
+//!   `python/strata/array_api.py` makes into the standard's namespace.
 
 #![deny(missing_docs)]
 
+mod array_api;
 mod convert;
 mod errors;
 mod program;
@@ -26,5 +29,6 @@ fn _strata(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("VerifyError", py.get_type::<errors::VerifyError>())?;
     m.add("RunError", py.get_type::<errors::RunError>())?;
     m.add("ArgumentError", py.get_type::<errors::ArgumentError>())?;
+    array_api::register(m)?;
     Ok(())
 }

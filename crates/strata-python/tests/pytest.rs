@@ -1,6 +1,7 @@
 //! Runs the Python package's tests (`tests/*.py`, pytest) on the extension `cargo test` just
-//! built: the package (`python/strata`) and the library, named as CPython imports it
-//! (`_strata.abi3.so`), are staged in a temporary folder put first on `PYTHONPATH`. The
+//! built (the example `python_extension`, a cdylib of the library): the package
+//! (`python/strata`) and the library, named as CPython imports it (`_strata.abi3.so`), are
+//! staged in a temporary folder put first on `PYTHONPATH`. The
 //! interpreter is the project's virtualenv (`scripts/python-env`: numpy, SciPy, pytest).
 
 use std::path::PathBuf;
@@ -15,9 +16,10 @@ fn python_package_tests_pass() {
     let env = Command::new(root().join("scripts/python-env")).output().expect("scripts/python-env runs");
     assert!(env.status.success(), "no Python with the oracles:\n{}", String::from_utf8_lossy(&env.stderr));
     let python = String::from_utf8_lossy(&env.stdout).trim().to_string();
-    // target/<profile>/deps/pytest-… → target/<profile>/lib_strata.so
+    // target/<profile>/deps/pytest-… → target/<profile>/examples/libpython_extension.so (the
+    // example `cargo test` builds: the extension as a cdylib).
     let exe = std::env::current_exe().expect("the test's path");
-    let lib = exe.parent().and_then(|d| d.parent()).expect("target/<profile>").join("lib_strata.so");
+    let lib = exe.parent().and_then(|d| d.parent()).expect("target/<profile>").join("examples/libpython_extension.so");
     assert!(lib.exists(), "{} is not built (cargo test builds it)", lib.display());
     let stage = std::env::temp_dir().join(format!("strata-python-{}", std::process::id()));
     let pkg = stage.join("strata");

@@ -31,3 +31,10 @@ class Program:
     ) -> List[Tuple[str, Any]]: ...
 
 def compile(text: str, name: str = "<string>") -> Program: ...
+
+class _ArrayModule:
+    """The array-API front end's functions (`strata.array_api` wraps them)."""
+
+    def __getattr__(self, name: str) -> Any: ...
+
+array: _ArrayModule

@@ -1,0 +1,695 @@
+"""The Python array API standard (2023.12) on Strata: `import strata.array_api as xp`.
+
+Arrays are lazy: every operation is traced into Strata IR by the Rust front end
+(`strata_array`), and reading an array (`to_numpy()`, `np.asarray`, `float(x)`, printing)
+compiles the whole traced expression into one fused program — natively where the backend
+compiles it, cached by structure and shapes — and runs it. Semantics are the standard's, numpy
+2's where the standard leaves a choice (docs/array-api.md). dtypes are numpy dtype objects
+(`xp.float64 == numpy.float64`).
+
+    >>> import strata.array_api as xp
+    >>> x = xp.asarray([[1.0, 2.0], [3.0, 4.0]])
+    >>> y = (x - xp.mean(x, axis=1, keepdims=True)) / xp.std(x, axis=1, keepdims=True)
+    >>> y.to_numpy()
+
+Not here (docs/python.md): complex dtypes, `__setitem__` without evaluating (it evaluates the
+array, assigns in numpy and traces the result afresh), integer-array indexing beyond `take`
+along one axis, devices other than the host.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+from typing import Any, NamedTuple, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from ._strata import array as _a
+
+__array_api_version__ = "2023.12"
+
+bool = np.dtype("bool")  # noqa: A001 - the standard's name
+int8, int16, int32, int64 = (np.dtype(n) for n in ("int8", "int16", "int32", "int64"))
+uint8, uint16, uint32, uint64 = (np.dtype(n) for n in ("uint8", "uint16", "uint32", "uint64"))
+float32, float64 = np.dtype("float32"), np.dtype("float64")
+
+e, pi, inf, nan, newaxis = math.e, math.pi, math.inf, math.nan, None
+
+_DTYPES = (bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64)
+
+
+def _dt(dtype: Any) -> Optional[str]:
+    if dtype is None:
+        return None
+    d = np.dtype(dtype)
+    if d not in _DTYPES:
+        raise TypeError(f"{d} is not an array-API dtype Strata has")
+    return d.name
+
+
+def _axes(axis: Union[None, int, Sequence[int]]) -> Optional[list]:
+    if axis is None:
+        return None
+    if isinstance(axis, int):
+        return [axis]
+    return list(axis)
+
+
+def _scalar(v: Any) -> Any:
+    """A Python scalar from a Python or numpy scalar (arrays pass through)."""
+    if isinstance(v, Array):
+        return v._x
+    if isinstance(v, (builtins.bool, int, float)):
+        return v
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, complex):
+        raise TypeError("complex scalars are not supported")
+    return asarray(v)._x
+
+
+def _wrap(x: Any) -> "Array":
+    return Array._new(x)
+
+
+class Array:
+    """A lazy array of the standard (see the module docs)."""
+
+    __slots__ = ("_x",)
+    __array_priority__ = 100
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        raise TypeError("create arrays with strata.array_api functions (asarray, zeros, arange, ...)")
+
+    @classmethod
+    def _new(cls, x: Any) -> "Array":
+        a = object.__new__(cls)
+        a._x = x
+        return a
+
+    # ---- attributes ----
+
+    @property
+    def shape(self) -> Tuple[int, ...]:
+        return tuple(self._x.shape)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(self._x.dtype)
+
+    @property
+    def device(self) -> str:
+        return self._x.device
+
+    @property
+    def ndim(self) -> int:
+        return len(self._x.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self._x.shape)
+
+    @property
+    def T(self) -> "Array":
+        if self.ndim != 2:
+            raise ValueError(f"`.T` is for 2-d arrays (this one has {self.ndim} dimensions); use `.mT` or permute_dims")
+        return permute_dims(self, (1, 0))
+
+    @property
+    def mT(self) -> "Array":
+        return matrix_transpose(self)
+
+    def __array_namespace__(self, api_version: Optional[str] = None):
+        if api_version not in (None, "2023.12", "2022.12", "2021.12"):
+            raise ValueError(f"api_version {api_version!r} is not supported (2023.12)")
+        import strata.array_api as xp
+
+        return xp
+
+    def to_device(self, device: Any, stream: Any = None) -> "Array":
+        if device not in (None, "cpu", self.device):
+            raise ValueError(f"device {device!r}: Strata's Python arrays live on the host (`cpu`)")
+        return self
+
+    # ---- reading ----
+
+    def to_numpy(self) -> np.ndarray:
+        """Evaluates the array (one compiled program for everything it depends on)."""
+        return self._x.to_numpy()
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        a = self.to_numpy()
+        return a if dtype is None else a.astype(dtype)
+
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None, copy: Any = None):
+        return self.to_numpy().__dlpack__()
+
+    def __dlpack_device__(self) -> Tuple[int, int]:
+        return (1, 0)  # kDLCPU
+
+    def _one(self, what: str) -> Any:
+        if self.size != 1 or self.ndim != 0:
+            raise TypeError(f"only 0-d arrays convert to Python {what} (this one has shape {self.shape})")
+        return self.to_numpy().item()
+
+    def __bool__(self) -> builtins.bool:
+        return builtins.bool(self._one("bool"))
+
+    def __float__(self) -> float:
+        return float(self._one("float"))
+
+    def __int__(self) -> int:
+        return int(self._one("int"))
+
+    def __index__(self) -> int:
+        if self.dtype.kind not in "iu":
+            raise TypeError(f"only integer arrays are indices, not {self.dtype}")
+        return int(self._one("int"))
+
+    def __complex__(self) -> complex:
+        return complex(self._one("complex"))
+
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d array")
+        return self.shape[0]
+
+    def __iter__(self):
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __repr__(self) -> str:
+        text = np.array2string(self.to_numpy(), separator=", ", prefix="Array(")
+        return f"Array({text}, dtype={self.dtype.name})"
+
+    __str__ = __repr__
+
+    # ---- operators ----
+
+    def _bin(self, f, other: Any, reflected: builtins.bool = False) -> "Array":
+        try:
+            o = _scalar(other)
+        except TypeError:
+            return NotImplemented
+        return _wrap(f(o, self._x) if reflected else f(self._x, o))
+
+    def __add__(self, o): return self._bin(_a.add, o)
+    def __radd__(self, o): return self._bin(_a.add, o, True)
+    def __sub__(self, o): return self._bin(_a.subtract, o)
+    def __rsub__(self, o): return self._bin(_a.subtract, o, True)
+    def __mul__(self, o): return self._bin(_a.multiply, o)
+    def __rmul__(self, o): return self._bin(_a.multiply, o, True)
+    def __truediv__(self, o): return self._bin(_a.divide, o)
+    def __rtruediv__(self, o): return self._bin(_a.divide, o, True)
+    def __floordiv__(self, o): return self._bin(_a.floor_divide, o)
+    def __rfloordiv__(self, o): return self._bin(_a.floor_divide, o, True)
+    def __mod__(self, o): return self._bin(_a.remainder, o)
+    def __rmod__(self, o): return self._bin(_a.remainder, o, True)
+    def __pow__(self, o): return self._bin(_a.pow, o)
+    def __rpow__(self, o): return self._bin(_a.pow, o, True)
+    def __and__(self, o): return self._bin(_a.bitwise_and, o)
+    def __rand__(self, o): return self._bin(_a.bitwise_and, o, True)
+    def __or__(self, o): return self._bin(_a.bitwise_or, o)
+    def __ror__(self, o): return self._bin(_a.bitwise_or, o, True)
+    def __xor__(self, o): return self._bin(_a.bitwise_xor, o)
+    def __rxor__(self, o): return self._bin(_a.bitwise_xor, o, True)
+    def __lshift__(self, o): return self._bin(_a.bitwise_left_shift, o)
+    def __rlshift__(self, o): return self._bin(_a.bitwise_left_shift, o, True)
+    def __rshift__(self, o): return self._bin(_a.bitwise_right_shift, o)
+    def __rrshift__(self, o): return self._bin(_a.bitwise_right_shift, o, True)
+    def __lt__(self, o): return self._bin(_a.less, o)
+    def __le__(self, o): return self._bin(_a.less_equal, o)
+    def __gt__(self, o): return self._bin(_a.greater, o)
+    def __ge__(self, o): return self._bin(_a.greater_equal, o)
+    def __eq__(self, o): return self._bin(_a.equal, o)  # type: ignore[override]
+    def __ne__(self, o): return self._bin(_a.not_equal, o)  # type: ignore[override]
+    __hash__ = None  # type: ignore[assignment]
+
+    def __matmul__(self, o):
+        return matmul(self, o) if isinstance(o, Array) else NotImplemented
+
+    def __rmatmul__(self, o):
+        return matmul(asarray(o), self)
+
+    def __neg__(self): return _wrap(_a.negative(self._x))
+    def __pos__(self): return _wrap(_a.positive(self._x))
+    def __abs__(self): return _wrap(_a.abs(self._x))
+    def __invert__(self): return _wrap(_a.bitwise_invert(self._x))
+
+    def _inplace(self, f, o) -> "Array":
+        r = self._bin(f, o)
+        if r is NotImplemented:
+            return r
+        if r.dtype != self.dtype or r.shape != self.shape:
+            raise TypeError(f"in-place operation would change {self.dtype}{self.shape} into {r.dtype}{r.shape}")
+        self._x = r._x
+        return self
+
+    def __iadd__(self, o): return self._inplace(_a.add, o)
+    def __isub__(self, o): return self._inplace(_a.subtract, o)
+    def __imul__(self, o): return self._inplace(_a.multiply, o)
+    def __itruediv__(self, o): return self._inplace(_a.divide, o)
+    def __ifloordiv__(self, o): return self._inplace(_a.floor_divide, o)
+    def __imod__(self, o): return self._inplace(_a.remainder, o)
+    def __ipow__(self, o): return self._inplace(_a.pow, o)
+    def __iand__(self, o): return self._inplace(_a.bitwise_and, o)
+    def __ior__(self, o): return self._inplace(_a.bitwise_or, o)
+    def __ixor__(self, o): return self._inplace(_a.bitwise_xor, o)
+    def __ilshift__(self, o): return self._inplace(_a.bitwise_left_shift, o)
+    def __irshift__(self, o): return self._inplace(_a.bitwise_right_shift, o)
+
+    def __imatmul__(self, o):
+        r = matmul(self, o)
+        if r.shape != self.shape or r.dtype != self.dtype:
+            raise TypeError("in-place matmul would change the array's shape or dtype")
+        self._x = r._x
+        return self
+
+    # ---- indexing ----
+
+    def __getitem__(self, key: Any) -> "Array":
+        if isinstance(key, Array):
+            if key.dtype == bool:
+                return _wrap(_a.mask(self._x, key._x))
+            if key.dtype.kind in "iu":
+                return take(self, key, axis=0)
+        if isinstance(key, np.ndarray):
+            return self[asarray(key)]
+        parts = key if isinstance(key, tuple) else (key,)
+        idx = []
+        for k in parts:
+            if k is None:
+                idx.append(("new",))
+            elif k is Ellipsis:
+                idx.append(("ellipsis",))
+            elif isinstance(k, slice):
+                idx.append(("slice", _int(k.start), _int(k.stop), _int(k.step)))
+            elif isinstance(k, (builtins.bool, np.bool_)):
+                raise IndexError("boolean scalars as indices are not supported; use a boolean array")
+            elif isinstance(k, (int, np.integer)) or (isinstance(k, Array) and k.ndim == 0):
+                idx.append(("at", int(k)))
+            else:
+                raise IndexError(f"unsupported index {k!r} (integers, slices, `...`, None, a boolean or integer array)")
+        return _wrap(_a.index(self._x, idx))
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        a = self.to_numpy().copy()
+        k = key.to_numpy() if isinstance(key, Array) else key
+        a[k] = value.to_numpy() if isinstance(value, Array) else value
+        self._x = _a.from_numpy(a)
+
+
+def _int(v: Any) -> Optional[int]:
+    return None if v is None else int(v)
+
+
+# ---- creation ----
+
+
+def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: Optional[builtins.bool] = None) -> Array:
+    """An array from an array, a numpy array, a buffer, a (nested) list or a Python scalar."""
+    if isinstance(obj, Array):
+        if copy is False and dtype is not None and np.dtype(dtype) != obj.dtype:
+            raise ValueError("asarray(copy=False) cannot change the dtype")
+        return obj if dtype is None or np.dtype(dtype) == obj.dtype else astype(obj, dtype)
+    if copy is False and not isinstance(obj, np.ndarray):
+        raise ValueError("asarray(copy=False) needs an array it can share (the data is copied into Strata)")
+    if isinstance(obj, (builtins.bool, int, float)) and dtype is None:
+        d = bool if isinstance(obj, builtins.bool) else (int64 if isinstance(obj, int) else float64)
+        a = np.asarray(obj, dtype=d)
+    else:
+        a = np.asarray(obj, dtype=None if dtype is None else np.dtype(dtype))
+        if a.dtype == np.float16:
+            a = a.astype(np.float32)
+    if a.dtype.kind == "c":
+        raise TypeError("complex dtypes are not supported")
+    return _wrap(_a.from_numpy(a, device))
+
+
+def from_dlpack(x: Any, /, *, device: Any = None, copy: Any = None) -> Array:
+    """An array from any object with `__dlpack__` (read through numpy, copied into Strata)."""
+    return asarray(np.from_dlpack(x), device=device)
+
+
+def full(shape, fill_value, *, dtype=None, device=None) -> Array:
+    return _wrap(_a.full(list(_shape(shape)), _scalar(fill_value), _dt(dtype), device))
+
+
+def zeros(shape, *, dtype=None, device=None) -> Array:
+    return full(shape, 0.0 if dtype is None else 0, dtype=dtype if dtype is not None else float64, device=device)
+
+
+def ones(shape, *, dtype=None, device=None) -> Array:
+    return full(shape, 1.0 if dtype is None else 1, dtype=dtype if dtype is not None else float64, device=device)
+
+
+def empty(shape, *, dtype=None, device=None) -> Array:
+    return zeros(shape, dtype=dtype, device=device)
+
+
+def full_like(x: Array, /, fill_value, *, dtype=None, device=None) -> Array:
+    return _wrap(_a.full_like(x._x, _scalar(fill_value), _dt(dtype)))
+
+
+def zeros_like(x: Array, /, *, dtype=None, device=None) -> Array:
+    return full_like(x, 0, dtype=dtype) if dtype is not None else _wrap(_a.zeros_like(x._x))
+
+
+def ones_like(x: Array, /, *, dtype=None, device=None) -> Array:
+    return full_like(x, 1, dtype=dtype) if dtype is not None else _wrap(_a.ones_like(x._x))
+
+
+def empty_like(x: Array, /, *, dtype=None, device=None) -> Array:
+    return zeros_like(x, dtype=dtype)
+
+
+def arange(start, /, stop=None, step=1, *, dtype=None, device=None) -> Array:
+    return _wrap(_a.arange(_scalar(start), None if stop is None else _scalar(stop), _scalar(step), _dt(dtype), device))
+
+
+def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None) -> Array:
+    return _wrap(_a.eye(n_rows, n_cols, k, _dt(dtype), device))
+
+
+def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True) -> Array:
+    return _wrap(_a.linspace(float(start), float(stop), int(num), endpoint, _dt(dtype), device))
+
+
+def meshgrid(*arrays: Array, indexing: str = "xy") -> list:
+    return [_wrap(x) for x in _a.meshgrid([a._x for a in arrays], indexing)]
+
+
+def tril(x: Array, /, *, k: int = 0) -> Array:
+    return _wrap(_a.tril(x._x, k))
+
+
+def triu(x: Array, /, *, k: int = 0) -> Array:
+    return _wrap(_a.triu(x._x, k))
+
+
+def _shape(shape) -> tuple:
+    return (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
+
+
+# ---- elementwise ----
+
+
+def _unary(name: str):
+    f = getattr(_a, name)
+
+    def op(x: Array, /) -> Array:
+        return _wrap(f(x._x))
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"`{name}(x)` of the array API, elementwise."
+    return op
+
+
+def _binary(name: str):
+    f = getattr(_a, name)
+
+    def op(x1: Any, x2: Any, /) -> Array:
+        if not isinstance(x1, Array) and not isinstance(x2, Array):
+            raise TypeError(f"{name}: at least one operand must be an array")
+        return _wrap(f(_scalar(x1), _scalar(x2)))
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"`{name}(x1, x2)` of the array API, elementwise with broadcasting."
+    return op
+
+
+_UNARY = (
+    "abs negative positive square sign isnan isinf isfinite signbit logical_not bitwise_invert conj real imag sqrt "
+    "exp expm1 log log1p log2 log10 sin cos tan asin acos atan sinh cosh tanh asinh acosh atanh floor ceil trunc round"
+).split()
+_BINARY = (
+    "add subtract multiply divide pow floor_divide remainder maximum minimum atan2 hypot copysign logaddexp nextafter "
+    "equal not_equal less less_equal greater greater_equal bitwise_and bitwise_or bitwise_xor bitwise_left_shift "
+    "bitwise_right_shift logical_and logical_or logical_xor"
+).split()
+for _n in _UNARY:
+    globals()[_n] = _unary(_n)
+for _n in _BINARY:
+    globals()[_n] = _binary(_n)
+acos, acosh, asin, asinh, atan, atanh, atan2 = (globals()[n] for n in "acos acosh asin asinh atan atanh atan2".split())
+bitwise_invert = globals()["bitwise_invert"]
+
+
+def where(condition: Array, x1: Any, x2: Any, /) -> Array:
+    return _wrap(_a.where_(condition._x, _scalar(x1), _scalar(x2)))
+
+
+def clip(x: Array, /, min: Any = None, max: Any = None) -> Array:  # noqa: A002 - the standard's names
+    return _wrap(_a.clip(x._x, None if min is None else _scalar(min), None if max is None else _scalar(max)))
+
+
+def astype(x: Array, dtype: Any, /, *, copy: builtins.bool = True, device: Any = None) -> Array:
+    if not copy and np.dtype(dtype) == x.dtype:
+        return x
+    return _wrap(_a.astype(x._x, _dt(dtype)))
+
+
+# ---- statistics, utility, searching, sorting, sets ----
+
+
+def sum(x: Array, /, *, axis=None, dtype=None, keepdims=False) -> Array:  # noqa: A001
+    return _wrap(_a.accumulate("sum", x._x, _axes(axis), _dt(dtype), keepdims))
+
+
+def prod(x: Array, /, *, axis=None, dtype=None, keepdims=False) -> Array:
+    return _wrap(_a.accumulate("prod", x._x, _axes(axis), _dt(dtype), keepdims))
+
+
+def _reduction(name: str):
+    def op(x: Array, /, *, axis=None, keepdims=False) -> Array:
+        return _wrap(_a.reduce(name, x._x, _axes(axis), keepdims))
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"`{name}(x, axis, keepdims)` of the array API."
+    return op
+
+
+max, min, mean, any, all = (_reduction(n) for n in ("max", "min", "mean", "any", "all"))  # noqa: A001
+
+
+def var(x: Array, /, *, axis=None, correction=0.0, keepdims=False) -> Array:
+    return _wrap(_a.spread("var", x._x, _axes(axis), float(correction), keepdims))
+
+
+def std(x: Array, /, *, axis=None, correction=0.0, keepdims=False) -> Array:
+    return _wrap(_a.spread("std", x._x, _axes(axis), float(correction), keepdims))
+
+
+def cumulative_sum(x: Array, /, *, axis=None, dtype=None, include_initial=False) -> Array:
+    return _wrap(_a.cumulative_sum(x._x, axis, _dt(dtype), include_initial))
+
+
+def argmax(x: Array, /, *, axis=None, keepdims=False) -> Array:
+    return _wrap(_a.arg_best("argmax", x._x, axis, keepdims))
+
+
+def argmin(x: Array, /, *, axis=None, keepdims=False) -> Array:
+    return _wrap(_a.arg_best("argmin", x._x, axis, keepdims))
+
+
+def nonzero(x: Array, /) -> tuple:
+    return tuple(_wrap(i) for i in _a.nonzero(x._x))
+
+
+def searchsorted(x1: Array, x2: Array, /, *, side="left", sorter=None) -> Array:
+    if sorter is not None:
+        x1 = take(x1, sorter)
+    if side not in ("left", "right"):
+        raise ValueError(f"side must be 'left' or 'right', not {side!r}")
+    return _wrap(_a.searchsorted(x1._x, asarray(x2)._x, side == "right"))
+
+
+def sort(x: Array, /, *, axis=-1, descending=False, stable=True) -> Array:
+    return _wrap(_a.sorting("sort", x._x, axis, descending, stable))
+
+
+def argsort(x: Array, /, *, axis=-1, descending=False, stable=True) -> Array:
+    return _wrap(_a.sorting("argsort", x._x, axis, descending, stable))
+
+
+class UniqueAllResult(NamedTuple):
+    values: Array
+    indices: Array
+    inverse_indices: Array
+    counts: Array
+
+
+class UniqueCountsResult(NamedTuple):
+    values: Array
+    counts: Array
+
+
+class UniqueInverseResult(NamedTuple):
+    values: Array
+    inverse_indices: Array
+
+
+def unique_all(x: Array, /) -> UniqueAllResult:
+    return UniqueAllResult(*(_wrap(a) for a in _a.unique("all", x._x)))
+
+
+def unique_counts(x: Array, /) -> UniqueCountsResult:
+    return UniqueCountsResult(*(_wrap(a) for a in _a.unique("counts", x._x)))
+
+
+def unique_inverse(x: Array, /) -> UniqueInverseResult:
+    return UniqueInverseResult(*(_wrap(a) for a in _a.unique("inverse", x._x)))
+
+
+def unique_values(x: Array, /) -> Array:
+    return _wrap(_a.unique("values", x._x)[0])
+
+
+# ---- manipulation, indexing, linear algebra ----
+
+
+def broadcast_arrays(*arrays: Array) -> list:
+    return [_wrap(a) for a in _a.broadcast_arrays([x._x for x in arrays])]
+
+
+def broadcast_to(x: Array, /, shape) -> Array:
+    return _wrap(_a.broadcast_to(x._x, list(_shape(shape))))
+
+
+def concat(arrays, /, *, axis: Optional[int] = 0) -> Array:
+    return _wrap(_a.concat([x._x for x in arrays], axis))
+
+
+def stack(arrays, /, *, axis: int = 0) -> Array:
+    return _wrap(_a.stack([x._x for x in arrays], axis))
+
+
+def expand_dims(x: Array, /, *, axis: int = 0) -> Array:
+    return _wrap(_a.expand_dims(x._x, axis))
+
+
+def flip(x: Array, /, *, axis=None) -> Array:
+    return _wrap(_a.flip(x._x, _axes(axis)))
+
+
+def moveaxis(x: Array, source, destination, /) -> Array:
+    return _wrap(_a.moveaxis(x._x, _axes(source), _axes(destination)))
+
+
+def permute_dims(x: Array, /, axes) -> Array:
+    return _wrap(_a.permute_dims(x._x, list(axes)))
+
+
+def repeat(x: Array, repeats, /, *, axis=None) -> Array:
+    r = repeats._x if isinstance(repeats, Array) else int(repeats)
+    return _wrap(_a.repeat(x._x, r, axis))
+
+
+def reshape(x: Array, /, shape, *, copy=None) -> Array:
+    return _wrap(_a.reshape(x._x, list(_shape(shape)), copy))
+
+
+def roll(x: Array, /, shift, *, axis=None) -> Array:
+    return _wrap(_a.roll(x._x, [shift] if isinstance(shift, int) else list(shift), _axes(axis)))
+
+
+def squeeze(x: Array, /, axis) -> Array:
+    return _wrap(_a.squeeze(x._x, _axes(axis)))
+
+
+def tile(x: Array, repetitions, /) -> Array:
+    return _wrap(_a.tile(x._x, list(repetitions)))
+
+
+def unstack(x: Array, /, *, axis: int = 0) -> tuple:
+    return tuple(_wrap(a) for a in _a.unstack(x._x, axis))
+
+
+def take(x: Array, indices: Array, /, *, axis=None) -> Array:
+    return _wrap(_a.take(x._x, asarray(indices)._x, axis))
+
+
+def matmul(x1: Array, x2: Array, /) -> Array:
+    return _wrap(_a.matmul(x1._x, x2._x))
+
+
+def matrix_transpose(x: Array, /) -> Array:
+    return _wrap(_a.matrix_transpose(x._x))
+
+
+def tensordot(x1: Array, x2: Array, /, *, axes=2) -> Array:
+    if not isinstance(axes, int):
+        axes = (list(axes[0]), list(axes[1]))
+    return _wrap(_a.tensordot(x1._x, x2._x, axes))
+
+
+def vecdot(x1: Array, x2: Array, /, *, axis: int = -1) -> Array:
+    return _wrap(_a.vecdot(x1._x, x2._x, axis))
+
+
+# ---- data types ----
+
+
+def result_type(*arrays_and_dtypes) -> np.dtype:
+    names = [(a.dtype if isinstance(a, Array) else np.dtype(a)).name for a in arrays_and_dtypes
+             if not isinstance(a, (builtins.bool, int, float))]
+    if not names:
+        raise TypeError("result_type needs at least one array or dtype")
+    return np.dtype(_a.result_type(names))
+
+
+def can_cast(from_, to, /) -> builtins.bool:
+    f = from_.dtype if isinstance(from_, Array) else np.dtype(from_)
+    return _a.can_cast(f.name, np.dtype(to).name)
+
+
+def finfo(type, /):  # noqa: A002
+    return np.finfo(type.dtype if isinstance(type, Array) else type)
+
+
+def iinfo(type, /):  # noqa: A002
+    return np.iinfo(type.dtype if isinstance(type, Array) else type)
+
+
+_KINDS = {
+    "bool": (bool,),
+    "signed integer": (int8, int16, int32, int64),
+    "unsigned integer": (uint8, uint16, uint32, uint64),
+    "integral": (int8, int16, int32, int64, uint8, uint16, uint32, uint64),
+    "real floating": (float32, float64),
+    "complex floating": (),
+    "numeric": (int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64),
+}
+
+
+def isdtype(dtype, kind) -> builtins.bool:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    d = np.dtype(dtype)
+    return builtins.any(d == k if not isinstance(k, str) else d in _KINDS[k] for k in kinds)
+
+
+class _Info:
+    """`__array_namespace_info__()`: what this namespace supports."""
+
+    def capabilities(self):
+        return {"boolean indexing": True, "data-dependent shapes": True, "max dimensions": 64}
+
+    def default_device(self):
+        return "cpu"
+
+    def devices(self):
+        return ["cpu"]
+
+    def default_dtypes(self, *, device=None):
+        return {"real floating": float64, "complex floating": None, "integral": int64, "indexing": int64}
+
+    def dtypes(self, *, device=None, kind=None):
+        if kind is None:
+            return {d.name: d for d in _DTYPES}
+        return {d.name: d for d in _DTYPES if isdtype(d, kind)}
+
+
+def __array_namespace_info__():
+    return _Info()

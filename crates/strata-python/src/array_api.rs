@@ -1,0 +1,698 @@
+//! The array-API front end (`strata_array`) for Python: the submodule `strata._strata.array`,
+//! which `python/strata/array_api.py` wraps into the standard's namespace (operators, indexing,
+//! scalar rules, dtypes as numpy dtypes).
+//!
+//! Arrays are the Rust front end's lazy arrays: every function records one operation, reading
+//! (`to_numpy`) compiles the traced program once per structure and runs it. Errors map to the
+//! exceptions the standard expects: dtype errors to `TypeError`, shapes, axes and values to
+//! `ValueError`, a failed run to `strata.RunError`.
+
+use numpy::{PyArray1, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+
+use strata_array::{self as sa, ArrayError, DType, Index, Operand, Place, Weak};
+
+use crate::errors::RunError;
+
+/// A lazy array of the array-API front end.
+#[pyclass(module = "strata._strata", name = "Array", unsendable)]
+#[derive(Clone)]
+pub struct PyArr(pub sa::Array);
+
+fn err(e: ArrayError) -> PyErr {
+    match e {
+        ArrayError::DType { .. } => PyTypeError::new_err(e.to_string()),
+        ArrayError::Invalid { .. } | ArrayError::Broadcast { .. } | ArrayError::Placement { .. } => {
+            PyValueError::new_err(e.to_string())
+        }
+        ArrayError::Data(_) => PyValueError::new_err(e.to_string()),
+        ArrayError::Run(_) | ArrayError::Internal { .. } => RunError::new_err(e.to_string()),
+    }
+}
+
+type R<T = PyArr> = PyResult<T>;
+
+fn wrap(r: sa::Result<sa::Array>) -> R {
+    r.map(PyArr).map_err(err)
+}
+
+fn wrap_all(r: sa::Result<Vec<sa::Array>>) -> R<Vec<PyArr>> {
+    r.map(|v| v.into_iter().map(PyArr).collect()).map_err(err)
+}
+
+fn dtype(name: Option<&str>) -> R<Option<DType>> {
+    name.map(|n| sa::dtype::from_name(n).ok_or_else(|| PyTypeError::new_err(format!("unknown dtype `{n}`"))))
+        .transpose()
+}
+
+fn place(device: Option<&str>) -> Place {
+    device.map_or_else(Place::host, Place::device)
+}
+
+/// A Python scalar (bool, int, float) as a weak operand.
+fn weak(v: &Bound<'_, PyAny>) -> R<Weak> {
+    if let Ok(b) = v.cast::<pyo3::types::PyBool>() {
+        return Ok(Weak::Bool(b.is_true()));
+    }
+    if let Ok(i) = v.extract::<i64>() {
+        if v.is_instance_of::<pyo3::types::PyInt>() {
+            return Ok(Weak::Int(i));
+        }
+    }
+    if v.is_instance_of::<pyo3::types::PyInt>() {
+        return Err(PyValueError::new_err(format!("the integer {v} does not fit 64 bits")));
+    }
+    v.extract::<f64>()
+        .map(Weak::Float)
+        .map_err(|_| PyTypeError::new_err(format!("expected an array or a Python scalar, got `{}`", v.get_type())))
+}
+
+/// An array or a Python scalar.
+enum Opnd {
+    A(sa::Array),
+    S(Weak),
+}
+
+impl Opnd {
+    fn of(v: &Bound<'_, PyAny>) -> R<Opnd> {
+        match v.cast::<PyArr>() {
+            Ok(a) => Ok(Opnd::A(a.borrow().0.clone())),
+            Err(_) => weak(v).map(Opnd::S),
+        }
+    }
+
+    fn operand(&self) -> Operand<'_> {
+        match self {
+            Opnd::A(a) => Operand::Array(a),
+            Opnd::S(w) => Operand::Scalar(*w),
+        }
+    }
+}
+
+fn axes(a: Option<Vec<isize>>) -> Option<Vec<isize>> {
+    a
+}
+
+#[pymethods]
+impl PyArr {
+    /// The shape.
+    #[getter]
+    fn shape(&self) -> Vec<usize> {
+        self.0.shape().to_vec()
+    }
+
+    /// numpy's name of the dtype (`float64`, `int32`, `bool`, …).
+    #[getter]
+    fn dtype(&self) -> &'static str {
+        sa::dtype::name(self.0.dtype())
+    }
+
+    /// The device (`cpu`, or a named device).
+    #[getter]
+    fn device(&self) -> String {
+        self.0.device().to_string()
+    }
+
+    /// The program computing the array, as Strata text.
+    fn program_text(&self) -> String {
+        self.0.program_text()
+    }
+
+    /// Evaluates the array and returns its values as a numpy array (which owns them). The
+    /// traced arrays are single-threaded (shared nodes), so the GIL is held while they run.
+    fn to_numpy<'py>(&self, py: Python<'py>) -> R<Bound<'py, PyAny>> {
+        let shape = self.0.shape().to_vec();
+        macro_rules! out {
+            ($t:ty) => {{
+                let v: Vec<$t> = self.0.to_vec::<$t>().map_err(err)?;
+                PyArray1::from_vec(py, v).reshape(shape)?.into_any()
+            }};
+        }
+        use strata_ir::Scalar as S;
+        Ok(match self.0.dtype() {
+            S::Bool => out!(bool),
+            S::I8 => out!(i8),
+            S::I16 => out!(i16),
+            S::I32 => out!(i32),
+            S::I64 | S::Index => out!(i64),
+            S::U8 => out!(u8),
+            S::U16 => out!(u16),
+            S::U32 => out!(u32),
+            S::U64 => out!(u64),
+            S::F32 => out!(f32),
+            S::F64 => out!(f64),
+        })
+    }
+}
+
+/// A numpy array (any dtype Strata has, any strides) as an array on `device`.
+#[pyfunction]
+#[pyo3(signature = (a, device = None))]
+fn from_numpy(a: &Bound<'_, PyAny>, device: Option<&str>) -> R {
+    let arr = a.cast::<PyUntypedArray>().map_err(|_| PyTypeError::new_err("expected a numpy array"))?;
+    let shape = arr.shape().to_vec();
+    macro_rules! read {
+        ($t:ty) => {{
+            let a = arr.cast::<PyArrayDyn<$t>>()?.readonly();
+            let v: Vec<$t> = a.as_array().iter().copied().collect();
+            sa::Array::from_vec(&shape, v)
+        }};
+    }
+    let dt = arr.dtype().to_string();
+    let made = match dt.as_str() {
+        "bool" => read!(bool),
+        "int8" => read!(i8),
+        "int16" => read!(i16),
+        "int32" => read!(i32),
+        "int64" => read!(i64),
+        "uint8" => read!(u8),
+        "uint16" => read!(u16),
+        "uint32" => read!(u32),
+        "uint64" => read!(u64),
+        "float32" => read!(f32),
+        "float64" => read!(f64),
+        other => return Err(PyTypeError::new_err(format!("dtype {other} is not an array-API dtype Strata has"))),
+    };
+    let x = made.map_err(err)?;
+    match device {
+        Some(d) if d != "cpu" => wrap(sa::to_device(&x, d)),
+        _ => Ok(PyArr(x)),
+    }
+}
+
+macro_rules! unaries {
+    ($($name:ident),* $(,)?) => {
+        $(
+            #[doc = concat!("`", stringify!($name), "(x)` of the array API.")]
+            #[pyfunction]
+            fn $name(x: &PyArr) -> R {
+                wrap(sa::$name(&x.0))
+            }
+        )*
+        fn add_unaries(m: &Bound<'_, PyModule>) -> PyResult<()> {
+            $( m.add_function(wrap_pyfunction!($name, m)?)?; )*
+            Ok(())
+        }
+    };
+}
+
+unaries!(
+    abs,
+    negative,
+    positive,
+    square,
+    sign,
+    isnan,
+    isinf,
+    isfinite,
+    signbit,
+    logical_not,
+    bitwise_invert,
+    conj,
+    real,
+    imag,
+    sqrt,
+    exp,
+    expm1,
+    log,
+    log1p,
+    log2,
+    log10,
+    sin,
+    cos,
+    tan,
+    asin,
+    acos,
+    atan,
+    sinh,
+    cosh,
+    tanh,
+    asinh,
+    acosh,
+    atanh,
+    floor,
+    ceil,
+    trunc,
+    round,
+    matrix_transpose,
+    zeros_like,
+    ones_like,
+    empty_like
+);
+
+macro_rules! binaries {
+    ($($name:ident),* $(,)?) => {
+        $(
+            #[doc = concat!("`", stringify!($name), "(a, b)` of the array API (arrays or Python scalars).")]
+            #[pyfunction]
+            fn $name(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> R {
+                let (a, b) = (Opnd::of(a)?, Opnd::of(b)?);
+                wrap(sa::$name(a.operand(), b.operand()))
+            }
+        )*
+        fn add_binaries(m: &Bound<'_, PyModule>) -> PyResult<()> {
+            $( m.add_function(wrap_pyfunction!($name, m)?)?; )*
+            Ok(())
+        }
+    };
+}
+
+binaries!(
+    add,
+    subtract,
+    multiply,
+    divide,
+    pow,
+    floor_divide,
+    remainder,
+    maximum,
+    minimum,
+    atan2,
+    hypot,
+    copysign,
+    logaddexp,
+    nextafter,
+    equal,
+    not_equal,
+    less,
+    less_equal,
+    greater,
+    greater_equal,
+    bitwise_and,
+    bitwise_or,
+    bitwise_xor,
+    bitwise_left_shift,
+    bitwise_right_shift,
+    logical_and,
+    logical_or,
+    logical_xor,
+);
+
+/// `where(cond, a, b)`.
+#[pyfunction]
+fn where_(cond: &PyArr, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> R {
+    let (a, b) = (Opnd::of(a)?, Opnd::of(b)?);
+    wrap(sa::where_(&cond.0, a.operand(), b.operand()))
+}
+
+/// `clip(x, min, max)`.
+#[pyfunction]
+#[pyo3(signature = (x, min = None, max = None))]
+fn clip(x: &PyArr, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>) -> R {
+    let lo = min.map(Opnd::of).transpose()?;
+    let hi = max.map(Opnd::of).transpose()?;
+    wrap(sa::clip(&x.0, lo.as_ref().map(Opnd::operand), hi.as_ref().map(Opnd::operand)))
+}
+
+/// `astype(x, dtype)`.
+#[pyfunction]
+fn astype(x: &PyArr, dtype_name: &str) -> R {
+    wrap(sa::astype(&x.0, dtype(Some(dtype_name))?.expect("named")))
+}
+
+// ---- creation ----
+
+/// `full(shape, value, dtype, device)`.
+#[pyfunction]
+#[pyo3(signature = (shape, value, dtype_name = None, device = None))]
+fn full(shape: Vec<usize>, value: &Bound<'_, PyAny>, dtype_name: Option<&str>, device: Option<&str>) -> R {
+    wrap(sa::full(&shape, weak(value)?, dtype(dtype_name)?, &place(device)))
+}
+
+/// `full_like(x, value, dtype)`.
+#[pyfunction]
+#[pyo3(signature = (x, value, dtype_name = None))]
+fn full_like(x: &PyArr, value: &Bound<'_, PyAny>, dtype_name: Option<&str>) -> R {
+    wrap(sa::full_like(&x.0, weak(value)?, dtype(dtype_name)?))
+}
+
+/// `arange(start, stop, step, dtype, device)`.
+#[pyfunction]
+#[pyo3(signature = (start, stop = None, step = None, dtype_name = None, device = None))]
+fn arange(
+    start: &Bound<'_, PyAny>,
+    stop: Option<&Bound<'_, PyAny>>,
+    step: Option<&Bound<'_, PyAny>>,
+    dtype_name: Option<&str>,
+    device: Option<&str>,
+) -> R {
+    let step = step.map(weak).transpose()?.unwrap_or(Weak::Int(1));
+    wrap(sa::arange(weak(start)?, stop.map(weak).transpose()?, step, dtype(dtype_name)?, &place(device)))
+}
+
+/// `eye(n, m, k, dtype, device)`.
+#[pyfunction]
+#[pyo3(signature = (n, m = None, k = 0, dtype_name = None, device = None))]
+fn eye(n: usize, m: Option<usize>, k: i64, dtype_name: Option<&str>, device: Option<&str>) -> R {
+    wrap(sa::eye(n, m, k, dtype(dtype_name)?, &place(device)))
+}
+
+/// `linspace(start, stop, num, endpoint, dtype, device)`.
+#[pyfunction]
+#[pyo3(signature = (start, stop, num, endpoint = true, dtype_name = None, device = None))]
+fn linspace(start: f64, stop: f64, num: usize, endpoint: bool, dtype_name: Option<&str>, device: Option<&str>) -> R {
+    wrap(sa::linspace(start, stop, num, endpoint, dtype(dtype_name)?, &place(device)))
+}
+
+/// `meshgrid(*arrays, indexing)`.
+#[pyfunction]
+fn meshgrid(arrays: Vec<PyRef<'_, PyArr>>, indexing: &str) -> R<Vec<PyArr>> {
+    let refs: Vec<&sa::Array> = arrays.iter().map(|a| &a.0).collect();
+    wrap_all(sa::meshgrid(&refs, indexing))
+}
+
+/// `tril(x, k)`.
+#[pyfunction]
+fn tril(x: &PyArr, k: i64) -> R {
+    wrap(sa::tril(&x.0, k))
+}
+
+/// `triu(x, k)`.
+#[pyfunction]
+fn triu(x: &PyArr, k: i64) -> R {
+    wrap(sa::triu(&x.0, k))
+}
+
+// ---- reductions and statistics ----
+
+/// `sum` / `prod` (with `dtype`).
+#[pyfunction]
+#[pyo3(signature = (name, x, axis = None, dtype_name = None, keepdims = false))]
+fn accumulate(name: &str, x: &PyArr, axis: Option<Vec<isize>>, dtype_name: Option<&str>, keepdims: bool) -> R {
+    let (ax, dt) = (axes(axis), dtype(dtype_name)?);
+    match name {
+        "sum" => wrap(sa::sum(&x.0, ax.as_deref(), dt, keepdims)),
+        _ => wrap(sa::prod(&x.0, ax.as_deref(), dt, keepdims)),
+    }
+}
+
+/// `max`, `min`, `mean`, `any`, `all`.
+#[pyfunction]
+#[pyo3(signature = (name, x, axis = None, keepdims = false))]
+fn reduce(name: &str, x: &PyArr, axis: Option<Vec<isize>>, keepdims: bool) -> R {
+    let ax = axes(axis);
+    let ax = ax.as_deref();
+    wrap(match name {
+        "max" => sa::max(&x.0, ax, keepdims),
+        "min" => sa::min(&x.0, ax, keepdims),
+        "mean" => sa::mean(&x.0, ax, keepdims),
+        "any" => sa::any(&x.0, ax, keepdims),
+        _ => sa::all(&x.0, ax, keepdims),
+    })
+}
+
+/// `var` / `std` with `correction`.
+#[pyfunction]
+#[pyo3(signature = (name, x, axis = None, correction = 0.0, keepdims = false))]
+fn spread(name: &str, x: &PyArr, axis: Option<Vec<isize>>, correction: f64, keepdims: bool) -> R {
+    let ax = axes(axis);
+    match name {
+        "var" => wrap(sa::var(&x.0, ax.as_deref(), correction, keepdims)),
+        _ => wrap(sa::std(&x.0, ax.as_deref(), correction, keepdims)),
+    }
+}
+
+/// `argmax` / `argmin`.
+#[pyfunction]
+#[pyo3(signature = (name, x, axis = None, keepdims = false))]
+fn arg_best(name: &str, x: &PyArr, axis: Option<isize>, keepdims: bool) -> R {
+    match name {
+        "argmax" => wrap(sa::argmax(&x.0, axis, keepdims)),
+        _ => wrap(sa::argmin(&x.0, axis, keepdims)),
+    }
+}
+
+/// `cumulative_sum(x, axis, dtype, include_initial)`.
+#[pyfunction]
+#[pyo3(signature = (x, axis = None, dtype_name = None, include_initial = false))]
+fn cumulative_sum(x: &PyArr, axis: Option<isize>, dtype_name: Option<&str>, include_initial: bool) -> R {
+    wrap(sa::cumulative_sum(&x.0, axis, dtype(dtype_name)?, include_initial))
+}
+
+// ---- manipulation ----
+
+/// `broadcast_to(x, shape)`.
+#[pyfunction]
+fn broadcast_to(x: &PyArr, shape: Vec<usize>) -> R {
+    wrap(sa::broadcast_to(&x.0, &shape))
+}
+
+/// `broadcast_arrays(*arrays)`.
+#[pyfunction]
+fn broadcast_arrays(arrays: Vec<PyRef<'_, PyArr>>) -> R<Vec<PyArr>> {
+    let refs: Vec<&sa::Array> = arrays.iter().map(|a| &a.0).collect();
+    wrap_all(sa::broadcast_arrays(&refs))
+}
+
+/// `permute_dims(x, axes)`.
+#[pyfunction]
+fn permute_dims(x: &PyArr, axes: Vec<isize>) -> R {
+    wrap(sa::permute_dims(&x.0, &axes))
+}
+
+/// `expand_dims(x, axis)`.
+#[pyfunction]
+fn expand_dims(x: &PyArr, axis: isize) -> R {
+    wrap(sa::expand_dims(&x.0, axis))
+}
+
+/// `squeeze(x, axis)`.
+#[pyfunction]
+fn squeeze(x: &PyArr, axis: Vec<isize>) -> R {
+    wrap(sa::squeeze(&x.0, &axis))
+}
+
+/// `reshape(x, shape, copy)`.
+#[pyfunction]
+#[pyo3(signature = (x, shape, copy = None))]
+fn reshape(x: &PyArr, shape: Vec<isize>, copy: Option<bool>) -> R {
+    wrap(sa::reshape(&x.0, &shape, copy))
+}
+
+/// `flip(x, axis)`.
+#[pyfunction]
+#[pyo3(signature = (x, axis = None))]
+fn flip(x: &PyArr, axis: Option<Vec<isize>>) -> R {
+    wrap(sa::flip(&x.0, axis.as_deref()))
+}
+
+/// `roll(x, shift, axis)`.
+#[pyfunction]
+#[pyo3(signature = (x, shift, axis = None))]
+fn roll(x: &PyArr, shift: Vec<i64>, axis: Option<Vec<isize>>) -> R {
+    wrap(sa::roll(&x.0, &shift, axis.as_deref()))
+}
+
+/// `concat(arrays, axis)`.
+#[pyfunction]
+#[pyo3(signature = (arrays, axis = Some(0)))]
+fn concat(arrays: Vec<PyRef<'_, PyArr>>, axis: Option<isize>) -> R {
+    let refs: Vec<&sa::Array> = arrays.iter().map(|a| &a.0).collect();
+    wrap(sa::concat(&refs, axis))
+}
+
+/// `stack(arrays, axis)`.
+#[pyfunction]
+#[pyo3(signature = (arrays, axis = 0))]
+fn stack(arrays: Vec<PyRef<'_, PyArr>>, axis: isize) -> R {
+    let refs: Vec<&sa::Array> = arrays.iter().map(|a| &a.0).collect();
+    wrap(sa::stack(&refs, axis))
+}
+
+/// `moveaxis(x, source, destination)`.
+#[pyfunction]
+fn moveaxis(x: &PyArr, source: Vec<isize>, destination: Vec<isize>) -> R {
+    wrap(sa::moveaxis(&x.0, &source, &destination))
+}
+
+/// `repeat(x, repeats, axis)`: `repeats` an int or an integer array.
+#[pyfunction]
+#[pyo3(signature = (x, repeats, axis = None))]
+fn repeat(x: &PyArr, repeats: &Bound<'_, PyAny>, axis: Option<isize>) -> R {
+    match repeats.cast::<PyArr>() {
+        Ok(r) => wrap(sa::repeat(&x.0, sa::Repeats::Each(&r.borrow().0), axis)),
+        Err(_) => wrap(sa::repeat(&x.0, sa::Repeats::Count(repeats.extract()?), axis)),
+    }
+}
+
+/// `tile(x, reps)`.
+#[pyfunction]
+fn tile(x: &PyArr, reps: Vec<usize>) -> R {
+    wrap(sa::tile(&x.0, &reps))
+}
+
+/// `unstack(x, axis)`.
+#[pyfunction]
+fn unstack(x: &PyArr, axis: isize) -> R<Vec<PyArr>> {
+    wrap_all(sa::unstack(&x.0, axis))
+}
+
+// ---- indexing, searching, sorting, sets ----
+
+/// Basic indexing: `key` a list of `("at", i)`, `("slice", start, stop, step)`, `("new",)` and
+/// `("ellipsis",)`.
+#[pyfunction]
+fn index(x: &PyArr, key: Vec<Bound<'_, PyAny>>) -> R {
+    let mut idx = Vec::with_capacity(key.len());
+    for k in key {
+        let kind: String = k.get_item(0)?.extract()?;
+        idx.push(match kind.as_str() {
+            "at" => Index::At(k.get_item(1)?.extract()?),
+            "slice" => Index::Slice(k.get_item(1)?.extract()?, k.get_item(2)?.extract()?, k.get_item(3)?.extract()?),
+            "new" => Index::NewAxis,
+            _ => Index::Ellipsis,
+        });
+    }
+    wrap(sa::index(&x.0, &idx))
+}
+
+/// `take(x, indices, axis)`.
+#[pyfunction]
+#[pyo3(signature = (x, indices, axis = None))]
+fn take(x: &PyArr, indices: &PyArr, axis: Option<isize>) -> R {
+    wrap(sa::take(&x.0, &indices.0, axis))
+}
+
+/// Boolean-mask indexing `x[mask]`.
+#[pyfunction]
+fn mask(x: &PyArr, m: &PyArr) -> R {
+    wrap(sa::mask(&x.0, &m.0))
+}
+
+/// `sort` / `argsort`.
+#[pyfunction]
+#[pyo3(signature = (name, x, axis = -1, descending = false, stable = true))]
+fn sorting(name: &str, x: &PyArr, axis: isize, descending: bool, stable: bool) -> R {
+    match name {
+        "sort" => wrap(sa::sort(&x.0, axis, descending, stable)),
+        _ => wrap(sa::argsort(&x.0, axis, descending, stable)),
+    }
+}
+
+/// `unique_all` (values, indices, inverse_indices, counts), `unique_counts`,
+/// `unique_inverse`, `unique_values`.
+#[pyfunction]
+fn unique(name: &str, x: &PyArr) -> R<Vec<PyArr>> {
+    let u = |r: sa::Result<(sa::Array, sa::Array)>| r.map(|(a, b)| vec![PyArr(a), PyArr(b)]).map_err(err);
+    match name {
+        "all" => {
+            let q = sa::unique_all(&x.0).map_err(err)?;
+            Ok([q.values, q.indices, q.inverse_indices, q.counts].into_iter().map(PyArr).collect())
+        }
+        "counts" => u(sa::unique_counts(&x.0)),
+        "inverse" => u(sa::unique_inverse(&x.0)),
+        _ => wrap(sa::unique_values(&x.0)).map(|a| vec![a]),
+    }
+}
+
+/// `nonzero(x)`.
+#[pyfunction]
+fn nonzero(x: &PyArr) -> R<Vec<PyArr>> {
+    wrap_all(sa::nonzero(&x.0))
+}
+
+/// `searchsorted(x1, x2, side)`.
+#[pyfunction]
+fn searchsorted(x1: &PyArr, x2: &PyArr, right: bool) -> R {
+    wrap(sa::searchsorted(&x1.0, &x2.0, right))
+}
+
+// ---- linear algebra ----
+
+/// `matmul(a, b)`.
+#[pyfunction]
+fn matmul(a: &PyArr, b: &PyArr) -> R {
+    wrap(sa::matmul(&a.0, &b.0))
+}
+
+/// `tensordot(a, b, axes)`: `axes` a count or two axis lists.
+#[pyfunction]
+fn tensordot(a: &PyArr, b: &PyArr, axes: &Bound<'_, PyAny>) -> R {
+    let axes = match axes.extract::<usize>() {
+        Ok(n) => sa::Axes::Count(n),
+        Err(_) => {
+            let (x, y): (Vec<isize>, Vec<isize>) = axes.extract()?;
+            sa::Axes::Pairs(x, y)
+        }
+    };
+    wrap(sa::tensordot(&a.0, &b.0, axes))
+}
+
+/// `vecdot(a, b, axis)`.
+#[pyfunction]
+fn vecdot(a: &PyArr, b: &PyArr, axis: isize) -> R {
+    wrap(sa::vecdot(&a.0, &b.0, axis))
+}
+
+// ---- dtypes ----
+
+/// The promoted dtype of `dtypes` (names), by the array API's rules (numpy 2's where silent).
+#[pyfunction]
+fn result_type(dtypes: Vec<String>) -> R<&'static str> {
+    let ds: Vec<DType> = dtypes.iter().map(|n| dtype(Some(n)).map(|d| d.expect("named"))).collect::<R<_>>()?;
+    sa::dtype::result_type("result_type", &ds).map(sa::dtype::name).map_err(err)
+}
+
+/// `can_cast(from, to)` (names).
+#[pyfunction]
+fn can_cast(from: &str, to: &str) -> R<bool> {
+    Ok(sa::dtype::can_cast(dtype(Some(from))?.expect("named"), dtype(Some(to))?.expect("named")))
+}
+
+/// Registers the submodule `array`.
+pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
+    let m = PyModule::new(parent.py(), "array")?;
+    m.add_class::<PyArr>()?;
+    add_unaries(&m)?;
+    add_binaries(&m)?;
+    for f in [
+        wrap_pyfunction!(from_numpy, &m)?,
+        wrap_pyfunction!(where_, &m)?,
+        wrap_pyfunction!(clip, &m)?,
+        wrap_pyfunction!(astype, &m)?,
+        wrap_pyfunction!(full, &m)?,
+        wrap_pyfunction!(full_like, &m)?,
+        wrap_pyfunction!(arange, &m)?,
+        wrap_pyfunction!(eye, &m)?,
+        wrap_pyfunction!(linspace, &m)?,
+        wrap_pyfunction!(meshgrid, &m)?,
+        wrap_pyfunction!(tril, &m)?,
+        wrap_pyfunction!(triu, &m)?,
+        wrap_pyfunction!(accumulate, &m)?,
+        wrap_pyfunction!(reduce, &m)?,
+        wrap_pyfunction!(spread, &m)?,
+        wrap_pyfunction!(arg_best, &m)?,
+        wrap_pyfunction!(cumulative_sum, &m)?,
+        wrap_pyfunction!(broadcast_to, &m)?,
+        wrap_pyfunction!(broadcast_arrays, &m)?,
+        wrap_pyfunction!(permute_dims, &m)?,
+        wrap_pyfunction!(expand_dims, &m)?,
+        wrap_pyfunction!(squeeze, &m)?,
+        wrap_pyfunction!(reshape, &m)?,
+        wrap_pyfunction!(flip, &m)?,
+        wrap_pyfunction!(roll, &m)?,
+        wrap_pyfunction!(concat, &m)?,
+        wrap_pyfunction!(stack, &m)?,
+        wrap_pyfunction!(moveaxis, &m)?,
+        wrap_pyfunction!(repeat, &m)?,
+        wrap_pyfunction!(tile, &m)?,
+        wrap_pyfunction!(unstack, &m)?,
+        wrap_pyfunction!(index, &m)?,
+        wrap_pyfunction!(take, &m)?,
+        wrap_pyfunction!(mask, &m)?,
+        wrap_pyfunction!(sorting, &m)?,
+        wrap_pyfunction!(unique, &m)?,
+        wrap_pyfunction!(nonzero, &m)?,
+        wrap_pyfunction!(searchsorted, &m)?,
+        wrap_pyfunction!(matmul, &m)?,
+        wrap_pyfunction!(tensordot, &m)?,
+        wrap_pyfunction!(vecdot, &m)?,
+        wrap_pyfunction!(result_type, &m)?,
+        wrap_pyfunction!(can_cast, &m)?,
+    ] {
+        m.add_function(f)?;
+    }
+    parent.add_submodule(&m)?;
+    Ok(())
+}
