@@ -113,8 +113,9 @@ impl Program {
     }
 
     /// Runs `entry` on `args` (input name → numpy array, tuple of arrays for tuple elements,
-    /// or an unpacked SciPy matrix / ragged tensor) with `backend` (`auto`, `native`,
-    /// `interp`) and `threads` native threads; returns each result as `(name, value)`.
+    /// or an unpacked SciPy matrix / ragged tensor; an `out` parameter's name → its initial
+    /// value) with `backend` (`auto`, `native`, `interp`) and `threads` native threads;
+    /// returns each result as `(name, value)`.
     ///
     /// The GIL is released while the program runs.
     #[pyo3(signature = (entry, args, backend = "auto", threads = None))]
@@ -131,8 +132,7 @@ impl Program {
         let f = &self.module.functions[h];
         for key in args.keys() {
             let key: String = key.extract()?;
-            let known =
-                f.params.iter().any(|&p| f.exprs[p].name == key && f.exprs[p].kind != ExprKind::Param(ParamMode::Out));
+            let known = f.params.iter().any(|&p| f.exprs[p].name == key);
             if !known {
                 let inputs = self.inputs(entry)?;
                 return Err(ArgumentError::new_err(format!(
@@ -147,7 +147,9 @@ impl Program {
         for &p in &f.params {
             let e = &f.exprs[p];
             let ty = self.param_type(f, p);
-            if e.kind == ExprKind::Param(ParamMode::Out) {
+            // An `out` parameter starts as the caller's `out=` array (the elements the
+            // program does not write keep their values), else as zeros.
+            if e.kind == ExprKind::Param(ParamMode::Out) && !args.contains(&e.name)? {
                 values.push(Value::Tensor(Tensor::zeros(&ty)), Borrow::Copy);
                 continue;
             }

@@ -267,3 +267,97 @@ def test_sets_and_searching():
     same(xp.searchsorted(xp.sort(pa), xp.asarray([2, 3])), xs.searchsorted(xs.sort(sa_), xs.asarray([2, 3])))
     same(xp.where(pa > 2, pa, 0), xs.where(sa_ > 2, sa_, xs.asarray(0)))
     same(xp.take(pa, xp.asarray([0, 5])), xs.take(sa_, xs.asarray([0, 5])))
+
+
+ALL_UNARY_FLOAT = (
+    "abs negative positive square sign isnan isinf isfinite signbit sqrt exp expm1 log log1p log2 log10 sin cos tan "
+    "asin acos atan sinh cosh tanh asinh acosh atanh floor ceil trunc round"
+).split()
+
+
+@SETTINGS
+@given(one_array(FLOATS), st.sampled_from(ALL_UNARY_FLOAT))
+def test_every_unary_float_function(a, name):
+    pa, sa_ = both(a)
+    with np.errstate(all="ignore"):
+        same(getattr(xp, name)(pa), getattr(xs, name)(sa_), rtol=2e-5)
+
+
+@SETTINGS
+@given(two_arrays(FLOATS), st.sampled_from(["atan2", "hypot", "copysign", "logaddexp", "nextafter", "pow", "floor_divide", "remainder", "not_equal", "less_equal", "greater"]))
+def test_every_binary_float_function(arrays, name):
+    a, b = arrays
+    if name in ("floor_divide", "remainder"):
+        b = np.where(b == 0, 1, b).astype(b.dtype)
+    if name == "pow":
+        a = np.abs(a).astype(a.dtype)
+    (pa, sa_), (pb, sb) = both(a), both(b)
+    with np.errstate(all="ignore"):
+        same(getattr(xp, name)(pa, pb), getattr(xs, name)(sa_, sb), rtol=2e-5)
+
+
+@SETTINGS
+@given(two_arrays([np.int64, np.int32, np.int16, np.uint8]), st.sampled_from(["bitwise_and", "bitwise_or", "bitwise_xor", "floor_divide", "remainder", "multiply"]))
+def test_integer_functions(arrays, name):
+    a, b = arrays
+    if name in ("floor_divide", "remainder"):
+        b = np.where(b == 0, 1, b).astype(b.dtype)
+    (pa, sa_), (pb, sb) = both(a), both(b)
+    same(getattr(xp, name)(pa, pb), getattr(xs, name)(sa_, sb))
+    same(xp.bitwise_invert(pa), xs.bitwise_invert(sa_))
+
+
+@SETTINGS
+@given(two_arrays([np.bool_]), st.sampled_from(["logical_and", "logical_or", "logical_xor", "equal"]))
+def test_logical_functions(arrays, name):
+    a, b = arrays
+    (pa, sa_), (pb, sb) = both(a), both(b)
+    same(getattr(xp, name)(pa, pb), getattr(xs, name)(sa_, sb))
+    same(xp.logical_not(pa), xs.logical_not(sa_))
+
+
+@SETTINGS
+@given(one_array(FLOATS), st.data())
+def test_statistics(a, data):
+    if a.ndim == 0 or a.size == 0:
+        return
+    pa, sa_ = both(a)
+    axis = data.draw(st.integers(-a.ndim, a.ndim - 1))
+    correction = data.draw(st.sampled_from([0.0, 1.0])) if a.shape[axis] > 1 else 0.0
+    same(xp.var(pa, axis=axis, correction=correction), xs.var(sa_, axis=axis, correction=correction), rtol=1e-3)
+    same(xp.std(pa, axis=axis), xs.std(sa_, axis=axis), rtol=1e-3)
+    same(xp.prod(xp.clip(pa, -1.5, 1.5), axis=axis), xs.prod(xs.clip(sa_, -1.5, 1.5), axis=axis), rtol=1e-3)
+    same(xp.argmax(pa, axis=axis), xs.argmax(sa_, axis=axis))
+    same(xp.argmin(pa, axis=axis, keepdims=True), xs.argmin(sa_, axis=axis, keepdims=True))
+    same(xp.any(pa > 0, axis=axis), xs.any(sa_ > 0, axis=axis))
+    same(xp.all(pa > 0), xs.all(sa_ > 0))
+
+
+@SETTINGS
+@given(one_array(), st.data())
+def test_more_manipulation(a, data):
+    pa, sa_ = both(a)
+    same(xp.tile(pa, (2,) * max(a.ndim, 1)), xs.tile(sa_, (2,) * max(a.ndim, 1)))
+    same(xp.broadcast_to(pa, (2,) + a.shape), xs.broadcast_to(sa_, (2,) + a.shape))
+    if a.ndim:
+        same(xp.repeat(pa, 2, axis=0), xs.repeat(sa_, 2, axis=0))
+        src, dst = data.draw(st.integers(0, a.ndim - 1)), data.draw(st.integers(0, a.ndim - 1))
+        same(xp.moveaxis(pa, src, dst), xs.moveaxis(sa_, src, dst))
+        for p, s in zip(xp.unstack(pa, axis=0), xs.unstack(sa_, axis=0)):
+            same(p, s)
+        ones = tuple(i for i, n in enumerate(a.shape) if n == 1)
+        if ones:
+            same(xp.squeeze(pa, axis=ones), xs.squeeze(sa_, axis=ones))
+        lo, hi = data.draw(st.integers(-5, 0)), data.draw(st.integers(0, 5))
+        if a.dtype.kind in "fi":
+            same(xp.clip(pa, lo, hi), xs.clip(sa_, lo, hi))
+    same(xp.where(pa > 0, pa, pa * 2), xs.where(sa_ > 0, sa_, sa_ * 2))
+
+
+@SETTINGS
+@given(st.integers(1, 4), st.integers(1, 5), st.sampled_from(FLOATS))
+def test_vecdot(n, k, dtype):
+    rng = np.random.default_rng(n * 10 + k)
+    a, b = rng.standard_normal((n, k)).astype(dtype), rng.standard_normal((k,)).astype(dtype)
+    (pa, sa_), (pb, sb) = both(a), both(b)
+    same(xp.vecdot(pa, pb), xs.vecdot(sa_, sb), rtol=1e-4)

@@ -133,3 +133,33 @@ def test_one_compile_per_structure():
     # Other intervals are another structure.
     lap(strata.field(rng.standard_normal((5, 5, 4)), I[0:5], J[0:5], K[0:4])).numpy()
     assert len(fields._CACHE) == before + 1
+
+
+def test_tridiagonal_solve_with_tuple_states():
+    """Seed 000's tridiagonal solve along K: a forward scan with a tuple state, a backward one;
+    numpy's dense solver per column as the oracle."""
+    rng = np.random.default_rng(7)
+    shape = (3, 7, 5)
+    a, c, d = (rng.standard_normal(shape) for _ in range(3))
+    b = 4.0 + rng.random(shape)
+    dom = (I[0:3], J[0:7], K[0:5])
+    fa, fb, fc, fd = (strata.field(v, *dom) for v in (a, b, c, d))
+
+    def forward(state, a, b, c, d):
+        cp, dp = state[0], state[1]
+        den = b - a * cp
+        return strata.make_tuple(c / den, (d - a * dp) / den)
+
+    cpdp = strata.scan(forward, fa, fb, fc, fd, dim=K, init=(0.0, 0.0))
+    x = strata.scan(lambda x, t: t[1] - t[0] * x, cpdp, dim=K, init=0.0, forward=False)
+    want = np.empty(shape)
+    for idx in np.ndindex(shape[:-1]):
+        m = np.diag(b[idx]) + np.diag(a[idx][1:], -1) + np.diag(c[idx][:-1], 1)
+        want[idx] = np.linalg.solve(m, d[idx])
+    np.testing.assert_allclose(x.numpy(), want, rtol=1e-12, atol=1e-12)
+    # A field of tuples evaluates to a tuple of arrays.
+    first, second = strata.make_tuple(fa, fb * 2.0).numpy()
+    np.testing.assert_array_equal(first, a)
+    np.testing.assert_array_equal(second, b * 2.0)
+    with pytest.raises(strata.FieldError, match="scan step must return"):
+        strata.scan(lambda s, v: strata.make_tuple(v, v), fa, dim=K, init=0.0)

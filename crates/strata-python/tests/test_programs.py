@@ -73,6 +73,22 @@ def test_out_writes_into_the_callers_array():
         m.lap(a, out=np.empty((5, 7, 9), dtype=np.float32))
 
 
+def test_out_keeps_what_the_program_does_not_write():
+    """A program writing a subset of its `out` parameter: with `out=`, the other elements keep
+    the caller's values; without, they are zeros (as `strata run` writes them)."""
+    m = strata.compile(
+        "program @p(%x: tensor<f64, I[1:3]>, %out: out tensor<f64, I[0:5]>) {\n  %out[I[1:3]] <- %x\n}\n"
+    )
+    x = np.array([7.0, 8.0])
+    np.testing.assert_array_equal(m.p(x), [0.0, 7.0, 8.0, 0.0, 0.0])
+    buf = np.full(5, -1.0)
+    for backend in ("native", "interp"):
+        buf[:] = -1.0
+        got = m.p(x, out=buf, backend=backend)
+        assert got is buf
+        np.testing.assert_array_equal(buf, [-1.0, 7.0, 8.0, -1.0, -1.0])
+
+
 def test_several_results_come_back_as_a_named_tuple():
     m = strata.compile(
         textwrap.dedent(

@@ -50,6 +50,7 @@ from .fields import (
     dims,
     evaluate,
     field,
+    make_tuple,
     maximum,
     minimum,
     neighbor_max,
@@ -69,6 +70,7 @@ __all__ = [
     "dims",
     "evaluate",
     "field",
+    "make_tuple",
     "maximum",
     "minimum",
     "neighbor_max",
@@ -112,6 +114,7 @@ class Entry:
         self.__name__ = name
         self._inputs = program.inputs(name)
         self._outputs = program.outputs(name)
+        self._params = set(self._outputs) - {"result"}
         self._results = collections.namedtuple(f"{name}_results", self._outputs, rename=True)
         self.__doc__ = f"@{name}({', '.join(self._inputs)}) -> {', '.join(self._outputs)}"
 
@@ -131,10 +134,14 @@ class Entry:
                 raise ArgumentError(f"argument `{k}` of `@{self.__name__}` given twice")
             given[k] = v
         values = {k: _unwrap(v) for k, v in given.items()}
+        targets = _out_targets(self.__name__, self._outputs, out)
+        # A program's `out` parameters start as the caller's arrays: what it does not write
+        # keeps its value.
+        values.update({n: t for n, t in targets.items() if n in self._params})
         results = dict(self._program.run(self.__name__, values, backend, threads))
         ordered = [_wrap(results[n]) for n in self._outputs]
-        if out is not None:
-            ordered = _write_out(self.__name__, self._outputs, ordered, out)
+        if targets:
+            ordered = _write_out(self.__name__, self._outputs, ordered, targets)
         if len(ordered) == 1:
             return ordered[0]
         return self._results(*ordered)
@@ -218,11 +225,13 @@ def _wrap(v: Any) -> Any:
     return sp.coo_array((v["data"], (v["row"], v["col"])), shape=tuple(v["shape"]))
 
 
-def _write_out(entry: str, names: list, results: list, out: Any) -> list:
-    """Copies `results` into the caller's arrays (`out`: one array, a sequence, or a dict by
-    name) and returns those arrays in their place."""
+def _out_targets(entry: str, names: list, out: Any) -> Dict[str, np.ndarray]:
+    """The caller's arrays to write results into, by result name (`out`: one array, a sequence
+    or a dict by name)."""
+    if out is None:
+        return {}
     if isinstance(out, dict):
-        targets = out
+        targets = dict(out)
     elif isinstance(out, (list, tuple)):
         targets = dict(zip(names, out))
     else:
@@ -232,16 +241,24 @@ def _write_out(entry: str, names: list, results: list, out: Any) -> list:
     unknown = set(targets) - set(names)
     if unknown:
         raise ArgumentError(f"`@{entry}` has no result {', '.join(sorted(unknown))} (results: {', '.join(names)})")
+    for n, t in targets.items():
+        if not isinstance(t, np.ndarray):
+            raise ArgumentError(f"out `{n}` of `@{entry}`: needs a numpy array, got {type(t).__name__}")
+    return targets
+
+
+def _write_out(entry: str, names: list, results: list, targets: Dict[str, np.ndarray]) -> list:
+    """Copies `results` into the caller's arrays and returns those arrays in their place."""
     written = []
     for n, r in zip(names, results):
         t = targets.get(n)
         if t is None:
             written.append(r)
             continue
-        if not isinstance(t, np.ndarray) or t.shape != np.shape(r) or t.dtype != np.asarray(r).dtype:
+        if t.shape != np.shape(r) or t.dtype != np.asarray(r).dtype:
             raise ArgumentError(
                 f"out `{n}` of `@{entry}`: needs an array of shape {np.shape(r)} and dtype {np.asarray(r).dtype}, "
-                f"got {getattr(t, 'shape', type(t).__name__)} {getattr(t, 'dtype', '')}"
+                f"got {t.shape} {t.dtype}"
             )
         np.copyto(t, np.asarray(r))
         written.append(t)

@@ -37,6 +37,7 @@ __all__ = [
     "dims",
     "evaluate",
     "field",
+    "make_tuple",
     "maximum",
     "minimum",
     "neighbor_max",
@@ -167,7 +168,8 @@ class Field:
     __array_priority__ = 100  # numpy scalars on the left defer to Field's reflected operators
 
     def __init__(self, op: str, args: Sequence[Any], levels: Levels, dtype: np.dtype, attrs: str = ""):
-        self.op, self.args, self.levels, self.dtype, self.attrs = op, tuple(args), list(levels), np.dtype(dtype), attrs
+        dtype = dtype if isinstance(dtype, tuple) else np.dtype(dtype)
+        self.op, self.args, self.levels, self.dtype, self.attrs = op, tuple(args), list(levels), dtype, attrs
 
     @staticmethod
     def _leaf(array: np.ndarray, levels: Levels) -> "Field":
@@ -257,6 +259,14 @@ class Field:
 
     def __bool__(self):
         raise FieldError("a field has no truth value; use `strata.where` for a choice per point")
+
+    def __getitem__(self, k: int) -> "Field":
+        """The k-th field of a field of tuples."""
+        if not isinstance(self.dtype, tuple):
+            raise FieldError("only a field of tuples (`strata.make_tuple`) has fields to index")
+        if not 0 <= k < len(self.dtype):
+            raise FieldError(f"field {k} of tuples of {len(self.dtype)}")
+        return Field("tuple_get", (self,), self.levels, self.dtype[k], f"index = {k}")
 
     # ---- evaluation ----
 
@@ -375,33 +385,61 @@ def neighbor_min(f: Field, axis: Connectivity) -> Field:
     return _neighbor_reduce(f, axis, "minimum", "inf")
 
 
-def scan(step: Any, x: Field, dim: Dim, init: float = 0.0, forward: bool = True) -> Field:
-    """The running `state = step(state, x)` along `dim` (forward, or backward from the end),
-    starting from `init`; the result has `x`'s domain. `step` is a Python function of two
-    fields over `x`'s other dimensions (traced once into a Strata function)."""
-    if not isinstance(x, Field) or dim.name not in x.dims:
-        raise FieldError(f"`scan` along `{dim.name}` of a field with dimensions {', '.join(getattr(x, 'dims', ()))}")
-    section = [l for l in x.levels if l.name != dim.name]
-    state, value = Field("param", (), section, x.dtype), Field("param", (), section, x.dtype)
-    out = _as_field(step(state, value), x.dtype)
-    if out.dtype != x.dtype or set(out.dims) != {l.name for l in section}:
-        raise FieldError(f"a scan step must return a {x.dtype} field over {', '.join(map(repr, section))}")
-    body = _Writer(params=[state, value])
+def make_tuple(*fields_: Field) -> Field:
+    """The fields as one field of tuples (broadcast by name); `t[k]` is the k-th field again."""
+    if not fields_ or not all(isinstance(f, Field) for f in fields_):
+        raise FieldError("`make_tuple` takes fields")
+    return Field("make_tuple", fields_, _common_levels("make_tuple", fields_), tuple(f.dtype for f in fields_))
+
+
+def scan(step: Any, *xs: Field, dim: Dim, init: Any = 0.0, forward: bool = True) -> Field:
+    """The running `state = step(state, *values)` along `dim` (forward, or backward from the
+    end), starting from `init` (a number, or a tuple of numbers for a tuple state); the result
+    has the fields' common domain. `step` is a Python function of fields over the other
+    dimensions, traced once into a Strata function — seed 000's tridiagonal solve is a forward
+    scan with a tuple state and a backward one."""
+    if not xs or not all(isinstance(x, Field) and dim.name in x.dims for x in xs):
+        raise FieldError(f"`scan` along `{dim.name}` takes fields that have `{dim.name}`")
+    levels = _common_levels("scan", xs)
+    section = [l for l in levels if l.name != dim.name]
+    base = xs[0].dtype if not isinstance(xs[0].dtype, tuple) else np.dtype(np.float64)
+    state_dtype = tuple(base for _ in init) if isinstance(init, tuple) else base
+    state = Field("param", (), section, state_dtype)
+    values = [Field("param", (), [l for l in x.levels if l.name != dim.name], x.dtype) for x in xs]
+    out = step(state, *values)
+    out = _as_field(out, base) if not isinstance(out, Field) else out
+    if not _same_dtype(out.dtype, state_dtype) or [l.name for l in out.levels] != [l.name for l in section]:
+        raise FieldError(
+            f"a scan step must return a {_elem(state_dtype)} field over {', '.join(map(repr, section))}, "
+            f"not {_elem(out.dtype)} over {', '.join(map(repr, out.levels))}"
+        )
+    body = _Writer(params=[state, *values])
     result = body.value(out)
-    if out.levels != section:
-        # The step's result on the cross-section exactly (its own broadcast may reorder or narrow).
-        raise FieldError(f"a scan step must keep the cross-section {section!r}, it gives {out.levels!r}")
-    f = Field("scan", (x,), x.levels, x.dtype, f"dim = {dim.name}, forward = {str(bool(forward)).lower()}")
+    f = Field("scan", xs, levels, state_dtype, f"dim = {dim.name}, forward = {str(bool(forward)).lower()}")
     f.step = (body, result, out)
-    f.init = _literal(init, x.dtype)
+    f.init = "(" + ", ".join(_literal(v, base) for v in init) + ")" if isinstance(init, tuple) else _literal(init, base)
     return f
 
 
 # ---- writing the Strata function ----
 
 
-def _type(dtype: np.dtype, levels: Levels) -> str:
-    t = _DTYPES[np.dtype(dtype)]
+def _same_dtype(a: Any, b: Any) -> bool:
+    """Equal element types (a tuple of dtypes equals only a tuple of equal dtypes)."""
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        return isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b) and all(map(_same_dtype, a, b))
+    return np.dtype(a) == np.dtype(b)
+
+
+def _elem(dtype: Any) -> str:
+    """The Strata element type of a dtype, or of a tuple of dtypes."""
+    if isinstance(dtype, tuple):
+        return "(" + ", ".join(_elem(d) for d in dtype) + ")"
+    return _DTYPES[np.dtype(dtype)]
+
+
+def _type(dtype: Any, levels: Levels) -> str:
+    t = _elem(dtype)
     if not levels:
         return t
     return f"tensor<{t}, {', '.join(f'{l.name}[{l.start}:{l.stop}]' for l in levels)}>"
@@ -453,7 +491,7 @@ class _Writer:
             helper = f"@step{len(self.helpers)}"
             self.helpers.update(body.helpers)
             self.helpers[helper] = body.function(helper, result, out)
-            self.lines.append(f"  {name} = scan({helper}, {args[0]}, {f.attrs}, init = {f.init}) : {ty}")
+            self.lines.append(f"  {name} = scan({helper}, {', '.join(args)}, {f.attrs}, init = {f.init}) : {ty}")
         else:
             attrs = f", {f.attrs}" if f.attrs else ""
             self.lines.append(f"  {name} = {f.op}({', '.join(args)}{attrs}) : {ty}")
@@ -498,7 +536,7 @@ def evaluate(f: Field, out: Optional[Field] = None, backend: str = "auto") -> np
             h = have[l.name]
             if not (h.start <= l.start and l.stop <= h.stop):
                 raise FieldError(f"the expression is defined on {h!r}, which does not cover `out`'s {l!r}")
-        if out.dtype != f.dtype:
+        if not _same_dtype(out.dtype, f.dtype):
             raise FieldError(f"the expression is {f.dtype}, `out` is {out.dtype}")
     if f.op == "param" and out is None:
         return f.array
@@ -506,6 +544,8 @@ def evaluate(f: Field, out: Optional[Field] = None, backend: str = "auto") -> np
     if f.op == "constant":
         raise FieldError("a constant has no domain to evaluate over; combine it with a field")
     if f.op == "param":
+        if isinstance(f.dtype, tuple):
+            return f.array
         f = Field("cast", (f,), f.levels, f.dtype, f"to = {_DTYPES[f.dtype]}")
     result = w.value(f)
     m = _module(w.text(result, f))
