@@ -693,3 +693,46 @@ class _Info:
 
 def __array_namespace_info__():
     return _Info()
+
+
+# ---- later revisions of the standard (2024.12), where they are compositions ----
+
+
+def reciprocal(x: Array, /) -> Array:
+    """`1 / x` (2024.12)."""
+    return divide(1.0, x) if x.dtype.kind == "f" else divide(1, x)
+
+
+def count_nonzero(x: Array, /, *, axis=None, keepdims=False) -> Array:
+    """How many elements are not zero (2024.12)."""
+    return sum(astype(not_equal(x, 0 if x.dtype != bool else False), int64), axis=axis, keepdims=keepdims)
+
+
+def diff(x: Array, /, *, axis: int = -1, n: int = 1, prepend: Optional[Array] = None, append: Optional[Array] = None) -> Array:
+    """The `n`-th forward difference along `axis` (2024.12)."""
+    if x.ndim == 0:
+        raise ValueError("diff needs an array of at least one dimension")
+    ax = axis % x.ndim
+    parts = [a for a in (prepend, x, append) if a is not None]
+    y = concat(parts, axis=ax) if len(parts) > 1 else x
+    for _ in range(n):
+        lo = tuple(slice(1, None) if k == ax else slice(None) for k in range(y.ndim))
+        hi = tuple(slice(None, -1) if k == ax else slice(None) for k in range(y.ndim))
+        y = y[lo] - y[hi]
+    return y
+
+
+def broadcast_shapes(*shapes) -> Tuple[int, ...]:
+    """The shape the given shapes broadcast to (2024.12)."""
+    out: list = []
+    for s in shapes:
+        s = tuple(s)
+        for k in range(1, len(s) + 1):
+            n = s[-k]
+            if k > len(out):
+                out.insert(0, n)
+            elif out[-k] == 1:
+                out[-k] = n
+            elif n not in (1, out[-k]):
+                raise ValueError(f"shapes {shapes} cannot be broadcast together")
+    return tuple(out)
