@@ -486,6 +486,10 @@ fn sparse_and_ragged_rows_equal_one_process() {
     for n in ["1", "2", "3", "4", "8"] {
         assert!(run(&["--ranks", n], &format!("r{n}")) == single, "{n} ranks differ from one process");
     }
+    // `strata lower --to dist` says how the sparse and ragged values are held and written.
+    let lowered = ok(&strata(&["lower", "--to", "dist", "--ranks", "2", &prog]));
+    assert!(lowered.contains("each rank reads only its rows of the .npz"), "{lowered}");
+    assert!(lowered.contains("stored entries gathered on rank 0"), "{lowered}");
     // A shift along the rows reaching other ranks' rows of the sparse matrix is refused at
     // planning; a file of another shape names both shapes.
     let shifted = d.join("shift.strata");

@@ -104,6 +104,8 @@ pub struct BlockParam {
     pub owned: Vec<Interval>,
     /// What each rank holds: its block and the halo it reads of its neighbors' blocks.
     pub held: Vec<Interval>,
+    /// Sparse or ragged: held as storage, exactly the rank's own rows (no exchange).
+    pub stored: bool,
 }
 
 impl BlockParam {
@@ -858,7 +860,8 @@ impl Plan {
                     hull(owned[r], n)
                 })
                 .collect();
-            let param = BlockParam { index: i, name: e.name.clone(), output, level, dim, global, owned, held };
+            let stored = tensor(types, e.ty).is_some_and(|t| t.levels.iter().any(|l| !l.format.is_dense_like()));
+            let param = BlockParam { index: i, name: e.name.clone(), output, level, dim, global, owned, held, stored };
             check_stored_rows(types, e.ty, &param, &indirect)?;
             params.push(param);
         }
@@ -1112,8 +1115,16 @@ impl fmt::Display for Plan {
                     writeln!(f, "      rank {from} -> rank {to}: {}{rows}", p.dim)?;
                 }
             }
-            if p.output {
-                writeln!(f, "    each rank writes its block at its offset in one file")?;
+            match (p.output, p.stored) {
+                (false, true) => {
+                    writeln!(f, "    sparse or ragged: each rank reads only its rows of the .npz, as storage")?
+                }
+                (true, true) => writeln!(
+                    f,
+                    "    sparse or ragged: the ranks' stored entries gathered on rank 0, written as one .npz"
+                )?,
+                (true, false) => writeln!(f, "    each rank writes its block at its offset in one file")?,
+                (false, false) => {}
             }
         }
         for s in &self.indirect {
