@@ -41,43 +41,11 @@ import numpy as np
 
 from ._strata import ArgumentError, Error, ParseError, Program, RunError, VerifyError
 from ._strata import compile as _compile
-from .fields import (
-    Connectivity,
-    Dim,
-    Field,
-    FieldError,
-    connectivity,
-    dims,
-    evaluate,
-    field,
-    make_tuple,
-    maximum,
-    minimum,
-    neighbor_max,
-    neighbor_min,
-    neighbor_sum,
-    scan,
-    where,
-)
+from . import fields as _fields
+from .fields import *  # noqa: F401,F403 - fields over named dimensions are part of the package's API
 
 __all__ = [
     "ArgumentError",
-    "Connectivity",
-    "Dim",
-    "Field",
-    "FieldError",
-    "connectivity",
-    "dims",
-    "evaluate",
-    "field",
-    "make_tuple",
-    "maximum",
-    "minimum",
-    "neighbor_max",
-    "neighbor_min",
-    "neighbor_sum",
-    "scan",
-    "where",
     "Entry",
     "Error",
     "Module",
@@ -87,7 +55,7 @@ __all__ = [
     "VerifyError",
     "compile",
     "load",
-]
+] + _fields.__all__
 
 
 class Ragged(NamedTuple):
