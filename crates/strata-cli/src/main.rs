@@ -28,7 +28,8 @@ enum Command {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
-    /// Run an entry of a program with the reference interpreter.
+    /// Run an entry of a program: natively where it compiles, else in the reference interpreter
+    /// (`--backend`), on one process or MPI ranks (`--ranks`).
     #[command(
         after_help = "Examples:\n  strata run examples/stencil/laplacian.strata --arg inp=random:1\n  strata run prog.strata --entry lap --arg inp=in.npy --out result=out.npy --time\n\nArguments come from .npy files (.npz with arrays f0, f1, ... for tuple elements), or\nrandom:SEED, zeros, ones. Results not written with --out are printed."
     )]

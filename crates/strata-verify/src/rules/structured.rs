@@ -145,6 +145,10 @@ pub(crate) fn map_reduce(cx: &mut Cx, func: Handle<Function>, args: &[Value], in
     Ok(result)
 }
 
+/// Checks an access map: its arity, and that every coordinate stays inside the tensor it
+/// indexes (`target`: the extents, `names`: the dimensions, `operand`: the input it reads, for
+/// the diagnostic's label).
+#[allow(clippy::too_many_arguments)]
 fn check_map(
     cx: &Cx,
     what: &str,
@@ -153,6 +157,8 @@ fn check_map(
     results: usize,
     bounds: &[u64],
     target: &[u64],
+    names: &[DimName],
+    operand: Option<Value>,
 ) -> Res<()> {
     if m.num_dims as usize != dims || m.results.len() != results {
         return Err(cx.error(
@@ -168,11 +174,18 @@ fn check_map(
     for (i, e) in m.results.iter().enumerate() {
         if let Some((lo, hi)) = e.range(bounds) {
             if lo < 0 || hi >= target[i] as i128 {
-                return Err(cx.error(
+                let d = cx.error(
                     "strata::verify::affine_out_of_bounds",
-                    format!("{what}: coordinate {i} `{e}` ranges over [{lo}, {hi}] but the extent is {}", target[i]),
+                    format!(
+                        "{what}: the coordinate of dimension `{}`, `{e}`, ranges over [{lo}, {hi}] but the extent is {}",
+                        names[i], target[i]
+                    ),
                     "access outside the tensor",
-                ));
+                );
+                return Err(match operand {
+                    Some(v) => cx.with_operand(d, v),
+                    None => d,
+                });
             }
         }
     }
@@ -214,7 +227,8 @@ pub(crate) fn map_reduce_aff(
             "one map per input",
         ));
     }
-    check_map(cx, "`out_map`", out_map, domain.len(), ro, domain, shape)?;
+    let out_names: Vec<DimName> = (0..shape.len()).map(DimName::positional).collect();
+    check_map(cx, "`out_map`", out_map, domain.len(), ro, domain, shape, &out_names, None)?;
     if let Some(d) = out_map.results.iter().filter_map(|e| e.max_dim()).find(|&d| d as usize >= ro) {
         return Err(Box::new(
             cx.error(
@@ -225,9 +239,11 @@ pub(crate) fn map_reduce_aff(
             .with_help(format!("write coordinates may use `d0`…`d{}` only", ro.saturating_sub(1))),
         ));
     }
-    for (k, (m, v)) in maps.iter().zip(&vs).enumerate() {
+    for ((m, v), &arg) in maps.iter().zip(&vs).zip(args) {
         let extents: Vec<u64> = v.levels.iter().map(|l| l.interval.len()).collect();
-        check_map(cx, &format!("the map of input {}", k + 1), m, domain.len(), v.rank(), domain, &extents)?;
+        let names: Vec<DimName> = v.levels.iter().map(|l| l.name.clone()).collect();
+        let what = format!("the map of `%{}`", cx.expr(arg).name);
+        check_map(cx, &what, m, domain.len(), v.rank(), domain, &extents, &names, Some(arg))?;
     }
     let levels: Vec<Level> =
         shape.iter().enumerate().map(|(i, &n)| Level::dense(DimName::positional(i), Interval::from_len(n))).collect();
@@ -305,10 +321,12 @@ pub(crate) fn dot_general(
             let d = cx.error(
                 "strata::verify::dot_extent_mismatch",
                 format!(
-                    "paired dimensions `{}` ({}) and `{}` ({}) differ in extent",
+                    "paired dimensions `{}` of `%{}` ({}) and `{}` of `%{}` ({}) differ in extent",
                     x.name,
+                    cx.expr(lhs).name,
                     x.interval.len(),
                     y.name,
+                    cx.expr(rhs).name,
                     y.interval.len()
                 ),
                 "extents differ",
