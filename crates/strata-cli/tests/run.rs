@@ -59,6 +59,11 @@ fn neighbor_table_entries_outside_the_source_interval_are_errors() {
     assert_eq!(o.status.code(), Some(1));
     let e = stderr(&o);
     assert!(e.contains("is outside `V[0:3]`") && e.contains("strata::run::index_out_of_interval"), "{e}");
+    // The native backend alone names the entry, its table and the interval too.
+    let o = strata(&["run", &f, "--backend", "native", "--arg", "v=ones", "--arg", "t=random:3"]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(e.contains("of `%t` is outside `V[0:3]`") && e.contains("entry "), "{e}");
 }
 
 #[test]

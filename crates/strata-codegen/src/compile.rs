@@ -179,6 +179,22 @@ pub fn build_with(
 /// A loaded kernel entry.
 pub struct Loaded {
     entry: EntryFn,
+    detail: Option<DetailFn>,
+}
+
+/// `strata_error_detail` of a generated library: the first bad entry or index of the last run
+/// (value, interval start and stop, table buffer or -1, whether set).
+type DetailFn = unsafe extern "C" fn() -> *const i64;
+
+/// The first value a run found outside its interval: what a run-time error names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BadValue {
+    /// The entry or computed index.
+    pub value: i64,
+    /// The interval it had to lie in.
+    pub interval: strata_ir::Interval,
+    /// The neighbor table's buffer it was read from (`None`: a computed index).
+    pub table: Option<usize>,
 }
 
 /// The signature of every generated entry: buffers, threads, the runtime table.
@@ -215,7 +231,23 @@ impl Loaded {
         let name = format!("{symbol}\0");
         let entry = unsafe { lib.get::<EntryFn>(name.as_bytes()) }.map_err(lerr)?;
         let entry = *entry;
-        Ok(Loaded { entry })
+        // SAFETY: generated libraries define `strata_error_detail` with this signature; older
+        // cached ones may lack it (then errors carry no detail).
+        let detail = unsafe { lib.get::<DetailFn>(b"strata_error_detail\0") }.ok().map(|f| *f);
+        Ok(Loaded { entry, detail })
+    }
+
+    /// The bad value the last run on this thread's library met, if it recorded one.
+    pub fn bad_value(&self) -> Option<BadValue> {
+        let f = self.detail?;
+        // SAFETY: the function returns a pointer to five `int64_t` of the library, alive for
+        // the process (libraries are never unloaded).
+        let d = unsafe { std::slice::from_raw_parts(f(), 5) };
+        (d[4] != 0).then(|| BadValue {
+            value: d[0],
+            interval: strata_ir::Interval::new(d[1], d[2]),
+            table: usize::try_from(d[3]).ok(),
+        })
     }
 
     /// Runs the kernels on `buffers` (one pointer per program buffer, in order) with `threads`

@@ -79,11 +79,20 @@ STRATA_VECTOR_MATH(double, tan) STRATA_VECTOR_MATH(float, tanf)
 STRATA_VECTOR_MATH(double, tanh) STRATA_VECTOR_MATH(float, tanhf)
 #endif
 
+/* The first bad entry or index a run met: its value, the interval it had to lie in, and the
+   table buffer it came from (-1: a computed index). Read by the caller after an error
+   (strata_error_detail), so its message names them. */
+static int64_t strata_bad[5];
+static void strata_note_bad(int64_t t, int64_t lo, int64_t hi, int64_t site) {
+  _Pragma("omp critical(strata_bad)")
+  if (!strata_bad[4]) { strata_bad[0] = t; strata_bad[1] = lo; strata_bad[2] = hi; strata_bad[3] = site; strata_bad[4] = 1; }
+}
+const int64_t *strata_error_detail(void) { return strata_bad; }
 /* Neighbor-table entry: -1 means "no neighbor" (the point is absent); anything else must lie in
    [lo, hi). Returns a safe coordinate to address with. */
-static inline int64_t strata_nb(int64_t t, int64_t lo, int64_t hi, int *err) {
+static inline int64_t strata_nb(int64_t t, int64_t lo, int64_t hi, int64_t site, int *err) {
   if (t == -1) return lo;
-  if (t < lo || t >= hi) { *err = 2; return lo; }
+  if (t < lo || t >= hi) { strata_note_bad(t, lo, hi, site); *err = 2; return lo; }
   return t;
 }
 static inline int strata_ok(int64_t t) { return t != -1; }
@@ -97,7 +106,7 @@ STRATA_FIND(strata_find, int64_t)
 STRATA_FIND(strata_find32, int32_t)
 /* A computed index: must lie in [lo, hi), else error 4. */
 static inline int64_t strata_ix(int64_t t, int64_t lo, int64_t hi, int *err) {
-  if (t < lo || t >= hi) { *err = 4; return lo; }
+  if (t < lo || t >= hi) { strata_note_bad(t, lo, hi, -1); *err = 4; return lo; }
   return t;
 }
 /* Sorts a[0..n) in place by insertion: for the short lists (at most 32) of a sparse row. */
@@ -215,7 +224,13 @@ impl Emitter<'_> {
                 }
             }
             Coord::Table { table, source, offset } => {
-                let t = format!("strata_nb((int64_t){}, {}, {}, err)", self.load(table), source.start, source.stop);
+                let t = format!(
+                    "strata_nb((int64_t){}, {}, {}, {}, err)",
+                    self.load(table),
+                    source.start,
+                    source.stop,
+                    table.buffer
+                );
                 if *offset == 0 {
                     t
                 } else {
@@ -354,10 +369,11 @@ impl Emitter<'_> {
             SExpr::Acc(id) => format!("acc{id}"),
             SExpr::Guard { table, source, value } => {
                 format!(
-                    "((void)strata_nb((int64_t){}, {}, {}, err), {})",
+                    "((void)strata_nb((int64_t){}, {}, {}, {}, err), {})",
                     self.load(table),
                     source.start,
                     source.stop,
+                    table.buffer,
                     self.value(value)
                 )
             }
@@ -910,7 +926,7 @@ fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
     }
     let _ = writeln!(
         out,
-        "\nint {symbol}(void **buf, int threads, const strata_rt *rt) {{\n  int e;\n  if (threads > 0) omp_set_num_threads(threads);"
+        "\nint {symbol}(void **buf, int threads, const strata_rt *rt) {{\n  int e;\n  strata_bad[4] = 0;\n  if (threads > 0) omp_set_num_threads(threads);"
     );
     for ki in 0..program.kernels.len() {
         let _ = writeln!(out, "  if ((e = {symbol}_kernel{ki}(buf, rt, threads))) return e;");

@@ -14,15 +14,16 @@ pub enum ExecError {
     /// Integer division or modulo by zero.
     #[error("integer division by zero")]
     DivisionByZero,
-    /// A neighbor-table entry outside its source interval.
-    #[error("a neighbor table entry is outside its source interval")]
-    TableOutOfInterval,
+    /// A neighbor-table entry outside its source interval (with the entry, the interval and
+    /// the table, where the run recorded them).
+    #[error("a neighbor table entry is outside its source interval{}", describe(.0))]
+    TableOutOfInterval(Option<Bad>),
     /// A negative integer exponent.
     #[error("negative integer exponent in `power`")]
     NegativeExponent,
     /// A computed index (`get`, `set`, `gather`, `scatter`) outside its interval.
-    #[error("an index is outside its dimension's interval")]
-    IndexOutOfInterval,
+    #[error("an index is outside its dimension's interval{}", describe(.0))]
+    IndexOutOfInterval(Option<Bad>),
     /// A ragged argument with absent elements inside a row: its storage would hold them as
     /// stored zeros, which the native code would read as present.
     #[error("`%{0}` has absent elements inside a ragged row (native code reads ragged rows as dense runs)")]
@@ -36,6 +37,28 @@ pub enum ExecError {
     /// Any other code.
     #[error("native kernel failed with code {0}")]
     Other(i32),
+}
+
+/// The value a run found out of its interval, with the table's name (a parameter of the
+/// program) where it came from one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Bad {
+    /// The entry or index.
+    pub value: i64,
+    /// The interval it had to lie in.
+    pub interval: strata_ir::Interval,
+    /// The table's name and the dimension its entries index.
+    pub table: Option<(String, String)>,
+}
+
+fn describe(b: &Option<Bad>) -> String {
+    match b {
+        Some(Bad { value, interval, table: Some((t, dim)) }) => {
+            format!(": entry {value} of `%{t}` is outside `{dim}{interval}`")
+        }
+        Some(Bad { value, interval, table: None }) => format!(": {value} is outside {interval}"),
+        None => String::new(),
+    }
 }
 
 /// The flat column of the leaf at `path`: tensor elements are laid out one after another
@@ -129,6 +152,9 @@ pub struct Buffers<'a> {
     cols: Vec<Slot<'a>>,
     /// Each buffer's element type.
     scalars: Vec<strata_ir::Scalar>,
+    /// Each buffer's name (its parameter's) and, for a neighbor table, the dimension its
+    /// entries index: what a run-time error names.
+    tables: Vec<(String, String)>,
 }
 
 /// One buffer: owned, or an input column borrowed from the caller (read-only).
@@ -225,7 +251,19 @@ impl<'a> Buffers<'a> {
                 },
             }));
         }
-        Ok(Buffers { cols, scalars: program.buffers.iter().map(|b| b.scalar).collect() })
+        Ok(Buffers {
+            cols,
+            scalars: program.buffers.iter().map(|b| b.scalar).collect(),
+            tables: program
+                .buffers
+                .iter()
+                .map(|b| {
+                    let name = b.name.split('.').next().unwrap_or(&b.name).to_string();
+                    let src = b.levels.iter().find_map(|l| l.name.table_source()).map(|d| d.to_string());
+                    (name, src.unwrap_or_default())
+                })
+                .collect(),
+        })
     }
 
     /// Allocates the written buffers (results, temporaries, `out` parameters) afresh, as a run
@@ -251,12 +289,19 @@ impl<'a> Buffers<'a> {
         for (b, c) in made {
             std::mem::replace(&mut self.cols[b], Slot::Owned(c)).give_back();
         }
+        let bad = || {
+            lib.bad_value().map(|b| Bad {
+                value: b.value,
+                interval: b.interval,
+                table: b.table.and_then(|k| self.tables.get(k)).cloned(),
+            })
+        };
         match code {
             0 => Ok(()),
             1 => Err(ExecError::DivisionByZero),
-            2 => Err(ExecError::TableOutOfInterval),
+            2 => Err(ExecError::TableOutOfInterval(bad())),
             3 => Err(ExecError::NegativeExponent),
-            4 => Err(ExecError::IndexOutOfInterval),
+            4 => Err(ExecError::IndexOutOfInterval(bad())),
             5 => Err(ExecError::OutOfMemory),
             6 => Err(ExecError::AssembleMismatch),
             c => Err(ExecError::Other(c)),
