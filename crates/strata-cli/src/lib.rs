@@ -60,7 +60,7 @@ pub fn render(name: &str, source: &str, diagnostics: &[Diagnostic], color: bool)
 
 /// Parses and verifies source text.
 pub fn check_source(source: &str) -> Result<Module, Vec<Diagnostic>> {
-    let module = strata_syntax::parse(source)?;
+    let module = strata_verify::parse(source)?;
     strata_verify::verify(&module)?;
     Ok(module)
 }
@@ -137,8 +137,12 @@ pub fn cmd_check(files: &[PathBuf]) -> i32 {
     })
 }
 
-/// The canonical text of `source`, or its parse diagnostics.
-pub fn format_source(source: &str) -> Result<String, Vec<Diagnostic>> {
+/// The canonical text of `source`, or its parse diagnostics: the types the text leaves out
+/// stay out, unless `types` (then every statement's type is written, inferred where left out).
+pub fn format_source(source: &str, types: bool) -> Result<String, Vec<Diagnostic>> {
+    if types {
+        return Ok(strata_verify::parse(source)?.with_all_types().to_string());
+    }
     Ok(strata_syntax::parse(source)?.to_string())
 }
 
@@ -160,11 +164,11 @@ pub fn write_atomically(path: &Path, text: &str) -> Result<(), CliError> {
 }
 
 /// `strata fmt`: rewrites files in canonical form (or, with `check`, only reports the ones that
-/// are not). Files with syntax errors are reported and left untouched. Directories are searched
-/// for `.strata` files.
-pub fn cmd_fmt(files: &[PathBuf], check: bool) -> i32 {
+/// are not); with `types`, every statement's type written out. Files with syntax errors are
+/// reported and left untouched. Directories are searched for `.strata` files.
+pub fn cmd_fmt(files: &[PathBuf], check: bool, types: bool) -> i32 {
     let color = stderr_color();
-    over_sources(files, |path, source, stderr| match format_source(source) {
+    over_sources(files, |path, source, stderr| match format_source(source, types) {
         Err(diags) => {
             let _ = write!(stderr, "{}", render(&path.display().to_string(), source, &diags, color));
             1
@@ -301,7 +305,7 @@ pub fn cmd_run(file: &Path, opts: &RunOptions) -> i32 {
         Err(e) => return usage(&mut stderr, e.to_string()),
     };
     let name = file.display().to_string();
-    let module = match strata_syntax::parse(&source) {
+    let module = match strata_verify::parse(&source) {
         Ok(m) => m,
         Err(d) => {
             let _ = write!(stderr, "{}", render(&name, &source, &d, color));
@@ -466,7 +470,7 @@ pub fn cmd_lower(file: &Path, entry: Option<&str>, to: &str, ranks: usize) -> i3
         }
     };
     let name = file.display().to_string();
-    let (module, info) = match strata_syntax::parse(&source).and_then(|m| strata_verify::verify(&m).map(|i| (m, i))) {
+    let (module, info) = match strata_verify::parse(&source).and_then(|m| strata_verify::verify(&m).map(|i| (m, i))) {
         Ok(x) => x,
         Err(d) => {
             eprint!("{}", render(&name, &source, &d, color));
@@ -525,7 +529,7 @@ pub fn cmd_sig(file: &Path, json: bool) -> i32 {
         }
     };
     let name = file.display().to_string();
-    let checked = strata_syntax::parse(&source).and_then(|m| strata_verify::verify(&m).map(|i| (m, i)));
+    let checked = strata_verify::parse(&source).and_then(|m| strata_verify::verify(&m).map(|i| (m, i)));
     match checked {
         Ok((m, info)) => {
             print!("{}", run::signatures(&m, &info.types, json));

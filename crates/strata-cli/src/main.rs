@@ -100,6 +100,10 @@ enum Command {
         /// Report files that are not formatted instead of rewriting them (exit 1 if any).
         #[arg(long)]
         check: bool,
+        /// Write every statement's type, inferring those the text leaves out (the fully typed,
+        /// canonical form); without it, the types the author left out stay out.
+        #[arg(long)]
+        types: bool,
         /// `.strata` files, or folders to search for them.
         #[arg(required = true)]
         files: Vec<PathBuf>,
@@ -110,7 +114,7 @@ fn main() {
     let cli = Cli::parse();
     let status = match cli.command {
         Command::Check { files } => strata_cli::cmd_check(&files),
-        Command::Fmt { check, files } => strata_cli::cmd_fmt(&files, check),
+        Command::Fmt { check, types, files } => strata_cli::cmd_fmt(&files, check, types),
         Command::Run { file, entry, args, outs, backend, time, threads, repeat, timings, ranks } => {
             strata_cli::cmd_run(
                 &file,

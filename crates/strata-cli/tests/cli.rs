@@ -104,3 +104,31 @@ fn help_shows_examples() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("check") && text.contains("fmt") && text.contains("Examples:"), "{text}");
 }
+
+/// Statement types the verifier infers may be left out: `strata check` and `strata run` accept
+/// the short form, `strata fmt` keeps it, `strata fmt --types` writes every type (the fully
+/// typed canonical form), and both forms compute the same values as the typed example.
+#[test]
+fn inferred_types_are_kept_out_by_fmt_and_written_by_fmt_types() {
+    let d = tmpdir("inferred");
+    let short = workspace().join("tests/filetests/verify/types-inferred.strata");
+    let text = std::fs::read_to_string(&short).unwrap();
+    let f = d.join("lap.strata");
+    std::fs::write(&f, &text).unwrap();
+    let run = |file: &Path, entry: &str| {
+        let o = strata().args(["run"]).arg(file).args(["--entry", entry, "--arg", "inp=random:3"]).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let typed = run(&workspace().join("examples/stencil/laplacian.strata"), "lap");
+    assert_eq!(run(&f, "lap"), typed);
+    let o = strata().args(["fmt", "--check"]).arg(&f).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = strata().args(["fmt", "--types"]).arg(&f).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let full = std::fs::read_to_string(&f).unwrap();
+    assert!(full.contains("%ip = cartesian_shift(%inp, dim = I, offset = 1) : tensor<f64, I[-2:5], J[-1:8], K[0:9]>"));
+    let statements = full.lines().filter(|l| l.trim_start().starts_with('%') && l.contains(" = "));
+    assert!(statements.clone().count() > 10 && statements.into_iter().all(|l| l.contains(") : ")), "{full}");
+    assert_eq!(run(&f, "lap"), typed);
+}

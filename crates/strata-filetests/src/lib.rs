@@ -93,7 +93,7 @@ fn run_file(path: &Path, rel: &str, bless: bool, outcome: &mut Outcome) -> Resul
 
 /// Parses and verifies; the error text lists the diagnostics.
 pub fn check_clean(src: &str) -> Result<Module, String> {
-    let module = strata_syntax::parse(src).map_err(|d| render_plain("input", src, &d))?;
+    let module = strata_verify::parse(src).map_err(|d| render_plain("input", src, &d))?;
     strata_verify::verify(&module).map_err(|d| render_plain("input", src, &d))?;
     Ok(module)
 }
@@ -162,7 +162,7 @@ fn run_errors(path: &Path, rel: &str, src: &str, bless: bool, outcome: &mut Outc
     let mut rendered_all = Vec::new();
     let mut problems = Vec::new();
     for (i, case) in cases.iter().enumerate() {
-        let diags = match strata_syntax::parse(&case.code) {
+        let diags = match strata_verify::parse(&case.code) {
             Err(d) => d,
             Ok(m) => strata_verify::verify(&m).err().unwrap_or_default(),
         };

@@ -112,6 +112,10 @@ pub struct Function {
     pub body: Arena<Statement, SourceInfo>,
     /// Comments after the last statement, before the closing `}`, without the `//`.
     pub closing_comments: Vec<String>,
+    /// Values whose type the text left out (`%l = plus(%a, %b)`): the parser gives them the
+    /// placeholder type `()`, `strata_verify::elaborate` the inferred one; the printer leaves
+    /// them out again (`Module::with_all_types` writes them).
+    pub untyped: Vec<Value>,
 }
 
 /// A named, typed value.

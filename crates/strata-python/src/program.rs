@@ -25,7 +25,7 @@ pub struct Program {
 #[pyfunction]
 #[pyo3(signature = (text, name = "<string>"))]
 pub fn compile(text: &str, name: &str) -> PyResult<Program> {
-    let module = strata_syntax::parse(text)
+    let module = strata_verify::parse(text)
         .map_err(|d| ParseError::new_err(strata_cli::render(name, text, &d, false).trim_end().to_string()))?;
     let info = strata_verify::verify(&module)
         .map_err(|d| VerifyError::new_err(strata_cli::render(name, text, &d, false).trim_end().to_string()))?;

@@ -44,6 +44,7 @@ pub fn parse(src: &str) -> Result<Module, Vec<Diagnostic>> {
         comments: CommentCursor::new(src, comments),
         errors: Vec::new(),
         declared_globals: HashSet::new(),
+        untyped: Vec::new(),
     };
     p.collect_global_names();
     p.module_items();
@@ -64,6 +65,8 @@ struct Parser {
     errors: Vec<Diagnostic>,
     /// Every `@name` defined anywhere in the file, for "used before its definition" messages.
     declared_globals: HashSet<String>,
+    /// The values of the function being parsed whose type the text leaves out.
+    untyped: Vec<Value>,
 }
 
 /// Per-function parsing state.
@@ -454,7 +457,8 @@ impl Parser {
         }
         let close = self.bump().span;
         let closing_comments = self.comments.before(close.start as usize);
-        let f = Function { name, kind, params, result, exprs, body, closing_comments };
+        let untyped = std::mem::take(&mut self.untyped);
+        let f = Function { name, kind, params, result, exprs, body, closing_comments, untyped };
         let h = self.module.functions.append(f, info);
         self.module.items.push(Item::Function(h));
         Ok(())
@@ -565,14 +569,27 @@ impl Parser {
         }
         let (op_name, op_span) = self.ident("an operation name")?;
         let call = self.call_args(op_name, op_span)?;
-        self.expect(&Tok::Colon, "`:` and the result type")?;
-        let ty = self.parse_type()?;
+        // `: type` may be left out: the verifier's inference fills it in (`elaborate`). A type
+        // written without its `:` is an error, not the start of the next statement.
+        if matches!(self.peek(), Tok::Alias(_)) || matches!(self.peek(), Tok::Ident(n) if n != "return") {
+            self.expect(&Tok::Colon, "`:` and the result type")?;
+        }
+        let omitted = !matches!(self.peek(), Tok::Colon);
+        let ty = if omitted {
+            self.module.types.insert(Type::Tuple(Vec::new()))
+        } else {
+            self.bump();
+            self.parse_type()?
+        };
         let op = {
             let lookup = |n: &str, sp: Span| self.lookup_value(scope, n, sp);
             let cx = Scope { module: &self.module, value: &lookup, declared_globals: &self.declared_globals };
             lower_op(&call, &cx)?
         };
         let h = exprs.append(Expr { name: name.to_string(), ty, kind: ExprKind::Op(op) }, name_span.join(call.span));
+        if omitted {
+            self.untyped.push(h);
+        }
         scope.values.insert(name.to_string(), h);
         Ok(Statement::Let(h))
     }

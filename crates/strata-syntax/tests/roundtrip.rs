@@ -267,6 +267,7 @@ fn helper(types: &mut TypeArena, name: &str, ty: Handle<Type>, arity: usize) -> 
         exprs,
         body,
         closing_comments: vec![],
+        untyped: vec![],
     }
 }
 
@@ -320,7 +321,16 @@ fn gen_module(seed: u64) -> Module {
     }
     let result = (!program).then(|| gen_type(&mut g, &mut m.types, 2));
     let kind = if program { FunctionKind::Program } else { FunctionKind::Func };
-    let f = Function { name: "main".into(), kind, params, result, exprs, body, closing_comments: vec![" end".into()] };
+    let f = Function {
+        name: "main".into(),
+        kind,
+        params,
+        result,
+        exprs,
+        body,
+        closing_comments: vec![" end".into()],
+        untyped: vec![],
+    };
     let h = m.functions.append(f, SourceInfo::default());
     m.items.push(Item::Function(h));
     m.trailing_comments = vec![" the end".into()];

@@ -8,12 +8,14 @@
 //! still checked.
 //!
 //! After a successful verification every expression's declared type equals its inferred type,
-//! so passes may rely on `expr.ty`.
+//! so passes may rely on `expr.ty`. Types the text leaves out are filled in before, by
+//! [`elaborate`] ([`parse`] does both steps of reading text: parsing and elaborating).
 
 #![deny(missing_docs)]
 
 mod broadcast;
 mod context;
+mod elaborate;
 mod function;
 mod handles;
 mod rules;
@@ -22,6 +24,7 @@ mod wellformed;
 
 use strata_ir::{Diagnostic, Item, Module, Type, TypeArena};
 
+pub use elaborate::{elaborate, parse};
 pub use handles::validate_handles;
 pub use specialize::specialize;
 

@@ -23,6 +23,7 @@ fn module_with(op_of: impl FnOnce(Value) -> Op) -> Module {
         exprs,
         body,
         closing_comments: vec![],
+        untyped: vec![],
     };
     let h = m.functions.append(f, SourceInfo::default());
     m.items.push(Item::Function(h));

@@ -148,7 +148,7 @@ pub fn run_rank(file: &Path, opts: &RunOptions) -> i32 {
         Err(e) => return fail_alike(&comm, &format!("error: {e}")),
     };
     let name = file.display().to_string();
-    let (module, info) = match strata_syntax::parse(&source).and_then(|m| strata_verify::verify(&m).map(|i| (m, i))) {
+    let (module, info) = match strata_verify::parse(&source).and_then(|m| strata_verify::verify(&m).map(|i| (m, i))) {
         Ok(x) => x,
         Err(d) => return fail_alike(&comm, &crate::render(&name, &source, &d, crate::stderr_color())),
     };

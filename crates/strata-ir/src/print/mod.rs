@@ -1,8 +1,9 @@
 //! The canonical text printer.
 //!
 //! `module.to_string()` is the module's source text in canonical form: one item per paragraph,
-//! one statement per line, every value with its type, keyword attributes in a fixed order, and
-//! every comment the parser attached. Printing is idempotent and `parse(print(m)) == m`.
+//! one statement per line, every value with its type (but those the text left out:
+//! [`Module::with_all_types`] writes them too), keyword attributes in a fixed order, and every
+//! comment the parser attached. Printing is idempotent and `parse(print(m)) == m`.
 
 mod ops;
 mod types;
@@ -114,6 +115,9 @@ impl Module {
                     ExprKind::Op(op) => ops::write_op(f, self, func, op)?,
                     ExprKind::Param(_) => f.write_str("<param>")?,
                 }
+                if func.untyped.contains(v) {
+                    return Ok(());
+                }
                 write!(f, " : {}", TypeDisplay::new(self, e.ty))
             }
             Statement::Assign { target, domain, value } => {
@@ -132,6 +136,17 @@ impl Module {
             }
             Statement::Return(v) => write!(f, "return %{}", func.exprs[*v].name),
         }
+    }
+
+    /// The module with every statement's type written out (after `strata_verify::elaborate`
+    /// filled in those the text left out): what `strata fmt --types` prints.
+    pub fn with_all_types(&self) -> Module {
+        let mut m = self.clone();
+        let handles: Vec<_> = m.functions.handles().collect();
+        for h in handles {
+            m.functions[h].untyped.clear();
+        }
+        m
     }
 
     /// The canonical text of a type, using aliases.
