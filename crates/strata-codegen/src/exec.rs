@@ -152,9 +152,9 @@ pub struct Buffers<'a> {
     cols: Vec<Slot<'a>>,
     /// Each buffer's element type.
     scalars: Vec<strata_ir::Scalar>,
-    /// Each buffer's name (its parameter's) and, for a neighbor table, the dimension its
-    /// entries index: what a run-time error names.
-    tables: Vec<(String, String)>,
+    /// For each neighbor-table buffer, its parameter's name and the dimension its entries
+    /// index (what a run-time error names); `None` for other buffers.
+    tables: Vec<Option<(String, String)>>,
 }
 
 /// One buffer: owned, or an input column borrowed from the caller (read-only).
@@ -258,9 +258,8 @@ impl<'a> Buffers<'a> {
                 .buffers
                 .iter()
                 .map(|b| {
-                    let name = b.name.split('.').next().unwrap_or(&b.name).to_string();
-                    let src = b.levels.iter().find_map(|l| l.name.table_source()).map(|d| d.to_string());
-                    (name, src.unwrap_or_default())
+                    let src = b.levels.iter().find_map(|l| l.name.table_source())?;
+                    Some((b.name.split('.').next().unwrap_or(&b.name).to_string(), src.to_string()))
                 })
                 .collect(),
         })
@@ -293,7 +292,7 @@ impl<'a> Buffers<'a> {
             lib.bad_value().map(|b| Bad {
                 value: b.value,
                 interval: b.interval,
-                table: b.table.and_then(|k| self.tables.get(k)).cloned(),
+                table: b.table.and_then(|k| self.tables.get(k).cloned().flatten()),
             })
         };
         match code {

@@ -90,10 +90,6 @@ impl Opnd {
     }
 }
 
-fn axes(a: Option<Vec<isize>>) -> Option<Vec<isize>> {
-    a
-}
-
 #[pymethods]
 impl PyArr {
     /// The shape.
@@ -380,10 +376,10 @@ fn triu(x: &PyArr, k: i64) -> R {
 #[pyfunction]
 #[pyo3(signature = (name, x, axis = None, dtype_name = None, keepdims = false))]
 fn accumulate(name: &str, x: &PyArr, axis: Option<Vec<isize>>, dtype_name: Option<&str>, keepdims: bool) -> R {
-    let (ax, dt) = (axes(axis), dtype(dtype_name)?);
+    let dt = dtype(dtype_name)?;
     match name {
-        "sum" => wrap(sa::sum(&x.0, ax.as_deref(), dt, keepdims)),
-        _ => wrap(sa::prod(&x.0, ax.as_deref(), dt, keepdims)),
+        "sum" => wrap(sa::sum(&x.0, axis.as_deref(), dt, keepdims)),
+        _ => wrap(sa::prod(&x.0, axis.as_deref(), dt, keepdims)),
     }
 }
 
@@ -391,8 +387,7 @@ fn accumulate(name: &str, x: &PyArr, axis: Option<Vec<isize>>, dtype_name: Optio
 #[pyfunction]
 #[pyo3(signature = (name, x, axis = None, keepdims = false))]
 fn reduce(name: &str, x: &PyArr, axis: Option<Vec<isize>>, keepdims: bool) -> R {
-    let ax = axes(axis);
-    let ax = ax.as_deref();
+    let ax = axis.as_deref();
     wrap(match name {
         "max" => sa::max(&x.0, ax, keepdims),
         "min" => sa::min(&x.0, ax, keepdims),
@@ -406,10 +401,9 @@ fn reduce(name: &str, x: &PyArr, axis: Option<Vec<isize>>, keepdims: bool) -> R 
 #[pyfunction]
 #[pyo3(signature = (name, x, axis = None, correction = 0.0, keepdims = false))]
 fn spread(name: &str, x: &PyArr, axis: Option<Vec<isize>>, correction: f64, keepdims: bool) -> R {
-    let ax = axes(axis);
     match name {
-        "var" => wrap(sa::var(&x.0, ax.as_deref(), correction, keepdims)),
-        _ => wrap(sa::std(&x.0, ax.as_deref(), correction, keepdims)),
+        "var" => wrap(sa::var(&x.0, axis.as_deref(), correction, keepdims)),
+        _ => wrap(sa::std(&x.0, axis.as_deref(), correction, keepdims)),
     }
 }
 
