@@ -139,11 +139,23 @@ pub fn cmd_check(files: &[PathBuf]) -> i32 {
 
 /// The canonical text of `source`, or its parse diagnostics: the types the text leaves out
 /// stay out, unless `types` (then every statement's type is written, inferred where left out).
-pub fn format_source(source: &str, types: bool) -> Result<String, Vec<Diagnostic>> {
-    if types {
-        return Ok(strata_verify::parse(source)?.with_all_types().to_string());
-    }
-    Ok(strata_syntax::parse(source)?.to_string())
+pub fn format_source(source: &str, style: FmtStyle) -> Result<String, Vec<Diagnostic>> {
+    Ok(match style {
+        FmtStyle::AsWritten => strata_syntax::parse(source)?.to_string(),
+        FmtStyle::Flat => strata_verify::parse(source)?.flattened().to_string(),
+        FmtStyle::Types => strata_verify::parse(source)?.with_all_types().to_string(),
+    })
+}
+
+/// What `strata fmt` writes out beyond the canonical layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FmtStyle {
+    /// What the author wrote: omitted types stay out, literals and nested calls stay in place.
+    AsWritten,
+    /// Every literal operand and nested call as its own named statement (`--flat`).
+    Flat,
+    /// Flat, and every type written out: the canonical fully typed form (`--types`).
+    Types,
 }
 
 /// Writes `text` to `path` through a temporary file in the same folder and a rename, so the
@@ -166,9 +178,9 @@ pub fn write_atomically(path: &Path, text: &str) -> Result<(), CliError> {
 /// `strata fmt`: rewrites files in canonical form (or, with `check`, only reports the ones that
 /// are not); with `types`, every statement's type written out. Files with syntax errors are
 /// reported and left untouched. Directories are searched for `.strata` files.
-pub fn cmd_fmt(files: &[PathBuf], check: bool, types: bool) -> i32 {
+pub fn cmd_fmt(files: &[PathBuf], check: bool, style: FmtStyle) -> i32 {
     let color = stderr_color();
-    over_sources(files, |path, source, stderr| match format_source(source, types) {
+    over_sources(files, |path, source, stderr| match format_source(source, style) {
         Err(diags) => {
             let _ = write!(stderr, "{}", render(&path.display().to_string(), source, &diags, color));
             1

@@ -104,6 +104,10 @@ enum Command {
         /// canonical form); without it, the types the author left out stay out.
         #[arg(long)]
         types: bool,
+        /// Write every literal operand and nested call as a named statement of its own (the
+        /// types the author left out stay out; `--types` implies it).
+        #[arg(long)]
+        flat: bool,
         /// `.strata` files, or folders to search for them.
         #[arg(required = true)]
         files: Vec<PathBuf>,
@@ -114,7 +118,14 @@ fn main() {
     let cli = Cli::parse();
     let status = match cli.command {
         Command::Check { files } => strata_cli::cmd_check(&files),
-        Command::Fmt { check, types, files } => strata_cli::cmd_fmt(&files, check, types),
+        Command::Fmt { check, types, flat, files } => {
+            let style = match (types, flat) {
+                (true, _) => strata_cli::FmtStyle::Types,
+                (false, true) => strata_cli::FmtStyle::Flat,
+                (false, false) => strata_cli::FmtStyle::AsWritten,
+            };
+            strata_cli::cmd_fmt(&files, check, style)
+        }
         Command::Run { file, entry, args, outs, backend, time, threads, repeat, timings, ranks } => {
             strata_cli::cmd_run(
                 &file,

@@ -3,7 +3,7 @@
 //! Every `tests/filetests/**/*.strata` file starts with a header naming its kinds:
 //! - `// test: check` — the file parses and verifies cleanly;
 //! - `// test: roundtrip` — printing and re-parsing gives an equal module, and printing is
-//!   idempotent;
+//!   idempotent, as the flat and fully typed forms are (`strata fmt --flat`, `--types`);
 //! - `// test: error` — a list of cases separated by `// -----`. Each case marks the lines that
 //!   must carry an error with a trailing `// error: <substring of the message>`; every reported
 //!   diagnostic must be expected, and the fully rendered diagnostics are stored below the case
@@ -110,6 +110,20 @@ pub fn roundtrip(src: &str) -> Result<(), String> {
     let p2 = m2.to_string();
     if p1 != p2 {
         return Err(format!("printing is not idempotent:\n{}", diff(&p1, &p2)));
+    }
+    // The flat and the fully typed forms (`strata fmt --flat`, `--types`) are fixed points too.
+    if let Ok(elaborated) = strata_verify::parse(src) {
+        type Form = fn(&Module) -> Module;
+        let forms: [(&str, Form); 2] = [("flat", Module::flattened), ("fully typed", Module::with_all_types)];
+        for (form, make) in forms {
+            let text = make(&elaborated).to_string();
+            let again = strata_verify::parse(&text)
+                .map_err(|d| format!("the {form} form does not parse:\n{}\n{text}", render_plain(form, &text, &d)))?;
+            let text2 = make(&again).to_string();
+            if text != text2 {
+                return Err(format!("the {form} form is not a fixed point:\n{}", diff(&text, &text2)));
+            }
+        }
     }
     Ok(())
 }

@@ -116,6 +116,11 @@ pub struct Function {
     /// placeholder type `()`, `strata_verify::elaborate` the inferred one; the printer leaves
     /// them out again (`Module::with_all_types` writes them).
     pub untyped: Vec<Value>,
+    /// Values written inside another statement: literal operands (`multiplies(%a, 2.0)`, a
+    /// `constant` whose type its user decides) and nested calls (`plus(cartesian_shift(…), …)`).
+    /// Each has its own `Let` statement just before its user and a generated name (`_1`, …);
+    /// the printer writes it back in place ([`Module::flattened`] writes it as a statement).
+    pub inline: Vec<Value>,
 }
 
 /// A named, typed value.

@@ -36,6 +36,8 @@ pub enum AttrValue {
     Tuple(Vec<Spanned<AttrValue>>),
     /// `(d0, …) -> (e, …)`.
     Map(AffineMap),
+    /// `op(…)` as an operand: a nested call.
+    Call(Box<CallAst>),
 }
 
 impl AttrValue {
@@ -53,6 +55,7 @@ impl AttrValue {
             AttrValue::List(_) => "a list",
             AttrValue::Tuple(_) => "a tuple",
             AttrValue::Map(_) => "an affine map",
+            AttrValue::Call(_) => "an operation",
         }
     }
 }

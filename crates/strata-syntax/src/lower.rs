@@ -18,6 +18,8 @@ use crate::parser::{Fail, PResult};
 pub(crate) struct Scope<'a> {
     pub module: &'a Module,
     pub value: &'a dyn Fn(&str, Span) -> PResult<Value>,
+    /// Makes a value of an operand written in place: a literal or a nested call.
+    pub in_place: &'a dyn Fn(&Spanned<AttrValue>) -> PResult<Value>,
     pub declared_globals: &'a HashSet<String>,
 }
 
@@ -121,10 +123,23 @@ impl<'c> Args<'c> {
                 self.next_pos += 1;
                 (self.cx.value)(name, *span)
             }
+            Some(
+                v @ Spanned {
+                    node: AttrValue::Int(_) | AttrValue::Float(_) | AttrValue::Bool(_) | AttrValue::Call(_),
+                    ..
+                },
+            ) => {
+                self.next_pos += 1;
+                (self.cx.in_place)(v)
+            }
             Some(other) => Err(Fail::Report(Box::new(
                 Diagnostic::new(
                     "strata::parse::missing_operand",
-                    format!("`{}` expects a value operand `%name` here, found {}", self.op(), other.node.describe()),
+                    format!(
+                        "`{}` expects a value operand (`%name`, a literal or an operation) here, found {}",
+                        self.op(),
+                        other.node.describe()
+                    ),
                     other.span,
                     "expected a value",
                 )

@@ -5,6 +5,7 @@
 //! (item errors) and goes on, so one run reports several errors. Values whose definition failed
 //! are *poisoned*: statements using them are dropped without further messages.
 
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 
 use strata_entity::{Arena, Handle};
@@ -45,6 +46,7 @@ pub fn parse(src: &str) -> Result<Module, Vec<Diagnostic>> {
         errors: Vec::new(),
         declared_globals: HashSet::new(),
         untyped: Vec::new(),
+        inline: Vec::new(),
     };
     p.collect_global_names();
     p.module_items();
@@ -67,6 +69,45 @@ struct Parser {
     declared_globals: HashSet<String>,
     /// The values of the function being parsed whose type the text leaves out.
     untyped: Vec<Value>,
+    /// The values of the function being parsed written inside another statement.
+    inline: Vec<Value>,
+}
+
+/// Lowers a call whose operands may be written in place (literals and nested calls), each
+/// becoming an untyped value of its own, in the order they are written (innermost first).
+struct InPlace<'p> {
+    module: &'p Module,
+    lookup: &'p dyn Fn(&str, Span) -> PResult<Value>,
+    declared_globals: &'p HashSet<String>,
+    exprs: RefCell<&'p mut Arena<Expr, Span>>,
+    /// The values made so far, in statement order.
+    values: RefCell<Vec<Value>>,
+    /// The type `()` that stands for a type left out.
+    placeholder: Handle<Type>,
+}
+
+impl InPlace<'_> {
+    fn lower(&self, call: &CallAst) -> PResult<strata_ir::Op> {
+        let in_place = |v: &Spanned<AttrValue>| self.operand(v);
+        let cx = Scope {
+            module: self.module,
+            value: self.lookup,
+            in_place: &in_place,
+            declared_globals: self.declared_globals,
+        };
+        lower_op(call, &cx)
+    }
+
+    fn operand(&self, v: &Spanned<AttrValue>) -> PResult<Value> {
+        let op = match &v.node {
+            AttrValue::Call(call) => self.lower(call)?,
+            _ => strata_ir::Op::Constant { value: crate::lower::literal_of(v)? },
+        };
+        let expr = Expr { name: String::new(), ty: self.placeholder, kind: ExprKind::Op(op) };
+        let h = self.exprs.borrow_mut().append(expr, v.span);
+        self.values.borrow_mut().push(h);
+        Ok(h)
+    }
 }
 
 /// Per-function parsing state.
@@ -443,8 +484,12 @@ impl Parser {
             }
             let start = self.span();
             let start_pos = self.pos;
+            let inline_before = self.inline.len();
             match self.statement(kind, &mut exprs, &mut scope) {
                 Ok(stmt) => {
+                    for &v in &self.inline[inline_before..] {
+                        body.append(Statement::Let(v), SourceInfo::default());
+                    }
                     let span = start.join(self.prev_span());
                     let sinfo = self.comments.info(span);
                     body.append(stmt, sinfo);
@@ -458,7 +503,20 @@ impl Parser {
         let close = self.bump().span;
         let closing_comments = self.comments.before(close.start as usize);
         let untyped = std::mem::take(&mut self.untyped);
-        let f = Function { name, kind, params, result, exprs, body, closing_comments, untyped };
+        let inline = std::mem::take(&mut self.inline);
+        // Values written in place get names no statement of the function uses: `_1`, `_2`, …
+        let mut n = 0;
+        for &v in &inline {
+            let fresh = loop {
+                n += 1;
+                let candidate = format!("_{n}");
+                if !scope.values.contains_key(&candidate) {
+                    break candidate;
+                }
+            };
+            exprs[v].name = fresh;
+        }
+        let f = Function { name, kind, params, result, exprs, body, closing_comments, untyped, inline };
         let h = self.module.functions.append(f, info);
         self.module.items.push(Item::Function(h));
         Ok(())
@@ -496,11 +554,8 @@ impl Parser {
                         "programs assign to `out` parameters",
                     ));
                 }
-                let (name, span) = match self.peek().clone() {
-                    Tok::Value(n) => (n, self.bump().span),
-                    _ => return Err(self.unexpected("the returned value `%name`")),
-                };
-                Ok(Statement::Return(self.lookup_value(scope, &name, span)?))
+                let v = self.statement_operand(exprs, scope, "the returned value `%name` or an operation")?;
+                Ok(Statement::Return(v))
             }
             Tok::Value(name) => {
                 let name_span = self.bump().span;
@@ -538,11 +593,8 @@ impl Parser {
                             domain = Some(d);
                         }
                         self.expect(&Tok::Assign, "`<-`")?;
-                        let (vname, vspan) = match self.peek().clone() {
-                            Tok::Value(n) => (n, self.bump().span),
-                            _ => return Err(self.unexpected("the assigned value `%name`")),
-                        };
-                        let value = self.lookup_value(scope, &vname, vspan)?;
+                        let value =
+                            self.statement_operand(exprs, scope, "the assigned value `%name` or an operation")?;
                         Ok(Statement::Assign { target, domain, value })
                     }
                     _ => Err(self.unexpected("`=` or `<-`")),
@@ -581,17 +633,68 @@ impl Parser {
             self.bump();
             self.parse_type()?
         };
-        let op = {
-            let lookup = |n: &str, sp: Span| self.lookup_value(scope, n, sp);
-            let cx = Scope { module: &self.module, value: &lookup, declared_globals: &self.declared_globals };
-            lower_op(&call, &cx)?
-        };
+        let op = self.with_in_place(exprs, scope, |w| w.lower(&call))?;
         let h = exprs.append(Expr { name: name.to_string(), ty, kind: ExprKind::Op(op) }, name_span.join(call.span));
         if omitted {
             self.untyped.push(h);
         }
         scope.values.insert(name.to_string(), h);
         Ok(Statement::Let(h))
+    }
+
+    /// Runs `f` with an [`InPlace`] lowering; the values it writes in place become statements
+    /// of their own just before the current one.
+    fn with_in_place<T>(
+        &mut self,
+        exprs: &mut Arena<Expr, Span>,
+        scope: &FunctionScope,
+        f: impl FnOnce(&InPlace) -> PResult<T>,
+    ) -> PResult<T> {
+        let placeholder = self.module.types.insert(Type::Tuple(Vec::new()));
+        let (out, values) = {
+            let lookup = |n: &str, sp: Span| self.lookup_value(scope, n, sp);
+            let written = InPlace {
+                module: &self.module,
+                lookup: &lookup,
+                declared_globals: &self.declared_globals,
+                exprs: RefCell::new(exprs),
+                values: RefCell::new(Vec::new()),
+                placeholder,
+            };
+            let out = f(&written)?;
+            (out, written.values.into_inner())
+        };
+        for v in values {
+            self.untyped.push(v);
+            self.inline.push(v);
+        }
+        Ok(out)
+    }
+
+    /// The operand of `return` or `<-`: `%name`, or an operation or literal written in place.
+    fn statement_operand(
+        &mut self,
+        exprs: &mut Arena<Expr, Span>,
+        scope: &FunctionScope,
+        expected: &str,
+    ) -> PResult<Value> {
+        if let Tok::Value(name) = self.peek().clone() {
+            let span = self.bump().span;
+            return self.lookup_value(scope, &name, span);
+        }
+        if !matches!(self.peek(), Tok::Ident(_) | Tok::Int(_) | Tok::Float(_) | Tok::Minus) {
+            return Err(self.unexpected(expected));
+        }
+        let v = self.attr_value()?;
+        if !matches!(v.node, AttrValue::Call(_) | AttrValue::Int(_) | AttrValue::Float(_) | AttrValue::Bool(_)) {
+            return Err(err(
+                "strata::parse::unexpected_token",
+                format!("expected {expected}, found {}", v.node.describe()),
+                v.span,
+                "not a value",
+            ));
+        }
+        self.with_in_place(exprs, scope, |w| w.operand(&v))
     }
 
     /// Parses `(args)` after an op name.
@@ -720,6 +823,10 @@ impl Parser {
                     "false" => AttrValue::Bool(false),
                     "inf" => AttrValue::Float(f64::INFINITY),
                     "nan" => AttrValue::Float(f64::NAN),
+                    _ if matches!(self.peek(), Tok::LParen) => {
+                        let name_span = self.prev_span();
+                        AttrValue::Call(Box::new(self.call_args(w, name_span)?))
+                    }
                     _ if matches!(self.peek(), Tok::LBracket) => {
                         let iv = self.interval()?;
                         AttrValue::Interval(w, iv)

@@ -268,6 +268,7 @@ fn helper(types: &mut TypeArena, name: &str, ty: Handle<Type>, arity: usize) -> 
         body,
         closing_comments: vec![],
         untyped: vec![],
+        inline: vec![],
     }
 }
 
@@ -330,6 +331,7 @@ fn gen_module(seed: u64) -> Module {
         body,
         closing_comments: vec![" end".into()],
         untyped: vec![],
+        inline: vec![],
     };
     let h = m.functions.append(f, SourceInfo::default());
     m.items.push(Item::Function(h));

@@ -188,7 +188,12 @@ impl<'m> Cx<'m> {
     /// Adds a label showing an operand's type at its definition.
     #[allow(clippy::boxed_local)] // diagnostics travel boxed so rule results stay small
     pub fn with_operand(&self, d: Box<Diagnostic>, v: Value) -> Box<Diagnostic> {
-        let text = format!("`%{}` has type `{}`", self.expr(v).name, self.show(self.ty(v)));
+        // A value written in place is labelled at its own text: its generated name is not.
+        let text = if self.func.inline.contains(&v) {
+            format!("has type `{}`", self.show(self.ty(v)))
+        } else {
+            format!("`%{}` has type `{}`", self.expr(v).name, self.show(self.ty(v)))
+        };
         Box::new(d.with_label(*self.func.exprs.meta(v), text))
     }
 

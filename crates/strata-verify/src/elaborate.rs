@@ -8,10 +8,15 @@
 //! inferred (`constant`, `convert`, `coordinates`, `nonzeros`, `assemble`, `array.*`) must
 //! keep their `: type` (an error naming the operation otherwise).
 //!
+//! A literal operand (`multiplies(%a, 2.0)`, listed in `inline`) is a `constant` whose type
+//! its user decides: the element type of the user's other operands (a scalar, which broadcasts
+//! by name), the parameter's type in a `call`, `index` for `get`/`set` indices.
+//!
 //! Preserves: everything but the `untyped` values' types (the list itself stays, so the
 //! printer leaves them out again).
 
-use strata_ir::{Diagnostic, ExprKind, Item, Module, Op, Statement};
+use strata_entity::Handle;
+use strata_ir::{Diagnostic, ExprKind, Function, Item, Module, Op, Scalar, Statement, Type, Value};
 
 use crate::context::Cx;
 use crate::rules::infer;
@@ -57,11 +62,45 @@ pub fn elaborate(module: &mut Module) -> Result<(), Vec<Diagnostic>> {
                 Cx { module, types: &mut types, func: &func, expr_types, span, errors: &mut errors, spec: None };
             let mut inferred = Vec::new();
             for (_, stmt) in func.body.iter() {
+                // A literal returned or assigned takes the whole result's or output's type.
+                let whole = match stmt {
+                    Statement::Return(v) => func.result.map(|t| (*v, t)),
+                    Statement::Assign { target, domain: None, value } => Some((*value, func.exprs[*target].ty)),
+                    _ => None,
+                };
+                if let Some((v, t)) = whole.filter(|(v, _)| is_literal_operand(&func, *v)) {
+                    cx.expr_types[v.index()] = t;
+                    inferred.push((v, t));
+                }
                 let Statement::Let(v) = stmt else { continue };
+                let ExprKind::Op(op) = &func.exprs[*v].kind else { continue };
+                if is_literal_operand(&func, *v) {
+                    // Typed by its user, below.
+                    continue;
+                }
+                let literals: Vec<(usize, Value)> =
+                    op.operands().into_iter().enumerate().filter(|(_, o)| is_literal_operand(&func, *o)).collect();
+                let mut failed = false;
+                for (position, lit) in literals {
+                    cx.span = *func.exprs.meta(lit);
+                    match literal_type(&mut cx, op, position) {
+                        Ok(t) => {
+                            cx.expr_types[lit.index()] = t;
+                            inferred.push((lit, t));
+                        }
+                        Err(d) => {
+                            cx.errors.push(*d);
+                            failed = true;
+                            break;
+                        }
+                    }
+                }
+                if failed {
+                    break;
+                }
                 if !func.untyped.contains(v) {
                     continue;
                 }
-                let ExprKind::Op(op) = &func.exprs[*v].kind else { continue };
                 cx.span = *func.exprs.meta(*v);
                 if let Some(name) = declared_op(op) {
                     cx.errors.push(
@@ -97,6 +136,65 @@ pub fn elaborate(module: &mut Module) -> Result<(), Vec<Diagnostic>> {
         Ok(())
     } else {
         Err(errors)
+    }
+}
+
+/// A literal written as an operand (`multiplies(%a, 2.0)`): a `constant` its user types.
+fn is_literal_operand(func: &Function, v: Value) -> bool {
+    func.inline.contains(&v) && matches!(func.exprs[v].kind, ExprKind::Op(Op::Constant { .. }))
+}
+
+/// The type of the literal at operand `position` of `op`: the parameter's type for a call, the
+/// index type for `get`/`set` indices, otherwise the element type of the operation's other
+/// value operands (the branches of a `select`, not its condition) — a scalar, which broadcasts.
+fn literal_type(cx: &mut Cx, op: &Op, position: usize) -> Result<Handle<Type>, Box<Diagnostic>> {
+    let operands = op.operands();
+    let func = cx.func;
+    match op {
+        Op::Call { func: f, args: _ } => {
+            let callee = &cx.module.functions[*f];
+            if let Some(&p) = callee.params.get(position) {
+                return Ok(callee.exprs[p].ty);
+            }
+        }
+        Op::Get { .. } | Op::Set { .. } if position > 0 && position <= index_count(op) => {
+            return Ok(cx.scalar(Scalar::Index));
+        }
+        // `map` does not broadcast: the literal is a splat over the other operands' levels.
+        Op::Map { kind: _, func: f, args } => {
+            let callee = &cx.module.functions[*f];
+            let peer = args.iter().find(|a| !is_literal_operand(func, **a));
+            if let (Some(&p), Some(&peer)) = (callee.params.get(position), peer) {
+                let element = callee.exprs[p].ty;
+                let view = cx.view(peer);
+                return Ok(cx.tensor(element, view.levels, view.placement));
+            }
+        }
+        _ => {}
+    }
+    let peers: Vec<Value> = match op {
+        Op::Select { cond: _, on_true, on_false } => vec![*on_true, *on_false],
+        Op::Set { arg, .. } if position == operands.len() - 1 => vec![*arg],
+        _ => operands.clone(),
+    };
+    if let Some(&peer) = peers.iter().find(|o| !is_literal_operand(func, **o) && **o != operands[position]) {
+        return Ok(cx.element(peer));
+    }
+    Err(Box::new(
+        cx.error(
+            "strata::verify::literal_type_unknown",
+            format!("the type of this literal cannot be inferred from `{}`", op.name()),
+            "no operand to take the type from",
+        )
+        .with_help("write it as a `constant` with its type, e.g. `%c = constant(value = 2.0) : f64`"),
+    ))
+}
+
+/// How many index operands a `get`/`set` has.
+fn index_count(op: &Op) -> usize {
+    match op {
+        Op::Get { arg: _, indices } | Op::Set { arg: _, indices, value: _ } => indices.len(),
+        _ => 0,
     }
 }
 

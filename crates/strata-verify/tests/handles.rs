@@ -24,6 +24,7 @@ fn module_with(op_of: impl FnOnce(Value) -> Op) -> Module {
         body,
         closing_comments: vec![],
         untyped: vec![],
+        inline: vec![],
     };
     let h = m.functions.append(f, SourceInfo::default());
     m.items.push(Item::Function(h));

@@ -94,6 +94,9 @@ impl Module {
         f.write_str(" {")?;
         write_trailing(f, info)?;
         for (s, stmt) in func.body.iter() {
+            if matches!(stmt, Statement::Let(v) if func.inline.contains(v)) {
+                continue;
+            }
             let sinfo = func.body.meta(s);
             write_leading(f, sinfo, "  ", false)?;
             f.write_str("  ")?;
@@ -132,19 +135,41 @@ impl Module {
                     }
                     f.write_str("]")?;
                 }
-                write!(f, " <- %{}", func.exprs[*value].name)
+                write!(f, " <- {}", ops::operand(self, func, *value))
             }
-            Statement::Return(v) => write!(f, "return %{}", func.exprs[*v].name),
+            Statement::Return(v) => write!(f, "return {}", ops::operand(self, func, *v)),
         }
     }
 
     /// The module with every statement's type written out (after `strata_verify::elaborate`
-    /// filled in those the text left out): what `strata fmt --types` prints.
+    /// filled in those the text left out), and so every value as its own statement: what
+    /// `strata fmt --types` prints, the canonical fully typed form.
     pub fn with_all_types(&self) -> Module {
-        let mut m = self.clone();
+        let mut m = self.flattened();
         let handles: Vec<_> = m.functions.handles().collect();
         for h in handles {
             m.functions[h].untyped.clear();
+        }
+        m
+    }
+
+    /// The module with every value written in place (literal operands, nested calls) printed as
+    /// its own named statement instead: what `strata fmt --flat` prints.
+    pub fn flattened(&self) -> Module {
+        let mut m = self.clone();
+        let handles: Vec<_> = m.functions.handles().collect();
+        for h in handles {
+            let f = &mut m.functions[h];
+            // A literal operand's type is its user's choice, not inferable from the `constant`
+            // alone: once it stands on its own it is written out.
+            let literals: Vec<_> = f
+                .inline
+                .iter()
+                .copied()
+                .filter(|v| matches!(f.exprs[*v].kind, ExprKind::Op(crate::Op::Constant { .. })))
+                .collect();
+            f.untyped.retain(|v| !literals.contains(v));
+            f.inline.clear();
         }
         m
     }

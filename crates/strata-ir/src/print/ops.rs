@@ -5,7 +5,7 @@
 
 use std::fmt::{self, Display};
 
-use crate::module::{Function, Module};
+use crate::module::{ExprKind, Function, Module};
 use crate::op::{Attr, Init, Op, RingRef, Value};
 use crate::types::{DimName, Interval};
 
@@ -20,8 +20,8 @@ struct Call<'a> {
 
 impl<'a> Call<'a> {
     fn value(&mut self, v: Value) -> &mut Self {
-        let name = self.func.exprs.try_get(v).map_or("<invalid>", |e| e.name.as_str());
-        self.parts.push(format!("%{name}"));
+        let text = operand(self.module, self.func, v);
+        self.parts.push(text);
         self
     }
 
@@ -55,10 +55,29 @@ impl<'a> Call<'a> {
         match init {
             Init::Literal(l) => self.kw("init", l),
             Init::Value(v) => {
-                let name = self.func.exprs.try_get(*v).map_or("<invalid>", |e| e.name.as_str());
-                self.kw("init", format!("%{name}"))
+                let text = operand(self.module, self.func, *v);
+                self.kw("init", text)
             }
         }
+    }
+}
+
+/// An operand as written: `%name`, or the literal or call of a value written in place
+/// ([`Function::inline`]).
+pub(super) fn operand(module: &Module, func: &Function, v: Value) -> String {
+    let Some(e) = func.exprs.try_get(v) else { return "%<invalid>".to_string() };
+    match &e.kind {
+        ExprKind::Op(Op::Constant { value }) if func.inline.contains(&v) => value.to_string(),
+        ExprKind::Op(op) if func.inline.contains(&v) => {
+            struct InPlace<'a>(&'a Module, &'a Function, &'a Op);
+            impl Display for InPlace<'_> {
+                fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    write_op(f, self.0, self.1, self.2)
+                }
+            }
+            InPlace(module, func, op).to_string()
+        }
+        _ => format!("%{}", e.name),
     }
 }
 
