@@ -170,13 +170,13 @@ fn lower_prints_loops_and_readable_c() {
     let o = strata(&["lower", &lap, "--to", "loops"]);
     let loops = String::from_utf8_lossy(&o.stdout);
     assert!(
-        loops.contains("kernel 0: %out <- %l") && loops.contains("for I in [0:5], J in [0:7], K in [0:9]:"),
+        loops.contains("kernel 0: %out <- %_1") && loops.contains("for I in [0:5], J in [0:7], K in [0:9]:"),
         "{loops}"
     );
     let o = strata(&["lower", &lap, "--to", "c"]);
     let c = String::from_utf8_lossy(&o.stdout);
     assert!(
-        c.contains("/* kernel 0: %out <- %l */")
+        c.contains("/* kernel 0: %out <- %_1 */")
             && c.contains("const double *restrict inp_b1")
             && c.contains("for (int64_t d_I = 0; d_I < 5; ++d_I) {  /* I[0:5] */"),
         "{c}"

@@ -14,7 +14,7 @@ func @p(%i: tensor<i64, _0[0:1]>) -> tensor<f64, _0[0:1]> {
 "#;
 
 fn run(index: i64) -> Result<Vec<(String, Tensor)>, exec::ExecError> {
-    let module = strata_syntax::parse(GATHER_FROM_CONSTANT).unwrap();
+    let module = strata_verify::parse(GATHER_FROM_CONSTANT).unwrap();
     let info = strata_verify::verify(&module).unwrap();
     let (h, f) = module.functions.iter().next().unwrap();
     let program = lower(&module, &info.types, h).unwrap();

@@ -295,7 +295,7 @@ fn thousand_random_programs_native_equals_interpreter() {
         let programs: Vec<Program> = (start..start + batch).map(|i| generate(&mut rng, i)).collect();
         let text: String = programs.iter().map(|p| p.text.clone()).collect();
         let module =
-            strata_syntax::parse(&text).unwrap_or_else(|d| panic!("generated text does not parse: {d:?}\n{text}"));
+            strata_verify::parse(&text).unwrap_or_else(|d| panic!("generated text does not parse: {d:?}\n{text}"));
         let info =
             strata_verify::verify(&module).unwrap_or_else(|d| panic!("generated program does not verify: {:?}", d[0]));
         let lowered: Vec<_> = programs

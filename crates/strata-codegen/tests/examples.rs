@@ -86,7 +86,7 @@ fn native_examples_equal_the_interpreter() {
                 continue;
             }
             let text = std::fs::read_to_string(file.path()).unwrap();
-            let module = strata_syntax::parse(&text).unwrap();
+            let module = strata_verify::parse(&text).unwrap();
             let info = strata_verify::verify(&module).unwrap();
             let interp = strata_interp::Interpreter::new(&module, &info.types);
             for (h, f) in module.functions.iter() {

@@ -210,7 +210,7 @@ fn render(d: &Drawn, formats: [Format; 3], name: &str) -> Option<String> {
     let text = format!("func @{name}({params}) -> {result_ty} {{\n{lines}  return {result}\n}}\n");
     // The inferred types must themselves be well-formed (the verifier infers an ill-formed COO
     // type for some operand orders: see the note in docs/design.md).
-    let module = strata_syntax::parse(&format!("{}{text}", *PAYLOADS)).ok()?;
+    let module = strata_verify::parse(&format!("{}{text}", *PAYLOADS)).ok()?;
     strata_verify::verify(&module).ok()?;
     Some(text)
 }
@@ -332,7 +332,7 @@ fn a_thousand_random_programs_compute_the_same_values_in_every_format() {
         groups.push((d, members));
     }
     assert!(attempts < 3 * programs, "{attempts} draws for {programs} programs");
-    let module = strata_syntax::parse(&format!("{}{}", *PAYLOADS, texts.concat())).unwrap_or_else(|d| panic!("{d:?}"));
+    let module = strata_verify::parse(&format!("{}{}", *PAYLOADS, texts.concat())).unwrap_or_else(|d| panic!("{d:?}"));
     let info = strata_verify::verify(&module).unwrap_or_else(|d| panic!("{:?}", d[0]));
     let entries: Vec<_> = (0..texts.len()).map(|k| module.function_by_name(&format!("p{k}")).expect("entry")).collect();
     let lowered: Vec<_> = entries

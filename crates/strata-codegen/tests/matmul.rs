@@ -8,7 +8,7 @@ use strata_codegen::{lower, matmul::MatMul};
 
 fn matmuls(file: &str, entry: &str) -> Vec<Option<MatMul>> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(file);
-    let module = strata_syntax::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let module = strata_verify::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
     let info = strata_verify::verify(&module).unwrap();
     let (h, _) = module.functions.iter().find(|(_, f)| f.name == entry).unwrap();
     lower(&module, &info.types, h).unwrap().kernels.into_iter().map(|k| k.matmul).collect()
@@ -43,7 +43,7 @@ fn small_products_keep_the_exact_loops() {
 fn an_elementwise_epilogue_runs_in_place_after_the_gemm() {
     // relu(A·B + bias): the product goes to the GEMM, the rest reads it back from the output.
     let text = include_str!("../../../tests/programs/gemm_relu_epilogue.strata");
-    let module = strata_syntax::parse(text).unwrap();
+    let module = strata_verify::parse(text).unwrap();
     let info = strata_verify::verify(&module).unwrap();
     let (h, _) = module.functions.iter().find(|(_, f)| f.name == "f").unwrap();
     let program = lower(&module, &info.types, h).unwrap();

@@ -7,7 +7,7 @@ use strata_codegen::{lower, KernelProgram};
 
 fn lowered(file: &str, entry: &str) -> KernelProgram {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(file);
-    let module = strata_syntax::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let module = strata_verify::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
     let info = strata_verify::verify(&module).unwrap();
     let (h, _) = module.functions.iter().find(|(_, f)| f.name == entry).unwrap();
     lower(&module, &info.types, h).unwrap()
@@ -51,7 +51,7 @@ func @f(%x: tensor<f64, I[0:8], J[0:6]>) -> tensor<f64, I[0:8]> {
 
 #[test]
 fn a_column_reduction_inside_a_row_fold_is_computed_once_per_column() {
-    let module = strata_syntax::parse(COLUMN_CENTERED_ROW_SUMS).unwrap();
+    let module = strata_verify::parse(COLUMN_CENTERED_ROW_SUMS).unwrap();
     let info = strata_verify::verify(&module).unwrap();
     let h = module.function_by_name("f").unwrap();
     let p = lower(&module, &info.types, h).unwrap();

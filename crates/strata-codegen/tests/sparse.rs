@@ -75,7 +75,7 @@ const SET_ITERATED: &[&str] = &[
 fn sparse_programs_native_equal_the_interpreter() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/programs/sparse_native.strata");
     let text = std::fs::read_to_string(path).unwrap();
-    let module = strata_syntax::parse(&text).unwrap();
+    let module = strata_verify::parse(&text).unwrap();
     let info = strata_verify::verify(&module).unwrap();
     let interp = strata_interp::Interpreter::new(&module, &info.types);
     let cache = common::private_cache("sparse");
@@ -131,7 +131,7 @@ fn sparse_programs_native_equal_the_interpreter() {
 }
 
 fn lower_text(text: &str) -> Result<strata_codegen::KernelProgram, strata_codegen::LowerError> {
-    let module = strata_syntax::parse(text).unwrap();
+    let module = strata_verify::parse(text).unwrap();
     let info = strata_verify::verify(&module).unwrap();
     let entry = module.functions.iter().last().unwrap().0;
     lower(&module, &info.types, entry)
@@ -154,7 +154,7 @@ fn a_ragged_row_with_a_gap_is_an_error_not_a_wrong_answer() {
     let program = lower_text(text).unwrap();
     let (so, _) = compile::build(&emit_c::emit(&program)).expect("compiles");
     let lib = compile::Loaded::open(&so).expect("loads");
-    let module = strata_syntax::parse(text).unwrap();
+    let module = strata_verify::parse(text).unwrap();
     let info = strata_verify::verify(&module).unwrap();
     let (_, f) = module.functions.iter().last().unwrap();
     let ty = ValueType::from_ir(&info.types, f.exprs[f.params[0]].ty);

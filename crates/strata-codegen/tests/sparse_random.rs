@@ -171,7 +171,7 @@ fn random_sparse_programs_native_equals_interpreter() {
     // Most draws verify: the generator is not mostly producing nothing.
     assert!(attempts < 2 * total, "{attempts} attempts for {total} programs");
     let text = format!("{PAYLOADS}{}", texts.concat());
-    let module = strata_syntax::parse(&text).unwrap_or_else(|d| panic!("{d:?}"));
+    let module = strata_verify::parse(&text).unwrap_or_else(|d| panic!("{d:?}"));
     let info = strata_verify::verify(&module).unwrap_or_else(|d| panic!("{:?}", d[0]));
     let entries: Vec<_> = (0..total).map(|i| module.function_by_name(&format!("p{i}")).expect("entry")).collect();
     let lowered: Vec<_> = entries

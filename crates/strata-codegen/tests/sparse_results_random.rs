@@ -110,7 +110,7 @@ fn render(d: &Drawn, fa: Format, fb: Format, fr: Format, name: &str) -> Option<S
     let result_ty = body.last().and_then(|l| l.rsplit_once(" : ")).map(|(_, t)| t.to_string())?;
     let lines: String = body.iter().map(|l| format!("  {l}\n")).collect();
     let text = format!("func @{name}({params}) -> {result_ty} {{\n{lines}  return {result}\n}}\n");
-    let module = strata_syntax::parse(&format!("{}{text}", *PAYLOADS)).ok()?;
+    let module = strata_verify::parse(&format!("{}{text}", *PAYLOADS)).ok()?;
     strata_verify::verify(&module).ok()?;
     Some(text)
 }
@@ -194,7 +194,7 @@ fn random_programs_with_sparse_results_compute_the_dense_values() {
         }
         groups.push((d, members));
     }
-    let module = strata_syntax::parse(&format!("{}{}", *PAYLOADS, texts.concat())).unwrap_or_else(|d| panic!("{d:?}"));
+    let module = strata_verify::parse(&format!("{}{}", *PAYLOADS, texts.concat())).unwrap_or_else(|d| panic!("{d:?}"));
     let info = strata_verify::verify(&module).unwrap_or_else(|d| panic!("{:?}", d[0]));
     let entries: Vec<_> = (0..texts.len()).map(|k| module.function_by_name(&format!("p{k}")).expect("entry")).collect();
     let lowered: Vec<_> = entries

@@ -295,6 +295,50 @@ fn param_types(cx: &OpCx, func: strata_entity::Handle<Function>) -> Vec<ValueTyp
     f.params.iter().map(|&p| cx.interp.value_type(f.exprs[p].ty)).collect()
 }
 
+/// The cross-sections a `reduce` or `scan` step works on: the state (`result` without `dim`)
+/// and each operand without `dim`, and whether the payload is written over elements (then
+/// applied at every point of the cross-section, see [`step_per_element`]).
+fn cross_sections(
+    cx: &OpCx,
+    func: strata_entity::Handle<Function>,
+    tensors: &[&Tensor],
+    result: &ValueType,
+    dim: &DimName,
+) -> (Vec<ValueType>, bool) {
+    let params = param_types(cx, func);
+    let state =
+        ValueType { levels: result.levels.iter().filter(|l| &l.name != dim).cloned().collect(), ..result.clone() };
+    if params[0] == state {
+        return (params, false);
+    }
+    let mut types = vec![state];
+    for t in tensors {
+        let levels: Vec<_> = t.ty.levels.iter().filter(|l| &l.name != dim).cloned().collect();
+        types.push(ValueType { is_tensor: t.ty.is_tensor, levels, ..t.ty.clone() });
+    }
+    (types, true)
+}
+
+/// One step of an element-wise payload: `func` applied at every point of the state, reading
+/// each operand's cross-section through `maps`.
+fn step_per_element(
+    cx: &OpCx,
+    func: strata_entity::Handle<Function>,
+    state: &Tensor,
+    operands: &[Tensor],
+    maps: &[Vec<Option<usize>>],
+) -> R<Tensor> {
+    let mut next = Tensor::zeros(&state.ty);
+    for i in 0..state.len() {
+        let mut elems = vec![state.get(i)];
+        for (a, m) in operands.iter().zip(maps) {
+            elems.push(a.get(m[i].unwrap_or(0)));
+        }
+        next.data.set(i, st::call_elems(cx, func, elems)?);
+    }
+    Ok(next)
+}
+
 /// `reduce`: folds `func` over the highest neighbor dimension, skipping absent neighbors.
 fn reduce(cx: &OpCx, func: strata_entity::Handle<Function>, args: &[Value], init: &Literal) -> R<Tensor> {
     let tensors: Vec<&Tensor> = args.iter().map(|&a| cx.arg(a)).collect();
@@ -305,7 +349,7 @@ fn reduce(cx: &OpCx, func: strata_entity::Handle<Function>, args: &[Value], init
         .expect("verified");
     let nb = DimName::neighbor_counter(k);
     let interval = tensors.iter().find_map(|t| t.ty.levels.iter().find(|l| l.name == nb)).expect("nb").interval;
-    let params = param_types(cx, func);
+    let (params, per_element) = cross_sections(cx, func, &tensors, cx.ty, &nb);
     let mut acc = filled(cx.ty, &literal_elem(init, &cx.ty.element));
     // Where each accumulator element reads each argument's cross-section (the same for every
     // neighbor).
@@ -320,7 +364,11 @@ fn reduce(cx: &OpCx, func: strata_entity::Handle<Function>, args: &[Value], init
         let step: Vec<bool> = (0..acc.len())
             .map(|i| call_args[1..].iter().zip(&maps).all(|(a, m)| m[i].is_none_or(|k| a.is_present(k))))
             .collect();
-        let next = cx.interp.call(func, call_args)?;
+        let next = if per_element {
+            step_per_element(cx, func, &acc, &call_args[1..], &maps)?
+        } else {
+            cx.interp.call(func, call_args)?
+        };
         // Keep the accumulator where the step is skipped (or its result is absent).
         for (i, _) in step.iter().enumerate().filter(|&(i, &here)| here && next.is_present(i)) {
             acc.data.set(i, next.get(i));
@@ -342,7 +390,7 @@ fn scan(
     init: &strata_ir::Init,
 ) -> R<Tensor> {
     let tensors: Vec<&Tensor> = args.iter().map(|&a| cx.arg(a)).collect();
-    let params = param_types(cx, func);
+    let (params, per_element) = cross_sections(cx, func, &tensors, cx.ty, dim);
     let state_ty = &params[0];
     let interval = cx.ty.levels.iter().find(|l| &l.name == dim).expect("verified scan dim").interval;
     let mut state = match init {
@@ -366,7 +414,11 @@ fn scan(
         let step: Vec<bool> = (0..state.len())
             .map(|i| call_args[1..].iter().zip(&maps).all(|(a, m)| m[i].is_none_or(|j| a.is_present(j))))
             .collect();
-        let mut next = cx.interp.call(func, call_args)?;
+        let mut next = if per_element {
+            step_per_element(cx, func, &state, &call_args[1..], &maps)?
+        } else {
+            cx.interp.call(func, call_args)?
+        };
         if step.iter().any(|&here| !here) {
             let mut next_present: Vec<bool> = (0..next.len()).map(|i| next.is_present(i)).collect();
             for (i, _) in step.iter().enumerate().filter(|&(_, &here)| !here) {

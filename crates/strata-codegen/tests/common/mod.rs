@@ -63,7 +63,7 @@ pub fn private_cache(tag: &str) -> PathBuf {
 pub fn infer(prelude: &str, params: &str, body: &[String], stmt: &str, name: &str) -> Option<String> {
     let lines: String = body.iter().map(|l| format!("  {l}\n")).collect();
     let text = format!("{prelude}func @probe({params}) -> f64 {{\n{lines}  {stmt} : f64\n  return %{name}\n}}\n");
-    let module = strata_syntax::parse(&text).ok()?;
+    let module = strata_verify::parse(&text).ok()?;
     let errors = strata_verify::verify(&module).err()?;
     let mine = format!("`%{name}` is declared as");
     let d = errors.iter().find(|d| d.code == "strata::verify::type_mismatch" && d.message.starts_with(&mine))?;

@@ -193,6 +193,14 @@ fn result_element(cx: &Cx, func: Handle<Function>, op: &str) -> Result<Handle<Ty
     }
 }
 
+/// Whether the payload of a `reduce` or `scan` is written over elements (its state parameter
+/// is the element type `element`) rather than over whole cross-sections (`state`): it is then
+/// applied at every point of the cross-section, as `map_reduce`'s payloads are.
+fn takes_elements(cx: &Cx, func: Handle<Function>, element: Handle<Type>, state: Handle<Type>) -> bool {
+    let f = &cx.module.functions[func];
+    element != state && f.params.first().is_some_and(|&p| f.exprs[p].ty == element)
+}
+
 pub(crate) fn reduce(cx: &mut Cx, func: Handle<Function>, args: &[Value], init: &Literal) -> RuleResult {
     if args.is_empty() {
         return Err(cx.error("strata::verify::arity_mismatch", "`reduce` needs at least one operand", "no operands"));
@@ -214,6 +222,11 @@ pub(crate) fn reduce(cx: &mut Cx, func: Handle<Function>, args: &[Value], init: 
     let tr = result_element(cx, func, "reduce")?;
     check_init(cx, init, tr)?;
     let result = cx.tensor(tr, reduced, placement.clone());
+    if takes_elements(cx, func, tr, result) {
+        let params: Vec<_> = std::iter::once(tr).chain(views.iter().map(|v| v.element)).collect();
+        check_signature(cx, "reduce", func, &params, Some(tr))?;
+        return Ok(result);
+    }
     let mut params = vec![result];
     for v in &views {
         let p = cx.tensor_or_element(v.is_tensor, v.element, v.without(&nb), v.placement.clone());
@@ -260,6 +273,11 @@ pub(crate) fn scan(cx: &mut Cx, func: Handle<Function>, args: &[Value], dim: &Di
             return Err(cx.with_operand(d, *v));
         }
         Init::Value(_) => {}
+    }
+    if takes_elements(cx, func, tr, state) {
+        let params: Vec<_> = std::iter::once(tr).chain(args.iter().map(|&a| cx.element(a))).collect();
+        check_signature(cx, "scan", func, &params, Some(tr))?;
+        return Ok(cx.tensor(tr, levels, placement));
     }
     let mut params = vec![state];
     for &a in args {
