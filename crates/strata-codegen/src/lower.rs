@@ -1588,7 +1588,6 @@ impl<'m> Lowerer<'m> {
                 let (c, x) = (arg(coordinates).scalar(), arg(values).scalar());
                 self.assemble(func, e, c, x, func.exprs[*values].ty, dim)?
             }
-            _ => return Err(unsupported()),
         })
     }
 }

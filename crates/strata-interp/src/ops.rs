@@ -26,13 +26,6 @@ impl OpCx<'_, '_> {
     pub(crate) fn err(&self, code: &'static str, message: impl Into<String>) -> RunError {
         RunError { code, message: message.into(), span: self.span }
     }
-
-    fn unsupported(&self, op: &str) -> RunError {
-        self.err(
-            "strata::run::unsupported",
-            format!("the reference interpreter does not run `{op}` yet (see docs/runtime.md, \"Coverage\")"),
-        )
-    }
 }
 
 /// Elementwise evaluation over the result type: `f` gets each operand's element (zero if
@@ -186,7 +179,6 @@ pub(crate) fn eval(cx: &OpCx, op: &Op) -> R<Tensor> {
         Op::Nonzeros { arg, dim } => crate::entries::entries(cx, *arg, dim, false),
         Op::Assemble { coordinates, values, dim } => crate::entries::assemble(cx, *coordinates, *values, dim),
         Op::ToDevice { arg, .. } | Op::Distribute { arg, .. } | Op::Collect { arg } => Ok(st::retype(cx, *arg)),
-        Op::ArrayApi { func, .. } => Err(cx.unsupported(&format!("array.{}", func.keyword()))),
     }
 }
 

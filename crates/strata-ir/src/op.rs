@@ -302,112 +302,6 @@ keyword_enum! {
     }
 }
 
-keyword_enum! {
-    /// The array-API operations of seed 003 that no core op expresses directly. Their library
-    /// (and full typing rules) belong to the array-API layer; the core IR represents them as
-    /// [`Op::ArrayApi`] with keyword attributes and a declared result type.
-    ArrayFunc {
-        /// `arange(start, stop, step)`
-        Arange = "arange",
-        /// `full(value)`: also covers `empty`, `zeros`, `ones`.
-        Full = "full",
-        /// `full_like(x, value)`
-        FullLike = "full_like",
-        /// `eye(k)`
-        Eye = "eye",
-        /// `linspace(start, stop, endpoint)`
-        Linspace = "linspace",
-        /// `meshgrid(xs…, indexing)`
-        Meshgrid = "meshgrid",
-        /// `tril(x, k)`
-        Tril = "tril",
-        /// `triu(x, k)`
-        Triu = "triu",
-        /// `x[start:stop:step, …]`
-        Slice = "slice",
-        /// `x[mask]`
-        Mask = "mask",
-        /// `take(x, indices, axis)`
-        Take = "take",
-        /// `stack(xs…, axis)`
-        Stack = "stack",
-        /// `expand_dims(x, axis)`
-        ExpandDims = "expand_dims",
-        /// `flip(x, axis)`
-        Flip = "flip",
-        /// `reshape(x, shape, copy)`
-        Reshape = "reshape",
-        /// `roll(x, shift, axis)`
-        Roll = "roll",
-        /// `squeeze(x, axis)`
-        Squeeze = "squeeze",
-        /// `matmul(a, b)`
-        Matmul = "matmul",
-        /// `matrix_transpose(x)`
-        MatrixTranspose = "matrix_transpose",
-        /// `vecdot(a, b, axis)`
-        Vecdot = "vecdot",
-        /// `tensordot(a, b, axes)`
-        Tensordot = "tensordot",
-        /// `argmax(x, axis, keepdims)`
-        Argmax = "argmax",
-        /// `argmin(x, axis, keepdims)`
-        Argmin = "argmin",
-        /// `nonzero(x)`
-        Nonzero = "nonzero",
-        /// `unique_all(x)`
-        UniqueAll = "unique_all",
-        /// `unique_counts(x)`
-        UniqueCounts = "unique_counts",
-        /// `unique_inverse(x)`
-        UniqueInverse = "unique_inverse",
-        /// `unique_values(x)`
-        UniqueValues = "unique_values",
-        /// `sort(x, axis, descending, stable)`
-        Sort = "sort",
-        /// `argsort(x, axis, descending, stable)`
-        Argsort = "argsort",
-        /// `max(x, axis, keepdims)`
-        Max = "max",
-        /// `min(x, axis, keepdims)`
-        Min = "min",
-        /// `mean(x, axis, keepdims)`
-        Mean = "mean",
-        /// `prod(x, axis, keepdims)`
-        Prod = "prod",
-        /// `sum(x, axis, keepdims)`
-        Sum = "sum",
-        /// `var(x, axis, correction, keepdims)`
-        Var = "var",
-        /// `std(x, axis, correction, keepdims)`
-        Std = "std",
-        /// `cumulative_sum(x, axis)`
-        CumulativeSum = "cumulative_sum",
-        /// `any(x, axis, keepdims)`
-        Any = "any",
-        /// `all(x, axis, keepdims)`
-        All = "all",
-    }
-}
-
-impl ArrayFunc {
-    /// Whether the function creates an array from attributes alone (no array operand).
-    pub fn is_creation(self) -> bool {
-        matches!(self, ArrayFunc::Arange | ArrayFunc::Full | ArrayFunc::Eye | ArrayFunc::Linspace)
-    }
-}
-
-/// A keyword attribute value of an [`Op::ArrayApi`].
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Attr {
-    /// A literal.
-    Literal(Literal),
-    /// A bare word such as `xy` or a dimension name.
-    Word(String),
-    /// A list `[a, b, …]`.
-    List(Vec<Attr>),
-}
-
 /// The accumulator of a `map_reduce`: the ring zero (a literal, broadcast to the output) or an
 /// initial tensor that the reduction accumulates into (destination-passing style).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -800,15 +694,6 @@ pub enum Op {
         /// The distributed operand.
         arg: Value,
     },
-    /// An array-API operation of seed 003 (*declared* type).
-    ArrayApi {
-        /// Which function.
-        func: ArrayFunc,
-        /// Array operands.
-        args: Vec<Value>,
-        /// Keyword attributes in source order.
-        attrs: Vec<(String, Attr)>,
-    },
 }
 
 impl Op {
@@ -857,7 +742,6 @@ impl Op {
             Op::ToDevice { .. } => "to_device",
             Op::Distribute { .. } => "distribute",
             Op::Collect { .. } => "collect",
-            Op::ArrayApi { .. } => "array",
         }
     }
 
@@ -895,8 +779,7 @@ impl Op {
             Op::Call { func: _, args }
             | Op::Reduce { func: _, args, init: _ }
             | Op::Concat { args, dim: _, mode: _ }
-            | Op::Map { kind: _, func: _, args }
-            | Op::ArrayApi { func: _, args, attrs: _ } => args.clone(),
+            | Op::Map { kind: _, func: _, args } => args.clone(),
             Op::ShiftInit { arg, table } | Op::UnstructuredShift { arg, table, neighbor: _ } => vec![*arg, *table],
             Op::MapReduce { func: _, args, init, subscripts: _ }
             | Op::Scan { func: _, args, dim: _, forward: _, init }
@@ -953,7 +836,6 @@ impl Op {
                 | Op::Coordinates { .. }
                 | Op::Nonzeros { .. }
                 | Op::Assemble { .. }
-                | Op::ArrayApi { .. }
         )
     }
 }

@@ -7,8 +7,8 @@ use std::collections::HashSet;
 
 use strata_entity::Handle;
 use strata_ir::{
-    AffineMap, ArrayFunc, Attr, BinaryOp, BuiltinRing, Device, Diagnostic, DimName, Einsum, Function, Init, Interval,
-    Literal, MapKind, Mode, Module, Op, RingRef, Scalar, Span, UnaryOp, Value,
+    AffineMap, BinaryOp, BuiltinRing, Device, Diagnostic, DimName, Einsum, Function, Init, Interval, Literal, MapKind,
+    Mode, Module, Op, RingRef, Scalar, Span, UnaryOp, Value,
 };
 
 use crate::ast::{AttrValue, CallAst, Spanned};
@@ -373,26 +373,6 @@ impl<'c> Args<'c> {
         }
     }
 
-    /// Every remaining keyword, as generic attributes (array-API ops).
-    fn generic_attrs(&mut self) -> PResult<Vec<(String, Attr)>> {
-        fn conv(v: &Spanned<AttrValue>) -> PResult<Attr> {
-            Ok(match &v.node {
-                AttrValue::Int(_) | AttrValue::Float(_) | AttrValue::Bool(_) | AttrValue::Tuple(_) => {
-                    Attr::Literal(literal_of(v)?)
-                }
-                AttrValue::Word(w) | AttrValue::Str(w) => Attr::Word(w.clone()),
-                AttrValue::List(items) => Attr::List(items.iter().map(conv).collect::<PResult<_>>()?),
-                _ => return Err(wrong("attribute", "a literal, name or list", v)),
-            })
-        }
-        let mut out = Vec::new();
-        for (i, kw) in self.call.keywords.iter().enumerate() {
-            self.used[i] = true;
-            out.push((kw.key.clone(), conv(&kw.value)?));
-        }
-        Ok(out)
-    }
-
     /// Reports the first argument nobody read.
     fn finish(self) -> PResult<()> {
         if let Some(extra) = self.call.positional.get(self.next_pos) {
@@ -446,18 +426,18 @@ pub(crate) fn lower_op(call: &CallAst, cx: &Scope<'_>) -> PResult<Op> {
     } else if let Some(kind) = MapKind::from_keyword(name) {
         Op::Map { kind, func: a.func()?, args: a.values_rest()? }
     } else if let Some(f) = name.strip_prefix("array.") {
-        let Some(func) = ArrayFunc::from_keyword(f) else {
-            return Err(Fail::Report(Box::new(
-                Diagnostic::new(
-                    "strata::parse::unknown_op",
-                    format!("no array-API operation `{f}`"),
-                    call.name_span,
-                    "unknown operation",
-                )
-                .with_help("see docs/language.md, section \"Array API\", for the list"),
-            )));
-        };
-        Op::ArrayApi { func, args: a.values_rest()?, attrs: a.generic_attrs()? }
+        return Err(Fail::Report(Box::new(
+            Diagnostic::new(
+                "strata::parse::unknown_op",
+                format!("`array.{f}` is not an operation of the IR"),
+                call.name_span,
+                "array-API operation",
+            )
+            .with_help(
+                "the array API is a front end (Rust `strata_array`, Python `strata.array`) that builds core \
+                 ops; in a program write the core ops it defines (docs/array-api.md)",
+            ),
+        )));
     } else {
         match name {
             "constant" => Op::Constant { value: a.literal("value")? },

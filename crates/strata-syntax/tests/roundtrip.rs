@@ -238,16 +238,7 @@ fn gen_op(g: &mut Gen, vals: &[Value], funcs: &[Handle<Function>], ring: Handle<
             device: if g.flip() { Device::Cpu } else { Device::Named("gpu:1".into()) },
         },
         37 => Op::Distribute { arg: val(g, vals), ranks: g.range(1, 16) as u32, dim: dim(g) },
-        38 => Op::Collect { arg: val(g, vals) },
-        _ => Op::ArrayApi {
-            func: g.pick(ArrayFunc::ALL),
-            args: some(g, vals),
-            attrs: vec![
-                ("axis".into(), Attr::Literal(Literal::Int(g.range(-2, 2)))),
-                ("indexing".into(), Attr::Word(g.pick(&["xy", "ij", "two words"]).to_string())),
-                ("shape".into(), Attr::List(vec![Attr::Literal(Literal::Int(3)), Attr::Literal(literal(g, 0))])),
-            ],
-        },
+        _ => Op::Collect { arg: val(g, vals) },
     }
 }
 

@@ -5,7 +5,7 @@
 //! the operands' types (declared, or inferred just before), exactly as verification infers
 //! every statement, and writes the type into the module; [`crate::verify`] then checks the
 //! module as if the author had written them. Operations whose type is declared rather than
-//! inferred (`constant`, `convert`, `coordinates`, `nonzeros`, `assemble`, `array.*`) must
+//! inferred (`constant`, `convert`, `coordinates`, `nonzeros`, `assemble`) must
 //! keep their `: type` (an error naming the operation otherwise).
 //!
 //! A literal operand (`multiplies(%a, 2.0)`, listed in `inline`) is a `constant` whose type
@@ -205,8 +205,7 @@ fn declared_op(op: &Op) -> Option<&'static str> {
         | Op::Convert { .. }
         | Op::Coordinates { .. }
         | Op::Nonzeros { .. }
-        | Op::Assemble { .. }
-        | Op::ArrayApi { .. } => Some(op.name()),
+        | Op::Assemble { .. } => Some(op.name()),
         _ => None,
     }
 }

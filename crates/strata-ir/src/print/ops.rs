@@ -6,7 +6,7 @@
 use std::fmt::{self, Display};
 
 use crate::module::{ExprKind, Function, Module};
-use crate::op::{Attr, Init, Op, RingRef, Value};
+use crate::op::{Init, Op, RingRef, Value};
 use crate::types::{DimName, Interval};
 
 use super::types::is_identifier;
@@ -96,22 +96,10 @@ fn domain(d: &[(DimName, Interval)]) -> String {
     format!("[{}]", inner.join(", "))
 }
 
-fn attr(a: &Attr) -> String {
-    match a {
-        Attr::Literal(l) => l.to_string(),
-        Attr::Word(w) if is_identifier(w) => w.clone(),
-        Attr::Word(w) => format!("{w:?}"),
-        Attr::List(items) => {
-            let inner: Vec<String> = items.iter().map(attr).collect();
-            format!("[{}]", inner.join(", "))
-        }
-    }
-}
-
 /// Writes `op` as `name(args…)`.
 pub(super) fn write_op(f: &mut fmt::Formatter<'_>, module: &Module, func: &Function, op: &Op) -> fmt::Result {
     let mut c = Call { module, func, parts: Vec::new() };
-    let mut name = op.name().to_string();
+    let name = op.name();
     match op {
         Op::Constant { value } => {
             c.kw("value", value);
@@ -241,13 +229,6 @@ pub(super) fn write_op(f: &mut fmt::Formatter<'_>, module: &Module, func: &Funct
         }
         Op::Distribute { arg, ranks, dim } => {
             c.value(*arg).kw("ranks", crate::Team { ranks: *ranks }).kw("dim", dim);
-        }
-        Op::ArrayApi { func: af, args, attrs } => {
-            name = format!("array.{}", af.keyword());
-            c.values(args);
-            for (k, v) in attrs {
-                c.kw(k, attr(v));
-            }
         }
     }
     write!(f, "{name}({})", c.parts.join(", "))

@@ -67,6 +67,5 @@ pub(crate) fn infer(cx: &mut Cx, op: &Op, declared: Handle<Type>) -> RuleResult 
         Op::ToDevice { arg, device } => placement::to_device(cx, *arg, device),
         Op::Distribute { arg, ranks, dim } => placement::distribute(cx, *arg, *ranks, dim),
         Op::Collect { arg } => placement::collect(cx, *arg),
-        Op::ArrayApi { func, args, attrs: _ } => placement::array_api(cx, *func, args, declared),
     }
 }

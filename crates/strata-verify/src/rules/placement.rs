@@ -1,10 +1,8 @@
 //! Seed 003's placement ops and the array-API representation.
 
-use strata_entity::Handle;
-use strata_ir::{ArrayFunc, Device, DimName, LevelFormat, Team, Type, Value};
+use strata_ir::{Device, DimName, LevelFormat, Team, Value};
 
-use crate::broadcast::common_placement;
-use crate::context::{Cx, RuleResult, View};
+use crate::context::{Cx, RuleResult};
 use crate::rules::shifts::unknown_dim;
 
 pub(crate) fn to_device(cx: &mut Cx, arg: Value, device: &Device) -> RuleResult {
@@ -56,32 +54,4 @@ pub(crate) fn collect(cx: &mut Cx, arg: Value) -> RuleResult {
     }
     v.placement.team = None;
     Ok(cx.tensor(v.element, v.levels, v.placement))
-}
-
-/// Array-API ops have declared result types; the core verifier checks operand counts and that
-/// the result lives where the operands do (compute follows data).
-pub(crate) fn array_api(cx: &mut Cx, func: ArrayFunc, args: &[Value], declared: Handle<Type>) -> RuleResult {
-    let creation = func.is_creation();
-    if creation != args.is_empty() {
-        let msg = if creation {
-            format!("`array.{}` creates an array from attributes and takes no operands", func.keyword())
-        } else {
-            format!("`array.{}` needs at least one array operand", func.keyword())
-        };
-        return Err(cx.error("strata::verify::arity_mismatch", msg, "wrong number of operands"));
-    }
-    let views: Vec<View> = args.iter().map(|&a| cx.view(a)).collect();
-    let placement = common_placement(cx, args, &views)?;
-    let out = cx.view_of_type(declared);
-    if !creation && out.is_tensor && out.placement != placement {
-        return Err(Box::new(
-            cx.error(
-                "strata::verify::placement_mismatch",
-                format!("the result is declared on {}, but the operands live on {placement}", out.placement),
-                "compute follows data",
-            )
-            .with_help("move the result afterwards with `to_device`, `distribute` or `collect`"),
-        ));
-    }
-    Ok(declared)
 }
