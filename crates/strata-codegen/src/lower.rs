@@ -1124,6 +1124,23 @@ impl<'m> Lowerer<'m> {
                 }))
             }
             Op::Subset { arg: a, .. } | Op::AddDim { arg: a, .. } => arg(a),
+            // The dropped dimension is read at its one position.
+            Op::DropDim { arg: a, dim } => {
+                let levels = split(self.types, func.exprs[*a].ty).0;
+                // Kept levels keep their order under the result's names.
+                let mut result = split(self.types, e.ty).0.into_iter();
+                let to: Vec<Coord> = levels
+                    .iter()
+                    .map(|l| {
+                        if &l.name == dim {
+                            Coord::Const(l.interval.start)
+                        } else {
+                            Coord::Var { dim: result.next().expect("one per kept level").name, offset: 0 }
+                        }
+                    })
+                    .collect();
+                self.rename_sym(&arg(a), &levels, &to)
+            }
             // A change of storage: the same values by name (the result's level order is its
             // buffer's); a result without ragged levels has no runs, so skipped elements become
             // zeros (the interpreter's `convert`).
@@ -1543,11 +1560,11 @@ impl<'m> Lowerer<'m> {
                 self.dot(func, e, env, *lhs, *rhs, *ring, lhs_contract, rhs_contract, lhs_batch, rhs_batch)?
             }
             Op::Product2d { lhs, rhs, ring } => self.dot(func, e, env, *lhs, *rhs, *ring, &[1], &[0], &[], &[])?,
-            Op::Transpose { arg: a, perm } => {
+            Op::Transpose { arg: a, perm, kind } => {
                 let result = split(self.types, e.ty).0;
                 let levels = split(self.types, func.exprs[*a].ty).0;
                 let mut to = vec![Coord::Const(0); levels.len()];
-                for (i, &p) in perm.iter().enumerate() {
+                for (i, &p) in kind.as_gather(perm).iter().enumerate() {
                     let p = p as usize;
                     to[p] = Coord::Var {
                         dim: result[i].name.clone(),

@@ -693,6 +693,7 @@ impl<T: Tables> Analysis<'_, T> {
                 | Op::Subset { .. }
                 | Op::Pos { .. }
                 | Op::AddDim { .. }
+                | Op::DropDim { .. }
                 | Op::Convert { .. }
                 | Op::Constant { .. } => {
                     for a in op.operands() {

@@ -143,6 +143,23 @@ pub(crate) fn eval(cx: &OpCx, op: &Op) -> R<Tensor> {
             let t = cx.arg(*arg);
             Ok(gather_by_map(cx.ty, t, &index_map(&cx.ty.levels, &t.ty, &[])))
         }
+        Op::DropDim { arg, dim } => {
+            let t = cx.arg(*arg);
+            let at = t.ty.levels.iter().find(|l| &l.name == dim).expect("verified").interval.start;
+            // The kept levels under the result's names (positional ones were renumbered), the
+            // dropped one under a name no result level has.
+            let dropped = DimName(format!("{dim}.dropped"));
+            let mut source = t.ty.clone();
+            let mut names = cx.ty.levels.iter().map(|l| l.name.clone());
+            for l in source.levels.iter_mut() {
+                l.name = if &l.name == dim {
+                    dropped.clone()
+                } else {
+                    names.next().expect("one result level per kept level")
+                };
+            }
+            Ok(gather_by_map(cx.ty, t, &index_map(&cx.ty.levels, &source, &[(dropped, at)])))
+        }
         Op::AddDim { arg, .. } => {
             let t = cx.arg(*arg);
             Ok(gather_by_map(cx.ty, t, &index_map(&cx.ty.levels, &t.ty, &[])))
@@ -161,7 +178,7 @@ pub(crate) fn eval(cx: &OpCx, op: &Op) -> R<Tensor> {
             st::dot_general(cx, *lhs, *rhs, *ring, lhs_contract, rhs_contract, lhs_batch, rhs_batch)
         }
         Op::Product2d { lhs, rhs, ring } => st::dot_general(cx, *lhs, *rhs, *ring, &[1], &[0], &[], &[]),
-        Op::Transpose { arg, perm } => st::transpose(cx, *arg, perm),
+        Op::Transpose { arg, perm, kind } => st::transpose(cx, *arg, &kind.as_gather(perm)),
         Op::Broadcast { arg, shape } => st::broadcast_in_dim(cx, *arg, &(0..shape.len() as u32).collect::<Vec<_>>()),
         Op::BroadcastInDim { arg, shape: _, dims } => st::broadcast_in_dim(cx, *arg, dims),
         Op::Map { kind: _, func, args } => st::map(cx, *func, args),

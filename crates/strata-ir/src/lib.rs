@@ -26,7 +26,9 @@ pub use affine::{AffineExpr, AffineMap, Einsum};
 pub use diagnostic::{Diagnostic, Label};
 pub use literal::Literal;
 pub use module::{Expr, ExprKind, Function, FunctionKind, Item, Module, ParamMode, Ring, Statement, TypeAlias};
-pub use op::{BinaryClass, BinaryOp, BuiltinRing, Init, MapKind, Mode, Op, RingRef, UnaryDomain, UnaryOp, Value};
+pub use op::{
+    BinaryClass, BinaryOp, BuiltinRing, Init, MapKind, Mode, Op, PermKind, RingRef, UnaryDomain, UnaryOp, Value,
+};
 pub use span::{SourceInfo, Span};
 pub use types::{
     element_of, element_scalar, Device, DimName, Extent, Interval, Level, LevelFormat, Placement, Scalar, Team,

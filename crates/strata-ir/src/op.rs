@@ -291,6 +291,32 @@ keyword_enum! {
 }
 
 keyword_enum! {
+    /// How a `transpose` permutation reads (seed 002 writes MimIR's convention, `scatter`).
+    PermKind {
+        /// `out.dims[i] = in.dims[perm[i]]` (StableHLO, numpy): the default.
+        Gather = "gather",
+        /// `out.dims[perm[i]] = in.dims[i]` (MimIR).
+        Scatter = "scatter",
+    }
+}
+
+impl PermKind {
+    /// The permutation in the `gather` convention. `perm` must be a permutation.
+    pub fn as_gather(self, perm: &[u32]) -> Vec<u32> {
+        match self {
+            PermKind::Gather => perm.to_vec(),
+            PermKind::Scatter => {
+                let mut g = vec![0; perm.len()];
+                for (i, &p) in perm.iter().enumerate() {
+                    g[p as usize] = i as u32;
+                }
+                g
+            }
+        }
+    }
+}
+
+keyword_enum! {
     /// The three spellings of seed 002's elementwise function application.
     MapKind {
         /// `map(@f, %a, %b, …)`: any number of operands.
@@ -458,6 +484,13 @@ pub enum Op {
         /// The dimension.
         dim: DimName,
     },
+    /// Removes a dimension of extent 1: `drop_dim(%x, dim = K)` (the inverse of `add_dim`).
+    DropDim {
+        /// The operand.
+        arg: Value,
+        /// The dimension, of extent 1.
+        dim: DimName,
+    },
     /// Adds a dimension along which the operand is constant.
     AddDim {
         /// The operand.
@@ -525,12 +558,15 @@ pub enum Op {
         /// The ring.
         ring: RingRef,
     },
-    /// Permutes dimensions: `out.dims[i] = in.dims[perm[i]]`.
+    /// Permutes dimensions: `out.dims[i] = in.dims[perm[i]]` (`kind = scatter`:
+    /// `out.dims[perm[i]] = in.dims[i]`).
     Transpose {
         /// The operand.
         arg: Value,
-        /// The permutation.
+        /// The permutation, as written.
         perm: Vec<u32>,
+        /// How `perm` reads.
+        kind: PermKind,
     },
     /// Expands size-1 dimensions to `shape` (same rank).
     Broadcast {
@@ -719,6 +755,7 @@ impl Op {
             Op::Concat { .. } => "concat",
             Op::Pos { .. } => "pos",
             Op::AddDim { .. } => "add_dim",
+            Op::DropDim { .. } => "drop_dim",
             Op::MapReduce { .. } => "map_reduce",
             Op::MapReduceAff { .. } => "map_reduce_aff",
             Op::DotGeneral { .. } => "dot_general",
@@ -757,7 +794,8 @@ impl Op {
             | Op::Subset { arg, domain: _ }
             | Op::Pos { arg, dim: _ }
             | Op::AddDim { arg, dim: _, interval: _ }
-            | Op::Transpose { arg, perm: _ }
+            | Op::DropDim { arg, dim: _ }
+            | Op::Transpose { arg, perm: _, kind: _ }
             | Op::Broadcast { arg, shape: _ }
             | Op::BroadcastInDim { arg, shape: _, dims: _ }
             | Op::Pack { arg, tile: _ }

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use strata_entity::Handle;
 use strata_ir::{
     AffineMap, BinaryOp, BuiltinRing, Device, Diagnostic, DimName, Einsum, Function, Init, Interval, Literal, MapKind,
-    Mode, Module, Op, RingRef, Scalar, Span, UnaryOp, Value,
+    Mode, Module, Op, PermKind, RingRef, Scalar, Span, UnaryOp, Value,
 };
 
 use crate::ast::{AttrValue, CallAst, Spanned};
@@ -313,6 +313,17 @@ impl<'c> Args<'c> {
         }
     }
 
+    fn perm_kind(&mut self) -> PResult<PermKind> {
+        let expected = "`gather` or `scatter`";
+        match self.kw_opt("perm_kind") {
+            None => Ok(PermKind::Gather),
+            Some(v) => match &v.node {
+                AttrValue::Word(w) => PermKind::from_keyword(w).ok_or_else(|| wrong("perm_kind", expected, v)),
+                _ => Err(wrong("perm_kind", expected, v)),
+            },
+        }
+    }
+
     fn scalar(&mut self, key: &str) -> PResult<Scalar> {
         let v = self.kw(key)?;
         match &v.node {
@@ -495,7 +506,8 @@ pub(crate) fn lower_op(call: &CallAst, cx: &Scope<'_>) -> PResult<Op> {
                 rhs_batch: a.u32_list_or_empty("rhs_batch")?,
             },
             "product_2d" => Op::Product2d { lhs: a.value()?, rhs: a.value()?, ring: a.ring()? },
-            "transpose" => Op::Transpose { arg: a.value()?, perm: a.u32_list("perm")? },
+            "drop_dim" => Op::DropDim { arg: a.value()?, dim: a.dim("dim")? },
+            "transpose" => Op::Transpose { arg: a.value()?, perm: a.u32_list("perm")?, kind: a.perm_kind()? },
             "broadcast" => Op::Broadcast { arg: a.value()?, shape: a.u64_list("shape")? },
             "broadcast_in_dim" => {
                 Op::BroadcastInDim { arg: a.value()?, shape: a.u64_list("shape")?, dims: a.u32_list("dims")? }

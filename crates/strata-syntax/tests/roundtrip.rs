@@ -205,7 +205,11 @@ fn gen_op(g: &mut Gen, vals: &[Value], funcs: &[Handle<Function>], ring: Handle<
             rhs_batch: u32s(g, 0, 2),
         },
         22 => Op::Product2d { lhs: val(g, vals), rhs: val(g, vals), ring: ring_ref(g) },
-        23 => Op::Transpose { arg: val(g, vals), perm: u32s(g, 0, 4) },
+        23 => Op::Transpose {
+            arg: val(g, vals),
+            perm: u32s(g, 0, 4),
+            kind: if g.flip() { strata_ir::PermKind::Gather } else { strata_ir::PermKind::Scatter },
+        },
         24 => Op::Broadcast { arg: val(g, vals), shape: u64s(g, 0, 4) },
         25 => Op::BroadcastInDim { arg: val(g, vals), shape: u64s(g, 0, 4), dims: u32s(g, 0, 3) },
         26 => Op::Map { kind: g.pick(MapKind::ALL), func: f, args: some(g, vals) },

@@ -158,6 +158,9 @@ pub(super) fn write_op(f: &mut fmt::Formatter<'_>, module: &Module, func: &Funct
         Op::Assemble { coordinates, values, dim } => {
             c.value(*coordinates).value(*values).kw("dim", dim);
         }
+        Op::DropDim { arg, dim } => {
+            c.value(*arg).kw("dim", dim);
+        }
         Op::AddDim { arg, dim, interval } => {
             c.value(*arg).kw("dim", format!("{dim}{interval}"));
         }
@@ -186,8 +189,11 @@ pub(super) fn write_op(f: &mut fmt::Formatter<'_>, module: &Module, func: &Funct
         Op::Product2d { lhs, rhs, ring } => {
             c.value(*lhs).value(*rhs).ring(*ring);
         }
-        Op::Transpose { arg, perm } => {
+        Op::Transpose { arg, perm, kind } => {
             c.value(*arg).kw("perm", list(perm));
+            if *kind == crate::PermKind::Scatter {
+                c.kw("perm_kind", kind.keyword());
+            }
         }
         Op::Broadcast { arg, shape } => {
             c.value(*arg).kw("shape", list(shape));

@@ -1,6 +1,6 @@
 //! Seed 000's domain builtins: `subset`, `concat`, `pos`, `add_dim`.
 
-use strata_ir::{DimName, Interval, Level, Scalar, Value};
+use strata_ir::{DimName, Interval, Level, LevelFormat, Scalar, Value};
 
 use crate::broadcast::common_placement;
 use crate::context::{Cx, RuleResult, View};
@@ -144,4 +144,30 @@ pub(crate) fn add_dim(cx: &mut Cx, arg: Value, dim: &DimName, interval: Interval
         ));
     }
     Ok(cx.tensor(v.element, levels, v.placement))
+}
+
+/// `drop_dim(%x, dim = K)`: the operand without its dense dimension `K` of extent 1.
+pub(crate) fn drop_dim(cx: &mut Cx, arg: Value, dim: &DimName) -> RuleResult {
+    let v = cx.need_tensor(arg, "drop_dim")?;
+    let Some(level) = v.level(dim) else {
+        let d = cx.error(
+            "strata::verify::unknown_dimension",
+            format!("`%{}` has no dimension `{dim}` to drop", cx.expr(arg).name),
+            format!("`{dim}` not found"),
+        );
+        return Err(cx.with_operand(d, arg));
+    };
+    if level.interval.len() != 1 || level.format != LevelFormat::Dense {
+        let d = cx.error(
+            "strata::verify::extent_not_one",
+            format!("`drop_dim` drops a dense dimension of extent 1, but `{dim}{}` is not one", level.interval),
+            "extent is not 1",
+        );
+        return Err(Box::new(
+            cx.with_operand(d, arg).with_help("select one position first with `subset`, or reduce with `map_reduce`"),
+        ));
+    }
+    // Positional dimensions after the dropped one move up (`_2` becomes `_1`).
+    let levels = crate::rules::structured::renumber_positional(cx, v.without(dim))?;
+    Ok(cx.tensor_or_element(true, v.element, levels, v.placement))
 }

@@ -38,6 +38,7 @@ pub(crate) fn infer(cx: &mut Cx, op: &Op, declared: Handle<Type>) -> RuleResult 
         Op::Concat { args, dim, mode: _ } => domain::concat(cx, args, dim),
         Op::Pos { arg, dim } => domain::pos(cx, *arg, dim),
         Op::AddDim { arg, dim, interval } => domain::add_dim(cx, *arg, dim, *interval),
+        Op::DropDim { arg, dim } => domain::drop_dim(cx, *arg, dim),
         Op::MapReduce { func, args, init, subscripts } => structured::map_reduce(cx, *func, args, init, subscripts),
         Op::MapReduceAff { func, args, init, domain, outputs, shape, out_map, maps } => {
             structured::map_reduce_aff(cx, *func, args, init, domain, *outputs, shape, out_map, maps)
@@ -46,7 +47,7 @@ pub(crate) fn infer(cx: &mut Cx, op: &Op, declared: Handle<Type>) -> RuleResult 
             structured::dot_general(cx, *lhs, *rhs, *ring, lhs_contract, rhs_contract, lhs_batch, rhs_batch)
         }
         Op::Product2d { lhs, rhs, ring } => structured::product_2d(cx, *lhs, *rhs, *ring),
-        Op::Transpose { arg, perm } => structured::transpose(cx, *arg, perm),
+        Op::Transpose { arg, perm, kind } => structured::transpose(cx, *arg, perm, *kind),
         Op::Broadcast { arg, shape } => structured::broadcast_op(cx, *arg, shape),
         Op::BroadcastInDim { arg, shape, dims } => structured::broadcast_in_dim(cx, *arg, shape, dims),
         Op::Map { kind, func, args } => structured::map(cx, *kind, *func, args),

@@ -7,8 +7,8 @@
 
 use strata_entity::Handle;
 use strata_ir::{
-    AffineMap, BuiltinRing, DimName, Einsum, Function, Init, Interval, Level, LevelFormat, MapKind, Placement, RingRef,
-    Scalar, Type, Value,
+    AffineMap, BuiltinRing, DimName, Einsum, Function, Init, Interval, Level, LevelFormat, MapKind, PermKind,
+    Placement, RingRef, Scalar, Type, Value,
 };
 
 use crate::broadcast::common_placement;
@@ -21,6 +21,11 @@ fn views(cx: &Cx, args: &[Value]) -> Res<(Vec<View>, Placement)> {
     let vs: Vec<View> = args.iter().map(|&a| cx.view(a)).collect();
     let p = common_placement(cx, args, &vs)?;
     Ok((vs, p))
+}
+
+/// Positional levels renamed by position (`_0`, `_1`, …), named ones kept.
+pub(crate) fn renumber_positional(cx: &Cx, levels: Vec<Level>) -> Res<Vec<Level>> {
+    finish_levels(cx, levels)
 }
 
 fn finish_levels(cx: &Cx, levels: Vec<Level>) -> Res<Vec<Level>> {
@@ -362,7 +367,7 @@ pub(crate) fn product_2d(cx: &mut Cx, lhs: Value, rhs: Value, ring: RingRef) -> 
     dot_general(cx, lhs, rhs, ring, &[1], &[0], &[], &[])
 }
 
-pub(crate) fn transpose(cx: &mut Cx, arg: Value, perm: &[u32]) -> RuleResult {
+pub(crate) fn transpose(cx: &mut Cx, arg: Value, perm: &[u32], kind: PermKind) -> RuleResult {
     let v = cx.require_dense(arg, "transpose")?;
     let mut sorted = perm.to_vec();
     sorted.sort_unstable();
@@ -374,7 +379,7 @@ pub(crate) fn transpose(cx: &mut Cx, arg: Value, perm: &[u32]) -> RuleResult {
         );
         return Err(cx.with_operand(d, arg));
     }
-    let levels: Vec<Level> = perm.iter().map(|&p| v.levels[p as usize].clone()).collect();
+    let levels: Vec<Level> = kind.as_gather(perm).iter().map(|&p| v.levels[p as usize].clone()).collect();
     let levels = finish_levels(cx, levels)?;
     Ok(cx.tensor(v.element, levels, v.placement))
 }
