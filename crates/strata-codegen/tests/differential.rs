@@ -202,12 +202,14 @@ fn generate(rng: &mut Rng, id: usize) -> Program {
                 let float = a.scalar == "f64";
                 // Sums; counts that ignore the neighbor value (a skipped neighbor must not
                 // count); maxima, which the neighbor's skips must not reach either.
-                let step = match rng.below(3) {
+                let step = match rng.below(4) {
                     0 => "%s = plus(%acc, %x)".to_string(),
                     1 => {
                         let one = if float { "1.0" } else { "1" };
                         format!("%one = constant(value = {one}) : {}\n  %s = plus(%acc, %one)", a.scalar)
                     }
+                    // The same count with a literal operand.
+                    2 => format!("%s = plus(%acc, {})", if float { "1.0" } else { "1" }),
                     _ => "%s = maximum(%acc, %x)".to_string(),
                 };
                 let _ = writeln!(
@@ -249,7 +251,12 @@ fn generate(rng: &mut Rng, id: usize) -> Program {
             _ => continue,
         };
         let Some(out) = out else { continue };
-        let _ = writeln!(body, "  %{name} = {op} : {}", ty(&out));
+        // Half the statements leave their type to inference.
+        if rng.below(2) == 0 {
+            let _ = writeln!(body, "  %{name} = {op}");
+        } else {
+            let _ = writeln!(body, "  %{name} = {op} : {}", ty(&out));
+        }
         vals.push(out);
         n += 1;
     }
