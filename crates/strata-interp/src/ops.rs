@@ -143,23 +143,6 @@ pub(crate) fn eval(cx: &OpCx, op: &Op) -> R<Tensor> {
             let t = cx.arg(*arg);
             Ok(gather_by_map(cx.ty, t, &index_map(&cx.ty.levels, &t.ty, &[])))
         }
-        Op::DropDim { arg, dim } => {
-            let t = cx.arg(*arg);
-            let at = t.ty.levels.iter().find(|l| &l.name == dim).expect("verified").interval.start;
-            // The kept levels under the result's names (positional ones were renumbered), the
-            // dropped one under a name no result level has.
-            let dropped = DimName(format!("{dim}.dropped"));
-            let mut source = t.ty.clone();
-            let mut names = cx.ty.levels.iter().map(|l| l.name.clone());
-            for l in source.levels.iter_mut() {
-                l.name = if &l.name == dim {
-                    dropped.clone()
-                } else {
-                    names.next().expect("one result level per kept level")
-                };
-            }
-            Ok(gather_by_map(cx.ty, t, &index_map(&cx.ty.levels, &source, &[(dropped, at)])))
-        }
         Op::AddDim { arg, .. } => {
             let t = cx.arg(*arg);
             Ok(gather_by_map(cx.ty, t, &index_map(&cx.ty.levels, &t.ty, &[])))
@@ -195,7 +178,10 @@ pub(crate) fn eval(cx: &OpCx, op: &Op) -> R<Tensor> {
         Op::Coordinates { arg, dim } => crate::entries::entries(cx, *arg, dim, true),
         Op::Nonzeros { arg, dim } => crate::entries::entries(cx, *arg, dim, false),
         Op::Assemble { coordinates, values, dim } => crate::entries::assemble(cx, *coordinates, *values, dim),
-        Op::ToDevice { arg, .. } | Op::Distribute { arg, .. } | Op::Collect { arg } => Ok(st::retype(cx, *arg)),
+        // Dropping an extent-1 dimension keeps the row-major order.
+        Op::DropDim { arg, .. } | Op::ToDevice { arg, .. } | Op::Distribute { arg, .. } | Op::Collect { arg } => {
+            Ok(st::retype(cx, *arg))
+        }
     }
 }
 

@@ -58,6 +58,12 @@ impl AttrValue {
             AttrValue::Call(_) => "an operation",
         }
     }
+
+    /// Whether this may stand where a value operand goes, written in place: a literal number
+    /// or boolean, or a nested call.
+    pub fn is_in_place_operand(&self) -> bool {
+        matches!(self, AttrValue::Int(_) | AttrValue::Float(_) | AttrValue::Bool(_) | AttrValue::Call(_))
+    }
 }
 
 /// `key = value` in an op call.

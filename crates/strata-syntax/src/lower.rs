@@ -123,12 +123,7 @@ impl<'c> Args<'c> {
                 self.next_pos += 1;
                 (self.cx.value)(name, *span)
             }
-            Some(
-                v @ Spanned {
-                    node: AttrValue::Int(_) | AttrValue::Float(_) | AttrValue::Bool(_) | AttrValue::Call(_),
-                    ..
-                },
-            ) => {
+            Some(v) if v.node.is_in_place_operand() => {
                 self.next_pos += 1;
                 (self.cx.in_place)(v)
             }

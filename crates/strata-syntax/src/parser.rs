@@ -628,7 +628,7 @@ impl Parser {
         }
         let omitted = !matches!(self.peek(), Tok::Colon);
         let ty = if omitted {
-            self.module.types.insert(Type::Tuple(Vec::new()))
+            self.placeholder_type()
         } else {
             self.bump();
             self.parse_type()?
@@ -642,6 +642,11 @@ impl Parser {
         Ok(Statement::Let(h))
     }
 
+    /// The type `()` that stands for a type the text leaves out (until `elaborate`).
+    fn placeholder_type(&mut self) -> Handle<Type> {
+        self.module.types.insert(Type::Tuple(Vec::new()))
+    }
+
     /// Runs `f` with an [`InPlace`] lowering; the values it writes in place become statements
     /// of their own just before the current one.
     fn with_in_place<T>(
@@ -650,7 +655,7 @@ impl Parser {
         scope: &FunctionScope,
         f: impl FnOnce(&InPlace) -> PResult<T>,
     ) -> PResult<T> {
-        let placeholder = self.module.types.insert(Type::Tuple(Vec::new()));
+        let placeholder = self.placeholder_type();
         let (out, values) = {
             let lookup = |n: &str, sp: Span| self.lookup_value(scope, n, sp);
             let written = InPlace {
@@ -686,7 +691,7 @@ impl Parser {
             return Err(self.unexpected(expected));
         }
         let v = self.attr_value()?;
-        if !matches!(v.node, AttrValue::Call(_) | AttrValue::Int(_) | AttrValue::Float(_) | AttrValue::Bool(_)) {
+        if !v.node.is_in_place_operand() {
             return Err(err(
                 "strata::parse::unexpected_token",
                 format!("expected {expected}, found {}", v.node.describe()),

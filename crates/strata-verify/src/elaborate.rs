@@ -10,7 +10,8 @@
 //!
 //! A literal operand (`multiplies(%a, 2.0)`, listed in `inline`) is a `constant` whose type
 //! its user decides: the element type of the user's other operands (a scalar, which broadcasts
-//! by name), the parameter's type in a `call`, `index` for `get`/`set` indices.
+//! by name), the parameter's type in a `call`, a splat over the other operands in a `map`,
+//! `index` for `get`/`set` indices, the result or output type after `return` or `<-`.
 //!
 //! Preserves: everything but the `untyped` values' types (the list itself stays, so the
 //! printer leaves them out again).
@@ -78,24 +79,8 @@ pub fn elaborate(module: &mut Module) -> Result<(), Vec<Diagnostic>> {
                     // Typed by its user, below.
                     continue;
                 }
-                let literals: Vec<(usize, Value)> =
-                    op.operands().into_iter().enumerate().filter(|(_, o)| is_literal_operand(&func, *o)).collect();
-                let mut failed = false;
-                for (position, lit) in literals {
-                    cx.span = *func.exprs.meta(lit);
-                    match literal_type(&mut cx, op, position) {
-                        Ok(t) => {
-                            cx.expr_types[lit.index()] = t;
-                            inferred.push((lit, t));
-                        }
-                        Err(d) => {
-                            cx.errors.push(*d);
-                            failed = true;
-                            break;
-                        }
-                    }
-                }
-                if failed {
+                if let Err(d) = type_literal_operands(&mut cx, op, &mut inferred) {
+                    cx.errors.push(*d);
                     break;
                 }
                 if !func.untyped.contains(v) {
@@ -137,6 +122,24 @@ pub fn elaborate(module: &mut Module) -> Result<(), Vec<Diagnostic>> {
     } else {
         Err(errors)
     }
+}
+
+/// Types the literal operands of `op` (see [`literal_type`]), in `cx` and in `inferred`.
+fn type_literal_operands(
+    cx: &mut Cx,
+    op: &Op,
+    inferred: &mut Vec<(Value, Handle<Type>)>,
+) -> Result<(), Box<Diagnostic>> {
+    for (position, lit) in op.operands().into_iter().enumerate() {
+        if !is_literal_operand(cx.func, lit) {
+            continue;
+        }
+        cx.span = *cx.func.exprs.meta(lit);
+        let t = literal_type(cx, op, position)?;
+        cx.expr_types[lit.index()] = t;
+        inferred.push((lit, t));
+    }
+    Ok(())
 }
 
 /// A literal written as an operand (`multiplies(%a, 2.0)`): a `constant` its user types.
