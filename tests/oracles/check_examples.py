@@ -362,6 +362,29 @@ def gemms(strata, work, rng):
     got = run(strata, "nested/gemm_packed_4d.strata", work, {"arg0": p}, {"result": ".npy"}, entry="entry")["result"]
     want = np.einsum("akbl,nklm->anbm", p.astype(np.float64), np.ones((16, 16, 64, 64)))
     close32("gemm_packed_4d", got, want)
+    got = run(strata, "nested/gemm_packed_4d.strata", work, {"a": a, "w": w}, {"result": ".npy"}, entry="gemm")["result"]
+    close32("gemm_packed_4d from 2-d (pack, outer_dims_perm, convert to flat and back)", got, a.astype(np.float64) @ w.astype(np.float64))
+
+
+def pack_layouts(strata, work, rng):
+    # MLIR tensor.pack semantics written out in numpy: pad, split each tiled dimension into
+    # (blocks, tile), order the blocks by outer_dims_perm and the tile dimensions by inner_dims_pos.
+    w = rng.standard_normal((100, 60))
+    padded = np.zeros((104, 64))
+    padded[:100, :60] = w
+    want = padded.reshape(13, 8, 4, 16).transpose(2, 0, 3, 1)  # [o0 = col block, o1 = row block, i0 = col, i1 = row]
+    got = run(strata, "nested/pack_layouts.strata", work, {"w": w}, {"result": ".npy"}, entry="blocked")["result"]
+    expect("pack inner_dims_pos = [1, 0], outer_dims_perm = [1, 0], padding 0 (flat form)", got, want)
+    got = run(strata, "nested/pack_layouts.strata", work, {"w": w}, {"result": ".npy"}, entry="round_trip")["result"]
+    expect("unpack of the same layout, shape trims the padding", got, w)
+    x = rng.standard_normal((6, 10)).astype(np.float32)
+    padded = np.full((6, 12), -1.0, dtype=np.float32)
+    padded[:, :10] = x
+    got = run(strata, "nested/pack_layouts.strata", work, {"x": x}, {"result": ".npy"}, entry="rows_of_tiles")["result"]
+    expect("pack of the columns only, padding -1", got, padded.reshape(6, 3, 4))
+    f = rng.integers(-100, 100, (2, 3, 4, 2)).astype(np.int32)
+    got = run(strata, "nested/pack_layouts.strata", work, {"f": f}, {"result": ".npy"}, entry="from_flat")["result"]
+    expect("convert flat -> tiles, then unpack", got, f.transpose(0, 2, 1, 3).reshape(8, 6))
 
 
 def structured(strata, work, rng):
@@ -455,6 +478,7 @@ CHECKS = {
     "ragged_row_sum": ragged_row_sum,
     "nested": nested,
     "gemms": gemms,
+    "pack_layouts": pack_layouts,
     "structured": structured,
     "beyond": beyond,
     "distributed": distributed,

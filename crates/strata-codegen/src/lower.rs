@@ -19,7 +19,7 @@ use strata_runtime::Sv;
 use crate::kernel::{arg_best, Buffer, Kernel, KernelProgram, Role, ScanLoop, StateRegister, StoragePart, Store};
 use crate::kernel_passes::{forward_scan_results, fuse_adjacent, fuse_scans, overwritten_first};
 use crate::nested::{element_entry, element_exit, element_levels, element_var, flat, split};
-use crate::sym::{level_vars, reads, shift, substitute, Coord, Load, SExpr, Sym};
+use crate::sym::{add, bin, index, ix, level_vars, mul, reads, shift, sub, substitute, Coord, Load, SExpr, Sym};
 
 /// Why an entry cannot be compiled.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -1144,6 +1144,19 @@ impl<'m> Lowerer<'m> {
             // A change of storage: the same values by name (the result's level order is its
             // buffer's); a result without ragged levels has no runs, so skipped elements become
             // zeros (the interpreter's `convert`).
+            Op::Convert { arg: a, .. } if split(self.types, e.ty).1 != split(self.types, func.exprs[*a].ty).1 => {
+                // Between a tensor of tiles and its flat form: the same buffer, renamed.
+                let (levels, element) = split(self.types, e.ty);
+                let (operand, operand_element) = split(self.types, func.exprs[*a].ty);
+                let (from, to) = if let Type::Tensor(tile) = &self.types[operand_element] {
+                    let deeper = element_levels(self.types, operand_element).len();
+                    crate::nested::flatten_read(&levels, &operand, tile.levels.len(), deeper)
+                } else {
+                    let deeper = element_levels(self.types, element).len();
+                    crate::nested::nest_read(&operand, &levels, deeper)
+                };
+                self.rename_vars(&arg(a), &from, &to)
+            }
             Op::Convert { arg: a, .. } => {
                 let to = split(self.types, e.ty).0;
                 let x = arg(a);
@@ -1395,58 +1408,28 @@ impl<'m> Lowerer<'m> {
                 let args = args.iter().map(arg).collect();
                 self.inline_on_elements(*f, args)?
             }
-            Op::Pack { arg: a, tile } => {
-                // Element (outer o, inner i) of dimension d is operand coordinate o·tile + i.
+            Op::Pack { arg: a, tile, layout, padding } => {
                 let (result, levels) = (split(self.types, e.ty).0, split(self.types, func.exprs[*a].ty).0);
-                let inner = element_levels(self.types, e.ty);
-                let mut to: Vec<Coord> = levels
-                    .iter()
-                    .enumerate()
-                    .map(|(d, l)| {
-                        let o = sub(
-                            index(Coord::Var { dim: result[d].name.clone(), offset: 0 }),
-                            ix(result[d].interval.start),
-                        );
-                        let i = sub(index(Coord::Var { dim: element_var(d), offset: 0 }), ix(inner[d].interval.start));
-                        Coord::Computed {
-                            value: add(mul(o, ix(tile[d] as i64)), i),
-                            source: strata_ir::Interval::from_len(l.interval.len()),
-                            offset: l.interval.start,
-                        }
-                    })
-                    .collect();
-                // The operand's own tensor elements (if any) sit below the new tile level.
-                let mut from: Vec<DimName> = levels.iter().map(|l| l.name.clone()).collect();
                 let deeper = element_levels(self.types, func.exprs[*a].ty).len();
-                from.extend((0..deeper).map(element_var));
-                to.extend((0..deeper).map(|j| Coord::Var { dim: element_var(levels.len() + j), offset: 0 }));
-                self.rename_vars(&arg(a), &from, &to)
-            }
-            Op::Unpack { arg: a } => {
-                // Coordinate p of dimension d is element p / b at position p % b (b: tile size).
-                let (result, outer) = (split(self.types, e.ty).0, split(self.types, func.exprs[*a].ty).0);
-                let tile = split(self.types, func.exprs[*a].ty).1;
-                let inner = split(self.types, tile).0;
-                let mut from: Vec<DimName> = outer.iter().map(|l| l.name.clone()).collect();
-                let mut to = Vec::new();
-                let div_mod = |d: usize, op: strata_ir::BinaryOp, l: &Level| {
-                    let p =
-                        sub(index(Coord::Var { dim: result[d].name.clone(), offset: 0 }), ix(result[d].interval.start));
-                    let b = ix(inner[d].interval.len().max(1) as i64);
-                    Coord::Computed {
-                        value: bin(op, p, b),
-                        source: strata_ir::Interval::from_len(l.interval.len()),
-                        offset: l.interval.start,
+                let tile_levels = split(self.types, split(self.types, e.ty).1).0;
+                let read = crate::nested::pack_read(&result, &tile_levels, &levels, deeper, tile, layout);
+                let s = scalar_of(a);
+                let x = self.rename_vars(&arg(a), &read.from, &read.to);
+                match (read.inside, padding, x) {
+                    (None, _, x) => x,
+                    (Some(inside), Some(pad), Sym::Scalar(x)) => {
+                        let pad = Sv::from_literal(pad, s).expect("verified padding literal");
+                        Sym::Scalar(Rc::new(SExpr::Select(inside, x, Rc::new(SExpr::Const(pad)))))
                     }
-                };
-                for (d, l) in outer.iter().enumerate() {
-                    to.push(div_mod(d, strata_ir::BinaryOp::Divides, l));
+                    _ => return Err(self.unsupported_type("padded tiles of tuples or tensors", func)),
                 }
-                let mods = inner.iter().enumerate().map(|(d, l)| div_mod(d, strata_ir::BinaryOp::Modulo, l)).collect();
-                // The tile's own tensor elements (if any) become the result's.
-                let (ef, et) = element_exit(mods, element_levels(self.types, tile).len());
-                from.extend(ef);
-                to.extend(et);
+            }
+            Op::Unpack { arg: a, layout, shape: _ } => {
+                let (levels, outer) = (split(self.types, e.ty).0, split(self.types, func.exprs[*a].ty).0);
+                let tile = split(self.types, func.exprs[*a].ty).1;
+                let tile_levels = split(self.types, tile).0;
+                let deeper = element_levels(self.types, tile).len();
+                let (from, to) = crate::nested::unpack_read(&levels, &outer, &tile_levels, deeper, layout);
                 self.rename_vars(&arg(a), &from, &to)
             }
             // Placement does not change values; the single-process backend computes in place.
@@ -1773,30 +1756,6 @@ fn extreme(s: Scalar, highest: bool) -> Sv {
         _ => (0, 0),
     };
     Sv::from_i128(s, if highest { hi } else { lo })
-}
-
-fn ix(k: i64) -> Rc<SExpr> {
-    Rc::new(SExpr::Const(Sv::Index(k)))
-}
-
-fn index(c: Coord) -> Rc<SExpr> {
-    Rc::new(SExpr::Index(c))
-}
-
-fn bin(op: strata_ir::BinaryOp, a: Rc<SExpr>, b: Rc<SExpr>) -> Rc<SExpr> {
-    Rc::new(SExpr::Binary(op, a, b, Scalar::Index))
-}
-
-fn add(a: Rc<SExpr>, b: Rc<SExpr>) -> Rc<SExpr> {
-    bin(strata_ir::BinaryOp::Plus, a, b)
-}
-
-fn sub(a: Rc<SExpr>, b: Rc<SExpr>) -> Rc<SExpr> {
-    bin(strata_ir::BinaryOp::Minus, a, b)
-}
-
-fn mul(a: Rc<SExpr>, b: Rc<SExpr>) -> Rc<SExpr> {
-    bin(strata_ir::BinaryOp::Multiplies, a, b)
 }
 
 /// The element type of a compressed level's coordinates (offsets within `interval`):

@@ -30,6 +30,38 @@ pub fn rename(e: &Rc<SExpr>, from: &[DimName], to: &[Coord], uid: u32) -> Rc<SEx
     x
 }
 
+// ---- index arithmetic (coordinates computed by reshapes and nesting) ----
+
+/// The index constant `k`.
+pub(crate) fn ix(k: i64) -> Rc<SExpr> {
+    Rc::new(SExpr::Const(Sv::Index(k)))
+}
+
+/// The value of coordinate `c`.
+pub(crate) fn index(c: Coord) -> Rc<SExpr> {
+    Rc::new(SExpr::Index(c))
+}
+
+/// `a op b` on index values.
+pub(crate) fn bin(op: strata_ir::BinaryOp, a: Rc<SExpr>, b: Rc<SExpr>) -> Rc<SExpr> {
+    Rc::new(SExpr::Binary(op, a, b, Scalar::Index))
+}
+
+/// `a + b` on index values.
+pub(crate) fn add(a: Rc<SExpr>, b: Rc<SExpr>) -> Rc<SExpr> {
+    bin(strata_ir::BinaryOp::Plus, a, b)
+}
+
+/// `a - b` on index values.
+pub(crate) fn sub(a: Rc<SExpr>, b: Rc<SExpr>) -> Rc<SExpr> {
+    bin(strata_ir::BinaryOp::Minus, a, b)
+}
+
+/// `a * b` on index values.
+pub(crate) fn mul(a: Rc<SExpr>, b: Rc<SExpr>) -> Rc<SExpr> {
+    bin(strata_ir::BinaryOp::Multiplies, a, b)
+}
+
 /// A coordinate along one dimension of a buffer, in terms of loop variables.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Coord {

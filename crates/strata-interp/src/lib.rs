@@ -13,6 +13,7 @@
 
 mod entries;
 mod index;
+mod nested;
 mod ops;
 mod structured;
 

@@ -4,6 +4,7 @@ use strata_ir::{BinaryOp, DimName, Function, Interval, Literal, Op, Scalar, Span
 use strata_runtime::{Column, Data, Elem, ElemType, Sv, Tensor, ValueType};
 
 use crate::index::{for_each_coord, index_map, offset_at};
+use crate::nested;
 use crate::structured as st;
 use crate::{Interpreter, RunError};
 
@@ -167,13 +168,14 @@ pub(crate) fn eval(cx: &OpCx, op: &Op) -> R<Tensor> {
         Op::Map { kind: _, func, args } => st::map(cx, *func, args),
         Op::Get { arg, indices } => st::get(cx, *arg, indices),
         Op::Set { arg, indices, value } => st::set(cx, *arg, indices, *value),
-        Op::Pack { arg, tile } => st::pack(cx, *arg, tile),
-        Op::Unpack { arg } => st::unpack(cx, *arg),
+        Op::Pack { arg, tile, layout, padding } => nested::pack(cx, *arg, tile, layout, padding.as_ref()),
+        Op::Unpack { arg, layout, shape: _ } => nested::unpack(cx, *arg, layout),
         Op::Gather { source, indices, coordinates, mode } => st::gather(cx, *source, *indices, coordinates, *mode),
         Op::Scatter { source, dest, indices, coordinates, mode } => {
             st::scatter(cx, *source, *dest, *indices, coordinates, *mode)
         }
         Op::CollapseShape { arg, .. } | Op::ExpandShape { arg, .. } => Ok(st::retype(cx, *arg)),
+        Op::Convert { arg, mode: _ } if cx.arg(*arg).ty.element != cx.ty.element => nested::convert_nesting(cx, *arg),
         Op::Convert { arg, mode: _ } => st::convert(cx, *arg),
         Op::Coordinates { arg, dim } => crate::entries::entries(cx, *arg, dim, true),
         Op::Nonzeros { arg, dim } => crate::entries::entries(cx, *arg, dim, false),

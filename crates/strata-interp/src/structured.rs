@@ -33,12 +33,12 @@ pub(crate) fn call_elems(cx: &OpCx, func: Handle<Function>, elems: Vec<Elem>) ->
 }
 
 /// Linear offset of positional offsets `pos` in a tensor with `shape`.
-fn linear(strides: &[usize], pos: &[usize]) -> usize {
+pub(crate) fn linear(strides: &[usize], pos: &[usize]) -> usize {
     pos.iter().zip(strides).map(|(p, s)| p * s).sum()
 }
 
 /// Iterates every offset vector of `shape` in row-major order.
-fn for_each_pos(shape: &[usize], mut f: impl FnMut(&[usize]) -> R<()>) -> R<()> {
+pub(crate) fn for_each_pos(shape: &[usize], mut f: impl FnMut(&[usize]) -> R<()>) -> R<()> {
     if shape.contains(&0) {
         return Ok(());
     }
@@ -606,54 +606,6 @@ pub(crate) fn set(cx: &OpCx, arg: Value, indices: &[Value], value: Value) -> R<T
         p[o] = true;
     }
     Ok(t)
-}
-
-pub(crate) fn pack(cx: &OpCx, arg: Value, tile: &[u64]) -> R<Tensor> {
-    let t = cx.arg(arg);
-    let st = t.strides();
-    let ElemType::Tensor(inner_ty) = &cx.ty.element else { unreachable!("verified nested result") };
-    let inner_shape = inner_ty.shape();
-    let mut tiles = Vec::with_capacity(cx.ty.len());
-    for_each_pos(&cx.ty.shape(), |opos| {
-        let mut positions = Vec::with_capacity(inner_ty.len());
-        for_each_pos(&inner_shape, |ipos| {
-            positions
-                .push(opos.iter().zip(ipos).enumerate().map(|(d, (o, i))| (o * tile[d] as usize + i) * st[d]).sum());
-            Ok(())
-        })?;
-        let present = t.present.as_ref().map(|p| positions.iter().map(|&j| p[j]).collect());
-        tiles.push(Tensor { ty: (**inner_ty).clone(), data: t.data.select(&positions), present });
-        Ok(())
-    })?;
-    Ok(Tensor {
-        ty: cx.ty.clone(),
-        data: Data::Tensors(tiles),
-        present: t.present.as_ref().map(|_| vec![true; cx.ty.len()]),
-    })
-}
-
-pub(crate) fn unpack(cx: &OpCx, arg: Value) -> R<Tensor> {
-    let t = cx.arg(arg);
-    let Data::Tensors(tiles) = &t.data else { unreachable!("verified nested operand") };
-    let outer_st = t.strides();
-    let tile_shape = tiles.first().map(|x| x.ty.shape()).unwrap_or_default();
-    let tile_st = strides(&tile_shape);
-    let mut out = Tensor::zeros(cx.ty);
-    let mut present = vec![true; out.len()];
-    let out_st = out.strides();
-    for_each_pos(&cx.ty.shape(), |pos| {
-        let o: Vec<usize> = pos.iter().zip(&tile_shape).map(|(p, b)| p / b).collect();
-        let i: Vec<usize> = pos.iter().zip(&tile_shape).map(|(p, b)| p % b).collect();
-        let tile = &tiles[linear(&outer_st, &o)];
-        let ti = linear(&tile_st, &i);
-        let oi = linear(&out_st, pos);
-        out.data.set(oi, tile.get(ti));
-        present[oi] = tile.is_present(ti);
-        Ok(())
-    })?;
-    out.present = Some(present);
-    out.normalize_presence();
-    Ok(out)
 }
 
 /// Source offsets of every element of `gather(source, indices, coordinates)` (copy layout:

@@ -27,7 +27,8 @@ pub use diagnostic::{Diagnostic, Label};
 pub use literal::Literal;
 pub use module::{Expr, ExprKind, Function, FunctionKind, Item, Module, ParamMode, Ring, Statement, TypeAlias};
 pub use op::{
-    BinaryClass, BinaryOp, BuiltinRing, Init, MapKind, Mode, Op, PermKind, RingRef, UnaryDomain, UnaryOp, Value,
+    BinaryClass, BinaryOp, BuiltinRing, Init, MapKind, Mode, Op, PackLayout, PermKind, RingRef, UnaryDomain, UnaryOp,
+    Value,
 };
 pub use span::{SourceInfo, Span};
 pub use types::{

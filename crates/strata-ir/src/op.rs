@@ -316,6 +316,38 @@ impl PermKind {
     }
 }
 
+/// Where `pack`'s tiles come from and how its outer dimensions are ordered (MLIR
+/// `tensor.pack`'s `inner_dims_pos` and `outer_dims_perm`); `unpack` takes the same to invert.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct PackLayout {
+    /// The operand dimensions that are tiled, in the order of the tile's dimensions; empty:
+    /// every dimension, in order.
+    pub inner_dims_pos: Vec<u32>,
+    /// Outer dimension `i` is operand dimension `outer_dims_perm[i]` (the `gather` convention);
+    /// empty: the operand's order.
+    pub outer_dims_perm: Vec<u32>,
+}
+
+impl PackLayout {
+    /// The tiled operand dimensions, in tile order, for an operand of rank `rank`.
+    pub fn tiled(&self, rank: usize) -> Vec<usize> {
+        if self.inner_dims_pos.is_empty() {
+            (0..rank).collect()
+        } else {
+            self.inner_dims_pos.iter().map(|&d| d as usize).collect()
+        }
+    }
+
+    /// The operand dimension of each outer dimension, for an operand of rank `rank`.
+    pub fn outer(&self, rank: usize) -> Vec<usize> {
+        if self.outer_dims_perm.is_empty() {
+            (0..rank).collect()
+        } else {
+            self.outer_dims_perm.iter().map(|&d| d as usize).collect()
+        }
+    }
+}
+
 keyword_enum! {
     /// The three spellings of seed 002's elementwise function application.
     MapKind {
@@ -611,17 +643,27 @@ pub enum Op {
     },
 
     // ---- seed 001: nested tensors ----
-    /// `tensor<M x N x T>` → `tensor<M/b0 x N/b1 x tensor<b0 x b1 x T>>`.
+    /// `tensor<M x N x T>` → `tensor<M/b0 x N/b1 x tensor<b0 x b1 x T>>`: outer dimensions
+    /// ordered by `layout.outer_dims_perm`, tile dimensions by `layout.inner_dims_pos`; with
+    /// `padding`, extents need not divide and the last tiles are filled with it.
     Pack {
         /// The operand.
         arg: Value,
-        /// Tile size per dimension.
+        /// Tile size per tiled dimension.
         tile: Vec<u64>,
+        /// Which dimensions are tiled, and the outer order.
+        layout: PackLayout,
+        /// The value of tile elements past the operand's extent.
+        padding: Option<Literal>,
     },
-    /// The inverse of `pack`.
+    /// The inverse of `pack` with the same layout; `shape` (optional) drops the padding.
     Unpack {
         /// A tensor of tensors.
         arg: Value,
+        /// The layout `pack` was given.
+        layout: PackLayout,
+        /// The result extents (empty: whole tiles).
+        shape: Vec<u64>,
     },
 
     // ---- seed 004: beyond rectangular ----
@@ -798,8 +840,8 @@ impl Op {
             | Op::Transpose { arg, perm: _, kind: _ }
             | Op::Broadcast { arg, shape: _ }
             | Op::BroadcastInDim { arg, shape: _, dims: _ }
-            | Op::Pack { arg, tile: _ }
-            | Op::Unpack { arg }
+            | Op::Pack { arg, tile: _, layout: _, padding: _ }
+            | Op::Unpack { arg, layout: _, shape: _ }
             | Op::CollapseShape { arg, groups: _, mode: _ }
             | Op::ExpandShape { arg, groups: _, shape: _, mode: _ }
             | Op::Convert { arg, mode: _ }

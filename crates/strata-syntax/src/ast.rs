@@ -1,6 +1,7 @@
 //! The small syntax tree of op calls and attribute values, before lowering into [`strata_ir::Op`].
 
-use strata_ir::{AffineMap, Interval, Span};
+use strata_entity::Handle;
+use strata_ir::{AffineMap, Interval, Span, Type};
 
 /// A node with its source range.
 #[derive(Clone, Debug)]
@@ -90,4 +91,6 @@ pub struct CallAst {
     pub keywords: Vec<Keyword>,
     /// The whole call.
     pub span: Span,
+    /// `: type` after a call written in place (the statement's own type is parsed apart).
+    pub ty: Option<Handle<Type>>,
 }

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use strata_entity::Handle;
 use strata_ir::{
     AffineMap, BinaryOp, BuiltinRing, Device, Diagnostic, DimName, Einsum, Function, Init, Interval, Literal, MapKind,
-    Mode, Module, Op, PermKind, RingRef, Scalar, Span, UnaryOp, Value,
+    Mode, Module, Op, PackLayout, PermKind, RingRef, Scalar, Span, UnaryOp, Value,
 };
 
 use crate::ast::{AttrValue, CallAst, Spanned};
@@ -251,6 +251,20 @@ impl<'c> Args<'c> {
         }
     }
 
+    fn u64_list_or_empty(&mut self, key: &str) -> PResult<Vec<u64>> {
+        match self.kw_opt(key) {
+            Some(v) => Self::list_of(key, v, Self::uint_of),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    fn pack_layout(&mut self) -> PResult<PackLayout> {
+        Ok(PackLayout {
+            inner_dims_pos: self.u32_list_or_empty("inner_dims_pos")?,
+            outer_dims_perm: self.u32_list_or_empty("outer_dims_perm")?,
+        })
+    }
+
     fn groups(&mut self, key: &str) -> PResult<Vec<Vec<u32>>> {
         let v = self.kw(key)?;
         Self::list_of(key, v, |k, inner| Self::list_of(k, inner, Self::u32_of))
@@ -259,6 +273,13 @@ impl<'c> Args<'c> {
     fn literal(&mut self, key: &str) -> PResult<Literal> {
         let v = self.kw(key)?;
         literal_of(v).map_err(|_| wrong(key, "a number, boolean or tuple literal", v))
+    }
+
+    fn literal_opt(&mut self, key: &str) -> PResult<Option<Literal>> {
+        match self.kw_opt(key) {
+            Some(v) => literal_of(v).map(Some).map_err(|_| wrong(key, "a number, boolean or tuple literal", v)),
+            None => Ok(None),
+        }
     }
 
     fn init(&mut self) -> PResult<Init> {
@@ -521,8 +542,13 @@ pub(crate) fn lower_op(call: &CallAst, cx: &Scope<'_>) -> PResult<Op> {
                 };
                 Op::Set { arg, indices: rest, value }
             }
-            "pack" => Op::Pack { arg: a.value()?, tile: a.u64_list("tile")? },
-            "unpack" => Op::Unpack { arg: a.value()? },
+            "pack" => Op::Pack {
+                arg: a.value()?,
+                tile: a.u64_list("tile")?,
+                layout: a.pack_layout()?,
+                padding: a.literal_opt("padding")?,
+            },
+            "unpack" => Op::Unpack { arg: a.value()?, layout: a.pack_layout()?, shape: a.u64_list_or_empty("shape")? },
             "gather" => Op::Gather {
                 source: a.value()?,
                 indices: a.value()?,

@@ -99,11 +99,11 @@ impl InPlace<'_> {
     }
 
     fn operand(&self, v: &Spanned<AttrValue>) -> PResult<Value> {
-        let op = match &v.node {
-            AttrValue::Call(call) => self.lower(call)?,
-            _ => strata_ir::Op::Constant { value: crate::lower::literal_of(v)? },
+        let (op, ty) = match &v.node {
+            AttrValue::Call(call) => (self.lower(call)?, call.ty.unwrap_or(self.placeholder)),
+            _ => (strata_ir::Op::Constant { value: crate::lower::literal_of(v)? }, self.placeholder),
         };
-        let expr = Expr { name: String::new(), ty: self.placeholder, kind: ExprKind::Op(op) };
+        let expr = Expr { name: String::new(), ty, kind: ExprKind::Op(op) };
         let h = self.exprs.borrow_mut().append(expr, v.span);
         self.values.borrow_mut().push(h);
         Ok(h)
@@ -670,7 +670,9 @@ impl Parser {
             (out, written.values.into_inner())
         };
         for v in values {
-            self.untyped.push(v);
+            if exprs[v].ty == placeholder {
+                self.untyped.push(v);
+            }
             self.inline.push(v);
         }
         Ok(out)
@@ -742,7 +744,7 @@ impl Parser {
             }
         }
         let close = self.expect(&Tok::RParen, "`,` or `)`")?;
-        Ok(CallAst { name, name_span, positional, keywords, span: name_span.join(close) })
+        Ok(CallAst { name, name_span, positional, keywords, span: name_span.join(close), ty: None })
     }
 
     // ---- attributes ----
@@ -830,7 +832,13 @@ impl Parser {
                     "nan" => AttrValue::Float(f64::NAN),
                     _ if matches!(self.peek(), Tok::LParen) => {
                         let name_span = self.prev_span();
-                        AttrValue::Call(Box::new(self.call_args(w, name_span)?))
+                        let mut call = self.call_args(w, name_span)?;
+                        // A call written in place may carry its type (`constant` and `convert`
+                        // need one): `unpack(convert(%c) : tensor<…>)`.
+                        if self.eat(&Tok::Colon) {
+                            call.ty = Some(self.parse_type()?);
+                        }
+                        AttrValue::Call(Box::new(call))
                     }
                     _ if matches!(self.peek(), Tok::LBracket) => {
                         let iv = self.interval()?;

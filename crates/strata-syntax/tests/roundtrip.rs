@@ -99,6 +99,10 @@ fn u32s(g: &mut Gen, min: usize, max: usize) -> Vec<u32> {
     (0..n).map(|_| g.range(0, 5) as u32).collect()
 }
 
+fn pack_layout(g: &mut Gen) -> PackLayout {
+    PackLayout { inner_dims_pos: u32s(g, 0, 3), outer_dims_perm: u32s(g, 0, 3) }
+}
+
 /// Between `min` and `max - 1` extents.
 fn u64s(g: &mut Gen, min: usize, max: usize) -> Vec<u64> {
     let n = min + g.below(max - min);
@@ -215,8 +219,13 @@ fn gen_op(g: &mut Gen, vals: &[Value], funcs: &[Handle<Function>], ring: Handle<
         26 => Op::Map { kind: g.pick(MapKind::ALL), func: f, args: some(g, vals) },
         27 => Op::Get { arg: val(g, vals), indices: some(g, vals) },
         28 => Op::Set { arg: val(g, vals), indices: some(g, vals), value: val(g, vals) },
-        29 => Op::Pack { arg: val(g, vals), tile: u64s(g, 0, 3) },
-        30 => Op::Unpack { arg: val(g, vals) },
+        29 => Op::Pack {
+            arg: val(g, vals),
+            tile: u64s(g, 0, 3),
+            layout: pack_layout(g),
+            padding: g.flip().then(|| literal(g, 1)),
+        },
+        30 => Op::Unpack { arg: val(g, vals), layout: pack_layout(g), shape: u64s(g, 0, 3) },
         31 => Op::Gather { source: val(g, vals), indices: val(g, vals), coordinates: u32s(g, 0, 3), mode: mode(g) },
         32 => Op::Scatter {
             source: val(g, vals),

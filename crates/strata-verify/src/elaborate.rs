@@ -144,7 +144,9 @@ fn type_literal_operands(
 
 /// A literal written as an operand (`multiplies(%a, 2.0)`): a `constant` its user types.
 fn is_literal_operand(func: &Function, v: Value) -> bool {
-    func.inline.contains(&v) && matches!(func.exprs[v].kind, ExprKind::Op(Op::Constant { .. }))
+    func.inline.contains(&v)
+        && func.untyped.contains(&v)
+        && matches!(func.exprs[v].kind, ExprKind::Op(Op::Constant { .. }))
 }
 
 /// The type of the literal at operand `position` of `op`: the parameter's type for a call, the

@@ -6,7 +6,7 @@
 use std::fmt::{self, Display};
 
 use crate::module::{ExprKind, Function, Module};
-use crate::op::{Init, Op, RingRef, Value};
+use crate::op::{Init, Mode, Op, PackLayout, RingRef, Value};
 use crate::types::{DimName, Interval};
 
 use super::types::is_identifier;
@@ -43,6 +43,25 @@ impl<'a> Call<'a> {
         self
     }
 
+    /// `mode = view`; `copy`, the default, is left out.
+    fn mode(&mut self, mode: Mode) -> &mut Self {
+        if mode == Mode::View {
+            self.kw("mode", mode.keyword());
+        }
+        self
+    }
+
+    /// `pack`/`unpack`'s optional layout attributes, written only when given.
+    fn pack_layout(&mut self, layout: &PackLayout) -> &mut Self {
+        if !layout.inner_dims_pos.is_empty() {
+            self.kw("inner_dims_pos", list(&layout.inner_dims_pos));
+        }
+        if !layout.outer_dims_perm.is_empty() {
+            self.kw("outer_dims_perm", list(&layout.outer_dims_perm));
+        }
+        self
+    }
+
     fn ring(&mut self, ring: RingRef) -> &mut Self {
         let text = match ring {
             RingRef::Builtin(b) => b.keyword().to_string(),
@@ -67,7 +86,9 @@ impl<'a> Call<'a> {
 pub(super) fn operand(module: &Module, func: &Function, v: Value) -> String {
     let Some(e) = func.exprs.try_get(v) else { return "%<invalid>".to_string() };
     match &e.kind {
-        ExprKind::Op(Op::Constant { value }) if func.inline.contains(&v) => value.to_string(),
+        ExprKind::Op(Op::Constant { value }) if func.inline.contains(&v) && func.untyped.contains(&v) => {
+            value.to_string()
+        }
         ExprKind::Op(op) if func.inline.contains(&v) => {
             struct InPlace<'a>(&'a Module, &'a Function, &'a Op);
             impl Display for InPlace<'_> {
@@ -75,7 +96,12 @@ pub(super) fn operand(module: &Module, func: &Function, v: Value) -> String {
                     write_op(f, self.0, self.1, self.2)
                 }
             }
-            InPlace(module, func, op).to_string()
+            let call = InPlace(module, func, op).to_string();
+            if func.untyped.contains(&v) {
+                call
+            } else {
+                format!("{call} : {}", super::TypeDisplay::new(module, e.ty))
+            }
         }
         _ => format!("%{}", e.name),
     }
@@ -104,11 +130,11 @@ pub(super) fn write_op(f: &mut fmt::Formatter<'_>, module: &Module, func: &Funct
         Op::Constant { value } => {
             c.kw("value", value);
         }
-        Op::Unary { op: _, arg } | Op::CanDeref { arg } | Op::Unpack { arg } | Op::Collect { arg } => {
+        Op::Unary { op: _, arg } | Op::CanDeref { arg } | Op::Collect { arg } => {
             c.value(*arg);
         }
         Op::Convert { arg, mode } => {
-            c.value(*arg).kw("mode", mode.keyword());
+            c.value(*arg).mode(*mode);
         }
         Op::Binary { op: _, lhs, rhs } => {
             c.value(*lhs).value(*rhs);
@@ -150,7 +176,7 @@ pub(super) fn write_op(f: &mut fmt::Formatter<'_>, module: &Module, func: &Funct
             c.value(*arg).kw("domain", domain(d));
         }
         Op::Concat { args, dim, mode } => {
-            c.values(args).kw("dim", dim).kw("mode", mode.keyword());
+            c.values(args).kw("dim", dim).mode(*mode);
         }
         Op::Pos { arg, dim } | Op::Coordinates { arg, dim } | Op::Nonzeros { arg, dim } => {
             c.value(*arg).kw("dim", dim);
@@ -210,24 +236,29 @@ pub(super) fn write_op(f: &mut fmt::Formatter<'_>, module: &Module, func: &Funct
         Op::Set { arg, indices, value } => {
             c.value(*arg).values(indices).value(*value);
         }
-        Op::Pack { arg, tile } => {
-            c.value(*arg).kw("tile", list(tile));
+        Op::Pack { arg, tile, layout, padding } => {
+            c.value(*arg).kw("tile", list(tile)).pack_layout(layout);
+            if let Some(p) = padding {
+                c.kw("padding", p);
+            }
+        }
+        Op::Unpack { arg, layout, shape } => {
+            c.value(*arg).pack_layout(layout);
+            if !shape.is_empty() {
+                c.kw("shape", list(shape));
+            }
         }
         Op::Gather { source, indices, coordinates, mode } => {
-            c.value(*source).value(*indices).kw("coordinates", list(coordinates)).kw("mode", mode.keyword());
+            c.value(*source).value(*indices).kw("coordinates", list(coordinates)).mode(*mode);
         }
         Op::Scatter { source, dest, indices, coordinates, mode } => {
-            c.value(*source)
-                .value(*dest)
-                .value(*indices)
-                .kw("coordinates", list(coordinates))
-                .kw("mode", mode.keyword());
+            c.value(*source).value(*dest).value(*indices).kw("coordinates", list(coordinates)).mode(*mode);
         }
         Op::CollapseShape { arg, groups, mode } => {
-            c.value(*arg).kw("groups", nested_list(groups)).kw("mode", mode.keyword());
+            c.value(*arg).kw("groups", nested_list(groups)).mode(*mode);
         }
         Op::ExpandShape { arg, groups, shape, mode } => {
-            c.value(*arg).kw("groups", nested_list(groups)).kw("shape", list(shape)).kw("mode", mode.keyword());
+            c.value(*arg).kw("groups", nested_list(groups)).kw("shape", list(shape)).mode(*mode);
         }
         Op::ToDevice { arg, device } => {
             let d = device.to_string();

@@ -53,8 +53,8 @@ pub(crate) fn infer(cx: &mut Cx, op: &Op, declared: Handle<Type>) -> RuleResult 
         Op::Map { kind, func, args } => structured::map(cx, *kind, *func, args),
         Op::Get { arg, indices } => structured::get(cx, *arg, indices),
         Op::Set { arg, indices, value } => structured::set(cx, *arg, indices, *value),
-        Op::Pack { arg, tile } => nested::pack(cx, *arg, tile),
-        Op::Unpack { arg } => nested::unpack(cx, *arg),
+        Op::Pack { arg, tile, layout, padding } => nested::pack(cx, *arg, tile, layout, padding.as_ref()),
+        Op::Unpack { arg, layout, shape } => nested::unpack(cx, *arg, layout, shape),
         Op::Gather { source, indices, coordinates, mode } => reshape::gather(cx, *source, *indices, coordinates, *mode),
         Op::Scatter { source, dest, indices, coordinates, mode } => {
             reshape::scatter(cx, *source, *dest, *indices, coordinates, *mode)

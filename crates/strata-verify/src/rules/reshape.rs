@@ -186,6 +186,9 @@ pub(crate) fn convert(cx: &mut Cx, arg: Value, mode: Mode, declared: Handle<Type
         declared = cx.tensor(to.element, levels, v.placement.clone());
         to = cx.view_of_type(declared);
     }
+    if let Some(t) = nested_flat(cx, &v, &to) {
+        return t.map(|()| declared).map_err(|d| cx.with_operand(d, arg));
+    }
     let key = |w: &View| {
         let mut k: Vec<(DimName, Interval)> = w.levels.iter().map(|l| (l.name.clone(), l.interval)).collect();
         k.sort_by(|a, b| a.0.cmp(&b.0));
@@ -210,4 +213,29 @@ pub(crate) fn convert(cx: &mut Cx, arg: Value, mode: Mode, declared: Handle<Type
         return Err(Box::new(cx.with_operand(d, arg).with_help("use `mode = copy`")));
     }
     Ok(declared)
+}
+
+/// `convert` between a tensor of dense tiles and its flat form (the outer levels followed by
+/// the tile's, seed 001's equivalence): `None` when neither side is such a pair, else whether
+/// the two sides match.
+fn nested_flat(cx: &mut Cx, from: &View, to: &View) -> Option<Result<(), Box<strata_ir::Diagnostic>>> {
+    let (flat, nested) = match (super::nested::flattened(cx, from), super::nested::flattened(cx, to)) {
+        (Some(f), None) => (to, f),
+        (None, Some(f)) => (from, f),
+        _ => return None,
+    };
+    if flat.levels == nested.0 && flat.element == nested.1 && from.placement == to.placement {
+        return Some(Ok(()));
+    }
+    let want = cx.tensor(nested.1, nested.0, flat.placement.clone());
+    let found = cx.tensor(flat.element, flat.levels.clone(), flat.placement.clone());
+    Some(Err(cx.error(
+        "strata::verify::convert_mismatch",
+        format!(
+            "`convert` between a tensor of tiles and its flat form needs the flat type `{}`, found `{}`",
+            cx.show(want),
+            cx.show(found)
+        ),
+        "the outer levels followed by the tile's, all dense",
+    )))
 }
