@@ -387,6 +387,29 @@ def pack_layouts(strata, work, rng):
     expect("convert flat -> tiles, then unpack", got, f.transpose(0, 2, 1, 3).reshape(8, 6))
 
 
+def convolution(strata, work, rng):
+    # Independent oracles: scipy.signal.correlate2d for the padded and the periodic borders,
+    # explicit numpy slicing for the strided 1-d case, np.repeat for the upsampling.
+    from scipy.signal import correlate2d
+
+    x, w = rng.standard_normal((64, 48)), rng.standard_normal((3, 3))
+    got = run(strata, "structured/convolution.strata", work, {"x": x, "w": w}, {"result": ".npy"}, entry="conv_zero")["result"]
+    expect("conv_zero (padding = 0.0)", got, correlate2d(x, w, mode="same", boundary="fill", fillvalue=0.0))
+    got = run(strata, "structured/convolution.strata", work, {"x": x, "w": w}, {"result": ".npy"}, entry="conv_periodic")["result"]
+    expect("conv_periodic (mod in the map)", got, correlate2d(x, w, mode="same", boundary="wrap"))
+    x1, w1 = rng.standard_normal(101), rng.standard_normal(5)
+    xp = np.concatenate([np.ones(2), x1, np.ones(2)])
+    want = np.array([xp[2 * i : 2 * i + 5] @ w1 for i in range(51)])
+    got = run(strata, "structured/convolution.strata", work, {"x": x1, "w": w1}, {"result": ".npy"}, entry="conv_strided")["result"]
+    expect("conv_strided (stride 2, padding = 1.0)", got, want)
+    small = rng.standard_normal((32, 24))
+    got = run(strata, "structured/convolution.strata", work, {"x": small}, {"result": ".npy"}, entry="upsample")["result"]
+    expect("upsample (floordiv in the map)", got, np.repeat(np.repeat(small, 2, axis=0), 2, axis=1))
+    x5, i = rng.standard_normal(5), np.arange(8)
+    got = run(strata, "structured/convolution.strata", work, {"x": x5}, {"result": ".npy"}, entry="negative_operands")["result"]
+    expect("floordiv / mod of negative operands (Python's // and %)", got, x5[(i - 3) // 2 + 2] + x5[(i - 3) % 5])
+
+
 def structured(strata, work, rng):
     a, b = rng.standard_normal((8, 64, 32)), rng.standard_normal((8, 32, 16))
     out = run(strata, "structured/dot_product.strata", work, {"a": a, "b": b}, {"result": ".npy"}, entry="batched_matmul")
@@ -480,6 +503,7 @@ CHECKS = {
     "gemms": gemms,
     "pack_layouts": pack_layouts,
     "structured": structured,
+    "convolution": convolution,
     "beyond": beyond,
     "distributed": distributed,
     "distributed_stencils": distributed_stencils,

@@ -18,6 +18,7 @@
 
 #![deny(missing_docs)]
 
+pub mod affine;
 pub mod compile;
 pub mod emit_c;
 pub mod exec;

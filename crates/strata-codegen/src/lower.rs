@@ -1471,7 +1471,7 @@ impl<'m> Lowerer<'m> {
                 }
                 self.contraction(func, e, *f, init, env, id, red, elems)?
             }
-            Op::MapReduceAff { func: f, args, init, domain, outputs, shape, out_map, maps } => {
+            Op::MapReduceAff { func: f, args, init, domain, outputs, shape, out_map, maps, padding } => {
                 let ro = *outputs as usize;
                 let result = split(self.types, e.ty).0;
                 let unsupported_map = || LowerError::Unsupported {
@@ -1482,7 +1482,12 @@ impl<'m> Lowerer<'m> {
                 let mut loop_of_result = vec![usize::MAX; ro];
                 for (r, ex) in out_map.results.iter().enumerate() {
                     match ex.terms.as_slice() {
-                        [(d, 1)] if ex.constant == 0 && (*d as usize) < ro && domain[*d as usize] == shape[r] => {
+                        [(d, 1)]
+                            if ex.constant == 0
+                                && ex.is_linear()
+                                && (*d as usize) < ro
+                                && domain[*d as usize] == shape[r] =>
+                        {
                             loop_of_result[r] = *d as usize
                         }
                         _ => return Err(unsupported_map()),
@@ -1492,14 +1497,42 @@ impl<'m> Lowerer<'m> {
                 let red: Vec<(DimName, strata_ir::Interval)> = (ro..domain.len())
                     .map(|d| (crate::sym::fresh("a", id, d), strata_ir::Interval::from_len(domain[d])))
                     .collect();
+                // Loop d's value, counted from 0.
+                let var = |d: u32| -> Result<Rc<SExpr>, LowerError> {
+                    let d = d as usize;
+                    if d < ro {
+                        let r = loop_of_result.iter().position(|&x| x == d).ok_or_else(unsupported_map)?;
+                        Ok(sub(
+                            index(Coord::Var { dim: result[r].name.clone(), offset: 0 }),
+                            ix(result[r].interval.start),
+                        ))
+                    } else {
+                        Ok(index(Coord::Var { dim: red[d - ro].0.clone(), offset: 0 }))
+                    }
+                };
                 let mut elems = Vec::new();
                 for (m, x) in maps.iter().zip(args) {
                     let levels = split(self.types, func.exprs[*x].ty).0;
                     let mut to = Vec::new();
+                    let mut inside = None;
                     for (ex, l) in m.results.iter().zip(&levels) {
+                        if padding.is_some() {
+                            // Reads may leave the operand: clamp them in, select the padding.
+                            let (here, clamped) = crate::affine::inside_and_clamped(
+                                crate::affine::affine_value(ex, &var)?,
+                                l.interval.len(),
+                            );
+                            inside = Some(crate::affine::and(inside, here));
+                            to.push(Coord::Computed {
+                                value: clamped,
+                                source: strata_ir::Interval::from_len(l.interval.len()),
+                                offset: l.interval.start,
+                            });
+                            continue;
+                        }
                         to.push(match ex.terms.as_slice() {
-                            [] => Coord::Const(l.interval.start + ex.constant),
-                            [(d, 1)] if (*d as usize) < ro => {
+                            [] if ex.is_linear() => Coord::Const(l.interval.start + ex.constant),
+                            [(d, 1)] if ex.is_linear() && (*d as usize) < ro => {
                                 let r = loop_of_result
                                     .iter()
                                     .position(|&x| x == *d as usize)
@@ -1509,33 +1542,29 @@ impl<'m> Lowerer<'m> {
                                     offset: l.interval.start + ex.constant - result[r].interval.start,
                                 }
                             }
-                            [(d, 1)] => Coord::Var {
+                            [(d, 1)] if ex.is_linear() => Coord::Var {
                                 dim: red[*d as usize - ro].0.clone(),
                                 offset: l.interval.start + ex.constant,
                             },
-                            // A general affine access: computed (and checked) per point.
-                            terms => {
-                                let mut v = ix(l.interval.start + ex.constant);
-                                for &(d, c) in terms {
-                                    let var = if (d as usize) < ro {
-                                        let r = loop_of_result
-                                            .iter()
-                                            .position(|&x| x == d as usize)
-                                            .ok_or_else(unsupported_map)?;
-                                        sub(
-                                            index(Coord::Var { dim: result[r].name.clone(), offset: 0 }),
-                                            ix(result[r].interval.start),
-                                        )
-                                    } else {
-                                        index(Coord::Var { dim: red[d as usize - ro].0.clone(), offset: 0 })
-                                    };
-                                    v = add(v, mul(ix(c), var));
-                                }
-                                Coord::Computed { value: v, source: l.interval, offset: 0 }
-                            }
+                            // A general access (linear, or with floordiv / mod): computed (and
+                            // checked) per point.
+                            _ => Coord::Computed {
+                                value: add(crate::affine::affine_value(ex, &var)?, ix(l.interval.start)),
+                                source: l.interval,
+                                offset: 0,
+                            },
                         });
                     }
-                    elems.push(self.rename_sym(&Sym::Scalar(arg(x).scalar()), &levels, &to));
+                    let read = self.rename_sym(&Sym::Scalar(arg(x).scalar()), &levels, &to);
+                    elems.push(match (inside, padding) {
+                        (Some(inside), Some(p)) => {
+                            let s = self.element_scalar(func.exprs[*x].ty);
+                            let pad = Sv::from_literal(p, s)
+                                .ok_or_else(|| self.unsupported_type("padding of tuple elements", func))?;
+                            Sym::Scalar(Rc::new(SExpr::Select(inside, read.scalar(), Rc::new(SExpr::Const(pad)))))
+                        }
+                        _ => read,
+                    });
                 }
                 self.contraction(func, e, *f, init, env, id, red, elems)?
             }

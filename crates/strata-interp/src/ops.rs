@@ -155,8 +155,8 @@ pub(crate) fn eval(cx: &OpCx, op: &Op) -> R<Tensor> {
         }
         Op::Concat { args, dim, mode: _ } => concat(cx, args, dim),
         Op::MapReduce { func, args, init, subscripts } => st::map_reduce(cx, *func, args, init, subscripts),
-        Op::MapReduceAff { func, args, init, domain, outputs, shape: _, out_map, maps } => {
-            st::map_reduce_aff(cx, *func, args, init, domain, *outputs, out_map, maps)
+        Op::MapReduceAff { func, args, init, domain, outputs, shape: _, out_map, maps, padding } => {
+            st::map_reduce_aff(cx, *func, args, init, domain, *outputs, out_map, maps, padding.as_ref())
         }
         Op::DotGeneral { lhs, rhs, ring, lhs_contract, rhs_contract, lhs_batch, rhs_batch } => {
             st::dot_general(cx, *lhs, *rhs, *ring, lhs_contract, rhs_contract, lhs_batch, rhs_batch)

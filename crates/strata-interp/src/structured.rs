@@ -316,8 +316,31 @@ pub(crate) fn map_reduce_aff(
     outputs: u32,
     out_map: &AffineMap,
     maps: &[AffineMap],
+    padding: Option<&strata_ir::Literal>,
 ) -> R<Tensor> {
     let ts: Vec<&Tensor> = args.iter().map(|&a| cx.arg(a)).collect();
+    // Linear maps read at precomputed strides; `floordiv`/`mod` or a padding value need each
+    // coordinate evaluated (and, with padding, checked) per point.
+    let linear =
+        padding.is_none() && out_map.results.iter().chain(maps.iter().flat_map(|m| &m.results)).all(|e| e.is_linear());
+    let at = |m: &AffineMap, (shape, st): &(Vec<usize>, Vec<usize>), loops: &[usize]| -> Option<usize> {
+        let point: Vec<i64> = loops.iter().map(|&l| l as i64).collect();
+        let mut o = 0;
+        for ((e, &n), &s) in m.results.iter().zip(shape).zip(st) {
+            let c = e.eval(&point);
+            if c < 0 || c >= n as i64 {
+                return None;
+            }
+            o += c as usize * s;
+        }
+        Some(o)
+    };
+    let layout = |shape: Vec<usize>| {
+        let st = strides(&shape);
+        (shape, st)
+    };
+    let out_layout = layout(cx.ty.shape());
+    let in_layouts: Vec<_> = ts.iter().map(|t| layout(t.ty.shape())).collect();
     let ro = outputs as usize;
     let dom: Vec<usize> = domain.iter().map(|&d| d as usize).collect();
     let access: Vec<(i64, Vec<i64>)> =
@@ -326,14 +349,19 @@ pub(crate) fn map_reduce_aff(
     let offset = |(c, coef): &(i64, Vec<i64>), loops: &[usize]| -> usize {
         (c + coef.iter().zip(loops).map(|(k, &l)| k * l as i64).sum::<i64>()) as usize
     };
-    let fast =
-        is_multiply_add(cx, func) && ts.iter().all(|t| t.present.is_none() && matches!(t.data, Data::Scalars(_)));
+    let fast = linear
+        && is_multiply_add(cx, func)
+        && ts.iter().all(|t| t.present.is_none() && matches!(t.data, Data::Scalars(_)));
     let mut out = Tensor::zeros(cx.ty);
     let mut written = vec![false; out.len()];
     let mut loops = vec![0usize; dom.len()];
     for_each_pos(&dom[..ro], |opos| {
         loops[..ro].copy_from_slice(opos);
-        let oi = offset(&out_access, &loops);
+        let oi = if linear {
+            offset(&out_access, &loops)
+        } else {
+            at(out_map, &out_layout, &loops).expect("verified write")
+        };
         let mut acc = if written[oi] { out.get(oi) } else { initial(cx, init, oi) };
         let typed = if fast {
             let base = |(c, coef): &(i64, Vec<i64>)| {
@@ -371,12 +399,14 @@ pub(crate) fn map_reduce_aff(
             for_each_pos(&dom[ro..], |rpos| {
                 loops[ro..].copy_from_slice(rpos);
                 let mut elems = vec![acc.clone()];
-                for (t, acc_k) in ts.iter().zip(&access) {
-                    let j = offset(acc_k, &loops);
-                    if !t.is_present(j) {
-                        return Ok(());
+                for (((t, acc_k), m), l) in ts.iter().zip(&access).zip(maps).zip(&in_layouts) {
+                    let j = if linear { Some(offset(acc_k, &loops)) } else { at(m, l, &loops) };
+                    match j {
+                        Some(j) if !t.is_present(j) => return Ok(()),
+                        Some(j) => elems.push(t.get(j)),
+                        None => elems
+                            .push(literal_elem(padding.expect("verified: reads outside need padding"), &t.ty.element)),
                     }
-                    elems.push(t.get(j));
                 }
                 acc = call_elems(cx, func, elems)?;
                 Ok(())

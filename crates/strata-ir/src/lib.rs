@@ -22,7 +22,7 @@ pub mod print;
 pub mod span;
 pub mod types;
 
-pub use affine::{AffineExpr, AffineMap, Einsum};
+pub use affine::{AffineExpr, AffineMap, Einsum, Quotient, QuotientOp};
 pub use diagnostic::{Diagnostic, Label};
 pub use literal::Literal;
 pub use module::{Expr, ExprKind, Function, FunctionKind, Item, Module, ParamMode, Ring, Statement, TypeAlias};

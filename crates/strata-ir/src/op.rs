@@ -563,6 +563,9 @@ pub enum Op {
         out_map: AffineMap,
         /// Per input: loop vector → read coordinates.
         maps: Vec<AffineMap>,
+        /// The value of reads outside an input (a convolution's zero border); without it they
+        /// are a verification error.
+        padding: Option<Literal>,
     },
     /// Generalized dot product over a ring with batching and contracting dimensions.
     DotGeneral {
@@ -863,7 +866,17 @@ impl Op {
             Op::ShiftInit { arg, table } | Op::UnstructuredShift { arg, table, neighbor: _ } => vec![*arg, *table],
             Op::MapReduce { func: _, args, init, subscripts: _ }
             | Op::Scan { func: _, args, dim: _, forward: _, init }
-            | Op::MapReduceAff { func: _, args, init, domain: _, outputs: _, shape: _, out_map: _, maps: _ } => {
+            | Op::MapReduceAff {
+                func: _,
+                args,
+                init,
+                domain: _,
+                outputs: _,
+                shape: _,
+                out_map: _,
+                maps: _,
+                padding: _,
+            } => {
                 let mut v = args.clone();
                 if let Init::Value(i) = init {
                     v.push(*i);

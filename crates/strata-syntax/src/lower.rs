@@ -511,6 +511,7 @@ pub(crate) fn lower_op(call: &CallAst, cx: &Scope<'_>) -> PResult<Op> {
                 shape: a.u64_list("shape")?,
                 out_map: a.map("out_map")?,
                 maps: a.maps("maps")?,
+                padding: a.literal_opt("padding")?,
             },
             "dot_general" => Op::DotGeneral {
                 lhs: a.value()?,

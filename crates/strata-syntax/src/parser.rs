@@ -11,8 +11,8 @@ use std::collections::{HashMap, HashSet};
 use strata_entity::{Arena, Handle};
 use strata_ir::{
     AffineExpr, AffineMap, Device, Diagnostic, DimName, Expr, ExprKind, Extent, Function, FunctionKind, Interval, Item,
-    Level, LevelFormat, Module, ParamMode, Placement, Ring, Scalar, SourceInfo, Span, Statement, Team, TensorType,
-    Type, TypeAlias, Value,
+    Level, LevelFormat, Module, ParamMode, Placement, QuotientOp, Ring, Scalar, SourceInfo, Span, Statement, Team,
+    TensorType, Type, TypeAlias, Value,
 };
 
 use crate::ast::{AttrValue, CallAst, Keyword, Spanned};
@@ -904,11 +904,14 @@ impl Parser {
         Ok(AffineMap { num_dims, results })
     }
 
+    /// `expr := ['-'] term (('+' | '-') term)*`.
     fn affine_expr(&mut self, num_dims: u32) -> PResult<AffineExpr> {
-        let mut e = AffineExpr::default();
+        let start = self.span();
         let mut sign = if self.eat(&Tok::Minus) { -1 } else { 1 };
+        let mut e = AffineExpr::default();
         loop {
-            self.affine_term(&mut e, sign, num_dims)?;
+            let t = self.affine_term(num_dims, sign < 0)?;
+            e = e.scaled_add(&t, 1).ok_or_else(|| self.affine_overflow(start))?;
             if self.eat(&Tok::Plus) {
                 sign = 1;
             } else if self.eat(&Tok::Minus) {
@@ -916,6 +919,97 @@ impl Parser {
             } else {
                 return Ok(e);
             }
+        }
+    }
+
+    fn affine_overflow(&self, start: Span) -> Fail {
+        err(
+            "strata::parse::invalid_number",
+            "affine coefficients do not fit in 64 bits",
+            start.join(self.prev_span()),
+            "overflows",
+        )
+    }
+
+    /// `term := factor (('*' factor) | ('floordiv' INT) | ('mod' INT))*`, negated if `negate`:
+    /// products need one constant factor (the map stays affine), divisors are positive
+    /// constants.
+    fn affine_term(&mut self, num_dims: u32, negate: bool) -> PResult<AffineExpr> {
+        let start = self.span();
+        let neg =
+            |p: &Self, e: &AffineExpr| AffineExpr::default().scaled_add(e, -1).ok_or_else(|| p.affine_overflow(start));
+        // A leading integer takes the sign itself, so that `-9223372036854775808*d0` fits.
+        let (mut e, mut pending) = match self.peek().clone() {
+            Tok::Int(c) if negate => {
+                let span = self.bump().span;
+                (AffineExpr::constant(self.int_value(true, c, span)?), false)
+            }
+            _ => (self.affine_factor(num_dims)?, negate),
+        };
+        loop {
+            if self.eat(&Tok::Star) {
+                let rhs = self.affine_factor(num_dims)?;
+                let product = match (e.as_constant(), rhs.as_constant()) {
+                    (Some(k), _) => AffineExpr::default().scaled_add(&rhs, k),
+                    (None, Some(k)) => AffineExpr::default().scaled_add(&e, k),
+                    (None, None) => {
+                        return Err(err(
+                            "strata::parse::invalid_affine_map",
+                            "a product of two loop-dependent expressions is not affine",
+                            start.join(self.prev_span()),
+                            "one factor must be a constant",
+                        ))
+                    }
+                };
+                e = product.ok_or_else(|| self.affine_overflow(start))?;
+                continue;
+            }
+            let op = match self.peek() {
+                Tok::Ident(w) if w == "floordiv" => QuotientOp::FloorDiv,
+                Tok::Ident(w) if w == "mod" => QuotientOp::Mod,
+                _ if pending => return neg(self, &e),
+                _ => return Ok(e),
+            };
+            if negate && !pending {
+                // `-c floordiv k` is `-(c floordiv k)`: take the sign back out of the constant.
+                e = neg(self, &e)?;
+                pending = true;
+            }
+            self.bump();
+            let by = match self.peek().clone() {
+                Tok::Int(k) if k > 0 => {
+                    let span = self.bump().span;
+                    self.int_value(false, k, span)?
+                }
+                _ => {
+                    let span = self.span();
+                    return Err(err(
+                        "strata::parse::invalid_affine_map",
+                        format!("`{}` needs a positive integer divisor", op.keyword()),
+                        span,
+                        "expected a positive integer",
+                    ));
+                }
+            };
+            e = e.quotient(op, by);
+        }
+    }
+
+    /// `factor := INT | dN | '(' expr ')'`.
+    fn affine_factor(&mut self, num_dims: u32) -> PResult<AffineExpr> {
+        match self.peek().clone() {
+            Tok::Int(c) => {
+                let span = self.bump().span;
+                Ok(AffineExpr::constant(self.int_value(false, c, span)?))
+            }
+            Tok::Ident(_) => Ok(AffineExpr::dim(self.affine_dim(num_dims)?)),
+            Tok::LParen => {
+                self.bump();
+                let e = self.affine_expr(num_dims)?;
+                self.expect(&Tok::RParen, "`)`")?;
+                Ok(e)
+            }
+            _ => Err(self.unexpected("an affine term (`dN`, `c*dN`, an integer or `(…)`)")),
         }
     }
 
@@ -937,46 +1031,6 @@ impl Parser {
                 "expected `d0`, `d1`, …",
             )),
         }
-    }
-
-    fn affine_term(&mut self, e: &mut AffineExpr, sign: i64, num_dims: u32) -> PResult<()> {
-        let start = self.span();
-        let ok = match self.peek().clone() {
-            Tok::Int(c) => {
-                let span = self.bump().span;
-                let c = self.int_value(sign < 0, c, span)?;
-                if self.eat(&Tok::Star) {
-                    let d = self.affine_dim(num_dims)?;
-                    e.add_term(d, c)
-                } else {
-                    e.add_constant(c)
-                }
-            }
-            Tok::Ident(_) => {
-                let d = self.affine_dim(num_dims)?;
-                let mut c = sign;
-                if self.eat(&Tok::Star) {
-                    match self.peek().clone() {
-                        Tok::Int(k) => {
-                            let span = self.bump().span;
-                            c = self.int_value(sign < 0, k, span)?;
-                        }
-                        _ => return Err(self.unexpected("an integer coefficient")),
-                    }
-                }
-                e.add_term(d, c)
-            }
-            _ => return Err(self.unexpected("an affine term (`dN`, `c*dN` or an integer)")),
-        };
-        if !ok {
-            return Err(err(
-                "strata::parse::invalid_number",
-                "affine coefficients do not fit in 64 bits",
-                start.join(self.prev_span()),
-                "overflows",
-            ));
-        }
-        Ok(())
     }
 
     // ---- types ----

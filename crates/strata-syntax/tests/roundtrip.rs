@@ -126,6 +126,16 @@ fn affine_map(g: &mut Gen, dims: u32) -> AffineMap {
                 e.add_term(g.range(0, dims as i64 - 1) as u32, g.pick(&[-3, -1, 1, 2, i64::MIN, i64::MAX]));
             }
             e.constant = g.range(-4, 4);
+            // Semi-affine terms: `(…) floordiv k`, `(…) mod k`, nested once at most.
+            for _ in 0..g.below(3) {
+                let mut inner = AffineExpr::dim(g.range(0, dims as i64 - 1) as u32);
+                inner.add_constant(g.range(-3, 3));
+                if g.flip() {
+                    inner = inner.quotient(QuotientOp::Mod, g.range(1, 9));
+                }
+                let op = if g.flip() { QuotientOp::FloorDiv } else { QuotientOp::Mod };
+                e.add_quotient(Quotient { inner: Box::new(inner), op, by: g.range(1, 64) }, g.pick(&[-2, -1, 1, 3]));
+            }
             e
         })
         .collect();
@@ -197,6 +207,7 @@ fn gen_op(g: &mut Gen, vals: &[Value], funcs: &[Handle<Function>], ring: Handle<
                 shape: u64s(g, 0, 3),
                 out_map: affine_map(g, d),
                 maps,
+                padding: g.flip().then(|| literal(g, 1)),
             }
         }
         21 => Op::DotGeneral {

@@ -193,7 +193,7 @@ pub(super) fn write_op(f: &mut fmt::Formatter<'_>, module: &Module, func: &Funct
         Op::MapReduce { func, args, init, subscripts } => {
             c.function(*func).values(args).init(init).kw("einsum", format!("\"{subscripts}\""));
         }
-        Op::MapReduceAff { func, args, init, domain, outputs, shape, out_map, maps } => {
+        Op::MapReduceAff { func, args, init, domain, outputs, shape, out_map, maps, padding } => {
             c.function(*func)
                 .values(args)
                 .init(init)
@@ -202,6 +202,9 @@ pub(super) fn write_op(f: &mut fmt::Formatter<'_>, module: &Module, func: &Funct
                 .kw("shape", list(shape))
                 .kw("out_map", out_map)
                 .kw("maps", list(maps));
+            if let Some(p) = padding {
+                c.kw("padding", p);
+            }
         }
         Op::DotGeneral { lhs, rhs, ring, lhs_contract, rhs_contract, lhs_batch, rhs_batch } => {
             c.value(*lhs)

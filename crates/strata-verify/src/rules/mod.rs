@@ -40,8 +40,8 @@ pub(crate) fn infer(cx: &mut Cx, op: &Op, declared: Handle<Type>) -> RuleResult 
         Op::AddDim { arg, dim, interval } => domain::add_dim(cx, *arg, dim, *interval),
         Op::DropDim { arg, dim } => domain::drop_dim(cx, *arg, dim),
         Op::MapReduce { func, args, init, subscripts } => structured::map_reduce(cx, *func, args, init, subscripts),
-        Op::MapReduceAff { func, args, init, domain, outputs, shape, out_map, maps } => {
-            structured::map_reduce_aff(cx, *func, args, init, domain, *outputs, shape, out_map, maps)
+        Op::MapReduceAff { func, args, init, domain, outputs, shape, out_map, maps, padding } => {
+            structured::map_reduce_aff(cx, *func, args, init, domain, *outputs, shape, out_map, maps, padding.as_ref())
         }
         Op::DotGeneral { lhs, rhs, ring, lhs_contract, rhs_contract, lhs_batch, rhs_batch } => {
             structured::dot_general(cx, *lhs, *rhs, *ring, lhs_contract, rhs_contract, lhs_batch, rhs_batch)

@@ -150,9 +150,9 @@ pub(crate) fn map_reduce(cx: &mut Cx, func: Handle<Function>, args: &[Value], in
     Ok(result)
 }
 
-/// Checks an access map: its arity, and that every coordinate stays inside the tensor it
-/// indexes (`target`: the extents, `names`: the dimensions, `operand`: the input it reads, for
-/// the diagnostic's label).
+/// Checks an access map: its arity, and (if `in_bounds`) that every coordinate stays inside
+/// the tensor it indexes (`target`: the extents, `names`: the dimensions, `operand`: the input
+/// it reads, for the diagnostic's label).
 #[allow(clippy::too_many_arguments)]
 fn check_map(
     cx: &Cx,
@@ -164,6 +164,7 @@ fn check_map(
     target: &[u64],
     names: &[DimName],
     operand: Option<Value>,
+    in_bounds: bool,
 ) -> Res<()> {
     if m.num_dims as usize != dims || m.results.len() != results {
         return Err(cx.error(
@@ -176,7 +177,7 @@ fn check_map(
             "wrong arity",
         ));
     }
-    for (i, e) in m.results.iter().enumerate() {
+    for (i, e) in m.results.iter().enumerate().filter(|_| in_bounds) {
         if let Some((lo, hi)) = e.range(bounds) {
             if lo < 0 || hi >= target[i] as i128 {
                 let d = cx.error(
@@ -208,6 +209,7 @@ pub(crate) fn map_reduce_aff(
     shape: &[u64],
     out_map: &AffineMap,
     maps: &[AffineMap],
+    padding: Option<&strata_ir::Literal>,
 ) -> RuleResult {
     let (vs, placement) = views(cx, args)?;
     let ro = outputs as usize;
@@ -233,7 +235,7 @@ pub(crate) fn map_reduce_aff(
         ));
     }
     let out_names: Vec<DimName> = (0..shape.len()).map(DimName::positional).collect();
-    check_map(cx, "`out_map`", out_map, domain.len(), ro, domain, shape, &out_names, None)?;
+    check_map(cx, "`out_map`", out_map, domain.len(), ro, domain, shape, &out_names, None, true)?;
     if let Some(d) = out_map.results.iter().filter_map(|e| e.max_dim()).find(|&d| d as usize >= ro) {
         return Err(Box::new(
             cx.error(
@@ -248,7 +250,16 @@ pub(crate) fn map_reduce_aff(
         let extents: Vec<u64> = v.levels.iter().map(|l| l.interval.len()).collect();
         let names: Vec<DimName> = v.levels.iter().map(|l| l.name.clone()).collect();
         let what = format!("the map of `%{}`", cx.expr(arg).name);
-        check_map(cx, &what, m, domain.len(), v.rank(), domain, &extents, &names, Some(arg))?;
+        // With a padding value, reads outside the input are defined: they read it.
+        check_map(cx, &what, m, domain.len(), v.rank(), domain, &extents, &names, Some(arg), padding.is_none())?;
+        if let Some(p) = padding.filter(|p| !cx.literal_fits(p, v.element)) {
+            let d = cx.error(
+                "strata::verify::literal_type_mismatch",
+                format!("padding `{p}` is not a value of the element type `{}`", cx.show(v.element)),
+                "padding does not fit",
+            );
+            return Err(cx.with_operand(d, arg));
+        }
     }
     let levels: Vec<Level> =
         shape.iter().enumerate().map(|(i, &n)| Level::dense(DimName::positional(i), Interval::from_len(n))).collect();
