@@ -140,6 +140,23 @@ def nabla(strata, work, rng):
         expect(f"nabla.{field}", out[field], w)
 
 
+def vertical_indirection(strata, work, rng):
+    # Tables with an extra dimension (I): per-column K coordinates, numpy fancy indexing.
+    f = rng.standard_normal((8, 10))
+    kidx = rng.integers(0, 10, (8, 10, 1)).astype(np.int32)
+    got = run(strata, "stencil/vertical_indirection.strata", work, {"f": f, "kidx": kidx}, {"result": ".npy"}, entry="lookup")["result"]
+    rows = np.arange(8)[:, None]
+    expect("as_offset lookup (table over I, K, NB_K)", got, f[rows, kidx[:, :, 0]])
+    kn = rng.integers(-1, 10, (8, 10, 3)).astype(np.int32)
+    kn[0, :, :] = -1  # a column with every neighbor skipped
+    got = run(strata, "stencil/vertical_indirection.strata", work, {"f": f, "kn": kn}, {"result": ".npy"}, entry="gather_levels")["result"]
+    picked = f[np.arange(8)[:, None, None], np.maximum(kn, 0)]
+    expect("reduce over a per-column table with skips", got, np.where(kn >= 0, picked, 0.0).sum(axis=2))
+    inner = kidx[2:6]
+    got = run(strata, "stencil/vertical_indirection.strata", work, {"f": f, "kidx": inner}, {"result": ".npy"}, entry="lookup_inner")["result"]
+    expect("table over I[2:6] of a field over I[0:8]", got, f[np.arange(2, 6)[:, None], inner[:, :, 0]])
+
+
 def distributed_nabla(strata, work, rng):
     """The nabla with vertices and edges distributed: the rows each rank reads through the
     tables are planned from their entries at run time. Nothing is reassociated, so the result
@@ -495,6 +512,7 @@ CHECKS = {
     "laplacian": laplacian,
     "tridiagonal": tridiagonal,
     "nabla": nabla,
+    "vertical_indirection": vertical_indirection,
     "spmv_csr": spmv_csr,
     "sparse_dot": sparse_dot,
     "spgemm": spgemm,

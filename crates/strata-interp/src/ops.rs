@@ -214,7 +214,6 @@ fn gather_by_map(ty: &ValueType, t: &Tensor, map: &[Option<usize>]) -> Tensor {
 fn neighbors(cx: &OpCx, x: &Tensor, table: &Tensor, neighbor: Option<i64>) -> R<Tensor> {
     let tag = table.ty.levels.iter().find(|l| l.name.table_source().is_some()).expect("verified table");
     let src = tag.name.table_source().expect("tag");
-    let dst = table.ty.levels.iter().find(|l| l.name.table_source().is_none()).expect("verified table").name.clone();
     let nb = if neighbor.is_none() { Some(DimName::neighbor_counter(highest_counter(cx.ty))) } else { None };
     let src_interval = x.ty.levels.iter().find(|l| l.name == src).expect("verified source").interval;
     let n = cx.ty.len();
@@ -231,17 +230,10 @@ fn neighbors(cx: &OpCx, x: &Tensor, table: &Tensor, neighbor: Option<i64>) -> R<
             (None, Some(j)) => j,
             (None, None) => unreachable!(),
         };
-        let d = at(&dst).expect("destination");
-        let entry = offset_at(table, |name| {
-            if *name == dst {
-                Some(d)
-            } else if *name == tag.name {
-                Some(j)
-            } else {
-                None
-            }
-        })
-        .map(|o| (table.is_present(o), table.scalar_at(o).as_i128()));
+        // The table's other dimensions (its destination, and any extra it shares with the
+        // operand) are the result's: read the entry at the result's coordinates.
+        let entry = offset_at(table, |name| if *name == tag.name { Some(j) } else { at(name) })
+            .map(|o| (table.is_present(o), table.scalar_at(o).as_i128()));
         match entry {
             // -1 is the skip value; every other entry is a coordinate of the source interval
             // (negative ones included, for intervals that start below zero).
@@ -252,13 +244,25 @@ fn neighbors(cx: &OpCx, x: &Tensor, table: &Tensor, neighbor: Option<i64>) -> R<
             Some((true, t)) => {
                 let t = t as i64;
                 if t < src_interval.start || t >= src_interval.stop {
-                    failure = Some(cx.err(
-                        "strata::run::index_out_of_interval",
-                        format!(
-                            "neighbor table entry {t} at {dst}={d}, {}={j} is outside `{src}{src_interval}`",
-                            tag.name
+                    failure = Some(
+                        cx.err(
+                            "strata::run::index_out_of_interval",
+                            format!(
+                                "neighbor table entry {t} at {} is outside `{src}{src_interval}`",
+                                table
+                                    .ty
+                                    .levels
+                                    .iter()
+                                    .map(|l| format!(
+                                        "{}={}",
+                                        l.name,
+                                        if l.name == tag.name { j } else { at(&l.name).unwrap_or(0) }
+                                    ))
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            ),
                         ),
-                    ));
+                    );
                     return;
                 }
                 let o = offset_at(x, |name| if *name == src { Some(t) } else { at(name) }).expect("verified dims");

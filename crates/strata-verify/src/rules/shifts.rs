@@ -49,14 +49,18 @@ pub(crate) fn cartesian_shift(cx: &mut Cx, arg: Value, dim: &DimName, offset: i6
     Ok(cx.tensor(v.element, v.levels, v.placement))
 }
 
-/// The parts of a neighbor table `tensor<int, Dst[..], NB_Src[0:n]>`.
+/// The parts of a neighbor table `tensor<int, Dst[..], NB_Src[0:n]>`, or, with extra
+/// dimensions the shifted operand also has, `tensor<int, I[..], K[..], NB_K[0:n]>` (a table per
+/// column: GT4Py's `as_offset`), whose entries vary along them.
 struct Table {
     dst: Level,
     src: DimName,
     neighbors: Interval,
+    /// Dimensions shared with the operand (neither the destination nor the source).
+    extras: Vec<Level>,
 }
 
-fn table(cx: &Cx, t: Value) -> Result<Table, Box<strata_ir::Diagnostic>> {
+fn table(cx: &Cx, t: Value, arg: Value) -> Result<Table, Box<strata_ir::Diagnostic>> {
     let v = cx.need_tensor(t, "shift_init")?;
     if !cx.scalar_of(v.element).is_some_and(Scalar::is_integer) {
         let d = cx.error(
@@ -67,27 +71,41 @@ fn table(cx: &Cx, t: Value) -> Result<Table, Box<strata_ir::Diagnostic>> {
         return Err(cx.with_operand(d, t));
     }
     let tagged: Vec<&Level> = v.levels.iter().filter(|l| l.name.table_source().is_some()).collect();
+    let src = match tagged.as_slice() {
+        [one] => one.name.table_source(),
+        _ => None,
+    };
+    // With one more dimension, that is the destination. With several, the destination is the
+    // one the operand lacks (or its source itself, for an indirection along one dimension); the
+    // others are extras the operand shares.
+    let x = cx.view(arg);
     let others: Vec<&Level> = v.levels.iter().filter(|l| l.name.table_source().is_none()).collect();
-    if v.levels.len() != 2
-        || tagged.len() != 1
-        || others.len() != 1
-        || tagged[0].format != LevelFormat::Dense
-        || !matches!(others[0].format, LevelFormat::Dense | LevelFormat::Block)
-    {
+    let (dsts, extras): (Vec<&Level>, Vec<&Level>) = if others.len() == 1 {
+        (others, Vec::new())
+    } else {
+        others.into_iter().partition(|l| Some(&l.name) == src.as_ref() || x.level(&l.name).is_none())
+    };
+    let Some(src) = src.filter(|_| {
+        dsts.len() == 1
+            && tagged[0].format == LevelFormat::Dense
+            && matches!(dsts[0].format, LevelFormat::Dense | LevelFormat::Block)
+            && extras.iter().all(|l| l.format == LevelFormat::Dense)
+    }) else {
         let d = cx.error(
             "strata::verify::malformed_table",
-            "a neighbor table has one destination dimension (dense, or block on a team) and one dense `NB_<Src>` dimension",
+            "a neighbor table has one destination dimension (dense, or block on a team), one dense `NB_<Src>` dimension, and optionally dense dimensions the shifted operand shares",
             "not a neighbor table",
         );
         let d = cx.with_operand(d, t);
-        return Err(Box::new(
-            d.with_help("e.g. `tensor<i32, Edge[0:16167], NB_Vertex[0:2]>` maps edges to their vertices"),
-        ));
-    }
+        return Err(Box::new(d.with_help(
+            "e.g. `tensor<i32, Edge[0:16167], NB_Vertex[0:2]>` maps edges to their vertices; `tensor<i32, I[0:8], K[0:5], NB_K[0:1]>` gives a K coordinate per (I, K)",
+        )));
+    };
     Ok(Table {
-        dst: others[0].clone(),
-        src: tagged[0].name.table_source().expect("tagged"),
+        dst: dsts[0].clone(),
+        src,
         neighbors: tagged[0].interval,
+        extras: extras.into_iter().cloned().collect(),
     })
 }
 
@@ -116,11 +134,25 @@ fn shifted_levels(cx: &Cx, arg: Value, tbl: &Table) -> Result<View, Box<strata_i
     if block {
         v.levels[i].format = LevelFormat::Block;
     }
+    // Along an extra dimension the result exists where both the operand and the table do.
+    for e in &tbl.extras {
+        let l = v.levels.iter_mut().find(|l| l.name == e.name).expect("an extra is an operand dimension");
+        if l.format != LevelFormat::Dense {
+            let d = cx.error(
+                "strata::verify::format_not_supported",
+                format!("a table with the extra dimension `{}` needs it dense in the operand", e.name),
+                "not dense",
+            );
+            return Err(cx.with_operand(d, arg));
+        }
+        let start = l.interval.start.max(e.interval.start);
+        l.interval = Interval::new(start, l.interval.stop.min(e.interval.stop).max(start));
+    }
     Ok(v)
 }
 
 pub(crate) fn shift_init(cx: &mut Cx, arg: Value, t: Value) -> RuleResult {
-    let tbl = table(cx, t)?;
+    let tbl = table(cx, t, arg)?;
     crate::broadcast::common_placement(cx, &[arg, t], &[cx.view(arg), cx.view(t)])?;
     let mut v = shifted_levels(cx, arg, &tbl)?;
     let k = v.highest_neighbor_counter().map_or(0, |k| k + 1);
@@ -157,7 +189,7 @@ pub(crate) fn shift_apply(cx: &mut Cx, arg: Value, neighbor: i64) -> RuleResult 
 }
 
 pub(crate) fn unstructured_shift(cx: &mut Cx, arg: Value, t: Value, neighbor: i64) -> RuleResult {
-    let tbl = table(cx, t)?;
+    let tbl = table(cx, t, arg)?;
     crate::broadcast::common_placement(cx, &[arg, t], &[cx.view(arg), cx.view(t)])?;
     check_neighbor(cx, neighbor, tbl.neighbors, "the table's neighbor interval")?;
     let v = shifted_levels(cx, arg, &tbl)?;
