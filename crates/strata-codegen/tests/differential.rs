@@ -260,8 +260,46 @@ fn generate(rng: &mut Rng, id: usize) -> Program {
         vals.push(out);
         n += 1;
     }
-    let last = vals.last().expect("values").name.clone();
-    let rty = ty(vals.last().expect("values"));
+    let mut last = vals.last().expect("values").name.clone();
+    let mut rty = ty(vals.last().expect("values"));
+    let a = vals.last().expect("values").clone();
+    if rng.below(3) == 0 && !a.tuple && a.scalar != "bool" && !a.dims.is_empty() {
+        // A window over the last value with semi-affine reads (floordiv, mod) that may leave it:
+        // the padding value is read there.
+        let (w, r) = (rng.range(1, 4), a.dims.len());
+        let ext: Vec<i64> = a.dims.iter().map(|x| x.2 - x.1).collect();
+        let loops: Vec<String> = (0..=r).map(|k| format!("d{k}")).collect();
+        let coords: Vec<String> = (0..r)
+            .map(|k| match rng.below(4) {
+                0 => format!("d{k} + d{r} - {}", rng.range(0, w)),
+                1 => format!("(d{k} + {}) mod {}", rng.range(0, 7), ext[k]),
+                2 => format!("(2*d{k} + d{r}) floordiv 2"),
+                _ => format!("d{k} floordiv {} - d{r}", rng.range(1, 4)),
+            })
+            .collect();
+        let float = a.scalar == "f64";
+        let st = a.scalar;
+        let step = match rng.below(3) {
+            0 => "plus(%acc, %x)".to_string(),
+            1 => format!("plus(%acc, {})", if float { "1.0" } else { "1" }),
+            _ => "maximum(%acc, %x)".to_string(),
+        };
+        let _ = writeln!(helpers, "func @win{id}(%acc: {st}, %x: {st}) -> {st} {{\n  return {step}\n}}\n");
+        let (pad, init) = if float { ("-0.5", "0.25") } else { ("-7", "3") };
+        let shape: Vec<String> = ext.iter().map(|e| e.to_string()).collect();
+        let dims = format!("{}, {w}", shape.join(", "));
+        let _ = writeln!(
+            body,
+            "  %win = map_reduce_aff(@win{id}, %{last}, init = {init}, domain = [{dims}], outputs = {r}, shape = [{}], out_map = ({}) -> ({}), maps = [({}) -> ({})], padding = {pad})",
+            shape.join(", "),
+            loops.join(", "),
+            loops[..r].join(", "),
+            loops.join(", "),
+            coords.join(", ")
+        );
+        last = "win".to_string();
+        rty = format!("tensor<{}x{st}>", shape.join("x"));
+    }
     let entry = format!("g{id}");
     let text = format!("{helpers}func @{entry}({}) -> {rty} {{\n{body}  return %{last}\n}}\n", params.join(", "));
     Program { text, entry, tables }

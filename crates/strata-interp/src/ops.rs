@@ -244,10 +244,9 @@ fn neighbors(cx: &OpCx, x: &Tensor, table: &Tensor, neighbor: Option<i64>) -> R<
             Some((true, t)) => {
                 let t = t as i64;
                 if t < src_interval.start || t >= src_interval.stop {
-                    failure = Some(
-                        cx.err(
-                            "strata::run::index_out_of_interval",
-                            format!(
+                    failure = Some(cx.err(
+                        "strata::run::index_out_of_interval",
+                        format!(
                                 "neighbor table entry {t} at {} is outside `{src}{src_interval}`",
                                 table
                                     .ty
@@ -261,8 +260,7 @@ fn neighbors(cx: &OpCx, x: &Tensor, table: &Tensor, neighbor: Option<i64>) -> R<
                                     .collect::<Vec<_>>()
                                     .join(", ")
                             ),
-                        ),
-                    );
+                    ));
                     return;
                 }
                 let o = offset_at(x, |name| if *name == src { Some(t) } else { at(name) }).expect("verified dims");
