@@ -1,9 +1,11 @@
 //! `map_reduce_aff`'s access maps as index expressions: linear terms, `floordiv` and `mod`,
-//! and the in-bounds test and clamp that a padding value needs.
+//! and the in-bounds test, clamp and select that a padding value needs (`map_reduce_aff`'s and
+//! `pack`'s).
 
 use std::rc::Rc;
 
-use strata_ir::{AffineExpr, BinaryOp, QuotientOp, Scalar};
+use strata_ir::{AffineExpr, BinaryOp, Literal, QuotientOp, Scalar};
+use strata_runtime::Sv;
 
 use crate::sym::{add, bin, ix, mul, SExpr};
 
@@ -37,6 +39,13 @@ pub fn inside_and_clamped(rel: Rc<SExpr>, n: u64) -> (Rc<SExpr>, Rc<SExpr>) {
         Scalar::Bool,
     ));
     (inside, bin(BinaryOp::Maximum, bin(BinaryOp::Minimum, rel, ix(n - 1)), ix(0)))
+}
+
+/// `value` where `inside` holds, the padding literal elsewhere; `None` if the padding is no
+/// scalar of type `scalar` (tuple elements).
+pub fn padded(inside: Rc<SExpr>, value: Rc<SExpr>, pad: &Literal, scalar: Scalar) -> Option<Rc<SExpr>> {
+    let pad = Sv::from_literal(pad, scalar)?;
+    Some(Rc::new(SExpr::Select(inside, value, Rc::new(SExpr::Const(pad)))))
 }
 
 /// `a && b`, with `None` as true.

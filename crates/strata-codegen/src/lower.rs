@@ -1417,10 +1417,10 @@ impl<'m> Lowerer<'m> {
                 let x = self.rename_vars(&arg(a), &read.from, &read.to);
                 match (read.inside, padding, x) {
                     (None, _, x) => x,
-                    (Some(inside), Some(pad), Sym::Scalar(x)) => {
-                        let pad = Sv::from_literal(pad, s).expect("verified padding literal");
-                        Sym::Scalar(Rc::new(SExpr::Select(inside, x, Rc::new(SExpr::Const(pad)))))
-                    }
+                    (Some(inside), Some(pad), Sym::Scalar(x)) => Sym::Scalar(
+                        crate::affine::padded(inside, x, pad, s)
+                            .ok_or_else(|| self.unsupported_type("padded tiles of tuples", func))?,
+                    ),
                     _ => return Err(self.unsupported_type("padded tiles of tuples or tensors", func)),
                 }
             }
@@ -1559,9 +1559,10 @@ impl<'m> Lowerer<'m> {
                     elems.push(match (inside, padding) {
                         (Some(inside), Some(p)) => {
                             let s = self.element_scalar(func.exprs[*x].ty);
-                            let pad = Sv::from_literal(p, s)
-                                .ok_or_else(|| self.unsupported_type("padding of tuple elements", func))?;
-                            Sym::Scalar(Rc::new(SExpr::Select(inside, read.scalar(), Rc::new(SExpr::Const(pad)))))
+                            Sym::Scalar(
+                                crate::affine::padded(inside, read.scalar(), p, s)
+                                    .ok_or_else(|| self.unsupported_type("padding of tuple elements", func))?,
+                            )
                         }
                         _ => read,
                     });

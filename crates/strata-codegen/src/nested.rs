@@ -129,11 +129,9 @@ pub fn pack_read(
         let value = if n % b == 0 {
             offset
         } else {
+            // Offsets are never negative here: only the upper end needs the test.
             let here = Rc::new(SExpr::Binary(BinaryOp::Less, offset.clone(), ix(n as i64), Scalar::Index));
-            inside = Some(match inside {
-                None => here,
-                Some(c) => Rc::new(SExpr::Binary(BinaryOp::And, c, here, Scalar::Bool)),
-            });
+            inside = Some(crate::affine::and(inside, here));
             bin(BinaryOp::Minimum, offset, ix(n as i64 - 1))
         };
         to[d] = Coord::Computed { value, source: strata_ir::Interval::from_len(n), offset: levels[d].interval.start };

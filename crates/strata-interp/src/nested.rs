@@ -10,7 +10,7 @@ use crate::RunError;
 
 type R<T> = Result<T, RunError>;
 
-/// The tile sizes and the tile shape of a nested result or operand type.
+/// The tile type of a nested result or operand (its tensor element type).
 fn tile_type(element: &ElemType) -> &strata_runtime::ValueType {
     let ElemType::Tensor(t) = element else { unreachable!("verified nested type") };
     t
@@ -96,9 +96,8 @@ pub(crate) fn convert_nesting(cx: &OpCx, arg: Value) -> R<Tensor> {
     match &t.data {
         Data::Tensors(tiles) => {
             let n = tile_type(&t.ty.element).len();
-            let positions: Vec<usize> = (0..n * tiles.len()).collect();
-            let mut data = Data::zeros(&cx.ty.element, positions.len());
-            let mut present = vec![true; positions.len()];
+            let mut data = Data::zeros(&cx.ty.element, n * tiles.len());
+            let mut present = vec![true; n * tiles.len()];
             for (o, tile) in tiles.iter().enumerate() {
                 for i in 0..n {
                     data.set(o * n + i, tile.get(i));

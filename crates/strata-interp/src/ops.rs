@@ -244,22 +244,17 @@ fn neighbors(cx: &OpCx, x: &Tensor, table: &Tensor, neighbor: Option<i64>) -> R<
             Some((true, t)) => {
                 let t = t as i64;
                 if t < src_interval.start || t >= src_interval.stop {
+                    let place: Vec<String> = table
+                        .ty
+                        .levels
+                        .iter()
+                        .map(|l| {
+                            format!("{}={}", l.name, if l.name == tag.name { j } else { at(&l.name).unwrap_or(0) })
+                        })
+                        .collect();
                     failure = Some(cx.err(
                         "strata::run::index_out_of_interval",
-                        format!(
-                                "neighbor table entry {t} at {} is outside `{src}{src_interval}`",
-                                table
-                                    .ty
-                                    .levels
-                                    .iter()
-                                    .map(|l| format!(
-                                        "{}={}",
-                                        l.name,
-                                        if l.name == tag.name { j } else { at(&l.name).unwrap_or(0) }
-                                    ))
-                                    .collect::<Vec<_>>()
-                                    .join(", ")
-                            ),
+                        format!("neighbor table entry {t} at {} is outside `{src}{src_interval}`", place.join(", ")),
                     ));
                     return;
                 }

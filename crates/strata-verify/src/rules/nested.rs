@@ -135,19 +135,20 @@ pub(crate) fn unpack(cx: &mut Cx, arg: Value, layout: &PackLayout, shape: &[u64]
         position[d] = i;
     }
     let mut levels: Vec<Level> = position.iter().map(|&i| v.levels[i].clone()).collect();
-    for (d, l) in layout.tiled(v.rank()).into_iter().zip(&inner.levels) {
+    let tiled = layout.tiled(v.rank());
+    for (&d, l) in tiled.iter().zip(&inner.levels) {
         let o = &v.levels[position[d]];
         let n = cx.product([o.interval.len(), l.interval.len()], &format!("the unpacked extent of `{}`", o.name))?;
         levels[d] = Level::dense(o.name.clone(), Interval::from_len(n));
     }
     for (d, (l, &want)) in levels.iter_mut().zip(shape).enumerate() {
         let full = l.interval.len();
-        let tiled = layout.tiled(v.rank()).contains(&d);
-        if want > full || (!tiled && want != full) {
+        let is_tiled = tiled.contains(&d);
+        if want > full || (!is_tiled && want != full) {
             let d = cx.error(
                 "strata::verify::unpack_shape_mismatch",
                 format!("`shape` asks for extent {want} of `{}`, whose unpacked extent is {full}", l.name),
-                if tiled { "larger than the tiles" } else { "an untiled dimension keeps its extent" },
+                if is_tiled { "larger than the tiles" } else { "an untiled dimension keeps its extent" },
             );
             return Err(cx.with_operand(d, arg));
         }
