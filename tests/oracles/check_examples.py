@@ -69,21 +69,29 @@ def laplacian(strata, work, rng):
     expect("laplacian", out, lap_np(inp))
 
 
-def tridiagonal_check(strata, work, rng, example, shape=(3, 7, 5), axis=-1):
-    """Solves along `axis` (numpy's dense solver per system as the oracle)."""
-    a, c, d = (rng.standard_normal(shape) for _ in range(3))
-    b = 4.0 + rng.random(shape)
-    x = run(strata, example, work, {"a": a, "b": b, "c": c, "d": d}, {"x": ".npy"})["x"]
-    a, b, c, d = (np.moveaxis(v, axis, -1) for v in (a, b, c, d))
+def tridiagonal_check(strata, work, rng, example, shape=(3, 7, 5), axis=-1, entry=None, dtype=np.float64):
+    """Solves along `axis` (numpy's dense f64 solver per system as the oracle)."""
+    a, c, d = (rng.standard_normal(shape).astype(dtype) for _ in range(3))
+    b = (4.0 + rng.random(shape)).astype(dtype)
+    x = run(strata, example, work, {"a": a, "b": b, "c": c, "d": d}, {"x": ".npy"}, entry)["x"]
+    a, b, c, d = (np.moveaxis(v, axis, -1).astype(np.float64) for v in (a, b, c, d))
     want = np.empty(a.shape)
     for idx in np.ndindex(a.shape[:-1]):
         m = np.diag(b[idx]) + np.diag(a[idx][1:], -1) + np.diag(c[idx][:-1], 1)
         want[idx] = np.linalg.solve(m, d[idx])
-    expect(example, x, np.moveaxis(want, -1, axis))
+    want = np.moveaxis(want, -1, axis)
+    if dtype == np.float32:
+        close32(f"{example} @{entry}", x, want.astype(np.float32))
+    else:
+        expect(example, x, want)
 
 
 def tridiagonal(strata, work, rng):
-    tridiagonal_check(strata, work, rng, "stencil/tridiagonal.strata")
+    """The same generic steps in f64 and in f32."""
+    tridiagonal_check(strata, work, rng, "stencil/tridiagonal.strata", entry="solve_tridiag")
+    tridiagonal_check(
+        strata, work, rng, "stencil/tridiagonal.strata", shape=(4, 6), entry="solve_tridiag_f32", dtype=np.float32
+    )
 
 
 def distributed_stencils(strata, work, rng):

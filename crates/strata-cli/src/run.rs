@@ -50,16 +50,12 @@ pub fn split_assignment(s: &str) -> Result<(String, String), String> {
 /// The entry to run: `--entry NAME`, else the last program, else the last function.
 pub fn find_entry(module: &Module, name: Option<&str>) -> Result<Handle<Function>, String> {
     if let Some(n) = name {
-        let n = n.trim_start_matches('@');
-        return module.function_by_name(n).ok_or_else(|| {
-            let names: Vec<String> = module.functions.iter().map(|(_, f)| format!("@{}", f.name)).collect();
-            format!("no entry `@{n}`; the file defines {}", names.join(", "))
-        });
+        return module.entry_by_name(n);
     }
-    let last = |kind| module.functions.iter().rev().find(|(_, f)| f.kind == kind).map(|(h, _)| h);
+    let last = |kind| module.entries().filter(|(_, f)| f.kind == kind).last().map(|(h, _)| h);
     last(FunctionKind::Program)
         .or_else(|| last(FunctionKind::Func))
-        .ok_or_else(|| "the file defines no function or program".to_string())
+        .ok_or_else(|| "the file defines no function or program with typed parameters".to_string())
 }
 
 fn fill(ty: &ValueType, mut f: impl FnMut(Scalar) -> Sv) -> Result<Tensor, String> {
@@ -261,7 +257,7 @@ fn param_json(name: &str, type_text: &str, ty: &ValueType) -> String {
 pub fn signatures(module: &Module, types: &strata_ir::TypeArena, json: bool) -> String {
     let mut entries = Vec::new();
     let mut text = String::new();
-    for (_, f) in module.functions.iter() {
+    for (_, f) in module.entries() {
         let mut params = Vec::new();
         let mut results = Vec::new();
         let _ = writeln!(text, "{} @{}", if f.kind == FunctionKind::Program { "program" } else { "func" }, f.name);

@@ -36,6 +36,39 @@ impl Module {
         self.functions.iter().find(|(_, f)| f.name == name).map(|(h, _)| h)
     }
 
+    /// The functions and programs that can be run: neither generic nor instances of generic
+    /// ones, in source order.
+    pub fn entries(&self) -> impl Iterator<Item = (Handle<Function>, &Function)> {
+        self.items.iter().filter_map(|i| match *i {
+            Item::Function(h) if !self.functions[h].is_generic() && self.functions[h].instance_of.is_none() => {
+                Some((h, &self.functions[h]))
+            }
+            _ => None,
+        })
+    }
+
+    /// The entry named `name` (with or without its `@`); the error says why there is none.
+    pub fn entry_by_name(&self, name: &str) -> Result<Handle<Function>, String> {
+        let name = name.trim_start_matches('@');
+        match self.entries().find(|(_, f)| f.name == name) {
+            Some((h, _)) => Ok(h),
+            None if self.function_by_name(name).is_some() => Err(format!(
+                "`@{name}` is generic (a parameter's type is left out): it runs only where a typed function \
+                 or program calls it"
+            )),
+            None => {
+                let names: Vec<String> = self.entries().map(|(_, f)| format!("@{}", f.name)).collect();
+                Err(format!("no entry `@{name}`; the file defines {}", names.join(", ")))
+            }
+        }
+    }
+
+    /// The name a function is written with: an instance's generic original's.
+    pub fn source_name(&self, h: Handle<Function>) -> &str {
+        let f = &self.functions[h];
+        f.instance_of.map_or(&f.name, |g| &self.functions[g].name)
+    }
+
     /// The alias that names `ty`, if any (the first one declared).
     pub fn alias_of(&self, ty: Handle<Type>) -> Option<&TypeAlias> {
         self.aliases.iter().map(|(_, a)| a).find(|a| a.ty == ty)
@@ -106,6 +139,9 @@ pub struct Function {
     pub params: Vec<Value>,
     /// The result type of a `func`.
     pub result: Option<Handle<Type>>,
+    /// Whether the text left the result type out (`func @f(%x: T) {`): elaboration infers it
+    /// from the returned value and the printer leaves it out again.
+    pub result_inferred: bool,
     /// Every value: parameters first, then op results.
     pub exprs: Arena<Expr, Span>,
     /// The statements in order.
@@ -121,6 +157,18 @@ pub struct Function {
     /// Each has its own `Let` statement just before its user and a generated name (`_1`, …);
     /// the printer writes it back in place ([`Module::flattened`] writes it as a statement).
     pub inline: Vec<Value>,
+    /// For an instance of a generic function (made by `strata_verify::elaborate` at a call's
+    /// argument types): the generic function. The printer writes neither the instance nor its
+    /// name, only the generic original.
+    pub instance_of: Option<Handle<Function>>,
+}
+
+impl Function {
+    /// Whether some parameter's type is left out (`func @lap(%x) { … }`): the function is a
+    /// template, typed and verified per instance, at the argument types of each call.
+    pub fn is_generic(&self) -> bool {
+        self.params.iter().any(|p| self.untyped.contains(p))
+    }
 }
 
 /// A named, typed value.

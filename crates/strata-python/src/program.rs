@@ -34,10 +34,7 @@ pub fn compile(text: &str, name: &str) -> PyResult<Program> {
 
 impl Program {
     fn entry(&self, name: &str) -> PyResult<Handle<Function>> {
-        self.module.function_by_name(name.trim_start_matches('@')).ok_or_else(|| {
-            let names: Vec<String> = self.module.functions.iter().map(|(_, f)| f.name.clone()).collect();
-            ArgumentError::new_err(format!("no entry `{name}`; the module defines {}", names.join(", ")))
-        })
+        self.module.entry_by_name(name).map_err(ArgumentError::new_err)
     }
 
     fn param_type(&self, f: &Function, p: strata_ir::Value) -> ValueType {
@@ -82,7 +79,7 @@ impl Program {
 
     /// The names of the functions and programs, in source order.
     fn entries(&self) -> Vec<String> {
-        self.module.functions.iter().map(|(_, f)| f.name.clone()).collect()
+        self.module.entries().map(|(_, f)| f.name.clone()).collect()
     }
 
     /// Every entry's parameters and results as JSON (what `strata sig --json` prints).

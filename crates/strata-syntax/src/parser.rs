@@ -412,6 +412,17 @@ impl Parser {
                 Tok::Value(n) => (n, self.bump().span),
                 _ => return Err(self.unexpected("a parameter `%name`")),
             };
+            // A `func` parameter may leave its type out: the function is generic, typed per call.
+            if kind == FunctionKind::Func && matches!(self.peek(), Tok::Comma | Tok::RParen) {
+                let ty = self.placeholder_type();
+                let h = self.param(&mut exprs, &mut scope, pname, pspan, ty, ParamMode::In)?;
+                self.untyped.push(h);
+                params.push(h);
+                if !self.eat(&Tok::Comma) {
+                    break;
+                }
+                continue;
+            }
             self.expect(&Tok::Colon, "`:` and the parameter type")?;
             let mut mode = ParamMode::In;
             if matches!(self.peek(), Tok::Ident(k) if k == "out") {
@@ -430,17 +441,7 @@ impl Parser {
                 mode = ParamMode::Out;
             }
             let ty = self.parse_type()?;
-            if scope.values.contains_key(&pname) {
-                return Err(err(
-                    "strata::parse::duplicate_value",
-                    format!("parameter `%{pname}` is declared twice"),
-                    pspan,
-                    "second declaration",
-                ));
-            }
-            let h = exprs
-                .append(Expr { name: pname.clone(), ty, kind: ExprKind::Param(mode) }, pspan.join(self.prev_span()));
-            scope.values.insert(pname, h);
+            let h = self.param(&mut exprs, &mut scope, pname, pspan, ty, mode)?;
             params.push(h);
             if !self.eat(&Tok::Comma) {
                 break;
@@ -448,6 +449,7 @@ impl Parser {
         }
         self.expect(&Tok::RParen, "`,` or `)`")?;
         let mut result = None;
+        let mut result_inferred = false;
         if self.eat(&Tok::Arrow) {
             let rspan = self.prev_span();
             if kind == FunctionKind::Program {
@@ -463,7 +465,12 @@ impl Parser {
             }
             result = Some(self.parse_type()?);
         } else if kind == FunctionKind::Func {
-            return Err(self.unexpected("`->` and the result type"));
+            // Left out: inferred from the returned value.
+            if !matches!(self.peek(), Tok::LBrace) {
+                return Err(self.unexpected("`->` and the result type, or `{`"));
+            }
+            result = Some(self.placeholder_type());
+            result_inferred = true;
         }
         self.expect(&Tok::LBrace, "`{`")?;
         let header = kw.span.join(self.prev_span());
@@ -516,10 +523,45 @@ impl Parser {
             };
             exprs[v].name = fresh;
         }
-        let f = Function { name, kind, params, result, exprs, body, closing_comments, untyped, inline };
+        let f = Function {
+            name,
+            kind,
+            params,
+            result,
+            result_inferred,
+            exprs,
+            body,
+            closing_comments,
+            untyped,
+            inline,
+            instance_of: None,
+        };
         let h = self.module.functions.append(f, info);
         self.module.items.push(Item::Function(h));
         Ok(())
+    }
+
+    /// Declares parameter `%name` of type `ty`.
+    fn param(
+        &mut self,
+        exprs: &mut Arena<Expr, Span>,
+        scope: &mut FunctionScope,
+        name: String,
+        span: Span,
+        ty: Handle<Type>,
+        mode: ParamMode,
+    ) -> PResult<Value> {
+        if scope.values.contains_key(&name) {
+            return Err(err(
+                "strata::parse::duplicate_value",
+                format!("parameter `%{name}` is declared twice"),
+                span,
+                "second declaration",
+            ));
+        }
+        let h = exprs.append(Expr { name: name.clone(), ty, kind: ExprKind::Param(mode) }, span.join(self.prev_span()));
+        scope.values.insert(name, h);
+        Ok(h)
     }
 
     fn lookup_value(&self, scope: &FunctionScope, name: &str, span: Span) -> PResult<Value> {

@@ -284,6 +284,8 @@ fn helper(types: &mut TypeArena, name: &str, ty: Handle<Type>, arity: usize) -> 
         closing_comments: vec![],
         untyped: vec![],
         inline: vec![],
+        result_inferred: false,
+        instance_of: None,
     }
 }
 
@@ -347,6 +349,8 @@ fn gen_module(seed: u64) -> Module {
         closing_comments: vec![" end".into()],
         untyped: vec![],
         inline: vec![],
+        result_inferred: false,
+        instance_of: None,
     };
     let h = m.functions.append(f, SourceInfo::default());
     m.items.push(Item::Function(h));

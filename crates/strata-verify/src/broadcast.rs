@@ -79,10 +79,10 @@ pub(crate) fn broadcast(
                     let mut inter = r.interval.intersect(l.interval);
                     // A rank's local program (specializing) may compute nothing where its
                     // operands' rows do not meet: an empty interval, not an error.
-                    if inter.is_empty() && cx.spec.is_some() {
+                    if inter.is_empty() && cx.specializing() {
                         inter = strata_ir::Interval::new(inter.start, inter.start);
                     }
-                    if inter.is_empty() && !r.interval.is_empty() && !l.interval.is_empty() && cx.spec.is_none() {
+                    if inter.is_empty() && !r.interval.is_empty() && !l.interval.is_empty() && !cx.specializing() {
                         let d = cx.error(
                             "strata::verify::disjoint_intervals",
                             format!(

@@ -58,6 +58,13 @@ pub(crate) struct Cx<'m> {
 pub(crate) type RuleResult = Result<Handle<Type>, Box<Diagnostic>>;
 
 impl<'m> Cx<'m> {
+    /// Whether an entry is being specialized at other parameter types (a rank's local
+    /// program): every statement is inferred again, and any function used at other types is
+    /// instantiated.
+    pub fn specializing(&self) -> bool {
+        self.spec.as_deref().is_some_and(|s| s.mode == crate::specialize::Retype::All)
+    }
+
     pub fn ty(&self, v: Value) -> Handle<Type> {
         self.expr_types[v.index()]
     }

@@ -13,14 +13,25 @@
 //! by name), the parameter's type in a `call`, a splat over the other operands in a `map`,
 //! `index` for `get`/`set` indices, the result or output type after `return` or `<-`.
 //!
+//! A `func` may leave its result type out (`func @f(%x: T) {`): it is the returned value's.
+//!
+//! A `func` that leaves a parameter's type out (`func @lap(%x) { … }`) is *generic*: it is not
+//! typed by itself but instantiated at the argument types of each call (or, as a payload, at
+//! the element types the operation applies it to; as a ring's `add`/`mul`, at the ring's
+//! element type). Each instance is a typed copy appended to the module (`instance_of` names
+//! the generic function, which the printer writes instead) and verified like any function; an
+//! error inside it names the use that instantiated it. A generic function nothing uses is
+//! never typed.
+//!
 //! Preserves: everything but the `untyped` values' types (the list itself stays, so the
-//! printer leaves them out again).
+//! printer leaves them out again), the inferred results, and the function references
+//! retargeted to instances.
 
 use strata_entity::Handle;
-use strata_ir::{Diagnostic, ExprKind, Function, Item, Module, Op, Scalar, Statement, Type, Value};
+use strata_ir::{Diagnostic, ExprKind, Function, Item, Module, Op, Scalar, Type, Value};
 
 use crate::context::Cx;
-use crate::rules::infer;
+use crate::specialize::{retype, Retype, Specializer};
 
 /// Parses `source` and elaborates it: the front door for text whose statements may leave out
 /// their types (`strata_syntax::parse` alone keeps the placeholders, for `strata fmt`).
@@ -33,14 +44,15 @@ pub fn parse(source: &str) -> Result<Module, Vec<Diagnostic>> {
     Ok(m)
 }
 
-/// Fills in the types of every function's `untyped` values (see the module docs).
+/// Fills in the types of every function's `untyped` values and inferred results, and
+/// instantiates generic functions at their uses (see the module docs).
 ///
 /// # Errors
 /// A statement whose type cannot be inferred (its operands do not type, or the operation needs
 /// a declared type): the verifier's diagnostic, located at the statement. Later statements of
 /// the same function are not elaborated then.
 pub fn elaborate(module: &mut Module) -> Result<(), Vec<Diagnostic>> {
-    if module.functions.iter().all(|(_, f)| f.untyped.is_empty()) {
+    if module.functions.iter().all(|(_, f)| f.untyped.is_empty() && !f.result_inferred) {
         return Ok(());
     }
     let handle_errors = crate::validate_handles(module);
@@ -48,75 +60,54 @@ pub fn elaborate(module: &mut Module) -> Result<(), Vec<Diagnostic>> {
         return Err(handle_errors);
     }
     let mut errors = Vec::new();
+    let mut types = module.types.clone();
+    let mut sp = Specializer::new(module, Retype::Untyped);
     let functions: Vec<_> =
         module.items.iter().filter_map(|i| if let Item::Function(h) = i { Some(*h) } else { None }).collect();
     for h in functions {
-        if module.functions[h].untyped.is_empty() {
+        // A generic function is typed per instance, at its uses.
+        if module.functions[h].is_generic() {
             continue;
         }
-        let func = module.functions[h].clone();
-        let mut types = module.types.clone();
-        let inferred = {
-            let expr_types = func.exprs.iter().map(|(_, e)| e.ty).collect();
-            let span = module.functions.meta(h).span;
-            let mut cx =
-                Cx { module, types: &mut types, func: &func, expr_types, span, errors: &mut errors, spec: None };
-            let mut inferred = Vec::new();
-            for (_, stmt) in func.body.iter() {
-                // A literal returned or assigned takes the whole result's or output's type.
-                let whole = match stmt {
-                    Statement::Return(v) => func.result.map(|t| (*v, t)),
-                    Statement::Assign { target, domain: None, value } => Some((*value, func.exprs[*target].ty)),
-                    _ => None,
-                };
-                if let Some((v, t)) = whole.filter(|(v, _)| is_literal_operand(&func, *v)) {
-                    cx.expr_types[v.index()] = t;
-                    inferred.push((v, t));
-                }
-                let Statement::Let(v) = stmt else { continue };
-                let ExprKind::Op(op) = &func.exprs[*v].kind else { continue };
-                if is_literal_operand(&func, *v) {
-                    // Typed by its user, below.
-                    continue;
-                }
-                if let Err(d) = type_literal_operands(&mut cx, op, &mut inferred) {
-                    cx.errors.push(*d);
-                    break;
-                }
-                if !func.untyped.contains(v) {
-                    continue;
-                }
-                cx.span = *func.exprs.meta(*v);
-                if let Some(name) = declared_op(op) {
-                    cx.errors.push(
-                        Diagnostic::new(
-                            "strata::verify::type_required",
-                            format!("`{name}` declares its result type: write `: type` after it"),
-                            cx.span,
-                            "type left out",
-                        )
-                        .with_help("only the types the verifier infers may be left out"),
-                    );
-                    break;
-                }
-                match infer(&mut cx, op, func.exprs[*v].ty) {
-                    Ok(t) => {
-                        cx.expr_types[v.index()] = t;
-                        inferred.push((*v, t));
-                    }
-                    Err(d) => {
-                        cx.errors.push(*d);
-                        break;
-                    }
-                }
-            }
-            inferred
-        };
-        module.types = types;
-        for (v, t) in inferred {
-            module.functions[h].exprs[v].ty = t;
+        match retype(module, &mut types, &mut sp, h, None) {
+            Ok(f) => module.functions[h] = f,
+            Err(d) => errors.push(*d),
         }
     }
+    // A generic `add` or `mul` of a ring is instantiated at the ring's element type.
+    let rings: Vec<_> = module.rings.handles().collect();
+    for r in rings {
+        let ring = &module.rings[r];
+        let t = types.insert(Type::Scalar(ring.element));
+        let span = module.rings.meta(r).span;
+        for (role, f) in [(0, ring.add), (1, ring.mul)] {
+            if !module.functions[f].is_generic() {
+                continue;
+            }
+            let mut cx = Cx {
+                module: &*module,
+                types: &mut types,
+                func: &module.functions[f],
+                expr_types: Vec::new(),
+                span,
+                errors: &mut errors,
+                spec: Some(&mut sp),
+            };
+            if let Err(d) = crate::specialize::instantiate(&mut cx, f, vec![t, t], Some(t)) {
+                cx.errors.push(*d);
+                continue;
+            }
+            let made = sp.replaced_last().expect("instantiated");
+            let ring = &mut module.rings[r];
+            if role == 0 {
+                ring.add = made;
+            } else {
+                ring.mul = made;
+            }
+        }
+    }
+    module.types = types;
+    sp.append_to(module);
     if errors.is_empty() {
         Ok(())
     } else {
@@ -124,12 +115,9 @@ pub fn elaborate(module: &mut Module) -> Result<(), Vec<Diagnostic>> {
     }
 }
 
-/// Types the literal operands of `op` (see [`literal_type`]), in `cx` and in `inferred`.
-fn type_literal_operands(
-    cx: &mut Cx,
-    op: &Op,
-    inferred: &mut Vec<(Value, Handle<Type>)>,
-) -> Result<(), Box<Diagnostic>> {
+/// The types of the literal operands of `op` (see [`literal_type`]).
+pub(crate) fn type_literal_operands(cx: &mut Cx, op: &Op) -> Result<Vec<(Value, Handle<Type>)>, Box<Diagnostic>> {
+    let mut typed = Vec::new();
     for (position, lit) in op.operands().into_iter().enumerate() {
         if !is_literal_operand(cx.func, lit) {
             continue;
@@ -137,13 +125,13 @@ fn type_literal_operands(
         cx.span = *cx.func.exprs.meta(lit);
         let t = literal_type(cx, op, position)?;
         cx.expr_types[lit.index()] = t;
-        inferred.push((lit, t));
+        typed.push((lit, t));
     }
-    Ok(())
+    Ok(typed)
 }
 
 /// A literal written as an operand (`multiplies(%a, 2.0)`): a `constant` its user types.
-fn is_literal_operand(func: &Function, v: Value) -> bool {
+pub(crate) fn is_literal_operand(func: &Function, v: Value) -> bool {
     func.inline.contains(&v)
         && func.untyped.contains(&v)
         && matches!(func.exprs[v].kind, ExprKind::Op(Op::Constant { .. }))
@@ -158,7 +146,8 @@ fn literal_type(cx: &mut Cx, op: &Op, position: usize) -> Result<Handle<Type>, B
     match op {
         Op::Call { func: f, args: _ } => {
             let callee = &cx.module.functions[*f];
-            if let Some(&p) = callee.params.get(position) {
+            // A generic parameter takes the type of the other operands' elements.
+            if let Some(&p) = callee.params.get(position).filter(|p| !callee.untyped.contains(p)) {
                 return Ok(callee.exprs[p].ty);
             }
         }
@@ -170,7 +159,7 @@ fn literal_type(cx: &mut Cx, op: &Op, position: usize) -> Result<Handle<Type>, B
             let callee = &cx.module.functions[*f];
             let peer = args.iter().find(|a| !is_literal_operand(func, **a));
             if let (Some(&p), Some(&peer)) = (callee.params.get(position), peer) {
-                let element = callee.exprs[p].ty;
+                let element = if callee.untyped.contains(&p) { cx.element(peer) } else { callee.exprs[p].ty };
                 let view = cx.view(peer);
                 return Ok(cx.tensor(element, view.levels, view.placement));
             }
@@ -200,17 +189,5 @@ fn index_count(op: &Op) -> usize {
     match op {
         Op::Get { arg: _, indices } | Op::Set { arg: _, indices, value: _ } => indices.len(),
         _ => 0,
-    }
-}
-
-/// The name of an operation whose result type is declared, not inferred.
-fn declared_op(op: &Op) -> Option<&'static str> {
-    match op {
-        Op::Constant { .. }
-        | Op::Convert { .. }
-        | Op::Coordinates { .. }
-        | Op::Nonzeros { .. }
-        | Op::Assemble { .. } => Some(op.name()),
-        _ => None,
     }
 }

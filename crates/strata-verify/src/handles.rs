@@ -1,10 +1,13 @@
-//! Handle validation: every reference points at an existing, earlier entity. Parsed modules
-//! satisfy this by construction; modules built by passes are checked here before anything else
-//! indexes them.
+//! Handle validation: every reference points at an existing entity, a value at an earlier one,
+//! and no function calls itself, directly or through others. Parsed modules satisfy this by
+//! construction (a function only refers to earlier ones); modules built by passes — whose
+//! instances of generic functions come after their users — are checked here before anything
+//! else indexes them.
 
-use strata_ir::{Diagnostic, ExprKind, Item, Module, RingRef, Statement};
+use strata_entity::Handle;
+use strata_ir::{Diagnostic, ExprKind, Function, Item, Module, RingRef, Statement};
 
-/// Returns one diagnostic per dangling or forward reference.
+/// Returns one diagnostic per dangling or forward reference, and per recursive function.
 pub fn validate_handles(module: &Module) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let bad = |what: String| {
@@ -33,7 +36,7 @@ pub fn validate_handles(module: &Module) -> Vec<Diagnostic> {
             }
         }
     }
-    for (fh, f) in module.functions.iter() {
+    for (_, f) in module.functions.iter() {
         if f.result.is_some_and(|r| module.types.try_get(r).is_none()) {
             out.push(bad(format!("`@{}` has a missing result type", f.name)));
         }
@@ -48,8 +51,8 @@ pub fn validate_handles(module: &Module) -> Vec<Diagnostic> {
                 }
             }
             for callee in op.functions() {
-                if callee >= fh {
-                    out.push(bad(format!("`%{}` in `@{}` refers to a function defined after it", expr.name, f.name)));
+                if module.functions.try_get(callee).is_none() {
+                    out.push(bad(format!("`%{}` in `@{}` refers to a missing function", expr.name, f.name)));
                 }
             }
             let rings = match op {
@@ -79,5 +82,50 @@ pub fn validate_handles(module: &Module) -> Vec<Diagnostic> {
             }
         }
     }
+    if out.is_empty() {
+        out.extend(recursive(module).map(|name| bad(format!("`@{name}` calls itself, directly or through others"))));
+    }
     out
+}
+
+/// The name of a function on a cycle of calls, if any (depth-first search over the call graph).
+fn recursive(module: &Module) -> Option<String> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        New,
+        Open,
+        Done,
+    }
+    let callees = |h: Handle<Function>| -> Vec<Handle<Function>> {
+        let f = &module.functions[h];
+        f.exprs
+            .iter()
+            .filter_map(|(_, e)| if let ExprKind::Op(op) = &e.kind { Some(op.functions()) } else { None })
+            .flatten()
+            .collect()
+    };
+    let mut mark = vec![Mark::New; module.functions.len()];
+    for root in module.functions.handles() {
+        if mark[root.index()] != Mark::New {
+            continue;
+        }
+        // Each frame: a function and the callees still to visit.
+        let mut stack = vec![(root, callees(root))];
+        mark[root.index()] = Mark::Open;
+        while let Some((h, rest)) = stack.last_mut() {
+            match rest.pop() {
+                Some(c) if mark[c.index()] == Mark::Open => return Some(module.functions[c].name.clone()),
+                Some(c) if mark[c.index()] == Mark::New => {
+                    mark[c.index()] = Mark::Open;
+                    stack.push((c, callees(c)));
+                }
+                Some(_) => {}
+                None => {
+                    mark[h.index()] = Mark::Done;
+                    stack.pop();
+                }
+            }
+        }
+    }
+    None
 }

@@ -25,6 +25,8 @@ fn module_with(op_of: impl FnOnce(Value) -> Op) -> Module {
         closing_comments: vec![],
         untyped: vec![],
         inline: vec![],
+        result_inferred: false,
+        instance_of: None,
     };
     let h = m.functions.append(f, SourceInfo::default());
     m.items.push(Item::Function(h));
@@ -43,7 +45,15 @@ fn forward_and_dangling_operands_are_reported() {
 fn dangling_function_is_reported() {
     let m = module_with(|_| Op::Call { func: Handle::from_index(3), args: vec![] });
     let errs = strata_verify::verify(&m).expect_err("dangling function");
-    assert!(errs[0].message.contains("refers to a function defined after it"), "{}", errs[0].message);
+    assert!(errs[0].message.contains("refers to a missing function"), "{}", errs[0].message);
+}
+
+#[test]
+fn recursion_is_reported() {
+    // `@f` (function 0) calls itself.
+    let m = module_with(|_| Op::Call { func: Handle::from_index(0), args: vec![] });
+    let errs = strata_verify::verify(&m).expect_err("recursive function");
+    assert!(errs[0].message.contains("`@f` calls itself"), "{}", errs[0].message);
 }
 
 #[test]

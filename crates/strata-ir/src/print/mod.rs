@@ -20,9 +20,16 @@ pub use types::{is_identifier, TypeDisplay};
 
 impl fmt::Display for Module {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, item) in self.items.iter().enumerate() {
+        // An instance of a generic function is the generic one, written once.
+        let items: Vec<Item> = self
+            .items
+            .iter()
+            .copied()
+            .filter(|i| !matches!(i, Item::Function(h) if self.functions[*h].instance_of.is_some()))
+            .collect();
+        for (i, item) in items.iter().enumerate() {
             // Items are separated by a blank line, except a run of aliases written together.
-            let alias_run = match (i.checked_sub(1).map(|p| self.items[p]), *item) {
+            let alias_run = match (i.checked_sub(1).map(|p| items[p]), *item) {
                 (Some(Item::Alias(_)), Item::Alias(h)) => {
                     self.aliases.meta(h).leading.first().is_none_or(|c| c != "\n")
                 }
@@ -47,7 +54,11 @@ impl fmt::Display for Module {
                     write!(
                         f,
                         "ring @{}<{}>(zero = {}, add = @{}, mul = @{})",
-                        r.name, r.element, r.zero, self.functions[r.add].name, self.functions[r.mul].name
+                        r.name,
+                        r.element,
+                        r.zero,
+                        self.source_name(r.add),
+                        self.source_name(r.mul)
                     )?;
                     write_trailing(f, info)?;
                 }
@@ -55,7 +66,7 @@ impl fmt::Display for Module {
             }
         }
         if !self.trailing_comments.is_empty() {
-            if !self.items.is_empty() {
+            if !items.is_empty() {
                 f.write_str("\n")?;
             }
             for c in &self.trailing_comments {
@@ -85,10 +96,14 @@ impl Module {
                 ExprKind::Param(ParamMode::Out) => "out ",
                 _ => "",
             };
-            write!(f, "%{}: {mode}{}", e.name, TypeDisplay::new(self, e.ty))?;
+            if func.untyped.contains(&p) {
+                write!(f, "%{}", e.name)?;
+            } else {
+                write!(f, "%{}: {mode}{}", e.name, TypeDisplay::new(self, e.ty))?;
+            }
         }
         f.write_str(")")?;
-        if let Some(r) = func.result {
+        if let Some(r) = func.result.filter(|_| !func.result_inferred) {
             write!(f, " -> {}", TypeDisplay::new(self, r))?;
         }
         f.write_str(" {")?;
@@ -148,7 +163,12 @@ impl Module {
         let mut m = self.flattened();
         let handles: Vec<_> = m.functions.handles().collect();
         for h in handles {
-            m.functions[h].untyped.clear();
+            // A generic function has no types to write: its instances have them.
+            let f = &mut m.functions[h];
+            if !f.is_generic() {
+                f.untyped.clear();
+                f.result_inferred = false;
+            }
         }
         m
     }
@@ -168,8 +188,13 @@ impl Module {
                 .copied()
                 .filter(|v| matches!(f.exprs[*v].kind, ExprKind::Op(crate::Op::Constant { .. })))
                 .collect();
-            f.untyped.retain(|v| !literals.contains(v));
-            f.inline.clear();
+            if f.is_generic() {
+                // Its literals have no type until an instance gives them one: they stay in place.
+                f.inline.retain(|v| literals.contains(v));
+            } else {
+                f.untyped.retain(|v| !literals.contains(v));
+                f.inline.clear();
+            }
         }
         m
     }

@@ -33,7 +33,7 @@ impl<'a> Call<'a> {
     }
 
     fn function(&mut self, h: strata_entity::Handle<Function>) -> &mut Self {
-        let name = self.module.functions.try_get(h).map_or("<invalid>", |f| f.name.as_str());
+        let name = if self.module.functions.try_get(h).is_some() { self.module.source_name(h) } else { "<invalid>" };
         self.parts.push(format!("@{name}"));
         self
     }

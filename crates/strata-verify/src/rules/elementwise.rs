@@ -190,11 +190,9 @@ pub(crate) fn check_call(cx: &mut Cx, func: Handle<Function>, args: &[Value]) ->
         ));
     }
     let (params, result) = signature(cx.module, func);
-    if params.len() == args.len() && cx.spec.is_some() {
-        let arg_types: Vec<_> = args.iter().map(|&a| cx.ty(a)).collect();
-        if arg_types != params {
-            return crate::specialize::instantiate(cx, func, arg_types, None);
-        }
+    let arg_types: Vec<_> = args.iter().map(|&a| cx.ty(a)).collect();
+    if params.len() == args.len() && crate::specialize::instantiates(cx, func, &arg_types) {
+        return crate::specialize::instantiate(cx, func, arg_types, None);
     }
     if params.len() != args.len() {
         return Err(cx.error(
@@ -222,14 +220,15 @@ pub(crate) fn check_call(cx: &mut Cx, func: Handle<Function>, args: &[Value]) ->
     Ok(result.expect("a func has a result type"))
 }
 
-/// Checks that function `func` has exactly the parameter and result types `expected`.
+/// Checks that function `func` has exactly the parameter and result types `expected`; returns
+/// its result type (a generic function's is its instance's).
 pub(crate) fn check_signature(
     cx: &mut Cx,
     op: &str,
     func: Handle<Function>,
     expected_params: &[Handle<Type>],
     expected_result: Option<Handle<Type>>,
-) -> Result<(), Box<strata_ir::Diagnostic>> {
+) -> RuleResult {
     let f = &cx.module.functions[func];
     if f.kind == FunctionKind::Program {
         return Err(cx.error(
@@ -240,8 +239,10 @@ pub(crate) fn check_signature(
     }
     let (params, result) = signature(cx.module, func);
     let result_ok = expected_result.is_none_or(|r| result == Some(r));
-    if cx.spec.is_some() && params.len() == expected_params.len() && (params != expected_params || !result_ok) {
-        return crate::specialize::instantiate(cx, func, expected_params.to_vec(), expected_result).map(|_| ());
+    let generic = f.is_generic();
+    let all = cx.specializing();
+    if params.len() == expected_params.len() && (generic || (all && (params != expected_params || !result_ok))) {
+        return crate::specialize::instantiate(cx, func, expected_params.to_vec(), expected_result);
     }
     let show_list = |cx: &Cx, ts: &[Handle<Type>]| ts.iter().map(|&t| cx.show(t)).collect::<Vec<_>>().join(", ");
     if params != expected_params || !result_ok {
@@ -262,5 +263,61 @@ pub(crate) fn check_signature(
             .with_label(span, "defined here"),
         ));
     }
-    Ok(())
+    Ok(result.expect("a func has a result type"))
+}
+
+/// The accumulator element type of payload `func` of `op`: its result type, or for a generic
+/// payload the initial value's — an `init` tensor's element type, or the literal's type with
+/// each number taking the type of the operands' elements `peer` (a float literal a float
+/// element's, an integer literal a numeric one's; `f64` / `i64` otherwise; next to tuple
+/// elements, a number takes the first field's type).
+pub(crate) fn accumulator(
+    cx: &mut Cx,
+    op: &str,
+    func: Handle<Function>,
+    init: &strata_ir::Init,
+    peer: Handle<Type>,
+) -> RuleResult {
+    let f = &cx.module.functions[func];
+    if f.kind == FunctionKind::Program {
+        return Err(cx.error(
+            "strata::verify::call_program",
+            format!("`{op}` needs a function, `@{}` is a program", f.name),
+            "used here",
+        ));
+    }
+    if !f.is_generic() {
+        return Ok(f.result.expect("a func has a result type"));
+    }
+    Ok(match init {
+        strata_ir::Init::Value(v) => cx.element(*v),
+        strata_ir::Init::Literal(l) => literal_like(cx, l, peer),
+    })
+}
+
+/// The type of literal `l` next to elements of type `peer` (see [`accumulator`]).
+fn literal_like(cx: &mut Cx, l: &strata_ir::Literal, peer: Handle<Type>) -> Handle<Type> {
+    use strata_ir::Literal;
+    // A number next to tuple elements takes the first field's type.
+    let mut leaf = peer;
+    while let Type::Tuple(fs) = &cx.types[leaf] {
+        match fs.first() {
+            Some(&f) => leaf = f,
+            None => break,
+        }
+    }
+    let scalar = cx.scalar_of(leaf);
+    match l {
+        Literal::Tuple(ls) => {
+            let peers = match &cx.types[peer] {
+                Type::Tuple(ps) if ps.len() == ls.len() => ps.clone(),
+                _ => vec![peer; ls.len()],
+            };
+            let fields = ls.iter().zip(peers).map(|(l, p)| literal_like(cx, l, p)).collect();
+            cx.intern(Type::Tuple(fields))
+        }
+        Literal::Bool(_) => cx.scalar(Scalar::Bool),
+        Literal::Int(_) => cx.scalar(scalar.filter(|s| s.is_numeric()).unwrap_or(Scalar::I64)),
+        Literal::Float(_) => cx.scalar(scalar.filter(|s| s.is_float()).unwrap_or(Scalar::F64)),
+    }
 }

@@ -171,7 +171,7 @@ pub(crate) fn convert(cx: &mut Cx, arg: Value, mode: Mode, declared: Handle<Type
     let v = cx.view(arg);
     let mut to = cx.view_of_type(declared);
     let mut declared = declared;
-    if cx.spec.is_some() && to.is_tensor {
+    if cx.specializing() && to.is_tensor {
         // Specialized at other intervals (a rank's local program): the declared storage at the
         // operand's intervals and placement, `block` levels local (dense) where the operand's are.
         let mut levels = to.levels.clone();

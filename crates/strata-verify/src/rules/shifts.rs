@@ -6,7 +6,7 @@ use strata_ir::{DimName, Function, Init, Interval, Level, LevelFormat, Literal, 
 
 use crate::broadcast::{broadcast, SparseMerge};
 use crate::context::{Cx, RuleResult, View};
-use crate::rules::elementwise::check_signature;
+use crate::rules::elementwise::{accumulator, check_signature};
 
 pub(crate) fn unknown_dim(cx: &Cx, v: Value, dim: &DimName, op: &str) -> Box<strata_ir::Diagnostic> {
     let d = cx.error(
@@ -213,24 +213,13 @@ fn check_init(cx: &Cx, init: &Literal, elem: Handle<Type>) -> Result<(), Box<str
     Ok(())
 }
 
-fn result_element(cx: &Cx, func: Handle<Function>, op: &str) -> Result<Handle<Type>, Box<strata_ir::Diagnostic>> {
-    let f = &cx.module.functions[func];
-    match f.result {
-        Some(r) => Ok(strata_ir::element_of(cx.types, r)),
-        None => Err(cx.error(
-            "strata::verify::call_program",
-            format!("`{op}` needs a function, `@{}` is a program", f.name),
-            "used here",
-        )),
-    }
-}
-
 /// Whether the payload of a `reduce` or `scan` is written over elements (its state parameter
 /// is the element type `element`) rather than over whole cross-sections (`state`): it is then
 /// applied at every point of the cross-section, as `map_reduce`'s payloads are.
+/// A generic payload is always applied over elements.
 fn takes_elements(cx: &Cx, func: Handle<Function>, element: Handle<Type>, state: Handle<Type>) -> bool {
     let f = &cx.module.functions[func];
-    element != state && f.params.first().is_some_and(|&p| f.exprs[p].ty == element)
+    f.is_generic() || (element != state && f.params.first().is_some_and(|&p| f.exprs[p].ty == element))
 }
 
 pub(crate) fn reduce(cx: &mut Cx, func: Handle<Function>, args: &[Value], init: &Literal) -> RuleResult {
@@ -251,7 +240,9 @@ pub(crate) fn reduce(cx: &mut Cx, func: Handle<Function>, args: &[Value], init: 
     let nb = DimName::neighbor_counter(k);
     let (levels, placement, _) = broadcast(cx, args, SparseMerge::Union)?;
     let reduced: Vec<Level> = levels.into_iter().filter(|l| l.name != nb).collect();
-    let tr = result_element(cx, func, "reduce")?;
+    let peer = views[0].element;
+    let acc = accumulator(cx, "reduce", func, &Init::Literal(init.clone()), peer)?;
+    let tr = strata_ir::element_of(cx.types, acc);
     check_init(cx, init, tr)?;
     let result = cx.tensor(tr, reduced, placement.clone());
     if takes_elements(cx, func, tr, result) {
@@ -291,7 +282,9 @@ pub(crate) fn scan(cx: &mut Cx, func: Handle<Function>, args: &[Value], dim: &Di
             "not dense, ragged or block",
         ));
     }
-    let tr = result_element(cx, func, "scan")?;
+    let peer = cx.element(args[0]);
+    let acc = accumulator(cx, "scan", func, init, peer)?;
+    let tr = strata_ir::element_of(cx.types, acc);
     let column: Vec<Level> = levels.iter().filter(|l| &l.name != dim).cloned().collect();
     let state = cx.tensor(tr, column, placement.clone());
     match init {

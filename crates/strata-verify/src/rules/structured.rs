@@ -13,7 +13,7 @@ use strata_ir::{
 
 use crate::broadcast::common_placement;
 use crate::context::{renumber, Cx, RuleResult, View};
-use crate::rules::elementwise::check_signature;
+use crate::rules::elementwise::{accumulator, check_signature};
 
 type Res<T> = Result<T, Box<strata_ir::Diagnostic>>;
 
@@ -43,18 +43,6 @@ fn finish_levels(cx: &Cx, levels: Vec<Level>) -> Res<Vec<Level>> {
 
 fn dense_result(levels: &[Level]) -> Vec<Level> {
     levels.iter().map(|l| Level::dense(l.name.clone(), l.interval)).collect()
-}
-
-/// The accumulator element type of a payload function.
-fn payload_result(cx: &Cx, func: Handle<Function>, op: &str) -> Res<Handle<Type>> {
-    let f = &cx.module.functions[func];
-    f.result.ok_or_else(|| {
-        cx.error(
-            "strata::verify::call_program",
-            format!("`{op}` needs a function, `@{}` is a program", f.name),
-            "used here",
-        )
-    })
 }
 
 fn check_init(cx: &Cx, init: &Init, to: Handle<Type>, result: Handle<Type>) -> Res<()> {
@@ -141,7 +129,8 @@ pub(crate) fn map_reduce(cx: &mut Cx, func: Handle<Function>, args: &[Value], in
         levels.push(Level { format, ..Level::dense(l.name.clone(), l.interval) });
     }
     let levels = finish_levels(cx, levels)?;
-    let to = payload_result(cx, func, "map_reduce")?;
+    let peer = vs.first().map_or_else(|| cx.scalar(strata_ir::Scalar::F64), |v| v.element);
+    let to = accumulator(cx, "map_reduce", func, init, peer)?;
     let mut params = vec![to];
     params.extend(vs.iter().map(|v| v.element));
     check_signature(cx, "map_reduce", func, &params, Some(to))?;
@@ -263,7 +252,8 @@ pub(crate) fn map_reduce_aff(
     }
     let levels: Vec<Level> =
         shape.iter().enumerate().map(|(i, &n)| Level::dense(DimName::positional(i), Interval::from_len(n))).collect();
-    let to = payload_result(cx, func, "map_reduce_aff")?;
+    let peer = vs.first().map_or_else(|| cx.scalar(strata_ir::Scalar::F64), |v| v.element);
+    let to = accumulator(cx, "map_reduce_aff", func, init, peer)?;
     let mut params = vec![to];
     params.extend(vs.iter().map(|v| v.element));
     check_signature(cx, "map_reduce_aff", func, &params, Some(to))?;
@@ -484,9 +474,8 @@ pub(crate) fn map(cx: &mut Cx, kind: MapKind, func: Handle<Function>, args: &[Va
             return Err(cx.with_operand(cx.with_operand(d, args[0]), args[k]));
         }
     }
-    let out = payload_result(cx, func, kind.keyword())?;
     let params: Vec<Handle<Type>> = vs.iter().map(|v| v.element).collect();
-    check_signature(cx, kind.keyword(), func, &params, None)?;
+    let out = check_signature(cx, kind.keyword(), func, &params, None)?;
     Ok(cx.tensor_or_element(vs[0].is_tensor, out, vs[0].levels.clone(), placement))
 }
 
