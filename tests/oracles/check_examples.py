@@ -435,6 +435,16 @@ def convolution(strata, work, rng):
     expect("floordiv / mod of negative operands (Python's // and %)", got, x5[(i - 3) // 2 + 2] + x5[(i - 3) % 5])
 
 
+def divmod_results(strata, work, rng):
+    """A function with two results, called and run as an entry (`result.0`, `result.1`)."""
+    a = rng.standard_normal((6, 4)) * 10
+    b = rng.random(4) + 0.5
+    out = run(strata, "structured/divmod.strata", work, {"a": a, "b": b}, {"result.0": ".npy", "result.1": ".npy"})
+    q = np.floor(a / b)
+    expect("divmod quotient", out["result.0"], q)
+    expect("divmod remainder / divisor", out["result.1"], (a - q * b) / b)
+
+
 def structured(strata, work, rng):
     a, b = rng.standard_normal((8, 64, 32)), rng.standard_normal((8, 32, 16))
     out = run(strata, "structured/dot_product.strata", work, {"a": a, "b": b}, {"result": ".npy"}, entry="batched_matmul")
@@ -519,6 +529,7 @@ def distributed(strata, work, rng):
 CHECKS = {
     "laplacian": laplacian,
     "tridiagonal": tridiagonal,
+    "divmod": divmod_results,
     "nabla": nabla,
     "vertical_indirection": vertical_indirection,
     "spmv_csr": spmv_csr,

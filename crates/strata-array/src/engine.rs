@@ -96,7 +96,7 @@ fn prepare(text: &str) -> Result<Rc<Compiled>> {
     let module = strata_syntax::parse(text).map_err(internal)?;
     let info = strata_verify::verify(&module).map_err(internal)?;
     let entry = module.function_by_name("main").expect("the traced program defines @main");
-    let result = module.functions[entry].result.expect("@main returns");
+    let result = module.functions[entry].result().expect("@main returns");
     let result_ty = ValueType::from_ir(&info.types, result);
     let c = Rc::new(Compiled {
         module,

@@ -201,7 +201,7 @@ impl job::Rank for FrontEndRank<'_> {
             Some(Ok((program, lib))) => {
                 let f = &module.functions[entry];
                 let names: Vec<String> = f.params.iter().map(|&p| f.exprs[p].name.clone()).collect();
-                let result_ty = f.result.map(|r| ValueType::from_ir(types, r));
+                let result_ty = f.result().map(|r| ValueType::from_ir(types, r));
                 let threads = strata_dist::comm::threads_per_rank();
                 let values =
                     strata_codegen::exec::run_threads(&program, &lib, args, &names, result_ty.as_ref(), threads)

@@ -345,7 +345,7 @@ pub fn cmd_run(file: &Path, opts: &RunOptions) -> i32 {
             Err(m) => return usage(&mut stderr, format!("--out {m}")),
         }
     }
-    let entry = match run::find_entry(&module, opts.entry.as_deref()) {
+    let (module, entry) = match run::runnable_entry(&module, opts.entry.as_deref()) {
         Ok(e) => e,
         Err(m) => return usage(&mut stderr, m),
     };
@@ -467,7 +467,7 @@ pub(crate) fn run_native(
         timings.allocating_s.push(t.elapsed().as_secs_f64());
     }
     let names: Vec<String> = f.params.iter().map(|&p| f.exprs[p].name.clone()).collect();
-    let result_ty = f.result.map(|r| strata_runtime::ValueType::from_ir(types, r));
+    let result_ty = f.result().map(|r| strata_runtime::ValueType::from_ir(types, r));
     Ok((buffers.into_values(&program, args, &names, result_ty.as_ref()), timings))
 }
 
@@ -489,7 +489,7 @@ pub fn cmd_lower(file: &Path, entry: Option<&str>, to: &str, ranks: usize) -> i3
             return 1;
         }
     };
-    let entry = match run::find_entry(&module, entry) {
+    let (module, entry) = match run::runnable_entry(&module, entry) {
         Ok(e) => e,
         Err(m) => {
             eprintln!("error: {m}");

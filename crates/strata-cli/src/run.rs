@@ -58,6 +58,13 @@ pub fn find_entry(module: &Module, name: Option<&str>) -> Result<Handle<Function
         .ok_or_else(|| "the file defines no function or program with typed parameters".to_string())
 }
 
+/// [`find_entry`], with an entry of several results as the program writing them
+/// ([`strata_verify::results_as_outputs`]): the module and entry every backend runs.
+pub fn runnable_entry(module: &Module, name: Option<&str>) -> Result<(Module, Handle<Function>), String> {
+    let entry = find_entry(module, name)?;
+    Ok(strata_verify::results_as_outputs(module, entry))
+}
+
 fn fill(ty: &ValueType, mut f: impl FnMut(Scalar) -> Sv) -> Result<Tensor, String> {
     let mut t = Tensor::zeros(ty);
     fn fill_data(d: &mut Data, f: &mut dyn FnMut(Scalar) -> Sv) -> Result<(), String> {
@@ -282,8 +289,10 @@ pub fn signatures(module: &Module, types: &strata_ir::TypeArena, json: bool) -> 
             let out = e.kind == ExprKind::Param(ParamMode::Out);
             show(&e.name, e.ty, out, &mut params, &mut results);
         }
-        if let Some(r) = f.result {
-            show("result", r, true, &mut params, &mut results);
+        let several = f.results.len() > 1;
+        for (i, &r) in f.results.iter().enumerate() {
+            let name = if several { format!("result.{i}") } else { "result".to_string() };
+            show(&name, r, true, &mut params, &mut results);
         }
         entries.push(format!(
             "{{\"name\": {}, \"kind\": {}, \"params\": [{}], \"results\": [{}]}}",

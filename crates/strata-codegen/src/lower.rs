@@ -279,8 +279,13 @@ impl<'m> Lowerer<'m> {
         strata_ir::element_scalar(self.types, ty).unwrap_or(Scalar::Bool)
     }
 
-    /// Inlines `func` applied to `args`.
+    /// Inlines `func` applied to `args` (its first result: a payload's only one).
     fn inline(&mut self, fh: Handle<Function>, args: Vec<Sym>) -> Result<Sym, LowerError> {
+        self.inline_result(fh, args, 0)
+    }
+
+    /// Inlines `func` applied to `args`; its result `which`.
+    fn inline_result(&mut self, fh: Handle<Function>, args: Vec<Sym>, which: usize) -> Result<Sym, LowerError> {
         let func = &self.module.functions[fh];
         let mut env: Vec<Option<Sym>> = vec![None; func.exprs.len()];
         for (&p, a) in func.params.iter().zip(args) {
@@ -292,7 +297,7 @@ impl<'m> Lowerer<'m> {
                     let s = self.op(func, &env, *v)?;
                     env[v.index()] = Some(s);
                 }
-                Statement::Return(v) => return Ok(env[v.index()].clone().expect("defined")),
+                Statement::Return(vs) => return Ok(env[vs[which].index()].clone().expect("defined")),
                 Statement::Assign { .. } => {
                     return Err(LowerError::Unsupported { op: "assignment".into(), func: func.name.clone() })
                 }
@@ -876,7 +881,7 @@ impl<'m> Lowerer<'m> {
         let callee = &self.module.functions[fh];
         let types = self.types;
         let param_types: Vec<Handle<Type>> = callee.params.iter().map(|p| callee.exprs[*p].ty).collect();
-        let result_type = callee.result;
+        let result_type = callee.result();
         if param_types.iter().chain(&result_type).all(|&t| split(types, t).0.is_empty()) {
             return self.inline(fh, args);
         }
@@ -1028,9 +1033,9 @@ impl<'m> Lowerer<'m> {
                 Sym::Tuple(fs) => fs[*index as usize].clone(),
                 Sym::Scalar(_) => return Err(unsupported()),
             },
-            Op::Call { func: f, args } => {
+            Op::Call { func: f, args, result } => {
                 let args = args.iter().map(arg).collect();
-                self.inline(*f, args)?
+                self.inline_result(*f, args, *result as usize)?
             }
             Op::CartesianShift { arg: a, dim, offset } => arg(a).map(&mut |x| shift(x, dim, *offset)),
             Op::ShiftInit { arg: a, table } | Op::UnstructuredShift { arg: a, table, .. } => {
@@ -1691,8 +1696,15 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
                     stores,
                 ));
             }
-            Statement::Return(v) => {
-                let rty = func.result.expect("func");
+            Statement::Return(vs) => {
+                // An entry with several results runs as a program writing them
+                // (`strata_verify::results_as_outputs`).
+                let (Some(rty), [v]) = (func.result(), vs.as_slice()) else {
+                    return Err(LowerError::Unsupported {
+                        op: "an entry with several results (run it through `strata_verify::results_as_outputs`)".into(),
+                        func: func.name.clone(),
+                    });
+                };
                 if let Some(k) = l.compressed_return(func, rty, env[v.index()].clone().expect("defined"))? {
                     l.kernels.push(k);
                     continue;

@@ -23,7 +23,7 @@ fn run(index: i64) -> Result<Vec<(String, Tensor)>, exec::ExecError> {
     let interp = strata_interp::Interpreter::new(&module, &info.types);
     let ty = interp.value_type(module.functions[h].exprs[f.params[0]].ty);
     let arg = Tensor { ty, data: Data::Scalars(Column::I64(vec![index])), present: None };
-    let result_ty = interp.value_type(f.result.unwrap());
+    let result_ty = interp.value_type(f.result().unwrap());
     exec::run(&program, &lib, &[arg], &["i".to_string()], Some(&result_ty))
 }
 

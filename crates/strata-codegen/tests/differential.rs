@@ -392,7 +392,7 @@ fn thousand_random_programs_native_equals_interpreter() {
             let want = interp.run(h, args.clone()).unwrap_or_else(|e| panic!("interpreter: {e}\n{}", p.text));
             let lib = compile::Loaded::open_symbol(so, &symbol).expect("loads");
             let names: Vec<String> = f.params.iter().map(|&q| f.exprs[q].name.clone()).collect();
-            let rty = ValueType::from_ir(&info.types, f.result.expect("func"));
+            let rty = ValueType::from_ir(&info.types, f.result().expect("func"));
             let got = exec::run_threads(kp, &lib, &args, &names, Some(&rty), 1)
                 .unwrap_or_else(|e| panic!("native: {e}\n{}", p.text));
             let (Data::Scalars(w), Data::Scalars(g)) = (&want.values[0].1.data, &got[0].1.data) else {

@@ -115,7 +115,7 @@ fn native_examples_equal_the_interpreter() {
                 let want = interp.run(h, args.clone());
                 let exact = emit_c::bit_exact(&program);
                 let names: Vec<String> = f.params.iter().map(|&q| f.exprs[q].name.clone()).collect();
-                let rty = f.result.map(|r| ValueType::from_ir(&info.types, r));
+                let rty = f.result().map(|r| ValueType::from_ir(&info.types, r));
                 // One thread and two threads: each point is computed by one thread, so the bits
                 // do not depend on the thread count.
                 for threads in [1, 2] {

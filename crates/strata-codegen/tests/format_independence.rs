@@ -358,7 +358,7 @@ fn a_thousand_random_programs_compute_the_same_values_in_every_format() {
                 .map(|(m, ty)| tensor(ty, m, data.nj))
                 .collect();
             let names: Vec<String> = f.params.iter().map(|&q| f.exprs[q].name.clone()).collect();
-            let rty = ValueType::from_ir(&info.types, f.result.expect("func"));
+            let rty = ValueType::from_ir(&info.types, f.result().expect("func"));
             let want =
                 interp.run(entries[k], args.clone()).unwrap_or_else(|e| panic!("interpreter: {e:?}\n{}", texts[k]));
             let lib = compile::Loaded::open_symbol(&sos[k / 400], &format!("entry_{k}")).expect("loads");

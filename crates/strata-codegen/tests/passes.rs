@@ -72,6 +72,6 @@ fn a_column_reduction_inside_a_row_fold_is_computed_once_per_column() {
     let x =
         Tensor { ty, data: Data::Scalars(Column::F64((0..48).map(|v| (v * v % 17) as f64).collect())), present: None };
     let want = interp.run(h, vec![x.clone()]).unwrap().values;
-    let got = exec::run(&p, &lib, &[x], &["x".to_string()], Some(&interp.value_type(f.result.unwrap()))).unwrap();
+    let got = exec::run(&p, &lib, &[x], &["x".to_string()], Some(&interp.value_type(f.result().unwrap()))).unwrap();
     assert_eq!(got[0].1.data, want[0].1.data);
 }

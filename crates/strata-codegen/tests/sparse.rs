@@ -97,7 +97,7 @@ fn sparse_programs_native_equal_the_interpreter() {
         let lib = compile::Loaded::open(&so).expect("loads");
         let exact = emit_c::bit_exact(&program);
         let names: Vec<String> = f.params.iter().map(|&q| f.exprs[q].name.clone()).collect();
-        let rty = f.result.map(|r| ValueType::from_ir(&info.types, r));
+        let rty = f.result().map(|r| ValueType::from_ir(&info.types, r));
         let sparse_result = rty.as_ref().is_some_and(|t| t.levels.iter().any(|l| !l.format.is_dense_like()));
         let mut rng = XorShift::new(7);
         for density in [0.0, 0.1, 0.5, 1.0] {
@@ -161,7 +161,7 @@ fn a_ragged_row_with_a_gap_is_an_error_not_a_wrong_answer() {
     let mut x = Tensor::zeros(&ty);
     // Row 0 stores columns 0 and 2 but not 1: not a run.
     x.present = Some(vec![true, false, true, true, true, false]);
-    let rty = f.result.map(|r| ValueType::from_ir(&info.types, r));
+    let rty = f.result().map(|r| ValueType::from_ir(&info.types, r));
     let e = exec::run(&program, &lib, &[x], &["x".into()], rty.as_ref()).unwrap_err();
     assert!(e.to_string().contains("`%x` has absent elements inside a ragged row"), "{e}");
 }

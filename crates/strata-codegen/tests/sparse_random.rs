@@ -188,7 +188,7 @@ fn random_sparse_programs_native_equals_interpreter() {
         let f = &module.functions[h];
         let lib = compile::Loaded::open_symbol(&sos[n / unit], &format!("entry_{n}")).expect("loads");
         let names: Vec<String> = f.params.iter().map(|&q| f.exprs[q].name.clone()).collect();
-        let rty = ValueType::from_ir(&info.types, f.result.expect("func"));
+        let rty = ValueType::from_ir(&info.types, f.result().expect("func"));
         let exact = emit_c::bit_exact(kp);
         sets += usize::from(kp.kernels.iter().any(|k| !k.sets.is_empty()));
         for density in [0.0, 0.3, 1.0] {

@@ -230,7 +230,7 @@ fn random_programs_with_sparse_results_compute_the_dense_values() {
                 tensor(&types[2], &md, ['I', 'J'], nj),
             ];
             let names: Vec<String> = f.params.iter().map(|&q| f.exprs[q].name.clone()).collect();
-            let rty = ValueType::from_ir(&info.types, f.result.expect("func"));
+            let rty = ValueType::from_ir(&info.types, f.result().expect("func"));
             let want =
                 interp.run(entries[k], args.clone()).unwrap_or_else(|e| panic!("interpreter: {e:?}\n{}", texts[k]));
             let lib = compile::Loaded::open_symbol(&sos[k / CHUNK], &format!("entry_{k}")).expect("loads");

@@ -562,7 +562,7 @@ impl<T: Tables> Analysis<'_, T> {
                     give(*arg, &to_arg);
                     give(*table, &to_table);
                 }
-                Op::Call { func, args } => {
+                Op::Call { func, args, result } => {
                     for (p, a) in self.module.functions[*func].params.iter().zip(args) {
                         if let Some(&i) = self.bound.get(&(fh, *a)) {
                             self.bound.insert((*func, *p), i);
@@ -571,8 +571,9 @@ impl<T: Tables> Analysis<'_, T> {
                     let callee = &self.module.functions[*func];
                     let mut seeds = HashMap::new();
                     for (_, s) in callee.body.iter() {
-                        if let Statement::Return(r) = s {
-                            seeds.insert(*r, n.clone());
+                        // What this value needs, the callee's result it is needs.
+                        if let Statement::Return(rs) = s {
+                            seeds.insert(rs[*result as usize], n.clone());
                         }
                     }
                     let params = self.function(*func, seeds)?;
@@ -712,7 +713,7 @@ impl<T: Tables> Analysis<'_, T> {
 fn partial_of(module: &Module, types: &TypeArena, entry: Handle<Function>, ranks: usize) -> Option<Partial> {
     let f = &module.functions[entry];
     let value = f.body.iter().find_map(|(_, s)| match s {
-        Statement::Return(v) => Some(*v),
+        Statement::Return(vs) if vs.len() == 1 => Some(vs[0]),
         _ => None,
     })?;
     if let ExprKind::Op(op @ Op::Scan { args, forward, .. }) = &f.exprs[value].kind {
@@ -807,12 +808,14 @@ fn rank_needs<T: Tables>(
                     merge(seeds.entry(v).or_default(), &Need::from([(dim, T::R::of(owned))]));
                 }
             }
-            Statement::Return(v) => {
-                let need = match block_level(types, f.exprs[*v].ty) {
-                    Some((_, dim, iv)) => Need::from([(dim.clone(), T::R::of(a.owned(iv)))]),
-                    None => Need::new(),
-                };
-                seeds.insert(*v, need);
+            Statement::Return(vs) => {
+                for v in vs {
+                    let need = match block_level(types, f.exprs[*v].ty) {
+                        Some((_, dim, iv)) => Need::from([(dim.clone(), T::R::of(a.owned(iv)))]),
+                        None => Need::new(),
+                    };
+                    seeds.insert(*v, need);
+                }
             }
             Statement::Let(_) => {}
         }
@@ -1039,7 +1042,7 @@ fn partial_on(f: &mut Function, p: &Partial, rank: usize) {
             for &v in &added {
                 body.append(Statement::Let(v), meta.clone());
             }
-            body.append(Statement::Return(partial), meta);
+            body.append(Statement::Return(vec![partial]), meta);
         } else {
             body.append(stmt.clone(), meta);
         }

@@ -112,7 +112,7 @@ pub fn folding_op(module: &Module, func: Handle<Function>, scalar: Scalar) -> Op
     let f = &module.functions[func];
     let acc = *f.params.first()?;
     let ret = f.body.iter().find_map(|(_, s)| match s {
-        Statement::Return(r) => Some(*r),
+        Statement::Return(r) if r.len() == 1 => Some(r[0]),
         _ => None,
     })?;
     let ExprKind::Op(Op::Binary { op, lhs, rhs }) = &f.exprs[ret].kind else { return None };
@@ -191,7 +191,7 @@ fn collective_points(module: &Module, types: &TypeArena, entry: Handle<Function>
 fn gathers(f: &Function, types: &TypeArena, v: Value) -> bool {
     let ExprKind::Op(Op::Collect { arg }) = &f.exprs[v].kind else { return false };
     let read = f.exprs.iter().any(|(_, e)| matches!(&e.kind, ExprKind::Op(op) if op.operands().contains(&v)));
-    let returned = f.body.iter().any(|(_, s)| matches!(s, Statement::Return(r) if *r == v));
+    let returned = f.body.iter().any(|(_, s)| matches!(s, Statement::Return(r) if r.contains(&v)));
     crate::plan::block_level(types, f.exprs[*arg].ty).is_some() && (read || returned)
 }
 
@@ -199,9 +199,10 @@ fn gathers(f: &Function, types: &TypeArena, v: Value) -> bool {
 pub(crate) fn result_values(f: &Function) -> Vec<Value> {
     f.body
         .iter()
-        .filter_map(|(_, s)| match s {
-            Statement::Let(_) => None,
-            Statement::Assign { value, .. } | Statement::Return(value) => Some(*value),
+        .flat_map(|(_, s)| match s {
+            Statement::Let(_) => Vec::new(),
+            Statement::Assign { value, .. } => vec![*value],
+            Statement::Return(values) => values.clone(),
         })
         .collect()
 }
@@ -300,10 +301,10 @@ pub fn split(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
         }
         if let Some(returned) = returned {
             let anchor = f.body.iter().last().map(|(s, _)| f.body.meta(s).clone()).expect("a body");
-            body.append(Statement::Return(returned), anchor);
+            body.append(Statement::Return(vec![returned]), anchor);
             g.kind = FunctionKind::Func;
             g.params.retain(|p| g.exprs[*p].kind != ExprKind::Param(ParamMode::Out));
-            g.result = Some(f.exprs[returned].ty);
+            g.results = vec![f.exprs[returned].ty];
         }
         g.body = body;
         let meta = module.functions.meta(entry).clone();

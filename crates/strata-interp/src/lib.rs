@@ -78,9 +78,9 @@ impl<'m> Interpreter<'m> {
         let f = &self.module.functions[entry];
         let mut args = args;
         args.iter_mut().for_each(strata_runtime::storage::canonical_fill);
-        let (env, result) = self.call_env(entry, args)?;
+        let (env, results) = self.call_env(entry, args)?;
         let values = match f.kind {
-            FunctionKind::Func => vec![("result".to_string(), result.expect("a func returns"))],
+            FunctionKind::Func => results_named(results),
             FunctionKind::Program => f
                 .params
                 .iter()
@@ -91,17 +91,27 @@ impl<'m> Interpreter<'m> {
         Ok(Outcome { values })
     }
 
-    /// Calls a function and returns its result.
+    /// Calls a function and returns its result (its first, for a payload).
     pub(crate) fn call(&self, func: Handle<Function>, args: Vec<Tensor>) -> Result<Tensor, RunError> {
-        let (_, result) = self.call_env(func, args)?;
-        Ok(result.expect("verified funcs return"))
+        self.call_result(func, args, 0)
+    }
+
+    /// Calls a function and returns its result `which`.
+    pub(crate) fn call_result(
+        &self,
+        func: Handle<Function>,
+        args: Vec<Tensor>,
+        which: usize,
+    ) -> Result<Tensor, RunError> {
+        let (_, mut results) = self.call_env(func, args)?;
+        Ok(results.swap_remove(which))
     }
 
     fn call_env(
         &self,
         func: Handle<Function>,
         args: Vec<Tensor>,
-    ) -> Result<(Vec<Option<Tensor>>, Option<Tensor>), RunError> {
+    ) -> Result<(Vec<Option<Tensor>>, Vec<Tensor>), RunError> {
         let f = &self.module.functions[func];
         let mut env: Vec<Option<Tensor>> = vec![None; f.exprs.len()];
         for (&p, a) in f.params.iter().zip(args) {
@@ -128,9 +138,22 @@ impl<'m> Interpreter<'m> {
                         span: *span,
                     })?;
                 }
-                Statement::Return(v) => return Ok((env.clone(), env[v.index()].clone())),
+                Statement::Return(vs) => {
+                    let results = vs.iter().map(|v| env[v.index()].clone().expect("defined before use")).collect();
+                    return Ok((env, results));
+                }
             }
         }
-        Ok((env, None))
+        Ok((env, Vec::new()))
     }
+}
+
+/// A function's results as outputs: `result`, or `result.0`, `result.1`, … for several.
+pub fn results_named(results: Vec<Tensor>) -> Vec<(String, Tensor)> {
+    let several = results.len() > 1;
+    results
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| (if several { format!("result.{i}") } else { "result".to_string() }, t))
+        .collect()
 }

@@ -117,9 +117,9 @@ pub(crate) fn eval(cx: &OpCx, op: &Op) -> R<Tensor> {
             let Data::Tuple(fields) = &t.data else { unreachable!("verified tuple") };
             Ok(Tensor { ty: cx.ty.clone(), data: fields[*index as usize].clone(), present: t.present.clone() })
         }
-        Op::Call { func, args } => {
+        Op::Call { func, args, result } => {
             let args: Vec<Tensor> = args.iter().map(|&a| cx.arg(a).clone()).collect();
-            cx.interp.call(*func, args)
+            cx.interp.call_result(*func, args, *result as usize)
         }
         Op::CartesianShift { arg, .. } => {
             // The data does not move; only the intervals do.

@@ -216,7 +216,7 @@ fn is_multiply_add(cx: &OpCx, func: Handle<Function>) -> bool {
     let (acc, a, b) = (f.params[0], f.params[1], f.params[2]);
     let is = |v: Value, op: BinaryOp, x: Value, y: Value| matches!(&f.exprs[v].kind, ExprKind::Op(Op::Binary { op: o, lhs, rhs }) if *o == op && ((*lhs == x && *rhs == y) || (*lhs == y && *rhs == x)));
     // Operand order is immaterial: IEEE and wrapping addition and multiplication commute.
-    is(*p, BinaryOp::Multiplies, a, b) && is(*s, BinaryOp::Plus, acc, *p) && r == s
+    is(*p, BinaryOp::Multiplies, a, b) && is(*s, BinaryOp::Plus, acc, *p) && r[..] == [*s]
 }
 
 /// The linear offset `constant + Σ coef[d] · loop[d]` of an affine access into a tensor with

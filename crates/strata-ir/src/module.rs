@@ -137,8 +137,8 @@ pub struct Function {
     pub kind: FunctionKind,
     /// Parameter expressions, in order (the first entries of `exprs`).
     pub params: Vec<Value>,
-    /// The result type of a `func`.
-    pub result: Option<Handle<Type>>,
+    /// The result types of a `func` (`-> T` or `-> (T1, T2)`); empty for a program.
+    pub results: Vec<Handle<Type>>,
     /// Whether the text left the result type out (`func @f(%x: T) {`): elaboration infers it
     /// from the returned value and the printer leaves it out again.
     pub result_inferred: bool,
@@ -164,6 +164,44 @@ pub struct Function {
 }
 
 impl Function {
+    /// The result type of a `func` with exactly one result.
+    pub fn result(&self) -> Option<Handle<Type>> {
+        match self.results.as_slice() {
+            [r] => Some(*r),
+            _ => None,
+        }
+    }
+
+    /// The values `%a, %b, …` bound by the multi-result call statement defining `v` (a `call`
+    /// taking result 0): `v` and the `Let`s right after it taking results 1, 2, … of the same
+    /// call. Just `[v]` for any other value.
+    pub fn call_results(&self, v: Value) -> Vec<Value> {
+        let same_call = |w: Value, k: u32| match (&self.exprs[v].kind, &self.exprs[w].kind) {
+            (
+                ExprKind::Op(Op::Call { func, args, result: 0 }),
+                ExprKind::Op(Op::Call { func: f, args: a, result: r }),
+            ) => f == func && a == args && *r == k,
+            _ => false,
+        };
+        let mut out = vec![v];
+        let mut lets = self.body.iter().filter_map(|(_, s)| if let Statement::Let(w) = s { Some(*w) } else { None });
+        if lets.by_ref().any(|w| w == v) {
+            for w in lets {
+                if !same_call(w, out.len() as u32) {
+                    break;
+                }
+                out.push(w);
+            }
+        }
+        out
+    }
+
+    /// Whether `v` is a further result of a multi-result call (a `call` taking result 1, 2, …),
+    /// written in [`Self::call_results`]'s statement.
+    pub fn is_further_result(&self, v: Value) -> bool {
+        matches!(self.exprs[v].kind, ExprKind::Op(Op::Call { result: 1.., .. }))
+    }
+
     /// Whether some parameter's type is left out (`func @lap(%x) { … }`): the function is a
     /// template, typed and verified per instance, at the argument types of each call.
     pub fn is_generic(&self) -> bool {
@@ -206,6 +244,6 @@ pub enum Statement {
         /// The value written; its domain must cover what is written.
         value: Value,
     },
-    /// `return %x` (functions).
-    Return(Value),
+    /// `return %x` or `return %x, %y` (functions): one value per result.
+    Return(Vec<Value>),
 }

@@ -430,6 +430,10 @@ pub enum Op {
         func: Handle<Function>,
         /// Arguments.
         args: Vec<Value>,
+        /// Which of the callee's results this value is (0 for a function with one result).
+        /// `%q, %r = call(@divmod, …)` is one statement per result, each a `Call` taking its
+        /// own; the printer writes them together again.
+        result: u32,
     },
     /// `x[p + offset]` along `dim`: moves the interval by `-offset`.
     CartesianShift {
@@ -859,7 +863,7 @@ impl Op {
             Op::Select { cond, on_true, on_false } => vec![*cond, *on_true, *on_false],
             Op::MakeTuple { fields } => fields.clone(),
             Op::TupleGet { tuple, index: _ } => vec![*tuple],
-            Op::Call { func: _, args }
+            Op::Call { func: _, args, result: _ }
             | Op::Reduce { func: _, args, init: _ }
             | Op::Concat { args, dim: _, mode: _ }
             | Op::Map { kind: _, func: _, args } => args.clone(),

@@ -103,7 +103,7 @@ impl Program {
             .filter(|&&p| f.exprs[p].kind == ExprKind::Param(ParamMode::Out))
             .map(|&p| f.exprs[p].name.clone())
             .collect();
-        if f.result.is_some() {
+        if f.result().is_some() {
             names.push("result".into());
         }
         Ok(names)
@@ -125,8 +125,9 @@ impl Program {
         threads: Option<usize>,
     ) -> PyResult<Vec<(String, Py<PyAny>)>> {
         let backend = strata_cli::execute::Backend::parse(backend).map_err(ArgumentError::new_err)?;
-        let h = self.entry(entry)?;
-        let f = &self.module.functions[h];
+        // An entry with several results runs as the program writing them.
+        let (module, h) = strata_verify::results_as_outputs(&self.module, self.entry(entry)?);
+        let f = &module.functions[h];
         for key in args.keys() {
             let key: String = key.extract()?;
             let known = f.params.iter().any(|&p| f.exprs[p].name == key);
@@ -165,7 +166,7 @@ impl Program {
             return Err(ArgumentError::new_err(format!("missing argument {} of `@{}`", missing.join(", "), f.name)));
         }
         let opts = strata_cli::RunOptions { threads, ..strata_cli::RunOptions::default() };
-        let (module, types) = (&self.module, &self.types);
+        let (module, types) = (&module, &self.types);
         // The inputs stay alive in `args` (held by the caller) while the GIL is released.
         let ran = py.detach(|| strata_cli::execute::execute(module, types, h, &values.values, backend, &opts));
         drop(values);

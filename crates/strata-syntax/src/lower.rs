@@ -472,7 +472,7 @@ pub(crate) fn lower_op(call: &CallAst, cx: &Scope<'_>) -> PResult<Op> {
             "cast" => Op::Cast { arg: a.value()?, to: a.scalar("to")? },
             "make_tuple" => Op::MakeTuple { fields: a.values_rest()? },
             "tuple_get" => Op::TupleGet { tuple: a.value()?, index: a.uint32("index")? },
-            "call" => Op::Call { func: a.func()?, args: a.values_rest()? },
+            "call" => Op::Call { func: a.func()?, args: a.values_rest()?, result: 0 },
             "cartesian_shift" => Op::CartesianShift { arg: a.value()?, dim: a.dim("dim")?, offset: a.int("offset")? },
             "shift_init" => Op::ShiftInit { arg: a.value()?, table: a.value()? },
             "shift_apply" => Op::ShiftApply { arg: a.value()?, neighbor: a.int("neighbor")? },

@@ -448,7 +448,7 @@ impl Parser {
             }
         }
         self.expect(&Tok::RParen, "`,` or `)`")?;
-        let mut result = None;
+        let mut results = Vec::new();
         let mut result_inferred = false;
         if self.eat(&Tok::Arrow) {
             let rspan = self.prev_span();
@@ -463,13 +463,16 @@ impl Parser {
                     .with_help("declare an `out` parameter and assign to it with `<-`"),
                 )));
             }
-            result = Some(self.parse_type()?);
+            results.push(self.parse_type()?);
+            // Several results: `-> T1, T2` (`(T1, T2)` is one tuple-typed result).
+            while self.eat(&Tok::Comma) {
+                results.push(self.parse_type()?);
+            }
         } else if kind == FunctionKind::Func {
             // Left out: inferred from the returned value.
             if !matches!(self.peek(), Tok::LBrace) {
                 return Err(self.unexpected("`->` and the result type, or `{`"));
             }
-            result = Some(self.placeholder_type());
             result_inferred = true;
         }
         self.expect(&Tok::LBrace, "`{`")?;
@@ -493,13 +496,17 @@ impl Parser {
             let start_pos = self.pos;
             let inline_before = self.inline.len();
             match self.statement(kind, &mut exprs, &mut scope) {
-                Ok(stmt) => {
+                Ok(stmts) => {
                     for &v in &self.inline[inline_before..] {
                         body.append(Statement::Let(v), SourceInfo::default());
                     }
                     let span = start.join(self.prev_span());
                     let sinfo = self.comments.info(span);
-                    body.append(stmt, sinfo);
+                    let mut stmts = stmts.into_iter();
+                    body.append(stmts.next().expect("a statement"), sinfo);
+                    for further in stmts {
+                        body.append(further, SourceInfo::default());
+                    }
                 }
                 Err(e) => {
                     self.report(e);
@@ -527,7 +534,7 @@ impl Parser {
             name,
             kind,
             params,
-            result,
+            results,
             result_inferred,
             exprs,
             body,
@@ -584,7 +591,7 @@ impl Parser {
         kind: FunctionKind,
         exprs: &mut Arena<Expr, Span>,
         scope: &mut FunctionScope,
-    ) -> PResult<Statement> {
+    ) -> PResult<Vec<Statement>> {
         match self.peek().clone() {
             Tok::Ident(k) if k == "return" => {
                 let rspan = self.bump().span;
@@ -596,17 +603,29 @@ impl Parser {
                         "programs assign to `out` parameters",
                     ));
                 }
-                let v = self.statement_operand(exprs, scope, "the returned value `%name` or an operation")?;
-                Ok(Statement::Return(v))
+                let mut values =
+                    vec![self.statement_operand(exprs, scope, "the returned value `%name` or an operation")?];
+                while self.eat(&Tok::Comma) {
+                    values.push(self.statement_operand(exprs, scope, "a further returned value")?);
+                }
+                Ok(vec![Statement::Return(values)])
             }
             Tok::Value(name) => {
                 let name_span = self.bump().span;
                 match self.peek() {
-                    Tok::Eq => {
-                        self.bump();
-                        let result = self.let_statement(&name, name_span, exprs, scope);
+                    Tok::Eq | Tok::Comma => {
+                        // `%q, %r = call(…)` binds the results of a multi-result call.
+                        let mut names = vec![(name, name_span)];
+                        while self.eat(&Tok::Comma) {
+                            match self.peek().clone() {
+                                Tok::Value(n) => names.push((n, self.bump().span)),
+                                _ => return Err(self.unexpected("a further result `%name`")),
+                            }
+                        }
+                        self.expect(&Tok::Eq, "`=`")?;
+                        let result = self.let_statement(&names, exprs, scope);
                         if result.is_err() {
-                            scope.poisoned.insert(name);
+                            scope.poisoned.extend(names.into_iter().map(|(n, _)| n));
                         }
                         result
                     }
@@ -637,7 +656,7 @@ impl Parser {
                         self.expect(&Tok::Assign, "`<-`")?;
                         let value =
                             self.statement_operand(exprs, scope, "the assigned value `%name` or an operation")?;
-                        Ok(Statement::Assign { target, domain, value })
+                        Ok(vec![Statement::Assign { target, domain, value }])
                     }
                     _ => Err(self.unexpected("`=` or `<-`")),
                 }
@@ -646,20 +665,23 @@ impl Parser {
         }
     }
 
+    /// `%x = op(…) [: T]`, or `%a, %b = call(…) [: T1, T2]` for a multi-result call (one `Let`
+    /// per result, each a `call` taking its own).
     fn let_statement(
         &mut self,
-        name: &str,
-        name_span: Span,
+        names: &[(String, Span)],
         exprs: &mut Arena<Expr, Span>,
         scope: &mut FunctionScope,
-    ) -> PResult<Statement> {
-        if scope.values.contains_key(name) {
-            return Err(err(
-                "strata::parse::duplicate_value",
-                format!("value `%{name}` is defined twice"),
-                name_span,
-                "redefined here",
-            ));
+    ) -> PResult<Vec<Statement>> {
+        for (name, span) in names {
+            if scope.values.contains_key(name) || names.iter().filter(|(n, _)| n == name).count() > 1 {
+                return Err(err(
+                    "strata::parse::duplicate_value",
+                    format!("value `%{name}` is defined twice"),
+                    *span,
+                    "redefined here",
+                ));
+            }
         }
         let (op_name, op_span) = self.ident("an operation name")?;
         let call = self.call_args(op_name, op_span)?;
@@ -669,19 +691,76 @@ impl Parser {
             self.expect(&Tok::Colon, "`:` and the result type")?;
         }
         let omitted = !matches!(self.peek(), Tok::Colon);
-        let ty = if omitted {
-            self.placeholder_type()
+        let mut types = Vec::new();
+        if omitted {
+            types.resize(names.len(), self.placeholder_type());
         } else {
             self.bump();
-            self.parse_type()?
-        };
-        let op = self.with_in_place(exprs, scope, |w| w.lower(&call))?;
-        let h = exprs.append(Expr { name: name.to_string(), ty, kind: ExprKind::Op(op) }, name_span.join(call.span));
-        if omitted {
-            self.untyped.push(h);
+            types.push(self.parse_type()?);
+            while types.len() < names.len() {
+                self.expect(&Tok::Comma, "`,` and the type of the next result")?;
+                types.push(self.parse_type()?);
+            }
         }
-        scope.values.insert(name.to_string(), h);
-        Ok(Statement::Let(h))
+        let op = self.with_in_place(exprs, scope, |w| w.lower(&call))?;
+        let span = names[0].1.join(call.span);
+        self.check_results(&op, names.len(), span)?;
+        let mut stmts = Vec::new();
+        for (k, ((name, name_span), ty)) in names.iter().zip(types).enumerate() {
+            let mut op = op.clone();
+            if let strata_ir::Op::Call { result, .. } = &mut op {
+                *result = k as u32;
+            }
+            let h = exprs.append(Expr { name: name.clone(), ty, kind: ExprKind::Op(op) }, name_span.join(call.span));
+            if omitted {
+                self.untyped.push(h);
+            }
+            scope.values.insert(name.clone(), h);
+            stmts.push(Statement::Let(h));
+        }
+        Ok(stmts)
+    }
+
+    /// Checks that `op` binds as many values (`bound`) as it has results: several only for a
+    /// `call` of a function with several.
+    fn check_results(&self, op: &strata_ir::Op, bound: usize, span: Span) -> PResult<()> {
+        let (have, what) = match op {
+            strata_ir::Op::Call { func, .. } => {
+                let f = &self.module.functions[*func];
+                // A program has no results to count: the verifier says it cannot be called.
+                if f.kind == FunctionKind::Program {
+                    return Ok(());
+                }
+                // An inferred result list has as many entries as the `return` has values.
+                let n = if f.result_inferred {
+                    f.body.iter().find_map(|(_, s)| if let Statement::Return(vs) = s { Some(vs.len()) } else { None })
+                } else {
+                    Some(f.results.len())
+                };
+                (n.unwrap_or(1), format!("`@{}`", f.name))
+            }
+            _ => (1, format!("`{}`", op.name())),
+        };
+        if have == bound {
+            return Ok(());
+        }
+        Err(Fail::Report(Box::new(
+            Diagnostic::new(
+                "strata::parse::result_count_mismatch",
+                format!(
+                    "{what} has {have} result{}, but {bound} value{} bound",
+                    if have == 1 { "" } else { "s" },
+                    if bound == 1 { " is" } else { "s are" }
+                ),
+                span,
+                "results and names differ",
+            )
+            .with_help(if have > 1 {
+                "bind each result: `%a, %b = call(@f, …)` (a call written in place has one result)"
+            } else {
+                "bind one name"
+            }),
+        )))
     }
 
     /// The type `()` that stands for a type the text leaves out (until `elaborate`).
@@ -712,6 +791,9 @@ impl Parser {
             (out, written.values.into_inner())
         };
         for v in values {
+            if let ExprKind::Op(op) = &exprs[v].kind {
+                self.check_results(op, 1, *exprs.meta(v))?;
+            }
             if exprs[v].ty == placeholder {
                 self.untyped.push(v);
             }

@@ -166,7 +166,7 @@ fn gen_op(g: &mut Gen, vals: &[Value], funcs: &[Handle<Function>], ring: Handle<
         4 => Op::Cast { arg: val(g, vals), to: scalar(g) },
         5 => Op::MakeTuple { fields: some(g, vals) },
         6 => Op::TupleGet { tuple: val(g, vals), index: g.range(0, 3) as u32 },
-        7 => Op::Call { func: f, args: some(g, vals) },
+        7 => Op::Call { func: f, args: some(g, vals), result: 0 },
         8 => Op::CartesianShift { arg: val(g, vals), dim: dim(g), offset: g.range(-3, 3) },
         9 => Op::ShiftInit { arg: val(g, vals), table: val(g, vals) },
         10 => Op::ShiftApply { arg: val(g, vals), neighbor: g.range(-1, 6) },
@@ -272,13 +272,13 @@ fn helper(types: &mut TypeArena, name: &str, ty: Handle<Type>, arity: usize) -> 
         .map(|i| exprs.append(Expr { name: format!("p{i}"), ty, kind: ExprKind::Param(ParamMode::In) }, Span::UNKNOWN))
         .collect();
     let mut body = Arena::new();
-    body.append(Statement::Return(params[0]), SourceInfo::default());
+    body.append(Statement::Return(vec![params[0]]), SourceInfo::default());
     let _ = types;
     Function {
         name: name.into(),
         kind: FunctionKind::Func,
         params,
-        result: Some(ty),
+        results: vec![ty],
         exprs,
         body,
         closing_comments: vec![],
@@ -334,16 +334,21 @@ fn gen_module(seed: u64) -> Module {
             Statement::Assign { target: params[0], domain, value: *vals.last().unwrap() },
             SourceInfo::default(),
         );
-    } else {
-        body.append(Statement::Return(*vals.last().unwrap()), SourceInfo::default());
     }
-    let result = (!program).then(|| gen_type(&mut g, &mut m.types, 2));
+    // A function returns one value or, sometimes, two (`-> T1, T2`).
+    let mut results = Vec::new();
+    if !program {
+        let returned: Vec<Value> =
+            if g.flip() { vec![*vals.last().unwrap()] } else { vec![val(&mut g, &vals), *vals.last().unwrap()] };
+        results = returned.iter().map(|_| gen_type(&mut g, &mut m.types, 2)).collect();
+        body.append(Statement::Return(returned), SourceInfo::default());
+    }
     let kind = if program { FunctionKind::Program } else { FunctionKind::Func };
     let f = Function {
         name: "main".into(),
         kind,
         params,
-        result,
+        results,
         exprs,
         body,
         closing_comments: vec![" end".into()],

@@ -256,8 +256,8 @@ pub(crate) fn renumber(levels: Vec<Level>) -> Result<Vec<Level>, DimName> {
     Ok(out)
 }
 
-/// Lists a function's parameter types and result.
+/// Lists a function's parameter types and its result, if it has exactly one.
 pub(crate) fn signature(module: &Module, f: Handle<Function>) -> (Vec<Handle<Type>>, Option<Handle<Type>>) {
     let func = &module.functions[f];
-    (func.params.iter().map(|&p| func.exprs[p].ty).collect(), func.result)
+    (func.params.iter().map(|&p| func.exprs[p].ty).collect(), func.result())
 }

@@ -93,7 +93,7 @@ pub fn elaborate(module: &mut Module) -> Result<(), Vec<Diagnostic>> {
                 errors: &mut errors,
                 spec: Some(&mut sp),
             };
-            if let Err(d) = crate::specialize::instantiate(&mut cx, f, vec![t, t], Some(t)) {
+            if let Err(d) = crate::specialize::instantiate(&mut cx, f, vec![t, t], Some(t), None) {
                 cx.errors.push(*d);
                 continue;
             }
@@ -144,7 +144,7 @@ fn literal_type(cx: &mut Cx, op: &Op, position: usize) -> Result<Handle<Type>, B
     let operands = op.operands();
     let func = cx.func;
     match op {
-        Op::Call { func: f, args: _ } => {
+        Op::Call { func: f, .. } => {
             let callee = &cx.module.functions[*f];
             // A generic parameter takes the type of the other operands' elements.
             if let Some(&p) = callee.params.get(position).filter(|p| !callee.untyped.contains(p)) {

@@ -17,7 +17,7 @@ pub(crate) fn verify_function(
     for &p in &func.params {
         checker.check(module, types, func.exprs[p].ty, *func.exprs.meta(p), errors);
     }
-    if let Some(r) = func.result {
+    for &r in &func.results {
         checker.check(module, types, r, info_span, errors);
     }
     let expr_types = func.exprs.iter().map(|(_, e)| e.ty).collect();
@@ -69,10 +69,18 @@ pub(crate) fn verify_function(
                     cx.errors.push(*d);
                 }
             }
-            Statement::Return(v) => {
+            Statement::Return(vs) => {
                 returned = true;
-                let want = func.result.expect("parser gives every func a result");
-                if cx.ty(*v) != want {
+                if vs.len() != func.results.len() {
+                    cx.errors.push(Diagnostic::new(
+                        "strata::verify::result_count_mismatch",
+                        format!("`@{}` has {} results, but `return` gives {}", func.name, func.results.len(), vs.len()),
+                        span,
+                        "one value per result",
+                    ));
+                }
+                let wrong: Vec<_> = vs.iter().zip(&func.results).filter(|(v, want)| cx.ty(**v) != **want).collect();
+                for (v, &want) in wrong {
                     let d = cx.error(
                         "strata::verify::return_type_mismatch",
                         format!(

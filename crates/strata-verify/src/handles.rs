@@ -37,7 +37,7 @@ pub fn validate_handles(module: &Module) -> Vec<Diagnostic> {
         }
     }
     for (_, f) in module.functions.iter() {
-        if f.result.is_some_and(|r| module.types.try_get(r).is_none()) {
+        if f.results.iter().any(|&r| module.types.try_get(r).is_none()) {
             out.push(bad(format!("`@{}` has a missing result type", f.name)));
         }
         for (e, expr) in f.exprs.iter() {
@@ -69,7 +69,8 @@ pub fn validate_handles(module: &Module) -> Vec<Diagnostic> {
         }
         for (_, s) in f.body.iter() {
             let used = match s {
-                Statement::Let(v) | Statement::Return(v) => vec![*v],
+                Statement::Let(v) => vec![*v],
+                Statement::Return(vs) => vs.clone(),
                 Statement::Assign { target, domain: _, value } => vec![*target, *value],
             };
             if used.iter().any(|v| f.exprs.try_get(*v).is_none()) {

@@ -18,6 +18,7 @@ mod context;
 mod elaborate;
 mod function;
 mod handles;
+mod outputs;
 mod rules;
 mod specialize;
 mod wellformed;
@@ -26,6 +27,7 @@ use strata_ir::{Diagnostic, Item, Module, Type, TypeArena};
 
 pub use elaborate::{elaborate, parse};
 pub use handles::validate_handles;
+pub use outputs::results_as_outputs;
 pub use specialize::specialize;
 
 /// What verification learned about a module.
@@ -80,7 +82,7 @@ fn verify_ring(
     for (role, f) in [("add", r.add), ("mul", r.mul)] {
         let func = &module.functions[f];
         let params: Vec<_> = func.params.iter().map(|&p| func.exprs[p].ty).collect();
-        if params != [t, t] || func.result != Some(t) {
+        if params != [t, t] || func.results != [t] {
             errors.push(
                 Diagnostic::new(
                     "strata::verify::ring_signature_mismatch",

@@ -102,13 +102,17 @@ pub(crate) fn instantiates(cx: &Cx, func: Handle<Function>, at: &[Handle<Type>])
 }
 
 /// Instantiates `func` (called or applied from `cx`'s function) at `params`; with
-/// `expected_result`, the instance must return it. Returns the instance's result type.
+/// `expected_result`, the instance must return it. Returns the type of the instance's result
+/// `which`; a payload (`which` is `None`) must have exactly one.
 pub(crate) fn instantiate(
     cx: &mut Cx,
     func: Handle<Function>,
     params: Vec<Handle<Type>>,
     expected_result: Option<Handle<Type>>,
+    which: Option<usize>,
 ) -> RuleResult {
+    let payload = which.is_none();
+    let which = which.unwrap_or(0);
     let Cx { module, types, spec, span, .. } = cx;
     let name = &module.functions[func].name;
     let Some(sp) = spec.as_deref_mut() else {
@@ -126,7 +130,16 @@ pub(crate) fn instantiate(
             *d
         })
     })?;
-    let result = fetch(module, sp, h).result;
+    let results = &fetch(module, sp, h).results;
+    if payload && results.len() != 1 {
+        return Err(Box::new(Diagnostic::new(
+            "strata::verify::payload_results",
+            format!("`@{name}` has {} results; a payload has one", results.len()),
+            *span,
+            "payload with several results",
+        )));
+    }
+    let result = results.get(which).copied();
     sp.replaced.push((func, h));
     match (expected_result, result) {
         (Some(want), Some(got)) if want != got => Err(Box::new(Diagnostic::new(
@@ -139,7 +152,14 @@ pub(crate) fn instantiate(
             *span,
             "function used here",
         ))),
-        (_, r) => r.ok_or_else(|| Box::new(Diagnostic::new("strata::verify::missing_return", "no result", *span, ""))),
+        (_, r) => r.ok_or_else(|| {
+            Box::new(Diagnostic::new(
+                "strata::verify::result_count_mismatch",
+                format!("`@{name}` has no result {}", which + 1),
+                *span,
+                "no such result",
+            ))
+        }),
     }
 }
 
@@ -276,11 +296,11 @@ pub(crate) fn retype(
                     crate::function::check_assign(&cx, *target, domain.as_deref(), *value)?;
                 }
             }
-            Statement::Return(v) => {
+            Statement::Return(vs) => {
                 // A literal returned takes the result's type.
-                if is_literal_operand(func, *v) {
-                    match func.result.filter(|_| !func.result_inferred) {
-                        Some(t) => typed(&mut cx, &mut out, *v, t),
+                for (i, v) in vs.iter().enumerate().filter(|(_, v)| is_literal_operand(func, **v)) {
+                    match func.results.get(i).filter(|_| !func.result_inferred) {
+                        Some(&t) => typed(&mut cx, &mut out, *v, t),
                         None => {
                             return Err(Box::new(
                                 cx.error(
@@ -294,7 +314,7 @@ pub(crate) fn retype(
                     }
                 }
                 if mode == Retype::All || func.result_inferred {
-                    out.result = Some(cx.ty(*v));
+                    out.results = vs.iter().map(|&v| cx.ty(v)).collect();
                 }
             }
         }

@@ -22,7 +22,7 @@ fn each_use_gets_a_typed_instance_and_the_printer_writes_the_generic_once() {
     let entries: Vec<_> = m.entries().map(|(_, f)| f.name.clone()).collect();
     assert_eq!(entries, ["twice"]);
     let twice = m.function_by_name("twice").expect("entry");
-    let result = m.functions[twice].result.expect("func");
+    let result = m.functions[twice].result().expect("func");
     assert_eq!(m.type_to_string(result), "tensor<f32, I[2:6]>");
     // Printing writes the source again, and the typed form keeps the generic function generic.
     assert_eq!(m.to_string().trim(), LAP_TWICE.trim());

@@ -14,12 +14,12 @@ fn module_with(op_of: impl FnOnce(Value) -> Op) -> Module {
     let e = exprs.append(Expr { name: "b".into(), ty: f64t, kind: ExprKind::Op(op_of(later)) }, Span::UNKNOWN);
     let mut body = Arena::new();
     body.append(Statement::Let(e), SourceInfo::default());
-    body.append(Statement::Return(e), SourceInfo::default());
+    body.append(Statement::Return(vec![e]), SourceInfo::default());
     let f = Function {
         name: "f".into(),
         kind: FunctionKind::Func,
         params: vec![p],
-        result: Some(f64t),
+        results: vec![f64t],
         exprs,
         body,
         closing_comments: vec![],
@@ -43,7 +43,7 @@ fn forward_and_dangling_operands_are_reported() {
 
 #[test]
 fn dangling_function_is_reported() {
-    let m = module_with(|_| Op::Call { func: Handle::from_index(3), args: vec![] });
+    let m = module_with(|_| Op::Call { func: Handle::from_index(3), args: vec![], result: 0 });
     let errs = strata_verify::verify(&m).expect_err("dangling function");
     assert!(errs[0].message.contains("refers to a missing function"), "{}", errs[0].message);
 }
@@ -51,7 +51,7 @@ fn dangling_function_is_reported() {
 #[test]
 fn recursion_is_reported() {
     // `@f` (function 0) calls itself.
-    let m = module_with(|_| Op::Call { func: Handle::from_index(0), args: vec![] });
+    let m = module_with(|_| Op::Call { func: Handle::from_index(0), args: vec![], result: 0 });
     let errs = strata_verify::verify(&m).expect_err("recursive function");
     assert!(errs[0].message.contains("`@f` calls itself"), "{}", errs[0].message);
 }

@@ -152,7 +152,7 @@ pub fn run_rank(file: &Path, opts: &RunOptions) -> i32 {
         Ok(x) => x,
         Err(d) => return fail_alike(&comm, &crate::render(&name, &source, &d, crate::stderr_color())),
     };
-    let entry = match run::find_entry(&module, opts.entry.as_deref()) {
+    let (module, entry) = match run::runnable_entry(&module, opts.entry.as_deref()) {
         Ok(e) => e,
         Err(m) => return fail_alike(&comm, &format!("error: {m}")),
     };

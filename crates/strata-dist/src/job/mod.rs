@@ -233,7 +233,7 @@ pub fn run(
 /// the result's type (`None` for a replicated result).
 fn result_block(ps: &PlannedStage, rank: usize, size: usize) -> Option<(usize, Interval, ValueType)> {
     let f = &ps.stage.module.functions[ps.stage.entry];
-    let g = ValueType::from_ir(&ps.types, f.result?);
+    let g = ValueType::from_ir(&ps.types, f.result()?);
     let level = g.levels.iter().position(|l| l.format == LevelFormat::Block)?;
     let owned = strata_runtime::dist::block_partition(g.levels[level].interval, size as u32)[rank];
     Some((level, owned, g))

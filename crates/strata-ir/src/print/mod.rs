@@ -103,13 +103,14 @@ impl Module {
             }
         }
         f.write_str(")")?;
-        if let Some(r) = func.result.filter(|_| !func.result_inferred) {
-            write!(f, " -> {}", TypeDisplay::new(self, r))?;
+        if !func.result_inferred && !func.results.is_empty() {
+            let results: Vec<String> = func.results.iter().map(|&r| TypeDisplay::new(self, r).to_string()).collect();
+            write!(f, " -> {}", results.join(", "))?;
         }
         f.write_str(" {")?;
         write_trailing(f, info)?;
         for (s, stmt) in func.body.iter() {
-            if matches!(stmt, Statement::Let(v) if func.inline.contains(v)) {
+            if matches!(stmt, Statement::Let(v) if func.inline.contains(v) || func.is_further_result(*v)) {
                 continue;
             }
             let sinfo = func.body.meta(s);
@@ -128,7 +129,10 @@ impl Module {
         match stmt {
             Statement::Let(v) => {
                 let e = &func.exprs[*v];
-                write!(f, "%{} = ", e.name)?;
+                // `%q, %r = call(@divmod, …)` binds every result of a multi-result call.
+                let bound = func.call_results(*v);
+                let names: Vec<String> = bound.iter().map(|&b| format!("%{}", func.exprs[b].name)).collect();
+                write!(f, "{} = ", names.join(", "))?;
                 match &e.kind {
                     ExprKind::Op(op) => ops::write_op(f, self, func, op)?,
                     ExprKind::Param(_) => f.write_str("<param>")?,
@@ -136,7 +140,9 @@ impl Module {
                 if func.untyped.contains(v) {
                     return Ok(());
                 }
-                write!(f, " : {}", TypeDisplay::new(self, e.ty))
+                let types: Vec<String> =
+                    bound.iter().map(|&b| TypeDisplay::new(self, func.exprs[b].ty).to_string()).collect();
+                write!(f, " : {}", types.join(", "))
             }
             Statement::Assign { target, domain, value } => {
                 write!(f, "%{}", func.exprs[*target].name)?;
@@ -152,7 +158,10 @@ impl Module {
                 }
                 write!(f, " <- {}", ops::operand(self, func, *value))
             }
-            Statement::Return(v) => write!(f, "return {}", ops::operand(self, func, *v)),
+            Statement::Return(vs) => {
+                let values: Vec<String> = vs.iter().map(|&v| ops::operand(self, func, v)).collect();
+                write!(f, "return {}", values.join(", "))
+            }
         }
     }
 

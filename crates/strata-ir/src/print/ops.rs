@@ -151,7 +151,7 @@ pub(super) fn write_op(f: &mut fmt::Formatter<'_>, module: &Module, func: &Funct
         Op::TupleGet { tuple, index } => {
             c.value(*tuple).kw("index", index);
         }
-        Op::Call { func, args } => {
+        Op::Call { func, args, result: _ } => {
             c.function(*func).values(args);
         }
         Op::CartesianShift { arg, dim, offset } => {

@@ -176,8 +176,8 @@ pub(crate) fn tuple_get(cx: &mut Cx, tuple: Value, index: u32) -> RuleResult {
     Ok(cx.tensor_or_element(v.is_tensor, field, v.levels, v.placement))
 }
 
-/// Checks `args` against a function's parameters; returns the function's result type.
-pub(crate) fn check_call(cx: &mut Cx, func: Handle<Function>, args: &[Value]) -> RuleResult {
+/// Checks `args` against a function's parameters; returns the type of its result `which`.
+pub(crate) fn check_call(cx: &mut Cx, func: Handle<Function>, args: &[Value], which: usize) -> RuleResult {
     let f = &cx.module.functions[func];
     if f.kind == FunctionKind::Program {
         return Err(Box::new(
@@ -189,10 +189,10 @@ pub(crate) fn check_call(cx: &mut Cx, func: Handle<Function>, args: &[Value]) ->
             .with_help("programs are entry points; factor the computation into a `func`"),
         ));
     }
-    let (params, result) = signature(cx.module, func);
+    let (params, _) = signature(cx.module, func);
     let arg_types: Vec<_> = args.iter().map(|&a| cx.ty(a)).collect();
     if params.len() == args.len() && crate::specialize::instantiates(cx, func, &arg_types) {
-        return crate::specialize::instantiate(cx, func, arg_types, None);
+        return crate::specialize::instantiate(cx, func, arg_types, None, Some(which));
     }
     if params.len() != args.len() {
         return Err(cx.error(
@@ -217,7 +217,13 @@ pub(crate) fn check_call(cx: &mut Cx, func: Handle<Function>, args: &[Value]) ->
             return Err(cx.with_operand(d, a));
         }
     }
-    Ok(result.expect("a func has a result type"))
+    f.results.get(which).copied().ok_or_else(|| {
+        cx.error(
+            "strata::verify::result_count_mismatch",
+            format!("`@{}` has {} results, not {}", f.name, f.results.len(), which + 1),
+            "no such result",
+        )
+    })
 }
 
 /// Checks that function `func` has exactly the parameter and result types `expected`; returns
@@ -237,12 +243,15 @@ pub(crate) fn check_signature(
             "used here",
         ));
     }
+    if !f.is_generic() && f.results.len() != 1 {
+        return Err(several_results(cx, op, func));
+    }
     let (params, result) = signature(cx.module, func);
     let result_ok = expected_result.is_none_or(|r| result == Some(r));
     let generic = f.is_generic();
     let all = cx.specializing();
     if params.len() == expected_params.len() && (generic || (all && (params != expected_params || !result_ok))) {
-        return crate::specialize::instantiate(cx, func, expected_params.to_vec(), expected_result);
+        return crate::specialize::instantiate(cx, func, expected_params.to_vec(), expected_result, None);
     }
     let show_list = |cx: &Cx, ts: &[Handle<Type>]| ts.iter().map(|&t| cx.show(t)).collect::<Vec<_>>().join(", ");
     if params != expected_params || !result_ok {
@@ -287,7 +296,7 @@ pub(crate) fn accumulator(
         ));
     }
     if !f.is_generic() {
-        return Ok(f.result.expect("a func has a result type"));
+        return f.result().ok_or_else(|| several_results(cx, op, func));
     }
     Ok(match init {
         strata_ir::Init::Value(v) => cx.element(*v),
@@ -320,4 +329,14 @@ fn literal_like(cx: &mut Cx, l: &strata_ir::Literal, peer: Handle<Type>) -> Hand
         Literal::Int(_) => cx.scalar(scalar.filter(|s| s.is_numeric()).unwrap_or(Scalar::I64)),
         Literal::Float(_) => cx.scalar(scalar.filter(|s| s.is_float()).unwrap_or(Scalar::F64)),
     }
+}
+
+/// `op` applies `func` as a payload, which needs exactly one result.
+pub(crate) fn several_results(cx: &Cx, op: &str, func: Handle<Function>) -> Box<strata_ir::Diagnostic> {
+    let f = &cx.module.functions[func];
+    cx.error(
+        "strata::verify::payload_results",
+        format!("`{op}` applies `@{}`, which has {} results; a payload has one", f.name, f.results.len()),
+        "payload with several results",
+    )
 }

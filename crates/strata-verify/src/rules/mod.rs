@@ -26,7 +26,7 @@ pub(crate) fn infer(cx: &mut Cx, op: &Op, declared: Handle<Type>) -> RuleResult 
         Op::Cast { arg, to } => elementwise::cast(cx, *arg, *to),
         Op::MakeTuple { fields } => elementwise::make_tuple(cx, fields),
         Op::TupleGet { tuple, index } => elementwise::tuple_get(cx, *tuple, *index),
-        Op::Call { func, args } => elementwise::check_call(cx, *func, args),
+        Op::Call { func, args, result } => elementwise::check_call(cx, *func, args, *result as usize),
         Op::CartesianShift { arg, dim, offset } => shifts::cartesian_shift(cx, *arg, dim, *offset),
         Op::ShiftInit { arg, table } => shifts::shift_init(cx, *arg, *table),
         Op::ShiftApply { arg, neighbor } => shifts::shift_apply(cx, *arg, *neighbor),
