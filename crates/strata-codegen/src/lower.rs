@@ -1630,6 +1630,12 @@ impl<'m> Lowerer<'m> {
 /// Lowers `entry` of a verified module (`types` from verification) into kernels.
 pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Result<KernelProgram, LowerError> {
     let func = &module.functions[entry];
+    if func.is_generic() {
+        return Err(LowerError::Unsupported {
+            op: "a generic function as the entry (it has types only at its uses)".into(),
+            func: func.name.clone(),
+        });
+    }
     let mut l = Lowerer {
         module,
         types,
