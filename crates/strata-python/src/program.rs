@@ -94,7 +94,8 @@ impl Program {
         Ok(f.params.iter().filter(|p| is_in(p)).map(|&p| f.exprs[p].name.clone()).collect())
     }
 
-    /// The names of `entry`'s results, in order: its `out` parameters, or `result`.
+    /// The names of `entry`'s results, in order: its `out` parameters, or `result` (`result.0`,
+    /// `result.1`, … for several).
     fn outputs(&self, entry: &str) -> PyResult<Vec<String>> {
         let f = &self.module.functions[self.entry(entry)?];
         let mut names: Vec<String> = f
@@ -103,9 +104,8 @@ impl Program {
             .filter(|&&p| f.exprs[p].kind == ExprKind::Param(ParamMode::Out))
             .map(|&p| f.exprs[p].name.clone())
             .collect();
-        if f.result().is_some() {
-            names.push("result".into());
-        }
+        let several = f.results.len() > 1;
+        names.extend((0..f.results.len()).map(|i| if several { format!("result.{i}") } else { "result".into() }));
         Ok(names)
     }
 

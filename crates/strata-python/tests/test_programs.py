@@ -232,17 +232,17 @@ def test_argument_errors_name_the_argument():
     m = example("stencil/laplacian.strata")
     a = np.zeros((7, 9, 9))
     with pytest.raises(strata.ArgumentError, match="missing argument `inp`"):
-        m.lap()
+        m.laplacian()
     with pytest.raises(strata.ArgumentError, match="no input `x`"):
-        m.lap(x=a)
+        m.laplacian(x=a)
     with pytest.raises(strata.ArgumentError, match="dtype float32"):
-        m.lap(a.astype(np.float32))
+        m.laplacian(a.astype(np.float32))
     with pytest.raises(strata.ArgumentError, match=r"shape \[7, 9\]"):
-        m.lap(np.zeros((7, 9)))
+        m.laplacian(np.zeros((7, 9)))
     with pytest.raises(strata.ArgumentError, match="takes 1 inputs"):
-        m.lap(a, a)
+        m.laplacian(a, a)
     with pytest.raises(strata.ArgumentError, match="unknown backend"):
-        m.lap(a, backend="gpu")
+        m.laplacian(a, backend="gpu")
 
 
 def test_run_time_errors_are_run_errors_with_the_location():
