@@ -60,9 +60,12 @@ pub fn find_entry(module: &Module, name: Option<&str>) -> Result<Handle<Function
 
 /// [`find_entry`], with an entry of several results as the program writing them
 /// ([`strata_verify::results_as_outputs`]): the module and entry every backend runs.
-pub fn runnable_entry(module: &Module, name: Option<&str>) -> Result<(Module, Handle<Function>), String> {
+pub fn runnable_entry<'m>(
+    module: &'m Module,
+    name: Option<&str>,
+) -> Result<(std::borrow::Cow<'m, Module>, Handle<Function>), String> {
     let entry = find_entry(module, name)?;
-    Ok(strata_verify::results_as_outputs(module, entry))
+    Ok((strata_verify::results_as_outputs(module, entry), entry))
 }
 
 fn fill(ty: &ValueType, mut f: impl FnMut(Scalar) -> Sv) -> Result<Tensor, String> {
@@ -289,10 +292,8 @@ pub fn signatures(module: &Module, types: &strata_ir::TypeArena, json: bool) -> 
             let out = e.kind == ExprKind::Param(ParamMode::Out);
             show(&e.name, e.ty, out, &mut params, &mut results);
         }
-        let several = f.results.len() > 1;
-        for (i, &r) in f.results.iter().enumerate() {
-            let name = if several { format!("result.{i}") } else { "result".to_string() };
-            show(&name, r, true, &mut params, &mut results);
+        for (name, &r) in f.result_names().iter().zip(&f.results) {
+            show(name, r, true, &mut params, &mut results);
         }
         entries.push(format!(
             "{{\"name\": {}, \"kind\": {}, \"params\": [{}], \"results\": [{}]}}",

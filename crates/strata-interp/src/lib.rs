@@ -18,7 +18,7 @@ mod ops;
 mod structured;
 
 use strata_entity::Handle;
-use strata_ir::{Diagnostic, ExprKind, Function, FunctionKind, Module, ParamMode, Span, Statement, TypeArena};
+use strata_ir::{Diagnostic, ExprKind, Function, FunctionKind, Module, Op, ParamMode, Span, Statement, TypeArena};
 use strata_runtime::{Tensor, ValueType};
 
 /// A run-time failure, located at the operation that failed.
@@ -80,7 +80,7 @@ impl<'m> Interpreter<'m> {
         args.iter_mut().for_each(strata_runtime::storage::canonical_fill);
         let (env, results) = self.call_env(entry, args)?;
         let values = match f.kind {
-            FunctionKind::Func => results_named(results),
+            FunctionKind::Func => f.result_names().into_iter().zip(results).collect(),
             FunctionKind::Program => f
                 .params
                 .iter()
@@ -120,8 +120,25 @@ impl<'m> Interpreter<'m> {
         for (_, stmt) in f.body.iter() {
             match stmt {
                 Statement::Let(v) => {
+                    // A further result of a multi-result call, bound with the first below.
+                    if env[v.index()].is_some() {
+                        continue;
+                    }
                     let e = &f.exprs[*v];
                     let ExprKind::Op(op) = &e.kind else { continue };
+                    // A multi-result call runs once and binds every value of its statement.
+                    if let Op::Call { func: callee, args, result: 0 } = op {
+                        if self.module.functions[*callee].results.len() > 1 {
+                            let args =
+                                args.iter().map(|a| env[a.index()].clone().expect("defined before use")).collect();
+                            let (_, results) = self.call_env(*callee, args)?;
+                            for (b, mut r) in f.call_results(*v).into_iter().zip(results) {
+                                strata_runtime::storage::canonical_fill(&mut r);
+                                env[b.index()] = Some(r);
+                            }
+                            continue;
+                        }
+                    }
                     let ty = self.value_type(e.ty);
                     let cx = ops::OpCx { interp: self, env: &env, span: *f.exprs.meta(*v), ty: &ty };
                     let mut value = ops::eval(&cx, op)?;
@@ -146,14 +163,4 @@ impl<'m> Interpreter<'m> {
         }
         Ok((env, Vec::new()))
     }
-}
-
-/// A function's results as outputs: `result`, or `result.0`, `result.1`, … for several.
-pub fn results_named(results: Vec<Tensor>) -> Vec<(String, Tensor)> {
-    let several = results.len() > 1;
-    results
-        .into_iter()
-        .enumerate()
-        .map(|(i, t)| (if several { format!("result.{i}") } else { "result".to_string() }, t))
-        .collect()
 }

@@ -135,9 +135,10 @@ pub struct Function {
     pub name: String,
     /// Function or program.
     pub kind: FunctionKind,
-    /// Parameter expressions, in order (the first entries of `exprs`).
+    /// Parameter expressions, in order (the first entries of `exprs` as parsed;
+    /// `strata_verify::results_as_outputs` appends output parameters after the others).
     pub params: Vec<Value>,
-    /// The result types of a `func` (`-> T` or `-> (T1, T2)`); empty for a program.
+    /// The result types of a `func` (`-> T`, or `-> T1, T2` for several); empty for a program.
     pub results: Vec<Handle<Type>>,
     /// Whether the text left the result type out (`func @f(%x: T) {`): elaboration infers it
     /// from the returned value and the printer leaves it out again.
@@ -169,6 +170,15 @@ impl Function {
         match self.results.as_slice() {
             [r] => Some(*r),
             _ => None,
+        }
+    }
+
+    /// The names a `func`'s results are written under when it runs as an entry: `result`, or
+    /// `result.0`, `result.1`, … for several.
+    pub fn result_names(&self) -> Vec<String> {
+        match self.results.len() {
+            1 => vec!["result".to_string()],
+            n => (0..n).map(|i| format!("result.{i}")).collect(),
         }
     }
 

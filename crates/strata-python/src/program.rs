@@ -104,8 +104,7 @@ impl Program {
             .filter(|&&p| f.exprs[p].kind == ExprKind::Param(ParamMode::Out))
             .map(|&p| f.exprs[p].name.clone())
             .collect();
-        let several = f.results.len() > 1;
-        names.extend((0..f.results.len()).map(|i| if several { format!("result.{i}") } else { "result".into() }));
+        names.extend(f.result_names());
         Ok(names)
     }
 
@@ -126,7 +125,8 @@ impl Program {
     ) -> PyResult<Vec<(String, Py<PyAny>)>> {
         let backend = strata_cli::execute::Backend::parse(backend).map_err(ArgumentError::new_err)?;
         // An entry with several results runs as the program writing them.
-        let (module, h) = strata_verify::results_as_outputs(&self.module, self.entry(entry)?);
+        let h = self.entry(entry)?;
+        let module = strata_verify::results_as_outputs(&self.module, h);
         let f = &module.functions[h];
         for key in args.keys() {
             let key: String = key.extract()?;
@@ -166,7 +166,7 @@ impl Program {
             return Err(ArgumentError::new_err(format!("missing argument {} of `@{}`", missing.join(", "), f.name)));
         }
         let opts = strata_cli::RunOptions { threads, ..strata_cli::RunOptions::default() };
-        let (module, types) = (&module, &self.types);
+        let (module, types) = (&*module, &self.types);
         // The inputs stay alive in `args` (held by the caller) while the GIL is released.
         let ran = py.detach(|| strata_cli::execute::execute(module, types, h, &values.values, backend, &opts));
         drop(values);

@@ -248,9 +248,8 @@ pub(crate) fn check_signature(
     }
     let (params, result) = signature(cx.module, func);
     let result_ok = expected_result.is_none_or(|r| result == Some(r));
-    let generic = f.is_generic();
-    let all = cx.specializing();
-    if params.len() == expected_params.len() && (generic || (all && (params != expected_params || !result_ok))) {
+    let retyped = crate::specialize::instantiates(cx, func, expected_params) || (cx.specializing() && !result_ok);
+    if params.len() == expected_params.len() && retyped {
         return crate::specialize::instantiate(cx, func, expected_params.to_vec(), expected_result, None);
     }
     let show_list = |cx: &Cx, ts: &[Handle<Type>]| ts.iter().map(|&t| cx.show(t)).collect::<Vec<_>>().join(", ");
