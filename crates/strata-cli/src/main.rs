@@ -4,6 +4,10 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+/// Large tensor columns aligned to a cache line (`strata_runtime::aligned`).
+#[global_allocator]
+static ALLOCATOR: strata_runtime::aligned::CacheLineAligned = strata_runtime::aligned::CacheLineAligned;
+
 /// Strata: a typed tensor IR over named dimensions — dense, nested, ragged, sparse and
 /// distributed tensors in one language.
 #[derive(Parser)]

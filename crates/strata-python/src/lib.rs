@@ -18,6 +18,10 @@ mod program;
 
 use pyo3::prelude::*;
 
+/// Large tensor columns aligned to a cache line (`strata_runtime::aligned`).
+#[global_allocator]
+static ALLOCATOR: strata_runtime::aligned::CacheLineAligned = strata_runtime::aligned::CacheLineAligned;
+
 /// The extension module.
 #[pymodule]
 fn _strata(m: &Bound<'_, PyModule>) -> PyResult<()> {

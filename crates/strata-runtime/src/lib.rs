@@ -11,6 +11,7 @@
 
 #![deny(missing_docs)]
 
+pub mod aligned;
 pub mod dist;
 pub mod npy;
 pub mod random;
