@@ -13,11 +13,12 @@ use std::rc::Rc;
 use strata_ir::{BinaryOp, Scalar, UnaryOp};
 use strata_runtime::Sv;
 
-use crate::kernel::{Buffer, CompressedOut, Kernel, KernelProgram, ScanLoop, Scatter, Store};
+use crate::kernel::{Buffer, CompressedOut, Kernel, KernelProgram, ScanLoop, Scatter, Store, Window};
 use crate::matmul::MatMul;
 use crate::sparse::CoIteration;
 
 mod sparse;
+mod window;
 use crate::sym::{Coord, Load, SExpr};
 use sparse::SetBounds;
 
@@ -149,6 +150,8 @@ struct Emitter<'p> {
     local: Option<Local>,
     /// Loops of the kernel being emitted that visit stored coordinates (`Kernel::sets`).
     sets: &'p [CoIteration],
+    /// Values the kernel being emitted stages in rolling windows (`Kernel::windows`).
+    windows: &'p [Window],
 }
 
 /// Where a kernel's strip-local buffers live: `loc{b}[(scan - start) * width + (column - jb)]`.
@@ -241,6 +244,9 @@ impl Emitter<'_> {
     }
 
     fn load(&self, l: &Load) -> String {
+        if let Some(w) = self.windows.iter().find(|w| w.buffer == l.buffer) {
+            return self.window_load(w, l);
+        }
         if let Some(loc) = self.local.as_ref().filter(|loc| loc.buffers.contains(&l.buffer)) {
             // Read and written at the current point only (checked by `kernel_passes::fuse_scans`).
             let (k, start) = &loc.scan;
@@ -850,7 +856,7 @@ fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
     }
     out.push_str("*/\n");
     for (ki, k) in program.kernels.iter().enumerate() {
-        let em = Emitter { program, local: None, sets: &k.sets };
+        let em = Emitter { program, local: None, sets: &k.sets, windows: &k.windows };
         let _ = writeln!(out, "\n/* kernel {ki}: {} */", k.comment);
         let _ = writeln!(out, "static int {symbol}_kernel{ki}(void **buf, const strata_rt *rt, int threads) {{");
         // Threads share the outermost loop; each has its own error flag, combined at the end.
@@ -882,6 +888,11 @@ fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
         }
         if let Some(c) = &k.compressed {
             emit_compressed(out, &em, k, c);
+            let _ = writeln!(out, "  return e_;\n}}");
+            continue;
+        }
+        if !k.windows.is_empty() {
+            window::emit_windowed(out, &em, k);
             let _ = writeln!(out, "  return e_;\n}}");
             continue;
         }
@@ -1322,6 +1333,7 @@ fn emit_scan(out: &mut String, em: &Emitter, k: &Kernel, sc: &ScanLoop) {
             program: em.program,
             local: Some(Local { buffers: k.local.clone(), scan, column: column.clone() }),
             sets: em.sets,
+            windows: em.windows,
         };
         &local_em
     };

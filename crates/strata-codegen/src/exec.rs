@@ -437,6 +437,8 @@ fn fresh_column<T: Argument>(b: &crate::kernel::Buffer, args: &[T]) -> Column {
     match (b.role, b.param) {
         (Role::Storage(StoragePart::Positions(_)), None) => return Column::zeros(b.scalar, len + 1),
         (Role::Storage(_), None) => return Column::zeros(b.scalar, 0),
+        // Lives inside the kernel staging it.
+        (Role::Window, _) => return Column::zeros(b.scalar, 0),
         _ => {}
     }
     let mut c = match b.param {

@@ -63,6 +63,9 @@ pub enum Role {
     /// One array of a sparse or ragged parameter's storage (`strata_runtime::storage`), which
     /// the run builds from the argument; its length is the data's.
     Storage(StoragePart),
+    /// A value staged in a rolling window of planes ([`Window`]): it lives only inside the
+    /// kernel computing it, per thread, and has no memory outside.
+    Window,
 }
 
 /// One array of a sparse or ragged value's storage.
@@ -115,6 +118,34 @@ pub struct Kernel {
     /// Set when the kernel stores at positions the data decides ([`Scatter`]); it has no
     /// `stores` then.
     pub scatter: Option<Scatter>,
+    /// Values the stores read at several offsets, each computed once per point into a rolling
+    /// window of planes along the outermost domain level instead of at every offset
+    /// ([`crate::stage`]); in dependency order (a window reads only earlier ones).
+    pub windows: Vec<Window>,
+}
+
+/// A value staged in a rolling window: `buffer` (levels: the kernel's domain levels, intervals
+/// widened to every point its readers reach, role [`Role::Window`]) holds `value` at each of its
+/// points, kept as a ring of `ahead - behind + 1` planes of the outermost level per thread.
+/// While the kernel's stores run plane `p`, the window holds planes `p + behind ..= p + ahead`:
+/// plane `p + ahead` is computed first, from the input planes and earlier windows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Window {
+    /// The staged buffer.
+    pub buffer: usize,
+    /// Its value at each point, over the buffer's level variables.
+    pub value: Rc<SExpr>,
+    /// How far (in planes of the outermost level) ahead of the stores' plane it is read.
+    pub ahead: i64,
+    /// How far behind (≤ `ahead`, may be negative).
+    pub behind: i64,
+}
+
+impl Window {
+    /// Planes kept per thread.
+    pub fn depth(&self) -> i64 {
+        self.ahead - self.behind + 1
+    }
 }
 
 /// A kernel storing at data-dependent positions: seed 004's coordinates and values as data.
@@ -196,7 +227,8 @@ impl Kernel {
     pub fn exprs(&self) -> impl Iterator<Item = &Rc<SExpr>> {
         let scans = self.scan.iter().chain(self.chain.iter().map(|st| &st.scan));
         let scattered = self.scatter.iter().flat_map(Scatter::exprs);
-        self.all_stores().map(|st| &st.value).chain(scans.flat_map(|sc| &sc.updates)).chain(scattered)
+        let staged = self.windows.iter().map(|w| &w.value);
+        self.all_stores().map(|st| &st.value).chain(scans.flat_map(|sc| &sc.updates)).chain(scattered).chain(staged)
     }
 
     /// Whether the kernel reads buffer `b` (directly or through a table).
@@ -206,7 +238,9 @@ impl Kernel {
 
     /// Whether the kernel writes buffer `b`.
     pub fn writes(&self, b: usize) -> bool {
-        self.all_stores().any(|st| st.buffer == b) || self.scatter.as_ref().is_some_and(|s| s.written().contains(&b))
+        self.all_stores().any(|st| st.buffer == b)
+            || self.scatter.as_ref().is_some_and(|s| s.written().contains(&b))
+            || self.windows.iter().any(|w| w.buffer == b)
     }
 
     /// A plain loop nest over `domain` with `stores` at each point.
@@ -222,6 +256,7 @@ impl Kernel {
             sets: Vec::new(),
             compressed: None,
             scatter: None,
+            windows: Vec::new(),
         }
     }
 
@@ -326,6 +361,7 @@ impl std::fmt::Display for KernelProgram {
                 Role::Elements => String::new(),
                 Role::Presence => " (which elements exist)".into(),
                 Role::Storage(part) => format!(" (storage: {part:?}, run-time length)"),
+                Role::Window => " (staged: a rolling window inside its kernel)".into(),
             };
             writeln!(
                 f,
@@ -416,6 +452,18 @@ impl std::fmt::Display for KernelProgram {
                         crate::sym::show(&w.value)
                     )?;
                 }
+            }
+            for w in &kernel.windows {
+                let outer = &self.buffers[w.buffer].levels[0].name;
+                writeln!(
+                    f,
+                    "    stage b{} = {}  (rolling window of {} planes of {outer}, {}..={} from the stores' plane)",
+                    w.buffer,
+                    crate::sym::show(&w.value),
+                    w.depth(),
+                    w.behind,
+                    w.ahead
+                )?;
             }
             if !kernel.local.is_empty() {
                 let names: Vec<String> = kernel.local.iter().map(|&b| format!("b{b}")).collect();

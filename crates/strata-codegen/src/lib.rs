@@ -7,7 +7,8 @@
 //!    [`invariant`], [`kernel_passes`], [`sparse::coiterate`] (loops over stored sparse
 //!    coordinates where the algebra of [`fill`] proves it changes no value), [`workspace`]
 //!    (Gustavson's row workspace for sparse results such as SpGEMM) and [`matmul`] (kernels
-//!    that are matrix products, for the runtime GEMM);
+//!    that are matrix products, for the runtime GEMM), and last [`stage`] (values read at
+//!    several offsets computed once into rolling windows of planes);
 //! 2. [`emit_c`]: kernels → one C translation unit, calling back into [`runtime`] for GEMM;
 //! 3. [`compile`]: C → shared object with the system C compiler, cached on disk;
 //! 4. [`exec`]: running it on runtime values (sparse arguments assembled into storage).
@@ -31,6 +32,7 @@ pub mod matmul;
 pub mod nested;
 pub mod runtime;
 pub mod sparse;
+pub mod stage;
 pub mod sym;
 pub mod workspace;
 

@@ -445,6 +445,7 @@ impl<'m> Lowerer<'m> {
             sets: Vec::new(),
             compressed: None,
             scatter: None,
+            windows: Vec::new(),
         });
         Ok(sym)
     }
@@ -1758,6 +1759,7 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
     let mut program = KernelProgram { entry: func.name.clone(), buffers, kernels, sparse: l.sparse };
     crate::sparse::coiterate(&mut program);
     crate::workspace::gustavson(&mut program);
+    crate::stage::stage_windows(&mut program);
     Ok(program)
 }
 
