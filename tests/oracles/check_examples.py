@@ -518,6 +518,23 @@ def beyond(strata, work, rng):
     expect("expand_shape", got, vec.reshape(42, 64))
 
 
+def hdiff_np(x, coeff):
+    """Horizontal diffusion with a flux limiter, written independently in numpy: `x` has a
+    two-point halo in I and J, the result and `coeff` none."""
+    lap = lap_np(x)  # one-point halo left
+    fx = lap[1:, 1:-1] - lap[:-1, 1:-1]  # flux from i to i+1, i in [-1, n)
+    fx = np.where(fx * (x[2:-1, 2:-2] - x[1:-2, 2:-2]) > 0, 0.0, fx)
+    fy = lap[1:-1, 1:] - lap[1:-1, :-1]
+    fy = np.where(fy * (x[2:-2, 2:-1] - x[2:-2, 1:-2]) > 0, 0.0, fy)
+    return x[2:-2, 2:-2] - coeff * (fx[1:] - fx[:-1] + fy[:, 1:] - fy[:, :-1])
+
+
+def horizontal_diffusion(strata, work, rng):
+    inp, coeff = rng.standard_normal((10, 12, 8)), rng.random((6, 8, 8))  # I[-2:8], J[-2:10]
+    out = run(strata, "stencil/horizontal_diffusion.strata", work, {"inp": inp, "coeff": coeff}, {"out": ".npy"})
+    expect("horizontal_diffusion", out["out"], hdiff_np(inp, coeff))
+
+
 def distributed(strata, work, rng):
     x, y = rng.standard_normal(1_000_000), rng.standard_normal(1_000_000)
     out = run(strata, "placement/distributed_axpy.strata", work, {"x": x, "y": y}, {"out": ".npy"}, entry="run")
@@ -528,6 +545,7 @@ def distributed(strata, work, rng):
 
 CHECKS = {
     "laplacian": laplacian,
+    "horizontal_diffusion": horizontal_diffusion,
     "tridiagonal": tridiagonal,
     "divmod": divmod_results,
     "nabla": nabla,
