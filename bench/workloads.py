@@ -18,6 +18,8 @@ from typing import Callable
 
 import numpy as np
 
+import gt4py_peers
+
 @dataclass
 class Target:
     """A goal of issue 5: `kind` is "fraction" (Strata's fraction of the limit, preallocated
@@ -702,7 +704,8 @@ def workloads() -> list[Workload]:
         Workload(
             "laplap", "laplap.strata", "laplap", laplap_make, lambda i: lap_np(lap_np(i["inp"])),
             bytes=8 * ((LAP_N + 4) ** 2 * LAP_K + lap_out), flops=2 * 6 * lap_out, bound="triad", out="out",
-            peers={"numpy": np_peer(lambda i: lap_np(lap_np(i["inp"]))), "scipy": laplap_scipy, "jax": laplap_jax, "numba": laplap_numba},
+            peers={"numpy": np_peer(lambda i: lap_np(lap_np(i["inp"]))), "scipy": laplap_scipy, "jax": laplap_jax, "numba": laplap_numba,
+                   "gt4py": gt4py_peers.laplap},
             target=Target("fraction", 0.70), rtol=1e-9, atol=1e-9,
             note="scipy: ndimage.correlate with the 5x5 laplacian-of-laplacian kernel",
             gap="one core does not reach the triad figure on a 5-point stencil here: a single laplacian "
@@ -712,14 +715,14 @@ def workloads() -> list[Workload]:
         Workload(
             "hdiff", "hdiff.strata", "hdiff", hdiff_make, hdiff_np,
             bytes=8 * ((LAP_N + 4) ** 2 * LAP_K + 2 * lap_out), flops=21 * lap_out, bound="triad", out="out",
-            peers={"numpy": np_peer(hdiff_np), "jax": hdiff_jax, "numba": hdiff_numba},
+            peers={"numpy": np_peer(hdiff_np), "jax": hdiff_jax, "numba": hdiff_numba, "gt4py": gt4py_peers.hdiff},
             target=Target("fraction", 0.70), rtol=1e-9, atol=1e-9,
             note="horizontal diffusion: laplacian, limited fluxes, update (GT4Py's benchmark)",
         ),
         Workload(
             "tridiag", "tridiag.strata", "tridiag", tridiag_make, tridiag_np,
             bytes=8 * 5 * tri, flops=9 * tri, bound="triad", out="x",
-            peers={"numpy": np_peer(tridiag_np), "jax": tridiag_jax, "numba": tridiag_numba},
+            peers={"numpy": np_peer(tridiag_np), "jax": tridiag_jax, "numba": tridiag_numba, "gt4py": gt4py_peers.tridiag},
             target=Target("fraction", 0.40), rtol=1e-9, atol=1e-9,
             note="SciPy has no batched tridiagonal solver (solve_banded solves one system)",
             gap="not analysed since both sweeps run per strip of columns with c', d' in cache (the runs "
