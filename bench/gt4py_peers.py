@@ -10,15 +10,27 @@ annotations` here: GT4Py reads the operators' annotations, which name local type
 """
 
 
+import functools
+
 import numpy as np
 
 _BACKEND = None  # (backend, label, why the embedded backend is used) once chosen
 
 
-def _dims():
+@functools.cache
+def _cartesian():
+    """The dimensions I, J, K, the field type over them, and the laplacian the stencils share."""
     import gt4py.next as gtx
+    from gt4py.next import Field, float64
 
-    return gtx.Dimension("I"), gtx.Dimension("J"), gtx.Dimension("K", kind=gtx.DimensionKind.VERTICAL)
+    I, J, K = gtx.Dimension("I"), gtx.Dimension("J"), gtx.Dimension("K", kind=gtx.DimensionKind.VERTICAL)
+    F = Field[gtx.Dims[I, J, K], float64]
+
+    @gtx.field_operator
+    def lap(x: F) -> F:
+        return -4.0 * x + x(I + 1) + x(I - 1) + x(J + 1) + x(J - 1)
+
+    return I, J, K, F, lap
 
 
 def _with_backend(program, call):
@@ -63,14 +75,8 @@ def _runner(program, make_args, result):
 
 def laplap(inputs):
     import gt4py.next as gtx
-    from gt4py.next import Field, float64
 
-    I, J, K = _dims()
-    F = Field[gtx.Dims[I, J, K], float64]
-
-    @gtx.field_operator
-    def lap(x: F) -> F:
-        return -4.0 * x + x(I + 1) + x(I - 1) + x(J + 1) + x(J - 1)
+    I, J, K, F, lap = _cartesian()
 
     @gtx.field_operator
     def laplap(x: F) -> F:
@@ -91,14 +97,9 @@ def laplap(inputs):
 
 def hdiff(inputs):
     import gt4py.next as gtx
-    from gt4py.next import Field, float64, where
+    from gt4py.next import where
 
-    I, J, K = _dims()
-    F = Field[gtx.Dims[I, J, K], float64]
-
-    @gtx.field_operator
-    def lap(x: F) -> F:
-        return -4.0 * x + x(I + 1) + x(I - 1) + x(J + 1) + x(J - 1)
+    I, J, K, F, lap = _cartesian()
 
     @gtx.field_operator
     def flux_i(lp: F, x: F) -> F:
@@ -141,10 +142,9 @@ def hdiff(inputs):
 
 def tridiag(inputs):
     import gt4py.next as gtx
-    from gt4py.next import Field, float64
+    from gt4py.next import float64
 
-    I, J, K = _dims()
-    F = Field[gtx.Dims[I, J, K], float64]
+    I, J, K, F, _ = _cartesian()
 
     @gtx.scan_operator(axis=K, forward=True, init=(0.0, 0.0))
     def forward(state: tuple[float64, float64], a: float64, b: float64, c: float64, d: float64) -> tuple[float64, float64]:

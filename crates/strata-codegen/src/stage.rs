@@ -134,7 +134,8 @@ fn best_candidate(k: &Kernel, buffers: &[Buffer]) -> Option<Class> {
     if visited > SEARCH_LIMIT {
         return None;
     }
-    let window_bytes: i64 = k.windows.iter().map(|w| ring_bytes(k, &buffers[w.buffer])).sum();
+    let window_bytes: i64 =
+        k.windows.iter().map(|w| ring_bytes(k, &buffers[w.buffer].levels, buffers[w.buffer].scalar)).sum();
     classes
         .into_values()
         .filter(|c| c.at.len() >= 2)
@@ -143,7 +144,7 @@ fn best_candidate(k: &Kernel, buffers: &[Buffer]) -> Option<Class> {
             let points = |ls: &[Level]| ls.iter().map(|l| l.interval.len() as f64).product::<f64>();
             let widened = points(&levels) / points(&k.domain);
             let n = c.at.len() as f64;
-            let bytes = ring_bytes(k, &Buffer::temporary(String::new(), c.scalar, levels, Vec::new()));
+            let bytes = ring_bytes(k, &levels, c.scalar);
             n * c.work > c.work * widened + MEMORY_OPS * (n + 1.0) && window_bytes + bytes <= WINDOW_BUDGET
         })
         .max_by(|a, b| {
@@ -152,11 +153,11 @@ fn best_candidate(k: &Kernel, buffers: &[Buffer]) -> Option<Class> {
         })
 }
 
-/// The bytes a window over `b` keeps per thread: its ring of planes, as many as its outermost
-/// level reaches beyond the kernel's.
-fn ring_bytes(k: &Kernel, b: &Buffer) -> i64 {
-    let depth = b.levels[0].interval.len() as i64 - k.domain[0].interval.len() as i64 + 1;
-    depth * b.levels[1..].iter().map(|l| l.interval.len() as i64).product::<i64>() * b.scalar.size_bytes() as i64
+/// The bytes a window over `levels` keeps per thread: its ring of planes, as many as its
+/// outermost level reaches beyond the kernel's.
+fn ring_bytes(k: &Kernel, levels: &[Level], scalar: Scalar) -> i64 {
+    let depth = levels[0].interval.len() as i64 - k.domain[0].interval.len() as i64 + 1;
+    depth * levels[1..].iter().map(|l| l.interval.len() as i64).product::<i64>() * scalar.size_bytes() as i64
 }
 
 /// The box of points the occurrences of `c` read the staged value at: per domain level, the
