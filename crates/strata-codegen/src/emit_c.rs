@@ -18,6 +18,7 @@ use crate::matmul::MatMul;
 use crate::sparse::CoIteration;
 
 mod sparse;
+mod tables;
 mod window;
 use crate::sym::{Coord, Load, SExpr};
 use sparse::SetBounds;
@@ -82,9 +83,10 @@ STRATA_VECTOR_MATH(double, tanh) STRATA_VECTOR_MATH(float, tanhf)
 
 /* The first bad entry or index a run met: its value, the interval it had to lie in, and the
    table buffer it came from (-1: a computed index). Read by the caller after an error
-   (strata_error_detail), so its message names them. */
+   (strata_error_detail), so its message names them. Cold and out of line, so that a checked
+   access in a hot loop costs one unsigned compare and a branch never taken. */
 static int64_t strata_bad[5];
-static void strata_note_bad(int64_t t, int64_t lo, int64_t hi, int64_t site) {
+__attribute__((cold, noinline)) static void strata_note_bad(int64_t t, int64_t lo, int64_t hi, int64_t site) {
   _Pragma("omp critical(strata_bad)")
   if (!strata_bad[4]) { strata_bad[0] = t; strata_bad[1] = lo; strata_bad[2] = hi; strata_bad[3] = site; strata_bad[4] = 1; }
 }
@@ -93,7 +95,7 @@ const int64_t *strata_error_detail(void) { return strata_bad; }
    [lo, hi). Returns a safe coordinate to address with. */
 static inline int64_t strata_nb(int64_t t, int64_t lo, int64_t hi, int64_t site, int *err) {
   if (t == -1) return lo;
-  if (t < lo || t >= hi) { strata_note_bad(t, lo, hi, site); *err = 2; return lo; }
+  if (__builtin_expect((uint64_t)t - (uint64_t)lo >= (uint64_t)hi - (uint64_t)lo, 0)) { strata_note_bad(t, lo, hi, site); *err = 2; return lo; }
   return t;
 }
 static inline int strata_ok(int64_t t) { return t != -1; }
@@ -107,7 +109,7 @@ STRATA_FIND(strata_find, int64_t)
 STRATA_FIND(strata_find32, int32_t)
 /* A computed index: must lie in [lo, hi), else error 4. */
 static inline int64_t strata_ix(int64_t t, int64_t lo, int64_t hi, int *err) {
-  if (t < lo || t >= hi) { strata_note_bad(t, lo, hi, -1); *err = 4; return lo; }
+  if (__builtin_expect((uint64_t)t - (uint64_t)lo >= (uint64_t)hi - (uint64_t)lo, 0)) { strata_note_bad(t, lo, hi, -1); *err = 4; return lo; }
   return t;
 }
 /* Sorts a[0..n) in place by insertion: for the short lists (at most 32) of a sparse row. */
@@ -144,6 +146,7 @@ static inline int64_t strata_f2i64(double x) { if (isnan(x)) return 0; if (x <= 
 static inline uint64_t strata_f2u64(double x) { if (isnan(x) || x <= 0.0) return 0; if (x >= 18446744073709551616.0) return UINT64_MAX; return (uint64_t)x; }
 "#;
 
+#[derive(Clone)]
 struct Emitter<'p> {
     program: &'p KernelProgram,
     /// Strip-local buffers of the kernel being emitted (see `Kernel::local`).
@@ -152,9 +155,14 @@ struct Emitter<'p> {
     sets: &'p [CoIteration],
     /// Values the kernel being emitted stages in rolling windows (`Kernel::windows`).
     windows: &'p [Window],
+    /// Table entries bound to variables at the current statement ([`tables`]).
+    entries: Vec<tables::BoundEntry>,
+    /// The next bound entry's number, unique in the kernel's function.
+    next_entry: Rc<std::cell::Cell<usize>>,
 }
 
 /// Where a kernel's strip-local buffers live: `loc{b}[(scan - start) * width + (column - jb)]`.
+#[derive(Clone)]
 struct Local {
     buffers: Vec<usize>,
     scan: (String, i64),
@@ -227,13 +235,7 @@ impl Emitter<'_> {
                 }
             }
             Coord::Table { table, source, offset } => {
-                let t = format!(
-                    "strata_nb((int64_t){}, {}, {}, {}, err)",
-                    self.load(table),
-                    source.start,
-                    source.stop,
-                    table.buffer
-                );
+                let t = self.table_coord(table, *source);
                 if *offset == 0 {
                     t
                 } else {
@@ -308,9 +310,8 @@ impl Emitter<'_> {
             }
             SExpr::Const(_) | SExpr::Acc(_) | SExpr::Present(_) | SExpr::Reduce { .. } => "1".into(),
             SExpr::Absent(_) => "0".into(),
-            SExpr::Guard { table, value, .. } => {
-                let mut parts = self.load_present(table);
-                parts.push(format!("strata_ok((int64_t){})", self.load(table)));
+            SExpr::Guard { table, source, value } => {
+                let mut parts = self.table_present(table, *source);
                 parts.push(self.present(value));
                 and(parts)
             }
@@ -334,11 +335,7 @@ impl Emitter<'_> {
 
     fn coord_present(&self, c: &Coord) -> Vec<String> {
         match c {
-            Coord::Table { table, .. } => {
-                let mut v = self.load_present(table);
-                v.push(format!("strata_ok((int64_t){})", self.load(table)));
-                v
-            }
+            Coord::Table { table, source, .. } => self.table_present(table, *source),
             Coord::Computed { value, .. } => vec![self.present(value)],
             _ => vec![],
         }
@@ -373,16 +370,7 @@ impl Emitter<'_> {
             SExpr::Cast(a, from, to) => cast(&self.value(a), *from, *to),
             SExpr::Present(a) => format!("((uint8_t){})", self.present(a)),
             SExpr::Acc(id) => format!("acc{id}"),
-            SExpr::Guard { table, source, value } => {
-                format!(
-                    "((void)strata_nb((int64_t){}, {}, {}, {}, err), {})",
-                    self.load(table),
-                    source.start,
-                    source.stop,
-                    table.buffer,
-                    self.value(value)
-                )
-            }
+            SExpr::Guard { table, source, value } => self.guarded(table, *source, value),
             SExpr::Reduce { id, vars, init, scalar, body } => {
                 let mut invariants = Vec::new();
                 let body = hoist_reductions(body, &mut invariants, &|r| invariant(r, vars, *id));
@@ -425,10 +413,12 @@ impl Emitter<'_> {
     }
 
     /// One step of fold `id`: the accumulator becomes `body` where `body` exists.
-    fn fold_step(&self, id: u32, body: &SExpr) -> String {
-        match self.present(body).as_str() {
-            "1" => format!("acc{id} = {};", self.value(body)),
-            p => format!("if ({p}) acc{id} = {};", self.value(body)),
+    /// Its table entries are bound first ([`Self::bind_tables`]).
+    fn fold_step(&self, id: u32, body: &Rc<SExpr>) -> String {
+        let (decls, em) = self.bind_tables(&[body]);
+        match em.present(body).as_str() {
+            "1" => format!("{decls}acc{id} = {};", em.value(body)),
+            p => format!("{decls}if ({p}) acc{id} = {};", em.value(body)),
         }
     }
 
@@ -856,7 +846,14 @@ fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
     }
     out.push_str("*/\n");
     for (ki, k) in program.kernels.iter().enumerate() {
-        let em = Emitter { program, local: None, sets: &k.sets, windows: &k.windows };
+        let em = Emitter {
+            program,
+            local: None,
+            sets: &k.sets,
+            windows: &k.windows,
+            entries: Vec::new(),
+            next_entry: Rc::default(),
+        };
         let _ = writeln!(out, "\n/* kernel {ki}: {} */", k.comment);
         let _ = writeln!(out, "static int {symbol}_kernel{ki}(void **buf, const strata_rt *rt, int threads) {{");
         // Threads share the outermost loop; each has its own error flag, combined at the end.
@@ -1002,10 +999,14 @@ fn emit_sibling_folds(out: &mut String, em: &Emitter, folds: &[Rc<SExpr>], inden
         }
         let mut steps = Vec::new();
         let mut sums = Vec::new();
+        let bodies: Vec<&Rc<SExpr>> =
+            g.iter().filter_map(|f| if let SExpr::Reduce { body, .. } = &***f { Some(body) } else { None }).collect();
+        let (decls, step_em) = em.bind_tables(&bodies);
+        steps.push(decls);
         for f in &g {
             let SExpr::Reduce { id, init, scalar, body, .. } = &***f else { unreachable!("hoisted folds") };
             let _ = writeln!(out, "{indent}{} acc{id} = {};", c_type(*scalar), em.value(init));
-            steps.push(em.fold_step(*id, body));
+            steps.push(step_em.fold_step(*id, body));
             sums.push(format!("acc{id}"));
         }
         let simd = if g.iter().all(|f| reassociable(f)) { sums } else { Vec::new() };
@@ -1016,6 +1017,11 @@ fn emit_sibling_folds(out: &mut String, em: &Emitter, folds: &[Rc<SExpr>], inden
 
 /// One store per point: `target = value`, or zero where the value is absent.
 fn emit_stores(out: &mut String, em: &Emitter, stores: &[Store], indent: &str) {
+    let values: Vec<&Rc<SExpr>> = stores.iter().map(|s| &s.value).collect();
+    let (decls, em) = em.bind_tables(&values);
+    if !decls.is_empty() {
+        let _ = writeln!(out, "{indent}{}", decls.trim_end());
+    }
     for s in stores {
         let b = &em.program.buffers[s.buffer];
         let coords = crate::sym::level_vars(&b.levels);
@@ -1334,6 +1340,8 @@ fn emit_scan(out: &mut String, em: &Emitter, k: &Kernel, sc: &ScanLoop) {
             local: Some(Local { buffers: k.local.clone(), scan, column: column.clone() }),
             sets: em.sets,
             windows: em.windows,
+            entries: em.entries.clone(),
+            next_entry: em.next_entry.clone(),
         };
         &local_em
     };

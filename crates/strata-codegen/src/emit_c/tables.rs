@@ -1,0 +1,134 @@
+//! Neighbor-table entries read once per statement: the C for a fold step or a point's stores
+//! first binds each distinct table entry its expressions read — its raw value (the skip
+//! value −1 where an entry it is read through was skipped), whether it names a neighbor, and
+//! the checked coordinate — and the expressions then use those names. Without this an
+//! expression that reads through two table levels (the nabla's edge flux recomputed per vertex
+//! neighbor) repeats each entry's load, skip test and interval check in every presence test and
+//! value, which the C compiler cannot merge: each check may record an error.
+//!
+//! Every entry is checked where it is bound, also one that only a branch not taken reads; the
+//! interpreter checks a whole shift's table, so an entry outside its source interval is an
+//! error on both backends. Loads stay in bounds: a skipped or bad entry binds the coordinate
+//! the interval starts at, as `strata_nb` returns.
+
+use std::fmt::Write;
+use std::rc::Rc;
+
+use strata_ir::Interval;
+
+use crate::sym::{for_each_coord_part, for_each_part, Coord, Load, Part, SExpr};
+
+use super::Emitter;
+
+/// A table entry bound to C variables `t{n}` (raw), `ok{n}` (names a neighbor), `nb{n}`
+/// (checked coordinate).
+#[derive(Clone)]
+pub(super) struct BoundEntry {
+    /// The C text of the entry's load, with inner entries already bound.
+    load: String,
+    /// The interval the entry must lie in.
+    source: Interval,
+    n: usize,
+}
+
+impl Emitter<'_> {
+    /// The bound entry for table load `table` checked against `source`, if any.
+    fn bound(&self, table: &Load, source: Interval) -> Option<&BoundEntry> {
+        if self.entries.is_empty() {
+            return None;
+        }
+        let load = self.load(table);
+        self.entries.iter().find(|b| b.load == load && b.source == source)
+    }
+
+    /// The checked coordinate of a table entry (`strata_nb`), by name where bound.
+    pub(super) fn table_coord(&self, table: &Load, source: Interval) -> String {
+        match self.bound(table, source) {
+            Some(b) => format!("nb{}", b.n),
+            None => format!(
+                "strata_nb((int64_t){}, {}, {}, {}, err)",
+                self.load(table),
+                source.start,
+                source.stop,
+                table.buffer
+            ),
+        }
+    }
+
+    /// Whether a table entry names a neighbor (and every entry it is read through does).
+    pub(super) fn table_present(&self, table: &Load, source: Interval) -> Vec<String> {
+        match self.bound(table, source) {
+            Some(b) => vec![format!("ok{}", b.n)],
+            None => {
+                let mut v = self.load_present(table);
+                v.push(format!("strata_ok((int64_t){})", self.load(table)));
+                v
+            }
+        }
+    }
+
+    /// A guarded value: the entry's interval check, then the value.
+    pub(super) fn guarded(&self, table: &Load, source: Interval, value: &SExpr) -> String {
+        match self.bound(table, source) {
+            Some(_) => self.value(value),
+            None => format!("((void){}, {})", self.table_coord(table, source), self.value(value)),
+        }
+    }
+
+    /// Binds the table entries `exprs` read at the current point (not those inside folds, which
+    /// read them at their own loop variables), innermost first; returns the C declarations and
+    /// the emitter that reads them by name.
+    pub(super) fn bind_tables(&self, exprs: &[&Rc<SExpr>]) -> (String, Emitter<'_>) {
+        let mut found: Vec<(Rc<Load>, Interval)> = Vec::new();
+        for e in exprs {
+            collect(Part::Expr(e), &mut found);
+        }
+        let mut em = self.clone();
+        let mut decls = String::new();
+        for (table, source) in found {
+            if em.bound(&table, source).is_some() {
+                continue;
+            }
+            let n = em.next_entry.get();
+            em.next_entry.set(n + 1);
+            let load = em.load(&table);
+            let outer: Vec<String> = em.load_present(&table).into_iter().filter(|p| p != "1").collect();
+            let raw = if outer.is_empty() {
+                format!("(int64_t){load}")
+            } else {
+                format!("({}) ? (int64_t){load} : -1", outer.join(" && "))
+            };
+            let _ = write!(
+                decls,
+                "const int64_t t{n} = {raw}; const int ok{n} = t{n} != -1; const int64_t nb{n} = strata_nb(t{n}, {}, {}, {}, err); ",
+                source.start, source.stop, table.buffer
+            );
+            em.entries.push(BoundEntry { load, source, n });
+        }
+        (decls, em)
+    }
+}
+
+/// Collects the distinct table entries read in `p` (outside folds) in post-order.
+fn collect(p: Part, found: &mut Vec<(Rc<Load>, Interval)>) {
+    let note = |table: &Rc<Load>, source: Interval, found: &mut Vec<(Rc<Load>, Interval)>| {
+        for c in &table.coords {
+            collect(Part::Coord(c), found);
+        }
+        if !found.iter().any(|(t, s)| **t == **table && *s == source) {
+            found.push((table.clone(), source));
+        }
+    };
+    match p {
+        Part::Expr(e) => match &**e {
+            SExpr::Reduce { .. } => {}
+            SExpr::Guard { table, source, value } => {
+                note(table, *source, found);
+                collect(Part::Expr(value), found);
+            }
+            _ => for_each_part(e, &mut |q| collect(q, found)),
+        },
+        Part::Coord(Coord::Table { table, source, .. }) => note(table, *source, found),
+        Part::Coord(c) => for_each_coord_part(c, &mut |q| collect(q, found)),
+    }
+}
