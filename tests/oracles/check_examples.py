@@ -148,6 +148,22 @@ def nabla(strata, work, rng):
         expect(f"nabla.{field}", out[field], w)
 
 
+def mesh_laplacian(strata, work, rng):
+    """The laplacian of laplacian on the mesh: its inner laplacian is extracted into a vertex
+    temporary, the edge gradients recomputed per vertex neighbor."""
+    args, _ = nabla_data(rng)
+    args = {k: args[k] for k in ("pp", "sign", "vol", "e2v", "v2e")}
+    e2v, v2e, sign, vol = args["e2v"], args["v2e"], args["sign"], args["vol"]
+    valid = v2e != -1
+
+    def lap(f):
+        grad = f[e2v[:, 1]] - f[e2v[:, 0]]
+        return np.where(valid, grad[np.maximum(v2e, 0)] * sign, 0.0).sum(axis=1) / vol
+
+    got = run(strata, "stencil/mesh_laplacian.strata", work, args, {"out": ".npy"})["out"]
+    expect("mesh_laplacian", got, lap(lap(args["pp"])))
+
+
 def vertical_indirection(strata, work, rng):
     # Tables with an extra dimension (I): per-column K coordinates, numpy fancy indexing.
     f = rng.standard_normal((8, 10))
@@ -549,6 +565,7 @@ CHECKS = {
     "tridiagonal": tridiagonal,
     "divmod": divmod_results,
     "nabla": nabla,
+    "mesh_laplacian": mesh_laplacian,
     "vertical_indirection": vertical_indirection,
     "spmv_csr": spmv_csr,
     "sparse_dot": sparse_dot,
