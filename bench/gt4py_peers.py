@@ -53,18 +53,19 @@ def _with_backend(program, call):
     return p
 
 
-def _runner(program, make_args, result):
-    """The peer: builds, compiles and checks once (the first call, timed), then `run()`."""
+def _runner(program, make_args, result, **kwargs):
+    """The peer: builds, compiles and checks once (the first call, timed), then `run()`;
+    `kwargs` (an unstructured mesh's `offset_provider`) go to every call."""
     import time
 
     args = make_args()
     t0 = time.perf_counter()
-    p = _with_backend(program, lambda q: q(*args))
+    p = _with_backend(program, lambda q: q(*args, **kwargs))
     first = time.perf_counter() - t0
 
     def run():
         a = make_args()
-        p(*a)
+        p(*a, **kwargs)
         return result(a)
 
     run.first_s = first
@@ -173,4 +174,52 @@ def tridiag(inputs):
         solve_program,
         lambda: (*fields, gtx.as_field([I, J, K], np.empty(shape))),
         lambda a: np.transpose(a[4].asnumpy(), (2, 0, 1)),
+    )
+
+
+def nabla(inputs):
+    """Seed 000's FVM nabla as GT4Py writes it (its `pnabla` example): the edge flux a field
+    operator over edges, summed per vertex through V2E with its skip values."""
+    import gt4py.next as gtx
+    from gt4py.next import Field, float64, neighbor_sum
+
+    Vertex, Edge = gtx.Dimension("Vertex"), gtx.Dimension("Edge")
+    E2VDim = gtx.Dimension("E2V", kind=gtx.DimensionKind.LOCAL)
+    V2EDim = gtx.Dimension("V2E", kind=gtx.DimensionKind.LOCAL)
+    E2V = gtx.FieldOffset("E2V", source=Vertex, target=(Edge, E2VDim))
+    V2E = gtx.FieldOffset("V2E", source=Edge, target=(Vertex, V2EDim))
+    VF, EF = Field[gtx.Dims[Vertex], float64], Field[gtx.Dims[Edge], float64]
+    SignF = Field[gtx.Dims[Vertex, V2EDim], float64]
+
+    @gtx.field_operator
+    def flux(pp: VF, s_m: EF) -> EF:
+        return s_m * (0.5 * (pp(E2V[0]) + pp(E2V[1])))
+
+    @gtx.field_operator
+    def component(pp: VF, s_m: EF, sign: SignF, vol: VF) -> VF:
+        return neighbor_sum(flux(pp, s_m)(V2E) * sign, axis=V2EDim) / vol
+
+    @gtx.program
+    def nabla_program(pp: VF, s_mxx: EF, s_myy: EF, sign: SignF, vol: VF, out_x: VF, out_y: VF):
+        component(pp, s_mxx, sign, vol, out=out_x)
+        component(pp, s_myy, sign, vol, out=out_y)
+
+    e2v, v2e = inputs["e2v"], inputs["v2e"]
+    nv = v2e.shape[0]
+    mesh = {
+        "E2V": gtx.as_connectivity([Edge, E2VDim], codomain=Vertex, data=e2v, skip_value=None),
+        "V2E": gtx.as_connectivity([Vertex, V2EDim], codomain=Edge, data=v2e, skip_value=-1),
+    }
+    fields = (
+        gtx.as_field([Vertex], inputs["pp"]),
+        gtx.as_field([Edge], inputs["s_mxx"]),
+        gtx.as_field([Edge], inputs["s_myy"]),
+        gtx.as_field([Vertex, V2EDim], inputs["sign"]),
+        gtx.as_field([Vertex], inputs["vol"]),
+    )
+    return _runner(
+        nabla_program,
+        lambda: (*fields, gtx.as_field([Vertex], np.empty(nv)), gtx.as_field([Vertex], np.empty(nv))),
+        lambda a: (a[5].asnumpy(), a[6].asnumpy()),
+        offset_provider=mesh,
     )

@@ -51,10 +51,9 @@ def derive(records, workloads):
             r["fraction_of_limit"] = r["gbps"] / lim["gbps"]
 
 
-def target_status(records, w, threads):
-    """("met" | "missed" | "n/a", measured figure) for `w`'s target at `threads`."""
-    tg = w.target
-    if tg is None or (tg.threads and tg.threads != threads):
+def target_status(records, w, tg, threads):
+    """("met" | "missed" | "n/a", measured figure) for `w`'s target `tg` at `threads`."""
+    if tg.threads and tg.threads != threads:
         return None
     if tg.kind == "fraction":
         s = find(records, w.name, "strata", threads, "preallocated")
@@ -145,10 +144,12 @@ def table(records, workloads, meta, markdown=False):
     for w in workloads:
         for t in threads:
             s_alloc = find(records, w.name, "strata", t, "allocating")
-            status = target_status(records, w, t)
-            if status and status[0] == "missed":
-                gaps.append(f"- {w.name}, {t} thread(s): target {w.target.describe()} missed ({status[1]}): "
-                            + (w.gap or "cause not analysed yet"))
+            statuses = [(tg, target_status(records, w, tg, t)) for tg in w.targets()]
+            statuses = [(tg, st) for tg, st in statuses if st]
+            for tg, st in statuses:
+                if st[0] == "missed":
+                    gaps.append(f"- {w.name}, {t} thread(s): target {tg.describe()} missed ({st[1]}): "
+                                + (w.gap or "cause not analysed yet"))
             first = True
             for r in [r for r in records if r["workload"] == w.name and r["threads"] == t]:
                 impl = r.get("label", r["impl"]) + (" (prealloc)" if r.get("variant") == "preallocated" else "")
@@ -162,8 +163,8 @@ def table(records, workloads, meta, markdown=False):
                 if r["impl"] != "strata" and s_alloc is not None:
                     ratio = f"{r['median_s'] / s_alloc['median_s']:.2f}x"
                 tgt = ""
-                if first and status:
-                    tgt = f"{w.target.describe()}: {status[0]} ({status[1]})"
+                if first and statuses:
+                    tgt = "; ".join(f"{tg.describe()}: {st[0]} ({st[1]})" for tg, st in statuses)
                 first = False
                 rows.append([w.name, str(t), impl, fmt_ms(r["median_s"]), fmt_ms(r["min_s"]), fmt_ms(r["max_s"]), ratio,
                              fmt(r.get("gbps"), ".1f"), fmt(r.get("gflops"), ".1f"),
