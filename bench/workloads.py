@@ -815,9 +815,9 @@ def workloads() -> list[Workload]:
                 rtol=1e-3 if kind == "var" else 1e-4, atol=1e-4, out="result",
                 note="the 64 MiB matrix can stay in this machine's L3 between repetitions, so reductions may "
                 "exceed the DRAM figure (numpy and JAX see the same cache)" if kind == "sum" else "",
-                gap={"argmax": "the 16 lanes of the recognized argmax fold keep their state in a stack array that GCC "
-                     "stores and reloads every step (store-to-load forwarding bounds the loop); keeping it in "
-                     "registers needs explicit vector code in the generated C", "var": "two sums per element (mean, then squared deviations)"}.get(
+                gap={"argmax": "2x numpy needs 1.5x this machine's single-thread read bandwidth on one thread; the "
+                     "vector loop (4 x 16 lanes in registers) reads ~25 GB/s from memory where a row sum reads "
+                     "~43 (in L2 it runs 2.5x faster than one vector: the memory side is not analysed further)", "var": "two sums per element (mean, then squared deviations)"}.get(
                     kind, "the figure varies from run to run on this shared machine (other runs of this suite "
                     "measured over 100%)"),
             )

@@ -501,6 +501,46 @@ case(
     entry="f",
 )
 
+# Rows longer than the native backend's vector blocks (64 steps in 4 vectors of 16 lanes, then
+# a tail of 9): ties across lanes and blocks, NaNs, a row never beating the initial state, a
+# maximum in the tail; argmin of a computed value (|x - 2|, not a plain load); int32 values.
+x = rng.integers(0, 7, (6, 201)).astype(np.float32)
+x[1, :] = -np.inf
+x[2, rng.random(201) < 0.3] = np.nan
+x[3, 195] = 100.0
+x[4, [17, 80, 150]] = 50.0
+case(
+    "argmax_vector_blocks_and_tail",
+    CASES[-1][1].replace("C[0:40]", "C[0:201]").replace("R[0:6]", "R[0:6]"),
+    {"x": x},
+    lambda x: {"f0": np.nanmax(np.where(np.isneginf(x), -np.inf, x), axis=1),
+               "f1": np.where(np.isnan(x), -np.inf, x).argmax(axis=1)},
+    entry="f",
+)
+xi = rng.integers(-3, 4, (5, 130)).astype(np.int32)
+case(
+    "argmin_of_a_computed_value_int32",
+    """
+func @step(%acc: (i32, index), %x: i32, %j: index) -> (i32, index) {
+  %best = tuple_get(%acc, index = 0) : i32
+  %bi = tuple_get(%acc, index = 1) : index
+  %lt = less(%x, %best) : bool
+  %v = select(%lt, %x, %best) : i32
+  %i = select(%lt, %j, %bi) : index
+  %t = make_tuple(%v, %i) : (i32, index)
+  return %t
+}
+func @f(%x: tensor<i32, R[0:5], C[0:130]>) -> tensor<(i32, index), R[0:5]> {
+  %j = pos(%x, dim = C) : tensor<index, C[0:130]>
+  %d = abs(minus(%x, 2))
+  %r = map_reduce(@step, %d, %j, init = (1000, 0), einsum = "ij,j->i") : tensor<(i32, index), R[0:5]>
+  return %r
+}""",
+    {"x": xi},
+    lambda x: {"f0": np.abs(x - 2).min(axis=1).astype(np.int32), "f1": np.abs(x - 2).argmin(axis=1)},
+    entry="f",
+)
+
 # ---- seed 001: nested tensors ----------------------------------------------------------------
 PA, PB = randn(8, 12), randn(12, 8)
 case(

@@ -1445,12 +1445,20 @@ fn emit_scan_stage(
     }
 }
 
-/// Lanes of an argmax / argmin fold (see `kernel::ArgBest`).
+/// Lanes per vector register of an argmax / argmin fold (see `kernel::ArgBest`), and the
+/// independent vectors it keeps, so that consecutive steps do not wait on one compare-and-blend
+/// chain (measured on 4096² `f32` rows in L2: 2.0 ms with one vector, 0.8 ms with four).
 const LANES: i64 = 16;
+const VECTORS: i64 = 4;
 
-/// An argmax / argmin fold in [`LANES`] lanes, lane `l` over every element `j ≡ l` of each
-/// full block; the lanes combine by "better value, else smaller index" into the state
-/// registers, and the remaining elements fold in order after them.
+/// An argmax / argmin fold as explicit vector code (GCC vector extensions, so it compiles for
+/// any target): lane `l` of vector `u` folds every element `j ≡ 16u + l` (mod 64) of each full
+/// block of 64, keeping its best value and the block it came from in registers; a strictly
+/// better value replaces the lane's, so each lane keeps its first best. The lanes combine
+/// into the state registers by best value, then smallest index — the sequential fold's answer
+/// (a lane that ever took a value holds one strictly better than the initial state) — and the
+/// remaining elements fold in order after them. NaN is never better, as in the sequential
+/// fold.
 fn emit_arg_best(out: &mut String, em: &Emitter, sc: &ScanLoop, best: &crate::kernel::ArgBest, indent: &str) {
     let [(v, vt, _), (i, it, _)] = &sc.states[..] else { unreachable!("two states") };
     let (vt, it) = (c_type(*vt), c_type(*it));
@@ -1458,25 +1466,64 @@ fn emit_arg_best(out: &mut String, em: &Emitter, sc: &ScanLoop, best: &crate::ke
     let (a, b) = (sc.dim.interval.start, sc.dim.interval.stop);
     let better = if best.less { "<" } else { ">" };
     let x = em.value(&best.value);
+    let block = LANES * VECTORS;
     let _ = writeln!(
         out,
-        "{indent}{{  /* arg{} over {}{} in {LANES} lanes */",
+        "{indent}{{  /* arg{} over {}{} in {VECTORS} vectors of {LANES} lanes */",
         if best.less { "min" } else { "max" },
         sc.dim.name,
         sc.dim.interval
     );
-    let _ = writeln!(out, "{indent}  {vt} bv[{LANES}]; {it} bi[{LANES}];");
-    let _ = writeln!(out, "{indent}  for (int l = 0; l < {LANES}; ++l) {{ bv[l] = acc{v}; bi[l] = acc{i}; }}");
-    let _ = writeln!(out, "{indent}  int64_t jb = {a};");
-    let _ = writeln!(out, "{indent}  for (; jb + {LANES} <= {b}; jb += {LANES})");
+    let _ = writeln!(out, "{indent}  typedef {vt} vv_ __attribute__((vector_size({LANES} * sizeof({vt}))));");
+    let _ = writeln!(out, "{indent}  typedef int32_t vb_ __attribute__((vector_size({LANES} * sizeof(int32_t))));");
+    let vectors: Vec<i64> = (0..VECTORS).collect();
+    let decls: Vec<String> =
+        vectors.iter().map(|u| format!("vv_ bv{u} = (vv_){{0}} + acc{v}; vb_ bb{u} = (vb_){{0}} - 1;")).collect();
+    let _ = writeln!(out, "{indent}  {}", decls.join(" "));
+    // The block counter fits the lanes' 32-bit block numbers (checked by `arg_best_fits`).
+    let _ = writeln!(out, "{indent}  int64_t jb = {a}; vb_ kv = {{0}};");
+    let _ = writeln!(out, "{indent}  for (; jb + {block} <= {b}; jb += {block}, kv += 1) {{");
+    // A value loaded contiguously along the fold is read as vectors straight from its buffer;
+    // any other is computed into a block of lanes first.
+    let direct = matches!(&*best.value, SExpr::Load(l) if em.windows.iter().all(|w| w.buffer != l.buffer)
+        && em.local.as_ref().is_none_or(|loc| !loc.buffers.contains(&l.buffer)))
+        && contiguous_along(&best.value, &sc.dim.name);
+    if !direct {
+        let _ = writeln!(
+            out,
+            "{indent}    {vt} xs[{block}];\n{indent}    _Pragma(\"omp simd\") for (int l = 0; l < {block}; ++l) {{ const int64_t {d} = jb + l; xs[l] = {x}; }}"
+        );
+    }
+    for u in &vectors {
+        let source = if direct {
+            format!("{{ const int64_t {d} = jb + {}; memcpy(&x, &{x}, sizeof x); }}", u * LANES)
+        } else {
+            format!("memcpy(&x, xs + {}, sizeof x);", u * LANES)
+        };
+        let _ = writeln!(
+            out,
+            "{indent}    {{ vv_ x; {source} const __typeof__(x > x) g = x {better} bv{u}; \
+             bv{u} = (vv_)(((__typeof__(g))x & g) | ((__typeof__(g))bv{u} & ~g)); \
+             const vb_ gb = __builtin_convertvector(g, vb_); bb{u} = (kv & gb) | (bb{u} & ~gb); }}"
+        );
+    }
+    let _ = writeln!(out, "{indent}  }}");
+    let stores: Vec<String> = vectors
+        .iter()
+        .map(|u| {
+            format!("memcpy(bvs + {0}, &bv{u}, sizeof bv{u}); memcpy(bbs + {0}, &bb{u}, sizeof bb{u});", u * LANES)
+        })
+        .collect();
+    let _ = writeln!(out, "{indent}  {{ {vt} bvs[{block}]; int32_t bbs[{block}]; {}", stores.join(" "));
     let _ = writeln!(
         out,
-        "{indent}    _Pragma(\"omp simd\") for (int l = 0; l < {LANES}; ++l) {{ const int64_t {d} = jb + l; {vt} x = {x}; {vt} o = bv[l]; {it} oi = bi[l]; int g = x {better} o; bv[l] = g ? x : o; bi[l] = g ? ({it}){d} : oi; }}"
+        "{indent}    {vt} m = acc{v}; for (int l = 0; l < {block}; ++l) m = bvs[l] {better} m ? bvs[l] : m;"
     );
     let _ = writeln!(
         out,
-        "{indent}  for (int l = 0; l < {LANES}; ++l) if (bv[l] {better} acc{v} || (bv[l] == acc{v} && bi[l] < acc{i})) {{ acc{v} = bv[l]; acc{i} = bi[l]; }}"
+        "{indent}    int64_t bi = INT64_MAX; for (int l = 0; l < {block}; ++l) {{ const int64_t i_ = {a} + (int64_t)bbs[l] * {block} + l; bi = (bbs[l] >= 0 && bvs[l] == m && i_ < bi) ? i_ : bi; }}"
     );
+    let _ = writeln!(out, "{indent}    if (bi != INT64_MAX) {{ acc{v} = m; acc{i} = ({it})bi; }} }}");
     let _ = writeln!(
         out,
         "{indent}  for (int64_t {d} = jb; {d} < {b}; ++{d}) {{ {vt} x = {x}; if (x {better} acc{v}) {{ acc{v} = x; acc{i} = ({it}){d}; }} }}"

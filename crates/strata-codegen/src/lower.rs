@@ -867,7 +867,8 @@ impl<'m> Lowerer<'m> {
         if updates.iter().any(crate::sparse::reads_sparse) {
             return Err(refuse("over sparse or ragged values"));
         }
-        let arg_best = arg_best(&states, &updates, &dim);
+        // The vector lanes number their blocks of 64 steps in 32 bits.
+        let arg_best = arg_best(&states, &updates, &dim).filter(|_| interval.len() < 1 << 36);
         let comment = format!("%{} = fold of @{} with a tuple accumulator", e.name, self.module.functions[f].name);
         let dim = Level::dense(dim, interval);
         let scan = ScanLoop { arg_best, dim, forward: true, states, updates, last_only: true };
