@@ -815,9 +815,9 @@ def workloads() -> list[Workload]:
                 rtol=1e-3 if kind == "var" else 1e-4, atol=1e-4, out="result",
                 note="the 64 MiB matrix can stay in this machine's L3 between repetitions, so reductions may "
                 "exceed the DRAM figure (numpy and JAX see the same cache)" if kind == "sum" else "",
-                gap={"argmax": "2x numpy needs 1.5x this machine's single-thread read bandwidth on one thread; the "
-                     "vector loop (4 x 16 lanes in registers) reads ~25 GB/s from memory where a row sum reads "
-                     "~43 (in L2 it runs 2.5x faster than one vector: the memory side is not analysed further)", "var": "two sums per element (mean, then squared deviations)"}.get(
+                gap={"argmax": "2x numpy means reading the matrix at twice numpy's rate: on one thread that is above the "
+                     "machine's read figure (numpy reads at 60-75 % of it); the vector loop (4 x 16 lanes in "
+                     "registers) measured 1.8-1.9x numpy on two threads, and 25-39 GB/s on one depending on the run", "var": "two sums per element (mean, then squared deviations)"}.get(
                     kind, "the figure varies from run to run on this shared machine (other runs of this suite "
                     "measured over 100%)"),
             )
