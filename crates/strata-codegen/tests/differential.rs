@@ -7,7 +7,7 @@ mod common;
 
 use std::fmt::Write;
 
-use strata_codegen::{compile, emit_c, exec, lower};
+use strata_codegen::{compile, emit_c, exec};
 use strata_runtime::{Column, Data, Sv, Tensor, ValueType};
 
 /// The shared deterministic generator, with the helpers the generator uses.
@@ -343,17 +343,9 @@ fn thousand_random_programs_native_equals_interpreter() {
             strata_verify::parse(&text).unwrap_or_else(|d| panic!("generated text does not parse: {d:?}\n{text}"));
         let info =
             strata_verify::verify(&module).unwrap_or_else(|d| panic!("generated program does not verify: {:?}", d[0]));
-        let lowered: Vec<_> = programs
-            .iter()
-            .map(|p| {
-                let h = module.function_by_name(&p.entry).expect("entry");
-                lower(&module, &info.types, h).unwrap_or_else(|e| panic!("{e}\n{}", p.text))
-            })
-            .collect();
-        let named: Vec<(String, &strata_codegen::KernelProgram)> =
-            programs.iter().zip(&lowered).map(|(p, l)| (format!("entry_{}", p.entry), l)).collect();
-        let refs: Vec<(&str, &strata_codegen::KernelProgram)> = named.iter().map(|(n, l)| (n.as_str(), *l)).collect();
-        let source = emit_c::emit_many(&refs);
+        let entries: Vec<(&str, &str)> = programs.iter().map(|p| (p.entry.as_str(), p.text.as_str())).collect();
+        let lowered = common::lower_entries(&module, &info.types, &entries);
+        let source = common::emit_entries(programs.iter().zip(&lowered).map(|(p, l)| (p.entry.clone(), l)));
         batches.push(Batch { programs, module, info, lowered, source });
     }
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());

@@ -10,7 +10,7 @@ mod common;
 
 use std::fmt::Write;
 
-use strata_codegen::{compile, emit_c, exec, lower};
+use strata_codegen::{compile, exec, lower};
 use strata_runtime::random::XorShift;
 use strata_runtime::{Column, Data, Sv, Tensor, ValueType};
 
@@ -126,17 +126,10 @@ fn random_stencil_chains_native_equals_interpreter_on_one_and_three_threads() {
         let start = text[..at].rfind("program").unwrap_or(0);
         panic!("generated chains do not verify: {:?}\n{}", d[0], &text[start..at + 20])
     });
-    let lowered: Vec<_> = chains
-        .iter()
-        .map(|c| {
-            let h = module.function_by_name(&c.entry).expect("entry");
-            lower(&module, &info.types, h).unwrap_or_else(|e| panic!("{e}\n{}", c.text))
-        })
-        .collect();
-    let named: Vec<(String, &strata_codegen::KernelProgram)> =
-        chains.iter().zip(&lowered).map(|(c, l)| (format!("entry_{}", c.entry), l)).collect();
-    let refs: Vec<(&str, &strata_codegen::KernelProgram)> = named.iter().map(|(n, l)| (n.as_str(), *l)).collect();
-    let so = compile::build(&emit_c::emit_many(&refs)).expect("compiles").0;
+    let entries: Vec<(&str, &str)> = chains.iter().map(|c| (c.entry.as_str(), c.text.as_str())).collect();
+    let lowered = common::lower_entries(&module, &info.types, &entries);
+    let source = common::emit_entries(chains.iter().zip(&lowered).map(|(c, l)| (c.entry.clone(), l)));
+    let so = compile::build(&source).expect("compiles").0;
     let interp = strata_interp::Interpreter::new(&module, &info.types);
     let mut staged = 0;
     for (i, (c, kp)) in chains.iter().zip(&lowered).enumerate() {

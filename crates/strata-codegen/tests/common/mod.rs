@@ -74,19 +74,37 @@ pub fn infer(prelude: &str, params: &str, body: &[String], stmt: &str, name: &st
     d.help.as_deref()?.strip_prefix("declare `: ")?.strip_suffix('`').map(str::to_string)
 }
 
+/// Lowers the entry `name` of `module` for each `(name, text)` of `programs`, panicking with the
+/// error and the program's `text` where one cannot be lowered.
+pub fn lower_entries(
+    module: &strata_ir::Module,
+    types: &strata_ir::TypeArena,
+    programs: &[(&str, &str)],
+) -> Vec<strata_codegen::KernelProgram> {
+    programs
+        .iter()
+        .map(|(name, text)| {
+            let h = module.function_by_name(name).expect("entry");
+            strata_codegen::lower(module, types, h).unwrap_or_else(|e| panic!("{e}\n{text}"))
+        })
+        .collect()
+}
+
+/// One C translation unit with each `(name, program)` as the entry point `entry_{name}`.
+pub fn emit_entries<'a>(entries: impl IntoIterator<Item = (String, &'a strata_codegen::KernelProgram)>) -> String {
+    let named: Vec<(String, &strata_codegen::KernelProgram)> =
+        entries.into_iter().map(|(n, p)| (format!("entry_{n}"), p)).collect();
+    let refs: Vec<(&str, &strata_codegen::KernelProgram)> = named.iter().map(|(n, p)| (n.as_str(), *p)).collect();
+    strata_codegen::emit_c::emit_many(&refs)
+}
+
 /// Emits `lowered[k]` as `entry_{k}` in translation units of `unit` entries and compiles them
 /// two at a time (one per core); entry `k` is in the returned library `k / unit`.
 pub fn build_units(lowered: &[strata_codegen::KernelProgram], unit: usize) -> Vec<PathBuf> {
     let sources: Vec<String> = (0..lowered.len())
         .collect::<Vec<_>>()
         .chunks(unit)
-        .map(|c| {
-            let named: Vec<(String, &strata_codegen::KernelProgram)> =
-                c.iter().map(|&k| (format!("entry_{k}"), &lowered[k])).collect();
-            let refs: Vec<(&str, &strata_codegen::KernelProgram)> =
-                named.iter().map(|(n, l)| (n.as_str(), *l)).collect();
-            strata_codegen::emit_c::emit_many(&refs)
-        })
+        .map(|c| emit_entries(c.iter().map(|&k| (k.to_string(), &lowered[k]))))
         .collect();
     std::thread::scope(|s| {
         let mut out = Vec::new();
