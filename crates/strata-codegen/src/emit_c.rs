@@ -245,6 +245,12 @@ impl Emitter<'_> {
         }
     }
 
+    /// Whether [`Self::load`] reads buffer `b` from a rolling window or a strip-local array
+    /// rather than from its row-major buffer.
+    fn in_scratch(&self, b: usize) -> bool {
+        self.windows.iter().any(|w| w.buffer == b) || self.local.as_ref().is_some_and(|loc| loc.buffers.contains(&b))
+    }
+
     fn load(&self, l: &Load) -> String {
         if let Some(w) = self.windows.iter().find(|w| w.buffer == l.buffer) {
             return self.window_load(w, l);
@@ -1480,13 +1486,13 @@ fn emit_arg_best(out: &mut String, em: &Emitter, sc: &ScanLoop, best: &crate::ke
     let decls: Vec<String> =
         vectors.iter().map(|u| format!("vv_ bv{u} = (vv_){{0}} + acc{v}; vb_ bb{u} = (vb_){{0}} - 1;")).collect();
     let _ = writeln!(out, "{indent}  {}", decls.join(" "));
-    // The block counter fits the lanes' 32-bit block numbers (checked by `arg_best_fits`).
+    // The block counter fits the lanes' 32-bit block numbers: `Lowerer` recognizes only folds
+    // of fewer than 2^36 steps.
     let _ = writeln!(out, "{indent}  int64_t jb = {a}; vb_ kv = {{0}};");
     let _ = writeln!(out, "{indent}  for (; jb + {block} <= {b}; jb += {block}, kv += 1) {{");
     // A value loaded contiguously along the fold is read as vectors straight from its buffer;
     // any other is computed into a block of lanes first.
-    let direct = matches!(&*best.value, SExpr::Load(l) if em.windows.iter().all(|w| w.buffer != l.buffer)
-        && em.local.as_ref().is_none_or(|loc| !loc.buffers.contains(&l.buffer)))
+    let direct = matches!(&*best.value, SExpr::Load(l) if !em.in_scratch(l.buffer))
         && contiguous_along(&best.value, &sc.dim.name);
     if !direct {
         let _ = writeln!(

@@ -1792,7 +1792,7 @@ fn cheap_to_recompute(parts: &[Rc<SExpr>]) -> bool {
             Part::Expr(e) => {
                 let mut inner = trips;
                 match &**e {
-                    SExpr::Load(_) | SExpr::Guard { .. } => *loads += trips,
+                    SExpr::Load(_) | SExpr::Guard { .. } => *loads = loads.saturating_add(trips),
                     SExpr::Sparse(_) => *plain = false,
                     SExpr::Reduce { vars, .. } => {
                         inner = vars.iter().fold(trips, |t, (_, i)| t.saturating_mul(i.len()));
@@ -1803,7 +1803,7 @@ fn cheap_to_recompute(parts: &[Rc<SExpr>]) -> bool {
             }
             Part::Coord(c) => {
                 if matches!(c, Coord::Table { .. }) {
-                    *loads += trips;
+                    *loads = loads.saturating_add(trips);
                 }
                 crate::sym::for_each_coord_part(c, &mut |q| part(q, trips, loads, plain));
             }
