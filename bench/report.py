@@ -149,7 +149,7 @@ def table(records, workloads, meta, markdown=False):
             for tg, st in statuses:
                 if st[0] == "missed":
                     gaps.append(f"- {w.name}, {t} thread(s): target {tg.describe()} missed ({st[1]}): "
-                                + (w.gap or "cause not analysed yet"))
+                                + (tg.gap or w.gap or "cause not analysed yet"))
             first = True
             for r in [r for r in records if r["workload"] == w.name and r["threads"] == t]:
                 impl = r.get("label", r["impl"]) + (" (prealloc)" if r.get("variant") == "preallocated" else "")

@@ -31,6 +31,7 @@ class Target:
     peer: str = ""
     other: str = ""
     threads: int | None = None  # only checked at this thread count (None: every count)
+    gap: str = ""  # why this target can be missed, where it differs from the workload's `gap`
 
     def describe(self) -> str:
         at = f" ({self.threads} thread)" if self.threads else ""
@@ -702,7 +703,7 @@ def sparse_dot_scipy(inputs):
 # --- the registry --------------------------------------------------------------------------
 
 # Issue 15: Strata ahead of GT4Py (the system seed 000 comes from) on every stencil workload.
-AHEAD_OF_GT4PY = Target("speedup", 1.0, peer="gt4py")
+AHEAD_OF_GT4PY = Target("speedup", 1.0, peer="gt4py", gap="not analysed: met in every run so far")
 
 
 def workloads() -> list[Workload]:
@@ -747,7 +748,11 @@ def workloads() -> list[Workload]:
             bytes=nabla_bytes(), flops=0, bound="triad", out="out",
             peers={"numpy": np_peer(nabla_np), "scipy": nabla_scipy, "jax": nabla_jax, "numba": nabla_numba,
                    "gt4py": gt4py_peers.nabla},
-            target=[Target("fraction", 0.50), Target("speedup", 1.0, peer="numba"), AHEAD_OF_GT4PY], rtol=1e-9, atol=1e-9,
+            target=[Target("fraction", 0.50),
+                    Target("speedup", 1.0, peer="numba",
+                           gap="not analysed: met in every run since the flux is recomputed per vertex neighbor"),
+                    AHEAD_OF_GT4PY],
+            rtol=1e-9, atol=1e-9,
             note="scipy: CSR products for the edge averages and the signed vertex sums",
             gap="bound by the dependent gathers through V2E and then E2V (six streams and two levels of indirect "
             "loads per vertex): a hand-written loop without any table checks, and a branch-free unrolled one, are "
