@@ -18,10 +18,12 @@ rng = np.random.default_rng(7)
 CASES = []
 
 
-def case(name, program, inputs, expected, entry=None, ulps=None):
+def case(name, program, inputs, expected, entry=None, ulps=None, rtol=None):
     """`ulps`: compare floats in units in the last place of the result's type against a
-    float64 `expected` (for functions that are not correctly rounded)."""
-    CASES.append((name, program, inputs, expected, entry, ulps))
+    float64 `expected` (for functions that are not correctly rounded); `rtol`: compare floats
+    within this relative tolerance instead of 1e-12 (single-precision sums, whose rounding
+    depends on the order)."""
+    CASES.append((name, program, inputs, expected, entry, ulps, rtol))
 
 
 def randn(*shape):
@@ -541,6 +543,68 @@ func @f(%x: tensor<i32, R[0:5], C[0:130]>) -> tensor<(i32, index), R[0:5]> {
     entry="f",
 )
 
+# Sums of squared deviations from a row's own mean: the native backend reads each row once
+# (emit_c/moments.rs). Rows far from zero (1e8 + noise: the one-pass shift keeps them exact),
+# constant, with NaN and with inf; 1000 columns leave a tail after the vector chunks.
+VAR_PROGRAM = """
+func @add(%acc: f64, %x: f64) -> f64 {
+  %s = plus(%acc, %x) : f64
+  return %s
+}
+func @sqdev(%acc: f64, %x: f64, %m: f64) -> f64 {
+  %d = minus(%x, %m) : f64
+  %q = multiplies(%d, %d) : f64
+  %s = plus(%acc, %q) : f64
+  return %s
+}
+func @f(%x: tensor<f64, R[0:6], C[0:1000]>) -> tensor<f64, R[0:6]> {
+  %s = map_reduce(@add, %x, init = 0.0, einsum = "ij->i") : tensor<f64, R[0:6]>
+  %m = divides(%s, 1000.0) : tensor<f64, R[0:6]>
+  %ss = map_reduce(@sqdev, %x, %m, init = 0.0, einsum = "ij,i->i") : tensor<f64, R[0:6]>
+  %v = divides(%ss, 1000.0) : tensor<f64, R[0:6]>
+  return %v
+}"""
+xv = randn(6, 1000)
+xv[1] = 1e8 + randn(1000)
+xv[2] = 3.25
+xv[3, 500] = np.nan
+xv[4, 999] = np.inf
+xv[5, 0] = -np.inf
+case("variance_in_one_pass_f64", VAR_PROGRAM, {"x": xv}, lambda x: {"result": np.var(x, axis=1) if np.isfinite(x).all() else np.array([r.var() if np.isfinite(r).all() else np.nan for r in x])})
+# The deviation of a computed value (2x + 1), centred on the mean plus one, written (c - x)²:
+# the one-pass form keeps n·(mean - c)².
+case(
+    "squared_deviations_of_a_computed_value_about_another_centre",
+    """
+func @add(%acc: f64, %x: f64) -> f64 {
+  %s = plus(%acc, %x) : f64
+  return %s
+}
+func @sqdev(%acc: f64, %x: f64, %m: f64) -> f64 {
+  %d = minus(%m, %x) : f64
+  %q = multiplies(%d, %d) : f64
+  %s = plus(%acc, %q) : f64
+  return %s
+}
+func @f(%x: tensor<f64, R[0:4], C[0:333]>) -> tensor<f64, R[0:4]> {
+  %y = plus(multiplies(%x, 2.0), 1.0) : tensor<f64, R[0:4], C[0:333]>
+  %s = map_reduce(@add, %y, init = 0.0, einsum = "ij->i") : tensor<f64, R[0:4]>
+  %m = plus(divides(%s, 333.0), 1.0) : tensor<f64, R[0:4]>
+  %ss = map_reduce(@sqdev, %y, %m, init = 0.0, einsum = "ij,i->i") : tensor<f64, R[0:4]>
+  return %ss
+}""",
+    {"x": randn(4, 333) + 50.0},
+    lambda x: {"result": (((2 * x + 1) - ((2 * x + 1).mean(axis=1, keepdims=True) + 1)) ** 2).sum(axis=1)},
+)
+# f32 rows of 4096 (whole vector chunks, no tail) against float64 numpy.
+case(
+    "variance_in_one_pass_f32",
+    VAR_PROGRAM.replace("f64", "f32").replace("C[0:1000]", "C[0:4096]").replace("1000.0", "4096.0"),
+    {"x": (randn(6, 4096) * 0.5 + 1e3).astype(np.float32)},
+    lambda x: {"result": x.astype(np.float64).var(axis=1)},
+    rtol=1e-4,
+)
+
 # ---- seed 001: nested tensors ----------------------------------------------------------------
 PA, PB = randn(8, 12), randn(12, 8)
 case(
@@ -702,7 +766,7 @@ def ulp_error(got, exact):
     return float((np.abs(got[finite].astype(np.float64) - exact[finite]) / spacing).max(initial=0.0))
 
 
-def run_case(strata, work, name, program, inputs, expected, entry, ulps):
+def run_case(strata, work, name, program, inputs, expected, entry, ulps, rtol):
     path = os.path.join(work, f"{name}.strata")
     with open(path, "w") as fh:
         fh.write(program.strip() + "\n")
@@ -732,7 +796,8 @@ def run_case(strata, work, name, program, inputs, expected, entry, ulps):
             if err > ulps:
                 return f"{name}.{field}: {err:.2f} ulp from the exact result (at most {ulps} allowed)"
             continue
-        ok = np.array_equal(g, w) if w.dtype.kind in "biu" else np.allclose(g, w, rtol=RTOL, atol=ATOL)
+        tol = dict(rtol=rtol, atol=0.0) if rtol is not None else dict(rtol=RTOL, atol=ATOL)
+        ok = np.array_equal(g, w) if w.dtype.kind in "biu" else np.allclose(g, w, equal_nan=True, **tol)
         if not ok:
             return f"{name}.{field}: mismatch\n got {g.ravel()[:10]}\nwant {w.ravel()[:10]}"
     return None
@@ -745,8 +810,8 @@ def main():
         BACKEND = sys.argv[sys.argv.index("--backend") + 1]
     os.makedirs(work, exist_ok=True)
     failed = 0
-    for name, program, inputs, expected, entry, ulps in CASES:
-        err = run_case(strata, work, name, program, inputs, expected, entry, ulps)
+    for name, program, inputs, expected, entry, ulps, rtol in CASES:
+        err = run_case(strata, work, name, program, inputs, expected, entry, ulps, rtol)
         if err:
             failed += 1
             print("FAIL", err)

@@ -17,6 +17,7 @@ use crate::kernel::{Buffer, CompressedOut, Kernel, KernelProgram, ScanLoop, Scat
 use crate::matmul::MatMul;
 use crate::sparse::CoIteration;
 
+mod moments;
 mod sparse;
 mod tables;
 mod window;
@@ -380,6 +381,9 @@ impl Emitter<'_> {
             SExpr::Reduce { id, vars, init, scalar, body } => {
                 let mut invariants = Vec::new();
                 let body = hoist_reductions(body, &mut invariants, &|r| invariant(r, vars, *id));
+                if let Some(m) = moments::recognize(*id, vars, init, *scalar, &body, &invariants, reassociable(e)) {
+                    return self.moments(&m, &invariants);
+                }
                 let before: String = invariants
                     .iter()
                     .map(|r| {

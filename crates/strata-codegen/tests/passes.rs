@@ -147,3 +147,43 @@ fn a_column_reduction_inside_a_row_fold_is_computed_once_per_column() {
     let got = exec::run(&p, &lib, &[x], &["x".to_string()], Some(&interp.value_type(f.result().unwrap()))).unwrap();
     assert_eq!(got[0].1.data, want[0].1.data);
 }
+
+/// `Σ (x - mean(y))²` for the row's own `x`, or for another tensor `y`.
+const SQUARED_DEVIATIONS: &str = r#"
+func @add(%acc: f32, %x: f32) -> f32 {
+  %s = plus(%acc, %x) : f32
+  return %s
+}
+func @sqdev(%acc: f32, %x: f32, %m: f32) -> f32 {
+  %d = minus(%x, %m) : f32
+  %q = multiplies(%d, %d) : f32
+  %s = plus(%acc, %q) : f32
+  return %s
+}
+func @f(%x: tensor<f32, R[0:8], C[0:256]>, %y: tensor<f32, R[0:8], C[0:256]>) -> tensor<f32, R[0:8]> {
+  %s = map_reduce(@add, %y, init = 0.0, einsum = "ij->i") : tensor<f32, R[0:8]>
+  %m = divides(%s, 256.0) : tensor<f32, R[0:8]>
+  %ss = map_reduce(@sqdev, %x, %m, init = 0.0, einsum = "ij,i->i") : tensor<f32, R[0:8]>
+  return %ss
+}
+"#;
+
+#[test]
+fn a_variance_reads_each_row_once_and_only_a_variance_does() {
+    use strata_codegen::emit_c;
+    let c_of = |src: &str| {
+        let module = strata_verify::parse(src).unwrap();
+        let info = strata_verify::verify(&module).unwrap();
+        let h = module.function_by_name("f").unwrap();
+        emit_c::emit(&lower(&module, &info.types, h).unwrap())
+    };
+    const ONE_PASS: &str = "Σ (x - c)² in one pass";
+    // Centred on the mean of the same rows: one pass computes the mean and the deviations.
+    let own = SQUARED_DEVIATIONS.replace("map_reduce(@add, %y,", "map_reduce(@add, %x,");
+    assert!(c_of(&own).contains(ONE_PASS));
+    // Centred on another tensor's mean: that sum is its own pass, the deviations another.
+    assert!(!c_of(SQUARED_DEVIATIONS).contains(ONE_PASS));
+    // Too short to reassociate (fewer than 64 steps): the interpreter's order.
+    let short = own.replace("C[0:256]", "C[0:40]").replace("256.0", "40.0");
+    assert!(!c_of(&short).contains(ONE_PASS));
+}
