@@ -33,12 +33,6 @@ use crate::sym::{Coord, SExpr};
 /// Values per lane in one chunk of the pass.
 const CHUNK: i64 = 4;
 
-/// How far ahead of the values it reads the pass asks for memory (`__builtin_prefetch`, one
-/// request per 64-byte line): the hardware prefetcher alone keeps a core's row stream at about
-/// 45 GB/s on the AMD EPYC this was measured on, requests 8 KiB ahead at about 60 (1–2 KiB
-/// gained less, 16 KiB no more).
-const PREFETCH_BYTES: i64 = 8192;
-
 /// A sum of squared deviations [`Emitter::moments`] computes in one pass.
 pub(super) struct Moments<'e> {
     /// The fold's accumulator, loop variable and range, initial value and type.
@@ -174,9 +168,9 @@ impl Emitter<'_> {
         for u in 0..CHUNK {
             let load = if direct {
                 format!(
-                    "{{ const int64_t {d} = mjb_ + {}; memcpy(&mx{u}, &{x}, sizeof mx{u}); \
-                     __builtin_prefetch((const void *)((uintptr_t)&{x} + {PREFETCH_BYTES})); }}",
-                    u * lanes
+                    "{{ const int64_t {d} = mjb_ + {}; memcpy(&mx{u}, &{x}, sizeof mx{u}); {} }}",
+                    u * lanes,
+                    super::prefetch_ahead(&x)
                 )
             } else {
                 format!("memcpy(&mx{u}, mxs_ + {}, sizeof mx{u});", u * lanes)
