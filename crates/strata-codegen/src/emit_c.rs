@@ -13,7 +13,7 @@ use std::rc::Rc;
 use strata_ir::{BinaryOp, Scalar, UnaryOp};
 use strata_runtime::Sv;
 
-use crate::kernel::{Buffer, CompressedOut, Kernel, KernelProgram, ScanLoop, Scatter, Store, Window};
+use crate::kernel::{Buffer, CompressedOut, Kernel, KernelKind, KernelProgram, ScanLoop, Scatter, Store, Window};
 use crate::matmul::MatMul;
 use crate::sparse::CoIteration;
 
@@ -150,11 +150,11 @@ static inline uint64_t strata_f2u64(double x) { if (isnan(x) || x <= 0.0) return
 #[derive(Clone)]
 struct Emitter<'p> {
     program: &'p KernelProgram,
-    /// Strip-local buffers of the kernel being emitted (see `Kernel::local`).
+    /// Strip-local buffers of the kernel being emitted (see `ScanKernel::local`).
     local: Option<Local>,
     /// Loops of the kernel being emitted that visit stored coordinates (`Kernel::sets`).
     sets: &'p [CoIteration],
-    /// Values the kernel being emitted stages in rolling windows (`Kernel::windows`).
+    /// Values the kernel being emitted stages in rolling windows (`Nest::windows`).
     windows: &'p [Window],
     /// Table entries bound to variables at the current statement ([`tables`]).
     entries: Vec<tables::BoundEntry>,
@@ -613,7 +613,7 @@ fn work(k: &Kernel) -> i64 {
             crate::sym::for_each_part(e, &mut |q| longest(q, best));
         }
     }
-    let mut steps = k.scan.as_ref().map_or(1, |sc| sc.dim.interval.len() as i64);
+    let mut steps = k.scan().map_or(1, |sc| sc.dim.interval.len() as i64);
     for e in k.exprs() {
         longest(crate::sym::Part::Expr(e), &mut steps);
     }
@@ -782,7 +782,7 @@ pub fn bit_exact(program: &KernelProgram) -> bool {
             crate::sym::for_each_part(e, &mut |q| any(q, found));
         }
     }
-    let mut found = program.kernels.iter().any(|k| k.matmul.is_some());
+    let mut found = program.kernels.iter().any(|k| k.matmul().is_some());
     for e in program.kernels.iter().flat_map(Kernel::exprs) {
         any(crate::sym::Part::Expr(e), &mut found);
     }
@@ -860,7 +860,7 @@ fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
             program,
             local: None,
             sets: &k.sets,
-            windows: &k.windows,
+            windows: k.windows(),
             entries: Vec::new(),
             next_entry: Rc::default(),
         };
@@ -888,58 +888,12 @@ fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
                 c_type(b.scalar)
             );
         }
-        if let Some(sc) = &k.scatter {
-            emit_scatter(out, &em, k, sc);
-            let _ = writeln!(out, "  return e_;\n}}");
-            continue;
+        match &k.kind {
+            KernelKind::Scatter(sc) => emit_scatter(out, &em, k, sc),
+            KernelKind::Gemm(mm) => emit_matmul(out, &em, k, mm),
+            KernelKind::Scan(sk) => emit_scan(out, &em, k, &sk.scan),
+            KernelKind::Nest(n) => emit_nest(out, &em, k, n),
         }
-        if let Some(c) = &k.compressed {
-            emit_compressed(out, &em, k, c);
-            let _ = writeln!(out, "  return e_;\n}}");
-            continue;
-        }
-        if !k.windows.is_empty() {
-            window::emit_windowed(out, &em, k);
-            let _ = writeln!(out, "  return e_;\n}}");
-            continue;
-        }
-        if let Some(mm) = &k.matmul {
-            emit_matmul(out, &em, k, mm);
-            let _ = writeln!(out, "  return e_;\n}}");
-            continue;
-        }
-        // Loops over stored coordinates: plain loop nests, folds evaluated per point (strips
-        // and shared fold loops would hoist a set's loop out of the loops its parent
-        // position depends on).
-        if !k.sets.is_empty() {
-            emit_loops(out, &em, k);
-            let _ = writeln!(out, "  return e_;\n}}");
-            continue;
-        }
-        // Contraction kernels: the innermost dimension is strip-mined and each always-evaluated
-        // reduction keeps a row of accumulators, so the reduction loops run outside the
-        // innermost loop, which vectorizes; every point still folds in the same order.
-        let mut hoisted = Vec::new();
-        let hoisted_stores: Vec<Rc<SExpr>> =
-            if k.scan.is_none() && !k.domain.is_empty() && k.stores.iter().all(|st| em.present(&st.value) == "1") {
-                k.stores.iter().map(|st| hoist_reductions(&st.value, &mut hoisted, &|_| true)).collect()
-            } else {
-                Vec::new()
-            };
-        // Sums along rows that are contiguous in memory run per point as vector reductions
-        // instead (strips would read them with a stride).
-        // Short folds (neighbor reductions) also stay per point: their few steps read one
-        // table row, which strips would read with a stride.
-        let long = |r: &Rc<SExpr>| matches!(&**r, SExpr::Reduce { vars, .. } if vars.iter().map(|(_, i)| i.len() as i64).product::<i64>() >= SHORT_FOLD);
-        if !hoisted.is_empty()
-            && hoisted.iter().any(long)
-            && !hoisted.iter().all(|r| reassociable(r) && contiguous_fold(r))
-        {
-            emit_contraction(out, &em, k, &hoisted, &hoisted_stores);
-            let _ = writeln!(out, "  return e_;\n}}");
-            continue;
-        }
-        emit_loops(out, &em, k);
         let _ = writeln!(out, "  return e_;\n}}");
     }
     let _ = writeln!(
@@ -952,12 +906,46 @@ fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
     let _ = writeln!(out, "  return 0;\n}}");
 }
 
-/// The loop nest of a plain or scan kernel: one loop per domain level (the outermost shared
-/// among threads), the stores at each point; scans go to [`emit_scan`].
-fn emit_loops(out: &mut String, em: &Emitter, k: &Kernel) {
-    if let Some(sc) = &k.scan {
-        return emit_scan(out, em, k, sc);
+/// The loop nest of a [`KernelKind::Nest`] kernel: a sparse result's two passes, a windowed
+/// nest, a nest over stored coordinates, a contraction's strips, or plain loops.
+fn emit_nest(out: &mut String, em: &Emitter, k: &Kernel, n: &crate::kernel::Nest) {
+    if let Some(c) = &n.compressed {
+        return emit_compressed(out, em, k, c);
     }
+    if !n.windows.is_empty() {
+        return window::emit_windowed(out, em, k);
+    }
+    // Loops over stored coordinates: plain loop nests, folds evaluated per point (strips
+    // and shared fold loops would hoist a set's loop out of the loops its parent
+    // position depends on).
+    if !k.sets.is_empty() {
+        return emit_loops(out, em, k);
+    }
+    // Contraction kernels: the innermost dimension is strip-mined and each always-evaluated
+    // reduction keeps a row of accumulators, so the reduction loops run outside the
+    // innermost loop, which vectorizes; every point still folds in the same order.
+    let mut hoisted = Vec::new();
+    let hoisted_stores: Vec<Rc<SExpr>> =
+        if !k.domain.is_empty() && k.stores.iter().all(|st| em.present(&st.value) == "1") {
+            k.stores.iter().map(|st| hoist_reductions(&st.value, &mut hoisted, &|_| true)).collect()
+        } else {
+            Vec::new()
+        };
+    // Sums along rows that are contiguous in memory run per point as vector reductions
+    // instead (strips would read them with a stride).
+    // Short folds (neighbor reductions) also stay per point: their few steps read one
+    // table row, which strips would read with a stride.
+    let long = |r: &Rc<SExpr>| matches!(&**r, SExpr::Reduce { vars, .. } if vars.iter().map(|(_, i)| i.len() as i64).product::<i64>() >= SHORT_FOLD);
+    if !hoisted.is_empty() && hoisted.iter().any(long) && !hoisted.iter().all(|r| reassociable(r) && contiguous_fold(r))
+    {
+        return emit_contraction(out, em, k, &hoisted, &hoisted_stores);
+    }
+    emit_loops(out, em, k);
+}
+
+/// A plain loop nest: one loop per domain level (the outermost shared among threads), the
+/// stores at each point.
+fn emit_loops(out: &mut String, em: &Emitter, k: &Kernel) {
     let mut indent = String::from("  ");
     let braces = open_domain_loops(out, em, &k.domain, &mut indent);
     // Folds over the same loop variables (the x and y sums of the nabla over one neighbor
@@ -1309,15 +1297,15 @@ fn close_loops(out: &mut String, indent: &mut String, n: usize) {
     }
 }
 
-/// A scan kernel, with its chained stages (`Kernel::chain`). Unless the scanned dimension is
+/// A scan kernel, with its chained stages (`ScanKernel::chain`). Unless the scanned dimension is
 /// the contiguous one of its reads, the innermost domain level is strip-mined and each strip
 /// keeps a row of state registers, so each sequential loop runs outside a loop over
 /// independent columns that vectorizes (every column still updates in order: results are
-/// unchanged). Strip-local buffers (`Kernel::local`) live in scratch arrays per strip. A fold
+/// unchanged). Strip-local buffers (`ScanKernel::local`) live in scratch arrays per strip. A fold
 /// with a tuple accumulator (`last_only`) stores its final state after the sequential loop.
 fn emit_scan(out: &mut String, em: &Emitter, k: &Kernel, sc: &ScanLoop) {
     let stages: Vec<(&ScanLoop, &[Store])> =
-        std::iter::once((sc, &k.stores[..])).chain(k.chain.iter().map(|st| (&st.scan, &st.stores[..]))).collect();
+        std::iter::once((sc, &k.stores[..])).chain(k.chain().iter().map(|st| (&st.scan, &st.stores[..]))).collect();
     let along = stages.iter().all(|(s, _)| s.updates.iter().all(|u| contiguous_along(u, &s.dim.name)));
     let mut indent = String::from("  ");
     let (inner, outer) = match k.domain.split_last() {
@@ -1331,11 +1319,11 @@ fn emit_scan(out: &mut String, em: &Emitter, k: &Kernel, sc: &ScanLoop) {
         open_strip(out, inner, outer.is_empty(), &mut indent)
     });
     let local_em;
-    let em = if k.local.is_empty() {
+    let em = if k.local().is_empty() {
         em
     } else {
         let width = if column.is_some() { STRIP } else { 1 };
-        for &b in &k.local {
+        for &b in k.local() {
             let t = c_type(em.program.buffers[b].scalar);
             let _ = writeln!(
                 out,
@@ -1347,7 +1335,7 @@ fn emit_scan(out: &mut String, em: &Emitter, k: &Kernel, sc: &ScanLoop) {
         let scan = (var(sc.dim.name.as_str()), sc.dim.interval.start);
         local_em = Emitter {
             program: em.program,
-            local: Some(Local { buffers: k.local.clone(), scan, column: column.clone() }),
+            local: Some(Local { buffers: k.local().to_vec(), scan, column: column.clone() }),
             sets: em.sets,
             windows: em.windows,
             entries: em.entries.clone(),

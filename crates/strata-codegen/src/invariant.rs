@@ -137,7 +137,7 @@ pub fn materialize_invariant_reductions(kernels: Vec<Kernel>, buffers: &mut Vec<
 }
 
 fn materialize(mut k: Kernel, buffers: &mut Vec<Buffer>, out: &mut Vec<Kernel>) {
-    let eligible = k.plain() && k.chain.is_empty() && k.domain.iter().all(|l| l.format.is_dense_like());
+    let eligible = k.as_nest().is_some() && k.domain.iter().all(|l| l.format.is_dense_like());
     let kernel_loops: LoopGroup = k.domain.iter().map(|l| (l.name.clone(), l.interval)).collect();
     let next = |k: &Kernel| k.stores.iter().find_map(|st| candidate(&st.value, &mut vec![kernel_loops.clone()]));
     while let Some((r, over)) = eligible.then(|| next(&k)).flatten() {

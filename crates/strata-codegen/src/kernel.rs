@@ -90,38 +90,58 @@ pub struct Store {
     pub value: Rc<SExpr>,
 }
 
-/// One fused loop nest.
+/// One fused loop nest: a loop per level of `domain`, then what its [`KernelKind`] runs there.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Kernel {
     /// What it computes, for the generated code's comments.
     pub comment: String,
     /// The loop dimensions, outermost first (for a scan: the dimensions besides the scanned one).
     pub domain: Vec<Level>,
-    /// A sequential loop carrying state, innermost (scans).
-    pub scan: Option<ScanLoop>,
-    /// The stores at each point (inside the sequential loop, after the state update).
+    /// The stores at each point (for a scan: inside the sequential loop, after the state
+    /// update; for a GEMM: its meaning, which the runtime computes).
     pub stores: Vec<Store>,
-    /// Set when the kernel is a matrix product the runtime GEMM computes (see
-    /// [`crate::matmul`]); `stores` still state its meaning.
-    pub matmul: Option<crate::matmul::MatMul>,
+    /// Loops (domain levels, fold variables or other inner loops, by name) that visit the coordinates sparse
+    /// operands store instead of their whole range ([`crate::sparse::coiterate`]).
+    pub sets: Vec<crate::sparse::CoIteration>,
+    /// How the loop nest runs.
+    pub kind: KernelKind,
+}
+
+/// The kinds of kernel, each with the parts only it has.
+#[derive(Clone, Debug, PartialEq)]
+pub enum KernelKind {
+    /// The stores at each point of the domain.
+    Nest(Nest),
+    /// A sequential innermost loop carrying state.
+    Scan(ScanKernel),
+    /// A matrix product the runtime GEMM computes (see [`crate::matmul`]).
+    Gemm(crate::matmul::MatMul),
+    /// Stores at positions the data decides ([`Scatter`]); the kernel has no `stores`.
+    Scatter(Scatter),
+}
+
+/// The parts of a [`KernelKind::Nest`].
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Nest {
+    /// Values the stores read at several offsets, each computed once per point into a rolling
+    /// window of planes along the outermost domain level instead of at every offset
+    /// ([`crate::stage`]); in dependency order (a window reads only earlier ones).
+    pub windows: Vec<Window>,
+    /// Set when the kernel writes a sparse result as storage ([`CompressedOut`]).
+    pub compressed: Option<CompressedOut>,
+}
+
+/// The parts of a [`KernelKind::Scan`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScanKernel {
+    /// The sequential loop.
+    pub scan: ScanLoop,
     /// Further scans over the same domain and dimension, run after this kernel's scan for each
     /// strip of columns (see [`crate::kernel_passes::fuse_scans`]).
     pub chain: Vec<ScanStage>,
     /// Buffers only this kernel writes and reads, at the current point: kept per strip of
     /// columns in a small scratch array (in cache) instead of memory.
     pub local: Vec<usize>,
-    /// Loops (domain levels, fold variables or other inner loops, by name) that visit the coordinates sparse
-    /// operands store instead of their whole range ([`crate::sparse::coiterate`]).
-    pub sets: Vec<crate::sparse::CoIteration>,
-    /// Set when the kernel writes a sparse result as storage ([`CompressedOut`]).
-    pub compressed: Option<CompressedOut>,
-    /// Set when the kernel stores at positions the data decides ([`Scatter`]); it has no
-    /// `stores` then.
-    pub scatter: Option<Scatter>,
-    /// Values the stores read at several offsets, each computed once per point into a rolling
-    /// window of planes along the outermost domain level instead of at every offset
-    /// ([`crate::stage`]); in dependency order (a window reads only earlier ones).
-    pub windows: Vec<Window>,
 }
 
 /// A value staged in a rolling window: `buffer` (levels: the kernel's domain levels, intervals
@@ -220,14 +240,15 @@ pub struct CompressedOut {
 impl Kernel {
     /// Every store, the chained stages' included.
     pub fn all_stores(&self) -> impl Iterator<Item = &Store> {
-        self.stores.iter().chain(self.chain.iter().flat_map(|st| &st.stores))
+        self.stores.iter().chain(self.chain().iter().flat_map(|st| &st.stores))
     }
 
-    /// Every expression the kernel evaluates: stored values and scan updates of every stage.
+    /// Every expression the kernel evaluates: stored values, scan updates of every stage,
+    /// scattered and staged values.
     pub fn exprs(&self) -> impl Iterator<Item = &Rc<SExpr>> {
-        let scans = self.scan.iter().chain(self.chain.iter().map(|st| &st.scan));
-        let scattered = self.scatter.iter().flat_map(Scatter::exprs);
-        let staged = self.windows.iter().map(|w| &w.value);
+        let scans = self.scan().into_iter().chain(self.chain().iter().map(|st| &st.scan));
+        let scattered = self.scatter().into_iter().flat_map(Scatter::exprs);
+        let staged = self.windows().iter().map(|w| &w.value);
         self.all_stores().map(|st| &st.value).chain(scans.flat_map(|sc| &sc.updates)).chain(scattered).chain(staged)
     }
 
@@ -239,25 +260,13 @@ impl Kernel {
     /// Whether the kernel writes buffer `b`.
     pub fn writes(&self, b: usize) -> bool {
         self.all_stores().any(|st| st.buffer == b)
-            || self.scatter.as_ref().is_some_and(|s| s.written().contains(&b))
-            || self.windows.iter().any(|w| w.buffer == b)
+            || self.scatter().is_some_and(|s| s.written().contains(&b))
+            || self.windows().iter().any(|w| w.buffer == b)
     }
 
     /// A plain loop nest over `domain` with `stores` at each point.
     pub fn nest(comment: String, domain: Vec<Level>, stores: Vec<Store>) -> Kernel {
-        Kernel {
-            comment,
-            domain,
-            scan: None,
-            stores,
-            matmul: None,
-            chain: Vec::new(),
-            local: Vec::new(),
-            sets: Vec::new(),
-            compressed: None,
-            scatter: None,
-            windows: Vec::new(),
-        }
+        Kernel { comment, domain, stores, sets: Vec::new(), kind: KernelKind::Nest(Nest::default()) }
     }
 
     /// A plain loop nest over this kernel's domain storing `value` into `buffer` (a GEMM's
@@ -266,9 +275,69 @@ impl Kernel {
         Kernel::nest(self.comment.clone(), self.domain.clone(), vec![Store { buffer, value }])
     }
 
-    /// A plain loop nest: neither a scan nor a runtime GEMM.
-    pub(crate) fn plain(&self) -> bool {
-        self.scan.is_none() && self.matmul.is_none() && self.scatter.is_none()
+    /// The loop nest's parts, when the kernel is one.
+    pub fn as_nest(&self) -> Option<&Nest> {
+        match &self.kind {
+            KernelKind::Nest(n) => Some(n),
+            _ => None,
+        }
+    }
+
+    /// The loop nest's parts, mutably, when the kernel is one.
+    pub fn as_nest_mut(&mut self) -> Option<&mut Nest> {
+        match &mut self.kind {
+            KernelKind::Nest(n) => Some(n),
+            _ => None,
+        }
+    }
+
+    /// The scan's parts, when the kernel is one.
+    pub fn as_scan(&self) -> Option<&ScanKernel> {
+        match &self.kind {
+            KernelKind::Scan(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The sequential loop, when the kernel is a scan.
+    pub fn scan(&self) -> Option<&ScanLoop> {
+        self.as_scan().map(|s| &s.scan)
+    }
+
+    /// The scans chained after this one (none unless the kernel is a scan).
+    pub fn chain(&self) -> &[ScanStage] {
+        self.as_scan().map_or(&[], |s| &s.chain)
+    }
+
+    /// The strip-local buffers (none unless the kernel is a scan).
+    pub fn local(&self) -> &[usize] {
+        self.as_scan().map_or(&[], |s| &s.local)
+    }
+
+    /// The staged windows (none unless the kernel is a loop nest).
+    pub fn windows(&self) -> &[Window] {
+        self.as_nest().map_or(&[], |n| &n.windows)
+    }
+
+    /// The sparse result it writes as storage, if any.
+    pub fn compressed(&self) -> Option<&CompressedOut> {
+        self.as_nest().and_then(|n| n.compressed.as_ref())
+    }
+
+    /// The runtime GEMM computing it, if any.
+    pub fn matmul(&self) -> Option<&crate::matmul::MatMul> {
+        match &self.kind {
+            KernelKind::Gemm(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// Its data-dependent stores, if any.
+    pub fn scatter(&self) -> Option<&Scatter> {
+        match &self.kind {
+            KernelKind::Scatter(s) => Some(s),
+            _ => None,
+        }
     }
 }
 
@@ -400,7 +469,7 @@ impl std::fmt::Display for KernelProgram {
                     None => format!("{} in {}", l.name, l.interval),
                 })
                 .collect();
-            if let Some(sc) = &kernel.scan {
+            if let Some(sc) = kernel.scan() {
                 loops.push(format!(
                     "{} in {} {}",
                     sc.dim.name,
@@ -418,7 +487,7 @@ impl std::fmt::Display for KernelProgram {
                 // A fold's variable, a Gustavson row's columns or a compaction's dimension.
                 writeln!(f, "    (inner loop {} visits {} ∩ {}{how})", c.var, c.set, c.range)?;
             }
-            match &kernel.scatter {
+            match kernel.scatter() {
                 Some(Scatter::Compact { dim, value, coordinates, buffer, presence, .. }) => writeln!(
                     f,
                     "    b{buffer}[.., n], b{presence}[.., n] = the {} of the non-zero {} over {}{} (n counting)",
@@ -435,10 +504,10 @@ impl std::fmt::Display for KernelProgram {
                 )?,
                 None => {}
             }
-            if let Some(mm) = &kernel.matmul {
+            if let Some(mm) = kernel.matmul() {
                 writeln!(f, "    (computed by the runtime GEMM: {mm})")?;
             }
-            if let Some(c) = &kernel.compressed {
+            if let Some(c) = kernel.compressed() {
                 writeln!(
                     f,
                     "    (stores the non-zeros only: row positions b{}, coordinates b{})",
@@ -453,7 +522,7 @@ impl std::fmt::Display for KernelProgram {
                     )?;
                 }
             }
-            for w in &kernel.windows {
+            for w in kernel.windows() {
                 let outer = &self.buffers[w.buffer].levels[0].name;
                 writeln!(
                     f,
@@ -465,8 +534,8 @@ impl std::fmt::Display for KernelProgram {
                     w.ahead
                 )?;
             }
-            if !kernel.local.is_empty() {
-                let names: Vec<String> = kernel.local.iter().map(|&b| format!("b{b}")).collect();
+            if !kernel.local().is_empty() {
+                let names: Vec<String> = kernel.local().iter().map(|&b| format!("b{b}")).collect();
                 writeln!(f, "    (per strip of columns, in cache: {})", names.join(", "))?;
             }
             let show_stores = |f: &mut std::fmt::Formatter<'_>, stores: &[Store]| -> std::fmt::Result {
@@ -478,7 +547,7 @@ impl std::fmt::Display for KernelProgram {
                 Ok(())
             };
             show_stores(f, &kernel.stores)?;
-            for st in &kernel.chain {
+            for st in kernel.chain() {
                 let sc = &st.scan;
                 let order = if sc.forward { "sequentially" } else { "sequentially, backward" };
                 writeln!(f, "  then {} in {} {order}:", sc.dim.name, sc.dim.interval)?;

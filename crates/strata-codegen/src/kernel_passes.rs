@@ -9,7 +9,7 @@ use std::rc::Rc;
 
 use strata_ir::{DimName, Level};
 
-use crate::kernel::{Buffer, Kernel, ScanStage};
+use crate::kernel::{Buffer, Kernel, KernelKind, ScanStage};
 use crate::sym::{Coord, Load, SExpr};
 
 /// Lets a scan write its result straight into the buffer a later kernel only copies it to
@@ -20,7 +20,7 @@ pub fn forward_scan_results(mut kernels: Vec<Kernel>, buffers: &[Buffer]) -> Vec
     let mut i2 = 0;
     while i2 < kernels.len() {
         let k2 = &kernels[i2];
-        let plain = k2.plain();
+        let plain = k2.as_nest().is_some();
         let copy = k2.stores.iter().enumerate().find_map(|(si, st)| {
             let SExpr::Load(l) = &*st.value else { return None };
             let (tb, ob) = (l.buffer, st.buffer);
@@ -38,7 +38,7 @@ pub fn forward_scan_results(mut kernels: Vec<Kernel>, buffers: &[Buffer]) -> Vec
         };
         let writers: Vec<usize> = (0..i2).filter(|&i| kernels[i].stores.iter().any(|s| s.buffer == tb)).collect();
         let ok = match writers.as_slice() {
-            [i1] => kernels[*i1].scan.is_some() && (*i1..i2).all(|i| !kernels[i].reads(ob) && !kernels[i].writes(ob)),
+            [i1] => kernels[*i1].scan().is_some() && (*i1..i2).all(|i| !kernels[i].reads(ob) && !kernels[i].writes(ob)),
             _ => false,
         };
         if !ok {
@@ -58,8 +58,8 @@ pub fn forward_scan_results(mut kernels: Vec<Kernel>, buffers: &[Buffer]) -> Vec
             for st in &mut k.stores {
                 st.value = crate::sym::replace_loads(&st.value, &to_target);
             }
-            if let Some(sc) = &mut k.scan {
-                sc.updates = sc.updates.iter().map(|u| crate::sym::replace_loads(u, &to_target)).collect();
+            if let KernelKind::Scan(s) = &mut k.kind {
+                s.scan.updates = s.scan.updates.iter().map(|u| crate::sym::replace_loads(u, &to_target)).collect();
             }
         }
         kernels[i2].stores.remove(si);
@@ -76,7 +76,7 @@ const LOCAL_SCRATCH: usize = 1 << 20;
 /// Fuses a scan with the next one over the same domain and dimension when the second reads
 /// the first's results only at the point it updates and nothing else reads them (the forward
 /// and backward sweeps of a tridiagonal solve): both run per strip of columns, and the first's
-/// results live in a strip-local scratch array (`Kernel::local`) that stays in cache instead
+/// results live in a strip-local scratch array (`ScanKernel::local`) that stays in cache instead
 /// of going to memory and back. Results are unchanged (each column runs both sweeps in order).
 pub fn fuse_scans(kernels: Vec<Kernel>, buffers: &[Buffer]) -> Vec<Kernel> {
     // The last kernel reading each buffer: a result kept local must not be read after.
@@ -87,8 +87,11 @@ pub fn fuse_scans(kernels: Vec<Kernel>, buffers: &[Buffer]) -> Vec<Kernel> {
         if let Some(prev) = out.last_mut() {
             if let Some(local) = scans_fuse(prev, &k, buffers, &last_reader, i) {
                 prev.comment = format!("{}; then {}", prev.comment, k.comment);
-                prev.chain.push(ScanStage { scan: k.scan.expect("a scan"), stores: k.stores });
-                prev.local.extend(local);
+                let (KernelKind::Scan(p), KernelKind::Scan(next)) = (&mut prev.kind, k.kind) else {
+                    unreachable!("scans_fuse fuses scans")
+                };
+                p.chain.push(ScanStage { scan: next.scan, stores: k.stores });
+                p.local.extend(local);
                 continue;
             }
         }
@@ -106,13 +109,13 @@ fn scans_fuse(
     last_reader: &[Option<usize>],
     i: usize,
 ) -> Option<Vec<usize>> {
-    let (Some(a), Some(b)) = (&prev.scan, &next.scan) else { return None };
-    let first = prev.chain.last().map_or(a, |st| &st.scan);
-    if a.last_only || b.last_only || prev.matmul.is_some() || prev.domain != next.domain || first.dim != b.dim {
+    let (Some(a), Some(b)) = (prev.scan(), next.scan()) else { return None };
+    let first = prev.chain().last().map_or(a, |st| &st.scan);
+    if a.last_only || b.last_only || prev.matmul().is_some() || prev.domain != next.domain || first.dim != b.dim {
         return None;
     }
     // The previous stage's results: what `next` may read, at the point it updates only.
-    let last: Vec<usize> = prev.chain.last().map_or(&prev.stores, |st| &st.stores).iter().map(|s| s.buffer).collect();
+    let last: Vec<usize> = prev.chain().last().map_or(&prev.stores, |st| &st.stores).iter().map(|s| s.buffer).collect();
     if next.stores.iter().any(|s| prev.writes(s.buffer)) {
         return None;
     }
@@ -171,10 +174,9 @@ pub fn fuse_adjacent(kernels: Vec<Kernel>) -> Vec<Kernel> {
         if let Some(prev) = out.last_mut() {
             let writes = |k: &Kernel| k.stores.iter().map(|s| s.buffer).collect::<Vec<_>>();
             let reads_any = |k: &Kernel, bs: &[usize]| bs.iter().any(|&b| k.reads(b));
-            if prev.plain()
-                && k.plain()
-                && prev.compressed.is_none()
-                && k.compressed.is_none()
+            let plain = |k: &Kernel| k.as_nest().is_some_and(|n| n.compressed.is_none() && n.windows.is_empty());
+            if plain(prev)
+                && plain(&k)
                 && prev.domain == k.domain
                 && !reads_any(&k, &writes(prev))
                 && !reads_any(prev, &writes(&k))
@@ -200,12 +202,12 @@ pub fn overwritten_first(kernels: &[Kernel], b: usize, levels: &[Level]) -> bool
         if k.writes(b) {
             // A compaction writes every run whole (its ends absent); an addition at coordinates
             // needs zeros first.
-            match &k.scatter {
+            match k.scatter() {
                 Some(crate::kernel::Scatter::Compact { .. }) => return true,
                 Some(crate::kernel::Scatter::AddAt { .. }) => return false,
                 None => {}
             }
-            let steps = k.scan.as_ref().filter(|sc| !sc.last_only).map(|sc| &sc.dim);
+            let steps = k.scan().filter(|sc| !sc.last_only).map(|sc| &sc.dim);
             let mut domain: Vec<&Level> = k.domain.iter().chain(steps).collect();
             domain.sort_by(|x, y| x.name.as_str().cmp(y.name.as_str()));
             let mut own: Vec<&Level> = levels.iter().collect();

@@ -16,7 +16,10 @@ use strata_ir::{
 use strata_runtime::storage::{has_ragged, keeps_zeros};
 use strata_runtime::Sv;
 
-use crate::kernel::{arg_best, Buffer, Kernel, KernelProgram, Role, ScanLoop, StateRegister, StoragePart, Store};
+use crate::kernel::{
+    arg_best, Buffer, Kernel, KernelKind, KernelProgram, Nest, Role, ScanKernel, ScanLoop, StateRegister, StoragePart,
+    Store,
+};
 use crate::kernel_passes::{forward_scan_results, fuse_adjacent, fuse_scans, overwritten_first};
 use crate::nested::{element_entry, element_exit, element_levels, element_var, flat, split};
 use crate::sym::{add, bin, index, ix, level_vars, mul, reads, shift, sub, substitute, Coord, Load, SExpr, Sym};
@@ -219,7 +222,10 @@ impl<'m> Lowerer<'m> {
             domain,
             vec![Store { buffer: values, value: leaf }],
         );
-        k.compressed = Some(crate::kernel::CompressedOut { positions, coordinates, workspace: None });
+        k.kind = KernelKind::Nest(Nest {
+            windows: Vec::new(),
+            compressed: Some(crate::kernel::CompressedOut { positions, coordinates, workspace: None }),
+        });
         Ok(Some(k))
     }
 
@@ -437,15 +443,9 @@ impl<'m> Lowerer<'m> {
         self.kernels.push(Kernel {
             comment,
             domain,
-            scan: Some(scan),
             stores,
-            matmul: None,
-            chain: Vec::new(),
-            local: Vec::new(),
             sets: Vec::new(),
-            compressed: None,
-            scatter: None,
-            windows: Vec::new(),
+            kind: KernelKind::Scan(ScanKernel { scan, chain: Vec::new(), local: Vec::new() }),
         });
         Ok(sym)
     }
@@ -616,7 +616,7 @@ impl<'m> Lowerer<'m> {
                 });
             }
         }
-        k.scatter = Some(crate::kernel::Scatter::Compact {
+        k.kind = KernelKind::Scatter(crate::kernel::Scatter::Compact {
             dim: Level::dense(dim.clone(), at.interval),
             value,
             element: self.element_scalar(ty),
@@ -660,7 +660,7 @@ impl<'m> Lowerer<'m> {
             operand,
             Vec::new(),
         );
-        k.scatter = Some(crate::kernel::Scatter::AddAt { coordinate, value, buffer, target });
+        k.kind = KernelKind::Scatter(crate::kernel::Scatter::AddAt { coordinate, value, buffer, target });
         self.kernels.push(k);
         Ok(Sym::Scalar(Rc::new(SExpr::Load(Rc::new(Load { buffer, coords: level_vars(&levels) })))))
     }
@@ -1740,12 +1740,12 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
     for k in &mut kernels {
         let mut ranges: Vec<(DimName, strata_ir::Interval)> =
             k.domain.iter().map(|l| (l.name.clone(), l.interval)).collect();
-        ranges.extend(k.scan.iter().map(|sc| (sc.dim.name.clone(), sc.dim.interval)));
+        ranges.extend(k.scan().into_iter().map(|sc| (sc.dim.name.clone(), sc.dim.interval)));
         for st in &mut k.stores {
             st.value = crate::sym::simplify_in(&st.value, &ranges);
         }
-        if let Some(sc) = &mut k.scan {
-            sc.updates = sc.updates.iter().map(|u| crate::sym::simplify_in(u, &ranges)).collect();
+        if let KernelKind::Scan(s) = &mut k.kind {
+            s.scan.updates = s.scan.updates.iter().map(|u| crate::sym::simplify_in(u, &ranges)).collect();
         }
     }
     let mut buffers = l.buffers;
@@ -1755,7 +1755,9 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
         buffer.overwritten = overwritten_first(&kernels, b, &buffer.levels);
     }
     for k in &mut kernels {
-        k.matmul = crate::matmul::recognize(k, &buffers);
+        if let Some(mm) = crate::matmul::recognize(k, &buffers) {
+            k.kind = KernelKind::Gemm(mm);
+        }
     }
     let mut program = KernelProgram { entry: func.name.clone(), buffers, kernels, sparse: l.sparse };
     crate::sparse::coiterate(&mut program);

@@ -210,8 +210,12 @@ fn collapse(mut axes: Vec<Axis>) -> Vec<Axis> {
 
 /// The matrix product `kernel` computes, if it is one worth a GEMM call (see the module docs).
 pub fn recognize(kernel: &Kernel, buffers: &[Buffer]) -> Option<MatMul> {
-    // Sparse operands are iterated by their stored coordinates, never by the dense GEMM.
-    if kernel.scan.is_some() || kernel.stores.len() != 1 || kernel.exprs().any(crate::sparse::reads_sparse) {
+    // Only plain loop nests (a sparse result is written as storage by its own loops). Sparse
+    // operands are iterated by their stored coordinates, never by the dense GEMM.
+    if kernel.as_nest().is_none_or(|n| n.compressed.is_some())
+        || kernel.stores.len() != 1
+        || kernel.exprs().any(crate::sparse::reads_sparse)
+    {
         return None;
     }
     let store = &kernel.stores[0];

@@ -342,7 +342,7 @@ pub fn coiterate(program: &mut KernelProgram) {
     }
     let mut kernels = std::mem::take(&mut program.kernels);
     for k in &mut kernels {
-        if !k.plain() {
+        if k.as_nest().is_none() {
             continue;
         }
         k.sets = kernel_sets(program, k);

@@ -56,11 +56,8 @@ pub const WINDOW_BUDGET: i64 = 1 << 20;
 pub fn stage_windows(program: &mut KernelProgram) {
     for k in 0..program.kernels.len() {
         let kernel = &program.kernels[k];
-        let eligible = kernel.plain()
-            && kernel.chain.is_empty()
-            && kernel.local.is_empty()
+        let eligible = kernel.as_nest().is_some_and(|n| n.compressed.is_none())
             && kernel.sets.is_empty()
-            && kernel.compressed.is_none()
             && kernel.domain.len() >= 2
             && kernel.domain.iter().all(|l| l.format.is_dense_like());
         if !eligible {
@@ -99,7 +96,7 @@ fn best_candidate(k: &Kernel, buffers: &[Buffer]) -> Option<Class> {
         .stores
         .iter()
         .map(|st| (None, &st.value))
-        .chain(k.windows.iter().enumerate().map(|(i, w)| (Some(i), &w.value)));
+        .chain(k.windows().iter().enumerate().map(|(i, w)| (Some(i), &w.value)));
     let mut visited = 0;
     for (container, e) in containers {
         let mut seen = std::collections::HashSet::new();
@@ -135,7 +132,7 @@ fn best_candidate(k: &Kernel, buffers: &[Buffer]) -> Option<Class> {
         return None;
     }
     let window_bytes: i64 =
-        k.windows.iter().map(|w| ring_bytes(k, &buffers[w.buffer].levels, buffers[w.buffer].scalar)).sum();
+        k.windows().iter().map(|w| ring_bytes(k, &buffers[w.buffer].levels, buffers[w.buffer].scalar)).sum();
     classes
         .into_values()
         .filter(|c| c.at.len() >= 2)
@@ -171,7 +168,7 @@ fn hull(k: &Kernel, buffers: &[Buffer], c: &Class) -> Vec<Level> {
             for (container, m) in &c.at {
                 let range = match container {
                     None => l.interval,
-                    Some(w) => buffers[k.windows[*w].buffer].levels[d].interval,
+                    Some(w) => buffers[k.windows()[*w].buffer].levels[d].interval,
                 };
                 lo = lo.min(range.start + m[d]);
                 hi = hi.max(range.stop + m[d]);
@@ -214,10 +211,16 @@ fn stage(k: &mut Kernel, buffers: &mut Vec<Buffer>, mut c: Class) {
     for st in &mut k.stores {
         st.value = replace_in(&st.value);
     }
-    for w in &mut k.windows {
+    let windows = windows_mut(k);
+    for w in windows.iter_mut() {
         w.value = replace_in(&w.value);
     }
-    k.windows.push(Window { buffer: b, value: c.value, ahead: 0, behind: 0 });
+    windows.push(Window { buffer: b, value: c.value, ahead: 0, behind: 0 });
+}
+
+/// The windows of a loop nest (the only kind of kernel this pass stages in).
+fn windows_mut(k: &mut Kernel) -> &mut Vec<Window> {
+    &mut k.as_nest_mut().expect("staging runs on loop nests").windows
 }
 
 /// `e` with each of the occurrences `nodes` (by address) replaced by `read(translation)`.
@@ -248,7 +251,7 @@ fn translate(value: &Rc<SExpr>, dims: &[&DimName], m: &[i64]) -> SExpr {
 /// read by another at offsets `o` reaches the reader's reach moved by `o`.
 fn order_windows(k: &mut Kernel, buffers: &[Buffer]) {
     let mut ordered: Vec<Window> = Vec::new();
-    let mut left = std::mem::take(&mut k.windows);
+    let mut left = std::mem::take(windows_mut(k));
     while !left.is_empty() {
         let ready = left
             .iter()
@@ -286,7 +289,7 @@ fn order_windows(k: &mut Kernel, buffers: &[Buffer]) {
             "a window's outermost range is its reach"
         );
     }
-    k.windows = ordered;
+    *windows_mut(k) = ordered;
 }
 
 /// The offsets along the outermost level at which `e` reads buffer `b`.

@@ -43,7 +43,7 @@ pub fn gustavson(program: &mut KernelProgram) {
     let scalar_of = |t: usize| program.buffers[program.sparse[t].values].scalar;
     let mut found = Vec::new();
     for (ki, k) in program.kernels.iter().enumerate() {
-        let (Some(_), Some(inner), [store]) = (&k.compressed, k.domain.last(), &k.stores[..]) else { continue };
+        let (Some(_), Some(inner), [store]) = (k.compressed(), k.domain.last(), &k.stores[..]) else { continue };
         if k.sets.iter().any(|c| c.var == inner.name) {
             continue;
         }
@@ -83,7 +83,7 @@ pub fn gustavson(program: &mut KernelProgram) {
     for (ki, set, w) in found {
         let k = &mut program.kernels[ki];
         k.sets.push(set);
-        if let Some(c) = &mut k.compressed {
+        if let Some(c) = k.as_nest_mut().and_then(|n| n.compressed.as_mut()) {
             c.workspace = Some(w);
         }
     }

@@ -11,7 +11,7 @@ fn matmuls(file: &str, entry: &str) -> Vec<Option<MatMul>> {
     let module = strata_verify::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
     let info = strata_verify::verify(&module).unwrap();
     let (h, _) = module.functions.iter().find(|(_, f)| f.name == entry).unwrap();
-    lower(&module, &info.types, h).unwrap().kernels.into_iter().map(|k| k.matmul).collect()
+    lower(&module, &info.types, h).unwrap().kernels.into_iter().map(|k| k.matmul().cloned()).collect()
 }
 
 #[test]
@@ -47,7 +47,7 @@ fn an_elementwise_epilogue_runs_in_place_after_the_gemm() {
     let info = strata_verify::verify(&module).unwrap();
     let (h, _) = module.functions.iter().find(|(_, f)| f.name == "f").unwrap();
     let program = lower(&module, &info.types, h).unwrap();
-    let mm = program.kernels[0].matmul.as_ref().expect("a GEMM");
+    let mm = program.kernels[0].matmul().expect("a GEMM");
     let epilogue = strata_codegen::sym::show(mm.epilogue.as_ref().expect("an epilogue"));
     assert_eq!(epilogue, "maximum(plus(b3[I, J], b2[J]), 0)");
 }

@@ -100,11 +100,11 @@ fn tridiagonal_sweeps_fuse_with_the_forward_results_strip_local() {
     let p = lowered("stencil/tridiagonal.strata", "solve_tridiag");
     assert_eq!(p.kernels.len(), 1, "{p}");
     let k = &p.kernels[0];
-    assert_eq!(k.chain.len(), 1, "the backward sweep runs after the forward one: {p}");
-    let local: Vec<&str> = k.local.iter().map(|&b| p.buffers[b].name.as_str()).collect();
+    assert_eq!(k.chain().len(), 1, "the backward sweep runs after the forward one: {p}");
+    let local: Vec<&str> = k.local().iter().map(|&b| p.buffers[b].name.as_str()).collect();
     assert_eq!(local, ["scan0.f0", "scan0.f1"], "{p}");
     // The backward sweep writes the out parameter directly (no copy kernel).
-    assert_eq!(p.buffers[k.chain[0].stores[0].buffer].name, "x", "{p}");
+    assert_eq!(p.buffers[k.chain()[0].stores[0].buffer].name, "x", "{p}");
 }
 
 const COLUMN_CENTERED_ROW_SUMS: &str = r#"

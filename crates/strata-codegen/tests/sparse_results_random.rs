@@ -204,7 +204,7 @@ fn random_programs_with_sparse_results_compute_the_dense_values() {
         .collect();
     let workspaces = lowered
         .iter()
-        .filter(|p| p.kernels.iter().any(|k| k.compressed.as_ref().is_some_and(|c| c.workspace.is_some())))
+        .filter(|p| p.kernels.iter().any(|k| k.compressed().is_some_and(|c| c.workspace.is_some())))
         .count();
     // Translation units of 300 entries, compiled on two threads.
     let sos = common::build_units(&lowered, CHUNK);

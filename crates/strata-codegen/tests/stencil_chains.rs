@@ -133,7 +133,7 @@ fn random_stencil_chains_native_equals_interpreter_on_one_and_three_threads() {
     let interp = strata_interp::Interpreter::new(&module, &info.types);
     let mut staged = 0;
     for (i, (c, kp)) in chains.iter().zip(&lowered).enumerate() {
-        staged += usize::from(kp.kernels.iter().any(|k| !k.windows.is_empty()));
+        staged += usize::from(kp.kernels.iter().any(|k| !k.windows().is_empty()));
         let h = module.function_by_name(&c.entry).expect("entry");
         let f = &module.functions[h];
         let args: Vec<Tensor> = f

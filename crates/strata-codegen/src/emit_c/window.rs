@@ -31,7 +31,7 @@ impl Emitter<'_> {
 pub(super) fn emit_windowed(out: &mut String, em: &Emitter, k: &Kernel) {
     let (outer, inner) = k.domain.split_first().expect("windowed kernels have two levels or more");
     let (start, len) = (outer.interval.start, outer.interval.len() as i64);
-    let warm_up = k.windows.iter().map(|w| w.behind - w.ahead).min().unwrap_or(0);
+    let warm_up = k.windows().iter().map(|w| w.behind - w.ahead).min().unwrap_or(0);
     let p = var(outer.name.as_str());
     let _ = writeln!(out, "  #pragma omp parallel reduction(max:e_) if(par_)");
     let _ = writeln!(out, "  {{");
@@ -43,7 +43,7 @@ pub(super) fn emit_windowed(out: &mut String, em: &Emitter, k: &Kernel) {
         outer.name
     );
     let mut allocated = Vec::new();
-    for w in &k.windows {
+    for w in k.windows() {
         let b = em.buffer(w.buffer);
         let t = c_type(b.scalar);
         let size: i64 = b.levels[1..].iter().map(|lv| lv.interval.len() as i64).product::<i64>() * w.depth();
@@ -59,7 +59,7 @@ pub(super) fn emit_windowed(out: &mut String, em: &Emitter, k: &Kernel) {
     let _ = writeln!(out, "    if (!({})) e_ = 5;", allocated.join(" && "));
     let _ = writeln!(out, "    else if (c0_ < c1_)");
     let _ = writeln!(out, "    for (int64_t p_ = c0_ + ({warm_up}); p_ < c1_; ++p_) {{");
-    for w in &k.windows {
+    for w in k.windows() {
         let b = em.buffer(w.buffer);
         let _ = writeln!(
             out,
