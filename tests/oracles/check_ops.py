@@ -438,10 +438,8 @@ case(
     entry="f",
 )
 
-x = randn(16, 128)
-case(
-    "row_mean_and_variance",
-    """
+# A row sum and the sum of squared deviations from a centre `%m`.
+SUM_AND_SQDEV = """
 func @add(%acc: f64, %x: f64) -> f64 {
   %s = plus(%acc, %x) : f64
   return %s
@@ -452,7 +450,12 @@ func @sqdev(%acc: f64, %x: f64, %m: f64) -> f64 {
   %s = plus(%acc, %q) : f64
   return %s
 }
-func @f(%x: tensor<f64, R[0:16], C[0:128]>) -> tensor<(f64, f64), R[0:16]> {
+"""
+
+x = randn(16, 128)
+case(
+    "row_mean_and_variance",
+    SUM_AND_SQDEV + """func @f(%x: tensor<f64, R[0:16], C[0:128]>) -> tensor<(f64, f64), R[0:16]> {
   %s = map_reduce(@add, %x, init = 0.0, einsum = "ij->i") : tensor<f64, R[0:16]>
   %n = constant(value = 128.0) : f64
   %m = divides(%s, %n) : tensor<f64, R[0:16]>
@@ -546,18 +549,7 @@ func @f(%x: tensor<i32, R[0:5], C[0:130]>) -> tensor<(i32, index), R[0:5]> {
 # Sums of squared deviations from a row's own mean: the native backend reads each row once
 # (emit_c/moments.rs). Rows far from zero (1e8 + noise: the one-pass shift keeps them exact),
 # constant, with NaN and with inf; 1000 columns leave a tail after the vector chunks.
-VAR_PROGRAM = """
-func @add(%acc: f64, %x: f64) -> f64 {
-  %s = plus(%acc, %x) : f64
-  return %s
-}
-func @sqdev(%acc: f64, %x: f64, %m: f64) -> f64 {
-  %d = minus(%x, %m) : f64
-  %q = multiplies(%d, %d) : f64
-  %s = plus(%acc, %q) : f64
-  return %s
-}
-func @f(%x: tensor<f64, R[0:6], C[0:1000]>) -> tensor<f64, R[0:6]> {
+VAR_PROGRAM = SUM_AND_SQDEV + """func @f(%x: tensor<f64, R[0:6], C[0:1000]>) -> tensor<f64, R[0:6]> {
   %s = map_reduce(@add, %x, init = 0.0, einsum = "ij->i") : tensor<f64, R[0:6]>
   %m = divides(%s, 1000.0) : tensor<f64, R[0:6]>
   %ss = map_reduce(@sqdev, %x, %m, init = 0.0, einsum = "ij,i->i") : tensor<f64, R[0:6]>
@@ -575,18 +567,7 @@ case("variance_in_one_pass_f64", VAR_PROGRAM, {"x": xv}, lambda x: {"result": np
 # the one-pass form keeps n·(mean - c)².
 case(
     "squared_deviations_of_a_computed_value_about_another_centre",
-    """
-func @add(%acc: f64, %x: f64) -> f64 {
-  %s = plus(%acc, %x) : f64
-  return %s
-}
-func @sqdev(%acc: f64, %x: f64, %m: f64) -> f64 {
-  %d = minus(%m, %x) : f64
-  %q = multiplies(%d, %d) : f64
-  %s = plus(%acc, %q) : f64
-  return %s
-}
-func @f(%x: tensor<f64, R[0:4], C[0:333]>) -> tensor<f64, R[0:4]> {
+    SUM_AND_SQDEV.replace("minus(%x, %m)", "minus(%m, %x)") + """func @f(%x: tensor<f64, R[0:4], C[0:333]>) -> tensor<f64, R[0:4]> {
   %y = plus(multiplies(%x, 2.0), 1.0) : tensor<f64, R[0:4], C[0:333]>
   %s = map_reduce(@add, %y, init = 0.0, einsum = "ij->i") : tensor<f64, R[0:4]>
   %m = plus(divides(%s, 333.0), 1.0) : tensor<f64, R[0:4]>

@@ -3,7 +3,9 @@
 //! Pipeline, each stage printable (`strata lower --to loops|c`):
 //! 1. [`lower()`]: a verified entry → the loop-level IR ([`kernel::KernelProgram`]): one fused
 //!    loop nest per output over its domain, every elementwise op, shift, call, reshape and
-//!    neighbor reduction inlined into one scalar expression ([`sym`]); then the passes
+//!    neighbor reduction inlined into one scalar expression ([`sym`]), except values read
+//!    through neighbor tables that [`extract`]'s cost rule computes once into temporaries;
+//!    then the passes
 //!    [`invariant`], [`kernel_passes`], [`sparse::coiterate`] (loops over stored sparse
 //!    coordinates where the algebra of [`fill`] proves it changes no value), [`workspace`]
 //!    (Gustavson's row workspace for sparse results such as SpGEMM) and [`matmul`] (kernels
@@ -23,6 +25,7 @@ pub mod affine;
 pub mod compile;
 pub mod emit_c;
 pub mod exec;
+pub mod extract;
 pub mod fill;
 pub mod invariant;
 pub mod kernel;
