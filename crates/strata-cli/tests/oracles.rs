@@ -21,13 +21,20 @@ fn oracle(script: &str) -> String {
 }
 
 fn oracle_with(script: &str, extra: &[&str]) -> String {
-    let work = std::env::temp_dir().join(format!("strata-{script}-{}-{}", extra.join("-"), std::process::id()));
+    oracle_env(script, extra, &[])
+}
+
+/// [`oracle_with`] with further environment variables for `strata`.
+fn oracle_env(script: &str, extra: &[&str], env: &[(&str, &str)]) -> String {
+    let tag: Vec<&str> = extra.iter().chain(env.iter().map(|(k, _)| k)).copied().collect();
+    let work = std::env::temp_dir().join(format!("strata-{script}-{}-{}", tag.join("-"), std::process::id()));
     let out = Command::new(python())
         .arg(root().join("tests/oracles").join(script))
         .arg(env!("CARGO_BIN_EXE_strata"))
         .arg(&work)
         .args(extra)
         .env("STRATA_CACHE_DIR", work.join("cache"))
+        .envs(env.iter().copied())
         .output()
         .expect("python runs");
     let _ = std::fs::remove_dir_all(&work);
@@ -52,6 +59,21 @@ fn examples_match_numpy_and_scipy() {
             assert!(text.contains(check), "{backend}: {check} missing:\n{text}");
         }
     }
+}
+
+#[test]
+fn stencils_streaming_their_results_match_numpy() {
+    // A cache of 0 bytes makes every eligible result go out with streaming stores, so the
+    // examples' small fields take that path too (large results take it on any machine).
+    let text = oracle_env(
+        "check_examples.py",
+        &["--backend", "native", "horizontal_diffusion", "distributed_stencils"],
+        &[("STRATA_CACHE_BYTES", "0")],
+    );
+    assert!(
+        text.contains("ok horizontal_diffusion") && text.contains("ok distributed/laplacian_of_laplacian"),
+        "{text}"
+    );
 }
 
 #[test]

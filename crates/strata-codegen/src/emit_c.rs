@@ -67,6 +67,8 @@ typedef struct {
   /* A buffer of `len` elements for buffer `buffer` (a sparse result's coordinates and values,
      whose length is known only while running); NULL if it cannot be allocated. */
   void *(*alloc)(int64_t buffer, int64_t len);
+  /* The bytes of the last-level cache one core shares. */
+  int64_t (*cache_bytes)(void);
 } strata_rt;
 
 /* Vector math: loops calling these vectorize with the variants in glibc's libmvec (at most
@@ -118,6 +120,49 @@ static void strata_sort_i64(int64_t *a, int64_t n) {
   for (int64_t i = 1; i < n; ++i) { const int64_t x = a[i]; int64_t j = i; while (j > 0 && a[j - 1] > x) { a[j] = a[j - 1]; --j; } a[j] = x; }
 }
 static inline int64_t strata_min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
+/* Streaming (non-temporal) stores, for results larger than the last-level cache: no later reader
+   would find them in cache, and streaming them skips reading each line before writing it.
+   strata_streaming(rt, bytes) says whether a result of that size qualifies (the runtime's
+   cache_bytes); strata_stream copies a row of whole 64-byte lines out of cache
+   (compiler builtins rather than <immintrin.h>, whose parsing alone costs ~80 ms per compile).
+   The stores are weakly ordered: each thread ends its share with strata_stream_fence(). */
+static inline int strata_streaming(const strata_rt *rt, int64_t bytes) {
+  return rt && bytes >= rt->cache_bytes();
+}
+typedef long long strata_line __attribute__((vector_size(64), may_alias));
+static inline void strata_stream(void *restrict dst, const void *restrict src, size_t bytes) {
+#if defined(__clang__)
+  if (((uintptr_t)dst & 63) == 0) {
+    for (size_t i = 0; i < bytes; i += 64) __builtin_nontemporal_store(*(const strata_line *)((const char *)src + i), (strata_line *)((char *)dst + i));
+    return;
+  }
+#elif defined(__GNUC__) && defined(__AVX512F__)
+  if (((uintptr_t)dst & 63) == 0) {
+    for (size_t i = 0; i < bytes; i += 64) __builtin_ia32_movntdq512((strata_line *)((char *)dst + i), *(const strata_line *)((const char *)src + i));
+    return;
+  }
+#elif defined(__GNUC__) && defined(__AVX__)
+  typedef long long half_ __attribute__((vector_size(32), may_alias));
+  if (((uintptr_t)dst & 31) == 0) {
+    for (size_t i = 0; i < bytes; i += 32) __builtin_ia32_movntdq256((half_ *)((char *)dst + i), *(const half_ *)((const char *)src + i));
+    return;
+  }
+#elif defined(__GNUC__) && defined(__SSE2__)
+  typedef long long quarter_ __attribute__((vector_size(16), may_alias));
+  if (((uintptr_t)dst & 15) == 0) {
+    for (size_t i = 0; i < bytes; i += 16) __builtin_ia32_movntdq((quarter_ *)((char *)dst + i), *(const quarter_ *)((const char *)src + i));
+    return;
+  }
+#endif
+  memcpy(dst, src, bytes);
+}
+static inline void strata_stream_fence(void) {
+#if defined(__SSE__) && !defined(__clang__)
+  __builtin_ia32_sfence();
+#else
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
 static inline double strata_fmax(double a, double b) { return (isnan(a) || isnan(b)) ? a + b : (a > b ? a : b); }
 static inline double strata_fmin(double a, double b) { return (isnan(a) || isnan(b)) ? a + b : (a < b ? a : b); }
 static inline float strata_fmaxf(float a, float b) { return (isnan(a) || isnan(b)) ? a + b : (a > b ? a : b); }
