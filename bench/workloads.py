@@ -717,11 +717,10 @@ def workloads() -> list[Workload]:
                    "gt4py": gt4py_peers.laplap},
             target=[Target("fraction", 0.70), AHEAD_OF_GT4PY], rtol=1e-9, atol=1e-9,
             note="scipy: ndimage.correlate with the 5x5 laplacian-of-laplacian kernel",
-            gap="one core does not reach the triad figure on a 5-point stencil here: a single laplacian "
-            "(one stage, nothing to stage) measures ~2.0 ms standalone against 1.3 ms for a plain copy of the "
-            "same data, and the staged laplacian of laplacian runs both stages (~3.5 ms); its loops are "
-            "vectorized and J-tiling the window to fit L1 measured slower; at 2 threads it measured 66-80 % "
-            "depending on the run's triad figure (50-85 GB/s on this shared machine)",
+            gap="results are written with streaming stores (emit_c/window.rs), which met the target at 2 threads; "
+            "on one core the two stages' arithmetic and the window's traffic in L2 do not fully overlap the "
+            "memory stream: a software prefetch of the newest input plane gained ~10 % more in a standalone "
+            "harness (2.4 -> 2.15 ms), not generated yet; J-tiling the window measured slower",
         ),
         Workload(
             "hdiff", "hdiff.strata", "hdiff", hdiff_make, hdiff_np,
@@ -731,7 +730,8 @@ def workloads() -> list[Workload]:
             note="horizontal diffusion: laplacian, limited fluxes, update (GT4Py's benchmark); GT4Py writes the "
             "stages to temporaries (as one fused field operator its front end did not finish in 10 minutes)",
             gap="three windows (laplacian, both fluxes) per kernel: ~21 flops and 3 window writes plus 9 window "
-            "reads per point on one core, compute-bound as the laplacian of laplacian is; not analysed further",
+            "reads per point, compute-bound on one core; streaming the result gained ~10 % (7.1 -> 6.4 ms with "
+            "strata run --repeat), less than on the laplacian of laplacian; not analysed further",
         ),
         Workload(
             "tridiag", "tridiag.strata", "tridiag", tridiag_make, tridiag_np,
@@ -822,8 +822,9 @@ def workloads() -> list[Workload]:
                 "exceed the DRAM figure (numpy and JAX see the same cache)" if kind != "mean" else "",
                 gap={"argmax": "2x numpy means reading the matrix at twice numpy's rate: on one thread that is about 1.5x the "
                      "machine's read figure (numpy reads at 60-75 % of it); the vector loop (4 x 16 lanes in "
-                     "registers, prefetch 8 KiB ahead) already reads at 105-115 % of it, helped by the L3", "var": "one pass (emit_c/moments.rs); 8192^2 rows, which do not fit in L3, measured 46 GB/s on one "
-                     "thread against a 43 GB/s read figure"}.get(
+                     "registers, prefetch 8 KiB ahead) already reads at 105-115 % of it, helped by the L3", "var": "one pass (emit_c/moments.rs), as fast as the plain row sum in the same run; the 2-thread "
+                     "figure moves from run to run (126 % in a run of the reductions alone); 8192^2 rows, which do not "
+                     "fit in L3, measured 46 GB/s on one thread against a 43 GB/s read figure"}.get(
                     kind, "the figure varies from run to run on this shared machine (other runs of this suite "
                     "measured over 100%)"),
             )

@@ -67,8 +67,6 @@ typedef struct {
   /* A buffer of `len` elements for buffer `buffer` (a sparse result's coordinates and values,
      whose length is known only while running); NULL if it cannot be allocated. */
   void *(*alloc)(int64_t buffer, int64_t len);
-  /* The bytes of the last-level cache one core shares. */
-  int64_t (*cache_bytes)(void);
 } strata_rt;
 
 /* Vector math: loops calling these vectorize with the variants in glibc's libmvec (at most
@@ -122,13 +120,9 @@ static void strata_sort_i64(int64_t *a, int64_t n) {
 static inline int64_t strata_min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
 /* Streaming (non-temporal) stores, for results larger than the last-level cache: no later reader
    would find them in cache, and streaming them skips reading each line before writing it.
-   strata_streaming(rt, bytes) says whether a result of that size qualifies (the runtime's
-   cache_bytes); strata_stream copies a row of whole 64-byte lines out of cache
-   (compiler builtins rather than <immintrin.h>, whose parsing alone costs ~80 ms per compile).
-   The stores are weakly ordered: each thread ends its share with strata_stream_fence(). */
-static inline int strata_streaming(const strata_rt *rt, int64_t bytes) {
-  return rt && bytes >= rt->cache_bytes();
-}
+   strata_stream copies a row of whole 64-byte lines out of cache (compiler builtins rather
+   than <immintrin.h>, whose parsing alone costs ~80 ms per compile); the stores are weakly
+   ordered, so each thread ends its share with strata_stream_fence(). */
 typedef long long strata_line __attribute__((vector_size(64), may_alias));
 static inline void strata_stream(void *restrict dst, const void *restrict src, size_t bytes) {
 #if defined(__clang__)

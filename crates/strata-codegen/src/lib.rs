@@ -31,6 +31,7 @@ pub mod invariant;
 pub mod kernel;
 pub mod kernel_passes;
 pub mod lower;
+pub mod machine;
 pub mod matmul;
 pub mod nested;
 pub mod runtime;

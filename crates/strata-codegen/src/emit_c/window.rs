@@ -33,12 +33,6 @@ pub(super) fn emit_windowed(out: &mut String, em: &Emitter, k: &Kernel) {
     let (start, len) = (outer.interval.start, outer.interval.len() as i64);
     let warm_up = k.windows().iter().map(|w| w.behind - w.ahead).min().unwrap_or(0);
     let p = var(outer.name.as_str());
-    if let Some(bytes) = streamed_rows(em, k) {
-        let _ = writeln!(
-            out,
-            "  const int stream_ = strata_streaming(rt, {bytes});  /* results larger than the last-level cache */"
-        );
-    }
     let _ = writeln!(out, "  #pragma omp parallel reduction(max:e_) if(par_)");
     let _ = writeln!(out, "  {{");
     let _ = writeln!(out, "    int *err = &e_; (void)err;");
@@ -84,26 +78,20 @@ pub(super) fn emit_windowed(out: &mut String, em: &Emitter, k: &Kernel) {
     let _ = writeln!(out, "        const int64_t {p} = p_;");
     let mut indent = String::from("        ");
     let rows = streamed_rows(em, k);
-    if rows.is_some() {
-        let _ = writeln!(out, "{indent}if (stream_) {{");
-        let mut inner_indent = format!("{indent}  ");
+    if rows {
         let (row_loops, last) = inner.split_at(inner.len() - 1);
-        let braces = open_loops(out, em, row_loops, &mut inner_indent, None);
-        emit_streamed_row(out, em, &k.stores, &last[0], &inner_indent);
-        close_loops(out, &mut inner_indent, braces);
-        let _ = writeln!(out, "{indent}}} else {{");
-        indent.push_str("  ");
-    }
-    let braces = open_loops(out, em, inner, &mut indent, None);
-    emit_stores(out, em, &k.stores, &indent);
-    close_loops(out, &mut indent, braces);
-    if rows.is_some() {
-        close_loops(out, &mut indent, 1);
+        let braces = open_loops(out, em, row_loops, &mut indent, None);
+        emit_row_stores(out, em, &k.stores, &last[0], &indent);
+        close_loops(out, &mut indent, braces);
+    } else {
+        let braces = open_loops(out, em, inner, &mut indent, None);
+        emit_stores(out, em, &k.stores, &indent);
+        close_loops(out, &mut indent, braces);
     }
     let _ = writeln!(out, "      }}");
     let _ = writeln!(out, "    }}");
-    if rows.is_some() {
-        let _ = writeln!(out, "    if (stream_) strata_stream_fence();");
+    if rows {
+        let _ = writeln!(out, "    strata_stream_fence();");
     }
     for w in &allocated {
         let _ = writeln!(out, "    free({w});");
@@ -114,31 +102,32 @@ pub(super) fn emit_windowed(out: &mut String, em: &Emitter, k: &Kernel) {
 /// Longest row of one store the stores' plane computes in cache before streaming it out.
 const STREAM_ROW_BYTES: i64 = 4096;
 
-/// Whether the kernel's stores may go to memory as streaming stores, row by row: each writes a
+/// Whether the kernel's stores go to memory as streaming stores, row by row: each writes a
 /// result present everywhere, over exactly the kernel's domain, whose innermost level (the
-/// domain's) holds whole 64-byte lines of at most [`STREAM_ROW_BYTES`]. Returns the bytes the
-/// stores write, which the run compares with the last-level cache (`strata_streaming`).
-fn streamed_rows(em: &Emitter, k: &Kernel) -> Option<i64> {
-    let last = k.domain.last()?;
+/// domain's) holds whole 64-byte lines of at most [`STREAM_ROW_BYTES`], and together they are
+/// at least as large as the last-level cache one core shares ([`crate::machine::cache_bytes`]),
+/// so that no later reader would find them there.
+fn streamed_rows(em: &Emitter, k: &Kernel) -> bool {
+    let Some(last) = k.domain.last() else { return false };
     let mut bytes = 0i64;
     for st in &k.stores {
         let b = em.buffer(st.buffer);
         let row = last.interval.len() as i64 * b.scalar.size_bytes() as i64;
         let fits = b.levels == k.domain && row % 64 == 0 && row <= STREAM_ROW_BYTES && em.present(&st.value) == "1";
         if !fits || em.in_scratch(st.buffer) {
-            return None;
+            return false;
         }
         bytes += b.levels.iter().map(|l| l.interval.len() as i64).product::<i64>() * b.scalar.size_bytes() as i64;
     }
     // Values reading neighbor tables bind their entries per point (`Emitter::bind_tables`),
     // outside the row's vector loop: those keep the plain stores.
     let values: Vec<&std::rc::Rc<crate::sym::SExpr>> = k.stores.iter().map(|s| &s.value).collect();
-    (!k.stores.is_empty() && em.bind_tables(&values).0.is_empty()).then_some(bytes)
+    !k.stores.is_empty() && em.bind_tables(&values).0.is_empty() && bytes >= crate::machine::cache_bytes()
 }
 
 /// The stores at every point of the innermost level `last`, computed into rows in cache (a
 /// vector loop) and then streamed to their buffers (`strata_stream`).
-fn emit_streamed_row(out: &mut String, em: &Emitter, stores: &[Store], last: &strata_ir::Level, indent: &str) {
+fn emit_row_stores(out: &mut String, em: &Emitter, stores: &[Store], last: &strata_ir::Level, indent: &str) {
     let d = var(last.name.as_str());
     let (a, b) = (last.interval.start, last.interval.stop);
     let n = last.interval.len();
