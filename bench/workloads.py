@@ -720,8 +720,8 @@ def workloads() -> list[Workload]:
             gap="results are written with streaming stores (emit_c/window.rs); at 2 threads the fraction moved "
             "between 51 % and 87 % across three full runs of the suite on this shared machine (strata run --repeat: "
             "0.93 ms); on one core the two stages' arithmetic and the window's traffic in L2 do not fully overlap the "
-            "memory stream: a software prefetch of the newest input plane gained ~10 % more in a standalone "
-            "harness (2.4 -> 2.15 ms), not generated yet; J-tiling the window measured slower",
+            "memory stream, even with the newest input plane's rows requested ahead; J-tiling the window measured "
+            "slower",
         ),
         Workload(
             "hdiff", "hdiff.strata", "hdiff", hdiff_make, hdiff_np,

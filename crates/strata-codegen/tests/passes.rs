@@ -187,3 +187,15 @@ fn a_variance_reads_each_row_once_and_only_a_variance_does() {
     let short = own.replace("C[0:256]", "C[0:40]").replace("256.0", "40.0");
     assert!(!c_of(&short).contains(ONE_PASS));
 }
+
+#[test]
+fn a_windowed_stencil_asks_for_the_newest_input_plane_ahead_once() {
+    let p = lowered("distributed/laplacian_of_laplacian.strata", "laplacian_of_laplacian");
+    let c = strata_codegen::emit_c::emit(&p);
+    let requests: Vec<&str> =
+        c.lines().filter(|l| l.contains("__builtin_prefetch((const void *)((uintptr_t)&inp")).collect();
+    // The inner laplacian's window is computed one plane ahead and reads the input one plane
+    // further: plane I + 1 of the input is the only one no earlier step touched.
+    assert_eq!(requests.len(), 1, "{c}");
+    assert!(requests[0].contains("(d_I + 1)"), "{}", requests[0]);
+}
