@@ -77,22 +77,7 @@ pub(super) fn emit_windowed(out: &mut String, em: &Emitter, k: &Kernel) {
             .as_ref()
             .filter(|(plane, _)| input_loads(em, &w.value, &outer.name).iter().any(|(_, o)| w.ahead + o == *plane))
         {
-            let along = |l: &Load| matches!(l.coords.last(), Some(Coord::Var { dim, .. }) if *dim == last[0].name);
-            // One row per buffer: the loads of a plane at several rows (J - 1, J, J + 1) read
-            // the same rows one step apart; the furthest ahead stands for them.
-            let row = |l: &Load| match l.coords.iter().rev().nth(1) {
-                Some(Coord::Var { offset, .. }) => *offset,
-                _ => 0,
-            };
-            let mut chosen: Vec<&Load> = Vec::new();
-            for (l, _) in loads.iter().filter(|(l, o)| w.ahead + o == *plane && along(l)) {
-                match chosen.iter_mut().find(|c| c.buffer == l.buffer) {
-                    Some(c) if row(l) > row(c) => *c = l,
-                    Some(_) => {}
-                    None => chosen.push(l),
-                }
-            }
-            for l in chosen {
+            for l in rows_to_request(loads, *plane - w.ahead, &last[0]) {
                 let _ = writeln!(out, "{indent}{}", prefetch_rows(em, l, &last[0]));
             }
             newest = None;
@@ -113,8 +98,8 @@ pub(super) fn emit_windowed(out: &mut String, em: &Emitter, k: &Kernel) {
     let _ = writeln!(out, "      if (p_ >= c0_) {{  /* the stores' plane */");
     let _ = writeln!(out, "        const int64_t {p} = p_;");
     let mut indent = String::from("        ");
-    let rows = streamed_rows(em, k);
-    if rows {
+    let streamed = streamed_rows(em, k);
+    if streamed {
         let (row_loops, last) = inner.split_at(inner.len() - 1);
         let braces = open_loops(out, em, row_loops, &mut indent, None);
         emit_row_stores(out, em, &k.stores, &last[0], &indent);
@@ -126,7 +111,7 @@ pub(super) fn emit_windowed(out: &mut String, em: &Emitter, k: &Kernel) {
     }
     let _ = writeln!(out, "      }}");
     let _ = writeln!(out, "    }}");
-    if rows {
+    if streamed {
         let _ = writeln!(out, "    strata_stream_fence();");
     }
     for w in &allocated {
@@ -231,6 +216,26 @@ fn newest_plane(em: &Emitter, k: &Kernel, outer: &strata_ir::DimName) -> Option<
     let plane = reads.iter().map(|(ahead, _, o)| ahead + o).max()?;
     let loads = reads.into_iter().filter(|(ahead, _, o)| ahead + o == plane).map(|(_, l, o)| (l, o)).collect();
     Some((plane, loads))
+}
+
+/// The loads among `loads` at outermost offset `o` that are contiguous along `last`, one per
+/// buffer: the loads of a plane at several rows (J - 1, J, J + 1) read the same rows one step
+/// apart, and the furthest ahead stands for them.
+fn rows_to_request<'l>(loads: &'l [(Load, i64)], o: i64, last: &strata_ir::Level) -> Vec<&'l Load> {
+    let along = |l: &Load| matches!(l.coords.last(), Some(Coord::Var { dim, .. }) if *dim == last.name);
+    let row = |l: &Load| match l.coords.iter().rev().nth(1) {
+        Some(Coord::Var { offset, .. }) => *offset,
+        _ => 0,
+    };
+    let mut chosen: Vec<&Load> = Vec::new();
+    for (l, _) in loads.iter().filter(|(l, lo)| *lo == o && along(l)) {
+        match chosen.iter_mut().find(|c| c.buffer == l.buffer) {
+            Some(c) if row(l) > row(c) => *c = l,
+            Some(_) => {}
+            None => chosen.push(l),
+        }
+    }
+    chosen
 }
 
 /// Requests for the row `PREFETCH_ROWS_BYTES` ahead of the one load `l` reads at the current
