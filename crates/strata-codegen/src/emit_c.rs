@@ -793,13 +793,20 @@ pub const REASSOCIATE_MIN: i64 = 64;
 fn reassociable(r: &SExpr) -> bool {
     let SExpr::Reduce { id, vars, scalar, body, .. } = r else { return false };
     let Some((_, inner)) = vars.last() else { return false };
-    let SExpr::Binary(BinaryOp::Plus, a, b, s) = &**body else { return false };
+    let Some((_, s)) = sum_term(body, *id) else { return false };
+    scalar.is_float() && s == *scalar && inner.len() as i64 >= REASSOCIATE_MIN
+}
+
+/// The term `x` of a fold body `acc + x` or `x + acc` over accumulator `id`, `x` free of the
+/// accumulator (the fold is a plain sum), and the addition's type.
+fn sum_term(body: &Rc<SExpr>, id: u32) -> Option<(&Rc<SExpr>, Scalar)> {
+    let SExpr::Binary(BinaryOp::Plus, a, b, s) = &**body else { return None };
     let term = match (&**a, &**b) {
-        (SExpr::Acc(x), _) if x == id => b,
-        (_, SExpr::Acc(x)) if x == id => a,
-        _ => return false,
+        (SExpr::Acc(x), _) if *x == id => b,
+        (_, SExpr::Acc(x)) if *x == id => a,
+        _ => return None,
     };
-    scalar.is_float() && s == scalar && inner.len() as i64 >= REASSOCIATE_MIN && !crate::sym::reads_acc(term, *id)
+    (!crate::sym::reads_acc(term, id)).then_some((term, *s))
 }
 
 /// Whether the generated code computes exactly what the interpreter does, bit for bit. Not so

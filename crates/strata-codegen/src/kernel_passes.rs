@@ -111,7 +111,7 @@ fn scans_fuse(
 ) -> Option<Vec<usize>> {
     let (Some(a), Some(b)) = (prev.scan(), next.scan()) else { return None };
     let first = prev.chain().last().map_or(a, |st| &st.scan);
-    if a.last_only || b.last_only || prev.matmul().is_some() || prev.domain != next.domain || first.dim != b.dim {
+    if a.last_only || b.last_only || prev.domain != next.domain || first.dim != b.dim {
         return None;
     }
     // The previous stage's results: what `next` may read, at the point it updates only.

@@ -5,20 +5,16 @@
 //! (from memory, then from cache). [`recognize`] finds such a fold: a floating-point sum of
 //! `(X - c)²` (or `(c - X)²`) along one loop variable, where `c` does not depend on that
 //! variable and reads an invariant fold that is the plain sum of the same `X` over the same
-//! range. [`Emitter::moments`] then computes, in one vectorized pass,
-//!
-//! - the plain sum `Σ X` (per-lane partial sums, as any reassociated sum), which gives the
-//!   invariant fold's accumulator, hence `c`;
-//! - the count `n`, the sum `S` and the sum of squared deviations `M2` of `y = X - p`, where the
-//!   shift `p` is the fold's first value (so that `y` is small next to `X` when the data sit far
-//!   from zero, the classic remedy for cancellation): each lane folds chunks of 4 values with
-//!   Chan, Golub and LeVeque's pairwise update
-//!   `M2 += M2_chunk + (S_chunk / 4 - S / n)² · 4n / (n + 4)`, the lanes combine pairwise
-//!   (`M2 = M2a + M2b + (Sa - Sb)² / 2n`, equal counts), and the remaining values join one by one
-//!   (`M2 += (y - S/n)² · n / (n + 1)`);
-//!
-//! and the result is `init + M2 + n · (S/n - (c - p))²`, which equals `Σ (X - c)²` in exact
-//! arithmetic for the `c` the program computes (the deviation of `c` from the mean is not lost).
+//! range. [`Emitter::moments`] then computes, in one vectorized pass, the count `n`, the sum
+//! `S` and the sum of squared deviations `M2` of `y = X - p`, where the shift `p` is the fold's
+//! first value (so that `y` is small next to `X` when the data sit far from zero, the classic
+//! remedy for cancellation): each lane folds chunks of 4 values with Chan, Golub and LeVeque's
+//! pairwise update `M2 += M2_chunk + (S_chunk / 4 - S / n)² · 4n / (n + 4)`, the lanes combine
+//! pairwise (`M2 = M2a + M2b + (Sa - Sb)² / 2n`, equal counts), and the remaining values join
+//! one by one (`M2 += (y - S/n)² · n / (n + 1)`). The plain sum `Σ X = n·p + S` gives the
+//! invariant fold's accumulator, hence `c` as the program computes it, and the result is
+//! `init + M2 + n · (S/n - (c - p))²`, which equals `Σ (X - c)²` in exact arithmetic for that
+//! `c` (the deviation of `c` from the mean is not lost).
 //! Rounding differs from the interpreter's two sequential folds as a reassociated sum's does
 //! (see `docs/runtime.md`, "Exactness").
 
@@ -62,7 +58,7 @@ pub(super) fn recognize<'e>(
     long: bool,
 ) -> Option<Moments<'e>> {
     let [(v, range)] = vars else { return None };
-    let term = plus_acc(body, id)?;
+    let (term, _) = super::sum_term(body, id)?;
     let SExpr::Binary(BinaryOp::Multiplies, d, d2, _) = &**term else { return None };
     let SExpr::Binary(BinaryOp::Minus, a, b, s) = &**d else { return None };
     if d != d2 || *s != scalar || !long {
@@ -82,7 +78,7 @@ pub(super) fn recognize<'e>(
         .filter_map(|r| {
             let SExpr::Reduce { id: h, vars: hv, init, scalar: t, body } = &**r else { return None };
             let [(w, wr)] = &hv[..] else { return None };
-            let y = plus_acc(body, *h)?;
+            let (y, _) = super::sum_term(body, *h)?;
             let renamed = crate::sym::substitute(y, w, &Coord::Var { dim: v.clone(), offset: 0 });
             (wr == range && *t == scalar && renamed == *x && crate::sym::reads_acc(centre, *h))
                 .then(|| (*h, init.clone()))
@@ -99,16 +95,6 @@ fn tree_sum(terms: &[String]) -> String {
             let (l, r) = terms.split_at(terms.len() / 2);
             format!("({} + {})", tree_sum(l), tree_sum(r))
         }
-    }
-}
-
-/// The `x` of a fold body `acc + x` (or `x + acc`) over accumulator `id`.
-fn plus_acc(body: &Rc<SExpr>, id: u32) -> Option<&Rc<SExpr>> {
-    let SExpr::Binary(BinaryOp::Plus, a, b, _) = &**body else { return None };
-    match (&**a, &**b) {
-        (SExpr::Acc(x), _) if *x == id && !crate::sym::reads_acc(b, id) => Some(b),
-        (_, SExpr::Acc(x)) if *x == id && !crate::sym::reads_acc(a, id) => Some(a),
-        _ => None,
     }
 }
 
@@ -195,7 +181,7 @@ impl Emitter<'_> {
             "{t} sy_[{lanes}], s2_[{lanes}]; memcpy(sy_, &msy_, sizeof sy_); \
              memcpy(s2_, &mm2_, sizeof s2_); {t} mn_ = ({t})({CHUNK} * mt_); \
              for (int h = {lanes} / 2; h >= 1; h /= 2, mn_ *= 2) for (int l = 0; l < h; ++l) {{ \
-             const {t} q = sy_[l] - sy_[l + h]; s2_[l] += s2_[l + h] + q * q / (2 * mn_);  sy_[l] += sy_[l + h]; }} \
+             const {t} q = sy_[l] - sy_[l + h]; s2_[l] += s2_[l + h] + q * q / (2 * mn_); sy_[l] += sy_[l + h]; }} \
              {t} mS_ = sy_[0], mM2_ = s2_[0]; \
              for (int64_t {d} = mjb_; {d} < {b}; ++{d}) {{ const {t} y_ = {x} - mp_, q = y_ - mS_ / mn_; \
              mM2_ += q * q * (mn_ / (mn_ + 1)); mS_ += y_; mn_ += 1; }} "
