@@ -59,8 +59,8 @@ pub(super) fn emit_windowed(out: &mut String, em: &Emitter, k: &Kernel) {
     let _ = writeln!(out, "    if (!({})) e_ = 5;", allocated.join(" && "));
     let _ = writeln!(out, "    else if (c0_ < c1_)");
     let _ = writeln!(out, "    for (int64_t p_ = c0_ + ({warm_up}); p_ < c1_; ++p_) {{");
-    let mut newest = newest_plane(em, k, &outer.name);
-    for w in k.windows() {
+    let newest = newest_plane(em, k, &outer.name);
+    for (wi, w) in k.windows().iter().enumerate() {
         let b = em.buffer(w.buffer);
         let _ = writeln!(
             out,
@@ -73,14 +73,10 @@ pub(super) fn emit_windowed(out: &mut String, em: &Emitter, k: &Kernel) {
         let (rows, last) = levels.split_at(levels.len() - 1);
         let mut braces = open_loops(out, em, rows, &mut indent, None);
         // The first window reading the newest input plane asks for its rows ahead.
-        if let Some((plane, loads)) = newest
-            .as_ref()
-            .filter(|(plane, _)| input_loads(em, &w.value, &outer.name).iter().any(|(_, o)| w.ahead + o == *plane))
-        {
-            for l in rows_to_request(loads, *plane - w.ahead, &last[0]) {
+        if let Some((_, loads)) = newest.as_ref().filter(|(first, _)| *first == wi) {
+            for l in rows_to_request(loads, &last[0]) {
                 let _ = writeln!(out, "{indent}{}", prefetch_rows(em, l, &last[0]));
             }
-            newest = None;
         }
         let (d, range) = (var(last[0].name.as_str()), last[0].interval);
         let _ = writeln!(
@@ -203,32 +199,36 @@ fn input_loads(em: &Emitter, e: &std::rc::Rc<crate::sym::SExpr>, outer: &strata_
     out
 }
 
-/// The newest input plane a step of the kernel reads (its offset from the stores' plane: a
-/// window computed `ahead` planes ahead reads `ahead + o`), and the loads reading it with their
-/// own offsets: what no earlier step has touched, so the hardware prefetcher alone meets it
-/// late.
-fn newest_plane(em: &Emitter, k: &Kernel, outer: &strata_ir::DimName) -> Option<(i64, Vec<(Load, i64)>)> {
-    let reads: Vec<(i64, Load, i64)> = k
-        .windows()
+/// The newest input plane a step of the kernel reads (a window computed `ahead` planes ahead
+/// of the stores reads plane `ahead + o` through a load at outermost offset `o`): what no
+/// earlier step has touched, so the hardware prefetcher alone meets it late. Returns the first
+/// window reading it, and the loads reading it in the windows computed at the same plane (so
+/// that their coordinates hold in that window's loops).
+fn newest_plane(em: &Emitter, k: &Kernel, outer: &strata_ir::DimName) -> Option<(usize, Vec<Load>)> {
+    let windows = k.windows();
+    let reads: Vec<(usize, i64, Load)> = windows
         .iter()
-        .flat_map(|w| input_loads(em, &w.value, outer).into_iter().map(move |(l, o)| (w.ahead, l, o)))
+        .enumerate()
+        .flat_map(|(i, w)| input_loads(em, &w.value, outer).into_iter().map(move |(l, o)| (i, w.ahead + o, l)))
         .collect();
-    let plane = reads.iter().map(|(ahead, _, o)| ahead + o).max()?;
-    let loads = reads.into_iter().filter(|(ahead, _, o)| ahead + o == plane).map(|(_, l, o)| (l, o)).collect();
-    Some((plane, loads))
+    let plane = reads.iter().map(|(_, p, _)| *p).max()?;
+    let first = reads.iter().find(|(_, p, _)| *p == plane)?.0;
+    let ahead = windows[first].ahead;
+    let loads = reads.into_iter().filter(|(i, p, _)| *p == plane && windows[*i].ahead == ahead).map(|(_, _, l)| l);
+    Some((first, loads.collect()))
 }
 
-/// The loads among `loads` at outermost offset `o` that are contiguous along `last`, one per
-/// buffer: the loads of a plane at several rows (J - 1, J, J + 1) read the same rows one step
-/// apart, and the furthest ahead stands for them.
-fn rows_to_request<'l>(loads: &'l [(Load, i64)], o: i64, last: &strata_ir::Level) -> Vec<&'l Load> {
+/// The loads among `loads` that are contiguous along `last`, one per buffer: the loads of a
+/// plane at several rows (J - 1, J, J + 1) read the same rows one step apart, and the furthest
+/// ahead stands for them.
+fn rows_to_request<'l>(loads: &'l [Load], last: &strata_ir::Level) -> Vec<&'l Load> {
     let along = |l: &Load| matches!(l.coords.last(), Some(Coord::Var { dim, .. }) if *dim == last.name);
     let row = |l: &Load| match l.coords.iter().rev().nth(1) {
         Some(Coord::Var { offset, .. }) => *offset,
         _ => 0,
     };
     let mut chosen: Vec<&Load> = Vec::new();
-    for (l, _) in loads.iter().filter(|(l, lo)| *lo == o && along(l)) {
+    for l in loads.iter().filter(|l| along(l)) {
         match chosen.iter_mut().find(|c| c.buffer == l.buffer) {
             Some(c) if row(l) > row(c) => *c = l,
             Some(_) => {}
