@@ -7,7 +7,11 @@ use strata_codegen::{lower, KernelProgram};
 
 fn lowered(file: &str, entry: &str) -> KernelProgram {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(file);
-    let module = strata_verify::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
+    lowered_source(&std::fs::read_to_string(path).unwrap(), entry)
+}
+
+fn lowered_source(source: &str, entry: &str) -> KernelProgram {
+    let module = strata_verify::parse(source).unwrap();
     let info = strata_verify::verify(&module).unwrap();
     let (h, _) = module.functions.iter().find(|(_, f)| f.name == entry).unwrap();
     lower(&module, &info.types, h).unwrap()
@@ -170,13 +174,7 @@ func @f(%x: tensor<f32, R[0:8], C[0:256]>, %y: tensor<f32, R[0:8], C[0:256]>) ->
 
 #[test]
 fn a_variance_reads_each_row_once_and_only_a_variance_does() {
-    use strata_codegen::emit_c;
-    let c_of = |src: &str| {
-        let module = strata_verify::parse(src).unwrap();
-        let info = strata_verify::verify(&module).unwrap();
-        let h = module.function_by_name("f").unwrap();
-        emit_c::emit(&lower(&module, &info.types, h).unwrap())
-    };
+    let c_of = |src: &str| strata_codegen::emit_c::emit(&lowered_source(src, "f"));
     const ONE_PASS: &str = "Σ (x - c)² in one pass";
     // Centred on the mean of the same rows: one pass computes the mean and the deviations.
     let own = SQUARED_DEVIATIONS.replace("map_reduce(@add, %y,", "map_reduce(@add, %x,");
