@@ -38,6 +38,7 @@ pub mod runtime;
 pub mod sparse;
 pub mod stage;
 pub mod sym;
+pub mod verify_kernels;
 pub mod workspace;
 
 pub use kernel::KernelProgram;

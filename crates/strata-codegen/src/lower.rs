@@ -22,6 +22,7 @@ use crate::kernel::{
 };
 use crate::kernel_passes::{forward_scan_results, fuse_adjacent, fuse_scans, overwritten_first};
 use crate::nested::{element_entry, element_exit, element_levels, element_var, flat, split};
+use crate::verify_kernels::verify_kernels;
 use crate::sym::{add, bin, index, ix, level_vars, mul, reads, shift, sub, substitute, Coord, Load, SExpr, Sym};
 
 /// Why an entry cannot be compiled.
@@ -43,6 +44,10 @@ pub enum LowerError {
         /// Where.
         func: String,
     },
+    /// The loop IR broke an invariant after a pass (a compiler bug, reported instead of
+    /// generating code that could read out of bounds).
+    #[error("internal error in the native backend (please report it): {0}")]
+    Invalid(#[from] crate::verify_kernels::KernelVerifyError),
 }
 
 impl LowerError {
@@ -55,6 +60,7 @@ impl LowerError {
             LowerError::UnsupportedType { what, func } => {
                 format!("the native backend does not handle {what} yet (in `@{func}`)")
             }
+            LowerError::Invalid(e) => format!("internal error in the native backend: {e}"),
         }
     }
 }
@@ -1069,11 +1075,16 @@ impl<'m> Lowerer<'m> {
                 let with = Coord::Table { table: load.clone(), source, offset: 0 };
                 let operand = self.extract_temporary(&func.exprs[*a], arg(a));
                 operand.map(&mut |x| {
-                    // A value constant along the source dimension still inherits the skips.
-                    if crate::sym::free_vars(x).contains(&src) {
-                        substitute(x, &src, &with)
+                    // A skipped neighbor makes the shifted value absent. Reading the table
+                    // where the value reads its source coordinate carries the skip when the
+                    // value's existence depends on that read; otherwise (a value constant along
+                    // the source, a reduction's result, a select that may take the other
+                    // branch) the value is guarded by the entry explicitly.
+                    let shifted = substitute(x, &src, &with);
+                    if crate::sym::presence_reads(x, &src) {
+                        shifted
                     } else {
-                        Rc::new(SExpr::Guard { table: load.clone(), source, value: x.clone() })
+                        Rc::new(SExpr::Guard { table: load.clone(), source, value: shifted })
                     }
                 })
             }
@@ -1095,28 +1106,37 @@ impl<'m> Lowerer<'m> {
                     })
                     .max()
                     .expect("verified");
-                let var = DimName::neighbor_counter(k);
+                let counter = DimName::neighbor_counter(k);
+                // Broadcasting by name intersects the operands' neighbor intervals: the fold
+                // visits the neighbors every operand has (none when they do not overlap).
                 let range = args
                     .iter()
-                    .find_map(|x| split(self.types, func.exprs[*x].ty).0.into_iter().find(|l| l.name == var))
-                    .expect("verified")
-                    .interval;
+                    .filter_map(|x| split(self.types, func.exprs[*x].ty).0.into_iter().find(|l| l.name == counter))
+                    .map(|l| l.interval)
+                    .reduce(strata_ir::Interval::intersect)
+                    .expect("verified");
                 // A tuple accumulator (e.g. the smallest neighbor and which it is): a fold kernel
                 // of its own, skipping absent neighbors as the scalar fold does.
                 let element = split(self.types, e.ty).1;
+                let id = self.fresh_id();
+                // The fold binds a fresh variable, never the user's `NB_k`: a reduction nested
+                // in another's operand (V2E of an E2V sum) reads the outer counter through its
+                // table while looping over its own, so the two must not share a name.
+                let var = crate::sym::fresh("n", id, 0);
+                let bound = Coord::Var { dim: var.clone(), offset: 0 };
+                let operand = |a: &Value| arg(a).map(&mut |x| substitute(x, &counter, &bound));
                 if matches!(self.types[element], Type::Tuple(_)) {
                     let init = self.literal_sym(init, element, func)?;
-                    let elems = args.iter().map(arg).collect();
+                    let elems = args.iter().map(operand).collect();
                     return self.tuple_fold(func, e, *f, &init, vec![(var, range)], elems);
                 }
                 let scalar = self.element_scalar(e.ty);
                 let Some(init) = Sv::from_literal(init, scalar) else {
                     return Err(self.unsupported_type("this reduction's initial value", func));
                 };
-                let id = self.fresh_id();
-                let operands: Vec<Rc<SExpr>> = args.iter().flat_map(|a| arg(a).leaves()).collect();
+                let operands: Vec<Rc<SExpr>> = args.iter().flat_map(|a| operand(a).leaves()).collect();
                 let mut call_args = vec![Sym::Scalar(Rc::new(SExpr::Acc(id)))];
-                call_args.extend(args.iter().map(arg));
+                call_args.extend(args.iter().map(operand));
                 let body = self.inline(*f, call_args)?.scalar();
                 // A skipped neighbor is skipped for the whole step, whatever the payload reads.
                 let body = crate::fill::only_where(&operands, body, scalar, &self.sparse);
@@ -1614,7 +1634,11 @@ impl<'m> Lowerer<'m> {
                     .collect();
                 self.rename_sym(&arg(a), &levels, &to)
             }
-            Op::Pos { dim, .. } => Sym::Scalar(Rc::new(SExpr::Index(Coord::Var { dim: dim.clone(), offset: 0 }))),
+            // The result's one level (renumbered to `_0` when positional) is the coordinate.
+            Op::Pos { .. } => {
+                let level = split(self.types, e.ty).0.into_iter().next().expect("pos has one level");
+                Sym::Scalar(Rc::new(SExpr::Index(Coord::Var { dim: level.name, offset: 0 })))
+            }
             Op::Coordinates { arg: a, dim } | Op::Nonzeros { arg: a, dim } => {
                 let coordinates = matches!(op, Op::Coordinates { .. });
                 self.compact(func, e, arg(a).scalar(), func.exprs[*a].ty, dim, coordinates)?
@@ -1735,6 +1759,8 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
         return Err(LowerError::Unsupported { op: "a function without return".into(), func: func.name.clone() });
     }
     let mut kernels = l.kernels;
+    let mut buffers = l.buffers;
+    verify_kernels(&buffers, &kernels, "lower")?;
     for k in &mut kernels {
         let mut ranges: Vec<(DimName, strata_ir::Interval)> =
             k.domain.iter().map(|l| (l.name.clone(), l.interval)).collect();
@@ -1746,9 +1772,15 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
             s.scan.updates = s.scan.updates.iter().map(|u| crate::sym::simplify_in(u, &ranges)).collect();
         }
     }
-    let mut buffers = l.buffers;
+    verify_kernels(&buffers, &kernels, "simplify")?;
     let kernels = crate::invariant::materialize_invariant_reductions(kernels, &mut buffers);
-    let mut kernels = fuse_adjacent(fuse_scans(forward_scan_results(kernels, &buffers), &buffers));
+    verify_kernels(&buffers, &kernels, "materialize-invariant-reductions")?;
+    let kernels = forward_scan_results(kernels, &buffers);
+    verify_kernels(&buffers, &kernels, "forward-scan-results")?;
+    let kernels = fuse_scans(kernels, &buffers);
+    verify_kernels(&buffers, &kernels, "fuse-scans")?;
+    let mut kernels = fuse_adjacent(kernels);
+    verify_kernels(&buffers, &kernels, "fuse-adjacent")?;
     for (b, buffer) in buffers.iter_mut().enumerate() {
         buffer.overwritten = overwritten_first(&kernels, b, &buffer.levels);
     }
@@ -1757,10 +1789,18 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
             k.kind = KernelKind::Gemm(mm);
         }
     }
+    verify_kernels(&buffers, &kernels, "recognize-matmul")?;
     let mut program = KernelProgram { entry: func.name.clone(), buffers, kernels, sparse: l.sparse };
-    crate::sparse::coiterate(&mut program);
-    crate::workspace::gustavson(&mut program);
-    crate::stage::stage_windows(&mut program);
+    type Pass = fn(&mut KernelProgram);
+    let passes: [(&str, Pass); 3] = [
+        ("coiterate", crate::sparse::coiterate),
+        ("gustavson", crate::workspace::gustavson),
+        ("stage-windows", crate::stage::stage_windows),
+    ];
+    for (name, pass) in passes {
+        pass(&mut program);
+        verify_kernels(&program.buffers, &program.kernels, name)?;
+    }
     Ok(program)
 }
 

@@ -597,6 +597,32 @@ pub fn free_vars(e: &Rc<SExpr>) -> Vec<DimName> {
     out
 }
 
+/// Whether the existence of `e` at a point depends on a read at coordinate `dim` (a load, a
+/// table entry or an index value at `dim`, in a part whose absence makes `e` absent): then
+/// replacing `dim` by a neighbor-table entry makes `e` absent where the entry is the skip value,
+/// as the shift means. Reductions and `can_deref` always exist, and a select exists where its
+/// chosen branch does, so a read of `dim` inside them does not count.
+pub fn presence_reads(e: &SExpr, dim: &DimName) -> bool {
+    fn coord(c: &Coord, dim: &DimName) -> bool {
+        match c {
+            Coord::Var { dim: d, .. } => d == dim,
+            Coord::Const(_) => false,
+            Coord::Table { table, .. } => table.coords.iter().any(|c| coord(c, dim)),
+            Coord::Computed { value, .. } => presence_reads(value, dim),
+        }
+    }
+    match e {
+        SExpr::Load(l) => l.coords.iter().any(|c| coord(c, dim)),
+        SExpr::Sparse(r) => r.coords.iter().any(|c| coord(c, dim)),
+        SExpr::Index(c) => coord(c, dim),
+        SExpr::Unary(_, a, _) | SExpr::Cast(a, _, _) => presence_reads(a, dim),
+        SExpr::Binary(_, a, b, _) => presence_reads(a, dim) || presence_reads(b, dim),
+        SExpr::Guard { table, value, .. } => table.coords.iter().any(|c| coord(c, dim)) || presence_reads(value, dim),
+        SExpr::Select(c, t, f) => presence_reads(c, dim) || (presence_reads(t, dim) && presence_reads(f, dim)),
+        SExpr::Const(_) | SExpr::Acc(_) | SExpr::Absent(_) | SExpr::Present(_) | SExpr::Reduce { .. } => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
