@@ -201,6 +201,12 @@ fn highest_counter(ty: &ValueType) -> u32 {
 
 /// The result of type `ty` whose element `i` is `t`'s element `map[i]`.
 fn gather_by_map(ty: &ValueType, t: &Tensor, map: &[Option<usize>]) -> Tensor {
+    // An operand without elements (an empty interval) maps every point to absent.
+    if t.is_empty() {
+        let mut out = Tensor::zeros(ty);
+        out.present = Some(vec![false; out.len()]);
+        return out;
+    }
     let positions: Vec<usize> = map.iter().map(|m| m.unwrap_or(0)).collect();
     let data = t.data.select(&positions);
     let present: Vec<bool> = map.iter().map(|m| m.is_some_and(|j| t.is_present(j))).collect();
