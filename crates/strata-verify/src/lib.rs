@@ -22,6 +22,7 @@ mod outputs;
 mod rules;
 mod specialize;
 mod wellformed;
+pub use wellformed::element_count;
 
 use strata_ir::{Diagnostic, Item, Module, Type, TypeArena};
 

@@ -139,6 +139,17 @@ impl TypeChecker {
                         _ => {}
                     }
                 }
+                if element_count(types, ty).is_none() {
+                    out.push(
+                        Diagnostic::new(
+                            "strata::verify::size_overflow",
+                            format!("`{}` has more elements than fit in 64 bits", show()),
+                            span,
+                            "too large",
+                        )
+                        .with_help("every tensor's element count (its extents' product) must be below 2^63"),
+                    );
+                }
                 if blocks > 1 {
                     out.push(Diagnostic::new(
                         "strata::verify::multiple_block_levels",
@@ -151,4 +162,18 @@ impl TypeChecker {
             }
         }
     }
+}
+
+/// The number of scalars a value of `ty` holds (the product of every level's extent, nested
+/// element tensors included), or `None` when it exceeds `i64::MAX`: coordinates, offsets and
+/// sizes are 64-bit everywhere, so such a type cannot be indexed.
+pub fn element_count(types: &TypeArena, ty: Handle<Type>) -> Option<u64> {
+    let count = match &types[ty] {
+        Type::Scalar(_) | Type::Function { .. } => 1,
+        Type::Tuple(fields) => fields.iter().try_fold(0u64, |n, &f| n.checked_add(element_count(types, f)?))?.max(1),
+        Type::Tensor(t) => {
+            t.levels.iter().try_fold(element_count(types, t.element)?, |n, l| n.checked_mul(l.interval.len()))?
+        }
+    };
+    (count <= i64::MAX as u64).then_some(count)
 }
