@@ -28,6 +28,10 @@ pub enum ExecError {
     /// stored zeros, which the native code would read as present.
     #[error("`%{0}` has absent elements inside a ragged row (native code reads ragged rows as dense runs)")]
     RaggedGap(String),
+    /// A sparse or ragged argument whose storage is malformed (see
+    /// `strata_runtime::storage::validate`).
+    #[error("`%{0}` is not well-formed storage: {1}")]
+    BadStorage(String, String),
     /// A sparse result's buffers could not be allocated.
     #[error("out of memory allocating a sparse result")]
     OutOfMemory,
@@ -215,6 +219,10 @@ impl<'a> Buffers<'a> {
                 let formats = crate::sparse::formats_of(t);
                 storage[p] = Some(match (args[p].stored(), args[p].tensor()) {
                     (Some(s), _) => {
+                        // The kernels index these arrays unchecked: the same validation the
+                        // interpreter applies, before anything runs.
+                        strata_runtime::storage::validate(&s.ty.shape(), &s.storage)
+                            .map_err(|e| ExecError::BadStorage(t.name.clone(), e.0))?;
                         strata_runtime::storage::restore(Cow::Borrowed(&s.storage), &s.ty.shape(), &formats)
                     }
                     (None, Some(x)) => Cow::Owned(assemble(x, &formats, &t.name)?),

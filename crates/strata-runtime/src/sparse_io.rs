@@ -152,12 +152,13 @@ pub fn read_stored(path: &Path, name: &str, ty: &ValueType) -> Result<Stored, Np
                 // CSR compresses rows, CSC columns: either way, list the (row, col) pairs.
                 let outer = if format == "csr" { rows } else { cols };
                 let consistent = indptr.len() == outer + 1
+                    && indptr.first() == Some(&0)
                     && indptr.last() == Some(&indices.len())
                     && indptr.windows(2).all(|w| w[0] <= w[1]);
                 if !consistent {
                     return Err(mismatch(
                         format!("an inconsistent {format} index pointer"),
-                        format!("{} non-decreasing entries ending at nnz", outer + 1),
+                        format!("{} non-decreasing entries from 0 to nnz", outer + 1),
                     ));
                 }
                 let mut major = Vec::with_capacity(indices.len());
@@ -179,6 +180,8 @@ pub fn read_stored(path: &Path, name: &str, ty: &ValueType) -> Result<Stored, Np
             other => return Err(mismatch(format!("SciPy format `{other}`"), "csr, csc or coo".into())),
         }
     };
+    crate::storage::validate(&shape, &storage)
+        .map_err(|e| mismatch(format!("malformed {} storage ({e})", if ragged { "ragged" } else { "sparse" }), "well-formed storage".into()))?;
     Ok(Stored { ty: ty.clone(), storage })
 }
 

@@ -338,12 +338,18 @@ pub fn is_stored(t: &Tensor, i: usize) -> bool {
 #[error("{0}")]
 pub struct StorageError(pub String);
 
-/// The logical tensor of type `ty` described by `storage`: stored entries hold their values,
-/// unstored entries of compressed and singleton levels the fill value (zero, present), and
-/// positions past a ragged run are absent (skipped).
-pub fn disassemble(ty: &ValueType, storage: &Storage) -> Result<Tensor, StorageError> {
-    let shape = ty.shape();
-    let st = strides(&shape);
+/// Checks that `storage` is well-formed for a tensor of shape `shape` with one
+/// [`LevelBuffers`] per level — the one run-time check every backend relies on before it
+/// reads storage (the interpreter through [`disassemble`], native code through its storage
+/// buffers), so no kernel indexes past an array:
+/// - positions and offsets have one entry per parent plus one, start at 0, never decrease,
+///   and end at the number of coordinates (SciPy's rules for `indptr`);
+/// - every coordinate lies within its level's extent;
+/// - a ragged run is no longer than its level's bound;
+/// - there is one value per stored entry.
+///
+/// Returns the number of stored entries.
+pub fn validate(shape: &[usize], storage: &Storage) -> Result<usize, StorageError> {
     if storage.levels.len() != shape.len() {
         return Err(StorageError(format!(
             "{} storage levels for a tensor of rank {}",
@@ -351,70 +357,92 @@ pub fn disassemble(ty: &ValueType, storage: &Storage) -> Result<Tensor, StorageE
             shape.len()
         )));
     }
-    // Each position of the current level: the linear offset of its prefix.
-    let mut prefixes: Vec<usize> = vec![0];
+    // Entries stored at the levels so far (the parents of the next level).
+    let mut parents: usize = 1;
     for (d, lb) in storage.levels.iter().enumerate() {
-        let mut next = Vec::new();
         let bad = |what: String| StorageError(format!("level {d}: {what}"));
-        match lb {
+        let runs = |starts: &[usize], what: &str, bound: Option<usize>| -> Result<usize, StorageError> {
+            if starts.len() != parents + 1 {
+                return Err(bad(format!("{} {what} for {parents} parents (expected {})", starts.len(), parents + 1)));
+            }
+            if starts[0] != 0 {
+                return Err(bad(format!("the first of the {what} is {}, not 0", starts[0])));
+            }
+            for (k, w) in starts.windows(2).enumerate() {
+                let len = w[1].checked_sub(w[0]).ok_or_else(|| bad(format!("{what} decrease after parent {k}")))?;
+                if let Some(bound) = bound.filter(|&b| len > b) {
+                    return Err(bad(format!("a run of {len} exceeds the bound {bound} (parent {k})")));
+                }
+            }
+            Ok(starts[parents])
+        };
+        let inside = |coordinates: &[usize]| match coordinates.iter().find(|&&c| c >= shape[d]) {
+            Some(c) => Err(bad(format!("coordinate {c} outside the extent {}", shape[d]))),
+            None => Ok(()),
+        };
+        parents = match lb {
             LevelBuffers::Dense { size } => {
                 if *size != shape[d] {
                     return Err(bad(format!("dense size {size}, expected {}", shape[d])));
                 }
+                parents.checked_mul(*size).ok_or_else(|| bad("too many entries".into()))?
+            }
+            LevelBuffers::Compressed { positions, coordinates } => {
+                let n = runs(positions, "positions", None)?;
+                if n != coordinates.len() {
+                    return Err(bad(format!("positions end at {n} but there are {} coordinates", coordinates.len())));
+                }
+                inside(coordinates)?;
+                n
+            }
+            LevelBuffers::Singleton { coordinates } => {
+                if coordinates.len() != parents {
+                    return Err(bad(format!("{} coordinates for {parents} parents", coordinates.len())));
+                }
+                inside(coordinates)?;
+                parents
+            }
+            LevelBuffers::Ragged { offsets } => runs(offsets, "offsets", Some(shape[d]))?,
+        };
+    }
+    if storage.values.len() != parents {
+        return Err(StorageError(format!("{} values for {parents} stored entries", storage.values.len())));
+    }
+    Ok(parents)
+}
+
+/// The logical tensor of type `ty` described by `storage`: stored entries hold their values,
+/// unstored entries of compressed and singleton levels the fill value (zero, present), and
+/// positions past a ragged run are absent (skipped).
+pub fn disassemble(ty: &ValueType, storage: &Storage) -> Result<Tensor, StorageError> {
+    let shape = ty.shape();
+    validate(&shape, storage)?;
+    let st = strides(&shape);
+    // Each position of the current level: the linear offset of its prefix.
+    let mut prefixes: Vec<usize> = vec![0];
+    for (d, lb) in storage.levels.iter().enumerate() {
+        let mut next = Vec::new();
+        match lb {
+            LevelBuffers::Dense { size } => {
                 for &p in &prefixes {
                     next.extend((0..*size).map(|c| p + c * st[d]));
                 }
             }
             LevelBuffers::Compressed { positions, coordinates } => {
-                if positions.len() != prefixes.len() + 1 || positions.last() != Some(&coordinates.len()) {
-                    return Err(bad(format!(
-                        "{} positions for {} parents and {} coordinates",
-                        positions.len(),
-                        prefixes.len(),
-                        coordinates.len()
-                    )));
-                }
                 for (k, &p) in prefixes.iter().enumerate() {
-                    let (a, b) = (positions[k], positions[k + 1]);
-                    if a > b {
-                        return Err(bad("positions decrease".into()));
-                    }
-                    for &c in &coordinates[a..b] {
-                        if c >= shape[d] {
-                            return Err(bad(format!("coordinate {c} outside the extent {}", shape[d])));
-                        }
-                        next.push(p + c * st[d]);
-                    }
+                    next.extend(coordinates[positions[k]..positions[k + 1]].iter().map(|&c| p + c * st[d]));
                 }
             }
             LevelBuffers::Singleton { coordinates } => {
-                if coordinates.len() != prefixes.len() {
-                    return Err(bad(format!("{} coordinates for {} parents", coordinates.len(), prefixes.len())));
-                }
-                for (&p, &c) in prefixes.iter().zip(coordinates) {
-                    if c >= shape[d] {
-                        return Err(bad(format!("coordinate {c} outside the extent {}", shape[d])));
-                    }
-                    next.push(p + c * st[d]);
-                }
+                next.extend(prefixes.iter().zip(coordinates).map(|(&p, &c)| p + c * st[d]));
             }
             LevelBuffers::Ragged { offsets } => {
-                if offsets.len() != prefixes.len() + 1 || offsets.first() != Some(&0) {
-                    return Err(bad(format!("{} offsets for {} parents", offsets.len(), prefixes.len())));
-                }
                 for (k, &p) in prefixes.iter().enumerate() {
-                    let len = offsets[k + 1].checked_sub(offsets[k]).ok_or_else(|| bad("offsets decrease".into()))?;
-                    if len > shape[d] {
-                        return Err(bad(format!("a run of {len} exceeds the bound {}", shape[d])));
-                    }
-                    next.extend((0..len).map(|c| p + c * st[d]));
+                    next.extend((0..offsets[k + 1] - offsets[k]).map(|c| p + c * st[d]));
                 }
             }
         }
         prefixes = next;
-    }
-    if storage.values.len() != prefixes.len() {
-        return Err(StorageError(format!("{} values for {} stored entries", storage.values.len(), prefixes.len())));
     }
     let scalar = ty.element.scalar().ok_or_else(|| StorageError("storage holds scalar elements".into()))?;
     let mut t = Tensor::zeros(ty);
