@@ -100,6 +100,7 @@ static inline int64_t strata_nb(int64_t t, int64_t lo, int64_t hi, int64_t site,
   return t;
 }
 static inline int strata_ok(int64_t t) { return t != -1; }
+static inline int64_t strata_u64_entry(uint64_t t) { return t > (uint64_t)INT64_MAX ? INT64_MIN : (int64_t)t; }
 /* Position of coordinate c among the sorted, unique coordinates crd[lo..hi) of a compressed
    level, or -1 where it is not stored. Pure, so the compiler shares repeated searches. */
 #define STRATA_FIND(name, T) static inline __attribute__((pure)) int64_t name(const T *crd, int64_t lo, int64_t hi, int64_t c) { \

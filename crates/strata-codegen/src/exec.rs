@@ -57,6 +57,10 @@ pub struct Bad {
 
 fn describe(b: &Option<Bad>) -> String {
     match b {
+        // `strata_u64_entry` maps unsigned entries beyond i64::MAX there.
+        Some(Bad { value: i64::MIN, interval, table: Some((t, dim)) }) => {
+            format!(": an entry of `%{t}` at or above 2^63 is outside `{dim}{interval}`")
+        }
         Some(Bad { value, interval, table: Some((t, dim)) }) => {
             format!(": entry {value} of `%{t}` is outside `{dim}{interval}`")
         }
@@ -176,6 +180,13 @@ impl Slot<'_> {
         }
     }
 
+    fn len(&self) -> usize {
+        match self {
+            Slot::Owned(c) => c.len(),
+            Slot::Borrowed(c) => c.len(),
+        }
+    }
+
     fn give_back(self) {
         if let Slot::Owned(c) = self {
             pool::give_back(c);
@@ -287,7 +298,15 @@ impl<'a> Buffers<'a> {
 
     /// Runs the kernels once on these buffers with `threads` threads (0: the OpenMP default).
     pub fn call(&mut self, lib: &Loaded, threads: usize) -> Result<(), ExecError> {
-        let mut ptrs: Vec<*mut std::ffi::c_void> = self.cols.iter_mut().map(Slot::ptr).collect();
+        // An empty buffer points at spare zeros: a checked access that fails (a table entry
+        // outside an empty source interval) still addresses the interval's first element
+        // before the run reports the error, so every pointer must address one element.
+        let mut spare = [0u64; 8];
+        let mut ptrs: Vec<*mut std::ffi::c_void> = self
+            .cols
+            .iter_mut()
+            .map(|c| if c.len() == 0 { spare.as_mut_ptr().cast() } else { c.ptr() })
+            .collect();
         // SAFETY: each pointer addresses a column of the buffer's type and length (built by
         // `fresh_column` from values of the verified types), alive and exclusively ours for
         // the call; buffers the code allocates come from `runtime::alloc` and are kept below.

@@ -248,8 +248,8 @@ fn neighbors(cx: &OpCx, x: &Tensor, table: &Tensor, neighbor: Option<i64>) -> R<
                 present.push(false);
             }
             Some((true, t)) => {
-                let t = t as i64;
-                if t < src_interval.start || t >= src_interval.stop {
+                // Compared wide: an unsigned entry beyond i64::MAX never aliases the skip value.
+                if t < src_interval.start as i128 || t >= src_interval.stop as i128 {
                     let place: Vec<String> = table
                         .ty
                         .levels
@@ -264,6 +264,7 @@ fn neighbors(cx: &OpCx, x: &Tensor, table: &Tensor, neighbor: Option<i64>) -> R<
                     ));
                     return;
                 }
+                let t = t as i64;
                 let o = offset_at(x, |name| if *name == src { Some(t) } else { at(name) }).expect("verified dims");
                 positions.push(o);
                 present.push(x.is_present(o));

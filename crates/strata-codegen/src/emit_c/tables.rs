@@ -41,13 +41,23 @@ impl Emitter<'_> {
         self.entries.iter().find(|b| b.load == load && b.source == source)
     }
 
+    /// A table entry as a signed 64-bit value. Only signed tables have the skip value −1: an
+    /// unsigned 64-bit entry beyond `i64::MAX` becomes `i64::MIN`, which no interval check
+    /// accepts (intervals start above it), instead of wrapping to −1.
+    fn table_entry(&self, table: &Load) -> String {
+        match self.program.buffers[table.buffer].scalar {
+            strata_ir::Scalar::U64 => format!("strata_u64_entry({})", self.load(table)),
+            _ => format!("(int64_t){}", self.load(table)),
+        }
+    }
+
     /// The checked coordinate of a table entry (`strata_nb`), by name where bound.
     pub(super) fn table_coord(&self, table: &Load, source: Interval) -> String {
         match self.bound(table, source) {
             Some(b) => format!("nb{}", b.n),
             None => format!(
-                "strata_nb((int64_t){}, {}, {}, {}, err)",
-                self.load(table),
+                "strata_nb({}, {}, {}, {}, err)",
+                self.table_entry(table),
                 source.start,
                 source.stop,
                 table.buffer
@@ -61,7 +71,7 @@ impl Emitter<'_> {
             Some(b) => vec![format!("ok{}", b.n)],
             None => {
                 let mut v = self.load_present(table);
-                v.push(format!("strata_ok((int64_t){})", self.load(table)));
+                v.push(format!("strata_ok({})", self.table_entry(table)));
                 v
             }
         }
@@ -92,12 +102,9 @@ impl Emitter<'_> {
             let n = em.next_entry.get();
             em.next_entry.set(n + 1);
             let load = em.load(&table);
+            let entry = em.table_entry(&table);
             let outer: Vec<String> = em.load_present(&table).into_iter().filter(|p| p != "1").collect();
-            let raw = if outer.is_empty() {
-                format!("(int64_t){load}")
-            } else {
-                format!("({}) ? (int64_t){load} : -1", outer.join(" && "))
-            };
+            let raw = if outer.is_empty() { entry } else { format!("({}) ? {entry} : -1", outer.join(" && ")) };
             let _ = write!(
                 decls,
                 "const int64_t t{n} = {raw}; const int ok{n} = t{n} != -1; const int64_t nb{n} = strata_nb(t{n}, {}, {}, {}, err); ",
