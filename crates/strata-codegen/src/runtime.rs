@@ -76,7 +76,7 @@ unsafe extern "C" fn alloc(buffer: i64, len: i64) -> *mut std::ffi::c_void {
     })
 }
 
-unsafe extern "C" fn gemm<T: One>(
+unsafe extern "C" fn gemm<T: GemmScalar>(
     m: i64,
     n: i64,
     k: i64,
@@ -92,15 +92,47 @@ unsafe extern "C" fn gemm<T: One>(
     rhs_cs: i64,
     threads: i32,
 ) {
+    let (mu, nu, ku) = (m.max(0) as usize, n.max(0) as usize, k.max(0) as usize);
+    let at = |p: *const T, rs: i64, cs: i64, i: usize, j: usize| {
+        // SAFETY: in bounds for i < rows, j < cols (the caller's contract below).
+        unsafe { *p.offset(i as isize * rs as isize + j as isize * cs as isize) }
+    };
+    let dst_at = |i: usize, j: usize| unsafe { dst.offset(i as isize * dst_rs as isize + j as isize * dst_cs as isize) };
+    // The fold's meaning is IEEE arithmetic in its order: `acc = init; acc = acc + a·b` for k
+    // ascending. The blocked GEMM reassociates and fuses multiply-adds, which changes only the
+    // rounding of finite results; where infinities or NaN can arise (an operand or initial
+    // value that is not finite, a product that may overflow) the whole product runs in the
+    // fold's order, and any entry the GEMM leaves non-finite is recomputed in that order.
+    let (lhs_max, lhs_finite) = scan(mu, ku, |i, j| at(lhs, lhs_rs, lhs_cs, i, j));
+    let (rhs_max, rhs_finite) = scan(ku, nu, |i, j| at(rhs, rhs_rs, rhs_cs, i, j));
+    let (_, init_finite) = if accumulate != 0 { scan(mu, nu, |i, j| unsafe { *dst_at(i, j) }) } else { (0.0, true) };
+    let exact = |i: usize, j: usize, init: T| {
+        (0..ku).fold(init, |acc, kk| acc.add(at(lhs, lhs_rs, lhs_cs, i, kk).mul(at(rhs, rhs_rs, rhs_cs, kk, j))))
+    };
+    if !(lhs_finite && rhs_finite && init_finite) || lhs_max * rhs_max > T::MAX_F64 {
+        for i in 0..mu {
+            for j in 0..nu {
+                let init = if accumulate != 0 { unsafe { *dst_at(i, j) } } else { T::ZERO };
+                unsafe { *dst_at(i, j) = exact(i, j, init) };
+            }
+        }
+        return;
+    }
+    // Initial values, kept only to recompute an entry the blocked product makes non-finite.
+    let inits: Vec<T> = if accumulate != 0 {
+        (0..mu).flat_map(|i| (0..nu).map(move |j| (i, j))).map(|(i, j)| unsafe { *dst_at(i, j) }).collect()
+    } else {
+        Vec::new()
+    };
     let parallelism = if threads > 1 { gemm::Parallelism::Rayon(threads as usize) } else { gemm::Parallelism::None };
     // SAFETY: the generated code passes pointers and strides that address `m×k`, `k×n` and
     // `m×n` elements inside buffers of the program (checked when the kernel was recognized);
     // `dst` does not overlap the operands.
     unsafe {
         gemm::gemm(
-            m as usize,
-            n as usize,
-            k as usize,
+            mu,
+            nu,
+            ku,
             dst,
             dst_cs as isize,
             dst_rs as isize,
@@ -119,18 +151,72 @@ unsafe extern "C" fn gemm<T: One>(
             parallelism,
         )
     }
+    for i in 0..mu {
+        for j in 0..nu {
+            let p = dst_at(i, j);
+            if !unsafe { *p }.is_finite() {
+                let init = if accumulate != 0 { inits[i * nu + j] } else { T::ZERO };
+                unsafe { *p = exact(i, j, init) };
+            }
+        }
+    }
 }
 
-/// The element types the GEMM serves, with their one.
-pub trait One: Copy + 'static {
+/// The largest magnitude of a `rows × cols` matrix read through `get` (as `f64`), and whether
+/// every element is finite.
+fn scan<T: GemmScalar>(rows: usize, cols: usize, get: impl Fn(usize, usize) -> T) -> (f64, bool) {
+    let mut max = 0.0f64;
+    for i in 0..rows {
+        for j in 0..cols {
+            let x = get(i, j).to_f64();
+            if !x.is_finite() {
+                return (f64::INFINITY, false);
+            }
+            max = max.max(x.abs());
+        }
+    }
+    (max, true)
+}
+
+/// The element types the GEMM serves.
+pub trait GemmScalar: Copy + 'static {
+    /// `0`.
+    const ZERO: Self;
     /// `1`.
     const ONE: Self;
+    /// The largest finite value, as `f64`.
+    const MAX_F64: f64;
+    /// `self + other`, rounded once (never fused).
+    fn add(self, other: Self) -> Self;
+    /// `self · other`, rounded once (never fused).
+    fn mul(self, other: Self) -> Self;
+    /// Neither infinite nor NaN.
+    fn is_finite(self) -> bool;
+    /// The value as `f64`.
+    fn to_f64(self) -> f64;
 }
 
-impl One for f32 {
-    const ONE: f32 = 1.0;
+macro_rules! gemm_scalar {
+    ($t:ty) => {
+        impl GemmScalar for $t {
+            const ZERO: $t = 0.0;
+            const ONE: $t = 1.0;
+            const MAX_F64: f64 = <$t>::MAX as f64;
+            fn add(self, other: $t) -> $t {
+                self + other
+            }
+            fn mul(self, other: $t) -> $t {
+                self * other
+            }
+            fn is_finite(self) -> bool {
+                <$t>::is_finite(self)
+            }
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+        }
+    };
 }
 
-impl One for f64 {
-    const ONE: f64 = 1.0;
-}
+gemm_scalar!(f32);
+gemm_scalar!(f64);
