@@ -640,7 +640,14 @@ pub(crate) fn set(cx: &OpCx, arg: Value, indices: &[Value], value: Value) -> R<T
 
 /// Source offsets of every element of `gather(source, indices, coordinates)` (copy layout:
 /// batch positions, then slice positions).
-fn gather_positions(cx: &OpCx, src: &Tensor, idx: &Tensor, coordinates: &[u32]) -> R<(Vec<usize>, usize)> {
+/// `op` (`gather` or `scatter`) names the operation in the error of an index outside its interval.
+fn gather_positions(
+    cx: &OpCx,
+    op: &str,
+    src: &Tensor,
+    idx: &Tensor,
+    coordinates: &[u32],
+) -> R<(Vec<usize>, usize)> {
     let ish = idx.ty.shape();
     let batch_shape = &ish[..ish.len() - 1];
     let n = *ish.last().expect("coordinate dimension");
@@ -659,7 +666,7 @@ fn gather_positions(cx: &OpCx, src: &Tensor, idx: &Tensor, coordinates: &[u32]) 
             if c < l.interval.start || c >= l.interval.stop {
                 return Err(cx.err(
                     "strata::run::index_out_of_interval",
-                    format!("gather index {c} is outside `{}{}`", l.name, l.interval),
+                    format!("{op} index {c} is outside `{}{}`", l.name, l.interval),
                 ));
             }
             base += (c - l.interval.start) as usize * sst[d];
@@ -676,7 +683,7 @@ fn gather_positions(cx: &OpCx, src: &Tensor, idx: &Tensor, coordinates: &[u32]) 
 
 pub(crate) fn gather(cx: &OpCx, source: Value, indices: Value, coordinates: &[u32], mode: Mode) -> R<Tensor> {
     let (src, idx) = (cx.arg(source), cx.arg(indices));
-    let (positions, slice_len) = gather_positions(cx, src, idx, coordinates)?;
+    let (positions, slice_len) = gather_positions(cx, "gather", src, idx, coordinates)?;
     let flat_present = src.present.as_ref().map(|p| positions.iter().map(|&j| p[j]).collect::<Vec<_>>());
     match mode {
         Mode::Copy => Ok(Tensor { ty: cx.ty.clone(), data: src.data.select(&positions), present: flat_present }),
@@ -706,7 +713,7 @@ pub(crate) fn scatter(
 ) -> R<Tensor> {
     let (vals, idx) = (cx.arg(source), cx.arg(indices));
     let mut out = cx.arg(dest).clone();
-    let (positions, slice_len) = gather_positions(cx, &out, idx, coordinates)?;
+    let (positions, slice_len) = gather_positions(cx, "scatter", &out, idx, coordinates)?;
     let mut present = out.present.take().unwrap_or_else(|| vec![true; out.len()]);
     for (k, &p) in positions.iter().enumerate() {
         let (e, here) = match mode {

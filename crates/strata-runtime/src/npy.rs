@@ -105,7 +105,8 @@ pub(crate) fn read_column<R: std::io::Read>(
     shape: &[usize],
 ) -> Result<Column, NpyError> {
     let rerr = |source| NpyError::Read { path: path.into(), source };
-    let npy = npyz::NpyFile::new(reader).map_err(rerr)?;
+    let mut reader = reader;
+    let npy = npyz::NpyFile::new(&mut reader).map_err(rerr)?;
     let descr = match npy.dtype() {
         npyz::DType::Plain(ts) => ts.to_string(),
         other => format!("{other:?}"),
@@ -142,6 +143,17 @@ pub(crate) fn read_column<R: std::io::Read>(
         Scalar::F32 => read!(f32, F32),
         Scalar::F64 => read!(f64, F64),
     };
+    // A file longer than its header says is not what it claims to be (a truncated write of
+    // another array, a concatenation): refused like a short one.
+    let mut extra = [0u8; 1];
+    if std::io::Read::read(&mut reader, &mut extra).map_err(rerr)? != 0 {
+        return Err(NpyError::Mismatch {
+            name: name.into(),
+            path: path.into(),
+            found: "bytes after the data its header describes".into(),
+            expected: format!("exactly the values of shape {shape:?}"),
+        });
+    }
     let n: usize = shape.iter().product();
     if column.len() != n {
         return Err(NpyError::Mismatch {

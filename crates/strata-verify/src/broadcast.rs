@@ -100,10 +100,10 @@ pub(crate) fn broadcast(
                             let d = cx.error(
                                 "strata::verify::format_mismatch",
                                 format!(
-                                    "dimension `{}` is stored `{}` in one operand and `{}` in another",
+                                    "dimension `{}` is stored as `{}` in one operand and as `{}` in another",
                                     l.name,
-                                    r.format.keyword(),
-                                    l.format.keyword()
+                                    r,
+                                    l
                                 ),
                                 "elementwise operands must agree on sparse level formats",
                             );

@@ -134,6 +134,13 @@ fn is_shorthand(t: &TensorType) -> bool {
         .all(|(i, l)| l.name.position() == Some(i) && l.interval.start == 0 && l.format == LevelFormat::Dense)
 }
 
+/// A level as the type syntax writes it (`Col[0:4] compressed(nonunique)`).
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_level(f, self)
+    }
+}
+
 fn write_level(f: &mut fmt::Formatter<'_>, l: &Level) -> fmt::Result {
     write!(f, "{}{}", l.name, l.interval)?;
     match l.format {
