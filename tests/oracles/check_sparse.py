@@ -19,15 +19,27 @@ import numpy as np
 import scipy.sparse as sp
 
 rng = np.random.default_rng(12)
-CASES = []
 BACKENDS = ["interp", "native"]
 
 
-def case(name, program, inputs, expected, entry=None, backends=None):
-    """`inputs`: name -> numpy array or SciPy matrix; `expected`: name -> numpy array (dense
-    result) or SciPy matrix (sparse result: values and pattern checked), or {"error": text};
-    `backends`: where the program runs (default: the interpreter and native code)."""
-    CASES.append((name, program, inputs, expected, entry, backends or BACKENDS))
+class CaseList(list):
+    """The cases of one oracle script (check_trust.py keeps its own)."""
+
+    def add(self, name, program, inputs, expected, entry=None, backends=None):
+        """`inputs`: name -> numpy array, SciPy matrix, ("ragged", arrays) or an object with
+        `save(path)` writing an `.npz`; `expected`: name -> numpy array (dense result),
+        ("ieee", array) (NaN and infinities where the array has them, finite values close),
+        ("sparse", …) / ("ragged", …) results, or {"error": text}; `backends`: where the
+        program runs (default: the interpreter and native code)."""
+        self.append((name, program, inputs, expected, entry, backends or BACKENDS))
+
+
+def case_list():
+    return CaseList()
+
+
+CASES = case_list()
+case = CASES.add
 
 
 def sparse_matrix(m, n, density, seed):
@@ -491,6 +503,10 @@ case("spgemm_cancelling", spgemm_program(3, 3, 2), {"a": CA, "b": CB}, {"result"
 
 
 def save(work, name, value):
+    if hasattr(value, "save") and not isinstance(value, np.ndarray):
+        path = os.path.join(work, name + ".npz")
+        value.save(path)
+        return path
     if isinstance(value, tuple) and value[0] == "ragged":
         path = os.path.join(work, name + ".npz")
         np.savez(path, **value[1])
@@ -505,6 +521,18 @@ def save(work, name, value):
 
 
 def compare(got_path, want):
+    if isinstance(want, tuple) and want[0] == "ieee":
+        got, want = np.load(got_path), want[1]
+        if got.shape != want.shape or got.dtype != want.dtype:
+            return f"{got.dtype} {got.shape}, expected {want.dtype} {want.shape}"
+        finite = np.isfinite(want)
+        if not (np.array_equal(np.isnan(got), np.isnan(want)) and np.array_equal(got[np.isinf(want)], want[np.isinf(want)])):
+            return f"non-finite entries differ: got {got[~finite]}, expected {want[~finite]}"
+        scale = max(np.abs(want[finite]).max(initial=0.0), 1.0)
+        tol = 1e-5 if want.dtype == np.float32 else 1e-12
+        if not np.all(np.isfinite(got[finite])) or np.abs(got[finite] - want[finite]).max(initial=0.0) > tol * scale:
+            return "finite entries differ"
+        return None
     if isinstance(want, tuple) and want[0] == "ragged":
         got = np.load(got_path)
         if sorted(got.files) != sorted(want[1]):
@@ -563,7 +591,7 @@ def run_case(strata, work, backend, name, program, inputs, expected, entry):
         return None
     outs = {}
     for k, want in expected.items():
-        ext = ".npz" if isinstance(want, tuple) else ".npy"
+        ext = ".npz" if isinstance(want, tuple) and want[0] != "ieee" else ".npy"
         outs[k] = os.path.join(work, f"{name}_{backend}_out_{k}{ext}")
         cmd += ["--out", f"{k}={outs[k]}"]
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -576,12 +604,12 @@ def run_case(strata, work, backend, name, program, inputs, expected, entry):
     return None
 
 
-def main():
-    strata, work = sys.argv[1], sys.argv[2]
+def main_with(cases, argv):
+    strata, work = argv[1], argv[2]
     os.makedirs(work, exist_ok=True)
     passed = failed = 0
-    only = sys.argv[3] if len(sys.argv) > 3 else ""
-    for name, program, inputs, expected, entry, backends in CASES:
+    only = argv[3] if len(argv) > 3 else ""
+    for name, program, inputs, expected, entry, backends in cases:
         if only not in name:
             continue
         for backend in backends:
@@ -597,4 +625,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    main_with(CASES, sys.argv)

@@ -77,6 +77,16 @@ fn stencils_streaming_their_results_match_numpy() {
 }
 
 #[test]
+fn trust_repros_match_numpy_on_both_backends() {
+    // Issue 31: nested neighbor reductions, folds over the neighbors every operand has, empty
+    // intervals, storage validated for both backends, unsigned tables, GEMM on infinities.
+    let text = oracle("check_trust.py");
+    for check in ["ok n1_nested_reduce native", "ok r3_gemm_inf_f32 native", "ok r2_row_65_of_64 native"] {
+        assert!(text.contains(check), "{check} missing:\n{text}");
+    }
+}
+
+#[test]
 fn sparse_ragged_and_skip_semantics_match_scipy_on_both_backends() {
     let text = oracle("check_sparse.py");
     for check in [

@@ -278,7 +278,9 @@ fn neighbors(cx: &OpCx, x: &Tensor, table: &Tensor, neighbor: Option<i64>) -> R<
     if let Some(e) = failure {
         return Err(e);
     }
-    let mut out = Tensor { ty: cx.ty.clone(), data: x.data.select(&positions), present: Some(present) };
+    // Every entry was the skip value if the source is empty (any other failed above).
+    let data = if x.is_empty() { Data::zeros(&cx.ty.element, positions.len()) } else { x.data.select(&positions) };
+    let mut out = Tensor { ty: cx.ty.clone(), data, present: Some(present) };
     out.clear_absent();
     Ok(out)
 }
