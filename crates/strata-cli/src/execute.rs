@@ -6,7 +6,7 @@
 
 use strata_entity::Handle;
 use strata_ir::{Diagnostic, Function, Module, TypeArena};
-use strata_runtime::Value;
+use strata_runtime::{storage, Argument, Value};
 
 use crate::{run_native, NativeError, RunOptions, Timings};
 
@@ -77,6 +77,28 @@ pub enum ExecuteError {
 /// # Errors
 /// See [`ExecuteError`].
 pub fn execute(
+    module: &Module,
+    types: &TypeArena,
+    entry: Handle<Function>,
+    args: &[Value],
+    backend: Backend,
+    opts: &RunOptions,
+) -> Result<Executed, ExecuteError> {
+    let mut executed = run(module, types, entry, args, backend, opts)?;
+    // A ragged result holding exactly a ragged argument's elements keeps that argument's runs
+    // (its empty rows inside a group too), on every backend.
+    for (_, v) in &mut executed.values {
+        if let Value::Tensor(t) = v {
+            let like = args.iter().filter_map(Argument::stored).find_map(|a| storage::with_runs_of(t, a));
+            if let Some(s) = like {
+                *v = Value::Stored(s);
+            }
+        }
+    }
+    Ok(executed)
+}
+
+fn run(
     module: &Module,
     types: &TypeArena,
     entry: Handle<Function>,

@@ -279,6 +279,13 @@ fn ints(py: Python<'_>, v: &[usize]) -> Py<PyAny> {
 /// A result as Python sees it (see the module docs).
 pub fn to_python(py: Python<'_>, what: &str, v: Value) -> PyResult<Py<PyAny>> {
     match v {
+        // One Python type per value kind, whatever the backend: a sparse or ragged result the
+        // backend returned logically is stored first, as the other backend returns it.
+        Value::Tensor(t)
+            if t.ty.levels.iter().any(|l| !l.format.is_dense_like()) && matches!(t.data, Data::Scalars(_)) =>
+        {
+            stored_out(py, Stored::from_tensor(&t))
+        }
         Value::Tensor(t) => tensor(py, what, t),
         Value::Stored(s) => stored_out(py, s),
     }
@@ -351,10 +358,6 @@ fn stored_out(py: Python<'_>, s: Stored) -> PyResult<Py<PyAny>> {
         d.set_item("shape", shape)?;
         return Ok(d.into_any().unbind());
     }
-    let matrix = match shape.as_slice() {
-        [n] => vec![1, *n],
-        _ => shape.clone(),
-    };
     if let (
         [_, LevelFormat::Compressed { .. }],
         [LevelBuffers::Dense { .. }, LevelBuffers::Compressed { positions, coordinates }],
@@ -365,20 +368,24 @@ fn stored_out(py: Python<'_>, s: Stored) -> PyResult<Py<PyAny>> {
         d.set_item("indices", ints(py, coordinates))?;
         let n = s.storage.values.len();
         d.set_item("data", array(py, s.storage.values, &[n])?)?;
-        d.set_item("shape", matrix)?;
+        d.set_item("shape", shape.clone())?;
         return Ok(d.into_any().unbind());
     }
     let e = entries(&s.storage);
     let n = e.len();
-    let (row, col): (Vec<usize>, Vec<usize>) = if e.rank == 1 {
-        (vec![0; n], e.coords.clone())
-    } else {
-        (0..n).map(|k| (e.coords[2 * k], e.coords[2 * k + 1])).unzip()
-    };
+    if e.rank == 1 {
+        // A vector: SciPy's 1-D `coo_array` (shape `(n,)`).
+        d.set_item("kind", "coo1")?;
+        d.set_item("col", ints(py, &e.coords))?;
+        d.set_item("data", array(py, e.values, &[n])?)?;
+        d.set_item("shape", shape)?;
+        return Ok(d.into_any().unbind());
+    }
+    let (row, col): (Vec<usize>, Vec<usize>) = (0..n).map(|k| (e.coords[2 * k], e.coords[2 * k + 1])).unzip();
     d.set_item("kind", "coo")?;
     d.set_item("row", ints(py, &row))?;
     d.set_item("col", ints(py, &col))?;
     d.set_item("data", array(py, e.values, &[n])?)?;
-    d.set_item("shape", matrix)?;
+    d.set_item("shape", shape.clone())?;
     Ok(d.into_any().unbind())
 }

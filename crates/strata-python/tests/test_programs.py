@@ -315,3 +315,30 @@ def test_the_gil_is_released_while_a_program_runs():
         ticks += 1
     t.join()
     assert ticks > 1000, f"the main thread ran only {ticks} times while the program ran"
+
+
+def test_results_have_one_python_type_whatever_the_backend():
+    """Issue 31: a sparse vector is SciPy's 1-D `coo_array`, a ragged result a `strata.Ragged`
+    with the argument's runs (an empty row at the end of a group included), on both backends."""
+    m = strata.compile(
+        textwrap.dedent(
+            """
+            func @scale(%x: tensor<f64, I[0:6] compressed>) -> tensor<f64, I[0:6] compressed> {
+              return multiplies(%x, 2.0)
+            }
+            func @same(%y: tensor<f64, G[0:2], R[0:3] ragged, V[0:2] ragged>) -> tensor<f64, G[0:2], R[0:3] ragged, V[0:2] ragged> {
+              return plus(%y, 0.0)
+            }
+            """
+        )
+    )
+    v = sp.coo_array((np.array([1.0, 2.0]), (np.array([1, 4]),)), shape=(6,))
+    y = strata.Ragged((np.array([0, 2, 3]), np.array([0, 1, 1, 2])), np.array([5.0, 7.0]))
+    for backend in ("native", "interp"):
+        got = m.scale(v, backend=backend)
+        assert isinstance(got, sp.coo_array) and got.shape == (6,), (backend, type(got), got.shape)
+        np.testing.assert_array_equal(got.toarray(), 2 * v.toarray())
+        r = m.same(y, backend=backend)
+        assert isinstance(r, strata.Ragged), (backend, type(r))
+        assert [o.tolist() for o in r.offsets] == [[0, 2, 3], [0, 1, 1, 2]], (backend, r.offsets)
+        np.testing.assert_array_equal(r.values, [5.0, 7.0])

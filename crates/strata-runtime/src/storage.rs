@@ -23,6 +23,7 @@ use strata_ir::LevelFormat;
 
 use crate::scalar::Column;
 use crate::tensor::{strides, Data, Tensor, ValueType};
+use crate::value::Stored;
 
 /// The buffers of one level.
 #[derive(Clone, Debug, PartialEq)]
@@ -411,13 +412,10 @@ pub fn validate(shape: &[usize], storage: &Storage) -> Result<usize, StorageErro
     Ok(parents)
 }
 
-/// The logical tensor of type `ty` described by `storage`: stored entries hold their values,
-/// unstored entries of compressed and singleton levels the fill value (zero, present), and
-/// positions past a ragged run are absent (skipped).
-pub fn disassemble(ty: &ValueType, storage: &Storage) -> Result<Tensor, StorageError> {
-    let shape = ty.shape();
-    validate(&shape, storage)?;
-    let st = strides(&shape);
+/// The row-major offset in the dense view of every stored entry of (validated) `storage`, in
+/// storage order.
+fn stored_offsets(shape: &[usize], storage: &Storage) -> Vec<usize> {
+    let st = strides(shape);
     // Each position of the current level: the linear offset of its prefix.
     let mut prefixes: Vec<usize> = vec![0];
     for (d, lb) in storage.levels.iter().enumerate() {
@@ -444,6 +442,41 @@ pub fn disassemble(ty: &ValueType, storage: &Storage) -> Result<Tensor, StorageE
         }
         prefixes = next;
     }
+    prefixes
+}
+
+/// The storage of ragged tensor `t` with the runs of `like`, a stored value of the same type
+/// whose runs hold exactly the elements `t` has: then `like`'s empty runs (a row without
+/// elements inside a group, which presence alone cannot show) are `t`'s too. `None` when the
+/// types or the present elements differ. This is how a ragged result keeps the runs of the
+/// argument it is computed from (`return %y`, `plus(%y, 0.0)`, a scan along a ragged level).
+pub fn with_runs_of(t: &Tensor, like: &Stored) -> Option<Stored> {
+    if t.ty != like.ty || !has_ragged(&t.ty.levels) || !matches!(t.data, Data::Scalars(_)) {
+        return None;
+    }
+    let shape = t.ty.shape();
+    validate(&shape, &like.storage).ok()?;
+    let offsets = stored_offsets(&shape, &like.storage);
+    let mut inside = vec![false; t.len()];
+    for &o in &offsets {
+        inside[o] = true;
+    }
+    if (0..t.len()).any(|i| inside[i] != t.is_present(i)) {
+        return None;
+    }
+    let Data::Scalars(col) = &t.data else { return None };
+    let values = Column::from_fn(col.scalar(), offsets.len(), |k| col.get(offsets[k]));
+    Some(Stored { ty: t.ty.clone(), storage: Storage { levels: like.storage.levels.clone(), values } })
+}
+
+/// The logical tensor of type `ty` described by `storage`: stored entries hold their values,
+/// unstored entries of compressed and singleton levels the fill value (zero, present), and
+/// positions past a ragged run are absent (skipped).
+pub fn disassemble(ty: &ValueType, storage: &Storage) -> Result<Tensor, StorageError> {
+    let shape = ty.shape();
+    validate(&shape, storage)?;
+    let st = strides(&shape);
+    let prefixes = stored_offsets(&shape, storage);
     let scalar = ty.element.scalar().ok_or_else(|| StorageError("storage holds scalar elements".into()))?;
     let mut t = Tensor::zeros(ty);
     let mut seen = vec![false; t.len()];

@@ -190,6 +190,8 @@ def _wrap(v: Any) -> Any:
 
     if kind == "csr":
         return sp.csr_array((v["data"], v["indices"], v["indptr"]), shape=tuple(v["shape"]))
+    if kind == "coo1":
+        return sp.coo_array((v["data"], (v["col"],)), shape=tuple(v["shape"]))
     return sp.coo_array((v["data"], (v["row"], v["col"])), shape=tuple(v["shape"]))
 
 
