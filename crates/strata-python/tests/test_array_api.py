@@ -427,3 +427,36 @@ def test_creation_on_generated_arguments(start, stop, step, dtype):
     same(xp.full((2, abs(stop) % 4), start, dtype=dtype), xs.full((2, abs(stop) % 4), start, dtype=sd))
     same(xp.linspace(start, stop, abs(step) + 1), xs.linspace(start, stop, abs(step) + 1))
     same(xp.eye(abs(start) % 5 + 1, k=step - 2, dtype=dtype), xs.eye(abs(start) % 5 + 1, k=step - 2, dtype=sd))
+
+
+# ---- issue 31: no aliasing through copies, no silent wrap of Python integers ----
+
+
+@pytest.mark.parametrize("op", ["__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__ipow__"])
+def test_in_place_operators_never_write_through_a_copy(op):
+    a = xp.asarray([1.0, 2.0])
+    b = xp.asarray(a, copy=True)
+    c = xp.asarray(a)  # copy=None: may share, and an in-place update of `c` is `a`'s too (the same array)
+    getattr(b, op)(2.0)
+    np.testing.assert_array_equal(a.to_numpy(), [1.0, 2.0])
+    want = getattr(np.array([1.0, 2.0]), op)(2.0)
+    np.testing.assert_array_equal(b.to_numpy(), want)
+    assert c is a
+    # Arrays from numpy data never write into the caller's buffer.
+    raw = np.array([3.0, 4.0])
+    d = xp.asarray(raw)
+    getattr(d, op)(2.0)
+    np.testing.assert_array_equal(raw, [3.0, 4.0])
+
+
+def test_out_of_range_python_integers_raise_as_in_numpy_2():
+    x = xp.asarray(np.array([1, 2], dtype=np.int8))
+    for bad in (300, -129):
+        with pytest.raises(OverflowError):
+            x + bad
+        with pytest.raises(OverflowError):
+            bad * x
+    np.testing.assert_array_equal((x + 127).to_numpy(), np.array([1, 2], np.int8) + np.int8(127))
+    u = xp.asarray(np.array([1], dtype=np.uint8))
+    with pytest.raises(OverflowError):
+        u - (-1)

@@ -163,3 +163,37 @@ def test_tridiagonal_solve_with_tuple_states():
     np.testing.assert_array_equal(second, b * 2.0)
     with pytest.raises(strata.FieldError, match="scan step must return"):
         strata.scan(lambda s, v: strata.make_tuple(v, v), fa, dim=K, init=0.0)
+
+
+def test_comparisons_division_and_numpy_functions_stay_fields():
+    """Issue 31: `==` / `!=` are fields of bools, `/` is true division on integers, numpy's
+    ufuncs build fields instead of evaluating, `axis` must be the table reduced."""
+    a = np.arange(12.0).reshape(3, 4) % 3
+    x = strata.field(a, I[0:3], J[0:4])
+    for got, want in ((x == 2.0, a == 2.0), (x != 2.0, a != 2.0), (2.0 == x, a == 2.0)):
+        assert isinstance(got, fields.Field) and got.dtype == np.bool_
+        np.testing.assert_array_equal(got.numpy(), want)
+    np.testing.assert_array_equal(strata.where(x == 0.0, 1.0, x).numpy(), np.where(a == 0.0, 1.0, a))
+    n = strata.field(np.arange(12, dtype=np.int64).reshape(3, 4), I[0:3], J[0:4])
+    half = n / 2
+    assert half.dtype == np.float64
+    np.testing.assert_array_equal(half.numpy(), np.arange(12).reshape(3, 4) / 2)
+    np.testing.assert_array_equal((7 / (n + 1)).numpy(), 7 / (np.arange(12).reshape(3, 4) + 1))
+    np.testing.assert_array_equal((n // 5).numpy(), np.arange(12).reshape(3, 4) // 5)
+    root = np.sqrt(x)
+    assert isinstance(root, fields.Field)
+    np.testing.assert_array_equal(root.numpy(), np.sqrt(a))
+    np.testing.assert_array_equal(np.maximum(x, 1.0).numpy(), np.maximum(a, 1.0))
+    np.testing.assert_array_equal(np.isnan(x).numpy(), np.isnan(a))
+    with pytest.raises(strata.FieldError, match="np.cumsum"):
+        np.cumsum(x)
+    e2v = np.array([[0, 1], [1, 2]], dtype=np.int32)
+    v2e = np.array([[0, -1, -1], [0, 1, -1], [1, -1, -1]], dtype=np.int32)
+    E2V, V2E = strata.connectivity(e2v, E[0:2], V), strata.connectivity(v2e, V[0:3], E)
+    vf = strata.field(np.array([1.0, 10.0, 100.0]), V[0:3])
+    edge = strata.neighbor_sum(vf(E2V), axis=E2V)
+    np.testing.assert_array_equal(edge.numpy(), [11.0, 110.0])
+    with pytest.raises(strata.FieldError, match="`axis`"):
+        strata.neighbor_sum(vf(E2V), axis=V2E)
+    # Nested: a sum over each vertex's edges of the sums over each edge's vertices.
+    np.testing.assert_array_equal(strata.neighbor_sum(edge(V2E), axis=V2E).numpy(), [11.0, 121.0, 110.0])

@@ -193,6 +193,11 @@ class Array:
             o = _scalar(other)
         except TypeError:
             return NotImplemented
+        if type(o) is int and self.dtype.kind in "iu":
+            # A Python integer the array's dtype cannot hold is an error (numpy 2), not a wrap.
+            info = np.iinfo(self.dtype)
+            if not info.min <= o <= info.max:
+                raise OverflowError(f"Python integer {o} out of bounds for {self.dtype}")
         return _wrap(f(o, self._x) if reflected else f(self._x, o))
 
     def __add__(self, o): return self._bin(_a.add, o)
@@ -313,7 +318,11 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: Optiona
     if isinstance(obj, Array):
         if copy is False and dtype is not None and np.dtype(dtype) != obj.dtype:
             raise ValueError("asarray(copy=False) cannot change the dtype")
-        return obj if dtype is None or np.dtype(dtype) == obj.dtype else astype(obj, dtype)
+        if dtype is not None and np.dtype(dtype) != obj.dtype:
+            return astype(obj, dtype)
+        # Values are immutable and in-place operators rebind an array to a new value, so a copy
+        # is a new array holding the same value: nothing done to one is seen by the other.
+        return _wrap(obj._x) if copy else obj
     if copy is False and not isinstance(obj, np.ndarray):
         raise ValueError("asarray(copy=False) needs an array it can share (the data is copied into Strata)")
     if isinstance(obj, (builtins.bool, int, float)) and dtype is None:

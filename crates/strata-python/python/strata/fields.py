@@ -237,8 +237,22 @@ class Field:
     def __rsub__(self, o): return self._binary("minus", o, True)
     def __mul__(self, o): return self._binary("multiplies", o)
     def __rmul__(self, o): return self._binary("multiplies", o, True)
-    def __truediv__(self, o): return self._binary("divides", o)
-    def __rtruediv__(self, o): return self._binary("divides", o, True)
+    def __truediv__(self, o): return self._true_divide(o)
+    def __rtruediv__(self, o): return self._true_divide(o, True)
+    def __floordiv__(self, o): return self._binary("floor_divide", o)
+    def __rfloordiv__(self, o): return self._binary("floor_divide", o, True)
+    def __mod__(self, o): return self._binary("remainder", o)
+    def __rmod__(self, o): return self._binary("remainder", o, True)
+    def __eq__(self, o): return self._binary("eq", o, result=np.dtype(np.bool_))  # type: ignore[override]
+    def __ne__(self, o): return self._binary("ne", o, result=np.dtype(np.bool_))  # type: ignore[override]
+    __hash__ = None  # type: ignore[assignment]  # like a numpy array: `==` compares per point
+
+    def _true_divide(self, o: Any, reflected: bool = False) -> "Field":
+        """`/` is true division, as in numpy and GT4Py: integer fields divide as float64."""
+        if not isinstance(self.dtype, tuple) and self.dtype.kind in "iub":
+            other = o.astype(np.float64) if isinstance(o, Field) and o.dtype.kind in "iub" else o
+            return self.astype(np.float64)._binary("divides", other, reflected)
+        return self._binary("divides", o, reflected)
     def __pow__(self, o): return self._binary("power", o)
     def __lt__(self, o): return self._binary("less", o, result=np.dtype(np.bool_))
     def __le__(self, o): return self._binary("less_equal", o, result=np.dtype(np.bool_))
@@ -277,6 +291,49 @@ class Field:
     def __array__(self, dtype=None, copy=None):
         a = self.numpy()
         return a if dtype is None else a.astype(dtype)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """numpy's math on fields stays a field (`np.sqrt(x)` is `sqrt` per point, compiled with
+        the rest), never a silent evaluation; a ufunc Strata has no builtin for is an error."""
+        name = ufunc.__name__
+        if method != "__call__" or kwargs:
+            raise FieldError(f"`np.{name}.{method}` with {sorted(kwargs) or 'these arguments'} is not a field operation; "
+                             "evaluate the field first with `.numpy()`")
+        if len(inputs) == 1 and name in _UFUNC_UNARY:
+            return Field(_UFUNC_UNARY[name], inputs, inputs[0].levels, np.dtype(np.bool_) if name in _PREDICATES else inputs[0].dtype)
+        if len(inputs) == 2 and name in _UFUNC_BINARY:
+            op, result = _UFUNC_BINARY[name]
+            first = inputs[0] if isinstance(inputs[0], Field) else None
+            if first is None:
+                return inputs[1]._binary(op, inputs[0], True, result=result)
+            if op == "divides":
+                return first._true_divide(inputs[1])
+            return first._binary(op, inputs[1], result=result)
+        raise FieldError(f"`np.{name}` has no field operation; evaluate the field first with `.numpy()`")
+
+
+_BOOL = np.dtype(np.bool_)
+_PREDICATES = {"isnan", "isinf", "isfinite", "signbit"}
+# numpy ufuncs with a Strata builtin of the same meaning.
+_UFUNC_UNARY = {
+    "negative": "neg", "absolute": "abs", "fabs": "abs", "sqrt": "sqrt", "exp": "exp", "log": "log",
+    "sin": "sin", "cos": "cos", "tan": "tan", "tanh": "tanh", "floor": "floor", "ceil": "ceil",
+    "rint": "round", "trunc": "trunc", "arccos": "acos", "arccosh": "acosh", "arcsin": "asin",
+    "arcsinh": "asinh", "arctan": "atan", "arctanh": "atanh", "cosh": "cosh", "sinh": "sinh",
+    "expm1": "expm1", "log1p": "log1p", "log2": "log2", "log10": "log10", "sign": "sign",
+    "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite", "signbit": "signbit",
+    "logical_not": "not",
+}
+_UFUNC_BINARY = {
+    "add": ("plus", None), "subtract": ("minus", None), "multiply": ("multiplies", None),
+    "true_divide": ("divides", None), "divide": ("divides", None), "power": ("power", None),
+    "maximum": ("maximum", None), "minimum": ("minimum", None), "floor_divide": ("floor_divide", None),
+    "remainder": ("remainder", None), "arctan2": ("atan2", None), "hypot": ("hypot", None),
+    "copysign": ("copysign", None), "logaddexp": ("logaddexp", None),
+    "equal": ("eq", _BOOL), "not_equal": ("ne", _BOOL), "less": ("less", _BOOL),
+    "less_equal": ("less_equal", _BOOL), "greater": ("greater", _BOOL), "greater_equal": ("greater_equal", _BOOL),
+    "logical_and": ("and", None), "logical_or": ("or", None),
+}
 
 
 def _literal(x: Any, dtype: np.dtype) -> str:
@@ -365,7 +422,14 @@ def _neighbor_reduce(f: Field, axis: Connectivity, fold: str, init: str) -> Fiel
     nb = [l for l in f.levels if l.name.startswith("NB_") and l.name[3:].isdigit()]
     if not nb or not isinstance(axis, Connectivity):
         raise FieldError("a neighbor reduction needs a field shifted through a connectivity (`x(E2V)`)")
-    last = nb[-1]
+    last = max(nb, key=lambda l: int(l.name[3:]))
+    # The neighbor dimension reduced is the one `axis` added: its destination is a dimension
+    # of the field and its width the counter's.
+    if axis.dst.name not in f.dims or len(last) != axis.table.shape[1]:
+        raise FieldError(
+            f"`axis` is a table into `{axis.src}` from `{axis.dst.name}` with {axis.table.shape[1]} neighbors, "
+            f"but the field's last neighbor dimension `{last.name}` has {len(last)} over {', '.join(map(repr, f.levels))}"
+        )
     levels = [l for l in f.levels if l.name != last.name]
     return Field("neighbor_reduce", (f,), levels, f.dtype, f"{fold}|{init}|{last.name}")
 
