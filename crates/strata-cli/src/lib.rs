@@ -161,6 +161,9 @@ pub enum FmtStyle {
 /// Writes `text` to `path` through a temporary file in the same folder and a rename, so the
 /// file is never left half-written.
 pub fn write_atomically(path: &Path, text: &str) -> Result<(), CliError> {
+    // Through a symbolic link: the file it points at is rewritten, the link stays a link.
+    let target = std::fs::canonicalize(path).ok().filter(|_| path.is_symlink());
+    let path = target.as_deref().unwrap_or(path);
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let tmp = dir.join(format!(".{name}.strata-fmt.{}", std::process::id()));
@@ -362,7 +365,11 @@ pub fn cmd_run(file: &Path, opts: &RunOptions) -> i32 {
             return usage(&mut stderr, format!("argument `{name}`: {m}"));
         }
     }
-    // Refuse to overwrite an input with an output.
+    // Every `--out` is checked before anything runs: a result of this entry, a path of its
+    // own in an existing folder, never an input file.
+    if let Err(m) = run::check_outputs(&module, entry, &outs) {
+        return usage(&mut stderr, m);
+    }
     for (n, p) in &outs {
         if sources.iter().any(|(_, s)| matches!(s, run::ArgSource::File(f) if same_file(f, p))) {
             return usage(&mut stderr, format!("--out {n}={} would overwrite an input file", p.display()));

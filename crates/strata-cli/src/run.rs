@@ -349,18 +349,93 @@ pub fn prepare_args(
     Ok(args)
 }
 
-/// Writes results named in `outs` to their paths.
+/// The names of the values an entry produces: a program's `out` parameters, a function's
+/// results (`Function::result_names`).
+pub fn output_names(module: &Module, entry: Handle<Function>) -> Vec<String> {
+    let f = &module.functions[entry];
+    match f.kind {
+        FunctionKind::Program => f
+            .params
+            .iter()
+            .filter(|&&p| f.exprs[p].kind == ExprKind::Param(ParamMode::Out))
+            .map(|&p| f.exprs[p].name.clone())
+            .collect(),
+        FunctionKind::Func => f.result_names(),
+    }
+}
+
+/// Where `path` would be written, comparable between spellings of one file (`F`, `./F`, a
+/// link to it) whether it exists yet or not.
+fn output_key(path: &Path) -> PathBuf {
+    if let Ok(p) = std::fs::canonicalize(path) {
+        return p;
+    }
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    dir.join(path.file_name().unwrap_or_default())
+}
+
+/// Checks every `--out` before the entry runs: it names one of the entry's results, once, and
+/// a path of its own (not a folder) in an existing folder.
+pub fn check_outputs(module: &Module, entry: Handle<Function>, outs: &[(String, PathBuf)]) -> Result<(), String> {
+    let names = output_names(module, entry);
+    for (i, (n, path)) in outs.iter().enumerate() {
+        if !names.contains(n) {
+            return Err(format!("--out {n}: no result named `{n}` (results: {})", names.join(", ")));
+        }
+        if outs[..i].iter().any(|(m, _)| m == n) {
+            return Err(format!("--out {n} is given twice"));
+        }
+        if let Some((m, _)) = outs[..i].iter().find(|(_, p)| output_key(p) == output_key(path)) {
+            return Err(format!("--out {n}={} and --out {m} name the same file", path.display()));
+        }
+        if path.is_dir() {
+            return Err(format!("--out {n}={} is a folder; give a file path", path.display()));
+        }
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        if !dir.is_dir() {
+            return Err(format!("--out {n}={}: the folder {} does not exist", path.display(), dir.display()));
+        }
+    }
+    Ok(())
+}
+
+/// Writes results named in `outs` to their paths, all or none: each is written to a temporary
+/// file beside its path first, and the temporaries replace the paths only when every one was
+/// written (a failure removes them and leaves every path as it was).
 pub fn write_outputs(values: &[(String, Value)], outs: &[(String, PathBuf)]) -> Result<(), String> {
+    let mut written: Vec<(PathBuf, &Path)> = Vec::new();
+    let discard = |written: &[(PathBuf, &Path)]| {
+        for (tmp, _) in written {
+            let _ = std::fs::remove_file(tmp);
+        }
+    };
     for (n, path) in outs {
         let Some((_, v)) = values.iter().find(|(v, _)| v == n) else {
+            discard(&written);
             let names: Vec<&str> = values.iter().map(|(v, _)| v.as_str()).collect();
             return Err(format!("no result named `{n}` (results: {})", names.join(", ")));
         };
-        match v {
-            Value::Tensor(t) => strata_runtime::npy::write_value(Path::new(path), n, t),
-            Value::Stored(s) => strata_runtime::sparse_io::write_stored(Path::new(path), n, s),
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let file = path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+        let tmp = dir.join(format!(".{file}.strata-out.{}", std::process::id()));
+        let result = match v {
+            Value::Tensor(t) => strata_runtime::npy::write_value(&tmp, n, t),
+            Value::Stored(s) => strata_runtime::sparse_io::write_stored(&tmp, n, s),
+        };
+        if let Err(e) = result {
+            discard(&written);
+            let _ = std::fs::remove_file(&tmp);
+            // The message names the temporary; the user knows the path.
+            return Err(e.to_string().replace(&tmp.display().to_string(), &path.display().to_string()));
         }
-        .map_err(|e| e.to_string())?;
+        written.push((tmp, path));
+    }
+    for (k, (tmp, path)) in written.iter().enumerate() {
+        if let Err(e) = std::fs::rename(tmp, path) {
+            discard(&written[k..]);
+            return Err(format!("cannot write {}: {e}", path.display()));
+        }
     }
     Ok(())
 }

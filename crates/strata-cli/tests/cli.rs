@@ -134,3 +134,58 @@ fn inferred_types_are_kept_out_by_fmt_and_written_by_fmt_types() {
     assert!(statements.clone().count() > 10 && statements.into_iter().all(|l| l.contains(") : ")), "{full}");
     assert_eq!(run(&f, "lap"), typed);
 }
+
+#[test]
+fn outputs_are_checked_before_running_and_written_all_or_none() {
+    // Issue 31: a folder, a misspelled name or two results into one file is found before the
+    // run, and nothing the user had is touched.
+    let d = tmpdir("outs");
+    let divmod = workspace().join("examples/structured/divmod.strata");
+    let keep = d.join("A.npy");
+    std::fs::write(&keep, "the user's file").unwrap();
+    std::fs::create_dir(d.join("folder")).unwrap();
+    let run = |outs: &[String]| {
+        let mut c = strata();
+        c.arg("run").arg(&divmod).args(["--arg", "a=random:1", "--arg", "b=random:2"]);
+        for o in outs {
+            c.args(["--out", o]);
+        }
+        c.output().unwrap()
+    };
+    let at = |name: &str| d.join(name).display().to_string();
+    let cases = [
+        (vec![format!("result.0={}", at("A.npy")), format!("result.1={}", at("folder"))], "is a folder"),
+        (vec![format!("result.0={}", at("A.npy")), format!("reslt.1={}", at("B.npy"))], "no result named `reslt.1`"),
+        (vec![format!("result.0={}", at("F.npy")), format!("result.1={}/./F.npy", d.display())], "name the same file"),
+        (vec![format!("result.0={}", at("A.npy")), format!("result.1={}", at("missing/B.npy"))], "does not exist"),
+    ];
+    for (outs, why) in cases {
+        let out = run(&outs);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{outs:?}: {err}");
+        assert!(err.contains(why), "{outs:?}: {err}");
+        assert_eq!(std::fs::read_to_string(&keep).unwrap(), "the user's file", "{outs:?}");
+        assert!(!d.join("F.npy").exists());
+    }
+    // No temporaries are left behind, and a good run writes both.
+    let out = run(&[format!("result.0={}", at("A.npy")), format!("result.1={}", at("B.npy"))]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let names: Vec<String> =
+        std::fs::read_dir(&d).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    assert!(names.iter().all(|n| !n.contains("strata-")), "{names:?}");
+    assert!(std::fs::read(&keep).unwrap().starts_with(b"\x93NUMPY"));
+}
+
+#[cfg(unix)]
+#[test]
+fn fmt_writes_through_a_symbolic_link() {
+    let d = tmpdir("fmt-link");
+    let real = d.join("real.strata");
+    std::fs::write(&real, "func @f(%x: f64) -> f64 {\n    return %x\n}\n").unwrap();
+    let link = d.join("link.strata");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let out = strata().arg("fmt").arg(&link).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert_eq!(std::fs::read_to_string(&real).unwrap(), "func @f(%x: f64) -> f64 {\n  return %x\n}\n");
+}
