@@ -302,11 +302,8 @@ impl<'a> Buffers<'a> {
         // outside an empty source interval) still addresses the interval's first element
         // before the run reports the error, so every pointer must address one element.
         let mut spare = [0u64; 8];
-        let mut ptrs: Vec<*mut std::ffi::c_void> = self
-            .cols
-            .iter_mut()
-            .map(|c| if c.len() == 0 { spare.as_mut_ptr().cast() } else { c.ptr() })
-            .collect();
+        let mut ptrs: Vec<*mut std::ffi::c_void> =
+            self.cols.iter_mut().map(|c| if c.len() == 0 { spare.as_mut_ptr().cast() } else { c.ptr() }).collect();
         // SAFETY: each pointer addresses a column of the buffer's type and length (built by
         // `fresh_column` from values of the verified types), alive and exclusively ours for
         // the call; buffers the code allocates come from `runtime::alloc` and are kept below.

@@ -22,8 +22,8 @@ use crate::kernel::{
 };
 use crate::kernel_passes::{forward_scan_results, fuse_adjacent, fuse_scans, overwritten_first};
 use crate::nested::{element_entry, element_exit, element_levels, element_var, flat, split};
-use crate::verify_kernels::verify_kernels;
 use crate::sym::{add, bin, index, ix, level_vars, mul, reads, shift, sub, substitute, Coord, Load, SExpr, Sym};
+use crate::verify_kernels::verify_kernels;
 
 /// Why an entry cannot be compiled.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

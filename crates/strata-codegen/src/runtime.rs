@@ -97,7 +97,8 @@ unsafe extern "C" fn gemm<T: GemmScalar>(
         // SAFETY: in bounds for i < rows, j < cols (the caller's contract below).
         unsafe { *p.offset(i as isize * rs as isize + j as isize * cs as isize) }
     };
-    let dst_at = |i: usize, j: usize| unsafe { dst.offset(i as isize * dst_rs as isize + j as isize * dst_cs as isize) };
+    let dst_at =
+        |i: usize, j: usize| unsafe { dst.offset(i as isize * dst_rs as isize + j as isize * dst_cs as isize) };
     // The fold's meaning is IEEE arithmetic in its order: `acc = init; acc = acc + a·b` for k
     // ascending. The blocked GEMM reassociates and fuses multiply-adds, which changes only the
     // rounding of finite results; where infinities or NaN can arise (an operand or initial

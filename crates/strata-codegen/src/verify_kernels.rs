@@ -280,7 +280,10 @@ impl<'p> Checker<'p> {
             };
             if !range.is_empty() {
                 let Some(reach) = range.shifted(offset) else {
-                    return Err(format!("b{} is read at `{}` {range} + {offset}, which overflows", l.buffer, level.name));
+                    return Err(format!(
+                        "b{} is read at `{}` {range} + {offset}, which overflows",
+                        l.buffer, level.name
+                    ));
                 };
                 if !level.interval.contains(reach) {
                     return Err(format!(

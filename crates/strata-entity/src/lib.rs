@@ -76,6 +76,106 @@ impl<T> fmt::Debug for Handle<T> {
     }
 }
 
+/// A set of handles, one bit per index: insertion, removal and membership in constant time,
+/// iteration in index order (the order entries were made in).
+pub struct HandleSet<T> {
+    words: Vec<u64>,
+    marker: PhantomData<fn() -> T>,
+}
+
+impl<T> HandleSet<T> {
+    /// The empty set.
+    pub fn new() -> Self {
+        HandleSet { words: Vec::new(), marker: PhantomData }
+    }
+
+    /// Adds `h`; whether it was not there yet.
+    pub fn insert(&mut self, h: Handle<T>) -> bool {
+        let (w, bit) = (h.index() / 64, 1u64 << (h.index() % 64));
+        if w >= self.words.len() {
+            self.words.resize(w + 1, 0);
+        }
+        let fresh = self.words[w] & bit == 0;
+        self.words[w] |= bit;
+        fresh
+    }
+
+    /// Whether `h` is in the set.
+    pub fn contains(&self, h: &Handle<T>) -> bool {
+        self.words.get(h.index() / 64).is_some_and(|w| w & (1 << (h.index() % 64)) != 0)
+    }
+
+    /// Removes `h`; whether it was there.
+    pub fn remove(&mut self, h: &Handle<T>) -> bool {
+        let was = self.contains(h);
+        if was {
+            self.words[h.index() / 64] &= !(1 << (h.index() % 64));
+        }
+        was
+    }
+
+    /// Removes every handle.
+    pub fn clear(&mut self) {
+        self.words.clear();
+    }
+
+    /// Whether the set has no handle.
+    pub fn is_empty(&self) -> bool {
+        self.words.iter().all(|&w| w == 0)
+    }
+
+    /// The number of handles.
+    pub fn len(&self) -> usize {
+        self.words.iter().map(|w| w.count_ones() as usize).sum()
+    }
+
+    /// The handles in index order.
+    pub fn iter(&self) -> impl Iterator<Item = Handle<T>> + '_ {
+        self.words.iter().enumerate().flat_map(|(w, &bits)| {
+            (0..64).filter(move |b| bits & (1 << b) != 0).map(move |b| Handle::from_index(w * 64 + b))
+        })
+    }
+
+    /// Keeps the handles for which `keep` holds.
+    pub fn retain(&mut self, mut keep: impl FnMut(Handle<T>) -> bool) {
+        let gone: Vec<Handle<T>> = self.iter().filter(|&h| !keep(h)).collect();
+        for h in gone {
+            self.remove(&h);
+        }
+    }
+}
+
+impl<T> Default for HandleSet<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+impl<T> Clone for HandleSet<T> {
+    fn clone(&self) -> Self {
+        HandleSet { words: self.words.clone(), marker: PhantomData }
+    }
+}
+impl<T> PartialEq for HandleSet<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.iter().eq(other.iter())
+    }
+}
+impl<T> Eq for HandleSet<T> {}
+impl<T> fmt::Debug for HandleSet<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.iter()).finish()
+    }
+}
+impl<T> FromIterator<Handle<T>> for HandleSet<T> {
+    fn from_iter<I: IntoIterator<Item = Handle<T>>>(iter: I) -> Self {
+        let mut s = HandleSet::new();
+        for h in iter {
+            s.insert(h);
+        }
+        s
+    }
+}
+
 /// An append-only vector of `T`, indexed by [`Handle<T>`], with per-entry metadata `S`.
 #[derive(Clone)]
 pub struct Arena<T, S = ()> {

@@ -641,13 +641,7 @@ pub(crate) fn set(cx: &OpCx, arg: Value, indices: &[Value], value: Value) -> R<T
 /// Source offsets of every element of `gather(source, indices, coordinates)` (copy layout:
 /// batch positions, then slice positions).
 /// `op` (`gather` or `scatter`) names the operation in the error of an index outside its interval.
-fn gather_positions(
-    cx: &OpCx,
-    op: &str,
-    src: &Tensor,
-    idx: &Tensor,
-    coordinates: &[u32],
-) -> R<(Vec<usize>, usize)> {
+fn gather_positions(cx: &OpCx, op: &str, src: &Tensor, idx: &Tensor, coordinates: &[u32]) -> R<(Vec<usize>, usize)> {
     let ish = idx.ty.shape();
     let batch_shape = &ish[..ish.len() - 1];
     let n = *ish.last().expect("coordinate dimension");

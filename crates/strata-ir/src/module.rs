@@ -6,7 +6,7 @@
 //! function may only call functions defined before it (so there is no recursion and the item
 //! order is a valid evaluation order).
 
-use strata_entity::{Arena, Handle};
+use strata_entity::{Arena, Handle, HandleSet};
 
 use crate::literal::Literal;
 use crate::op::{Op, Value};
@@ -152,12 +152,12 @@ pub struct Function {
     /// Values whose type the text left out (`%l = plus(%a, %b)`): the parser gives them the
     /// placeholder type `()`, `strata_verify::elaborate` the inferred one; the printer leaves
     /// them out again (`Module::with_all_types` writes them).
-    pub untyped: Vec<Value>,
+    pub untyped: HandleSet<Expr>,
     /// Values written inside another statement: literal operands (`multiplies(%a, 2.0)`, a
     /// `constant` whose type its user decides) and nested calls (`plus(cartesian_shift(…), …)`).
     /// Each has its own `Let` statement just before its user and a generated name (`_1`, …);
     /// the printer writes it back in place ([`Module::flattened`] writes it as a statement).
-    pub inline: Vec<Value>,
+    pub inline: HandleSet<Expr>,
     /// For an instance of a generic function (made by `strata_verify::elaborate` at a call's
     /// argument types): the generic function. The printer writes neither the instance nor its
     /// name, only the generic original.

@@ -180,8 +180,12 @@ pub fn read_stored(path: &Path, name: &str, ty: &ValueType) -> Result<Stored, Np
             other => return Err(mismatch(format!("SciPy format `{other}`"), "csr, csc or coo".into())),
         }
     };
-    crate::storage::validate(&shape, &storage)
-        .map_err(|e| mismatch(format!("malformed {} storage ({e})", if ragged { "ragged" } else { "sparse" }), "well-formed storage".into()))?;
+    crate::storage::validate(&shape, &storage).map_err(|e| {
+        mismatch(
+            format!("malformed {} storage ({e})", if ragged { "ragged" } else { "sparse" }),
+            "well-formed storage".into(),
+        )
+    })?;
     Ok(Stored { ty: ty.clone(), storage })
 }
 

@@ -3,7 +3,7 @@
 //! Each op reads its operands and attributes through [`Args`], which reports missing, extra,
 //! unknown and ill-kinded arguments with the argument's own span.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use strata_entity::Handle;
 use strata_ir::{
@@ -20,7 +20,17 @@ pub(crate) struct Scope<'a> {
     pub value: &'a dyn Fn(&str, Span) -> PResult<Value>,
     /// Makes a value of an operand written in place: a literal or a nested call.
     pub in_place: &'a dyn Fn(&Spanned<AttrValue>) -> PResult<Value>,
-    pub declared_globals: &'a HashSet<String>,
+    pub declared_globals: &'a Globals,
+}
+
+/// The `@names` of a module being parsed: every one the file defines anywhere (for "used
+/// before its definition"), and the functions and rings defined so far, by name (lookups in
+/// constant time, so a file of many functions parses in linear time).
+#[derive(Default)]
+pub(crate) struct Globals {
+    pub declared: HashSet<String>,
+    pub functions: HashMap<String, Handle<Function>>,
+    pub rings: HashSet<String>,
 }
 
 fn err(code: &'static str, message: impl Into<String>, span: Span, label: impl Into<String>) -> Fail {
@@ -47,16 +57,11 @@ pub(crate) fn literal_of(v: &Spanned<AttrValue>) -> PResult<Literal> {
     }
 }
 
-pub(crate) fn resolve_function(
-    module: &Module,
-    declared: &HashSet<String>,
-    name: &str,
-    span: Span,
-) -> PResult<Handle<Function>> {
-    if let Some(h) = module.function_by_name(name) {
+pub(crate) fn resolve_function(globals: &Globals, name: &str, span: Span) -> PResult<Handle<Function>> {
+    if let Some(&h) = globals.functions.get(name) {
         return Ok(h);
     }
-    if declared.contains(name) && !module.rings.iter().any(|(_, r)| r.name == name) {
+    if globals.declared.contains(name) && !globals.rings.contains(name) {
         return Err(Fail::Report(Box::new(
             Diagnostic::new(
                 "strata::parse::use_before_definition",
@@ -96,7 +101,7 @@ impl<'c> Args<'c> {
         match self.call.positional.get(self.next_pos) {
             Some(Spanned { node: AttrValue::Global(name), span }) => {
                 self.next_pos += 1;
-                resolve_function(self.cx.module, self.cx.declared_globals, name, *span)
+                resolve_function(self.cx.declared_globals, name, *span)
             }
             Some(other) => Err(err(
                 "strata::parse::missing_operand",

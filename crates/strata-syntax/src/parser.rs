@@ -18,7 +18,7 @@ use strata_ir::{
 use crate::ast::{AttrValue, CallAst, Keyword, Spanned};
 use crate::comments::CommentCursor;
 use crate::lexer::{lex, Tok, Token};
-use crate::lower::{lower_op, Scope};
+use crate::lower::{lower_op, Globals, Scope};
 
 /// The outcome of one parse step: a diagnostic to report, or a silent failure caused by an
 /// earlier, already reported error.
@@ -44,9 +44,10 @@ pub fn parse(src: &str) -> Result<Module, Vec<Diagnostic>> {
         module: Module::default(),
         comments: CommentCursor::new(src, comments),
         errors: Vec::new(),
-        declared_globals: HashSet::new(),
+        declared_globals: Globals::default(),
         untyped: Vec::new(),
         inline: Vec::new(),
+        depth: 0,
     };
     p.collect_global_names();
     p.module_items();
@@ -65,20 +66,25 @@ struct Parser {
     module: Module,
     comments: CommentCursor,
     errors: Vec<Diagnostic>,
-    /// Every `@name` defined anywhere in the file, for "used before its definition" messages.
-    declared_globals: HashSet<String>,
+    /// The file's `@names` (see [`Globals`]).
+    declared_globals: Globals,
     /// The values of the function being parsed whose type the text leaves out.
     untyped: Vec<Value>,
     /// The values of the function being parsed written inside another statement.
     inline: Vec<Value>,
+    /// How deep the attribute value being parsed is nested.
+    depth: usize,
 }
+
+/// How deep values may be nested in the text (see `Parser::attr_value`).
+pub const MAX_NESTING: usize = 1000;
 
 /// Lowers a call whose operands may be written in place (literals and nested calls), each
 /// becoming an untyped value of its own, in the order they are written (innermost first).
 struct InPlace<'p> {
     module: &'p Module,
     lookup: &'p dyn Fn(&str, Span) -> PResult<Value>,
-    declared_globals: &'p HashSet<String>,
+    declared_globals: &'p Globals,
     exprs: RefCell<&'p mut Arena<Expr, Span>>,
     /// The values made so far, in statement order.
     values: RefCell<Vec<Value>>,
@@ -231,7 +237,7 @@ impl Parser {
         for w in self.tokens.windows(2) {
             if let (Tok::Ident(k), Tok::Global(n)) = (&w[0].tok, &w[1].tok) {
                 if k == "func" || k == "program" || k == "ring" {
-                    self.declared_globals.insert(n.clone());
+                    self.declared_globals.declared.insert(n.clone());
                 }
             }
         }
@@ -281,8 +287,7 @@ impl Parser {
     }
 
     fn check_global_unique(&self, name: &str, span: Span) -> PResult<()> {
-        let taken = self.module.functions.iter().any(|(_, f)| f.name == name)
-            || self.module.rings.iter().any(|(_, r)| r.name == name);
+        let taken = self.declared_globals.functions.contains_key(name) || self.declared_globals.rings.contains(name);
         if taken {
             return Err(err(
                 "strata::parse::duplicate_definition",
@@ -385,13 +390,14 @@ impl Parser {
         };
         let span = start.join(self.prev_span());
         let info = self.comments.info(span);
+        self.declared_globals.rings.insert(ring.name.clone());
         let h = self.module.rings.append(ring, info);
         self.module.items.push(Item::Ring(h));
         Ok(())
     }
 
     fn resolve_function(&self, name: &str, span: Span) -> PResult<Handle<Function>> {
-        crate::lower::resolve_function(&self.module, &self.declared_globals, name, span)
+        crate::lower::resolve_function(&self.declared_globals, name, span)
     }
 
     fn function_item(&mut self) -> PResult<()> {
@@ -539,11 +545,13 @@ impl Parser {
             exprs,
             body,
             closing_comments,
-            untyped,
-            inline,
+            untyped: untyped.into_iter().collect(),
+            inline: inline.into_iter().collect(),
             instance_of: None,
         };
+        let name = f.name.clone();
         let h = self.module.functions.append(f, info);
+        self.declared_globals.functions.insert(name, h);
         self.module.items.push(Item::Function(h));
         Ok(())
     }
@@ -906,7 +914,26 @@ impl Parser {
         Ok(Interval::new(start, stop))
     }
 
+    /// An attribute value or operand, nested at most [`MAX_NESTING`] deep (calls written in
+    /// place, lists, tuples): deeper text is refused with a located error instead of
+    /// exhausting the stack of this parser or of the passes that walk the nesting.
     fn attr_value(&mut self) -> PResult<Spanned<AttrValue>> {
+        if self.depth >= MAX_NESTING {
+            let d = Diagnostic::new(
+                "strata::parse::too_deep",
+                format!("expression nested deeper than {MAX_NESTING} levels"),
+                self.span(),
+                "nested too deep",
+            );
+            return Err(Fail::Report(Box::new(d.with_help("name intermediate values with `%v = …` statements"))));
+        }
+        self.depth += 1;
+        let value = self.attr_value_at_depth();
+        self.depth -= 1;
+        value
+    }
+
+    fn attr_value_at_depth(&mut self) -> PResult<Spanned<AttrValue>> {
         let start = self.span();
         let node = match self.peek().clone() {
             Tok::Minus => {

@@ -282,8 +282,8 @@ fn helper(types: &mut TypeArena, name: &str, ty: Handle<Type>, arity: usize) -> 
         exprs,
         body,
         closing_comments: vec![],
-        untyped: vec![],
-        inline: vec![],
+        untyped: Default::default(),
+        inline: Default::default(),
         result_inferred: false,
         instance_of: None,
     }
@@ -352,8 +352,8 @@ fn gen_module(seed: u64) -> Module {
         exprs,
         body,
         closing_comments: vec![" end".into()],
-        untyped: vec![],
-        inline: vec![],
+        untyped: Default::default(),
+        inline: Default::default(),
         result_inferred: false,
         instance_of: None,
     };

@@ -101,9 +101,7 @@ pub(crate) fn broadcast(
                                 "strata::verify::format_mismatch",
                                 format!(
                                     "dimension `{}` is stored as `{}` in one operand and as `{}` in another",
-                                    l.name,
-                                    r,
-                                    l
+                                    l.name, r, l
                                 ),
                                 "elementwise operands must agree on sparse level formats",
                             );

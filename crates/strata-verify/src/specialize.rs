@@ -192,7 +192,7 @@ fn instance(
         f.instance_of = Some(func);
         // Its parameters now have types.
         let typed = f.params.clone();
-        f.untyped.retain(|v| !typed.contains(v));
+        f.untyped.retain(|v| !typed.contains(&v));
     }
     let meta = module.functions.meta(func).clone();
     let h = Handle::from_index(sp.base + sp.made.len());

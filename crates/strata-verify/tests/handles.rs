@@ -23,8 +23,8 @@ fn module_with(op_of: impl FnOnce(Value) -> Op) -> Module {
         exprs,
         body,
         closing_comments: vec![],
-        untyped: vec![],
-        inline: vec![],
+        untyped: Default::default(),
+        inline: Default::default(),
         result_inferred: false,
         instance_of: None,
     };

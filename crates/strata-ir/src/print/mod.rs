@@ -194,14 +194,13 @@ impl Module {
             let literals: Vec<_> = f
                 .inline
                 .iter()
-                .copied()
                 .filter(|v| matches!(f.exprs[*v].kind, ExprKind::Op(crate::Op::Constant { .. })))
                 .collect();
             if f.is_generic() {
                 // Its literals have no type until an instance gives them one: they stay in place.
-                f.inline.retain(|v| literals.contains(v));
+                f.inline.retain(|v| literals.contains(&v));
             } else {
-                f.untyped.retain(|v| !literals.contains(v));
+                f.untyped.retain(|v| !literals.contains(&v));
                 f.inline.clear();
             }
         }
