@@ -101,7 +101,7 @@ fn generate(rng: &mut Rng, id: usize) -> Program {
         let a = vals[rng.below(vals.len())].clone();
         let b = vals[rng.below(vals.len())].clone();
         let name = format!("v{n}");
-        let (op, out): (String, Option<V>) = match rng.below(12) {
+        let (op, out): (String, Option<V>) = match rng.below(13) {
             0..=3 if a.scalar == b.scalar && !a.tuple && !b.tuple && a.scalar != "bool" => {
                 let ops = if a.scalar == "f64" {
                     &["plus", "minus", "multiplies", "divides", "maximum", "minimum"][..]
@@ -218,6 +218,62 @@ fn generate(rng: &mut Rng, id: usize) -> Program {
                 );
                 let init = if float { "0.0" } else { "0" };
                 (format!("reduce(@sum{id}_{n}, %sh{n}, init = {init})"), Some(red))
+            }
+            11 if !a.tuple
+                && a.scalar != "bool"
+                && a.dims.iter().any(|x| x.0 == 'C')
+                && !a.dims.iter().any(|x| x.0 == 'I') =>
+            {
+                // The way back: I -> C through a second table, so a value reduced from I to C
+                // (arm 10) is reduced again (V2E of an E2V sum: both folds count neighbors in
+                // `NB_0`). Sometimes with a per-neighbor weight on a narrower or shifted
+                // neighbor interval than the table's (the fold visits the intersection).
+                let (_, lo, hi) = *a.dims.iter().find(|x| x.0 == 'C').expect("C");
+                let (is, m) = (rng.range(-2, 2), rng.range(1, 5));
+                let ie = is + rng.range(2, 6);
+                let tb = format!("tb{n}");
+                params.push(format!("%{tb}: tensor<i32, I[{is}:{ie}], NB_C[0:{m}]>"));
+                tables.push((tb.clone(), lo, hi));
+                let mut sdims: Vec<(char, i64, i64)> =
+                    a.dims.iter().map(|&x| if x.0 == 'C' { ('I', is, ie) } else { x }).collect();
+                let red = V { name: name.clone(), dims: sdims.clone(), scalar: a.scalar, tuple: false };
+                sdims.push(('N', 0, m));
+                let shown = |dims: &[(char, i64, i64)]| {
+                    dims.iter()
+                        .map(|(d, s, e)| if *d == 'N' { format!("NB_0[{s}:{e}]") } else { format!("{d}[{s}:{e}]") })
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                let _ = writeln!(body, "  %sh{n} = shift_init(%{}, %{tb}) : tensor<{}, {}>", a.name, a.scalar, shown(&sdims));
+                let rt = ty(&red);
+                let st = a.scalar;
+                let float = st == "f64";
+                if rng.below(2) == 0 {
+                    // `range` is inclusive: a start among the table's neighbors, an end up to
+                    // one past them.
+                    let ws = rng.range(0, m - 1);
+                    let we = ws + rng.range(1, m + 1 - ws);
+                    let w = format!("w{n}");
+                    params.push(format!("%{w}: tensor<{st}, NB_0[{ws}:{we}]>"));
+                    let _ = writeln!(
+                        helpers,
+                        "func @mac{id}_{n}(%acc: {rt}, %x: {rt}, %w: tensor<{st}>) -> {rt} {{\n  return plus(%acc, multiplies(%x, %w))\n}}\n"
+                    );
+                    let init = if float { "0.5" } else { "2" };
+                    (format!("reduce(@mac{id}_{n}, %sh{n}, %{w}, init = {init})"), Some(red))
+                } else {
+                    let step = match rng.below(3) {
+                        0 => "plus(%acc, %x)".to_string(),
+                        1 => format!("plus(%acc, {})", if float { "1.0" } else { "1" }),
+                        _ => "minimum(%acc, %x)".to_string(),
+                    };
+                    let _ = writeln!(
+                        helpers,
+                        "func @back{id}_{n}(%acc: {rt}, %x: {rt}) -> {rt} {{\n  return {step}\n}}\n"
+                    );
+                    let init = if float { "100.0" } else { "100" };
+                    (format!("reduce(@back{id}_{n}, %sh{n}, init = {init})"), Some(red))
+                }
             }
             10 if !a.tuple && a.scalar != "bool" && a.dims.iter().any(|x| x.0 == 'K') => {
                 // A scan along K, forward or backward.
@@ -410,8 +466,10 @@ fn random_fill(ty: &ValueType, seed: u64, table: Option<(i64, i64)>) -> Tensor {
         *c = Column::from_fn(s, c.len(), |_| {
             let r = rng.next();
             if let Some((lo, hi)) = table {
-                // Entries in the source interval, about one in four skipped.
-                Sv::from_i128(s, if r % 4 == 0 { -1 } else { (lo + (r % (hi - lo) as u64) as i64) as i128 })
+                // Entries in the source interval, about one in four skipped (every one in some
+                // tables).
+                let skip = r % 4 == 0 || seed % 6 == 0;
+                Sv::from_i128(s, if skip { -1 } else { (lo + (r % (hi - lo) as u64) as i64) as i128 })
             } else if s.is_float() {
                 Sv::from_f64(s, ((r >> 11) as f64 / (1u64 << 53) as f64) * 8.0 - 4.0)
             } else {
