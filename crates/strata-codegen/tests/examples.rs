@@ -8,68 +8,9 @@ mod common;
 
 use std::path::Path;
 
+use common::{fill, same};
 use strata_codegen::{compile, emit_c, exec, lower};
-use strata_runtime::{Column, Data, Sv, Tensor, ValueType};
-
-fn fill(ty: &ValueType, seed: u64, table_source: Option<i64>) -> Tensor {
-    let mut rng = strata_runtime::random::XorShift::new(seed);
-    let mut next = move || rng.next_u64();
-    let mut t = Tensor::zeros(ty);
-    fill_data(&mut t.data, ty.levels.is_empty(), table_source, &mut next);
-    common::sparsify(&mut t, &mut strata_runtime::random::XorShift::new(seed), 0.01);
-    t
-}
-
-/// Random values for every scalar of `data` (tensor elements included).
-fn fill_data(data: &mut Data, zero_d: bool, table_source: Option<i64>, next: &mut impl FnMut() -> u64) {
-    match data {
-        Data::Scalars(c) => {
-            let s = c.scalar();
-            *c = Column::from_fn(s, c.len(), |_| {
-                let r = next();
-                match (table_source, s.is_float()) {
-                    // Scalar indices (`get`, `set`): a position inside every example's intervals.
-                    (None, false) if zero_d && s == strata_ir::Scalar::Index => Sv::Index(1),
-                    // A neighbor table: entries in the source interval, about one in five skipped.
-                    (Some(n), _) => Sv::from_i128(s, if r % 5 == 0 { -1 } else { (r % n as u64) as i128 }),
-                    (None, true) => Sv::from_f64(s, (r >> 11) as f64 / (1u64 << 53) as f64 * 4.0 - 2.0),
-                    (None, false) => Sv::from_i128(s, (r % 7) as i128),
-                }
-            });
-        }
-        Data::Tuple(fs) => fs.iter_mut().for_each(|f| fill_data(f, zero_d, table_source, next)),
-        Data::Tensors(ts) => ts.iter_mut().for_each(|t| fill_data(&mut t.data, false, None, next)),
-    }
-}
-
-/// Equal bits (`exact`), or equal up to rounding relative to the largest magnitude.
-fn same(a: &Data, b: &Data, exact: bool) -> bool {
-    fn close(x: &[f64], y: &[f64], exact: bool, rel: f64) -> bool {
-        let scale = x.iter().fold(1.0f64, |m, v| m.max(v.abs()));
-        x.len() == y.len()
-            && x.iter().zip(y).all(|(p, q)| {
-                (exact && p.to_bits() == q.to_bits())
-                    || (p.is_nan() && q.is_nan())
-                    || (!exact && (p - q).abs() <= rel * scale)
-            })
-    }
-    match (a, b) {
-        (Data::Scalars(Column::F64(x)), Data::Scalars(Column::F64(y))) => close(x, y, exact, 1e-12),
-        (Data::Scalars(Column::F32(x)), Data::Scalars(Column::F32(y))) => {
-            let wide = |v: &[f32]| v.iter().map(|&f| f as f64).collect::<Vec<_>>();
-            if exact {
-                x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits() || (p.is_nan() && q.is_nan()))
-            } else {
-                close(&wide(x), &wide(y), false, 1e-4)
-            }
-        }
-        (Data::Tuple(x), Data::Tuple(y)) => x.iter().zip(y).all(|(p, q)| same(p, q, exact)),
-        (Data::Tensors(x), Data::Tensors(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same(&p.data, &q.data, exact))
-        }
-        _ => a == b,
-    }
-}
+use strata_runtime::{Tensor, ValueType};
 
 #[test]
 fn native_examples_equal_the_interpreter() {
