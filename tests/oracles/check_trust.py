@@ -197,6 +197,18 @@ program @fill(%out: out tensor<f64, I[0:4294967296], J[0:4294967296]>) {
 }
 """, {}, {"error": "has more elements than fit in 64 bits"}, "fill")
 
+# Counts that fit but memory that does not (3.2 TB): a clear error, no abort.
+case("r4_too_large_output", """
+program @fill(%out: out tensor<f64, I[0:400000000000]>) {
+  %out <- constant(value = 1.0) : tensor<f64, I[0:400000000000]>
+}
+""", {}, {"error": "more than can be allocated here"}, "fill")
+case("r4_too_large_result", """
+func @f(%x: tensor<f64>) -> tensor<f64, I[0:400000000000]> {
+  return add_dim(%x, dim = I[0:400000000000])
+}
+""", {"x": np.array(1.0)}, {"error": "more than can be allocated here"}, "f")
+
 # ---- GEMM: IEEE in the fold's order where infinities arise ------------------------------------
 GEMM = """
 func @mm(%a: tensor<32x32xf32>, %b: tensor<32x32xf32>) -> tensor<32x32xf32> {

@@ -59,6 +59,16 @@ pub enum ExecuteError {
     /// The native run failed where the interpreter succeeds: a native backend bug.
     #[error("{0}\nnote: the reference interpreter runs this entry: this is a native backend bug (`--backend interp` avoids it)")]
     NativeBug(String),
+    /// A result that cannot be held in memory.
+    #[error("cannot hold `{name}` of `@{func}`: {message}")]
+    Result {
+        /// The result's name.
+        name: String,
+        /// The entry.
+        func: String,
+        /// Why.
+        message: String,
+    },
     /// An argument the interpreter cannot hold (a stored value too large for a dense view).
     #[error("the interpreter cannot take `%{name}` of `@{func}`: {message}")]
     Argument {
@@ -84,6 +94,17 @@ pub fn execute(
     backend: Backend,
     opts: &RunOptions,
 ) -> Result<Executed, ExecuteError> {
+    let f = &module.functions[entry];
+    for (name, &ty) in f.result_names().iter().zip(&f.results) {
+        let vt = strata_runtime::ValueType::from_ir(types, ty);
+        if vt.levels.iter().all(|l| l.format.is_dense_like()) {
+            vt.check_allocatable().map_err(|message| ExecuteError::Result {
+                name: name.clone(),
+                func: f.name.clone(),
+                message,
+            })?;
+        }
+    }
     let mut executed = run(module, types, entry, args, backend, opts)?;
     // A ragged result holding exactly a ragged argument's elements keeps that argument's runs
     // (its empty rows inside a group too), on every backend.

@@ -330,7 +330,13 @@ pub fn prepare_args(
     for &p in &f.params {
         let e = &f.exprs[p];
         let ty = interp.value_type(e.ty);
-        match sources.iter().find(|(n, _)| *n == e.name) {
+        let source = sources.iter().find(|(n, _)| *n == e.name);
+        // A value made here (zeros, ones, random, an output) must fit in memory: an error,
+        // not an abort.
+        if !matches!(source, Some((_, ArgSource::File(_)))) {
+            ty.check_allocatable().map_err(|m| format!("cannot hold `{}` (shape {:?}): {m}", e.name, ty.shape()))?;
+        }
+        match source {
             Some((_, src)) => args.push(make_arg(&e.name, &ty, src)?),
             None if e.kind == ExprKind::Param(ParamMode::Out) => args.push(Value::Tensor(Tensor::zeros(&ty))),
             None => {

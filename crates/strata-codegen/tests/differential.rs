@@ -244,7 +244,13 @@ fn generate(rng: &mut Rng, id: usize) -> Program {
                         .collect::<Vec<_>>()
                         .join(", ")
                 };
-                let _ = writeln!(body, "  %sh{n} = shift_init(%{}, %{tb}) : tensor<{}, {}>", a.name, a.scalar, shown(&sdims));
+                let _ = writeln!(
+                    body,
+                    "  %sh{n} = shift_init(%{}, %{tb}) : tensor<{}, {}>",
+                    a.name,
+                    a.scalar,
+                    shown(&sdims)
+                );
                 let rt = ty(&red);
                 let st = a.scalar;
                 let float = st == "f64";
@@ -267,10 +273,8 @@ fn generate(rng: &mut Rng, id: usize) -> Program {
                         1 => format!("plus(%acc, {})", if float { "1.0" } else { "1" }),
                         _ => "minimum(%acc, %x)".to_string(),
                     };
-                    let _ = writeln!(
-                        helpers,
-                        "func @back{id}_{n}(%acc: {rt}, %x: {rt}) -> {rt} {{\n  return {step}\n}}\n"
-                    );
+                    let _ =
+                        writeln!(helpers, "func @back{id}_{n}(%acc: {rt}, %x: {rt}) -> {rt} {{\n  return {step}\n}}\n");
                     let init = if float { "100.0" } else { "100" };
                     (format!("reduce(@back{id}_{n}, %sh{n}, init = {init})"), Some(red))
                 }

@@ -272,9 +272,10 @@ fn fuzz(mutants: usize, seed: u64) {
         // code multiplies an unstored entry by a non-finite value as 0 (the ring axiom sparse
         // libraries and SciPy use), the interpreter as IEEE's NaN. Non-finite data meets
         // sparse operands only in the oracle tests of that rule.
-        let sparse = f.params.iter().any(|&p| {
-            ValueType::from_ir(&info.types, f.exprs[p].ty).levels.iter().any(|l| l.format.is_sparse())
-        });
+        let sparse = f
+            .params
+            .iter()
+            .any(|&p| ValueType::from_ir(&info.types, f.exprs[p].ty).levels.iter().any(|l| l.format.is_sparse()));
         let mode = if sparse && case.mode == 1 { 0 } else { case.mode };
         let args: Vec<Tensor> = f
             .params

@@ -41,7 +41,35 @@ pub enum ElemType {
     Tensor(Box<ValueType>),
 }
 
+impl ElemType {
+    /// Bytes one element takes in memory (tuple fields and element tensors included), or
+    /// `None` beyond `usize`.
+    pub fn size_bytes(&self) -> Option<usize> {
+        match self {
+            ElemType::Scalar(s) => Some(s.size_bytes()),
+            ElemType::Tuple(fs) => fs.iter().try_fold(0usize, |n, f| n.checked_add(f.size_bytes()?)),
+            ElemType::Tensor(t) => t.size_bytes(),
+        }
+    }
+}
+
 impl ValueType {
+    /// Bytes a dense value of this type takes, or `None` beyond `usize`.
+    pub fn size_bytes(&self) -> Option<usize> {
+        let n = self.levels.iter().try_fold(1usize, |n, l| n.checked_mul(usize::try_from(l.interval.len()).ok()?))?;
+        n.checked_mul(self.element.size_bytes()?)
+    }
+
+    /// Checks that a dense value of this type can be allocated here (a clear error instead of
+    /// an abort when the memory is not there; the system may still refuse it later).
+    pub fn check_allocatable(&self) -> Result<(), String> {
+        let bytes = self.size_bytes().ok_or_else(|| "more bytes than the address space holds".to_string())?;
+        let mut probe: Vec<u8> = Vec::new();
+        probe.try_reserve_exact(bytes).map_err(|_| {
+            format!("it needs {:.1} GiB, more than can be allocated here", bytes as f64 / (1u64 << 30) as f64)
+        })
+    }
+
     /// Converts an IR type.
     pub fn from_ir(types: &TypeArena, ty: strata_ir::op::TypeHandle) -> ValueType {
         match &types[ty] {
