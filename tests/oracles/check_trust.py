@@ -190,6 +190,51 @@ case("r7_csr_indptr_from_one", RAGGED, {"a": BadCsr(), "x": np.ones(3)}, {"error
 good = sp.csr_matrix(np.array([[1.0, 0, 2], [0, 0, 0], [0, 3, 0]]))
 case("r7_csr", RAGGED, {"a": good, "x": np.arange(3.0)}, {"result": good @ np.arange(3.0)}, "spmv")
 
+# ---- sparse and ragged values written through `out` parameters, several ragged results ------
+OUTS = """
+!R = tensor<f64, Row[0:3], Col[0:4] ragged>
+!S = tensor<f64, Row[0:3], Col[0:4] compressed>
+program @ragged_out(%o: out !R, %x: !R) {
+  %o <- multiplies(%x, 2.0)
+}
+program @sparse_out(%o: out !S, %x: !S) {
+  %o <- multiplies(%x, 2.0)
+}
+program @dense_out_from_sparse(%o: out tensor<f64, Row[0:3], Col[0:4]>, %x: !S) {
+  %o <- multiplies(%x, 2.0)
+}
+func @two(%x: !R) -> !R, !R {
+  return multiplies(%x, 2.0), plus(%x, 1.0)
+}
+"""
+runs = [np.array([1.0, 2.0]), np.array([]), np.array([3.0, 4.0, 5.0, 6.0])]
+rx = ("ragged", ragged_of(runs))
+case("ragged_out_parameter", OUTS, {"x": rx}, {"o": ("ragged", ragged_of([2 * r for r in runs]))}, "ragged_out")
+case("two_ragged_results", OUTS, {"x": rx},
+     {"result.0": ("ragged", ragged_of([2 * r for r in runs])), "result.1": ("ragged", ragged_of([r + 1 for r in runs]))}, "two")
+sx = sp.csr_matrix(np.array([[1.0, 0, 2, 0], [0, 0, 0, 0], [0, 3, 0, 4]]))
+case("sparse_out_parameter", OUTS, {"x": sx}, {"o": ("sparse", 2 * sx, False)}, "sparse_out")
+# The caller's data in an `out` parameter is overwritten everywhere the program assigns, also
+# where the sparse operand stores nothing.
+case("dense_out_over_initial_data", OUTS, {"x": sx, "o": np.ones((3, 4))}, {"o": 2 * sx.toarray()}, "dense_out_from_sparse")
+
+# A scan with a tuple state along a ragged level (running sum and running maximum per row).
+TUPLE_SCAN = """
+!R = tensor<f64, Row[0:3], Col[0:4] ragged>
+func @step(%s: (f64, f64), %x: f64) -> (f64, f64) {
+  %a = tuple_get(%s, index = 0)
+  %b = tuple_get(%s, index = 1)
+  return make_tuple(plus(%a, %x), maximum(%b, %x))
+}
+func @sum_and_max(%x: !R) -> !R {
+  %s = scan(@step, %x, dim = Col, forward = true, init = (0.0, -100.0))
+  return plus(tuple_get(%s, index = 0), tuple_get(%s, index = 1))
+}
+"""
+runs = [np.array([1.0, -2.0]), np.array([]), np.array([3.0, 4.0, -5.0, 6.0])]
+case("tuple_scan_over_ragged_rows", TUPLE_SCAN, {"x": ("ragged", ragged_of(runs))},
+     {"result": ("ragged", ragged_of([np.cumsum(r) + np.maximum.accumulate(r) for r in runs]))}, "sum_and_max")
+
 # ---- element counts that do not fit --------------------------------------------------------
 case("r4_size_overflow", """
 program @fill(%out: out tensor<f64, I[0:4294967296], J[0:4294967296]>) {

@@ -218,6 +218,17 @@ impl<'a> Buffers<'a> {
         // argument already in them, else built.
         let mut storage: Vec<Option<Cow<'a, Storage>>> = vec![None; args.len()];
         let mut cols = Vec::with_capacity(program.buffers.len());
+        // A stored argument of a written parameter is held logically: its dense view must fit.
+        for b in program.buffers.iter().filter(|b| b.written) {
+            if let Some(s) = b.param.and_then(|p| args[p].stored()) {
+                if s.ty.len() > strata_runtime::value::DENSE_VIEW_LIMIT {
+                    return Err(ExecError::BadStorage(
+                        b.name.clone(),
+                        format!("an `out` parameter is held densely, and its {} elements are too many", s.ty.len()),
+                    ));
+                }
+            }
+        }
         for b in &program.buffers {
             let (Role::Storage(part), Some(_)) = (b.role, b.param) else {
                 cols.push(slot(b, args));
@@ -466,7 +477,23 @@ fn fresh_column<T: Argument>(b: &crate::kernel::Buffer, args: &[T]) -> Column {
         _ => {}
     }
     let mut c = match b.param {
-        Some(p) if !b.overwritten => column(&args[p].tensor().expect("dense parameters are tensors").data, &b.field),
+        Some(p) if !b.overwritten => {
+            // A written sparse or ragged parameter is held in the logical form (its size was
+            // checked by `Buffers::new`).
+            let view;
+            let t = match args[p].tensor() {
+                Some(t) => t,
+                None => {
+                    view = args[p].stored().expect("a tensor or stored").to_tensor().expect("checked");
+                    &view
+                }
+            };
+            if b.role == Role::Presence {
+                Column::U8((0..t.len()).map(|i| u8::from(t.is_present(i))).collect())
+            } else {
+                column(&t.data, &b.field)
+            }
+        }
         // Written whole before it is read: stale content is never seen.
         _ if b.overwritten => return reusable_column(b.scalar, len),
         _ => Column::zeros(b.scalar, len),

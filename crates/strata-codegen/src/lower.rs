@@ -131,13 +131,20 @@ impl<'m> Lowerer<'m> {
     ) -> Result<(Sym, Vec<usize>), LowerError> {
         let sparse = split(self.types, ty).0.iter().any(|l| !l.format.is_dense_like());
         if sparse {
-            self.check_storage(name, ty, func)?;
+            // Storage and the presence of an output are per scalar; a temporary (a scan's with
+            // a tuple state) holds every field densely.
+            if param.is_some() || name == "result" {
+                self.check_storage(name, ty, func)?;
+            }
             match (param, written) {
                 (Some(_), false) => return Ok(self.bind_storage(name, ty, param)),
-                // Results are written in the logical form: any storage format; temporaries (a
+                // Results and `out` parameters are written in the logical form (values, and
+                // for ragged types which exist), whatever their storage format; temporaries (a
                 // scan's) hold their values densely, their readers decide what exists.
-                (None, true) => {}
-                _ => return Err(self.unsupported_type(format!("writing the sparse or ragged value `%{name}`"), func)),
+                (None, true) | (Some(_), true) => {}
+                (None, false) => {
+                    return Err(self.unsupported_type(format!("the sparse or ragged value `%{name}`"), func))
+                }
             }
         }
         let (levels, element) = flat(self.types, ty).map_err(|w| self.unsupported_type(w, func))?;
@@ -163,15 +170,26 @@ impl<'m> Lowerer<'m> {
             let coords = level_vars(&levels);
             exprs.push(Rc::new(SExpr::Load(Rc::new(Load { buffer: id, coords }))));
         }
-        if name == "result" && has_ragged(&split(self.types, ty).0) {
-            // A ragged result in the logical form: values, and which exist (a sparse result's
-            // unstored entries are zeros, so its values are all there is).
+        let written_out = name == "result" || (param.is_some() && written);
+        if written_out && has_ragged(&split(self.types, ty).0) {
+            // A ragged result or `out` parameter in the logical form: values, and which exist
+            // (a sparse one's unstored entries are zeros, so its values are all there is).
             let mut presence = self.buffers[ids[0]].clone();
             presence.name = format!("{name}.present");
             presence.scalar = Scalar::U8;
             presence.role = Role::Presence;
-            ids.push(self.buffers.len());
+            let at = self.buffers.len();
+            ids.push(at);
             self.buffers.push(presence);
+            // Read back (a program reading its `out` parameter), an element exists where the
+            // presence says so.
+            if param.is_some() {
+                let present = Rc::new(SExpr::Load(Rc::new(Load { buffer: at, coords: level_vars(&levels) })));
+                let exists =
+                    Rc::new(SExpr::Binary(BinaryOp::Ne, present, Rc::new(SExpr::Const(Sv::U8(0))), Scalar::U8));
+                let absent = Rc::new(SExpr::Absent(self.buffers[ids[0]].scalar));
+                exprs = exprs.into_iter().map(|v| Rc::new(SExpr::Select(exists.clone(), v, absent.clone()))).collect();
+            }
         }
         Ok((assemble(self.types, element, &mut exprs.into_iter()), ids))
     }
@@ -1718,8 +1736,17 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
                     ));
                     leaves = copies;
                 }
-                let stores =
-                    param_buffers[p].iter().zip(leaves).map(|(&buffer, value)| Store { buffer, value }).collect();
+                let mut stores: Vec<Store> = param_buffers[p]
+                    .iter()
+                    .zip(&leaves)
+                    .map(|(&buffer, value)| Store { buffer, value: value.clone() })
+                    .collect();
+                // A ragged `out` parameter also stores which elements exist.
+                if let (Some(&b), [leaf]) = (param_buffers[p].last(), leaves.as_slice()) {
+                    if l.buffers[b].role == Role::Presence {
+                        stores.push(Store { buffer: b, value: Rc::new(SExpr::Present(leaf.clone())) });
+                    }
+                }
                 l.kernels.push(Kernel::nest(
                     format!("%{} <- %{}", func.exprs[*target].name, func.exprs[*value].name),
                     dom,

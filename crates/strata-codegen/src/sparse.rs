@@ -385,9 +385,12 @@ fn kernel_sets(program: &KernelProgram, k: &Kernel) -> Vec<CoIteration> {
         }
     };
     let together = |rs: &[Rc<SparseRead>]| values.iter().all(|v| crate::fill::zero_at_fill(v, rs, &scalar));
+    // Left-out points keep the buffer's initial content: zeros for results and temporaries,
+    // but the caller's data in an `out` parameter, which the assignment overwrites everywhere.
+    let fresh = k.stores.iter().all(|st| program.buffers[st.buffer].param.is_none());
     let mut outer: Vec<DimName> = Vec::new();
     for l in &k.domain {
-        let cands = candidates(program, &values, &l.name, &outer);
+        let cands = if fresh { candidates(program, &values, &l.name, &outer) } else { Vec::new() };
         if let Some(set) = choose(program, &cands, &alone, &together) {
             let merge = matches!(set, IterSet::Union(_));
             out.push(CoIteration { var: l.name.clone(), range: l.interval, set, merge });
