@@ -139,6 +139,20 @@ case("r5_table_into_empty", TABLES, {"x": np.zeros(0), "v2e": np.zeros((2, 3), n
      {"error": "outside `Edge[0:0]`"}, "into_empty")
 case("r5_all_skipped_into_empty", TABLES, {"x": np.zeros(0), "v2e": -np.ones((2, 3), np.int32)},
      {"result": np.zeros(2)}, "into_empty")
+# A bad entry in a row the result never uses is an error on both backends (the whole table of
+# a shift is checked, not only the entries a kernel reads).
+UNUSED_ROW = """
+func @add(%acc: f64, %a: f64) -> f64 {
+  return plus(%acc, %a)
+}
+func @first(%x: tensor<f64, Edge[0:4]>, %v2e: tensor<i32, Vertex[0:2], NB_Edge[0:3]>) -> tensor<f64, Vertex[0:1]> {
+  return subset(reduce(@add, shift_init(%x, %v2e), init = 0.0), domain = [Vertex[0:1]])
+}
+"""
+case("table_entry_unused_but_bad", UNUSED_ROW, {"x": x4, "v2e": np.array([[0, 1, -1], [2, 9, 0]], np.int32)},
+     {"error": "outside `Edge[0:4]`"}, "first")
+case("table_entry_unused_and_good", UNUSED_ROW, {"x": x4, "v2e": np.array([[0, 1, -1], [2, 3, 0]], np.int32)},
+     {"result": np.array([11.0])}, "first")
 tu = np.array([[0, 1, 2**64 - 1], [2, 3, 0]], dtype=np.uint64)
 case("r5_unsigned_all_ones", TABLES, {"x": x4, "v2e": tu}, {"error": "is outside `Edge[0:4]`"}, "unsigned")
 tu_ok = np.array([[0, 1, 3], [2, 3, 0]], dtype=np.uint64)

@@ -69,6 +69,28 @@ fn describe(b: &Option<Bad>) -> String {
     }
 }
 
+/// The first entry of table column `c` that is neither the skip value (−1, signed tables
+/// only) nor a coordinate of `source`.
+fn first_bad_entry(c: &Column, source: strata_ir::Interval) -> Option<i128> {
+    let (lo, hi) = (source.start as i128, source.stop as i128);
+    macro_rules! scan {
+        ($v:expr, $skip:expr) => {
+            $v.iter().map(|&t| t as i128).find(|&t| !($skip && t == -1) && !(lo <= t && t < hi))
+        };
+    }
+    match c {
+        Column::I8(v) => scan!(v, true),
+        Column::I16(v) => scan!(v, true),
+        Column::I32(v) => scan!(v, true),
+        Column::I64(v) | Column::Index(v) => scan!(v, true),
+        Column::U8(v) => scan!(v, false),
+        Column::U16(v) => scan!(v, false),
+        Column::U32(v) => scan!(v, false),
+        Column::U64(v) => scan!(v, false),
+        other => (0..other.len()).map(|i| other.get(i).as_i128()).find(|&t| !(lo <= t && t < hi)),
+    }
+}
+
 /// The flat column of the leaf at `path`: tensor elements are laid out one after another
 /// (outer levels, then the element's levels, row-major), as the lowering's flat buffers expect.
 fn column(d: &Data, path: &[usize]) -> Column {
@@ -280,6 +302,24 @@ impl<'a> Buffers<'a> {
                     _ => unreachable!("a ragged level"),
                 },
             }));
+        }
+        // Every entry of an input table is checked before anything runs, as the interpreter
+        // checks a whole shift's table: -1 (in a signed table) or a coordinate of the source
+        // interval. The kernels check again the entries they read.
+        for (b, source) in program.input_tables() {
+            let c = match &cols[b] {
+                Slot::Owned(c) => c,
+                Slot::Borrowed(c) => *c,
+            };
+            if let Some(t) = first_bad_entry(c, source) {
+                let buffer = &program.buffers[b];
+                let src = buffer.levels.iter().find_map(|l| l.name.table_source()).map(|d| d.to_string());
+                return Err(ExecError::TableOutOfInterval(Some(Bad {
+                    value: i64::try_from(t).unwrap_or(i64::MIN),
+                    interval: source,
+                    table: src.map(|d| (buffer.name.split('.').next().unwrap_or(&buffer.name).to_string(), d)),
+                })));
+            }
         }
         Ok(Buffers {
             cols,

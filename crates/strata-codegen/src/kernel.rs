@@ -420,6 +420,46 @@ pub struct KernelProgram {
     pub sparse: Vec<crate::sparse::SparseTensor>,
 }
 
+impl KernelProgram {
+    /// Every neighbor table the kernels read through (`Coord::Table`, guards) that is an input
+    /// buffer, with the source interval its entries must lie in: each distinct pair once.
+    pub fn input_tables(&self) -> Vec<(usize, strata_ir::Interval)> {
+        use crate::sym::{for_each_coord_part, for_each_part, Part};
+        fn visit(p: Part, out: &mut Vec<(usize, strata_ir::Interval)>) {
+            let mut note = |t: &crate::sym::Load, source: strata_ir::Interval| {
+                if !out.contains(&(t.buffer, source)) {
+                    out.push((t.buffer, source));
+                }
+            };
+            match p {
+                Part::Coord(c) => {
+                    if let Coord::Table { table, source, .. } = c {
+                        note(table, *source);
+                    }
+                    for_each_coord_part(c, &mut |q| visit(q, out));
+                }
+                Part::Expr(e) => {
+                    if let SExpr::Guard { table, source, .. } = &**e {
+                        note(table, *source);
+                    }
+                    for_each_part(e, &mut |q| visit(q, out));
+                }
+            }
+        }
+        let mut out = Vec::new();
+        for k in &self.kernels {
+            for e in k.exprs() {
+                visit(Part::Expr(e), &mut out);
+            }
+        }
+        out.retain(|(b, _)| {
+            let b = &self.buffers[*b];
+            b.param.is_some() && !b.written && b.role == Role::Elements
+        });
+        out
+    }
+}
+
 /// The loop-level form, as `strata lower --to loops` prints it.
 impl std::fmt::Display for KernelProgram {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
