@@ -381,9 +381,19 @@ fn same(a: &Column, b: &Column, exact: bool) -> bool {
 
 #[test]
 fn thousand_random_programs_native_equals_interpreter() {
-    let cache = common::private_cache("difftest");
-    let mut rng = Rng::seeded(0xD1FF_5EED_0000_0001);
-    let total = 1000;
+    random_programs(1000, 0xD1FF_5EED_0000_0001);
+}
+
+/// The long run: `cargo test --release -p strata-codegen --test differential -- --ignored`.
+#[test]
+#[ignore = "the long run: 5,000 random programs"]
+fn five_thousand_random_programs_native_equals_interpreter() {
+    random_programs(5000, 0xD1FF_5EED_0000_5000);
+}
+
+fn random_programs(total: usize, seed: u64) {
+    let cache = common::private_cache(&format!("difftest-{seed:x}"));
+    let mut rng = Rng::seeded(seed);
     let batch = 125;
     let mut checked = 0;
     let mut exact_count = 0;
