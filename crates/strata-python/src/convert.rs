@@ -354,7 +354,8 @@ fn stored_out(py: Python<'_>, s: Stored) -> PyResult<Py<PyAny>> {
                 k += 1;
             }
         }
-        d.set_item("values", array(py, s.storage.values, &[])?.bind(py).call_method0("ravel")?)?;
+        let n = s.storage.values.len();
+        d.set_item("values", array(py, s.storage.values, &[n])?)?;
         d.set_item("shape", shape)?;
         return Ok(d.into_any().unbind());
     }

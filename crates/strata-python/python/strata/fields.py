@@ -292,6 +292,12 @@ class Field:
         a = self.numpy()
         return a if dtype is None else a.astype(dtype)
 
+    def __array_function__(self, func, types, args, kwargs):
+        """numpy functions other than ufuncs (`np.cumsum`, `np.where`, …) would evaluate the
+        field silently: refused, naming the function (`strata.where`, `strata.scan` and
+        `.numpy()` are the field ways)."""
+        raise FieldError(f"`np.{func.__name__}` has no field operation; evaluate the field first with `.numpy()`")
+
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         """numpy's math on fields stays a field (`np.sqrt(x)` is `sqrt` per point, compiled with
         the rest), never a silent evaluation; a ufunc Strata has no builtin for is an error."""
