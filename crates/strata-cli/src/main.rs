@@ -119,6 +119,13 @@ enum Command {
 }
 
 fn main() {
+    // Output piped into a reader that stops early (`strata run … | head`) ends the process
+    // quietly, as for other command-line tools, instead of a panic on the failed write.
+    // Not in MPI ranks, whose sockets the MPI library handles.
+    if !strata_dist::launched_by_mpi() {
+        // SAFETY: restoring a signal's default disposition before any thread starts.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
     let cli = Cli::parse();
     let status = match cli.command {
         Command::Check { files } => strata_cli::cmd_check(&files),

@@ -189,3 +189,37 @@ fn fmt_writes_through_a_symbolic_link() {
     assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
     assert_eq!(std::fs::read_to_string(&real).unwrap(), "func @f(%x: f64) -> f64 {\n  return %x\n}\n");
 }
+
+#[test]
+fn a_damaged_cached_kernel_is_built_again() {
+    // Issue 31: the cache checks each object's length and hash (once per process) instead of
+    // trusting any file that exists; a truncated one was SIGBUS on every later run.
+    let cache = tmpdir("cache-damaged");
+    let divmod = workspace().join("examples/structured/divmod.strata");
+    let run = || {
+        strata()
+            .env("STRATA_CACHE_DIR", &cache)
+            .arg("run")
+            .arg(&divmod)
+            .args(["--arg", "a=random:1", "--arg", "b=random:2", "--backend", "native"])
+            .output()
+            .unwrap()
+    };
+    let first = run();
+    assert_eq!(first.status.code(), Some(0), "{}", String::from_utf8_lossy(&first.stderr));
+    let objects: Vec<PathBuf> = std::fs::read_dir(&cache)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "so"))
+        .collect();
+    assert!(!objects.is_empty());
+    for so in &objects {
+        let f = std::fs::OpenOptions::new().write(true).open(so).unwrap();
+        f.set_len(1000).unwrap();
+    }
+    let again = run();
+    assert_eq!(again.status.code(), Some(0), "{}", String::from_utf8_lossy(&again.stderr));
+    assert_eq!(first.stdout, again.stdout);
+    assert!(objects.iter().all(|so| std::fs::metadata(so).unwrap().len() > 1000));
+}

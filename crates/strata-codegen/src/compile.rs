@@ -106,6 +106,33 @@ fn compiler_identity(cc: &str) -> String {
         .clone()
 }
 
+/// What a cached object's checksum file holds: its length and FNV-1a hash.
+fn checksum(bytes: &[u8]) -> String {
+    format!("{} {:016x}\n", bytes.len(), fnv1a(&[bytes]))
+}
+
+/// Cached objects this process has checked (each is read and hashed once per process).
+fn validated() -> &'static std::sync::Mutex<std::collections::HashSet<PathBuf>> {
+    static SEEN: OnceLock<std::sync::Mutex<std::collections::HashSet<PathBuf>>> = OnceLock::new();
+    SEEN.get_or_init(Default::default)
+}
+
+/// Whether cached object `so` has the length and hash its checksum file `sum` records.
+fn intact(so: &Path, sum: &Path) -> bool {
+    let mut seen = validated().lock().unwrap_or_else(|e| e.into_inner());
+    if seen.contains(so) {
+        return true;
+    }
+    let ok = match (std::fs::read(so), std::fs::read_to_string(sum)) {
+        (Ok(bytes), Ok(recorded)) => checksum(&bytes) == recorded,
+        _ => false,
+    };
+    if ok {
+        seen.insert(so.to_path_buf());
+    }
+    ok
+}
+
 /// Whether the last [`build`] found its shared object in the cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CacheState {
@@ -141,8 +168,15 @@ pub fn build_with(
     ]);
     let dir = cache_dir();
     let so = dir.join(format!("{prefix}{key:016x}.so"));
+    let sum = dir.join(format!("{prefix}{key:016x}.so.sum"));
     if so.exists() {
-        return Ok((so, CacheState::Warm));
+        if intact(&so, &sum) {
+            return Ok((so, CacheState::Warm));
+        }
+        // Truncated, overwritten or without its checksum: loading it could crash the process
+        // (a short file is SIGBUS when mapped); it is built again.
+        let _ = std::fs::remove_file(&so);
+        let _ = std::fs::remove_file(&sum);
     }
     std::fs::create_dir_all(&dir).map_err(|source| CompileError::Cache { dir: dir.clone(), source })?;
     // Files of this build only (other threads and processes may build the same key at the
@@ -169,7 +203,15 @@ pub fn build_with(
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         });
     }
-    std::fs::rename(&tmp, &so).map_err(|source| CompileError::Cache { dir: dir.clone(), source })?;
+    // The checksum goes first: an object in place always has one (a crash in between leaves a
+    // checksum without its object, which the next build replaces).
+    let cache_err = |source| CompileError::Cache { dir: dir.clone(), source };
+    let bytes = std::fs::read(&tmp).map_err(cache_err)?;
+    let sum_tmp = dir.join(format!("{prefix}{key:016x}.so.sum.{tag}.tmp"));
+    std::fs::write(&sum_tmp, checksum(&bytes)).map_err(cache_err)?;
+    std::fs::rename(&sum_tmp, &sum).map_err(cache_err)?;
+    std::fs::rename(&tmp, &so).map_err(cache_err)?;
+    validated().lock().unwrap_or_else(|e| e.into_inner()).insert(so.clone());
     // The source stays beside its object for reading (a failed build keeps its own file, which
     // the error names).
     let _ = std::fs::rename(&c_file, dir.join(format!("{prefix}{key:016x}.c")));
