@@ -42,16 +42,7 @@ fn native_examples_equal_the_interpreter() {
                     .map(|(i, &p)| {
                         let vt = ValueType::from_ir(&info.types, f.exprs[p].ty);
                         // A table's entries must index its source dimension.
-                        let source = vt.levels.iter().find_map(|l| l.name.table_source()).and_then(|src| {
-                            f.params.iter().find_map(|&q| {
-                                ValueType::from_ir(&info.types, f.exprs[q].ty)
-                                    .levels
-                                    .iter()
-                                    .find(|l| l.name == src)
-                                    .map(|l| l.interval.len() as i64)
-                            })
-                        });
-                        fill(&vt, i as u64 + 1, source)
+                        fill(&vt, i as u64 + 1, common::table_source_len(&info.types, f, &vt))
                     })
                     .collect();
                 let want = interp.run(h, args.clone());

@@ -283,15 +283,7 @@ fn fuzz(mutants: usize, seed: u64) {
             .enumerate()
             .map(|(i, &p)| {
                 let vt = ValueType::from_ir(&info.types, f.exprs[p].ty);
-                let source = vt.levels.iter().find_map(|l| l.name.table_source()).and_then(|src| {
-                    f.params.iter().find_map(|&q| {
-                        ValueType::from_ir(&info.types, f.exprs[q].ty)
-                            .levels
-                            .iter()
-                            .find(|l| l.name == src)
-                            .map(|l| l.interval.len() as i64)
-                    })
-                });
+                let source = common::table_source_len(&info.types, f, &vt);
                 let mut t = fill(&vt, (k * 31 + i) as u64 + seed, source.filter(|&n| n > 0));
                 adversarial(&mut t, mode, source.is_some(), &mut data_rng);
                 t

@@ -181,3 +181,12 @@ pub fn same(a: &Data, b: &Data, exact: bool) -> bool {
         _ => a == b,
     }
 }
+
+/// The length of the source interval whose coordinates neighbor table `vt` (a parameter of `f`)
+/// holds: the interval of the table's source dimension in the parameter that has it.
+pub fn table_source_len(types: &strata_ir::TypeArena, f: &strata_ir::Function, vt: &ValueType) -> Option<i64> {
+    let src = vt.levels.iter().find_map(|l| l.name.table_source())?;
+    f.params.iter().find_map(|&q| {
+        ValueType::from_ir(types, f.exprs[q].ty).levels.iter().find(|l| l.name == src).map(|l| l.interval.len() as i64)
+    })
+}
