@@ -27,7 +27,7 @@ class CaseList(list):
 
     def add(self, name, program, inputs, expected, entry=None, backends=None):
         """`inputs`: name -> numpy array, SciPy matrix, ("ragged", arrays) or an object with
-        `save(path)` writing an `.npz`; `expected`: name -> numpy array (dense result),
+        `save(path)` writing the file (an `.npz`, or its `suffix`); `expected`: name -> numpy array (dense result),
         ("ieee", array) (NaN and infinities where the array has them, finite values close),
         ("sparse", …) / ("ragged", …) results, or {"error": text}; `backends`: where the
         program runs (default: the interpreter and native code)."""
@@ -504,7 +504,7 @@ case("spgemm_cancelling", spgemm_program(3, 3, 2), {"a": CA, "b": CB}, {"result"
 
 def save(work, name, value):
     if hasattr(value, "save") and not isinstance(value, np.ndarray):
-        path = os.path.join(work, name + ".npz")
+        path = os.path.join(work, name + getattr(value, "suffix", ".npz"))
         value.save(path)
         return path
     if isinstance(value, tuple) and value[0] == "ragged":

@@ -200,6 +200,24 @@ class BadCsr:
                  indices=np.array([0, 1, 2], dtype=np.int32), indptr=np.array([1, 1, 2, 3], dtype=np.int32))
 
 
+class Trailing:
+    """A `.npy` with bytes after the data its header describes."""
+
+    suffix = ".npy"
+
+    def __init__(self, a):
+        self.a = a
+
+    def save(self, path):
+        import io
+        buf = io.BytesIO()
+        np.save(buf, self.a)
+        with open(path, "wb") as f:
+            f.write(buf.getvalue() + b"junk")
+
+
+case("npy_with_trailing_bytes", "func @f(%x: tensor<3xf64>) -> tensor<3xf64> {\n  return %x\n}\n",
+     {"x": Trailing(np.arange(3.0))}, {"error": "bytes after the data"}, "f")
 case("r7_csr_indptr_from_one", RAGGED, {"a": BadCsr(), "x": np.ones(3)}, {"error": "index pointer"}, "spmv")
 good = sp.csr_matrix(np.array([[1.0, 0, 2], [0, 0, 0], [0, 3, 0]]))
 case("r7_csr", RAGGED, {"a": good, "x": np.arange(3.0)}, {"result": good @ np.arange(3.0)}, "spmv")

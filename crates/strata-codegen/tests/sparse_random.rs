@@ -1,7 +1,7 @@
 //! Random sparse and ragged programs: native code equals the interpreter.
 //!
 //! Each program takes a sparse or ragged tensor in a random format (CSR, CSC, DCSR, COO, block
-//! rows, jagged rows, a sparse vector) over random intervals (some starting below or above
+//! rows, jagged rows, runs of runs (two ragged levels), a sparse vector) over random intervals (some starting below or above
 //! zero), applies up to three random operations (elementwise with a second sparse tensor or a
 //! dense one, `can_deref` + `select`, storage conversions) and ends in a random `map_reduce`
 //! (sums, maxima, SpMV, SpMM over any letters) or returns the value itself. Statement types are
@@ -57,10 +57,12 @@ fn generate(rng: &mut XorShift, id: usize) -> Option<String> {
         format!("{i} compressed(nonunique), {j} singleton"),
         format!("{i} compressed, {j}"),
         format!("{i}, {j} ragged"),
+        // Two ragged levels: runs of runs per position of K.
+        format!("{k}, {i} ragged, {j} ragged"),
         format!("{i} compressed"),
     ];
-    let vector = rng.below(7) == 6;
-    let sparse = if vector { formats[6].clone() } else { pick(rng, &formats[..6]).clone() };
+    let vector = rng.below(8) == 7;
+    let sparse = if vector { formats[7].clone() } else { pick(rng, &formats[..7]).clone() };
     let s_ty = format!("tensor<f64, {sparse}>");
     let dense_ty = if vector { format!("tensor<f64, {i}>") } else { format!("tensor<f64, {i}, {j}>") };
     let params = format!(
