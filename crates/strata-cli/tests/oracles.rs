@@ -87,6 +87,14 @@ fn trust_repros_match_numpy_on_both_backends() {
 }
 
 #[test]
+fn random_neighbor_reduction_programs_match_numpy_on_both_backends() {
+    // Generated with their numpy formulation: nested reductions both ways, through calls,
+    // counting and non-annihilating payloads, weights on narrower neighbor intervals, skips.
+    let text = oracle("check_random_meshes.py");
+    assert!(text.contains("240 passed, 0 failed"), "{text}");
+}
+
+#[test]
 fn sparse_ragged_and_skip_semantics_match_scipy_on_both_backends() {
     let text = oracle("check_sparse.py");
     for check in [
