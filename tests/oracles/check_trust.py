@@ -17,7 +17,7 @@ import sys
 import numpy as np
 import scipy.sparse as sp
 
-from check_sparse import main_with, case_list, ragged_of
+from check_sparse import main_with, case_list, ragged_of, ragged2_of
 
 CASES = case_list()
 case = CASES.add
@@ -266,6 +266,55 @@ func @sum_and_max(%x: !R) -> !R {
 runs = [np.array([1.0, -2.0]), np.array([]), np.array([3.0, 4.0, -5.0, 6.0])]
 case("tuple_scan_over_ragged_rows", TUPLE_SCAN, {"x": ("ragged", ragged_of(runs))},
      {"result": ("ragged", ragged_of([np.cumsum(r) + np.maximum.accumulate(r) for r in runs]))}, "sum_and_max")
+
+# ---- random runs of runs: empty rows anywhere in a group (at its end too), empty groups ------
+RAGGED2 = """
+!T = tensor<f64, G[0:4], R[0:3] ragged, V[0:4] ragged>
+func @add(%s: tensor<f64, G[0:4], R[0:3] ragged>, %x: tensor<f64, G[0:4], R[0:3] ragged>) -> tensor<f64, G[0:4], R[0:3] ragged> {
+  return plus(%s, %x)
+}
+func @count(%s: tensor<f64, G[0:4], R[0:3] ragged>, %x: tensor<f64, G[0:4], R[0:3] ragged>) -> tensor<f64, G[0:4], R[0:3] ragged> {
+  return plus(%s, 1.0)
+}
+func @sum(%acc: f64, %x: f64) -> f64 {
+  return plus(%acc, %x)
+}
+func @same(%y: !T) -> !T {
+  return %y
+}
+func @shifted(%y: !T) -> !T {
+  return plus(multiplies(%y, 2.0), 1.0)
+}
+func @cumsum(%y: !T) -> !T {
+  return scan(@add, %y, dim = V, forward = true, init = 0.0)
+}
+func @rank(%y: !T) -> !T {
+  return scan(@count, %y, dim = V, forward = false, init = 0.0)
+}
+func @row_sums(%y: !T) -> tensor<f64, G[0:4], R[0:3]> {
+  return map_reduce(@sum, %y, init = 0.0, einsum = "grv->gr")
+}
+"""
+rr = np.random.default_rng(314)
+for i in range(12):
+    groups = [[np.round(rr.standard_normal(int(rr.integers(0, 5))), 2) for _ in range(int(rr.integers(0, 4)))]
+              for _ in range(4)]
+    if i % 3 == 0:
+        groups[int(rr.integers(0, 4))].append(np.zeros(0))  # an empty row at a group's end
+    groups = [g[:3] for g in groups]
+    y = ("ragged", ragged2_of(groups))
+    case(f"ragged2_random_{i}_same", RAGGED2, {"y": y}, {"result": y}, "same")
+    case(f"ragged2_random_{i}_shifted", RAGGED2, {"y": y},
+         {"result": ("ragged", ragged2_of([[2 * r + 1 for r in g] for g in groups]))}, "shifted")
+    case(f"ragged2_random_{i}_cumsum", RAGGED2, {"y": y},
+         {"result": ("ragged", ragged2_of([[np.cumsum(r) for r in g] for g in groups]))}, "cumsum")
+    case(f"ragged2_random_{i}_rank", RAGGED2, {"y": y},
+         {"result": ("ragged", ragged2_of([[np.arange(len(r), 0, -1, dtype=np.float64) for r in g] for g in groups]))}, "rank")
+    sums = np.zeros((4, 3))
+    for gi, g in enumerate(groups):
+        for ri, r in enumerate(g):
+            sums[gi, ri] = r.sum()
+    case(f"ragged2_random_{i}_row_sums", RAGGED2, {"y": y}, {"result": sums}, "row_sums")
 
 # ---- element counts that do not fit --------------------------------------------------------
 case("r4_size_overflow", """
