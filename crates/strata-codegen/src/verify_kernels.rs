@@ -10,6 +10,7 @@
 //!   a variable already bound around it (a shadowed name is how a nested neighbor reduction
 //!   once read the outer fold's counter), and every accumulator read belongs to an enclosing
 //!   fold or a state register;
+//! - a computed coordinate's value has an integer type;
 //! - every read of a buffer holding elements is in bounds *by construction*: a coordinate
 //!   `v + o` ranges over `range(v) + o`, which must lie in the level's interval (an empty range
 //!   reads nothing); a constant must lie in it; a table entry or a computed coordinate is
@@ -22,7 +23,7 @@
 use std::collections::HashSet;
 use std::rc::Rc;
 
-use strata_ir::{DimName, Interval};
+use strata_ir::{DimName, Interval, Scalar};
 
 use crate::kernel::{Buffer, Kernel, KernelKind, Role, Scatter};
 use crate::sym::{show, Coord, Load, SExpr};
@@ -311,7 +312,42 @@ impl<'p> Checker<'p> {
             }
             Coord::Const(_) => Ok(()),
             Coord::Table { table, source, .. } => self.table(table, *source, scope),
-            Coord::Computed { value, .. } => self.expr(value, scope),
+            Coord::Computed { value, .. } => {
+                // An index computed from data or by index arithmetic is an integer.
+                if let Some(t) = scalar_of(value).filter(|t| !t.is_integer() && *t != Scalar::Index) {
+                    return Err(format!("a computed coordinate has type `{t}`, not an integer: {}", show(value)));
+                }
+                self.expr(value, scope)
+            }
         }
     }
+}
+
+/// The scalar type of `e` where its form says it (`None` for a sparse read, whose type is its
+/// tensor's, and an accumulator's, which is its fold's).
+fn scalar_of(e: &SExpr) -> Option<Scalar> {
+    use strata_ir::BinaryClass;
+    Some(match e {
+        SExpr::Const(v) => v.scalar(),
+        SExpr::Absent(s) | SExpr::Cast(_, _, s) | SExpr::Reduce { scalar: s, .. } => *s,
+        SExpr::Index(_) => Scalar::Index,
+        SExpr::Unary(op, _, s) => {
+            if op.is_test() {
+                Scalar::Bool
+            } else {
+                *s
+            }
+        }
+        SExpr::Binary(op, _, _, s) => {
+            if op.class() == BinaryClass::Comparison {
+                Scalar::Bool
+            } else {
+                *s
+            }
+        }
+        SExpr::Present(_) => Scalar::Bool,
+        SExpr::Select(_, t, _) => return scalar_of(t),
+        SExpr::Guard { value, .. } => return scalar_of(value),
+        SExpr::Load(_) | SExpr::Sparse(_) | SExpr::Acc(_) => return None,
+    })
 }
