@@ -72,10 +72,22 @@ struct Program {
     entry: String,
     /// Neighbor-table parameters and the source interval their entries index.
     tables: Vec<(String, i64, i64)>,
+    /// The program in numpy (tests/oracles/named.py): the body of a Python function of the
+    /// parameters by name, returning the result's array; `None` where one is not generated
+    /// (vector math, whose last bits are the library's, and semi-affine windows).
+    numpy: Option<String>,
+}
+
+/// A named value in the numpy translation: `NV([("I", s, e), …], array)`.
+fn nv(name: &str, dims: &[(char, i64, i64)]) -> String {
+    let ds: Vec<String> = dims.iter().map(|(d, s, e)| format!("(\"{d}\", {s}, {e})")).collect();
+    format!("NV([{}], inputs[\"{name}\"])", ds.join(", "))
 }
 
 fn generate(rng: &mut Rng, id: usize) -> Program {
     let scalar = if rng.below(3) == 0 { "i64" } else { "f64" };
+    let mut py: Vec<String> = Vec::new();
+    let mut numpy = true;
     let mut vals: Vec<V> = Vec::new();
     let mut params = Vec::new();
     for p in 0..2 + rng.below(2) {
@@ -88,6 +100,7 @@ fn generate(rng: &mut Rng, id: usize) -> Program {
         }
         let v = V { name: format!("p{p}"), dims, scalar, tuple: false };
         params.push(format!("%{}: {}", v.name, ty(&v)));
+        py.push(format!("    {} = {}", v.name, nv(&v.name, &v.dims)));
         vals.push(v);
     }
     let mut body = String::new();
@@ -101,6 +114,8 @@ fn generate(rng: &mut Rng, id: usize) -> Program {
         let a = vals[rng.below(vals.len())].clone();
         let b = vals[rng.below(vals.len())].clone();
         let name = format!("v{n}");
+        // The statement's numpy translation (set by every arm that makes a value).
+        let np_expr: String;
         let (op, out): (String, Option<V>) = match rng.below(13) {
             0..=3 if a.scalar == b.scalar && !a.tuple && !b.tuple && a.scalar != "bool" => {
                 let ops = if a.scalar == "f64" {
@@ -109,6 +124,7 @@ fn generate(rng: &mut Rng, id: usize) -> Program {
                     &["plus", "minus", "multiplies", "maximum", "minimum"][..]
                 };
                 let o = ops[rng.below(ops.len())];
+                np_expr = format!("binary(\"{o}\", {}, {})", a.name, b.name);
                 (
                     format!("{o}(%{}, %{})", a.name, b.name),
                     bcast(&[&a, &b]).map(|d| V { name: name.clone(), dims: d, scalar: a.scalar, tuple: false }),
@@ -116,6 +132,7 @@ fn generate(rng: &mut Rng, id: usize) -> Program {
             }
             4 if a.scalar == b.scalar && !a.tuple && !b.tuple && a.scalar != "bool" => {
                 let o = ["less", "greater", "eq", "ne"][rng.below(4)];
+                np_expr = format!("binary(\"{o}\", {}, {})", a.name, b.name);
                 (
                     format!("{o}(%{}, %{})", a.name, b.name),
                     bcast(&[&a, &b]).map(|d| V { name: name.clone(), dims: d, scalar: "bool", tuple: false }),
@@ -130,6 +147,7 @@ fn generate(rng: &mut Rng, id: usize) -> Program {
                 if t.scalar != f.scalar {
                     continue;
                 }
+                np_expr = format!("select({}, {}, {})", a.name, t.name, f.name);
                 (
                     format!("select(%{}, %{}, %{})", a.name, t.name, f.name),
                     bcast(&[&a, &t, &f]).map(|d| V { name: name.clone(), dims: d, scalar: t.scalar, tuple: false }),
@@ -141,10 +159,13 @@ fn generate(rng: &mut Rng, id: usize) -> Program {
                 } else {
                     ["neg", "abs"][rng.below(2)]
                 };
+                numpy &= !matches!(u, "exp" | "sin");
+                np_expr = format!("unary(\"{u}\", {})", a.name);
                 (format!("{u}(%{})", a.name), Some(V { name: name.clone(), ..a.clone() }))
             }
             7 if !a.tuple && a.scalar != "bool" => {
                 let to = if a.scalar == "f64" { "i64" } else { "f64" };
+                np_expr = format!("cast({}, \"{to}\")", a.name);
                 (format!("cast(%{}, to = {to})", a.name), Some(V { name: name.clone(), scalar: to, ..a.clone() }))
             }
             8 if !a.dims.is_empty() => {
@@ -153,6 +174,7 @@ fn generate(rng: &mut Rng, id: usize) -> Program {
                 let mut dims = a.dims.clone();
                 dims[k].1 -= off;
                 dims[k].2 -= off;
+                np_expr = format!("shift({}, \"{}\", {off})", a.name, a.dims[k].0);
                 (
                     format!("cartesian_shift(%{}, dim = {}, offset = {off})", a.name, a.dims[k].0),
                     Some(V { name: name.clone(), dims, ..a.clone() }),
@@ -167,6 +189,7 @@ fn generate(rng: &mut Rng, id: usize) -> Program {
                 let t = V { name: format!("t{n}"), dims: d.clone(), scalar: a.scalar, tuple: true };
                 let _ = writeln!(body, "  %t{n} = make_tuple(%{}, %{}) : {}", a.name, b.name, ty(&t));
                 let k = rng.below(2);
+                np_expr = format!("pick({k}, {}, {})", a.name, b.name);
                 (
                     format!("tuple_get(%t{n}, index = {k})"),
                     Some(V { name: name.clone(), dims: d, scalar: a.scalar, tuple: false }),
@@ -202,7 +225,8 @@ fn generate(rng: &mut Rng, id: usize) -> Program {
                 let float = a.scalar == "f64";
                 // Sums; counts that ignore the neighbor value (a skipped neighbor must not
                 // count); maxima, which the neighbor's skips must not reach either.
-                let step = match rng.below(4) {
+                let kind = rng.below(4);
+                let step = match kind {
                     0 => "%s = plus(%acc, %x)".to_string(),
                     1 => {
                         let one = if float { "1.0" } else { "1" };
@@ -212,6 +236,12 @@ fn generate(rng: &mut Rng, id: usize) -> Program {
                     2 => format!("%s = plus(%acc, {})", if float { "1.0" } else { "1" }),
                     _ => "%s = maximum(%acc, %x)".to_string(),
                 };
+                let np_step = ["sum", "count", "count", "max"][kind];
+                np_expr = format!(
+                    "reduce_table({}, \"I\", (\"C\", 0, {cn}), inputs[\"{tb}\"], \"{np_step}\", {})",
+                    a.name,
+                    if float { "0.0" } else { "0" }
+                );
                 let _ = writeln!(
                     helpers,
                     "func @sum{id}_{n}(%acc: {rt}, %x: {rt}) -> {rt} {{\n  {step} : {rt}\n  return %s\n}}\n"
@@ -266,9 +296,14 @@ fn generate(rng: &mut Rng, id: usize) -> Program {
                         "func @mac{id}_{n}(%acc: {rt}, %x: {rt}, %w: tensor<{st}>) -> {rt} {{\n  return plus(%acc, multiplies(%x, %w))\n}}\n"
                     );
                     let init = if float { "0.5" } else { "2" };
+                    np_expr = format!(
+                        "reduce_table({}, \"C\", (\"I\", {is}, {ie}), inputs[\"{tb}\"], \"mac\", {init}, (inputs[\"{w}\"], {ws}))",
+                        a.name
+                    );
                     (format!("reduce(@mac{id}_{n}, %sh{n}, %{w}, init = {init})"), Some(red))
                 } else {
-                    let step = match rng.below(3) {
+                    let kind = rng.below(3);
+                    let step = match kind {
                         0 => "plus(%acc, %x)".to_string(),
                         1 => format!("plus(%acc, {})", if float { "1.0" } else { "1" }),
                         _ => "minimum(%acc, %x)".to_string(),
@@ -276,6 +311,11 @@ fn generate(rng: &mut Rng, id: usize) -> Program {
                     let _ =
                         writeln!(helpers, "func @back{id}_{n}(%acc: {rt}, %x: {rt}) -> {rt} {{\n  return {step}\n}}\n");
                     let init = if float { "100.0" } else { "100" };
+                    np_expr = format!(
+                        "reduce_table({}, \"C\", (\"I\", {is}, {ie}), inputs[\"{tb}\"], \"{}\", {init})",
+                        a.name,
+                        ["sum", "count", "min"][kind]
+                    );
                     (format!("reduce(@back{id}_{n}, %sh{n}, init = {init})"), Some(red))
                 }
             }
@@ -294,6 +334,7 @@ fn generate(rng: &mut Rng, id: usize) -> Program {
                 );
                 let init = if a.scalar == "f64" { "0.5" } else { "1" };
                 let fw = rng.below(2) == 0;
+                np_expr = format!("scan({}, \"K\", \"{op}\", {init}, {})", a.name, if fw { "True" } else { "False" });
                 (
                     format!("scan(@step{id}_{n}, %{}, dim = K, forward = {fw}, init = {init})", a.name),
                     Some(V { name: name.clone(), ..a.clone() }),
@@ -303,6 +344,7 @@ fn generate(rng: &mut Rng, id: usize) -> Program {
                 let k = (0..a.dims.len()).find(|&k| a.dims[k].2 - a.dims[k].1 > 1).expect("some");
                 let mut dims = a.dims.clone();
                 dims[k].1 += 1;
+                np_expr = format!("subset({}, \"{}\", {}, {})", a.name, a.dims[k].0, dims[k].1, dims[k].2);
                 (
                     format!("subset(%{}, domain = [{}[{}:{}]])", a.name, a.dims[k].0, dims[k].1, dims[k].2),
                     Some(V { name: name.clone(), dims, ..a.clone() }),
@@ -311,6 +353,7 @@ fn generate(rng: &mut Rng, id: usize) -> Program {
             _ => continue,
         };
         let Some(out) = out else { continue };
+        py.push(format!("    {name} = {np_expr}"));
         // Half the statements leave their type to inference.
         if rng.below(2) == 0 {
             let _ = writeln!(body, "  %{name} = {op}");
@@ -358,11 +401,13 @@ fn generate(rng: &mut Rng, id: usize) -> Program {
             coords.join(", ")
         );
         last = "win".to_string();
+        numpy = false;
         rty = format!("tensor<{}x{st}>", shape.join("x"));
     }
     let entry = format!("g{id}");
     let text = format!("{helpers}func @{entry}({}) -> {rty} {{\n{body}  return %{last}\n}}\n", params.join(", "));
-    Program { text, entry, tables }
+    py.push(format!("    return {last}.a"));
+    Program { text, entry, tables, numpy: numpy.then(|| py.join("\n")) }
 }
 
 /// Equal bits (`exact`), or — for programs calling vector math — equal within 1e-12 of the
@@ -393,6 +438,16 @@ fn five_thousand_random_programs_native_equals_interpreter() {
 
 fn random_programs(total: usize, seed: u64) {
     let cache = common::private_cache(&format!("difftest-{seed:x}"));
+    let oracle_dir = cache.with_extension("numpy");
+    let _ = std::fs::remove_dir_all(&oracle_dir);
+    std::fs::create_dir_all(&oracle_dir).expect("scratch folder");
+    let named = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/oracles");
+    let mut script = format!(
+        "import sys, numpy as np\nsys.path.insert(0, {:?})\nfrom named import *\nnp.seterr(all='ignore')\n\n\
+         def run(d, f, names):\n    inputs = {{n: np.load(f'{{d}}/{{n}}.npy') for n in names}}\n    np.save(f'{{d}}/result.npy', np.ascontiguousarray(f(inputs)))\n\n",
+        named.display().to_string()
+    );
+    let mut oracle: Vec<(String, std::path::PathBuf, ValueType, Column)> = Vec::new();
     let mut rng = Rng::seeded(seed);
     let batch = 125;
     let mut checked = 0;
@@ -464,12 +519,53 @@ fn random_programs(total: usize, seed: u64) {
             assert!(same(w, g, exact), "native != interpreter for\n{}\ninterp {:?}\nnative {:?}", p.text, w, g);
             checked += 1;
             exact_count += usize::from(exact);
+            // The numpy translation gets the same arguments.
+            if let Some(body) = &p.numpy {
+                let dir = oracle_dir.join(&p.entry);
+                std::fs::create_dir_all(&dir).expect("scratch folder");
+                for (name, a) in names.iter().zip(&args) {
+                    strata_runtime::npy::write_value(&dir.join(format!("{name}.npy")), name, a).expect("writes");
+                }
+                let _ = writeln!(
+                    script,
+                    "def {}(inputs):\n{body}\n\nrun({:?}, {}, {:?})\n",
+                    p.entry,
+                    dir.display().to_string(),
+                    p.entry,
+                    names
+                );
+                oracle.push((p.text.clone(), dir, rty.clone(), w.clone()));
+            }
         }
     }
+    // Every translated program against numpy: the same values (NaN where NaN, and zeros of
+    // either sign equal: numpy's maximum and minimum choose between equal zeros their own way).
+    let script_path = oracle_dir.join("programs.py");
+    std::fs::write(&script_path, &script).expect("writes the script");
+    let out = std::process::Command::new(common::python()).arg(&script_path).output().expect("python runs");
+    assert!(out.status.success(), "numpy translation failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    for (text, dir, rty, want) in &oracle {
+        let got = strata_runtime::npy::read_npy(&dir.join("result.npy"), "result", rty).expect("numpy's result");
+        let Data::Scalars(g) = &got.data else { panic!("scalar results") };
+        assert!(same_value(want, g), "interpreter != numpy for\n{text}\ninterp {want:?}\nnumpy {g:?}");
+    }
+    assert!(oracle.len() > total / 2, "only {} of {total} programs were translated to numpy", oracle.len());
+    eprintln!("{total} programs: native = interpreter; {} of them also = numpy", oracle.len());
+    let _ = std::fs::remove_dir_all(&oracle_dir);
     let _ = std::fs::remove_dir_all(&cache);
     assert_eq!(checked, total);
     // Programs without transcendental functions (most of them) compare bit for bit.
     assert!(exact_count > total / 2, "only {exact_count} of {total} programs compared bit for bit");
+}
+
+/// Equal values: NaN where NaN, zeros of either sign equal.
+fn same_value(a: &Column, b: &Column) -> bool {
+    match (a, b) {
+        (Column::F64(x), Column::F64(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| p == q || (p.is_nan() && q.is_nan()))
+        }
+        _ => a == b,
+    }
 }
 
 fn random_fill(ty: &ValueType, seed: u64, table: Option<(i64, i64)>) -> Tensor {

@@ -190,3 +190,11 @@ pub fn table_source_len(types: &strata_ir::TypeArena, f: &strata_ir::Function, v
         ValueType::from_ir(types, f.exprs[q].ty).levels.iter().find(|l| l.name == src).map(|l| l.interval.len() as i64)
     })
 }
+
+/// The project's Python with numpy and SciPy (`scripts/python-env` sets it up on first use).
+pub fn python() -> String {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = std::process::Command::new(root.join("scripts/python-env")).output().expect("scripts/python-env runs");
+    assert!(out.status.success(), "cannot set up Python:\n{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).expect("utf-8").trim().to_string()
+}
