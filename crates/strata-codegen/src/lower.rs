@@ -1137,10 +1137,15 @@ impl<'m> Lowerer<'m> {
                 // of its own, skipping absent neighbors as the scalar fold does.
                 let element = split(self.types, e.ty).1;
                 let id = self.fresh_id();
-                // The fold binds a fresh variable, never the user's `NB_k`: a reduction nested
-                // in another's operand (V2E of an E2V sum) reads the outer counter through its
-                // table while looping over its own, so the two must not share a name.
-                let var = crate::sym::fresh("n", id, 0);
+                // The fold binds a variable of its own, never the user's `NB_k`: a reduction
+                // nested in another's operand (V2E of an E2V sum) reads the outer counter
+                // through its table while looping over its own, so the two must not share a
+                // name. It is named by the fold's height (one more than the folds nested in its
+                // operands): a fold is always higher than every fold inside it, so no
+                // substitution captures, and equal sibling folds (the nabla's two components)
+                // keep equal loops, which the emitter shares.
+                let height = args.iter().flat_map(|a| arg(a).leaves()).map(|x| crate::sym::fold_height(&x)).max();
+                let var = crate::sym::fresh("n", height.unwrap_or(0) + 1, 0);
                 let bound = Coord::Var { dim: var.clone(), offset: 0 };
                 let operand = |a: &Value| arg(a).map(&mut |x| substitute(x, &counter, &bound));
                 if matches!(self.types[element], Type::Tuple(_)) {

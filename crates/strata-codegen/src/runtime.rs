@@ -104,9 +104,10 @@ unsafe extern "C" fn gemm<T: GemmScalar>(
     // rounding of finite results; where infinities or NaN can arise (an operand or initial
     // value that is not finite, a product that may overflow) the whole product runs in the
     // fold's order, and any entry the GEMM leaves non-finite is recomputed in that order.
-    let (lhs_max, lhs_finite) = scan(mu, ku, |i, j| at(lhs, lhs_rs, lhs_cs, i, j));
-    let (rhs_max, rhs_finite) = scan(ku, nu, |i, j| at(rhs, rhs_rs, rhs_cs, i, j));
-    let (_, init_finite) = if accumulate != 0 { scan(mu, nu, |i, j| unsafe { *dst_at(i, j) }) } else { (0.0, true) };
+    // SAFETY (the scans): the same elements the product reads and writes.
+    let (lhs_max, lhs_finite) = unsafe { scan(lhs, mu, ku, lhs_rs, lhs_cs) };
+    let (rhs_max, rhs_finite) = unsafe { scan(rhs, ku, nu, rhs_rs, rhs_cs) };
+    let init_finite = accumulate == 0 || unsafe { scan(dst, mu, nu, dst_rs, dst_cs) }.1;
     let exact = |i: usize, j: usize, init: T| {
         (0..ku).fold(init, |acc, kk| acc.add(at(lhs, lhs_rs, lhs_cs, i, kk).mul(at(rhs, rhs_rs, rhs_cs, kk, j))))
     };
@@ -152,6 +153,9 @@ unsafe extern "C" fn gemm<T: GemmScalar>(
             parallelism,
         )
     }
+    if unsafe { scan(dst, mu, nu, dst_rs, dst_cs) }.1 {
+        return;
+    }
     for i in 0..mu {
         for j in 0..nu {
             let p = dst_at(i, j);
@@ -163,20 +167,57 @@ unsafe extern "C" fn gemm<T: GemmScalar>(
     }
 }
 
-/// The largest magnitude of a `rows × cols` matrix read through `get` (as `f64`), and whether
-/// every element is finite.
-fn scan<T: GemmScalar>(rows: usize, cols: usize, get: impl Fn(usize, usize) -> T) -> (f64, bool) {
-    let mut max = 0.0f64;
-    for i in 0..rows {
-        for j in 0..cols {
-            let x = get(i, j).to_f64();
-            if !x.is_finite() {
-                return (f64::INFINITY, false);
+/// The largest magnitude of the `rows × cols` matrix at `p` (row and column strides `rs`, `cs`)
+/// as `f64`, and whether every element is finite: one pass, over contiguous rows or columns
+/// where the strides allow (`x - x` is NaN exactly for infinities and NaN, so a running sum of
+/// it flags them without a branch).
+///
+/// # Safety
+/// `p` with the strides must address `rows × cols` readable elements.
+unsafe fn scan<T: GemmScalar>(p: *const T, rows: usize, cols: usize, rs: i64, cs: i64) -> (f64, bool) {
+    let (mut max, mut poison) = (0.0f64, 0.0f64);
+    let mut line = |start: *const T, len: usize, step: i64| {
+        if step == 1 {
+            // SAFETY: `len` contiguous elements from `start`, per the caller.
+            let row = unsafe { std::slice::from_raw_parts(start, len) };
+            // Eight independent lanes, so the loop vectorizes.
+            let (mut lane_max, mut lane_poison) = ([0.0f64; 8], [0.0f64; 8]);
+            let chunks = row.chunks_exact(8);
+            for &x in chunks.remainder() {
+                let x = x.to_f64();
+                poison += x - x;
+                max = max.max(x.abs());
             }
-            max = max.max(x.abs());
+            for c in chunks {
+                for k in 0..8 {
+                    let x = c[k].to_f64();
+                    lane_poison[k] += x - x;
+                    lane_max[k] = lane_max[k].max(x.abs());
+                }
+            }
+            for k in 0..8 {
+                poison += lane_poison[k];
+                max = max.max(lane_max[k]);
+            }
+        } else {
+            for k in 0..len {
+                // SAFETY: inside the matrix, per the caller.
+                let x = unsafe { *start.offset(k as isize * step as isize) }.to_f64();
+                poison += x - x;
+                max = max.max(x.abs());
+            }
+        }
+    };
+    if cs == 1 || rs != 1 {
+        for i in 0..rows {
+            line(unsafe { p.offset(i as isize * rs as isize) }, cols, cs);
+        }
+    } else {
+        for j in 0..cols {
+            line(unsafe { p.offset(j as isize * cs as isize) }, rows, rs);
         }
     }
-    (max, true)
+    (max, poison == 0.0)
 }
 
 /// The element types the GEMM serves.

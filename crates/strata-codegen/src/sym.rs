@@ -597,6 +597,23 @@ pub fn free_vars(e: &Rc<SExpr>) -> Vec<DimName> {
     out
 }
 
+/// How many folds deep `e` nests: 0 without folds, else one more than the deepest fold
+/// inside the outermost one (coordinates included).
+pub fn fold_height(e: &SExpr) -> u32 {
+    fn part(p: Part, best: &mut u32) {
+        match p {
+            Part::Coord(c) => for_each_coord_part(c, &mut |q| part(q, best)),
+            Part::Expr(e) => *best = (*best).max(fold_height(e)),
+        }
+    }
+    let mut inner = 0;
+    for_each_part(&Rc::new(e.clone()), &mut |p| part(p, &mut inner));
+    match e {
+        SExpr::Reduce { .. } => inner + 1,
+        _ => inner,
+    }
+}
+
 /// Whether the existence of `e` at a point depends on a read at coordinate `dim` (a load, a
 /// table entry or an index value at `dim`, in a part whose absence makes `e` absent): then
 /// replacing `dim` by a neighbor-table entry makes `e` absent where the entry is the skip value,
