@@ -174,6 +174,8 @@ unsafe extern "C" fn gemm<T: GemmScalar>(
 ///
 /// # Safety
 /// `p` with the strides must address `rows × cols` readable elements.
+// `x - x` is deliberate: zero for every finite `x`, NaN for infinities and NaN.
+#[allow(clippy::eq_op)]
 unsafe fn scan<T: GemmScalar>(p: *const T, rows: usize, cols: usize, rs: i64, cs: i64) -> (f64, bool) {
     let (mut max, mut poison) = (0.0f64, 0.0f64);
     let mut line = |start: *const T, len: usize, step: i64| {
