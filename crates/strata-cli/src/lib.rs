@@ -530,11 +530,20 @@ pub fn cmd_lower(file: &Path, entry: Option<&str>, to: &str, ranks: usize) -> i3
     }
 }
 
+/// Whether two paths name one file (existing or not: see `file_key`).
 pub(crate) fn same_file(a: &Path, b: &Path) -> bool {
-    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
-        (Ok(x), Ok(y)) => x == y,
-        _ => a == b,
+    file_key(a) == file_key(b)
+}
+
+/// Where `path` is, comparable between spellings of one file (`F`, `./F`, a link to it)
+/// whether it exists yet or not.
+fn file_key(path: &Path) -> PathBuf {
+    if let Ok(p) = std::fs::canonicalize(path) {
+        return p;
     }
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    dir.join(path.file_name().unwrap_or_default())
 }
 
 /// `strata sig`: prints every entry's parameters and results.

@@ -370,17 +370,6 @@ pub fn output_names(module: &Module, entry: Handle<Function>) -> Vec<String> {
     }
 }
 
-/// Where `path` would be written, comparable between spellings of one file (`F`, `./F`, a
-/// link to it) whether it exists yet or not.
-fn output_key(path: &Path) -> PathBuf {
-    if let Ok(p) = std::fs::canonicalize(path) {
-        return p;
-    }
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-    dir.join(path.file_name().unwrap_or_default())
-}
-
 /// Checks every `--out` before the entry runs: it names one of the entry's results, once, and
 /// a path of its own (not a folder) in an existing folder.
 pub fn check_outputs(module: &Module, entry: Handle<Function>, outs: &[(String, PathBuf)]) -> Result<(), String> {
@@ -392,7 +381,7 @@ pub fn check_outputs(module: &Module, entry: Handle<Function>, outs: &[(String, 
         if outs[..i].iter().any(|(m, _)| m == n) {
             return Err(format!("--out {n} is given twice"));
         }
-        if let Some((m, _)) = outs[..i].iter().find(|(_, p)| output_key(p) == output_key(path)) {
+        if let Some((m, _)) = outs[..i].iter().find(|(_, p)| crate::same_file(p, path)) {
             return Err(format!("--out {n}={} and --out {m} name the same file", path.display()));
         }
         if path.is_dir() {

@@ -303,6 +303,14 @@ impl<'a> Buffers<'a> {
                 },
             }));
         }
+        let tables: Vec<Option<(String, String)>> = program
+            .buffers
+            .iter()
+            .map(|b| {
+                let src = b.levels.iter().find_map(|l| l.name.table_source())?;
+                Some((b.name.split('.').next().unwrap_or(&b.name).to_string(), src.to_string()))
+            })
+            .collect();
         // Every entry of an input table is checked before anything runs, as the interpreter
         // checks a whole shift's table: -1 (in a signed table) or a coordinate of the source
         // interval. The kernels check again the entries they read.
@@ -312,27 +320,14 @@ impl<'a> Buffers<'a> {
                 Slot::Borrowed(c) => *c,
             };
             if let Some(t) = first_bad_entry(c, source) {
-                let buffer = &program.buffers[b];
-                let src = buffer.levels.iter().find_map(|l| l.name.table_source()).map(|d| d.to_string());
                 return Err(ExecError::TableOutOfInterval(Some(Bad {
                     value: i64::try_from(t).unwrap_or(i64::MIN),
                     interval: source,
-                    table: src.map(|d| (buffer.name.split('.').next().unwrap_or(&buffer.name).to_string(), d)),
+                    table: tables[b].clone(),
                 })));
             }
         }
-        Ok(Buffers {
-            cols,
-            scalars: program.buffers.iter().map(|b| b.scalar).collect(),
-            tables: program
-                .buffers
-                .iter()
-                .map(|b| {
-                    let src = b.levels.iter().find_map(|l| l.name.table_source())?;
-                    Some((b.name.split('.').next().unwrap_or(&b.name).to_string(), src.to_string()))
-                })
-                .collect(),
-        })
+        Ok(Buffers { cols, scalars: program.buffers.iter().map(|b| b.scalar).collect(), tables })
     }
 
     /// Allocates the written buffers (results, temporaries, `out` parameters) afresh, as a run

@@ -194,6 +194,19 @@ impl<'m> Lowerer<'m> {
         Ok((assemble(self.types, element, &mut exprs.into_iter()), ids))
     }
 
+    /// The stores writing `leaves` into buffers `ids` (as [`Self::bind`] made them): one per
+    /// leaf, and for a ragged result or `out` parameter which elements exist.
+    fn stores(&self, ids: &[usize], leaves: &[Rc<SExpr>]) -> Vec<Store> {
+        let mut stores: Vec<Store> =
+            ids.iter().zip(leaves).map(|(&buffer, value)| Store { buffer, value: value.clone() }).collect();
+        if let (Some(&p), [leaf]) = (ids.last(), leaves) {
+            if self.buffers[p].role == Role::Presence {
+                stores.push(Store { buffer: p, value: Rc::new(SExpr::Present(leaf.clone())) });
+            }
+        }
+        stores
+    }
+
     /// Refuses sparse and ragged tensors whose elements are not scalars (storage and the
     /// presence of a result are per scalar).
     fn check_storage(&self, name: &str, ty: Handle<Type>, func: &Function) -> Result<(), LowerError> {
@@ -1136,7 +1149,6 @@ impl<'m> Lowerer<'m> {
                 // A tuple accumulator (e.g. the smallest neighbor and which it is): a fold kernel
                 // of its own, skipping absent neighbors as the scalar fold does.
                 let element = split(self.types, e.ty).1;
-                let id = self.fresh_id();
                 // The fold binds a variable of its own, never the user's `NB_k`: a reduction
                 // nested in another's operand (V2E of an E2V sum) reads the outer counter
                 // through its table while looping over its own, so the two must not share a
@@ -1157,6 +1169,7 @@ impl<'m> Lowerer<'m> {
                 let Some(init) = Sv::from_literal(init, scalar) else {
                     return Err(self.unsupported_type("this reduction's initial value", func));
                 };
+                let id = self.fresh_id();
                 let operands: Vec<Rc<SExpr>> = args.iter().flat_map(|a| operand(a).leaves()).collect();
                 let mut call_args = vec![Sym::Scalar(Rc::new(SExpr::Acc(id)))];
                 call_args.extend(args.iter().map(operand));
@@ -1741,17 +1754,7 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
                     ));
                     leaves = copies;
                 }
-                let mut stores: Vec<Store> = param_buffers[p]
-                    .iter()
-                    .zip(&leaves)
-                    .map(|(&buffer, value)| Store { buffer, value: value.clone() })
-                    .collect();
-                // A ragged `out` parameter also stores which elements exist.
-                if let (Some(&b), [leaf]) = (param_buffers[p].last(), leaves.as_slice()) {
-                    if l.buffers[b].role == Role::Presence {
-                        stores.push(Store { buffer: b, value: Rc::new(SExpr::Present(leaf.clone())) });
-                    }
-                }
+                let stores = l.stores(&param_buffers[p], &leaves);
                 l.kernels.push(Kernel::nest(
                     format!("%{} <- %{}", func.exprs[*target].name, func.exprs[*value].name),
                     dom,
@@ -1775,14 +1778,7 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
                     flat(types, rty).map_err(|what| LowerError::UnsupportedType { what, func: func.name.clone() })?;
                 let (_, ids) = l.bind("result", rty, None, true, func)?;
                 let leaves = env[v.index()].clone().expect("defined").leaves();
-                let mut stores: Vec<Store> =
-                    ids.iter().zip(&leaves).map(|(&buffer, value)| Store { buffer, value: value.clone() }).collect();
-                // A sparse or ragged result also stores which elements exist.
-                if let (Some(&p), [leaf]) = (ids.last(), leaves.as_slice()) {
-                    if l.buffers[p].role == Role::Presence {
-                        stores.push(Store { buffer: p, value: Rc::new(SExpr::Present(leaf.clone())) });
-                    }
-                }
+                let stores = l.stores(&ids, &leaves);
                 l.kernels.push(Kernel::nest(format!("return %{}", func.exprs[*v].name), sym_levels, stores));
             }
         }

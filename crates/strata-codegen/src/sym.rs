@@ -598,20 +598,29 @@ pub fn free_vars(e: &Rc<SExpr>) -> Vec<DimName> {
 }
 
 /// How many folds deep `e` nests: 0 without folds, else one more than the deepest fold
-/// inside the outermost one (coordinates included).
-pub fn fold_height(e: &SExpr) -> u32 {
-    fn part(p: Part, best: &mut u32) {
+/// inside the outermost one (coordinates included). Shared sub-expressions are visited once.
+pub fn fold_height(e: &Rc<SExpr>) -> u32 {
+    fn expr(e: &Rc<SExpr>, memo: &mut std::collections::HashMap<*const SExpr, u32>) -> u32 {
+        if let Some(&h) = memo.get(&Rc::as_ptr(e)) {
+            return h;
+        }
+        let mut inner = 0;
+        for_each_part(e, &mut |p| inner = inner.max(part(p, memo)));
+        let h = if matches!(**e, SExpr::Reduce { .. }) { inner + 1 } else { inner };
+        memo.insert(Rc::as_ptr(e), h);
+        h
+    }
+    fn part(p: Part, memo: &mut std::collections::HashMap<*const SExpr, u32>) -> u32 {
         match p {
-            Part::Coord(c) => for_each_coord_part(c, &mut |q| part(q, best)),
-            Part::Expr(e) => *best = (*best).max(fold_height(e)),
+            Part::Expr(e) => expr(e, memo),
+            Part::Coord(c) => {
+                let mut best = 0;
+                for_each_coord_part(c, &mut |q| best = best.max(part(q, memo)));
+                best
+            }
         }
     }
-    let mut inner = 0;
-    for_each_part(&Rc::new(e.clone()), &mut |p| part(p, &mut inner));
-    match e {
-        SExpr::Reduce { .. } => inner + 1,
-        _ => inner,
-    }
+    expr(e, &mut std::collections::HashMap::new())
 }
 
 /// Whether the existence of `e` at a point depends on a read at coordinate `dim` (a load, a

@@ -225,8 +225,8 @@ impl<'p> Checker<'p> {
                 self.branch(t, scope, on_true)?;
                 self.branch(f, scope, on_false)
             }
-            SExpr::Guard { table, source, value } => {
-                self.table(table, *source, scope)?;
+            SExpr::Guard { table, value, .. } => {
+                self.load(table, scope)?;
                 self.expr(value, scope)
             }
             SExpr::Reduce { id, vars, init, body, .. } => {
@@ -297,10 +297,6 @@ impl<'p> Checker<'p> {
         Ok(())
     }
 
-    fn table(&mut self, table: &Rc<Load>, _source: Interval, scope: &mut Scope) -> Result<(), String> {
-        self.load(table, scope)
-    }
-
     fn coord(&mut self, c: &Coord, scope: &mut Scope) -> Result<(), String> {
         match c {
             Coord::Var { dim, .. } => {
@@ -311,7 +307,7 @@ impl<'p> Checker<'p> {
                 }
             }
             Coord::Const(_) => Ok(()),
-            Coord::Table { table, source, .. } => self.table(table, *source, scope),
+            Coord::Table { table, .. } => self.load(table, scope),
             Coord::Computed { value, .. } => {
                 // An index computed from data or by index arithmetic is an integer.
                 if let Some(t) = scalar_of(value).filter(|t| !t.is_integer() && *t != Scalar::Index) {
