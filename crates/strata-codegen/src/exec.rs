@@ -6,7 +6,59 @@ use strata_runtime::storage::{LevelBuffers, Storage};
 use strata_runtime::{Argument, Column, Data, ElemType, Stored, Tensor, Value, ValueType};
 
 use crate::compile::Loaded;
-use crate::kernel::{KernelProgram, Role, StoragePart};
+use crate::kernel::{Buffer, KernelProgram, Role, StoragePart};
+use crate::sparse::SparseTensor;
+
+/// What a run needs of a kernel program: its buffers, sparse parameters and input tables.
+/// A [`KernelProgram`] has them; a [`Layout`] keeps only them (plain data a prepared program
+/// can share between threads).
+pub trait RunLayout {
+    /// Every buffer: parameters' fields first, then results.
+    fn buffers(&self) -> &[Buffer];
+    /// Sparse and ragged parameters, as storage buffers.
+    fn sparse(&self) -> &[SparseTensor];
+    /// Every input neighbor table with the source interval its entries must lie in.
+    fn input_tables(&self) -> Cow<'_, [(usize, strata_ir::Interval)]>;
+}
+
+impl RunLayout for KernelProgram {
+    fn buffers(&self) -> &[Buffer] {
+        &self.buffers
+    }
+    fn sparse(&self) -> &[SparseTensor] {
+        &self.sparse
+    }
+    fn input_tables(&self) -> Cow<'_, [(usize, strata_ir::Interval)]> {
+        Cow::Owned(KernelProgram::input_tables(self))
+    }
+}
+
+/// The [`RunLayout`] of a kernel program, without its kernels.
+#[derive(Clone, Debug)]
+pub struct Layout {
+    buffers: Vec<Buffer>,
+    sparse: Vec<SparseTensor>,
+    tables: Vec<(usize, strata_ir::Interval)>,
+}
+
+impl Layout {
+    /// The layout of `program`.
+    pub fn of(program: &KernelProgram) -> Layout {
+        Layout { buffers: program.buffers.clone(), sparse: program.sparse.clone(), tables: program.input_tables() }
+    }
+}
+
+impl RunLayout for Layout {
+    fn buffers(&self) -> &[Buffer] {
+        &self.buffers
+    }
+    fn sparse(&self) -> &[SparseTensor] {
+        &self.sparse
+    }
+    fn input_tables(&self) -> Cow<'_, [(usize, strata_ir::Interval)]> {
+        Cow::Borrowed(&self.tables)
+    }
+}
 
 /// Why a native run failed.
 #[derive(Debug, thiserror::Error)]
@@ -145,7 +197,7 @@ fn data_of(t: &ElemType, count: usize, cols: &mut dyn Iterator<Item = Column>) -
 /// function result as `result`, or each `out` parameter by name, with `result_ty` / the
 /// parameter types giving their shapes.
 pub fn run<T: Argument>(
-    program: &KernelProgram,
+    program: &impl RunLayout,
     lib: &Loaded,
     args: &[T],
     names: &[String],
@@ -161,7 +213,7 @@ pub fn threads_from_env() -> usize {
 
 /// [`run`] with an explicit thread count (0: the OpenMP default).
 pub fn run_threads<T: Argument>(
-    program: &KernelProgram,
+    program: &impl RunLayout,
     lib: &Loaded,
     args: &[T],
     names: &[String],
@@ -235,13 +287,13 @@ fn slot<'a, T: Argument>(b: &crate::kernel::Buffer, args: &'a [T]) -> Slot<'a> {
 impl<'a> Buffers<'a> {
     /// Allocates the buffers of `program` for `args` (one per entry parameter); sparse and
     /// ragged arguments are assembled into their storage buffers.
-    pub fn new<T: Argument>(program: &KernelProgram, args: &'a [T]) -> Result<Buffers<'a>, ExecError> {
+    pub fn new<T: Argument>(program: &impl RunLayout, args: &'a [T]) -> Result<Buffers<'a>, ExecError> {
         // Each sparse argument's storage in the backend's formats: borrowed from a stored
         // argument already in them, else built.
         let mut storage: Vec<Option<Cow<'a, Storage>>> = vec![None; args.len()];
-        let mut cols = Vec::with_capacity(program.buffers.len());
+        let mut cols = Vec::with_capacity(program.buffers().len());
         // A stored argument of a written parameter is held logically: its dense view must fit.
-        for b in program.buffers.iter().filter(|b| b.written) {
+        for b in program.buffers().iter().filter(|b| b.written) {
             if let Some(s) = b.param.and_then(|p| args[p].stored()) {
                 if s.ty.len() > strata_runtime::value::DENSE_VIEW_LIMIT {
                     return Err(ExecError::BadStorage(
@@ -251,14 +303,14 @@ impl<'a> Buffers<'a> {
                 }
             }
         }
-        for b in &program.buffers {
+        for b in program.buffers() {
             let (Role::Storage(part), Some(_)) = (b.role, b.param) else {
                 cols.push(slot(b, args));
                 continue;
             };
             let p = b.param.expect("storage buffers belong to parameters");
             if storage[p].is_none() {
-                let t = program.sparse.iter().find(|t| program.buffers[t.values].param == Some(p));
+                let t = program.sparse().iter().find(|t| program.buffers()[t.values].param == Some(p));
                 let t = t.expect("a bound sparse parameter");
                 let formats = crate::sparse::formats_of(t);
                 storage[p] = Some(match (args[p].stored(), args[p].tensor()) {
@@ -304,7 +356,7 @@ impl<'a> Buffers<'a> {
             }));
         }
         let tables: Vec<Option<(String, String)>> = program
-            .buffers
+            .buffers()
             .iter()
             .map(|b| {
                 let src = b.levels.iter().find_map(|l| l.name.table_source())?;
@@ -314,7 +366,7 @@ impl<'a> Buffers<'a> {
         // Every entry of an input table is checked before anything runs, as the interpreter
         // checks a whole shift's table: -1 (in a signed table) or a coordinate of the source
         // interval. The kernels check again the entries they read.
-        for (b, source) in program.input_tables() {
+        for &(b, source) in program.input_tables().iter() {
             let c = match &cols[b] {
                 Slot::Owned(c) => c,
                 Slot::Borrowed(c) => *c,
@@ -327,14 +379,14 @@ impl<'a> Buffers<'a> {
                 })));
             }
         }
-        Ok(Buffers { cols, scalars: program.buffers.iter().map(|b| b.scalar).collect(), tables })
+        Ok(Buffers { cols, scalars: program.buffers().iter().map(|b| b.scalar).collect(), tables })
     }
 
     /// Allocates the written buffers (results, temporaries, `out` parameters) afresh, as a run
     /// that does not keep its output memory would (freed buffers go back to the pool first, as
     /// dropping a previous result does); the inputs stay as they are.
-    pub fn renew_written<T: Argument>(&mut self, program: &KernelProgram, args: &'a [T]) {
-        for (b, c) in program.buffers.iter().zip(&mut self.cols) {
+    pub fn renew_written<T: Argument>(&mut self, program: &impl RunLayout, args: &'a [T]) {
+        for (b, c) in program.buffers().iter().zip(&mut self.cols) {
             if b.written || b.temp {
                 std::mem::replace(c, Slot::Owned(Column::zeros(b.scalar, 0))).give_back();
                 *c = Slot::Owned(fresh_column(b, args));
@@ -382,7 +434,7 @@ impl<'a> Buffers<'a> {
     /// storage ([`crate::kernel::CompressedOut`]) is returned as storage, in its type's formats.
     pub fn into_values<T: Argument>(
         mut self,
-        program: &KernelProgram,
+        program: &impl RunLayout,
         args: &[T],
         names: &[String],
         result_ty: Option<&ValueType>,
@@ -390,7 +442,7 @@ impl<'a> Buffers<'a> {
         let mut by_param: Vec<(Option<usize>, Vec<Column>, Option<Column>)> = Vec::new();
         // A result written as storage: positions, coordinates, values.
         let mut stored: [Option<Column>; 3] = [None, None, None];
-        for (b, c) in program.buffers.iter().zip(std::mem::take(&mut self.cols)) {
+        for (b, c) in program.buffers().iter().zip(std::mem::take(&mut self.cols)) {
             let c = match c {
                 Slot::Owned(c) if b.written && !b.temp => c,
                 other => {
@@ -444,7 +496,7 @@ impl<'a> Buffers<'a> {
     /// [`Self::into_values`] as logical tensors (a stored result's dense view).
     pub fn into_results<T: Argument>(
         self,
-        program: &KernelProgram,
+        program: &impl RunLayout,
         args: &[T],
         names: &[String],
         result_ty: Option<&ValueType>,

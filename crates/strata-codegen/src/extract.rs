@@ -1,12 +1,180 @@
-//! The cost rule of extraction of temporaries: whether a value read through a neighbor table
-//! is computed once over its own domain into a temporary (`Lowerer::extract_temporary`) or
-//! recomputed at every reference.
+//! The cost rules of extraction of temporaries (seed 000, "Storing Intermediate Results into
+//! Temporary Buffers"): whether a value is computed once over its own domain into a temporary
+//! (`Lowerer::extract_temporary`) or recomputed at every reference.
+//!
+//! Two rules decide, both from facts the types give before any code exists:
+//! - **Reuse** ([`Evaluations`], [`worth_keeping`]): a global count of how many times each
+//!   point of every value would be computed if everything were inlined (a value read by five
+//!   shifts of a laplacian, itself read five times, is computed 25 times per point), against
+//!   the work of one evaluation and the bytes the temporary would move through the cache or
+//!   memory. It bounds the code: without it `y = y*y + y` repeated n times inlines 3^n copies.
+//! - **Neighbor tables** ([`worth_extracting`]): a value read through a table that itself
+//!   reads through a table is extracted unless it is cheap to recompute.
 
+use std::collections::HashMap;
 use std::rc::Rc;
 
-use strata_ir::Level;
+use strata_entity::Handle;
+use strata_ir::{Function, Level, Module, Op, Statement, Type, TypeArena};
 
-use crate::sym::{Coord, SExpr};
+use crate::sym::{Coord, Part, SExpr};
+
+/// How many times each point of each value of a function is computed per point of its results
+/// when every value is inlined at its uses; per function, memoized.
+///
+/// Counted backwards from the results (and assigned values), each once: an operand is computed
+/// once per evaluation of its user at every point the user reads (a shift reads each point
+/// once, so five shifts read each point five times), times the points the user adds to it
+/// (broadcasting over a new dimension computes each operand point once per point of that
+/// dimension); an argument of a call as often as the callee computes its parameter.
+/// Operands of other ops (contractions, whose loops are the reduction's; concatenations; payloads)
+/// count once per use; a long reduction read several times per point counts as computed once.
+///
+/// Also counted: each value's *reads* per evaluation of its users (its fan-out). A value read
+/// once by one user (an operand of a formula) is computed as often as that user and is kept
+/// only with it, never alone.
+#[derive(Default)]
+pub(crate) struct Evaluations {
+    memo: HashMap<Handle<Function>, Rc<Counts>>,
+}
+
+/// Per expression of a function (indexed by `Value::index`): evaluations per point of the
+/// function's results, and reads per evaluation of its users.
+pub(crate) struct Counts {
+    /// Evaluations per point when everything is inlined.
+    pub evaluations: Vec<f64>,
+    /// Reads by its users, each counted once per evaluation of the user.
+    pub reads: Vec<f64>,
+}
+
+impl Evaluations {
+    /// The counts of every expression of `f`.
+    pub(crate) fn of(&mut self, module: &Module, types: &TypeArena, f: Handle<Function>) -> Rc<Counts> {
+        if let Some(e) = self.memo.get(&f) {
+            return e.clone();
+        }
+        let func = &module.functions[f];
+        let mut evals = vec![0.0f64; func.exprs.len()];
+        let mut reads = vec![0.0f64; func.exprs.len()];
+        for (_, stmt) in func.body.iter() {
+            match stmt {
+                Statement::Return(vs) => vs.iter().for_each(|v| evals[v.index()] += 1.0),
+                Statement::Assign { value, .. } => evals[value.index()] += 1.0,
+                Statement::Let(_) => {}
+            }
+        }
+        let lets: Vec<_> =
+            func.body.iter().filter_map(|(_, s)| if let Statement::Let(v) = s { Some(*v) } else { None }).collect();
+        for v in lets.into_iter().rev() {
+            let ev = evals[v.index()];
+            if ev == 0.0 {
+                continue;
+            }
+            let strata_ir::ExprKind::Op(op) = &func.exprs[v].kind else { continue };
+            if let Op::Call { func: callee, args, .. } = op {
+                let inner = self.of(module, types, *callee);
+                let params = &module.functions[*callee].params;
+                for (a, p) in args.iter().zip(params) {
+                    evals[a.index()] += ev * inner.evaluations[p.index()];
+                    reads[a.index()] += inner.evaluations[p.index()];
+                }
+                continue;
+            }
+            // Only broadcasting reads an operand point at several points of the result;
+            // other ops with more points than an operand (concatenation, padding, scatter)
+            // read each of its points once.
+            let broadcasting = matches!(
+                op,
+                Op::Unary { .. }
+                    | Op::Binary { .. }
+                    | Op::Select { .. }
+                    | Op::Cast { .. }
+                    | Op::AddDim { .. }
+                    | Op::Broadcast { .. }
+                    | Op::BroadcastInDim { .. }
+                    | Op::Map { .. }
+            );
+            let here = points(types, func.exprs[v].ty);
+            for a in op.operands() {
+                let there = points(types, func.exprs[a].ty);
+                let spread = if broadcasting { (here / there).max(1.0) } else { 1.0 };
+                // A reduction evaluated several times per point is computed once (kept, or
+                // hoisted by `invariant`) when its folds are long: its operand is then
+                // computed once per point of the reduction.
+                let folds = there / here;
+                let ev = if folds > 1.0 && (ev - 1.0) * folds > RECOMPUTE_IN_CACHE { 1.0 } else { ev };
+                evals[a.index()] += ev * spread;
+                reads[a.index()] += spread;
+            }
+        }
+        let counts = Rc::new(Counts { evaluations: evals, reads });
+        self.memo.insert(f, counts.clone());
+        counts
+    }
+}
+
+/// The points of a value of type `ty` (1 for a scalar or an unknown type).
+fn points(types: &TypeArena, ty: Handle<Type>) -> f64 {
+    match &types[ty] {
+        Type::Tensor(t) => t.levels.iter().map(|l| l.interval.len() as f64).product::<f64>().max(1.0),
+        _ => 1.0,
+    }
+}
+
+/// Work (arithmetic operations and loads) of one evaluation of `parts`, counting shared
+/// sub-expressions once per reference (what inlining them costs) without visiting them more
+/// than once; a fold's body counts once per step.
+pub(crate) fn work(parts: &[Rc<SExpr>]) -> f64 {
+    fn visit(e: &Rc<SExpr>, memo: &mut HashMap<*const SExpr, f64>) -> f64 {
+        if let Some(w) = memo.get(&Rc::as_ptr(e)) {
+            return *w;
+        }
+        let trips = match &**e {
+            SExpr::Reduce { vars, .. } => vars.iter().map(|(_, i)| i.len() as f64).product::<f64>(),
+            _ => 1.0,
+        };
+        let mut w = 1.0;
+        crate::sym::for_each_part(e, &mut |p| w += trips * part(p, memo));
+        memo.insert(Rc::as_ptr(e), w);
+        w
+    }
+    fn part(p: Part, memo: &mut HashMap<*const SExpr, f64>) -> f64 {
+        match p {
+            Part::Expr(e) => visit(e, memo),
+            Part::Coord(c) => {
+                let mut w = if matches!(c, Coord::Table { .. }) { 1.0 } else { 0.0 };
+                crate::sym::for_each_coord_part(c, &mut |q| w += part(q, memo));
+                w
+            }
+        }
+    }
+    let mut memo = HashMap::new();
+    parts.iter().map(|p| visit(p, &mut memo)).sum()
+}
+
+/// Work of one evaluation, in operations, that recomputing a value for each extra evaluation may
+/// cost before a temporary in cache is cheaper (one store, and one load per evaluation, in L2:
+/// [`crate::stage`]'s rolling windows still share small recomputations within a kernel).
+const RECOMPUTE_IN_CACHE: f64 = 256.0;
+
+/// The same where the temporary does not fit the cache: each point then costs a write and reads
+/// through memory (a DRAM line moves in the time of tens of operations).
+const RECOMPUTE_IN_MEMORY: f64 = 2048.0;
+
+/// The most operations of inlined copies of one value per point of its users: beyond this a
+/// value is kept whatever the working set, so that code stays bounded in the program's size.
+const MOST_INLINED: f64 = 16384.0;
+
+/// The reuse rule: whether a value computed `evaluations` times per point when inlined, with
+/// `work` operations per evaluation, is computed once into a temporary of `bytes` instead,
+/// given a cache of `cache_bytes` (the temporary fits when it takes at most half of it).
+pub(crate) fn worth_keeping(evaluations: f64, work: f64, bytes: f64, cache_bytes: i64) -> bool {
+    if evaluations <= 1.0 {
+        return false;
+    }
+    let budget = if bytes <= cache_bytes as f64 / 2.0 { RECOMPUTE_IN_CACHE } else { RECOMPUTE_IN_MEMORY };
+    (evaluations - 1.0) * work > budget || evaluations * work > MOST_INLINED
+}
 
 /// Whether the value with scalar leaves `parts`, over dense-like `levels` and reading loop
 /// variables of those levels only, is worth a temporary: it reads through a neighbor table

@@ -34,6 +34,7 @@ pub mod lower;
 pub mod machine;
 pub mod matmul;
 pub mod nested;
+pub mod pipeline;
 pub mod runtime;
 pub mod sparse;
 pub mod stage;
@@ -42,4 +43,4 @@ pub mod verify_kernels;
 pub mod workspace;
 
 pub use kernel::KernelProgram;
-pub use lower::{lower, LowerError};
+pub use lower::{lower, lower_observed, lower_with, LowerError, LowerOptions};

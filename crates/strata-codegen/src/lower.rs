@@ -20,10 +20,8 @@ use crate::kernel::{
     arg_best, Buffer, Kernel, KernelKind, KernelProgram, Nest, Role, ScanKernel, ScanLoop, StateRegister, StoragePart,
     Store,
 };
-use crate::kernel_passes::{forward_scan_results, fuse_adjacent, fuse_scans, overwritten_first};
 use crate::nested::{element_entry, element_exit, element_levels, element_var, flat, split};
 use crate::sym::{add, bin, index, ix, level_vars, mul, reads, shift, sub, substitute, Coord, Load, SExpr, Sym};
-use crate::verify_kernels::verify_kernels;
 
 /// Why an entry cannot be compiled.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -77,6 +75,23 @@ struct Lowerer<'m> {
     /// Presence columns of temporaries by their levels and skip conditions (shared by values
     /// that are absent at the same points, e.g. the x and y fluxes of the nabla).
     presence: Vec<(Vec<Level>, Vec<Load>, usize)>,
+    /// Evaluations per point of every function's values if everything were inlined.
+    evaluations: crate::extract::Evaluations,
+    /// The functions being lowered or inlined, innermost last: their values' evaluations, and
+    /// the evaluations per point of the call being inlined.
+    frames: Vec<(Rc<crate::extract::Counts>, f64)>,
+    /// The evaluations of the call whose callee is inlined next (set by `Op::Call`).
+    call_scale: Option<f64>,
+    /// The cache one core shares, in bytes (extraction's working-set rule).
+    cache_bytes: i64,
+}
+
+/// A value that can be computed into temporaries over its own domain.
+struct Candidate {
+    levels: Vec<Level>,
+    element: Handle<Type>,
+    parts: Vec<Rc<SExpr>>,
+    scalars: Vec<Scalar>,
 }
 
 /// The scalar leaves of an element type with their field paths.
@@ -329,6 +344,16 @@ impl<'m> Lowerer<'m> {
 
     /// Inlines `func` applied to `args`; its result `which`.
     fn inline_result(&mut self, fh: Handle<Function>, args: Vec<Sym>, which: usize) -> Result<Sym, LowerError> {
+        let scale = self.call_scale.take().unwrap_or(1.0);
+        let evals = self.evaluations.of(self.module, self.types, fh);
+        self.frames.push((evals, scale));
+        let result = self.inline_body(fh, args, which);
+        self.frames.pop();
+        result
+    }
+
+    /// [`Self::inline_result`] in its frame.
+    fn inline_body(&mut self, fh: Handle<Function>, args: Vec<Sym>, which: usize) -> Result<Sym, LowerError> {
         let func = &self.module.functions[fh];
         let mut env: Vec<Option<Sym>> = vec![None; func.exprs.len()];
         for (&p, a) in func.params.iter().zip(args) {
@@ -338,7 +363,7 @@ impl<'m> Lowerer<'m> {
             match stmt {
                 Statement::Let(v) => {
                     let s = self.op(func, &env, *v)?;
-                    env[v.index()] = Some(s);
+                    env[v.index()] = Some(self.keep_reused(func, *v, s));
                 }
                 Statement::Return(vs) => return Ok(env[vs[which].index()].clone().expect("defined")),
                 Statement::Assign { .. } => {
@@ -498,26 +523,62 @@ impl<'m> Lowerer<'m> {
     /// Other values (and values depending on loop variables outside their own domain) are
     /// returned unchanged.
     fn extract_temporary(&mut self, e: &Expr, value: Sym) -> Sym {
+        let Some(t) = self.temporary_candidate(e, &value) else { return value };
+        if !crate::extract::worth_extracting(&t.parts, &t.levels) {
+            return value;
+        }
+        self.keep(e, value, t, "it is read through a neighbor table")
+    }
+
+    /// Extraction of temporaries by reuse ([`crate::extract`]'s reuse rule): value `v` of
+    /// `func` (the function being lowered or inlined, the innermost frame) is computed once
+    /// into a temporary when recomputing it at each of its evaluations would cost more than the
+    /// temporary's trip through the cache or memory, or would make the code grow with the
+    /// reuse (a value reused at every level of a chain).
+    fn keep_reused(&mut self, func: &Function, v: Value, value: Sym) -> Sym {
+        let Some((counts, scale)) = self.frames.last() else { return value };
+        let evaluations = counts.evaluations[v.index()] * scale;
+        let e = &func.exprs[v];
+        if evaluations <= 1.0 || counts.reads[v.index()] <= 1.0 {
+            return value;
+        }
+        let Some(t) = self.temporary_candidate(e, &value) else { return value };
+        if t.levels.is_empty() || !t.levels.iter().all(|l| l.format.is_dense_like()) {
+            return value;
+        }
+        let points: f64 = t.levels.iter().map(|l| l.interval.len() as f64).product();
+        let bytes = points * t.scalars.iter().map(|s| s.size_bytes() as f64).sum::<f64>();
+        if !crate::extract::worth_keeping(evaluations, crate::extract::work(&t.parts), bytes, self.cache_bytes) {
+            return value;
+        }
+        let why = format!("computed {evaluations:.0} times per point if inlined");
+        self.keep(e, value, t, &why)
+    }
+
+    /// The scalar leaves of `value` (of expression `e`) and its levels, when it can be computed
+    /// into temporaries over its own domain: scalar leaves (no tensor elements), reading loop
+    /// variables of its own levels only.
+    fn temporary_candidate(&self, e: &Expr, value: &Sym) -> Option<Candidate> {
         let parts = value.leaves();
         let (levels, element) = split(self.types, e.ty);
         let mut typed = Vec::new();
         // Tensor elements have no scalar leaf list: nothing is extracted then.
-        let scalars: Vec<Scalar> = match leaves(self.types, element, Vec::new(), &mut typed) {
-            Ok(()) => typed.into_iter().map(|(_, s)| s).collect(),
-            Err(_) => Vec::new(),
-        };
+        leaves(self.types, element, Vec::new(), &mut typed).ok()?;
+        let scalars: Vec<Scalar> = typed.into_iter().map(|(_, s)| s).collect();
         let own: Vec<&DimName> = levels.iter().map(|l| &l.name).collect();
         let local = depends_only_on(parts.iter().cloned(), &own);
-        if !local || scalars.len() != parts.len() || !crate::extract::worth_extracting(&parts, &levels) {
-            return value;
-        }
+        (local && scalars.len() == parts.len()).then_some(Candidate { levels, element, parts, scalars })
+    }
+
+    /// Computes candidate `t` of `value` (expression `e`) into temporaries, once per equal
+    /// value; returns how to read them.
+    fn keep(&mut self, e: &Expr, value: Sym, t: Candidate, why: &str) -> Sym {
         if let Some((_, read)) = self.temporaries.iter().find(|(v, _)| *v == value) {
             return read.clone();
         }
-        let comment =
-            format!("%tmp{} = %{} (a temporary: it is read through a neighbor table)", self.kernels.len(), e.name);
-        let reads = self.materialize(levels, &parts, &scalars, comment);
-        let read = assemble(self.types, element, &mut reads.into_iter());
+        let comment = format!("%tmp{} = %{} (a temporary: {why})", self.kernels.len(), e.name);
+        let reads = self.materialize(t.levels, &t.parts, &t.scalars, comment);
+        let read = assemble(self.types, t.element, &mut reads.into_iter());
         self.temporaries.push((value, read.clone()));
         read
     }
@@ -1072,6 +1133,7 @@ impl<'m> Lowerer<'m> {
             },
             Op::Call { func: f, args, result } => {
                 let args = args.iter().map(arg).collect();
+                self.call_scale = self.frames.last().map(|(counts, scale)| counts.evaluations[v.index()] * scale);
                 self.inline_result(*f, args, *result as usize)?
             }
             Op::CartesianShift { arg: a, dim, offset } => arg(a).map(&mut |x| shift(x, dim, *offset)),
@@ -1687,8 +1749,45 @@ impl<'m> Lowerer<'m> {
     }
 }
 
-/// Lowers `entry` of a verified module (`types` from verification) into kernels.
+/// What lowering decides from the machine, read once by the caller.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct LowerOptions {
+    /// The cache one core shares, in bytes: whether a temporary stays in cache.
+    pub cache_bytes: i64,
+}
+
+impl LowerOptions {
+    /// The options for this machine ([`crate::machine::cache_bytes`]).
+    pub fn for_this_machine() -> LowerOptions {
+        LowerOptions { cache_bytes: crate::machine::cache_bytes() }
+    }
+}
+
+/// Lowers `entry` of a verified module (`types` from verification) into kernels, for this
+/// machine.
 pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Result<KernelProgram, LowerError> {
+    lower_with(module, types, entry, &LowerOptions::for_this_machine())
+}
+
+/// [`lower`] with the machine facts given.
+pub fn lower_with(
+    module: &Module,
+    types: &TypeArena,
+    entry: Handle<Function>,
+    options: &LowerOptions,
+) -> Result<KernelProgram, LowerError> {
+    lower_observed(module, types, entry, options, &mut |_, _| {})
+}
+
+/// [`lower_with`], showing `observe` the kernel program after lowering and after each pass of
+/// [`crate::pipeline::PASSES`] (with its name).
+pub fn lower_observed(
+    module: &Module,
+    types: &TypeArena,
+    entry: Handle<Function>,
+    options: &LowerOptions,
+    observe: &mut dyn FnMut(&str, &KernelProgram),
+) -> Result<KernelProgram, LowerError> {
     let func = &module.functions[entry];
     if func.is_generic() {
         return Err(LowerError::Unsupported {
@@ -1705,7 +1804,13 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
         next_acc: 0,
         temporaries: Vec::new(),
         presence: Vec::new(),
+        evaluations: Default::default(),
+        frames: Vec::new(),
+        call_scale: None,
+        cache_bytes: options.cache_bytes,
     };
+    let evals = l.evaluations.of(module, types, entry);
+    l.frames.push((evals, 1.0));
     let mut env: Vec<Option<Sym>> = vec![None; func.exprs.len()];
     let mut param_buffers: Vec<Vec<usize>> = Vec::new();
     for (i, &p) in func.params.iter().enumerate() {
@@ -1719,7 +1824,7 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
         match stmt {
             Statement::Let(v) => {
                 let s = l.op(func, &env, *v)?;
-                env[v.index()] = Some(s);
+                env[v.index()] = Some(l.keep_reused(func, *v, s));
             }
             Statement::Assign { target, domain, value } => {
                 let p = func.params.iter().position(|x| x == target).expect("verified out parameter");
@@ -1786,49 +1891,9 @@ pub fn lower(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
     if func.kind == FunctionKind::Func && !l.kernels.iter().any(|k| k.comment.starts_with("return")) {
         return Err(LowerError::Unsupported { op: "a function without return".into(), func: func.name.clone() });
     }
-    let mut kernels = l.kernels;
-    let mut buffers = l.buffers;
-    verify_kernels(&buffers, &kernels, "lower")?;
-    for k in &mut kernels {
-        let mut ranges: Vec<(DimName, strata_ir::Interval)> =
-            k.domain.iter().map(|l| (l.name.clone(), l.interval)).collect();
-        ranges.extend(k.scan().into_iter().map(|sc| (sc.dim.name.clone(), sc.dim.interval)));
-        for st in &mut k.stores {
-            st.value = crate::sym::simplify_in(&st.value, &ranges);
-        }
-        if let KernelKind::Scan(s) = &mut k.kind {
-            s.scan.updates = s.scan.updates.iter().map(|u| crate::sym::simplify_in(u, &ranges)).collect();
-        }
-    }
-    verify_kernels(&buffers, &kernels, "simplify")?;
-    let kernels = crate::invariant::materialize_invariant_reductions(kernels, &mut buffers);
-    verify_kernels(&buffers, &kernels, "materialize-invariant-reductions")?;
-    let kernels = forward_scan_results(kernels, &buffers);
-    verify_kernels(&buffers, &kernels, "forward-scan-results")?;
-    let kernels = fuse_scans(kernels, &buffers);
-    verify_kernels(&buffers, &kernels, "fuse-scans")?;
-    let mut kernels = fuse_adjacent(kernels);
-    verify_kernels(&buffers, &kernels, "fuse-adjacent")?;
-    for (b, buffer) in buffers.iter_mut().enumerate() {
-        buffer.overwritten = overwritten_first(&kernels, b, &buffer.levels);
-    }
-    for k in &mut kernels {
-        if let Some(mm) = crate::matmul::recognize(k, &buffers) {
-            k.kind = KernelKind::Gemm(mm);
-        }
-    }
-    verify_kernels(&buffers, &kernels, "recognize-matmul")?;
-    let mut program = KernelProgram { entry: func.name.clone(), buffers, kernels, sparse: l.sparse };
-    type Pass = fn(&mut KernelProgram);
-    let passes: [(&str, Pass); 3] = [
-        ("coiterate", crate::sparse::coiterate),
-        ("gustavson", crate::workspace::gustavson),
-        ("stage-windows", crate::stage::stage_windows),
-    ];
-    for (name, pass) in passes {
-        pass(&mut program);
-        verify_kernels(&program.buffers, &program.kernels, name)?;
-    }
+    let mut program =
+        KernelProgram { entry: func.name.clone(), buffers: l.buffers, kernels: l.kernels, sparse: l.sparse };
+    crate::pipeline::run(&mut program, observe)?;
     Ok(program)
 }
 
