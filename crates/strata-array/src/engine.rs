@@ -1,31 +1,23 @@
 //! Evaluation: verify, compile (or find in the cache) and run a traced program.
 //!
-//! The native backend runs what it compiles; the reference interpreter runs the rest
-//! ([`Backend::Auto`], the default). Compiled programs are cached per thread by their text
-//! (structure and shapes), on top of the native backend's on-disk cache of shared objects.
+//! Programs run through `strata_engine` (native code where it compiles, else the reference
+//! interpreter: [`Backend::Auto`], the default). Verified programs are cached per thread by
+//! their text (structure and shapes), each with its engine-prepared programs per backend.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
+use std::sync::Arc;
 
-use strata_codegen::{compile, exec, KernelProgram};
+use strata_engine::{ExecuteError, Options, Prepared};
 use strata_entity::Handle;
 use strata_ir::{Function, Module, TypeArena};
-use strata_runtime::{Tensor, ValueType};
+use strata_runtime::Tensor;
 
 use crate::error::{ArrayError, Result};
 use crate::trace::Program;
 
-/// Which backend evaluates arrays.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Backend {
-    /// Native code where the program compiles, else the interpreter.
-    Auto,
-    /// The reference interpreter only.
-    Interp,
-    /// Native code only: programs it does not compile are an error.
-    Native,
-}
+pub use strata_engine::Backend;
 
 /// Cache counters: compiled programs found (`hits`) and built (`misses`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -47,9 +39,8 @@ struct Compiled {
     module: Module,
     types: TypeArena,
     entry: Handle<Function>,
-    result_ty: ValueType,
-    /// The native program, or why there is none (built on first use).
-    native: std::cell::OnceCell<std::result::Result<(KernelProgram, compile::Loaded), String>>,
+    /// The program prepared by the engine, per backend (on first use).
+    prepared: RefCell<HashMap<Backend, Arc<Prepared>>>,
     /// Its distribution over the job's ranks (under [`crate::spmd`], planned on first use).
     dist: std::cell::OnceCell<std::result::Result<strata_dist::Distribution, String>>,
 }
@@ -96,34 +87,40 @@ fn prepare(text: &str) -> Result<Rc<Compiled>> {
     let module = strata_syntax::parse(text).map_err(internal)?;
     let info = strata_verify::verify(&module).map_err(internal)?;
     let entry = module.function_by_name("main").expect("the traced program defines @main");
-    let result = module.functions[entry].result().expect("@main returns");
-    let result_ty = ValueType::from_ir(&info.types, result);
     let c = Rc::new(Compiled {
         module,
         types: info.types,
         entry,
-        result_ty,
-        native: std::cell::OnceCell::new(),
+        prepared: RefCell::default(),
         dist: std::cell::OnceCell::new(),
     });
     CACHE.with(|cache| cache.borrow_mut().insert(text.to_string(), c.clone()));
     Ok(c)
 }
 
-pub(crate) fn build_native(
-    module: &Module,
-    types: &TypeArena,
-    entry: Handle<Function>,
-) -> std::result::Result<(KernelProgram, compile::Loaded), String> {
-    let program = strata_codegen::lower(module, types, entry).map_err(|e| e.reason())?;
-    let source = strata_codegen::emit_c::emit(&program);
-    let (so, _) = compile::build(&source).map_err(|e| e.to_string())?;
-    let lib = compile::Loaded::open(&so).map_err(|e| e.to_string())?;
-    Ok((program, lib))
+/// `c` prepared by the engine for backend `b`.
+fn prepared(c: &Compiled, b: Backend) -> Result<Arc<Prepared>> {
+    if let Some(p) = c.prepared.borrow().get(&b) {
+        return Ok(p.clone());
+    }
+    let p = strata_engine::prepare(&c.module, &c.types, c.entry, &Options::with_backend(b)).map_err(run_error)?;
+    c.prepared.borrow_mut().insert(b, p.clone());
+    Ok(p)
 }
 
-/// Runs a traced program and returns its result.
-pub(crate) fn run(p: Program) -> Result<Tensor> {
+/// An engine error as the front end reports it.
+pub(crate) fn run_error(e: ExecuteError) -> ArrayError {
+    match e {
+        ExecuteError::Program(d) => ArrayError::Run(d.message),
+        ExecuteError::NotCompiled(why) => {
+            ArrayError::Run(format!("the native backend does not compile this program: {why}"))
+        }
+        other => ArrayError::Run(other.to_string()),
+    }
+}
+
+/// Runs a traced program and returns its result, then the values of [`Program::kept`].
+pub(crate) fn run(p: Program) -> Result<Vec<Tensor>> {
     let b = backend();
     let c = prepare(&p.text)?;
     if crate::spmd::distributed(&p.text) {
@@ -133,34 +130,9 @@ pub(crate) fn run(p: Program) -> Result<Tensor> {
         });
         let dist = dist.as_ref().map_err(|e| ArrayError::Run(format!("the program cannot run distributed: {e}")))?;
         bump(|s| s.distributed_runs += 1);
-        return crate::spmd::run(dist, &p.inputs, b);
+        return crate::spmd::run(dist, &p.inputs, b).map(|t| vec![t]);
     }
-    let native = if b == Backend::Interp {
-        None
-    } else {
-        Some(c.native.get_or_init(|| build_native(&c.module, &c.types, c.entry)))
-    };
-    match (native, b) {
-        (None, _) => interpret(&c, p),
-        (Some(Ok((program, lib))), _) => {
-            bump(|s| s.native_runs += 1);
-            let names: Vec<String> = (0..p.inputs.len()).map(|i| format!("in{i}")).collect();
-            let threads = exec::threads_from_env();
-            let mut values = exec::run_threads(program, lib, &p.inputs, &names, Some(&c.result_ty), threads)
-                .map_err(|e| ArrayError::Run(e.to_string()))?;
-            Ok(values.pop().map(|(_, t)| t).expect("one result"))
-        }
-        (Some(Err(why)), Backend::Native) => {
-            Err(ArrayError::Run(format!("the native backend does not compile this program: {why}")))
-        }
-        (Some(Err(_)), _) => interpret(&c, p),
-    }
-}
-
-fn interpret(c: &Compiled, p: Program) -> Result<Tensor> {
-    bump(|s| s.interpreted_runs += 1);
-    let interp = strata_interp::Interpreter::new(&c.module, &c.types);
-    let inputs = p.inputs.iter().map(|t| (**t).clone()).collect();
-    let mut out = interp.run(c.entry, inputs).map_err(|e| ArrayError::Run(e.message))?;
-    Ok(out.values.pop().map(|(_, t)| t).expect("one result"))
+    let ran = prepared(&c, b)?.run(&p.inputs).map_err(run_error)?;
+    bump(|s| if ran.timings.is_some() { s.native_runs += 1 } else { s.interpreted_runs += 1 });
+    ran.values.into_iter().map(|(_, v)| v.into_tensor().map_err(|e| ArrayError::Run(e.to_string()))).collect()
 }

@@ -32,6 +32,7 @@ use strata_runtime::{Tensor, Value, ValueType};
 use crate::array::{value_type, Array, Place};
 use crate::engine::{self, Backend};
 use crate::error::{ArrayError, Result};
+use strata_engine::Options;
 
 thread_local! {
     static COMM: RefCell<Option<Rc<Comm>>> = const { RefCell::new(None) };
@@ -193,25 +194,11 @@ impl job::Rank for FrontEndRank<'_> {
         entry: Handle<Function>,
         args: &[Value],
     ) -> job::Step<Vec<(String, Value)>> {
-        let native = match self.backend {
-            Backend::Interp => None,
-            _ => Some(engine::build_native(module, types, entry)),
-        };
-        match native {
-            Some(Ok((program, lib))) => {
-                let f = &module.functions[entry];
-                let names: Vec<String> = f.params.iter().map(|&p| f.exprs[p].name.clone()).collect();
-                let result_ty = f.result().map(|r| ValueType::from_ir(types, r));
-                let threads = strata_dist::comm::threads_per_rank();
-                let values =
-                    strata_codegen::exec::run_threads(&program, &lib, args, &names, result_ty.as_ref(), threads)
-                        .map_err(|e| e.to_string())?;
-                Ok(values.into_iter().map(|(n, t)| (n, Value::Tensor(t))).collect())
-            }
-            Some(Err(why)) if self.backend == Backend::Native => {
-                Err(format!("the native backend does not compile this program: {why}"))
-            }
-            _ => job::interpret(module, types, entry, args),
-        }
+        let threads = Some(strata_dist::comm::threads_per_rank());
+        let options = Options { backend: self.backend, threads, ..Options::default() };
+        let prepared =
+            strata_engine::prepare(module, types, entry, &options).map_err(|e| engine::run_error(e).to_string())?;
+        let ran = prepared.run(args).map_err(|e| engine::run_error(e).to_string())?;
+        Ok(ran.values)
     }
 }

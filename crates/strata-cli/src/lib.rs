@@ -4,14 +4,11 @@
 #![deny(missing_docs)]
 
 mod dist_run;
-pub mod execute;
 pub mod run;
 
-use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use miette::{GraphicalReportHandler, GraphicalTheme, NamedSource};
 use strata_ir::{Diagnostic, Module};
 
 /// Failures of the command itself (as opposed to diagnostics about a program).
@@ -41,22 +38,7 @@ pub enum CliError {
     },
 }
 
-/// Renders diagnostics for `source` (named `name`) as text: `name:line:col`, the source line
-/// with the labelled span underlined, the message, and help.
-pub fn render(name: &str, source: &str, diagnostics: &[Diagnostic], color: bool) -> String {
-    let theme = if color { GraphicalTheme::unicode() } else { GraphicalTheme::unicode_nocolor() };
-    let handler = GraphicalReportHandler::new_themed(theme).with_width(100).with_context_lines(1);
-    let mut out = String::new();
-    for d in diagnostics {
-        let (line, col) = d.primary.span.line_col(source);
-        let report = miette::Report::new(d.clone()).with_source_code(NamedSource::new(name, source.to_string()));
-        let _ = writeln!(out, "{name}:{line}:{col}: error: {}", d.message);
-        if handler.render_report(&mut out, report.as_ref()).is_err() {
-            let _ = writeln!(out, "  [{}] {}", d.code, d.message);
-        }
-    }
-    out
-}
+pub use strata_report::render;
 
 /// Parses and verifies source text.
 pub fn check_source(source: &str) -> Result<Module, Vec<Diagnostic>> {
@@ -231,66 +213,7 @@ pub struct RunOptions {
     pub ranks: Option<usize>,
 }
 
-/// How long a native run took, in seconds.
-#[derive(Debug, Default)]
-pub struct Timings {
-    /// Lowering, emitting and compiling (or finding in the cache) and loading.
-    pub compile_s: f64,
-    /// Whether the shared object came from the cache.
-    pub cached: bool,
-    /// The first run (buffers allocated just before).
-    pub first_s: f64,
-    /// Each repeated run on the same, preallocated buffers.
-    pub preallocated_s: Vec<f64>,
-    /// Each repeated run allocating its written buffers afresh (as an allocating API would).
-    pub allocating_s: Vec<f64>,
-}
-
-impl Timings {
-    /// `{"compile_s", "cached", "first_s", "preallocated_s": [..], "allocating_s": [..]}`.
-    pub fn to_json(&self) -> String {
-        let list = |v: &[f64]| v.iter().map(|x| format!("{x:e}")).collect::<Vec<_>>().join(", ");
-        format!(
-            "{{\"compile_s\": {:e}, \"cached\": {}, \"first_s\": {:e}, \"preallocated_s\": [{}], \"allocating_s\": [{}]}}\n",
-            self.compile_s,
-            self.cached,
-            self.first_s,
-            list(&self.preallocated_s),
-            list(&self.allocating_s)
-        )
-    }
-
-    /// Human-readable lines for `--time`.
-    fn report(&self) -> String {
-        let how = if self.cached { "cached" } else { "cold" };
-        let mut s = format!("time: compile {:.3} ms ({how}), run {:.3} ms\n", self.compile_s * 1e3, self.first_s * 1e3);
-        for (what, v) in [("preallocated outputs", &self.preallocated_s), ("allocating outputs", &self.allocating_s)] {
-            if let Some(m) = median(v) {
-                let min = v.iter().copied().fold(f64::INFINITY, f64::min);
-                let max = v.iter().copied().fold(0.0, f64::max);
-                s += &format!(
-                    "time: {} runs, {what}: median {:.3} ms (min {:.3}, max {:.3})\n",
-                    v.len(),
-                    m * 1e3,
-                    min * 1e3,
-                    max * 1e3
-                );
-            }
-        }
-        s
-    }
-}
-
-/// The median of `v` (`None` when empty).
-pub(crate) fn median(v: &[f64]) -> Option<f64> {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    match s.len() {
-        0 => None,
-        n if n % 2 == 1 => Some(s[n / 2]),
-        n => Some((s[n / 2 - 1] + s[n / 2]) / 2.0),
-    }
-}
+pub use strata_engine::Timings;
 
 /// `strata run`: exit 0 on success, 1 on any failure — diagnostics, bad or unreadable data,
 /// missing arguments, run-time errors (clap itself exits 2 on malformed command lines).
@@ -311,7 +234,7 @@ pub fn cmd_run(file: &Path, opts: &RunOptions) -> i32 {
         let _ = writeln!(stderr, "error: {m}");
         1
     };
-    let backend = match execute::Backend::parse(&opts.backend) {
+    let backend = match strata_engine::Backend::parse(&opts.backend) {
         Ok(b) => b,
         Err(m) => return usage(&mut stderr, m),
     };
@@ -376,9 +299,9 @@ pub fn cmd_run(file: &Path, opts: &RunOptions) -> i32 {
         }
     }
     let start = std::time::Instant::now();
-    let ran = match execute::execute(&module, &info.types, entry, &args, backend, opts) {
+    let ran = match execute(&module, &info.types, entry, &args, backend, opts) {
         Ok(r) => r,
-        Err(execute::ExecuteError::Program(d)) => {
+        Err(strata_engine::ExecuteError::Program(d)) => {
             let _ = write!(stderr, "{}", render(&name, &source, &[*d], color));
             return 1;
         }
@@ -425,61 +348,39 @@ pub fn cmd_run(file: &Path, opts: &RunOptions) -> i32 {
     0
 }
 
-/// Why a native run did not produce values.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum NativeError {
-    /// The entry uses something the native backend does not compile yet.
-    #[error(transparent)]
-    NotCompiled(strata_codegen::LowerError),
-    /// Compiling, loading or running failed.
-    #[error("{0}")]
-    Failed(String),
-}
-
-/// Lowers, compiles (or finds in the cache) and runs `entry` natively; with `opts.repeat`,
-/// runs it that many more times on preallocated and on fresh output buffers, for timings.
-pub(crate) fn run_native(
-    module: &strata_ir::Module,
+/// Prepares `entry` with `backend` and the threads of `opts`, and runs it on `args` (repeated
+/// `opts.repeat` more times natively, for timings).
+pub(crate) fn execute(
+    module: &Module,
     types: &strata_ir::TypeArena,
     entry: strata_entity::Handle<strata_ir::Function>,
     args: &[strata_runtime::Value],
+    backend: strata_engine::Backend,
     opts: &RunOptions,
-) -> Result<(Vec<(String, strata_runtime::Value)>, Timings), NativeError> {
-    use strata_codegen::{compile, exec};
-    let t0 = std::time::Instant::now();
-    let program = strata_codegen::lower(module, types, entry).map_err(NativeError::NotCompiled)?;
-    let source = strata_codegen::emit_c::emit(&program);
-    let (so, state) = compile::build(&source).map_err(|e| NativeError::Failed(e.to_string()))?;
-    let lib = compile::Loaded::open(&so).map_err(|e| NativeError::Failed(e.to_string()))?;
-    let f = &module.functions[entry];
-    let failed = |e: exec::ExecError| NativeError::Failed(format!("native run of `@{}` failed: {e}", f.name));
-    let threads = opts.threads.unwrap_or_else(exec::threads_from_env);
-    let mut timings = Timings {
-        compile_s: t0.elapsed().as_secs_f64(),
-        cached: state == compile::CacheState::Warm,
-        ..Timings::default()
-    };
-    let t1 = std::time::Instant::now();
-    let mut buffers = exec::Buffers::new(&program, args).map_err(failed)?;
-    buffers.call(&lib, threads).map_err(failed)?;
-    timings.first_s = t1.elapsed().as_secs_f64();
-    // Alternating the two kinds of runs exposes both to the same machine state.
-    for _ in 0..opts.repeat {
-        let t = std::time::Instant::now();
-        buffers.call(&lib, threads).map_err(failed)?;
-        timings.preallocated_s.push(t.elapsed().as_secs_f64());
-        let t = std::time::Instant::now();
-        buffers.renew_written(&program, args);
-        buffers.call(&lib, threads).map_err(failed)?;
-        timings.allocating_s.push(t.elapsed().as_secs_f64());
-    }
-    let names: Vec<String> = f.params.iter().map(|&p| f.exprs[p].name.clone()).collect();
-    let result_ty = f.result().map(|r| strata_runtime::ValueType::from_ir(types, r));
-    Ok((buffers.into_values(&program, args, &names, result_ty.as_ref()), timings))
+) -> Result<strata_engine::Executed, strata_engine::ExecuteError> {
+    let options = strata_engine::Options { backend, threads: opts.threads, ..strata_engine::Options::default() };
+    strata_engine::prepare(module, types, entry, &options)?.run_timed(args, opts.repeat)
 }
 
-/// `strata lower`: prints an entry's loop kernels or generated C.
-pub fn cmd_lower(file: &Path, entry: Option<&str>, to: &str, ranks: usize) -> i32 {
+/// `strata lower --passes`: the passes over the loop-level IR, one per line with what it does.
+pub fn cmd_passes() -> i32 {
+    println!(
+        "{:<34} the entry lowered to fused loop kernels (extraction of temporaries included)",
+        strata_codegen::pipeline::LOWER
+    );
+    for p in strata_codegen::pipeline::PASSES {
+        println!("{:<34} {}", p.name, p.summary);
+    }
+    0
+}
+
+/// `strata lower`: prints an entry's loop kernels or generated C; with `print_after`, the loop
+/// kernels after lowering or after that pass.
+pub fn cmd_lower(file: &Path, entry: Option<&str>, to: &str, ranks: usize, print_after: Option<&str>) -> i32 {
+    if let Some(name) = print_after.filter(|n| !strata_codegen::pipeline::is_stage(n)) {
+        eprintln!("error: --print-after: no pass named `{name}` (`strata lower --passes` lists them)");
+        return 1;
+    }
     let color = stderr_color();
     let source = match read_source(file) {
         Ok(s) => s,
@@ -515,7 +416,18 @@ pub fn cmd_lower(file: &Path, entry: Option<&str>, to: &str, ranks: usize) -> i3
             }
         };
     }
-    match strata_codegen::lower(&module, &info.types, entry) {
+    let options = strata_codegen::LowerOptions::for_this_machine();
+    let mut shown = None;
+    let mut observe = |name: &str, p: &strata_codegen::KernelProgram| {
+        if Some(name) == print_after {
+            shown = Some(p.to_string());
+        }
+    };
+    match strata_codegen::lower_observed(&module, &info.types, entry, &options, &mut observe) {
+        Ok(_) if print_after.is_some() => {
+            print!("{}", shown.unwrap_or_default());
+            0
+        }
         Ok(p) => {
             match to {
                 "loops" => print!("{p}"),

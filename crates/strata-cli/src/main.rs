@@ -75,8 +75,9 @@ enum Command {
     /// Print an entry's lowered forms: fused loop kernels or the generated C.
     #[command(after_help = "Example:\n  strata lower examples/stencil/laplacian.strata --to c")]
     Lower {
-        /// The `.strata` file.
-        file: PathBuf,
+        /// The `.strata` file (not needed with `--passes`).
+        #[arg(required_unless_present = "passes")]
+        file: Option<PathBuf>,
         /// The function or program (default: the last program, else the last function).
         #[arg(long)]
         entry: Option<String>,
@@ -87,6 +88,13 @@ enum Command {
         /// Ranks for `--to dist`.
         #[arg(long, value_name = "N", default_value_t = 2)]
         ranks: usize,
+        /// List the passes over the loop-level IR, in the order they run, and exit.
+        #[arg(long)]
+        passes: bool,
+        /// Print the loop kernels after lowering (`lower`) or after the pass NAME (see `--passes`)
+        /// instead of the final ones.
+        #[arg(long, value_name = "NAME", conflicts_with = "to")]
+        print_after: Option<String>,
     },
     /// Print each entry's parameters and results with their full types.
     #[command(after_help = "Example:\n  strata sig --json examples/stencil/nabla.strata")]
@@ -144,7 +152,11 @@ fn main() {
             )
         }
         Command::Sig { file, json } => strata_cli::cmd_sig(&file, json),
-        Command::Lower { file, entry, to, ranks } => strata_cli::cmd_lower(&file, entry.as_deref(), &to, ranks),
+        Command::Lower { passes: true, .. } => strata_cli::cmd_passes(),
+        Command::Lower { file, entry, to, ranks, print_after, .. } => {
+            let file = file.expect("clap requires FILE without --passes");
+            strata_cli::cmd_lower(&file, entry.as_deref(), &to, ranks, print_after.as_deref())
+        }
     };
     std::process::exit(status);
 }

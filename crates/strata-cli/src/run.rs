@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use strata_entity::Handle;
 use strata_interp::Interpreter;
-use strata_ir::{ExprKind, Function, FunctionKind, LevelFormat, Module, ParamMode, Scalar};
+use strata_ir::{ExprKind, Function, FunctionKind, Module, ParamMode, Scalar};
 use strata_runtime::{Column, Data, ElemType, Sv, Tensor, Value, ValueType};
 
 /// Where an argument's value comes from (`--arg NAME=SPEC`).
@@ -193,122 +193,7 @@ fn nested(out: &mut String, c: &Column, shape: &[usize], d: usize, base: usize, 
     out.push(']');
 }
 
-/// The `format` of a type for `strata sig`.
-pub fn format_name(ty: &ValueType) -> &'static str {
-    let f: Vec<LevelFormat> = ty.levels.iter().map(|l| l.format).collect();
-    use LevelFormat::*;
-    match f.as_slice() {
-        _ if f.iter().all(|x| *x == Dense) => "dense",
-        _ if f.contains(&Block) => "distributed",
-        _ if f.iter().any(|x| matches!(x, Ragged { .. })) => "ragged",
-        [Dense, Compressed { .. }] => "csr",
-        [Compressed { .. }, Compressed { .. }] => "dcsr",
-        [Compressed { unique: false, .. }, Singleton { .. }] => "coo",
-        [Compressed { .. }] => "sparse_vector",
-        _ => "sparse",
-    }
-}
-
-fn json_str(s: &str) -> String {
-    let mut o = String::from("\"");
-    for ch in s.chars() {
-        match ch {
-            '"' => o.push_str("\\\""),
-            '\\' => o.push_str("\\\\"),
-            '\n' => o.push_str("\\n"),
-            c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
-            c => o.push(c),
-        }
-    }
-    o.push('"');
-    o
-}
-
-fn dtype_json(t: &ElemType) -> String {
-    match t {
-        ElemType::Scalar(s) => json_str(s.numpy_name()),
-        ElemType::Tuple(fs) => format!("[{}]", fs.iter().map(dtype_json).collect::<Vec<_>>().join(", ")),
-        ElemType::Tensor(vt) => format!("{{\"tensor\": {}}}", dtype_json(&vt.element)),
-    }
-}
-
-/// One parameter or result as JSON.
-fn param_json(name: &str, type_text: &str, ty: &ValueType) -> String {
-    let dense = ty.levels.iter().all(|l| l.format.is_dense_like());
-    let shape = if dense {
-        format!("[{}]", ty.shape().iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", "))
-    } else {
-        "null".into()
-    };
-    let dims: Vec<String> = ty
-        .levels
-        .iter()
-        .map(|l| {
-            format!(
-                "{{\"name\": {}, \"start\": {}, \"stop\": {}, \"format\": {}}}",
-                json_str(l.name.as_str()),
-                l.interval.start,
-                l.interval.stop,
-                json_str(l.format.keyword())
-            )
-        })
-        .collect();
-    format!(
-        "{{\"name\": {}, \"type\": {}, \"dtype\": {}, \"shape\": {shape}, \"format\": {}, \"dims\": [{}]}}",
-        json_str(name),
-        json_str(type_text),
-        dtype_json(&ty.element),
-        json_str(format_name(ty)),
-        dims.join(", ")
-    )
-}
-
-/// `strata sig`: every entry's parameters and results, as text or JSON.
-pub fn signatures(module: &Module, types: &strata_ir::TypeArena, json: bool) -> String {
-    let mut entries = Vec::new();
-    let mut text = String::new();
-    for (_, f) in module.entries() {
-        let mut params = Vec::new();
-        let mut results = Vec::new();
-        let _ = writeln!(text, "{} @{}", if f.kind == FunctionKind::Program { "program" } else { "func" }, f.name);
-        let mut show = |name: &str,
-                        ty: strata_ir::op::TypeHandle,
-                        out: bool,
-                        params: &mut Vec<String>,
-                        results: &mut Vec<String>| {
-            let vt = ValueType::from_ir(types, ty);
-            // The full type (no alias at the top), so scripts see dimensions and intervals.
-            let full = strata_ir::print::TypeDisplay::in_arena(module, types, ty).without_top_alias().to_string();
-            let j = param_json(name, &full, &vt);
-            if out {
-                results.push(j)
-            } else {
-                params.push(j)
-            }
-            let _ = writeln!(text, "  {} {name}: {full}", if out { "out" } else { "in " });
-        };
-        for &p in &f.params {
-            let e = &f.exprs[p];
-            let out = e.kind == ExprKind::Param(ParamMode::Out);
-            show(&e.name, e.ty, out, &mut params, &mut results);
-        }
-        for (name, &r) in f.result_names().iter().zip(&f.results) {
-            show(name, r, true, &mut params, &mut results);
-        }
-        entries.push(format!(
-            "{{\"name\": {}, \"kind\": {}, \"params\": [{}], \"results\": [{}]}}",
-            json_str(&f.name),
-            json_str(if f.kind == FunctionKind::Program { "program" } else { "func" }),
-            params.join(", "),
-            results.join(", ")
-        ));
-    }
-    if json {
-        format!("{{\"entries\": [{}]}}\n", entries.join(", "))
-    } else {
-        text
-    }
-}
+pub use strata_report::signature::{format_name, signatures};
 
 /// Builds the argument list of `entry` from `--arg` sources; `out` parameters without a source
 /// start as zeros.

@@ -229,14 +229,29 @@ fn sig_describes_entries_for_scripts() {
     let nabla = root.join("examples/stencil/nabla.strata").display().to_string();
     let o = strata(&["sig", "--json", &nabla]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let json = String::from_utf8_lossy(&o.stdout);
-    assert!(json.starts_with("{\"entries\": ["), "{json}");
-    assert!(json.contains("{\"name\": \"out\", \"type\": \"tensor<(f64, f64), Vertex[0:5440]>\", \"dtype\": [\"float64\", \"float64\"], \"shape\": [5440], \"format\": \"dense\""), "{json}");
-    assert!(json.contains("\"name\": \"v2e\", \"type\": \"tensor<i32, Vertex[0:5440], NB_Edge[0:7]>\", \"dtype\": \"int32\", \"shape\": [5440, 7]"), "{json}");
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).expect("strata sig --json prints JSON");
+    let entries = json["entries"].as_array().expect("a list of entries");
+    let entry = entries.iter().find(|e| e["name"] == "nabla").expect("the program @nabla");
+    let out = &entry["results"][0];
+    assert_eq!(out["name"], "out");
+    assert_eq!(out["type"], "tensor<(f64, f64), Vertex[0:5440]>");
+    assert_eq!(out["dtype"], serde_json::json!(["float64", "float64"]));
+    assert_eq!(out["shape"], serde_json::json!([5440]));
+    assert_eq!(out["format"], "dense");
+    let v2e = entry["params"].as_array().unwrap().iter().find(|p| p["name"] == "v2e").expect("a v2e parameter");
+    assert_eq!(v2e["type"], "tensor<i32, Vertex[0:5440], NB_Edge[0:7]>");
+    assert_eq!(v2e["dtype"], "int32");
+    assert_eq!(v2e["shape"], serde_json::json!([5440, 7]));
     let spmv = root.join("examples/sparse/spmv_csr.strata").display().to_string();
     let o = strata(&["sig", "--json", &spmv]);
-    let json = String::from_utf8_lossy(&o.stdout);
-    assert!(json.contains("\"shape\": null, \"format\": \"csr\""), "{json}");
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let spmv = json["entries"].as_array().unwrap().iter().find(|e| e["name"] == "spmv").expect("@spmv");
+    let a = &spmv["params"][0];
+    assert_eq!(
+        (a["shape"].clone(), a["format"].clone()),
+        (serde_json::Value::Null, serde_json::json!("csr")),
+        "{json}"
+    );
     let o = strata(&["sig", &nabla]);
     assert!(
         String::from_utf8_lossy(&o.stdout).contains("program @nabla\n  out out: tensor<(f64, f64), Vertex[0:5440]>")
@@ -386,4 +401,34 @@ fn static_extents_in_types_are_checked_on_arguments_and_results() {
         let o = strata(&["run", &good, "--backend", backend, "--arg", "a=ones"]);
         assert_eq!(o.status.code(), Some(0), "{backend}: {}", stderr(&o));
     }
+}
+
+#[test]
+fn without_a_c_compiler_the_interpreter_runs_with_one_notice() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let lap = root.join("examples/stencil/laplacian.strata").display().to_string();
+    let dir = tmp("no-cc");
+    let run = |backend: &str| {
+        Command::new(env!("CARGO_BIN_EXE_strata"))
+            .args(["run", "--backend", backend, &lap, "--arg", "inp=ones"])
+            .env("CC", "/nonexistent/cc")
+            // An empty kernel cache: nothing compiled earlier can stand in for the compiler.
+            .env("STRATA_CACHE_DIR", &dir)
+            .output()
+            .unwrap()
+    };
+    let o = run("auto");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(err.matches("note:").count(), 1, "{err}");
+    assert!(
+        err.contains("cannot run the C compiler `/nonexistent/cc`") && err.contains("reference interpreter"),
+        "{err}"
+    );
+    // The laplacian of ones is zero everywhere.
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("min 0, max 0") || out.contains("[[[0, 0"), "{out}");
+    let o = run("native");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("cannot run the C compiler"), "{}", stderr(&o));
 }

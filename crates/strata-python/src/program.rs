@@ -3,6 +3,10 @@
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use strata_engine::{Backend, ExecuteError, Options, Prepared};
 use strata_entity::Handle;
 use strata_ir::{ExprKind, Function, Module, ParamMode, TypeArena};
 use strata_runtime::{Tensor, Value, ValueType};
@@ -17,6 +21,9 @@ pub struct Program {
     types: TypeArena,
     source: String,
     name: String,
+    /// Entries prepared by earlier calls, by entry, backend and threads: a call after the first
+    /// runs the loaded code without lowering, emitting or hashing anything again.
+    prepared: Mutex<HashMap<(String, Backend, Option<usize>), Arc<Prepared>>>,
 }
 
 /// Parses and verifies `text` (`name` is the file name diagnostics show).
@@ -26,10 +33,16 @@ pub struct Program {
 #[pyo3(signature = (text, name = "<string>"))]
 pub fn compile(text: &str, name: &str) -> PyResult<Program> {
     let module = strata_verify::parse(text)
-        .map_err(|d| ParseError::new_err(strata_cli::render(name, text, &d, false).trim_end().to_string()))?;
+        .map_err(|d| ParseError::new_err(strata_report::render(name, text, &d, false).trim_end().to_string()))?;
     let info = strata_verify::verify(&module)
-        .map_err(|d| VerifyError::new_err(strata_cli::render(name, text, &d, false).trim_end().to_string()))?;
-    Ok(Program { module, types: info.types, source: text.to_string(), name: name.to_string() })
+        .map_err(|d| VerifyError::new_err(strata_report::render(name, text, &d, false).trim_end().to_string()))?;
+    Ok(Program {
+        module,
+        types: info.types,
+        source: text.to_string(),
+        name: name.to_string(),
+        prepared: Mutex::default(),
+    })
 }
 
 impl Program {
@@ -39,6 +52,40 @@ impl Program {
 
     fn param_type(&self, f: &Function, p: strata_ir::Value) -> ValueType {
         ValueType::from_ir(&self.types, f.exprs[p].ty)
+    }
+
+    /// `entry` prepared for `backend` and `threads`, by the first call that asked (which warns
+    /// once when the interpreter runs it although native code was allowed).
+    fn prepared(
+        &self,
+        py: Python<'_>,
+        entry: &str,
+        backend: Backend,
+        threads: Option<usize>,
+    ) -> PyResult<Arc<Prepared>> {
+        let key = (entry.to_string(), backend, threads);
+        if let Some(p) = self.prepared.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            return Ok(p.clone());
+        }
+        let h = self.entry(entry)?;
+        let options = Options { backend, threads, ..Options::default() };
+        let (module, types) = (&self.module, &self.types);
+        let p = py.detach(|| strata_engine::prepare(module, types, h, &options)).map_err(|e| self.run_error(e))?;
+        if let Some(note) = p.note() {
+            let warning = py.get_type::<pyo3::exceptions::PyRuntimeWarning>();
+            PyErr::warn(py, &warning, &std::ffi::CString::new(note).unwrap_or_default(), 1)?;
+        }
+        self.prepared.lock().unwrap_or_else(|e| e.into_inner()).insert(key, p.clone());
+        Ok(p)
+    }
+
+    fn run_error(&self, e: ExecuteError) -> PyErr {
+        match e {
+            ExecuteError::Program(d) => {
+                RunError::new_err(strata_report::render(&self.name, &self.source, &[*d], false).trim_end().to_string())
+            }
+            other => RunError::new_err(other.to_string()),
+        }
     }
 }
 
@@ -84,7 +131,7 @@ impl Program {
 
     /// Every entry's parameters and results as JSON (what `strata sig --json` prints).
     fn signatures_json(&self) -> String {
-        strata_cli::run::signatures(&self.module, &self.types, true)
+        strata_report::signature::signatures(&self.module, &self.types, true)
     }
 
     /// The names of `entry`'s inputs (parameters that are not `out`), in order.
@@ -123,10 +170,10 @@ impl Program {
         backend: &str,
         threads: Option<usize>,
     ) -> PyResult<Vec<(String, Py<PyAny>)>> {
-        let backend = strata_cli::execute::Backend::parse(backend).map_err(ArgumentError::new_err)?;
+        let backend = Backend::parse(backend).map_err(ArgumentError::new_err)?;
         // An entry with several results runs as the program writing them.
-        let h = self.entry(entry)?;
-        let module = strata_verify::results_as_outputs(&self.module, h);
+        let prepared = self.prepared(py, entry, backend, threads)?;
+        let (module, h) = (prepared.module(), prepared.entry());
         let f = &module.functions[h];
         for key in args.keys() {
             let key: String = key.extract()?;
@@ -165,17 +212,10 @@ impl Program {
         if !missing.is_empty() {
             return Err(ArgumentError::new_err(format!("missing argument {} of `@{}`", missing.join(", "), f.name)));
         }
-        let opts = strata_cli::RunOptions { threads, ..strata_cli::RunOptions::default() };
-        let (module, types) = (&*module, &self.types);
         // The inputs stay alive in `args` (held by the caller) while the GIL is released.
-        let ran = py.detach(|| strata_cli::execute::execute(module, types, h, &values.values, backend, &opts));
+        let ran = py.detach(|| prepared.run(&values.values));
         drop(values);
-        let ran = ran.map_err(|e| match e {
-            strata_cli::execute::ExecuteError::Program(d) => {
-                RunError::new_err(strata_cli::render(&self.name, &self.source, &[*d], false).trim_end().to_string())
-            }
-            other => RunError::new_err(other.to_string()),
-        })?;
+        let ran = ran.map_err(|e| self.run_error(e))?;
         let mut out = Vec::with_capacity(ran.values.len());
         for (name, v) in ran.values {
             if let Some(m) = v.extent_mismatch() {

@@ -210,7 +210,7 @@ pub fn run_rank(file: &Path, opts: &RunOptions) -> i32 {
     let timings = rank_io.timings;
     let t_end = comm.wtime();
     if rank == 0 && (opts.time || opts.timings.is_some()) {
-        let med = |v: &[f64]| crate::median(v).unwrap_or(0.0);
+        let med = |v: &[f64]| strata_engine::median(v).unwrap_or(0.0);
         let run_s = if timings.preallocated_s.is_empty() { timings.first_s } else { med(&timings.preallocated_s) };
         let exchange_s = med(&clock.exchange_s);
         let report = format!(
@@ -324,8 +324,8 @@ fn execute(
     args: &[Value],
     opts: &RunOptions,
 ) -> job::Step<(Vec<(String, Value)>, crate::Timings)> {
-    let backend = crate::execute::Backend::parse(&opts.backend)?;
-    match crate::execute::execute(module, types, entry, args, backend, opts) {
+    let backend = strata_engine::Backend::parse(&opts.backend)?;
+    match crate::execute(module, types, entry, args, backend, opts) {
         Ok(r) => Ok((r.values, r.timings.unwrap_or_default())),
         Err(e) => Err(e.to_string()),
     }

@@ -93,23 +93,6 @@ pub trait Rank {
     ) -> Step<Vec<(String, Value)>>;
 }
 
-/// Runs a local program in the reference interpreter (what a [`Rank::execute`] falls back to
-/// where the native backend does not compile it).
-///
-/// # Errors
-/// A stored argument that does not convert, or the interpreter's run-time error.
-pub fn interpret(
-    module: &Module,
-    types: &TypeArena,
-    entry: Handle<Function>,
-    args: &[Value],
-) -> Step<Vec<(String, Value)>> {
-    let interp = strata_interp::Interpreter::new(module, types);
-    let tensors = args.iter().cloned().map(|a| a.into_tensor().map_err(|e| e.to_string())).collect::<Step<Vec<_>>>()?;
-    let out = interp.run(entry, tensors).map_err(|e| e.to_diagnostic().message.clone())?;
-    Ok(out.values.into_iter().map(|(n, t)| (n, Value::Tensor(t))).collect())
-}
-
 /// One parameter of a stage, as [`Rank::input`] is asked for it.
 pub struct Input<'a> {
     /// Its position in the entry.

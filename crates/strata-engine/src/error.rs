@@ -1,0 +1,45 @@
+//! Why preparing or running an entry failed.
+
+use strata_ir::Diagnostic;
+
+/// Why preparing or running an entry failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ExecuteError {
+    /// `backend = native`, and the native backend does not compile the entry.
+    #[error("{0}")]
+    NotCompiled(String),
+    /// `backend = native`, and compiling or loading the generated code failed (no C compiler,
+    /// the compiler rejected the code, the kernel cache cannot be written).
+    #[error("{0}")]
+    Compile(String),
+    /// `backend = native`, and the native run failed (an entry outside its interval, bad
+    /// storage in an argument).
+    #[error("{0}")]
+    Exec(String),
+    /// The program failed at run time: the interpreter's located diagnostic.
+    #[error("{}", .0.message)]
+    Program(Box<Diagnostic>),
+    /// The native backend failed where the interpreter succeeds: a native backend bug.
+    #[error("{0}\nnote: the reference interpreter runs this entry: this is a native backend bug (`--backend interp` avoids it)")]
+    NativeBug(String),
+    /// A result that cannot be held in memory.
+    #[error("cannot hold `{name}` of `@{func}`: {message}")]
+    Result {
+        /// The result's name.
+        name: String,
+        /// The entry.
+        func: String,
+        /// Why.
+        message: String,
+    },
+    /// An argument the interpreter cannot hold (a stored value too large for a dense view).
+    #[error("the interpreter cannot take `%{name}` of `@{func}`: {message}")]
+    Argument {
+        /// The parameter.
+        name: String,
+        /// The entry.
+        func: String,
+        /// Why.
+        message: String,
+    },
+}

@@ -1,0 +1,25 @@
+//! Strata's execution engine: compile once, run many.
+//!
+//! [`prepare`] takes a verified entry and returns a [`Prepared`] program: results-as-outputs
+//! applied, the entry lowered to loop kernels, the C compiled (or found in the on-disk cache)
+//! and loaded — or, where the native backend does not compile the entry or no C compiler is
+//! installed, the reference interpreter chosen, with one notice saying why. Prepared programs
+//! are memoized for the process, keyed on the IR's structure and the options (backend,
+//! threads, machine facts). [`Prepared::run`] then runs it on argument values as often as the
+//! caller likes, with no re-planning.
+//!
+//! Every front end runs programs through this crate: `strata run`, each rank of a distributed
+//! run, the Rust array front end and the Python package.
+
+#![deny(missing_docs)]
+
+mod backend;
+mod error;
+mod key;
+mod prepared;
+mod timings;
+
+pub use backend::Backend;
+pub use error::ExecuteError;
+pub use prepared::{prepare, Executed, Options, Prepared};
+pub use timings::{median, Timings};

@@ -1,0 +1,367 @@
+//! Preparing an entry once ([`prepare`]) and running it many times ([`Prepared::run`]).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use strata_codegen::compile::{self, CompileError, Loaded};
+use strata_codegen::exec::{self, Buffers, Layout};
+use strata_codegen::{LowerError, LowerOptions};
+use strata_entity::Handle;
+use strata_ir::{Function, Module, TypeArena};
+use strata_runtime::{storage, Argument, Value, ValueType};
+
+use crate::{Backend, ExecuteError, Timings};
+
+/// How an entry is prepared and run.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Options {
+    /// Which backend runs it.
+    pub backend: Backend,
+    /// Native threads (`None`: `$STRATA_NUM_THREADS`, else all cores).
+    pub threads: Option<usize>,
+    /// The machine facts lowering decides from (read once: [`LowerOptions::for_this_machine`]).
+    pub lower: LowerOptions,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options { backend: Backend::Auto, threads: None, lower: LowerOptions::for_this_machine() }
+    }
+}
+
+impl Options {
+    /// The default options with `backend`.
+    pub fn with_backend(backend: Backend) -> Options {
+        Options { backend, ..Options::default() }
+    }
+}
+
+/// An entry ready to run: lowered, compiled and loaded when it runs natively.
+pub struct Prepared {
+    module: Module,
+    types: TypeArena,
+    entry: Handle<Function>,
+    threads: usize,
+    backend: Backend,
+    native: Option<Native>,
+    /// Why the interpreter runs although native code was allowed.
+    note: Option<String>,
+    /// A native failure while preparing under `auto` (the compiler rejected the generated code,
+    /// the cache cannot be written): the interpreter runs, and its success is a backend bug.
+    native_failure: Option<String>,
+    param_names: Vec<String>,
+    /// The entry's own parameters (before results-as-outputs appended its outputs).
+    own_params: usize,
+    result_ty: Option<ValueType>,
+    compile_s: f64,
+    cached: bool,
+}
+
+/// The native half of a prepared program.
+struct Native {
+    layout: Layout,
+    lib: Loaded,
+    /// The kernels as the loop-level IR prints them (`strata lower --to loops`).
+    kernels: String,
+}
+
+/// A finished run.
+#[derive(Debug)]
+pub struct Executed {
+    /// The results by name (`result`, or the `out` parameters').
+    pub values: Vec<(String, Value)>,
+    /// The native run's timings (`None`: the interpreter ran).
+    pub timings: Option<Timings>,
+    /// Why the interpreter ran although the native backend was allowed.
+    pub note: Option<String>,
+}
+
+type Memo = Mutex<HashMap<(String, Options), Arc<Prepared>>>;
+
+fn memo() -> &'static Memo {
+    static MEMO: std::sync::OnceLock<Memo> = std::sync::OnceLock::new();
+    MEMO.get_or_init(Default::default)
+}
+
+/// Prepares `entry` of `module` (verified; `types` its arena) with `options`, or finds it
+/// prepared: an entry with several results becomes the program writing them
+/// ([`strata_verify::results_as_outputs`]; its arguments are then its parameters and those
+/// outputs), the native backend lowers, compiles and loads it under `auto` and `native`.
+/// Memoized for the process, keyed on the IR's structure and `options`.
+///
+/// # Errors
+/// Under `native` only: [`ExecuteError::NotCompiled`] and [`ExecuteError::Compile`].
+pub fn prepare(
+    module: &Module,
+    types: &TypeArena,
+    entry: Handle<Function>,
+    options: &Options,
+) -> Result<Arc<Prepared>, ExecuteError> {
+    let key = (crate::key::structure(module, types, entry), options.clone());
+    if let Some(p) = memo().lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return Ok(p.clone());
+    }
+    let prepared = Arc::new(Prepared::new(module, types, entry, options)?);
+    memo().lock().unwrap_or_else(|e| e.into_inner()).insert(key, prepared.clone());
+    Ok(prepared)
+}
+
+impl Prepared {
+    fn new(
+        module: &Module,
+        types: &TypeArena,
+        entry: Handle<Function>,
+        options: &Options,
+    ) -> Result<Prepared, ExecuteError> {
+        let own_params = module.functions[entry].params.len();
+        let module = strata_verify::results_as_outputs(module, entry).into_owned();
+        let f = &module.functions[entry];
+        let param_names = f.params.iter().map(|&p| f.exprs[p].name.clone()).collect();
+        let result_ty = f.result().map(|r| ValueType::from_ir(types, r));
+        let mut p = Prepared {
+            types: types.clone(),
+            entry,
+            threads: options.threads.unwrap_or_else(exec::threads_from_env),
+            backend: options.backend,
+            native: None,
+            note: None,
+            native_failure: None,
+            param_names,
+            own_params,
+            result_ty,
+            compile_s: 0.0,
+            cached: false,
+            module,
+        };
+        if options.backend == Backend::Interp {
+            return Ok(p);
+        }
+        let t0 = Instant::now();
+        let built = build(&p.module, types, entry, &options.lower);
+        p.compile_s = t0.elapsed().as_secs_f64();
+        match (built, options.backend) {
+            (Ok((native, cached)), _) => {
+                p.native = Some(native);
+                p.cached = cached;
+            }
+            (Err(Failure::NotCompiled(e)), Backend::Native) => return Err(ExecuteError::NotCompiled(e.to_string())),
+            (Err(Failure::Compile(e)), Backend::Native) => return Err(ExecuteError::Compile(e.to_string())),
+            (Err(Failure::NotCompiled(e)), _) => {
+                p.note = Some(format!("{}; running the reference interpreter", e.reason()))
+            }
+            (Err(Failure::Compile(e @ CompileError::NoCompiler { .. })), _) => {
+                p.note = Some(format!("{e}; running the reference interpreter"));
+            }
+            (Err(Failure::Compile(e)), _) => p.native_failure = Some(e.to_string()),
+        }
+        Ok(p)
+    }
+
+    /// The module it runs (with an entry of several results as the program writing them).
+    pub fn module(&self) -> &Module {
+        &self.module
+    }
+
+    /// The entry it runs.
+    pub fn entry(&self) -> Handle<Function> {
+        self.entry
+    }
+
+    /// The verified types of [`Self::module`].
+    pub fn types(&self) -> &TypeArena {
+        &self.types
+    }
+
+    /// Whether native code runs it.
+    pub fn is_native(&self) -> bool {
+        self.native.is_some()
+    }
+
+    /// Why the interpreter runs it although native code was allowed (`None` otherwise): what
+    /// the native backend does not compile, or that no C compiler is installed.
+    pub fn note(&self) -> Option<&str> {
+        self.note.as_deref()
+    }
+
+    /// The loop kernels it runs, as `strata lower --to loops` prints them (native only).
+    pub fn kernels(&self) -> Option<&str> {
+        self.native.as_ref().map(|n| n.kernels.as_str())
+    }
+
+    /// Runs it on `args` (one per parameter of [`Self::module`]'s entry, or one per parameter
+    /// of the entry as given to [`prepare`]: the outputs results-as-outputs appended then start
+    /// as zeros; native code reads them in place).
+    ///
+    /// # Errors
+    /// See [`ExecuteError`].
+    pub fn run<T: Argument>(&self, args: &[T]) -> Result<Executed, ExecuteError> {
+        self.run_timed(args, 0)
+    }
+
+    /// [`Self::run`], and natively `repeat` more times alternating preallocated and freshly
+    /// allocated outputs, for the timings.
+    ///
+    /// # Errors
+    /// See [`ExecuteError`].
+    pub fn run_timed<T: Argument>(&self, args: &[T], repeat: usize) -> Result<Executed, ExecuteError> {
+        let f = &self.module.functions[self.entry];
+        if args.len() == self.own_params && f.params.len() > self.own_params {
+            let mut all: Vec<Arg<'_, T>> = args.iter().map(Arg::Given).collect();
+            for &p in &f.params[self.own_params..] {
+                all.push(Arg::Zeros(Value::Tensor(strata_runtime::Tensor::zeros(&ValueType::from_ir(
+                    &self.types,
+                    f.exprs[p].ty,
+                )))));
+            }
+            return self.run_all(&all, repeat);
+        }
+        self.run_all(args, repeat)
+    }
+
+    fn run_all<T: Argument>(&self, args: &[T], repeat: usize) -> Result<Executed, ExecuteError> {
+        self.check_results()?;
+        let mut executed = self.run_backend(args, repeat)?;
+        // A ragged result holding exactly a ragged argument's elements keeps that argument's
+        // runs (its empty rows inside a group too), on every backend.
+        for (_, v) in &mut executed.values {
+            if let Value::Tensor(t) = v {
+                let like = args.iter().filter_map(Argument::stored).find_map(|a| storage::with_runs_of(t, a));
+                if let Some(s) = like {
+                    *v = Value::Stored(s);
+                }
+            }
+        }
+        Ok(executed)
+    }
+
+    /// Every dense result of the entry must fit in memory before anything runs.
+    fn check_results(&self) -> Result<(), ExecuteError> {
+        let f = &self.module.functions[self.entry];
+        for (name, &ty) in f.result_names().iter().zip(&f.results) {
+            let vt = ValueType::from_ir(&self.types, ty);
+            if vt.levels.iter().all(|l| l.format.is_dense_like()) {
+                vt.check_allocatable().map_err(|message| ExecuteError::Result {
+                    name: name.clone(),
+                    func: f.name.clone(),
+                    message,
+                })?;
+            }
+        }
+        Ok(())
+    }
+
+    fn run_backend<T: Argument>(&self, args: &[T], repeat: usize) -> Result<Executed, ExecuteError> {
+        let mut native_failure = self.native_failure.clone();
+        if let Some(native) = &self.native {
+            match self.run_native(native, args, repeat) {
+                Ok((values, timings)) => return Ok(Executed { values, timings: Some(timings), note: None }),
+                Err(e) if self.backend == Backend::Native => return Err(ExecuteError::Exec(e)),
+                Err(e) => native_failure = Some(e),
+            }
+        }
+        // The interpreter holds every value logically (its own copy): stored arguments get a
+        // dense view.
+        let f = &self.module.functions[self.entry];
+        let mut tensors = Vec::with_capacity(args.len());
+        for (a, &p) in args.iter().zip(&f.params) {
+            let whole = match (a.tensor(), a.stored()) {
+                (Some(t), _) => Ok(t.clone()),
+                (None, Some(s)) => Value::Stored(s.clone()).into_tensor(),
+                (None, None) => unreachable!("an argument is a tensor or storage"),
+            };
+            let t = whole.map_err(|e| ExecuteError::Argument {
+                name: f.exprs[p].name.clone(),
+                func: f.name.clone(),
+                message: e.to_string(),
+            })?;
+            tensors.push(t);
+        }
+        let interp = strata_interp::Interpreter::new(&self.module, &self.types);
+        match (interp.run(self.entry, tensors), native_failure) {
+            (Ok(o), None) => Ok(Executed {
+                values: o.values.into_iter().map(|(n, t)| (n, Value::Tensor(t))).collect(),
+                timings: None,
+                note: self.note.clone(),
+            }),
+            (Ok(_), Some(failure)) => Err(ExecuteError::NativeBug(failure)),
+            (Err(e), _) => Err(ExecuteError::Program(Box::new(e.to_diagnostic()))),
+        }
+    }
+
+    fn run_native<T: Argument>(
+        &self,
+        native: &Native,
+        args: &[T],
+        repeat: usize,
+    ) -> Result<(Vec<(String, Value)>, Timings), String> {
+        let f = &self.module.functions[self.entry];
+        let failed = |e: exec::ExecError| format!("native run of `@{}` failed: {e}", f.name);
+        let mut timings = Timings { compile_s: self.compile_s, cached: self.cached, ..Timings::default() };
+        let t1 = Instant::now();
+        let mut buffers = Buffers::new(&native.layout, args).map_err(failed)?;
+        buffers.call(&native.lib, self.threads).map_err(failed)?;
+        timings.first_s = t1.elapsed().as_secs_f64();
+        // Alternating the two kinds of runs exposes both to the same machine state.
+        for _ in 0..repeat {
+            let t = Instant::now();
+            buffers.call(&native.lib, self.threads).map_err(failed)?;
+            timings.preallocated_s.push(t.elapsed().as_secs_f64());
+            let t = Instant::now();
+            buffers.renew_written(&native.layout, args);
+            buffers.call(&native.lib, self.threads).map_err(failed)?;
+            timings.allocating_s.push(t.elapsed().as_secs_f64());
+        }
+        let values = buffers.into_values(&native.layout, args, &self.param_names, self.result_ty.as_ref());
+        Ok((values, timings))
+    }
+}
+
+/// An argument the caller gave, or the zeros an appended output starts as.
+enum Arg<'a, T> {
+    Given(&'a T),
+    Zeros(Value),
+}
+
+impl<T: Argument> Argument for Arg<'_, T> {
+    fn value_type(&self) -> &ValueType {
+        match self {
+            Arg::Given(a) => a.value_type(),
+            Arg::Zeros(v) => v.value_type(),
+        }
+    }
+    fn tensor(&self) -> Option<&strata_runtime::Tensor> {
+        match self {
+            Arg::Given(a) => a.tensor(),
+            Arg::Zeros(v) => v.tensor(),
+        }
+    }
+    fn stored(&self) -> Option<&strata_runtime::Stored> {
+        match self {
+            Arg::Given(a) => a.stored(),
+            Arg::Zeros(v) => v.stored(),
+        }
+    }
+}
+
+/// Why native code could not be prepared.
+enum Failure {
+    NotCompiled(LowerError),
+    Compile(CompileError),
+}
+
+/// Lowers, emits, compiles (or finds in the cache) and loads `entry`; whether the shared
+/// object came from the cache.
+fn build(
+    module: &Module,
+    types: &TypeArena,
+    entry: Handle<Function>,
+    options: &LowerOptions,
+) -> Result<(Native, bool), Failure> {
+    let program = strata_codegen::lower_with(module, types, entry, options).map_err(Failure::NotCompiled)?;
+    let source = strata_codegen::emit_c::emit(&program);
+    let (so, state) = compile::build(&source).map_err(Failure::Compile)?;
+    let lib = Loaded::open(&so).map_err(Failure::Compile)?;
+    let native = Native { layout: Layout::of(&program), lib, kernels: program.to_string() };
+    Ok((native, state == compile::CacheState::Warm))
+}

@@ -1,0 +1,154 @@
+//! The engine against values derived by hand (direct loops in Rust, in the program's order of
+//! operations, so results are compared bit for bit): a prepared program is memoized and runs
+//! many times; reuse chains compile to code bounded in the program's size, whatever the reuse.
+
+use std::sync::Arc;
+
+use strata_engine::{prepare, Backend, Options, Prepared};
+use strata_runtime::{Column, Data, Tensor, Value, ValueType};
+
+fn prepared(text: &str, entry: &str, backend: Backend) -> Arc<Prepared> {
+    let module = strata_verify::parse(text).expect("parses");
+    let info = strata_verify::verify(&module).expect("verifies");
+    let h = module.function_by_name(entry).expect("the entry");
+    prepare(&module, &info.types, h, &Options::with_backend(backend)).expect("prepares")
+}
+
+fn f64s(t: &Value) -> Vec<f64> {
+    let Value::Tensor(Tensor { data: Data::Scalars(Column::F64(v)), .. }) = t else { panic!("an f64 tensor") };
+    v.clone()
+}
+
+fn tensor(ty: ValueType, values: Vec<f64>) -> Value {
+    let mut t = Tensor::zeros(&ty);
+    t.data = Data::Scalars(Column::F64(values));
+    Value::Tensor(t)
+}
+
+fn arg_type(p: &Prepared, i: usize) -> ValueType {
+    let f = &p.module().functions[p.entry()];
+    ValueType::from_ir(p.types(), f.exprs[f.params[i]].ty)
+}
+
+/// Deterministic values in [lo, hi).
+fn values(n: usize, seed: u64, lo: f64, hi: f64) -> Vec<f64> {
+    let mut rng = strata_runtime::random::XorShift::new(seed);
+    (0..n).map(|_| lo + (hi - lo) * rng.unit()).collect()
+}
+
+fn chain(levels: usize) -> String {
+    let mut s = String::from("func @chain(%y0: tensor<64xf64>) -> tensor<64xf64> {\n");
+    for i in 1..=levels {
+        s += &format!("  %y{i} = plus(multiplies(%y{p}, %y{p}), %y{p})\n", p = i - 1);
+    }
+    s + &format!("  return %y{levels}\n}}\n")
+}
+
+#[test]
+fn a_reuse_chain_compiles_to_code_linear_in_its_length_and_matches_direct_evaluation() {
+    // Inlined, `y = y*y + y` repeated 50 times would be 3^50 copies of the input read.
+    for levels in [5, 10, 50] {
+        let p = prepared(&chain(levels), "chain", Backend::Native);
+        let kernels = p.kernels().expect("native");
+        assert!(kernels.len() < 600 * levels, "{levels} levels: {} bytes of loop kernels", kernels.len());
+        let x = values(64, 7, 0.0, 1e-3);
+        let out = p.run(&[tensor(arg_type(&p, 0), x.clone())]).expect("runs");
+        let want: Vec<f64> = x
+            .iter()
+            .map(|&v| {
+                let mut y = v;
+                for _ in 0..levels {
+                    y = y * y + y;
+                }
+                y
+            })
+            .collect();
+        assert_eq!(f64s(&out.values[0].1), want, "{levels} levels");
+    }
+}
+
+const LAP5: &str = "
+func @lap(%x) {
+  %i = plus(cartesian_shift(%x, dim = I, offset = 1), cartesian_shift(%x, dim = I, offset = -1))
+  %j = plus(cartesian_shift(%x, dim = J, offset = 1), cartesian_shift(%x, dim = J, offset = -1))
+  return minus(plus(%i, %j), multiplies(4.0, %x))
+}
+program @lap5(%out: out tensor<f64, I[5:21], J[5:23], K[0:3]>, %inp: tensor<f64, I[0:26], J[0:28], K[0:3]>) {
+  %out <- call(@lap, call(@lap, call(@lap, call(@lap, call(@lap, %inp)))))
+}
+";
+
+/// The laplacian applied `times` times to `x` (`ni × nj × nk`, row-major), by direct loops.
+fn lap_direct(x: &[f64], ni: usize, nj: usize, nk: usize, times: usize) -> Vec<f64> {
+    let mut cur = x.to_vec();
+    let at = |i: usize, j: usize, k: usize| (i * nj + j) * nk + k;
+    for _ in 0..times {
+        let mut next = vec![f64::NAN; cur.len()];
+        for i in 1..ni - 1 {
+            for j in 1..nj - 1 {
+                for k in 0..nk {
+                    let c = &cur;
+                    let ii = c[at(i + 1, j, k)] + c[at(i - 1, j, k)];
+                    let jj = c[at(i, j + 1, k)] + c[at(i, j - 1, k)];
+                    next[at(i, j, k)] = (ii + jj) - 4.0 * c[at(i, j, k)];
+                }
+            }
+        }
+        cur = next;
+    }
+    cur
+}
+
+#[test]
+fn the_fifth_power_of_the_laplacian_keeps_its_inner_stages_and_matches_direct_loops() {
+    let (ni, nj, nk) = (26, 28, 3);
+    let x = values(ni * nj * nk, 3, -1.0, 1.0);
+    let want = lap_direct(&x, ni, nj, nk, 5);
+    for backend in [Backend::Native, Backend::Interp] {
+        let p = prepared(LAP5, "lap5", backend);
+        let args = [tensor(arg_type(&p, 0), vec![0.0; 16 * 18 * 3]), tensor(arg_type(&p, 1), x.clone())];
+        let out = f64s(&p.run(&args).expect("runs").values[0].1);
+        let mut expect = Vec::new();
+        for i in 5..21 {
+            for j in 5..23 {
+                for k in 0..3 {
+                    expect.push(want[(i * nj + j) * nk + k]);
+                }
+            }
+        }
+        assert_eq!(out, expect, "{backend}");
+        if backend == Backend::Native {
+            // 5^5 inlined reads of the input would be over 3,000 loads per point.
+            let k = p.kernels().expect("native");
+            assert!(k.contains("a temporary: computed"), "{k}");
+        }
+    }
+}
+
+#[test]
+fn a_prepared_program_is_memoized_and_runs_many_times() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/stencil/laplacian.strata"))
+        .expect("the example");
+    let a = prepared(&text, "laplacian", Backend::Auto);
+    let b = prepared(&text, "laplacian", Backend::Auto);
+    assert!(Arc::ptr_eq(&a, &b), "the second prepare finds the first");
+    let c = prepared(&text, "laplacian", Backend::Interp);
+    assert!(!Arc::ptr_eq(&a, &c), "another backend is another program");
+    assert!(a.is_native() && !c.is_native());
+    for step in 0..200 {
+        let x = values(7 * 9 * 9, step, -1.0, 1.0);
+        let args = [tensor(arg_type(&a, 0), vec![0.0; 5 * 7 * 9]), tensor(arg_type(&a, 1), x.clone())];
+        let want = lap_direct(&x, 7, 9, 9, 1);
+        let mut expect = Vec::new();
+        for i in 1..6 {
+            for j in 1..8 {
+                for k in 0..9 {
+                    expect.push(want[(i * 9 + j) * 9 + k]);
+                }
+            }
+        }
+        for p in [&a, &c] {
+            assert_eq!(f64s(&p.run(&args).expect("runs").values[0].1), expect, "step {step}");
+        }
+    }
+}
