@@ -100,6 +100,20 @@ pub(crate) struct Node {
     pub special_type: Option<String>,
     /// The value, once known (shared with the programs that read it, never copied).
     pub value: RefCell<Option<Rc<Tensor>>>,
+    /// The longest chain of operations not yet evaluated that ends here (0 for data).
+    pub pending: u32,
+}
+
+/// The longest chain of unevaluated operations an array may end before it is evaluated on its
+/// own: a loop that never reads its state (`u = u + dt * (roll(u, 1) - u)` for 1,000 steps)
+/// then runs one program of a fixed size every few steps — compiled once, its scalars
+/// parameters — instead of one program of the whole history at the end, whose size grows with
+/// the step count.
+pub const MAX_PENDING: u32 = 48;
+
+/// The pending chain of an operation on `args`.
+fn pending_after(args: &[Array]) -> u32 {
+    1 + args.iter().filter(|a| !a.is_evaluated()).map(|a| a.0.pending).max().unwrap_or(0)
 }
 
 /// A lazily evaluated n-dimensional array with array-API semantics.
@@ -184,14 +198,21 @@ impl Array {
         place: Place,
     ) -> Array {
         let key = NodeKey::new(&text, &args, &shape, dtype, &place, None);
-        shared(key, || Node {
+        let pending = pending_after(&args);
+        let a = shared(key, || Node {
             shape,
             dtype,
             place,
             op: Some(Traced { text, args, funcs }),
             special_type: None,
             value: RefCell::new(None),
-        })
+            pending,
+        });
+        if a.0.pending >= MAX_PENDING {
+            // An error is not lost: the read that needs the value runs the program again.
+            let _ = a.eval();
+        }
+        a
     }
 
     /// A traced node of a type that is not an array's (`ty`, as text): only ever an operand,
@@ -208,6 +229,7 @@ impl Array {
         let (args, place) = if args.iter().any(Array::on_team) { whole_operands(args, &place) } else { (args, place) };
         let dtype = Scalar::ALL.iter().copied().find(|s| s.to_string() == ty).unwrap_or(Scalar::Index);
         let key = NodeKey::new(&text, &args, &shape, dtype, &place, Some(ty));
+        let pending = pending_after(&args);
         shared(key, || Node {
             shape,
             dtype,
@@ -215,6 +237,7 @@ impl Array {
             op: Some(Traced { text, args, funcs }),
             special_type: Some(ty.to_string()),
             value: RefCell::new(None),
+            pending,
         })
     }
 
@@ -229,6 +252,7 @@ impl Array {
             op: None,
             special_type: None,
             value: RefCell::new(Some(Rc::new(t))),
+            pending: 0,
         }))
     }
 
@@ -252,6 +276,7 @@ impl Array {
             op: None,
             special_type: None,
             value: RefCell::new(Some(Rc::new(Tensor { ty, data, present: None }))),
+            pending: 0,
         })))
     }
 

@@ -201,13 +201,19 @@ impl Array {
             return Ok(t.clone());
         }
         let program = crate::trace::trace(self);
-        let mut t = crate::engine::run(program)?;
+        let kept = program.kept.clone();
+        let mut values = crate::engine::run(program)?.into_iter();
+        let mut t = values.next().expect("the root's value");
         t.ty = value_type(self.shape(), self.dtype(), self.place());
         if let Some(rows) = crate::spmd::owned(self) {
             t.ty.levels[0].interval = rows;
         }
         let t = Rc::new(t);
         *self.0.value.borrow_mut() = Some(t.clone());
+        for (a, mut v) in kept.iter().zip(values) {
+            v.ty = value_type(a.shape(), a.dtype(), a.place());
+            *a.0.value.borrow_mut() = Some(Rc::new(v));
+        }
         Ok(t)
     }
 

@@ -18,6 +18,10 @@ pub struct Program {
     pub text: String,
     /// The values of `@main`'s parameters, in order (shared with their arrays).
     pub inputs: Vec<Rc<Tensor>>,
+    /// Intermediate arrays the program also returns, after the root: those something outside
+    /// the program still refers to (a Python variable, a later operation), which would
+    /// otherwise be computed again by the next program that reads them.
+    pub(crate) kept: Vec<Array>,
 }
 
 /// Traces the program computing `root`.
@@ -27,6 +31,9 @@ pub(crate) fn trace(root: &Array) -> Program {
     let mut inputs = Vec::new();
     let mut stmts = Vec::new();
     let mut funcs: Vec<String> = Vec::new();
+    // References to each traced node from the traced operations (the root: one, its caller's).
+    let mut refs: HashMap<*const Node, usize> = HashMap::from([(Rc::as_ptr(&root.0), 1)]);
+    let mut order: Vec<Array> = Vec::new();
     // Iterative post-order: long chains of operations must not overflow the stack.
     let mut stack: Vec<(Array, bool)> = vec![(root.clone(), false)];
     while let Some((a, expanded)) = stack.pop() {
@@ -50,6 +57,7 @@ pub(crate) fn trace(root: &Array) -> Program {
         if !expanded {
             stack.push((a.clone(), true));
             for arg in op.args.iter().rev() {
+                *refs.entry(Rc::as_ptr(&arg.0)).or_default() += 1;
                 stack.push((arg.clone(), false));
             }
             continue;
@@ -66,9 +74,27 @@ pub(crate) fn trace(root: &Array) -> Program {
         );
         stmts.push(format!("  {name} = {call} : {ty}"));
         names.insert(key, name);
+        drop(value);
+        order.push(a);
     }
-    let result = &names[&std::rc::Rc::as_ptr(&root.0)];
-    let ret_ty = type_text(&root.0.shape, root.0.dtype, &root.0.place);
+    // Operations referred to from outside the program are returned too (not on teams, whose
+    // distributed runs return one value).
+    let on_team = order.iter().any(|a| a.0.place.team.is_some());
+    let kept: Vec<Array> = order
+        .into_iter()
+        .filter(|a| {
+            let p = Rc::as_ptr(&a.0);
+            // `order` holds one reference of its own.
+            !on_team && p != Rc::as_ptr(&root.0) && a.0.special_type.is_none() && Rc::strong_count(&a.0) > refs[&p] + 1
+        })
+        .collect();
+    let mut results = vec![names[&Rc::as_ptr(&root.0)].clone()];
+    let mut ret_tys = vec![type_text(&root.0.shape, root.0.dtype, &root.0.place)];
+    for a in &kept {
+        results.push(names[&Rc::as_ptr(&a.0)].clone());
+        ret_tys.push(type_text(&a.0.shape, a.0.dtype, &a.0.place));
+    }
+    let (result, ret_ty) = (results.join(", "), ret_tys.join(", "));
     let mut text = String::new();
     for f in &funcs {
         text.push_str(f);
@@ -80,7 +106,7 @@ pub(crate) fn trace(root: &Array) -> Program {
         text.push('\n');
     }
     text.push_str(&format!("  return {result}\n}}\n"));
-    Program { text, inputs }
+    Program { text, inputs, kept }
 }
 
 /// Replaces `$k` by the k-th operand name.

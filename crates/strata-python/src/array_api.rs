@@ -635,6 +635,20 @@ fn can_cast(from: &str, to: &str) -> R<bool> {
 }
 
 /// Registers the submodule `array`.
+/// This thread's program cache counters: `{"hits", "misses", "native_runs",
+/// "interpreted_runs", "distributed_runs"}` (a miss verifies and prepares a new program).
+#[pyfunction]
+fn cache_stats(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
+    let s = sa::cache_stats();
+    let d = pyo3::types::PyDict::new(py);
+    d.set_item("hits", s.hits)?;
+    d.set_item("misses", s.misses)?;
+    d.set_item("native_runs", s.native_runs)?;
+    d.set_item("interpreted_runs", s.interpreted_runs)?;
+    d.set_item("distributed_runs", s.distributed_runs)?;
+    Ok(d)
+}
+
 pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
     let m = PyModule::new(parent.py(), "array")?;
     m.add_class::<PyArr>()?;
@@ -684,6 +698,7 @@ pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(vecdot, &m)?,
         wrap_pyfunction!(result_type, &m)?,
         wrap_pyfunction!(can_cast, &m)?,
+        wrap_pyfunction!(cache_stats, &m)?,
     ] {
         m.add_function(f)?;
     }

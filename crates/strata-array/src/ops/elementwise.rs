@@ -4,7 +4,7 @@
 
 use strata_ir::Scalar;
 
-use super::{cast, elementwise, weak_constant};
+use super::{cast, elementwise, weak_operand};
 use crate::array::Array;
 use crate::dtype::{promote, DType, Weak};
 use crate::error::{dtype_error, Result};
@@ -57,11 +57,11 @@ fn promoted(op: &'static str, a: Operand, b: Operand) -> Result<(Array, Array, D
         }
         (Operand::Array(x), Operand::Scalar(w)) => {
             let d = w.promote_with(x.dtype());
-            (cast(x, d), weak_constant(w, d, x.place()))
+            (cast(x, d), weak_operand(w, d, x.place()))
         }
         (Operand::Scalar(w), Operand::Array(y)) => {
             let d = w.promote_with(y.dtype());
-            (weak_constant(w, d, y.place()), cast(y, d))
+            (weak_operand(w, d, y.place()), cast(y, d))
         }
         (Operand::Scalar(v), Operand::Scalar(w)) => {
             let d = w.promote_with(v.default_dtype());
@@ -390,7 +390,7 @@ pub fn clip(x: &Array, min: Option<Operand>, max: Option<Operand>) -> Result<Arr
     let bound = |o: Operand| -> Array {
         match o {
             Operand::Array(a) => cast(a, x.dtype()),
-            Operand::Scalar(w) => weak_constant(w, x.dtype(), x.place()),
+            Operand::Scalar(w) => weak_operand(w, x.dtype(), x.place()),
         }
     };
     let mut r = x.clone();

@@ -140,7 +140,22 @@ pub(crate) fn untiled(place: &Place) -> Place {
     Place { device: place.device.clone(), team: None }
 }
 
-/// A weak scalar as a 0-d array of `dtype`.
+/// A Python scalar the caller gives an operation (`x * dt`), of type `dtype`: a float is a
+/// 0-d array holding it, so the traced program reads it as a parameter and a loop that changes
+/// it each step (a time step, a relaxation factor) runs one compiled program; integers and
+/// booleans (exponents, offsets, masks: structure rather than data) stay literals the C
+/// compiler can fold. On a team the scalar stays a literal, broadcast wherever it is used.
+pub(crate) fn weak_operand(w: Weak, dtype: DType, place: &Place) -> Array {
+    match w {
+        Weak::Float(v) if dtype.is_float() && place.team.is_none() => {
+            let col = strata_runtime::Column::from_fn(dtype, 1, |_| strata_runtime::Sv::from_f64(dtype, v));
+            Array::from_column(&[], col, place.clone()).expect("one element for shape []")
+        }
+        _ => weak_constant(w, dtype, place),
+    }
+}
+
+/// A weak scalar as a literal of `dtype` (a bare scalar operand of elementwise ops).
 pub(crate) fn weak_constant(w: Weak, dtype: DType, place: &Place) -> Array {
     match w {
         Weak::Int(i) => constant_text(crate::array::int_literal(i as i128, dtype), dtype, place),

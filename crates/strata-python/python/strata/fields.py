@@ -10,8 +10,9 @@ Expressions are lazy: each operation records what it computes and the type of it
 (dimensions and intervals, by seed 000's rules — broadcasting by name intersects intervals, a
 shift by `o` moves the interval by `-o`, a neighbor shift replaces the source dimension by the
 table's destination). Evaluating one writes it as a Strata function whose parameters are the
-fields it reads, verifies and compiles it (cached by the function's text: the same structure
-over the same types compiles once) and runs it natively on the fields' arrays.
+fields it reads and the float scalars it uses, verifies and compiles it (cached by the
+function's text: the same structure over the same types compiles once, whatever the scalars'
+values) and runs it natively on the fields' arrays.
 
 Errors are raised where the expression is built or evaluated, in Python terms (`FieldError`, a
 `strata.Error`): operands of different dtypes, disjoint intervals, a shift through a table
@@ -354,9 +355,14 @@ def _literal(x: Any, dtype: np.dtype) -> str:
 
 
 def _as_field(x: Any, dtype: np.dtype) -> Field:
+    """`x` as an operand of `dtype`. A float scalar (a time step, a coefficient) is a scalar
+    parameter of the program, read when it runs: a loop passing a new value each step runs one
+    compiled program. Integers and booleans are literals (structure the C compiler folds)."""
     if isinstance(x, Field):
         return x
     if isinstance(x, (bool, int, float, np.generic)):
+        if dtype.kind == "f" and isinstance(x, (float, np.floating)):
+            return Field._leaf(np.asarray(x, dtype=dtype), [])
         return Field("constant", (), [], dtype, _literal(x, dtype))
     raise FieldError(f"cannot combine a field with `{type(x).__name__}`")
 
@@ -520,6 +526,9 @@ class _Writer:
     from arrays become parameters, shared subexpressions are written once."""
 
     def __init__(self, params: Optional[List[Field]] = None):
+        # A scan step's parameters are fixed (its state and values): the scalars it uses are
+        # written as literals there.
+        self.fixed = params is not None
         self.params: List[Field] = []
         self.names: Dict[int, str] = {}
         self.lines: List[str] = []
@@ -531,6 +540,11 @@ class _Writer:
     def value(self, f: Field) -> str:
         if id(f) in self.names:
             return self.names[id(f)]
+        if f.op == "param" and self.fixed and not f.levels and getattr(f, "array", None) is not None:
+            name = f"%v{len(self.lines)}"
+            self.lines.append(f"  {name} = constant(value = {_literal(f.array.item(), f.dtype)}) : {_elem(f.dtype)}")
+            self.names[id(f)] = name
+            return name
         if f.op == "param":
             name = f"%p{len(self.params)}"
             self.params.append(f)
