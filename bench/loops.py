@@ -1,0 +1,251 @@
+"""The loop workloads (bench/run runs them after the others; `bench/run --only loops` alone).
+
+Users run loops: time steps, solver iterations, scripts that reuse values. Each group times the
+whole loop from Python against numpy on the same data (results checked against numpy), and
+prints medians, ratios and the fraction of the machine's measured memory bandwidth:
+
+- diffusion: 1,000 steps of a 2-D diffusion written with `strata.fields`, a new `dt` each
+  step (one compiled program), against numpy, and against 1,000 times the step's program run
+  alone (`strata run --repeat` on the same program: the ratio says what Python costs per step);
+- power: a power iteration (matvec, normalize, `float()` of the norm each step) with
+  `strata.array_api` against numpy;
+- reuse: `y = y*y + y` repeated 5, 10 and 50 times (cold compile into an empty kernel cache,
+  then a run), against numpy;
+- lapk: `lap^k` for k = 1..5 on 64^3 and 256x256x64 fields, warm, against numpy;
+- overhead: a cached `Program` call on a tiny input, next to a numpy ufunc call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+
+def median_time(fn, runs: int) -> float:
+    fn()  # warm-up (compiles, caches)
+    ts = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t)
+    return statistics.median(ts)
+
+
+def row(group: str, what: str, strata_s: float, peer_s: float | None, peer: str = "numpy", extra: str = "") -> dict:
+    r = {"group": group, "what": what, "strata_s": strata_s, "peer": peer, "peer_s": peer_s}
+    ratio = f"{peer_s / strata_s:6.2f}x" if peer_s else "     -"
+    peer_txt = f"{peer_s * 1e3:10.3f} ms" if peer_s is not None else " " * 13
+    print(f"{group:10} {what:44} strata {strata_s * 1e3:10.3f} ms  {peer:6} {peer_txt}  {peer} / strata {ratio}  {extra}")
+    return r
+
+
+def diffusion(strata, cli: str, runs: int, triad: float | None) -> list[dict]:
+    from strata import fields
+
+    n, steps = 256, 1000
+    I, J = strata.dims("I J")
+    u0 = np.random.default_rng(0).random((n + 2, n + 2))
+
+    def run_strata():
+        u, new = u0.copy(), u0.copy()
+        out = strata.field(new[1:-1, 1:-1], I[0:n], J[0:n])
+        for step in range(steps):
+            dt = 0.1 * (1 + step % 5) / 5
+            x = strata.field(u, I[-1 : n + 1], J[-1 : n + 1])
+            lap = x(I + 1) + x(I - 1) + x(J + 1) + x(J - 1) - 4.0 * x
+            fields.evaluate(x + dt * lap, out=out)
+            u, new = new, u
+            out = strata.field(new[1:-1, 1:-1], I[0:n], J[0:n])
+        return u
+
+    def run_numpy():
+        u, new = u0.copy(), u0.copy()
+        for step in range(steps):
+            dt = 0.1 * (1 + step % 5) / 5
+            c = u[1:-1, 1:-1]
+            new[1:-1, 1:-1] = c + dt * (u[2:, 1:-1] + u[:-2, 1:-1] + u[1:-1, 2:] + u[1:-1, :-2] - 4.0 * c)
+            u, new = new, u
+        return u
+
+    np.testing.assert_allclose(run_strata(), run_numpy(), rtol=1e-12, atol=1e-12)
+    ts = median_time(run_strata, max(3, runs // 2))
+    tn = median_time(run_numpy, max(3, runs // 2))
+    # The step's program alone, run by the CLI on the same text (its kernel, no Python).
+    text = [t for t in fields._CACHE if f"I[-1:{n + 1}]" in t][-1]
+    with tempfile.TemporaryDirectory() as d:
+        prog, js = Path(d) / "step.strata", Path(d) / "t.json"
+        prog.write_text(text)
+        sig = json.loads(subprocess.run([cli, "sig", "--json", str(prog)], check=True, capture_output=True).stdout)
+        params = [q["name"] for q in sig["entries"][-1]["params"]]
+        args = [x for q in params for x in ("--arg", f"{q}=random:1")]
+        subprocess.run([cli, "run", str(prog), *args, "--repeat", "50", "--timings", str(js),
+                        "--out", f"result={d}/r.npy"], check=True, capture_output=True)
+        kernel = statistics.median(json.loads(js.read_text())["preallocated_s"])
+    bytes_per_step = 2 * n * n * 8
+    frac = f"{bytes_per_step * steps / ts / 1e9 / triad:.0%} of STREAM triad" if triad else ""
+    out = [row("diffusion", f"{steps} steps {n}x{n}, new dt each step", ts, tn, extra=frac)]
+    out.append(row("diffusion", f"  vs {steps} x the step's program alone", ts, steps * kernel, peer="kernel",
+                   extra=f"(target >= 0.8: {steps * kernel / ts:.2f})"))
+    return out
+
+
+def power(runs: int) -> list[dict]:
+    import strata.array_api as xp
+
+    n, steps = 512, 50
+    a = np.random.default_rng(1).random((n, n)) / n
+    x0 = np.ones(n)
+
+    def run_strata():
+        A, x = xp.asarray(a), xp.asarray(x0)
+        lam = 0.0
+        for _ in range(steps):
+            y = A @ x
+            lam = float(xp.sqrt(xp.sum(y * y)))
+            x = y / lam
+        return lam
+
+    def run_numpy():
+        x, lam = x0, 0.0
+        for _ in range(steps):
+            y = a @ x
+            lam = float(np.sqrt(np.sum(y * y)))
+            x = y / lam
+        return lam
+
+    assert abs(run_strata() - run_numpy()) <= 1e-10 * abs(run_numpy())
+    return [row("power", f"{steps} iterations, {n}x{n} matvec + norm", median_time(run_strata, runs),
+                median_time(run_numpy, runs))]
+
+
+def reuse(runs: int) -> list[dict]:
+    import strata.array_api as xp
+
+    out = []
+    for levels in (5, 10, 50):
+        for size in (64, 1 << 20):
+            x = np.linspace(0, 1e-3, size)
+
+            def chain(v, lib):
+                y = v
+                for _ in range(levels):
+                    y = y * y + y
+                return y
+
+            with tempfile.TemporaryDirectory() as cache:
+                # A fresh process, so the compile is cold (an empty kernel cache) and measured.
+                code = (
+                    "import time, numpy as np, strata.array_api as xp\n"
+                    f"x = np.linspace(0, 1e-3, {size})\n"
+                    "t = time.perf_counter()\n"
+                    f"y = xp.asarray(x)\nfor _ in range({levels}): y = y * y + y\n"
+                    "np.asarray(y)\nprint(time.perf_counter() - t)\n"
+                )
+                env = dict(os.environ, STRATA_CACHE_DIR=cache)
+                cold = float(subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True,
+                                            text=True).stdout)
+            want = chain(x, np)
+            np.testing.assert_array_equal(np.asarray(chain(xp.asarray(x), xp)), want)
+            warm = median_time(lambda: np.asarray(chain(xp.asarray(x), xp)), runs)
+            numpy_t = median_time(lambda: chain(x, np), runs)
+            out.append(row("reuse", f"{levels} levels, {size} elements: cold compile+run", cold, None,
+                           extra="(target < 1 s at 50 levels)"))
+            out.append(row("reuse", f"{levels} levels, {size} elements: warm run", warm, numpy_t))
+    return out
+
+
+def lapk(strata, runs: int, triad: float | None) -> list[dict]:
+    I, J, K = strata.dims("I J K")
+    out = []
+    for (ni, nj, nk) in ((64, 64, 64), (256, 256, 64)):
+        a = np.random.default_rng(2).random((ni, nj, nk))
+        for k in range(1, 6):
+            x = strata.field(a, I[0:ni], J[0:nj], K[0:nk])
+
+            def lap(f):
+                return -4.0 * f + f(I + 1) + f(I - 1) + f(J + 1) + f(J - 1)
+
+            def run_strata():
+                f = x
+                for _ in range(k):
+                    f = lap(f)
+                return f.numpy()
+
+            def lap_np(v):
+                return -4.0 * v[1:-1, 1:-1] + v[2:, 1:-1] + v[:-2, 1:-1] + v[1:-1, 2:] + v[1:-1, :-2]
+
+            def run_numpy():
+                v = a
+                for _ in range(k):
+                    v = lap_np(v)
+                return v
+
+            np.testing.assert_allclose(run_strata(), run_numpy(), rtol=1e-9, atol=1e-9)
+            ts, tn = median_time(run_strata, runs), median_time(run_numpy, runs)
+            moved = (ni * nj + (ni - 2 * k) * (nj - 2 * k)) * nk * 8
+            frac = f"{moved / ts / 1e9 / triad:.0%} of STREAM triad" if triad else ""
+            out.append(row("lapk", f"lap^{k} on {ni}x{nj}x{nk}", ts, tn, extra=frac))
+    return out
+
+
+def overhead(strata, runs: int) -> list[dict]:
+    m = strata.compile(
+        "func @axpy(%a: f64, %x: tensor<f64, I[0:8]>, %y: tensor<f64, I[0:8]>) -> tensor<f64, I[0:8]> {\n"
+        "  %r = plus(multiplies(%a, %x), %y) : tensor<f64, I[0:8]>\n  return %r\n}\n"
+    )
+    x, y = np.arange(8.0), np.ones(8)
+    calls = 2000
+
+    def many_strata():
+        for _ in range(calls):
+            m.axpy(a=0.5, x=x, y=y)
+
+    def many_numpy():
+        for _ in range(calls):
+            np.add(x, y)
+
+    ts = median_time(many_strata, runs) / calls
+    tn = median_time(many_numpy, runs) / calls
+    return [row("overhead", "a cached Program call (8 elements) vs np.add", ts, tn, extra="(target: <= 10 us above the run)")]
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="bench/loops.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--strata", required=True, help="the strata binary")
+    p.add_argument("--runs", type=int, default=7)
+    p.add_argument("--json", type=Path)
+    a = p.parse_args(argv)
+    import strata
+
+    import runner
+
+    threads = len(os.sched_getaffinity(0))
+    with tempfile.TemporaryDirectory() as d:
+        limits = runner.probe_limits(threads, Path(d))
+    triad = next((r["gbps"] for r in limits if r["workload"] == "stream_triad"), None)
+    print(f"loops: {threads} thread(s), STREAM triad {triad:.1f} GB/s; medians of {a.runs} runs" if triad else "loops:")
+    records = []
+    records += overhead(strata, a.runs)
+    records += reuse(a.runs)
+    records += lapk(strata, a.runs, triad)
+    records += power(a.runs)
+    records += diffusion(strata, a.strata, a.runs, triad)
+    if a.json:
+        a.json.write_text(json.dumps(records, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
