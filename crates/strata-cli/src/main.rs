@@ -101,8 +101,8 @@ enum Command {
     Sig {
         /// The `.strata` file.
         file: PathBuf,
-        /// JSON: {\"entries\": [{\"name\", \"kind\", \"params\": [P], \"results\": [P]}]} with P having
-        /// name, type, dtype, shape, format and dims.
+        /// JSON: `{"entries": [{"name", "kind", "params", "results"}]}`, each parameter and result
+        /// with its name, type, dtype, shape, format and dims.
         #[arg(long)]
         json: bool,
     },

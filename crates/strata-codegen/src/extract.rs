@@ -3,12 +3,12 @@
 //! (`Lowerer::extract_temporary`) or recomputed at every reference.
 //!
 //! Two rules decide, both from facts the types give before any code exists:
-//! - **Reuse** ([`Evaluations`], [`worth_keeping`]): a global count of how many times each
+//! - **Reuse** (`Evaluations`, `worth_keeping`): a global count of how many times each
 //!   point of every value would be computed if everything were inlined (a value read by five
 //!   shifts of a laplacian, itself read five times, is computed 25 times per point), against
 //!   the work of one evaluation and the bytes the temporary would move through the cache or
 //!   memory. It bounds the code: without it `y = y*y + y` repeated n times inlines 3^n copies.
-//! - **Neighbor tables** ([`worth_extracting`]): a value read through a table that itself
+//! - **Neighbor tables** (`worth_extracting`): a value read through a table that itself
 //!   reads through a table is extracted unless it is cheap to recompute.
 
 use std::collections::HashMap;

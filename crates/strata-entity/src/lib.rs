@@ -7,7 +7,7 @@
 //!
 //! Invariants:
 //! - entries are only ever appended, so a handle stays valid for the arena's lifetime;
-//! - each entry carries a [`Span`]-like metadata value of type `S`, kept in a parallel vector and
+//! - each entry carries a `Span`-like metadata value of type `S`, kept in a parallel vector and
 //!   ignored by equality: two arenas are equal when their entries are, wherever they came from.
 //!
 //! Analysis results keyed by handle live in a [`SecondaryMap`], never as fields patched into

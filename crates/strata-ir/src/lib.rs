@@ -4,7 +4,7 @@
 //!   type that may be a scalar, a tuple or another tensor, with a placement (device, team);
 //! - [`op`]: the closed set of operations (seeds 000–004);
 //! - [`module`]: modules of aliases, rings, functions and programs, with values in arenas;
-//! - [`print`]: the canonical text printer (`Display` of a module is its source text);
+//! - [`mod@print`]: the canonical text printer (`Display` of a module is its source text);
 //! - [`diagnostic`]: errors as data, rendered only by the CLI.
 //!
 //! Invariants that hold for every verified module: every operand refers to an earlier

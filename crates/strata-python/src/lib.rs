@@ -1,12 +1,12 @@
 //! `strata._strata`: the extension module under the Python package `strata`
 //! (`python/strata/__init__.py` holds the Python-facing API and its documentation).
 //!
-//! - [`program`]: `compile` (parse + verify, diagnostics as exceptions) and `Program.run` (the
+//! - `program`: `compile` (parse + verify, diagnostics as exceptions) and `Program.run` (the
 //!   `strata run` policy, the GIL released while it runs);
-//! - [`convert`]: numpy arrays (and SciPy matrices, unpacked by the Python side) to runtime
+//! - `convert`: numpy arrays (and SciPy matrices, unpacked by the Python side) to runtime
 //!   values and back; results are handed to numpy without a copy;
-//! - [`errors`]: the exception hierarchy (`strata.Error` and its subclasses);
-//! - [`array_api`]: the Rust array-API front end's lazy arrays and operations, which
+//! - `errors`: the exception hierarchy (`strata.Error` and its subclasses);
+//! - `array_api`: the Rust array-API front end's lazy arrays and operations, which
 //!   `python/strata/array_api.py` makes into the standard's namespace.
 
 #![deny(missing_docs)]

@@ -23,8 +23,11 @@ pub struct Program {
     name: String,
     /// Entries prepared by earlier calls, by entry, backend and threads: a call after the first
     /// runs the loaded code without lowering, emitting or hashing anything again.
-    prepared: Mutex<HashMap<(String, Backend, Option<usize>), Arc<Prepared>>>,
+    prepared: Mutex<HashMap<PreparedKey, Arc<Prepared>>>,
 }
+
+/// An entry's name, the backend and the thread count it was prepared for.
+type PreparedKey = (String, Backend, Option<usize>);
 
 /// Parses and verifies `text` (`name` is the file name diagnostics show).
 ///
