@@ -132,7 +132,7 @@ fn first_bad_entry(c: ColumnRef<'_>, source: strata_ir::Interval) -> Option<i128
         hi: i128,
     ) -> Option<i128> {
         let v = c.as_slice::<T>()?;
-        v.iter().map(|&t| t.into()).find(|&t| !(skip && t == -1) && !(lo <= t && t < hi))
+        v.iter().map(|&t| t.into()).find(|&t| !((skip && t == -1) || (lo <= t && t < hi)))
     }
     use strata_ir::Scalar as S;
     match c.scalar() {

@@ -449,8 +449,13 @@ pub fn lower_observed(
     if func.kind == FunctionKind::Func && !l.kernels.iter().any(|k| k.comment.starts_with("return")) {
         return Err(LowerError::Unsupported { op: "a function without return".into(), func: func.name.clone() });
     }
-    let mut program =
-        KernelProgram { entry: func.name.clone(), buffers: l.buffers, kernels: l.kernels, sparse: l.sparse };
+    let mut program = KernelProgram {
+        entry: func.name.clone(),
+        buffers: l.buffers,
+        kernels: l.kernels,
+        sparse: l.sparse,
+        cache_bytes: options.cache_bytes,
+    };
     crate::pipeline::run(&mut program, observe)?;
     Ok(program)
 }
