@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 
 use strata_runtime::storage::{LevelBuffers, Storage};
-use strata_runtime::{Argument, Column, Data, ElemType, Stored, Tensor, Value, ValueType};
+use strata_runtime::{Argument, Column, ColumnRef, Data, ElemType, Stored, Tensor, Value, ValueType};
 
 use crate::compile::Loaded;
 use crate::kernel::{Buffer, KernelProgram, Role, StoragePart};
@@ -123,23 +123,28 @@ fn describe(b: &Option<Bad>) -> String {
 
 /// The first entry of table column `c` that is neither the skip value (−1, signed tables
 /// only) nor a coordinate of `source`.
-fn first_bad_entry(c: &Column, source: strata_ir::Interval) -> Option<i128> {
+fn first_bad_entry(c: ColumnRef<'_>, source: strata_ir::Interval) -> Option<i128> {
     let (lo, hi) = (source.start as i128, source.stop as i128);
-    macro_rules! scan {
-        ($v:expr, $skip:expr) => {
-            $v.iter().map(|&t| t as i128).find(|&t| !($skip && t == -1) && !(lo <= t && t < hi))
-        };
+    fn scan<T: strata_runtime::ColumnElement + Into<i128>>(
+        c: &ColumnRef<'_>,
+        skip: bool,
+        lo: i128,
+        hi: i128,
+    ) -> Option<i128> {
+        let v = c.as_slice::<T>()?;
+        v.iter().map(|&t| t.into()).find(|&t| !((skip && t == -1) || (lo <= t && t < hi)))
     }
-    match c {
-        Column::I8(v) => scan!(v, true),
-        Column::I16(v) => scan!(v, true),
-        Column::I32(v) => scan!(v, true),
-        Column::I64(v) | Column::Index(v) => scan!(v, true),
-        Column::U8(v) => scan!(v, false),
-        Column::U16(v) => scan!(v, false),
-        Column::U32(v) => scan!(v, false),
-        Column::U64(v) => scan!(v, false),
-        other => (0..other.len()).map(|i| other.get(i).as_i128()).find(|&t| !(lo <= t && t < hi)),
+    use strata_ir::Scalar as S;
+    match c.scalar() {
+        S::I8 => scan::<i8>(&c, true, lo, hi),
+        S::I16 => scan::<i16>(&c, true, lo, hi),
+        S::I32 => scan::<i32>(&c, true, lo, hi),
+        S::I64 | S::Index => scan::<i64>(&c, true, lo, hi),
+        S::U8 => scan::<u8>(&c, false, lo, hi),
+        S::U16 => scan::<u16>(&c, false, lo, hi),
+        S::U32 => scan::<u32>(&c, false, lo, hi),
+        S::U64 => scan::<u64>(&c, false, lo, hi),
+        _ => (0..c.len()).map(|i| c.get(i).as_i128()).find(|&t| !(lo <= t && t < hi)),
     }
 }
 
@@ -239,10 +244,11 @@ pub struct Buffers<'a> {
     tables: Vec<Option<(String, String)>>,
 }
 
-/// One buffer: owned, or an input column borrowed from the caller (read-only).
+/// One buffer: owned, or an input column borrowed from the caller (read-only: a column the
+/// caller holds, or memory it keeps alive, such as a numpy array's).
 enum Slot<'a> {
     Owned(Column),
-    Borrowed(&'a Column),
+    Borrowed(ColumnRef<'a>),
 }
 
 impl Slot<'_> {
@@ -269,12 +275,10 @@ impl Slot<'_> {
 }
 
 /// The column of a read-only parameter buffer, borrowed when the argument stores it as is.
-fn borrowed<'a, T: Argument>(b: &crate::kernel::Buffer, args: &'a [T]) -> Option<&'a Column> {
+fn borrowed<'a, T: Argument>(b: &crate::kernel::Buffer, args: &'a [T]) -> Option<ColumnRef<'a>> {
     let p = b.param?;
-    match (&args[p].tensor()?.data, b.field.as_slice()) {
-        (Data::Scalars(c), []) if !b.written && c.scalar() == b.scalar => Some(c),
-        _ => None,
-    }
+    let c = args[p].column()?;
+    (b.field.is_empty() && !b.written && c.scalar() == b.scalar).then_some(c)
 }
 
 fn slot<'a, T: Argument>(b: &crate::kernel::Buffer, args: &'a [T]) -> Slot<'a> {
@@ -329,7 +333,7 @@ impl<'a> Buffers<'a> {
             // The values are read in place where the argument holds them in these formats.
             if let (StoragePart::Values, Cow::Borrowed(held)) = (part, &*st) {
                 if held.values.scalar() == b.scalar {
-                    cols.push(Slot::Borrowed(&held.values));
+                    cols.push(Slot::Borrowed(ColumnRef::of(&held.values)));
                     continue;
                 }
             }
@@ -368,7 +372,7 @@ impl<'a> Buffers<'a> {
         // interval. The kernels check again the entries they read.
         for &(b, source) in program.input_tables().iter() {
             let c = match &cols[b] {
-                Slot::Owned(c) => c,
+                Slot::Owned(c) => ColumnRef::of(c),
                 Slot::Borrowed(c) => *c,
             };
             if let Some(t) = first_bad_entry(c, source) {

@@ -418,6 +418,10 @@ pub struct KernelProgram {
     pub kernels: Vec<Kernel>,
     /// Sparse and ragged parameters, as storage buffers ([`SExpr::Sparse`] reads them).
     pub sparse: Vec<crate::sparse::SparseTensor>,
+    /// The machine fact the program was lowered for ([`crate::LowerOptions::cache_bytes`]):
+    /// emission reads it from here, never from the machine, so the C is a function of the
+    /// kernel program alone.
+    pub cache_bytes: i64,
 }
 
 impl KernelProgram {

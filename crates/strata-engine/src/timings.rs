@@ -18,15 +18,14 @@ pub struct Timings {
 impl Timings {
     /// `{"compile_s", "cached", "first_s", "preallocated_s": [..], "allocating_s": [..]}`.
     pub fn to_json(&self) -> String {
-        let list = |v: &[f64]| v.iter().map(|x| format!("{x:e}")).collect::<Vec<_>>().join(", ");
-        format!(
-            "{{\"compile_s\": {:e}, \"cached\": {}, \"first_s\": {:e}, \"preallocated_s\": [{}], \"allocating_s\": [{}]}}\n",
-            self.compile_s,
-            self.cached,
-            self.first_s,
-            list(&self.preallocated_s),
-            list(&self.allocating_s)
-        )
+        let json = serde_json::json!({
+            "compile_s": self.compile_s,
+            "cached": self.cached,
+            "first_s": self.first_s,
+            "preallocated_s": self.preallocated_s,
+            "allocating_s": self.allocating_s,
+        });
+        format!("{json}\n")
     }
 
     /// Human-readable lines (`strata run --time`): compile and first run, then medians of the

@@ -9,6 +9,11 @@
 //!   diagnostic must be expected, and the fully rendered diagnostics are stored below the case
 //!   as `//# ` lines.
 //!
+//! - `// test: run` — `// run: @entry(args) == value` lines, each run on the reference
+//!   interpreter and on native code and answered by a value written by hand ([`runs`]);
+//! - `// test: loops`, `// test: c` — the last entry's loop kernels or generated C, stored
+//!   below the program as `//# ` lines, lowered for a pinned machine ([`snapshots`]).
+//!
 //! With `STRATA_BLESS=1` the `//# ` blocks are rewritten from the current output; otherwise a
 //! difference fails with a unified diff. `STRATA_FILTER=substr` runs only matching files.
 
@@ -17,6 +22,9 @@
 use std::path::{Path, PathBuf};
 
 use strata_ir::{Diagnostic, Module};
+
+pub mod runs;
+pub mod snapshots;
 
 /// The result of running a directory of file tests.
 #[derive(Debug, Default)]
@@ -85,6 +93,12 @@ fn run_file(path: &Path, rel: &str, bless: bool, outcome: &mut Outcome) -> Resul
             "check" => drop(check_clean(&src)?),
             "roundtrip" => roundtrip(&src)?,
             "error" => run_errors(path, rel, &src, bless, outcome)?,
+            "run" => {
+                let module = check_clean(&src)?;
+                let info = strata_verify::verify(&module).map_err(|d| render_plain("input", &src, &d))?;
+                runs::run_lines(&src, &module, &info.types)?;
+            }
+            "loops" | "c" => snapshot(path, &src, kind, bless)?,
             other => return Err(format!("unknown test kind `{other}`")),
         }
     }
@@ -129,7 +143,37 @@ pub fn roundtrip(src: &str) -> Result<(), String> {
 }
 
 fn render_plain(name: &str, src: &str, diags: &[Diagnostic]) -> String {
-    strata_cli::render(name, src, diags, false)
+    strata_report::render(name, src, diags, false)
+}
+
+/// Compares (or, blessing, rewrites) the `//# ` block below the program with its lowered form.
+fn snapshot(path: &Path, src: &str, kind: &str, bless: bool) -> Result<(), String> {
+    let case = split_cases(src).into_iter().next().expect("one case");
+    let module = check_clean(&case.code)?;
+    let info = strata_verify::verify(&module).map_err(|d| render_plain("input", &case.code, &d))?;
+    let got = normalize(&snapshots::lowered(&module, &info.types, kind)?);
+    if bless {
+        let mut out = case.code.clone();
+        for l in got.lines() {
+            out.push_str(BLESSED);
+            if !l.is_empty() {
+                out.push(' ');
+                out.push_str(l);
+            }
+            out.push('\n');
+        }
+        if out != src {
+            std::fs::write(path, out).map_err(|e| format!("cannot bless: {e}"))?;
+        }
+        return Ok(());
+    }
+    if normalize(&case.blessed) != got {
+        return Err(format!(
+            "the {kind} snapshot differs (run with STRATA_BLESS=1 to accept):\n{}",
+            diff(&normalize(&case.blessed), &got)
+        ));
+    }
+    Ok(())
 }
 
 /// A unified diff of two texts.
@@ -183,7 +227,7 @@ fn run_errors(path: &Path, rel: &str, src: &str, bless: bool, outcome: &mut Outc
         outcome.error_cases += 1;
         outcome.codes_seen.extend(diags.iter().map(|d| d.code.to_string()));
         let name = format!("{rel}#{}", i + 1);
-        let rendered = normalize(&strata_cli::render(&name, &case.code, &diags, false));
+        let rendered = normalize(&strata_report::render(&name, &case.code, &diags, false));
         check_expectations(&case.code, &diags).unwrap_or_else(|e| problems.push(format!("case {}: {e}", i + 1)));
         if !bless && normalize(&case.blessed) != rendered {
             problems.push(format!(

@@ -17,7 +17,7 @@ use pyo3::types::{PyDict, PyTuple};
 
 use strata_ir::{LevelFormat, Scalar};
 use strata_runtime::storage::{entries, LevelBuffers};
-use strata_runtime::{Column, Data, ElemType, Stored, Tensor, Value, ValueType};
+use strata_runtime::{Argument, Column, ColumnRef, Data, ElemType, Stored, Tensor, Value, ValueType};
 
 use crate::errors::ArgumentError;
 
@@ -45,26 +45,140 @@ fn scalar_of(py: Python<'_>, d: &Bound<'_, numpy::PyArrayDescr>) -> Option<Scala
     all.into_iter().find(|(t, _)| d.is_equiv_to(t)).map(|(_, s)| s)
 }
 
-/// Whether a column holds the caller's memory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Borrow {
-    /// The column owns its elements (a copy).
-    Copy,
-    /// The column's vector was made from the numpy array's buffer (`Vec::from_raw_parts`): it
-    /// must never be dropped, grown or written — only read, then forgotten.
-    Caller,
+/// An argument of a run: a value the conversion made, or a numpy array read in place.
+pub enum Arg<'a> {
+    /// A value (copied or built from the caller's objects).
+    Value(Value),
+    /// A C-contiguous numpy array of a dense scalar parameter, viewed in place.
+    Numpy(NumpyArg<'a>),
 }
 
-/// The elements of `obj` (a numpy array of `scalar`'s dtype and shape `shape`) as a column,
-/// in row-major order. With `borrow`, a C-contiguous aligned array is not copied: the column
-/// is its buffer, and `borrow` is set to [`Borrow::Caller`].
-fn column(
-    obj: &Bound<'_, PyAny>,
+/// A dense tensor of scalars whose values are a numpy array's buffer, viewed for `'a` (the
+/// array object is borrowed that long, so the buffer stays allocated). Native code reads the
+/// view in place; a backend that needs the value ([`Argument::tensor`]: the interpreter, a
+/// parameter the program writes) gets a copy, made once.
+pub struct NumpyArg<'a> {
+    ty: ValueType,
+    view: ColumnRef<'a>,
+    whole: std::sync::OnceLock<Tensor>,
+}
+
+impl Arg<'_> {
+    /// A static extent of the type the value does not have (see `Value::extent_mismatch`).
+    pub fn extent_mismatch(&self) -> Option<String> {
+        match self {
+            Arg::Value(v) => v.extent_mismatch(),
+            Arg::Numpy(_) => None,
+        }
+    }
+}
+
+impl Argument for Arg<'_> {
+    fn value_type(&self) -> &ValueType {
+        match self {
+            Arg::Value(v) => v.value_type(),
+            Arg::Numpy(n) => &n.ty,
+        }
+    }
+    fn tensor(&self) -> Option<&Tensor> {
+        match self {
+            Arg::Value(v) => v.tensor(),
+            Arg::Numpy(n) => Some(n.whole.get_or_init(|| Tensor {
+                ty: n.ty.clone(),
+                data: Data::Scalars(n.view.to_column()),
+                present: None,
+            })),
+        }
+    }
+    fn stored(&self) -> Option<&Stored> {
+        match self {
+            Arg::Value(v) => v.stored(),
+            Arg::Numpy(_) => None,
+        }
+    }
+    fn column(&self) -> Option<ColumnRef<'_>> {
+        match self {
+            Arg::Value(v) => v.column(),
+            Arg::Numpy(n) => Some(n.view),
+        }
+    }
+}
+
+/// The buffer of `obj`, a C-contiguous, aligned numpy array of `scalar` (checked by the
+/// caller against the parameter's dtype and shape), viewed in place; `None` for other layouts.
+fn view<'a>(obj: &'a Bound<'_, PyAny>, scalar: Scalar) -> Option<ColumnRef<'a>> {
+    let arr = obj.cast::<PyUntypedArray>().ok()?;
+    if !arr.is_c_contiguous() {
+        return None;
+    }
+    macro_rules! view {
+        ($t:ty) => {{
+            let a = obj.cast::<PyArrayDyn<$t>>().ok()?;
+            // SAFETY: the array is C-contiguous and its dtype is `$t` (the cast checks it), so
+            // its buffer is `len` aligned values; `obj` is borrowed for `'a`, which keeps the
+            // array and its buffer alive, and nothing in the run writes it (native code reads
+            // parameters it does not write through `const` pointers; written ones are copies).
+            // Like every reader of a numpy buffer, this assumes no other thread resizes or
+            // writes the array meanwhile.
+            let s: &'a [$t] = unsafe { a.as_slice() }.ok()?;
+            if s.is_empty() || s.as_ptr().align_offset(std::mem::align_of::<$t>()) != 0 {
+                return None;
+            }
+            ColumnRef::with_scalar(s, scalar)
+        }};
+    }
+    Some(match scalar {
+        Scalar::Bool => view!(bool),
+        Scalar::I8 => view!(i8),
+        Scalar::I16 => view!(i16),
+        Scalar::I32 => view!(i32),
+        Scalar::I64 | Scalar::Index => view!(i64),
+        Scalar::U8 => view!(u8),
+        Scalar::U16 => view!(u16),
+        Scalar::U32 => view!(u32),
+        Scalar::U64 => view!(u64),
+        Scalar::F32 => view!(f32),
+        Scalar::F64 => view!(f64),
+    })
+}
+
+/// The elements of `obj` (a numpy array of `scalar`'s dtype and shape `shape`) copied into a
+/// column, in row-major order (checking dtype and shape).
+fn column(obj: &Bound<'_, PyAny>, what: &str, scalar: Scalar, shape: &[usize]) -> PyResult<Column> {
+    let arr = column_checks(obj, what, scalar, shape)?;
+    macro_rules! read {
+        ($t:ty, $v:ident) => {{
+            let a = arr.cast::<PyArrayDyn<$t>>()?.readonly();
+            let v: Vec<$t> = match a.as_slice() {
+                Ok(s) if arr.is_c_contiguous() => s.to_vec(),
+                _ => a.as_array().iter().copied().collect(),
+            };
+            Column::$v(v)
+        }};
+    }
+    Ok(match scalar {
+        Scalar::Bool => read!(bool, Bool),
+        Scalar::I8 => read!(i8, I8),
+        Scalar::I16 => read!(i16, I16),
+        Scalar::I32 => read!(i32, I32),
+        Scalar::I64 => read!(i64, I64),
+        Scalar::Index => read!(i64, Index),
+        Scalar::U8 => read!(u8, U8),
+        Scalar::U16 => read!(u16, U16),
+        Scalar::U32 => read!(u32, U32),
+        Scalar::U64 => read!(u64, U64),
+        Scalar::F32 => read!(f32, F32),
+        Scalar::F64 => read!(f64, F64),
+    })
+}
+
+/// `obj` as a numpy array of `scalar`'s dtype and shape `shape`, or an error naming `what`.
+fn column_checks<'a, 'py>(
+    obj: &'a Bound<'py, PyAny>,
     what: &str,
     scalar: Scalar,
     shape: &[usize],
-    mut borrow: Option<&mut Borrow>,
-) -> PyResult<Column> {
+) -> PyResult<&'a Bound<'py, PyUntypedArray>> {
     let py = obj.py();
     let arr = obj.cast::<PyUntypedArray>().map_err(|_| {
         ArgumentError::new_err(format!("argument `{what}`: expected a numpy array, found `{}`", type_name(obj)))
@@ -85,44 +199,7 @@ fn column(
             arr.shape()
         )));
     }
-    macro_rules! read {
-        ($t:ty, $v:ident) => {{
-            let a = arr.cast::<PyArrayDyn<$t>>()?.readonly();
-            let c_order = arr.is_c_contiguous();
-            let v: Vec<$t> = match a.as_slice().ok().filter(|_| c_order).ok_or(()) {
-                // SAFETY: see `Borrow::Caller`: the array is C-contiguous (`as_slice`), its
-                // pointer aligned for `$t` and non-empty; the caller keeps it alive during the
-                // run and never drops, grows or writes the vector (`Args::finish` forgets it).
-                Ok(s)
-                    if borrow.is_some()
-                        && !s.is_empty()
-                        && s.as_ptr().align_offset(std::mem::align_of::<$t>()) == 0 =>
-                {
-                    if let Some(b) = borrow.as_deref_mut() {
-                        *b = Borrow::Caller;
-                    }
-                    unsafe { Vec::from_raw_parts(s.as_ptr().cast_mut(), s.len(), s.len()) }
-                }
-                Ok(s) => s.to_vec(),
-                Err(_) => a.as_array().iter().copied().collect(),
-            };
-            Column::$v(v)
-        }};
-    }
-    Ok(match scalar {
-        Scalar::Bool => read!(bool, Bool),
-        Scalar::I8 => read!(i8, I8),
-        Scalar::I16 => read!(i16, I16),
-        Scalar::I32 => read!(i32, I32),
-        Scalar::I64 => read!(i64, I64),
-        Scalar::Index => read!(i64, Index),
-        Scalar::U8 => read!(u8, U8),
-        Scalar::U16 => read!(u16, U16),
-        Scalar::U32 => read!(u32, U32),
-        Scalar::U64 => read!(u64, U64),
-        Scalar::F32 => read!(f32, F32),
-        Scalar::F64 => read!(f64, F64),
-    })
+    Ok(arr)
 }
 
 fn type_name(obj: &Bound<'_, PyAny>) -> String {
@@ -160,7 +237,7 @@ fn tuple_data(obj: &Bound<'_, PyAny>, what: &str, fields: &[ElemType], shape: &[
     for (k, (f, item)) in fields.iter().zip(t.iter()).enumerate() {
         let field = format!("{what}[{k}]");
         parts.push(match f {
-            ElemType::Scalar(s) => Data::Scalars(column(&item, &field, *s, shape, None)?),
+            ElemType::Scalar(s) => Data::Scalars(column(&item, &field, *s, shape)?),
             ElemType::Tuple(inner) => tuple_data(&item, &field, inner, shape)?,
             ElemType::Tensor(_) => {
                 return Err(ArgumentError::new_err(format!(
@@ -172,26 +249,32 @@ fn tuple_data(obj: &Bound<'_, PyAny>, what: &str, fields: &[ElemType], shape: &[
     Ok(Data::Tuple(parts))
 }
 
-/// The value of parameter `what` of type `ty` from `obj`, and whether it holds the caller's
-/// memory (a dense tensor of scalars from a C-contiguous array: see [`Borrow`]).
-pub fn to_value(obj: &Bound<'_, PyAny>, what: &str, ty: &ValueType) -> PyResult<(Value, Borrow)> {
+/// The argument for parameter `what` of type `ty` from `obj`: a dense tensor of scalars from a
+/// C-contiguous array is its buffer viewed in place ([`NumpyArg`]), anything else a value.
+pub fn to_arg<'a>(obj: &'a Bound<'_, PyAny>, what: &str, ty: &ValueType) -> PyResult<Arg<'a>> {
     if ty.levels.iter().any(|l| !l.format.is_dense_like()) {
-        return stored(obj, what, ty).map(|s| (Value::Stored(s), Borrow::Copy));
+        return stored(obj, what, ty).map(|s| Arg::Value(Value::Stored(s)));
     }
     let shape = ty.shape();
-    let mut borrow = Borrow::Copy;
     let data = match &ty.element {
-        ElemType::Scalar(s) => Data::Scalars(column(obj, what, *s, &shape, Some(&mut borrow))?),
+        ElemType::Scalar(s) => {
+            // Checks dtype and shape (and copies) unless the buffer can be viewed.
+            column_checks(obj, what, *s, &shape)?;
+            if let Some(v) = view(obj, *s) {
+                return Ok(Arg::Numpy(NumpyArg { ty: ty.clone(), view: v, whole: Default::default() }));
+            }
+            Data::Scalars(column(obj, what, *s, &shape)?)
+        }
         ElemType::Tuple(fields) => tuple_data(obj, what, fields, &shape)?,
         ElemType::Tensor(_) => {
             let (full, s) = strata_runtime::npy::nested_shape(ty).ok_or_else(|| {
                 ArgumentError::new_err(format!("argument `{what}`: tensor elements that are sparse, ragged or tuples"))
             })?;
-            let col = column(obj, what, s, &full, None)?;
-            return Ok((Value::Tensor(strata_runtime::npy::nest(ty, &col, 0)), Borrow::Copy));
+            let col = column(obj, what, s, &full)?;
+            return Ok(Arg::Value(Value::Tensor(strata_runtime::npy::nest(ty, &col, 0))));
         }
     };
-    Ok((Value::Tensor(Tensor { ty: ty.clone(), data, present: None }), borrow))
+    Ok(Arg::Value(Value::Tensor(Tensor { ty: ty.clone(), data, present: None })))
 }
 
 /// A sparse or ragged value from the dict the Python side unpacks a SciPy matrix or a ragged
@@ -221,13 +304,13 @@ fn stored(obj: &Bound<'_, PyAny>, what: &str, ty: &ValueType) -> PyResult<Stored
                 return Err(fail(format!("a sparse matrix of shape {shape:?}, but the parameter has shape {want:?}")));
             }
             let (row, col) = (indices(&item("row")?, what)?, indices(&item("col")?, what)?);
-            let data = column(&item("data")?, what, scalar, &[col.len()], None)?;
+            let data = column(&item("data")?, what, scalar, &[col.len()])?;
             strata_runtime::sparse_io::stored_from_entries(ty, row, col, data).map_err(fail)
         }
         "ragged" => {
             let values = item("values")?;
             let n = values.cast::<PyUntypedArray>().map(|a| a.len()).unwrap_or(0);
-            let values = column(&values, what, scalar, &[n], None)?;
+            let values = column(&values, what, scalar, &[n])?;
             let mut bad = None;
             let got = strata_runtime::sparse_io::stored_from_ragged(
                 ty,

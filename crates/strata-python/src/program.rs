@@ -11,7 +11,7 @@ use strata_entity::Handle;
 use strata_ir::{ExprKind, Function, Module, ParamMode, TypeArena};
 use strata_runtime::{Tensor, Value, ValueType};
 
-use crate::convert::{self, Borrow};
+use crate::convert::{self, Arg};
 use crate::errors::{ArgumentError, ParseError, RunError, VerifyError};
 
 /// A parsed and verified Strata module (`strata.compile`, `strata.load`).
@@ -92,33 +92,6 @@ impl Program {
     }
 }
 
-/// The argument values of one run. Dropping it drops the values it copied and forgets those
-/// holding the caller's numpy memory ([`Borrow::Caller`]), also when a run unwinds, so memory
-/// numpy owns is never freed here.
-#[derive(Default)]
-struct Args {
-    values: Vec<Value>,
-    borrows: Vec<Borrow>,
-}
-
-impl Args {
-    fn push(&mut self, v: Value, b: Borrow) {
-        self.values.push(v);
-        self.borrows.push(b);
-    }
-}
-
-impl Drop for Args {
-    fn drop(&mut self) {
-        for (v, b) in std::mem::take(&mut self.values).into_iter().zip(&self.borrows) {
-            match b {
-                Borrow::Copy => drop(v),
-                Borrow::Caller => std::mem::forget(v),
-            }
-        }
-    }
-}
-
 #[pymethods]
 impl Program {
     /// The file name diagnostics show.
@@ -190,33 +163,39 @@ impl Program {
                 )));
             }
         }
-        let mut values = Args::default();
+        // The argument objects, held here while the run reads their buffers in place.
+        let mut objects = Vec::with_capacity(f.params.len());
         let mut missing = Vec::new();
         for &p in &f.params {
             let e = &f.exprs[p];
-            let ty = self.param_type(f, p);
             // An `out` parameter starts as the caller's `out=` array (the elements the
             // program does not write keep their values), else as zeros.
-            if e.kind == ExprKind::Param(ParamMode::Out) && !args.contains(&e.name)? {
-                values.push(Value::Tensor(Tensor::zeros(&ty)), Borrow::Copy);
-                continue;
-            }
+            let out = e.kind == ExprKind::Param(ParamMode::Out);
             match args.get_item(&e.name)? {
-                Some(obj) => {
-                    let (v, borrow) = convert::to_value(&obj, &e.name, &ty)?;
-                    values.push(v, borrow);
-                    if let Some(m) = values.values.last().and_then(Value::extent_mismatch) {
-                        return Err(ArgumentError::new_err(format!("argument `{}`: {m}", e.name)));
-                    }
-                }
+                Some(obj) => objects.push(Some(obj)),
+                None if out => objects.push(None),
                 None => missing.push(format!("`{}`", e.name)),
             }
         }
         if !missing.is_empty() {
             return Err(ArgumentError::new_err(format!("missing argument {} of `@{}`", missing.join(", "), f.name)));
         }
-        // The inputs stay alive in `args` (held by the caller) while the GIL is released.
-        let ran = py.detach(|| prepared.run(&values.values));
+        let mut values = Vec::with_capacity(objects.len());
+        for (&p, obj) in f.params.iter().zip(&objects) {
+            let e = &f.exprs[p];
+            let ty = self.param_type(f, p);
+            let arg = match obj {
+                Some(obj) => convert::to_arg(obj, &e.name, &ty)?,
+                None => Arg::Value(Value::Tensor(Tensor::zeros(&ty))),
+            };
+            if let Some(m) = arg.extent_mismatch() {
+                return Err(ArgumentError::new_err(format!("argument `{}`: {m}", e.name)));
+            }
+            values.push(arg);
+        }
+        // The arguments borrow `objects` (which the caller's dict keeps alive too) while the
+        // GIL is released.
+        let ran = py.detach(|| prepared.run(&values));
         drop(values);
         let ran = ran.map_err(|e| self.run_error(e))?;
         let mut out = Vec::with_capacity(ran.values.len());

@@ -12,6 +12,7 @@
 #![deny(missing_docs)]
 
 pub mod aligned;
+pub mod column_ref;
 pub mod dist;
 pub mod npy;
 pub mod random;
@@ -22,6 +23,7 @@ pub mod storage;
 pub mod tensor;
 pub mod value;
 
+pub use column_ref::{ColumnElement, ColumnRef};
 pub use scalar::{Column, ScalarError, Sv};
 pub use tensor::{strides, Data, Elem, ElemType, Tensor, ValueType};
 pub use value::{Argument, Stored, Value};

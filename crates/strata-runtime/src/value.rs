@@ -91,6 +91,13 @@ pub trait Argument {
     fn tensor(&self) -> Option<&Tensor>;
     /// The storage, if the value is held as storage.
     fn stored(&self) -> Option<&Stored>;
+    /// The values of a dense tensor of scalars, read in place (native code borrows them).
+    fn column(&self) -> Option<crate::ColumnRef<'_>> {
+        match &self.tensor()?.data {
+            crate::Data::Scalars(c) => Some(crate::ColumnRef::of(c)),
+            _ => None,
+        }
+    }
 }
 
 impl Argument for Tensor {
@@ -136,5 +143,8 @@ where
     }
     fn stored(&self) -> Option<&Stored> {
         (**self).stored()
+    }
+    fn column(&self) -> Option<crate::ColumnRef<'_>> {
+        (**self).column()
     }
 }

@@ -213,19 +213,21 @@ pub fn run_rank(file: &Path, opts: &RunOptions) -> i32 {
         let med = |v: &[f64]| strata_engine::median(v).unwrap_or(0.0);
         let run_s = if timings.preallocated_s.is_empty() { timings.first_s } else { med(&timings.preallocated_s) };
         let exchange_s = med(&clock.exchange_s);
-        let report = format!(
-            "{{\"ranks\": {size}, \"threads_per_rank\": {threads}, \"stages\": {}, \"read_s\": {:e}, \
-             \"exchange_s\": {exchange_s:e}, \"halo_bytes\": {}, \"combine_s\": {:e}, \"run_s\": {run_s:e}, \
-             \"first_run_s\": {:e}, \"write_s\": {:e}, \"compile_s\": {:e}, \"cached\": {}}}\n",
-            planned.0.len(),
-            clock.read_s,
-            clock.halo_bytes,
-            clock.combine_s,
-            t_run - t0 - clock.read_s,
-            t_end - t_run,
-            timings.compile_s,
-            timings.cached
-        );
+        let report = serde_json::json!({
+            "ranks": size,
+            "threads_per_rank": threads,
+            "stages": planned.0.len(),
+            "read_s": clock.read_s,
+            "exchange_s": exchange_s,
+            "halo_bytes": clock.halo_bytes,
+            "combine_s": clock.combine_s,
+            "run_s": run_s,
+            "first_run_s": t_run - t0 - clock.read_s,
+            "write_s": t_end - t_run,
+            "compile_s": timings.compile_s,
+            "cached": timings.cached,
+        });
+        let report = format!("{report}\n");
         if opts.time {
             eprintln!(
                 "time: {size} ranks × {threads} threads: read {:.3} ms, halo exchange {:.3} ms ({} bytes received on \

@@ -122,7 +122,7 @@ const STREAM_ROW_BYTES: i64 = 4096;
 /// Whether the kernel's stores go to memory as streaming stores, row by row: each writes a
 /// result present everywhere, over exactly the kernel's domain, whose innermost level (the
 /// domain's) holds whole 64-byte lines of at most [`STREAM_ROW_BYTES`], and together they are
-/// at least as large as the last-level cache one core shares ([`crate::machine::cache_bytes`]),
+/// at least as large as the last-level cache one core shares (`KernelProgram::cache_bytes`),
 /// so that no later reader would find them there.
 fn streamed_rows(em: &Emitter, k: &Kernel) -> bool {
     let Some(last) = k.domain.last() else { return false };
@@ -139,7 +139,7 @@ fn streamed_rows(em: &Emitter, k: &Kernel) -> bool {
     // Values reading neighbor tables bind their entries per point (`Emitter::bind_tables`),
     // outside the row's vector loop: those keep the plain stores.
     let values: Vec<&std::rc::Rc<crate::sym::SExpr>> = k.stores.iter().map(|s| &s.value).collect();
-    !k.stores.is_empty() && em.bind_tables(&values).0.is_empty() && bytes >= crate::machine::cache_bytes()
+    !k.stores.is_empty() && em.bind_tables(&values).0.is_empty() && bytes >= em.program.cache_bytes
 }
 
 /// The stores at every point of the innermost level `last`, computed into rows in cache (a

@@ -1,0 +1,124 @@
+//! Runtime GEMM calls for matrix-product kernels, and other contractions.
+
+use super::*;
+
+/// A matrix-product kernel: the initial value stored first (when not zero), then one runtime
+/// GEMM call per batch point, each parallel over the entry's threads.
+pub(super) fn emit_matmul(out: &mut String, em: &Emitter, k: &Kernel, mm: &MatMul) {
+    if let Some(init) = &mm.init {
+        let _ = writeln!(out, "  /* the initial value, accumulated onto below */");
+        emit_loops(out, em, &k.elementwise(mm.buffers[0], init.clone()));
+    }
+    let _ = writeln!(out, "  /* a matrix product ({mm}): the runtime GEMM */");
+    let _ = writeln!(out, "  const int nthreads = threads > 0 ? threads : omp_get_max_threads();");
+    // Threads share the outermost batch loop when it has work for each (every product then
+    // runs on one thread); otherwise each product is parallel inside.
+    let by_batch = mm.batch.first().map(|b| b.extent);
+    match by_batch {
+        Some(n) => {
+            let _ = writeln!(out, "  const int by_batch = {n} >= 4 * nthreads;");
+            let _ = writeln!(out, "  const int gemm_threads = by_batch ? 1 : nthreads;");
+        }
+        None => {
+            let _ = writeln!(out, "  const int gemm_threads = nthreads;");
+        }
+    }
+    let mut indent = String::from("  ");
+    let mut at = mm.offsets.map(|o| o.to_string());
+    for (i, b) in mm.batch.iter().enumerate() {
+        let v = format!("bt{i}");
+        if i == 0 {
+            let _ = writeln!(out, "{indent}#pragma omp parallel for schedule(static) if(by_batch)");
+        }
+        let _ = writeln!(out, "{indent}for (int64_t {v} = 0; {v} < {}; ++{v}) {{  /* batch {b} */", b.extent);
+        indent.push_str("  ");
+        for (a, s) in at.iter_mut().zip(b.strides) {
+            if s != 0 {
+                *a = format!("{a} + {v} * {s}");
+            }
+        }
+    }
+    let [o, l, r] = mm.buffers.map(|b| em.name(b));
+    let f = if mm.scalar == Scalar::F32 { "gemm_f32" } else { "gemm_f64" };
+    let (m, n, kk) = (&mm.m, &mm.n, &mm.k);
+    let _ = writeln!(
+        out,
+        "{indent}rt->{f}({}, {}, {}, {o} + {}, {}, {}, {}, {l} + {}, {}, {}, {r} + {}, {}, {}, gemm_threads);",
+        m.extent,
+        n.extent,
+        kk.extent,
+        at[0],
+        m.strides[0],
+        n.strides[0],
+        i32::from(mm.init.is_some()),
+        at[1],
+        m.strides[1],
+        kk.strides[1],
+        at[2],
+        kk.strides[2],
+        n.strides[2],
+    );
+    for _ in &mm.batch {
+        indent.truncate(indent.len() - 2);
+        let _ = writeln!(out, "{indent}}}");
+    }
+    if let Some(epilogue) = &mm.epilogue {
+        let _ = writeln!(out, "  /* the epilogue, in place */");
+        emit_loops(out, em, &k.elementwise(mm.buffers[0], epilogue.clone()));
+    }
+}
+
+/// The loop nest of a contraction kernel (see [`hoist_reductions`]): outer loops, then strips
+/// of the innermost dimension holding one accumulator row per reduction.
+pub(super) fn emit_contraction(
+    out: &mut String,
+    em: &Emitter,
+    k: &Kernel,
+    reductions: &[Rc<SExpr>],
+    stores: &[Rc<SExpr>],
+) {
+    let (inner, outer) = k.domain.split_last().expect("a non-empty domain");
+    let mut indent = String::from("  ");
+    open_domain_loops(out, em, outer, &mut indent);
+    let j = open_strip(out, inner, outer.is_empty(), &mut indent);
+    let strip = format!("for (int64_t {j} = jb; {j} < je; ++{j})");
+    for (ri, r) in reductions.iter().enumerate() {
+        let SExpr::Reduce { id, vars, init, scalar, body } = &**r else { unreachable!("hoisted reductions") };
+        let t = c_type(*scalar);
+        // Hoisted invariants this fold reads, from their rows.
+        let deps: String = reductions[..ri]
+            .iter()
+            .filter_map(|h| match &**h {
+                SExpr::Reduce { id: h, scalar: ht, .. } if crate::sym::reads_acc(body, *h) => {
+                    Some(format!("{} acc{h} = row{h}[{j} - jb]; ", c_type(*ht)))
+                }
+                _ => None,
+            })
+            .collect();
+        let _ = writeln!(out, "{indent}{t} row{id}[{STRIP}];");
+        let _ = writeln!(out, "{indent}{strip} row{id}[{j} - jb] = {};", em.value(init));
+        let (loops, step) = (em.fold_loops(vars, &[]), em.fold_step(*id, body));
+        let _ = writeln!(out, "{indent}{loops}{{");
+        let _ = writeln!(
+            out,
+            "{indent}  {strip} {{ {deps}{t} acc{id} = row{id}[{j} - jb]; {step} row{id}[{j} - jb] = acc{id}; }}"
+        );
+        let _ = writeln!(out, "{indent}}}");
+    }
+    let _ = writeln!(out, "{indent}{strip} {{");
+    for r in reductions {
+        let SExpr::Reduce { id, scalar, .. } = &**r else { unreachable!("hoisted reductions") };
+        let _ = writeln!(out, "{indent}  {} acc{id} = row{id}[{j} - jb];", c_type(*scalar));
+    }
+    for (st, value) in k.stores.iter().zip(stores) {
+        let b = &em.program.buffers[st.buffer];
+        let coords = crate::sym::level_vars(&b.levels);
+        let target = em.load(&Load { buffer: st.buffer, coords });
+        let _ = writeln!(out, "{indent}  {target} = {};", em.value(value));
+    }
+    let _ = writeln!(out, "{indent}}}");
+    for _ in 0..=outer.len() {
+        indent.truncate(indent.len() - 2);
+        let _ = writeln!(out, "{indent}}}");
+    }
+}

@@ -1,0 +1,454 @@
+//! Expressions: the emitter of one program (buffers, locals, literals) and the C of scalar expressions, loads, folds and casts.
+
+use super::*;
+
+#[derive(Clone)]
+pub(super) struct Emitter<'p> {
+    pub(super) program: &'p KernelProgram,
+    /// Strip-local buffers of the kernel being emitted (see `ScanKernel::local`).
+    pub(super) local: Option<Local>,
+    /// Loops of the kernel being emitted that visit stored coordinates (`Kernel::sets`).
+    pub(super) sets: &'p [CoIteration],
+    /// Values the kernel being emitted stages in rolling windows (`Nest::windows`).
+    pub(super) windows: &'p [Window],
+    /// Table entries bound to variables at the current statement ([`tables`]).
+    pub(super) entries: Vec<tables::BoundEntry>,
+    /// The next bound entry's number, unique in the kernel's function.
+    pub(super) next_entry: Rc<std::cell::Cell<usize>>,
+}
+
+/// Where a kernel's strip-local buffers live: `loc{b}[(scan - start) * width + (column - jb)]`.
+#[derive(Clone)]
+pub(super) struct Local {
+    pub(super) buffers: Vec<usize>,
+    pub(super) scan: (String, i64),
+    /// The strip's column variable, when the kernel is strip-mined.
+    pub(super) column: Option<String>,
+}
+
+/// The C loop variable of a dimension (`d_I`), or of a fresh variable (`f_…`, never clashing).
+pub(super) fn var(name: &str) -> String {
+    let clean =
+        |s: &str| s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect::<String>();
+    match name.strip_prefix('$') {
+        Some(rest) => format!("f_{}", clean(rest)),
+        None => format!("d_{}", clean(name)),
+    }
+}
+
+pub(super) fn literal(v: Sv) -> String {
+    match v {
+        Sv::Bool(b) => (b as u8).to_string(),
+        Sv::F64(x) => float_lit(x, ""),
+        Sv::F32(x) => float_lit(x as f64, "f"),
+        Sv::I64(x) | Sv::Index(x) => {
+            if x == i64::MIN {
+                "INT64_MIN".into()
+            } else {
+                format!("INT64_C({x})")
+            }
+        }
+        Sv::U64(x) => format!("UINT64_C({x})"),
+        other => format!("(({}){})", c_type(other.scalar()), other.as_i128()),
+    }
+}
+
+pub(super) fn float_lit(x: f64, suffix: &str) -> String {
+    if x.is_nan() {
+        "NAN".into()
+    } else if x.is_infinite() {
+        if x > 0.0 {
+            "INFINITY".into()
+        } else {
+            "(-INFINITY)".into()
+        }
+    } else {
+        format!("{x:.17e}{suffix}")
+    }
+}
+
+impl Emitter<'_> {
+    pub(super) fn buffer(&self, b: usize) -> &Buffer {
+        &self.program.buffers[b]
+    }
+
+    pub(super) fn coord(&self, c: &Coord) -> String {
+        match c {
+            Coord::Var { dim, offset } => {
+                if *offset == 0 {
+                    var(dim.as_str())
+                } else {
+                    format!("({} + {offset})", var(dim.as_str()))
+                }
+            }
+            Coord::Const(k) => format!("INT64_C({k})"),
+            Coord::Computed { value, source, offset } => {
+                let t = format!("strata_ix((int64_t)({}), {}, {}, err)", self.value(value), source.start, source.stop);
+                if *offset == 0 {
+                    t
+                } else {
+                    format!("({t} + {offset})")
+                }
+            }
+            Coord::Table { table, source, offset } => {
+                let t = self.table_coord(table, *source);
+                if *offset == 0 {
+                    t
+                } else {
+                    format!("({t} + {offset})")
+                }
+            }
+        }
+    }
+
+    /// Whether [`Self::load`] reads buffer `b` from a rolling window or a strip-local array
+    /// rather than from its row-major buffer.
+    pub(super) fn in_scratch(&self, b: usize) -> bool {
+        self.windows.iter().any(|w| w.buffer == b) || self.local.as_ref().is_some_and(|loc| loc.buffers.contains(&b))
+    }
+
+    pub(super) fn load(&self, l: &Load) -> String {
+        if let Some(w) = self.windows.iter().find(|w| w.buffer == l.buffer) {
+            return self.window_load(w, l);
+        }
+        if let Some(loc) = self.local.as_ref().filter(|loc| loc.buffers.contains(&l.buffer)) {
+            // Read and written at the current point only (checked by `kernel_passes::fuse_scans`).
+            let (k, start) = &loc.scan;
+            return match &loc.column {
+                Some(j) => format!("loc{}[({k} - ({start})) * {STRIP} + ({j} - jb)]", l.buffer),
+                None => format!("loc{}[{k} - ({start})]", l.buffer),
+            };
+        }
+        let b = self.buffer(l.buffer);
+        let shape: Vec<i64> = b.levels.iter().map(|x| x.interval.len() as i64).collect();
+        let mut stride = 1i64;
+        let mut terms = Vec::new();
+        for (k, (lv, c)) in b.levels.iter().zip(&l.coords).enumerate().rev() {
+            let _ = k;
+            let rel = if lv.interval.start == 0 {
+                self.coord(c)
+            } else {
+                format!("({} - ({}))", self.coord(c), lv.interval.start)
+            };
+            terms.push(if stride == 1 { rel } else { format!("{rel} * {stride}") });
+            stride *= shape[k];
+        }
+        terms.reverse();
+        let idx = if terms.is_empty() { "0".to_string() } else { terms.join(" + ") };
+        format!("{}[{idx}]", self.name(l.buffer))
+    }
+
+    /// The C name of buffer `b`: its parameter name, made an identifier and unique.
+    pub(super) fn name(&self, b: usize) -> String {
+        let clean: String =
+            self.buffer(b).name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+        if clean.starts_with(|c: char| c.is_ascii_digit()) {
+            format!("v{clean}_b{b}")
+        } else {
+            format!("{clean}_b{b}")
+        }
+    }
+
+    /// Whether the value exists (skip values propagate).
+    pub(super) fn present(&self, e: &SExpr) -> String {
+        let and = |parts: Vec<String>| {
+            let p: Vec<String> = parts.into_iter().filter(|s| s != "1").collect();
+            if p.is_empty() {
+                "1".to_string()
+            } else {
+                format!("({})", p.join(" && "))
+            }
+        };
+        match e {
+            SExpr::Load(l) => and(self.load_present(l)),
+            // An unstored entry is the fill value, present; only a ragged run's end skips.
+            SExpr::Sparse(r) => {
+                let mut parts: Vec<String> = r.coords.iter().flat_map(|c| self.coord_present(c)).collect();
+                let at = self.sparse_position(r, r.coords.len());
+                if at.skipped {
+                    parts.push(format!("({} != {})", at.position, sparse::SKIPPED));
+                }
+                and(parts)
+            }
+            SExpr::Const(_) | SExpr::Acc(_) | SExpr::Present(_) | SExpr::Reduce { .. } => "1".into(),
+            SExpr::Absent(_) => "0".into(),
+            SExpr::Guard { table, source, value } => {
+                let mut parts = self.table_present(table, *source);
+                parts.push(self.present(value));
+                and(parts)
+            }
+            SExpr::Index(c) => and(self.coord_present(c)),
+            SExpr::Unary(_, a, _) | SExpr::Cast(a, _, _) => self.present(a),
+            SExpr::Binary(_, a, b, _) => and(vec![self.present(a), self.present(b)]),
+            SExpr::Select(c, t, f) => {
+                let (pc, pt, pf) = (self.present(c), self.present(t), self.present(f));
+                if pt == "1" && pf == "1" {
+                    pc
+                } else {
+                    and(vec![pc, format!("({} ? {pt} : {pf})", self.value(c))])
+                }
+            }
+        }
+    }
+
+    pub(super) fn load_present(&self, l: &Load) -> Vec<String> {
+        l.coords.iter().flat_map(|c| self.coord_present(c)).collect()
+    }
+
+    pub(super) fn coord_present(&self, c: &Coord) -> Vec<String> {
+        match c {
+            Coord::Table { table, source, .. } => self.table_present(table, *source),
+            Coord::Computed { value, .. } => vec![self.present(value)],
+            _ => vec![],
+        }
+    }
+
+    pub(super) fn value(&self, e: &SExpr) -> String {
+        match e {
+            SExpr::Load(l) => self.load(l),
+            SExpr::Sparse(r) => {
+                let values = self.name(self.program.sparse[r.tensor].values);
+                let at = self.sparse_position(r, r.coords.len());
+                if at.unstored || at.skipped {
+                    // Zero where not stored: the fill value (or, skipped, the absent value).
+                    format!("({{ const int64_t p_ = {}; p_ < 0 ? 0 : {values}[p_]; }})", at.position)
+                } else {
+                    format!("{values}[{}]", at.position)
+                }
+            }
+            SExpr::Const(v) => literal(*v),
+            SExpr::Absent(t) => literal(Sv::zero(*t)),
+            SExpr::Index(c) => self.coord(c),
+            SExpr::Unary(op, a, s) => self.unary(*op, &self.value(a), *s),
+            // Division of an integer by a positive constant needs no zero or overflow check.
+            SExpr::Binary(op @ (BinaryOp::Divides | BinaryOp::Modulo), a, b, s)
+                if !s.is_float() && matches!(&**b, SExpr::Const(v) if v.as_i128() > 0) =>
+            {
+                let sym = if *op == BinaryOp::Divides { "/" } else { "%" };
+                format!("(({}) {sym} {})", self.value(a), self.value(b))
+            }
+            SExpr::Binary(op, a, b, s) => self.binary(*op, &self.value(a), &self.value(b), *s),
+            SExpr::Select(c, t, f) => format!("({} ? {} : {})", self.value(c), self.value(t), self.value(f)),
+            SExpr::Cast(a, from, to) => cast(&self.value(a), *from, *to),
+            SExpr::Present(a) => format!("((uint8_t){})", self.present(a)),
+            SExpr::Acc(id) => format!("acc{id}"),
+            SExpr::Guard { table, source, value } => self.guarded(table, *source, value),
+            SExpr::Reduce { id, vars, init, scalar, body } => {
+                let mut invariants = Vec::new();
+                let body = hoist_reductions(body, &mut invariants, &|r| invariant(r, vars, *id));
+                if let Some(m) = moments::recognize(*id, vars, init, *scalar, &body, &invariants, reassociable(e)) {
+                    return self.moments(&m, &invariants);
+                }
+                let before: String = invariants
+                    .iter()
+                    .map(|r| {
+                        let SExpr::Reduce { id: h, scalar: t, .. } = &**r else { unreachable!("hoisted reductions") };
+                        format!("{} acc{h} = {}; ", c_type(*t), self.value(r))
+                    })
+                    .collect();
+                let sums = if reassociable(e) { vec![format!("acc{id}")] } else { Vec::new() };
+                let loops = self.fold_loops(vars, &sums);
+                let step = self.fold_step(*id, &body);
+                format!(
+                    "({{ {before}{} acc{id} = {}; {loops}{{ {step} }} acc{id}; }})",
+                    c_type(*scalar),
+                    self.value(init)
+                )
+            }
+        }
+    }
+
+    /// The loop headers of a fold's variables, outermost first; the innermost keeps partial
+    /// sums of the accumulators `simd_sums` in vector lanes (see [`reassociable`]) when there
+    /// are any. Variables that visit stored coordinates get [`Self::set_loop`]s.
+    pub(super) fn fold_loops(
+        &self,
+        vars: &[(strata_ir::DimName, strata_ir::Interval)],
+        simd_sums: &[String],
+    ) -> String {
+        let mut loops = String::new();
+        for (i, (v, range)) in vars.iter().enumerate() {
+            if let Some(c) = self.set_of(v) {
+                loops.push_str(&self.set_loop(c));
+                continue;
+            }
+            if i + 1 == vars.len() && !simd_sums.is_empty() {
+                let _ = write!(loops, "_Pragma(\"omp simd reduction(+:{})\") ", simd_sums.join(","));
+            }
+            let d = var(v.as_str());
+            let _ = write!(loops, "for (int64_t {d} = {}; {d} < {}; ++{d}) ", range.start, range.stop);
+        }
+        loops
+    }
+
+    /// One step of fold `id`: the accumulator becomes `body` where `body` exists.
+    /// Its table entries are bound first ([`Self::bind_tables`]).
+    pub(super) fn fold_step(&self, id: u32, body: &Rc<SExpr>) -> String {
+        let (decls, em) = self.bind_tables(&[body]);
+        match em.present(body).as_str() {
+            "1" => format!("{decls}acc{id} = {};", em.value(body)),
+            p => format!("{decls}if ({p}) acc{id} = {};", em.value(body)),
+        }
+    }
+
+    pub(super) fn unary(&self, op: UnaryOp, a: &str, s: Scalar) -> String {
+        let f32 = s == Scalar::F32;
+        let m = |name: &str| format!("{name}{}({a})", if f32 { "f" } else { "" });
+        match op {
+            UnaryOp::Not => format!("((uint8_t)!({a}))"),
+            UnaryOp::Neg if s.is_float() => format!("(-({a}))"),
+            UnaryOp::Neg => format!("(({})(({})0 - ({})({a})))", c_type(s), unsigned_of(s), unsigned_of(s)),
+            UnaryOp::Abs if s.is_float() => m("fabs"),
+            UnaryOp::Abs if matches!(s, Scalar::U8 | Scalar::U16 | Scalar::U32 | Scalar::U64) => a.to_string(),
+            UnaryOp::Abs => {
+                format!(
+                    "({{ {t} x_ = {a}; (({t})(x_ < 0 ? ({u})0 - ({u})x_ : ({u})x_)); }})",
+                    t = c_type(s),
+                    u = unsigned_of(s)
+                )
+            }
+            UnaryOp::Sqrt => m("sqrt"),
+            UnaryOp::Exp => m("exp"),
+            UnaryOp::Log => m("log"),
+            UnaryOp::Sin => m("sin"),
+            UnaryOp::Cos => m("cos"),
+            UnaryOp::Tan => m("tan"),
+            UnaryOp::Tanh => m("tanh"),
+            UnaryOp::Floor => m("floor"),
+            UnaryOp::Ceil => m("ceil"),
+            // The default rounding mode rounds ties to even.
+            UnaryOp::Round => m("nearbyint"),
+            UnaryOp::Trunc => m("trunc"),
+            UnaryOp::Acos => m("acos"),
+            UnaryOp::Acosh => m("acosh"),
+            UnaryOp::Asin => m("asin"),
+            UnaryOp::Asinh => m("asinh"),
+            UnaryOp::Atan => m("atan"),
+            UnaryOp::Atanh => m("atanh"),
+            UnaryOp::Cosh => m("cosh"),
+            UnaryOp::Sinh => m("sinh"),
+            UnaryOp::Expm1 => m("expm1"),
+            UnaryOp::Log1p => m("log1p"),
+            UnaryOp::Log2 => m("log2"),
+            UnaryOp::Log10 => m("log10"),
+            UnaryOp::Sign if s.is_float() => {
+                format!(
+                    "({{ {t} x_ = {a}; x_ > 0 ? ({t})1 : (x_ < 0 ? ({t})-1 : (x_ == 0 ? ({t})0 : x_)); }})",
+                    t = c_type(s)
+                )
+            }
+            UnaryOp::Sign => format!("({{ {t} x_ = {a}; ({t})((x_ > 0) - (x_ < 0)); }})", t = c_type(s)),
+            // The classification macros return any nonzero int (glibc's `isinf(-inf)` is -1).
+            UnaryOp::IsNan if s.is_float() => format!("((uint8_t)(isnan({a}) != 0))"),
+            UnaryOp::IsInf if s.is_float() => format!("((uint8_t)(isinf({a}) != 0))"),
+            UnaryOp::IsFinite if s.is_float() => format!("((uint8_t)(isfinite({a}) != 0))"),
+            UnaryOp::IsNan | UnaryOp::IsInf => format!("((void)({a}), (uint8_t)0)"),
+            UnaryOp::IsFinite => format!("((void)({a}), (uint8_t)1)"),
+            UnaryOp::SignBit => format!("((uint8_t)(signbit({a}) != 0))"),
+            UnaryOp::BitNot if s == Scalar::Bool => format!("((uint8_t)!({a}))"),
+            UnaryOp::BitNot => format!("(({})~({a}))", c_type(s)),
+        }
+    }
+
+    pub(super) fn binary(&self, op: BinaryOp, a: &str, b: &str, s: Scalar) -> String {
+        let t = c_type(s);
+        let u = unsigned_of(s);
+        let wrap = |sym: &str| format!("(({t})(({u})({a}) {sym} ({u})({b})))");
+        let cmp = |sym: &str| format!("((uint8_t)(({a}) {sym} ({b})))");
+        match op {
+            BinaryOp::Plus if s.is_float() => format!("(({a}) + ({b}))"),
+            BinaryOp::Minus if s.is_float() => format!("(({a}) - ({b}))"),
+            BinaryOp::Multiplies if s.is_float() => format!("(({a}) * ({b}))"),
+            BinaryOp::Divides if s.is_float() => format!("(({a}) / ({b}))"),
+            BinaryOp::Plus => wrap("+"),
+            BinaryOp::Minus => wrap("-"),
+            BinaryOp::Multiplies => wrap("*"),
+            BinaryOp::Divides | BinaryOp::Modulo if s.is_float() => {
+                format!("fmod{}(({a}), ({b}))", if s == Scalar::F32 { "f" } else { "" })
+            }
+            BinaryOp::Divides | BinaryOp::Modulo => {
+                let sym = if op == BinaryOp::Divides { "/" } else { "%" };
+                // Wrapping MIN / -1 and a run-time error for a zero divisor, as the interpreter.
+                format!(
+                    "({{ {t} a_ = {a}, b_ = {b}; (b_ == 0) ? (*err = 1, ({t})0) : ((b_ == ({t})-1) ? (({t})(({u})0 - ({u})a_) * ({t})({sym_is_mod})) : ({t})(a_ {sym} b_)); }})",
+                    sym_is_mod = if op == BinaryOp::Divides { "1" } else { "0" }
+                )
+            }
+            BinaryOp::Power if s.is_float() => format!("pow{}(({a}), ({b}))", if s == Scalar::F32 { "f" } else { "" }),
+            BinaryOp::Power => format!(
+                "({{ {u} r_ = 1, x_ = ({u})({a}); int64_t e_ = (int64_t)({b}); if (e_ < 0) *err = 3; for (; e_ > 0; e_ >>= 1) {{ if (e_ & 1) r_ *= x_; x_ *= x_; }} ({t})r_; }})"
+            ),
+            BinaryOp::Maximum if s.is_float() => format!("strata_fmax{}(({a}), ({b}))", if s == Scalar::F32 { "f" } else { "" }),
+            BinaryOp::Minimum if s.is_float() => format!("strata_fmin{}(({a}), ({b}))", if s == Scalar::F32 { "f" } else { "" }),
+            BinaryOp::Maximum => format!("({{ {t} a_ = {a}, b_ = {b}; a_ > b_ ? a_ : b_; }})"),
+            BinaryOp::Minimum => format!("({{ {t} a_ = {a}, b_ = {b}; a_ < b_ ? a_ : b_; }})"),
+            BinaryOp::And => format!("((uint8_t)(({a}) && ({b})))"),
+            BinaryOp::Or => format!("((uint8_t)(({a}) || ({b})))"),
+            BinaryOp::Xor => format!("((uint8_t)((({a}) != 0) != (({b}) != 0)))"),
+            BinaryOp::Eq => cmp("=="),
+            BinaryOp::Ne => cmp("!="),
+            BinaryOp::Less => cmp("<"),
+            BinaryOp::LessEqual => cmp("<="),
+            BinaryOp::Greater => cmp(">"),
+            BinaryOp::GreaterEqual => cmp(">="),
+            BinaryOp::FloorDivide | BinaryOp::Remainder if s.is_float() => format!(
+                "strata_divmod{}(({a}), ({b}), {})",
+                if s == Scalar::F32 { "f" } else { "" },
+                (op == BinaryOp::Remainder) as u8
+            ),
+            BinaryOp::FloorDivide | BinaryOp::Remainder => {
+                // Floor rounding, a zero divisor gives 0 and MIN / -1 wraps, as numpy.
+                let q = if s.is_signed() {
+                    "(b_ == 0 ? 0 : (b_ == -1 ? (T_)((U_)0 - (U_)a_) : (T_)(a_ / b_ - ((a_ % b_ != 0) && ((a_ < 0) != (b_ < 0))))))"
+                } else {
+                    "(b_ == 0 ? 0 : a_ / b_)"
+                };
+                let v = if op == BinaryOp::FloorDivide { "q_" } else { "(b_ == 0 ? (T_)0 : (T_)((U_)a_ - (U_)q_ * (U_)b_))" };
+                format!("({{ typedef {t} T_; typedef {u} U_; T_ a_ = {a}, b_ = {b}; T_ q_ = {q}; {v}; }})")
+            }
+            BinaryOp::BitAnd => format!("(({t})(({a}) & ({b})))"),
+            BinaryOp::BitOr => format!("(({t})(({a}) | ({b})))"),
+            BinaryOp::BitXor => format!("(({t})(({a}) ^ ({b})))"),
+            BinaryOp::ShiftLeft => {
+                let bits = 8 * s.size_bytes();
+                format!("({{ {t} a_ = {a}; int64_t b_ = (int64_t)({b}); (b_ < 0 || b_ >= {bits}) ? ({t})0 : ({t})(({u})a_ << b_); }})")
+            }
+            BinaryOp::ShiftRight => {
+                let bits = 8 * s.size_bytes();
+                format!("({{ {t} a_ = {a}; int64_t b_ = (int64_t)({b}); (b_ < 0 || b_ >= {bits}) ? (a_ < 0 ? ({t})-1 : ({t})0) : ({t})(a_ >> b_); }})")
+            }
+            BinaryOp::Atan2 => format!("atan2{}(({a}), ({b}))", if s == Scalar::F32 { "f" } else { "" }),
+            BinaryOp::Hypot => format!("hypot{}(({a}), ({b}))", if s == Scalar::F32 { "f" } else { "" }),
+            BinaryOp::CopySign => format!("copysign{}(({a}), ({b}))", if s == Scalar::F32 { "f" } else { "" }),
+            BinaryOp::NextAfter => format!("nextafter{}(({a}), ({b}))", if s == Scalar::F32 { "f" } else { "" }),
+            BinaryOp::LogAddExp => format!("strata_logaddexp{}(({a}), ({b}))", if s == Scalar::F32 { "f" } else { "" }),
+        }
+    }
+}
+
+pub(super) fn cast(a: &str, from: Scalar, to: Scalar) -> String {
+    if from == to {
+        return a.to_string();
+    }
+    if to == Scalar::Bool {
+        return format!("((uint8_t)(({a}) != 0))");
+    }
+    if from.is_float() && !to.is_float() {
+        let f = match to {
+            Scalar::I8 => "strata_f2i8",
+            Scalar::I16 => "strata_f2i16",
+            Scalar::I32 => "strata_f2i32",
+            Scalar::I64 | Scalar::Index => "strata_f2i64",
+            Scalar::U8 => "strata_f2u8",
+            Scalar::U16 => "strata_f2u16",
+            Scalar::U32 => "strata_f2u32",
+            _ => "strata_f2u64",
+        };
+        return format!("{f}((double)({a}))");
+    }
+    // Integer to integer wraps (through the unsigned type of the target width).
+    if !from.is_float() && !to.is_float() {
+        return format!("(({})({})({a}))", c_type(to), unsigned_of(to));
+    }
+    format!("(({})({a}))", c_type(to))
+}

@@ -1,0 +1,21 @@
+//! `// test: loops` and `// test: c`: the last entry's loop kernels (`strata lower --to loops`)
+//! or generated C (`--to c`), blessed below the program as `//# ` lines, so that "the generated
+//! code is unchanged" is checked, not claimed. The machine facts lowering decides from are
+//! pinned ([`PINNED`]), so a snapshot is the same on every machine.
+
+use strata_codegen::LowerOptions;
+use strata_ir::{Module, TypeArena};
+
+/// The machine the snapshots are lowered for: a 32 MiB last-level cache.
+pub const PINNED: LowerOptions = LowerOptions { cache_bytes: 32 << 20 };
+
+/// The printed form `kind` (`loops` or `c`) of the last runnable entry of `module`.
+pub fn lowered(module: &Module, types: &TypeArena, kind: &str) -> Result<String, String> {
+    let entry = module.entries().last().map(|(h, _)| h).ok_or("no entry to lower")?;
+    let module = strata_verify::results_as_outputs(module, entry);
+    let program = strata_codegen::lower_with(&module, types, entry, &PINNED).map_err(|e| e.to_string())?;
+    Ok(match kind {
+        "loops" => program.to_string(),
+        _ => strata_codegen::emit_c::emit(&program),
+    })
+}
