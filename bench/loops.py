@@ -5,8 +5,9 @@ whole loop from Python against numpy on the same data (results checked against n
 prints medians, ratios and the fraction of the machine's measured memory bandwidth:
 
 - diffusion: 1,000 steps of a 2-D diffusion written with `strata.fields`, a new `dt` each
-  step (one compiled program), against numpy, and against 1,000 times the step's program run
-  alone (`strata run --repeat` on the same program: the ratio says what Python costs per step);
+  step, as a `strata.stencil` (compiled once) and as an expression traced each step, against
+  numpy, and against 1,000 times the step's program run alone (`strata run --repeat` on the
+  same program: the ratio says what Python and the call cost per step);
 - power: a power iteration (matvec, normalize, `float()` of the norm each step) with
   `strata.array_api` against numpy;
 - reuse: `y = y*y + y` repeated 5, 10 and 50 times (cold compile into an empty kernel cache,
@@ -54,50 +55,65 @@ def row(group: str, what: str, strata_s: float, peer_s: float | None, peer: str 
 def diffusion(strata, cli: str, runs: int, triad: float | None) -> list[dict]:
     from strata import fields
 
-    n, steps = 256, 1000
     I, J = strata.dims("I J")
-    u0 = np.random.default_rng(0).random((n + 2, n + 2))
+    out = []
+    for n, steps in ((256, 1000), (1024, 200)):
+        u0 = np.random.default_rng(0).random((n + 2, n + 2))
 
-    def run_strata():
-        u, new = u0.copy(), u0.copy()
-        out = strata.field(new[1:-1, 1:-1], I[0:n], J[0:n])
-        for step in range(steps):
-            dt = 0.1 * (1 + step % 5) / 5
-            x = strata.field(u, I[-1 : n + 1], J[-1 : n + 1])
-            lap = x(I + 1) + x(I - 1) + x(J + 1) + x(J - 1) - 4.0 * x
-            fields.evaluate(x + dt * lap, out=out)
-            u, new = new, u
-            out = strata.field(new[1:-1, 1:-1], I[0:n], J[0:n])
-        return u
+        @strata.stencil
+        def step(x, dt):
+            return x + dt * (x(I + 1) + x(I - 1) + x(J + 1) + x(J - 1) - 4.0 * x)
 
-    def run_numpy():
-        u, new = u0.copy(), u0.copy()
-        for step in range(steps):
-            dt = 0.1 * (1 + step % 5) / 5
-            c = u[1:-1, 1:-1]
-            new[1:-1, 1:-1] = c + dt * (u[2:, 1:-1] + u[:-2, 1:-1] + u[1:-1, 2:] + u[1:-1, :-2] - 4.0 * c)
-            u, new = new, u
-        return u
+        def run_stencil():
+            u, new = u0.copy(), u0.copy()
+            for s in range(steps):
+                dt = 0.1 * (1 + s % 5) / 5
+                step(strata.field(u, I[-1 : n + 1], J[-1 : n + 1]), dt, out=strata.field(new[1:-1, 1:-1], I[0:n], J[0:n]))
+                u, new = new, u
+            return u
 
-    np.testing.assert_allclose(run_strata(), run_numpy(), rtol=1e-12, atol=1e-12)
-    ts = median_time(run_strata, max(3, runs // 2))
-    tn = median_time(run_numpy, max(3, runs // 2))
-    # The step's program alone, run by the CLI on the same text (its kernel, no Python).
-    text = [t for t in fields._CACHE if f"I[-1:{n + 1}]" in t][-1]
-    with tempfile.TemporaryDirectory() as d:
-        prog, js = Path(d) / "step.strata", Path(d) / "t.json"
-        prog.write_text(text)
-        sig = json.loads(subprocess.run([cli, "sig", "--json", str(prog)], check=True, capture_output=True).stdout)
-        params = [q["name"] for q in sig["entries"][-1]["params"]]
-        args = [x for q in params for x in ("--arg", f"{q}=random:1")]
-        subprocess.run([cli, "run", str(prog), *args, "--repeat", "50", "--timings", str(js),
-                        "--out", f"result={d}/r.npy"], check=True, capture_output=True)
-        kernel = statistics.median(json.loads(js.read_text())["preallocated_s"])
-    bytes_per_step = 2 * n * n * 8
-    frac = f"{bytes_per_step * steps / ts / 1e9 / triad:.0%} of STREAM triad" if triad else ""
-    out = [row("diffusion", f"{steps} steps {n}x{n}, new dt each step", ts, tn, extra=frac)]
-    out.append(row("diffusion", f"  vs {steps} x the step's program alone", ts, steps * kernel, peer="kernel",
-                   extra=f"(target >= 0.8: {steps * kernel / ts:.2f})"))
+        def run_traced():
+            u, new = u0.copy(), u0.copy()
+            for s in range(steps):
+                dt = 0.1 * (1 + s % 5) / 5
+                x = strata.field(u, I[-1 : n + 1], J[-1 : n + 1])
+                lap = x(I + 1) + x(I - 1) + x(J + 1) + x(J - 1) - 4.0 * x
+                fields.evaluate(x + dt * lap, out=strata.field(new[1:-1, 1:-1], I[0:n], J[0:n]))
+                u, new = new, u
+            return u
+
+        def run_numpy():
+            u, new = u0.copy(), u0.copy()
+            for s in range(steps):
+                dt = 0.1 * (1 + s % 5) / 5
+                c = u[1:-1, 1:-1]
+                new[1:-1, 1:-1] = c + dt * (u[2:, 1:-1] + u[:-2, 1:-1] + u[1:-1, 2:] + u[1:-1, :-2] - 4.0 * c)
+                u, new = new, u
+            return u
+
+        want = run_numpy()
+        np.testing.assert_array_equal(run_stencil(), want)
+        np.testing.assert_allclose(run_traced(), want, rtol=1e-12, atol=1e-12)
+        reps = max(3, runs // 2)
+        ts, tt, tn = median_time(run_stencil, reps), median_time(run_traced, reps), median_time(run_numpy, reps)
+        # The step's program alone, run by the CLI on the same text (its kernel, no Python).
+        module = next(iter(step._compiled.values()))[0]
+        text = next(t for t, m in fields._CACHE.items() if m is module)
+        with tempfile.TemporaryDirectory() as d:
+            prog, js = Path(d) / "step.strata", Path(d) / "t.json"
+            prog.write_text(text)
+            sig = json.loads(subprocess.run([cli, "sig", "--json", str(prog)], check=True, capture_output=True).stdout)
+            params = [q["name"] for q in sig["entries"][-1]["params"]]
+            args = [x for q in params for x in ("--arg", f"{q}=random:1")]
+            subprocess.run([cli, "run", str(prog), *args, "--repeat", "50", "--timings", str(js),
+                            "--out", f"result={d}/r.npy"], check=True, capture_output=True)
+            kernel = statistics.median(json.loads(js.read_text())["preallocated_s"])
+        moved = 2 * n * n * 8 * steps
+        frac = f"{moved / ts / 1e9 / triad:.0%} of STREAM triad" if triad else ""
+        out.append(row("diffusion", f"{steps} steps {n}x{n}, new dt each step, stencil", ts, tn, extra=frac))
+        out.append(row("diffusion", f"  the same, the expression traced each step", tt, tn))
+        out.append(row("diffusion", f"  stencil vs {steps} x the step's program alone", ts, steps * kernel, peer="kernel",
+                       extra=f"(target >= 0.8: {steps * kernel / ts:.2f})"))
     return out
 
 

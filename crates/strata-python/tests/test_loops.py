@@ -3,6 +3,7 @@ value stays small, and a loop that never reads its state runs programs of bounde
 result against numpy."""
 
 import numpy as np
+import pytest
 
 import strata
 import strata.array_api as xp
@@ -85,3 +86,49 @@ func @axpy(%a: f64, %x: tensor<f64, I[0:5]>, %y: tensor<f64, I[0:5]>) -> tensor<
     x, y = np.arange(5.0), np.ones(5)
     for a in np.linspace(-1, 1, 50):
         np.testing.assert_array_equal(m.axpy(a=float(a), x=x, y=y), float(a) * x + y)
+
+
+def test_a_stencil_compiles_once_and_takes_a_new_scalar_each_call():
+    I, J = strata.dims("I J")
+    n = 30
+    u0 = np.random.default_rng(4).random((n + 2, n + 2))
+
+    @strata.stencil
+    def step(x, dt):
+        lap = x(I + 1) + x(I - 1) + x(J + 1) + x(J - 1) - 4.0 * x
+        return x + (dt / 2) * lap + (dt / 2) * lap
+
+    u, new = u0.copy(), u0.copy()
+    w = u0.copy()
+    for s in range(25):
+        dt = 0.05 * (1 + s % 4)
+        got = step(strata.field(u, I[-1 : n + 1], J[-1 : n + 1]), dt, out=strata.field(new[1:-1, 1:-1], I[0:n], J[0:n]))
+        assert np.shares_memory(got, new)
+        u, new = new, u
+        c = w[1:-1, 1:-1]
+        lap = w[2:, 1:-1] + w[:-2, 1:-1] + w[1:-1, 2:] + w[1:-1, :-2] - 4.0 * c
+        nw = w.copy()
+        nw[1:-1, 1:-1] = c + (dt / 2) * lap + (dt / 2) * lap
+        w = nw
+    np.testing.assert_array_equal(u, w)
+    assert len(step._compiled) == 1
+    # Another structure (other intervals) is another program; a result without `out`.
+    small = np.arange(16.0).reshape(4, 4)
+    r = step(strata.field(small, I[0:4], J[0:4]), 1.0)
+    c = small[1:-1, 1:-1]
+    lap = small[2:, 1:-1] + small[:-2, 1:-1] + small[1:-1, 2:] + small[1:-1, :-2] - 4.0 * c
+    np.testing.assert_array_equal(r, c + 0.5 * lap + 0.5 * lap)
+    assert len(step._compiled) == 2
+
+
+def test_a_stencil_refuses_to_turn_its_scalar_into_a_python_number():
+    import math
+
+    I = strata.dims("I")[0]
+
+    @strata.stencil
+    def bad(x, dt):
+        return x * math.sqrt(dt)
+
+    with pytest.raises(fields.FieldError, match="scalar argument"):
+        bad(strata.field(np.arange(4.0), I[0:4]), 4.0)

@@ -45,6 +45,7 @@ __all__ = [
     "neighbor_min",
     "neighbor_sum",
     "scan",
+    "stencil",
     "where",
 ]
 
@@ -360,6 +361,8 @@ def _as_field(x: Any, dtype: np.dtype) -> Field:
     compiled program. Integers and booleans are literals (structure the C compiler folds)."""
     if isinstance(x, Field):
         return x
+    if isinstance(x, _ScalarArg):
+        return x._field(dtype)
     if isinstance(x, (bool, int, float, np.generic)):
         if dtype.kind == "f" and isinstance(x, (float, np.floating)):
             return Field._leaf(np.asarray(x, dtype=dtype), [])
@@ -637,6 +640,19 @@ def evaluate(f: Field, out: Optional[Field] = None, backend: str = "auto") -> np
     value = m.fields(*arrays, backend=backend)
     if out is None:
         return value
+    return _write_into(out, f, value)
+
+
+def _write_into(out: Field, f: Field, value: np.ndarray) -> np.ndarray:
+    """Writes `value` (`f` over its domain) into `out` over `out`'s domain; returns its array."""
+    if out.op != "param" or getattr(out, "array", None) is None:
+        raise FieldError("`out` must be a field made with `strata.field` on an array")
+    have = {l.name: l for l in f.levels}
+    if set(have) != set(out.dims):
+        raise FieldError(f"the expression has dimensions {', '.join(f.dims)}, `out` has {', '.join(out.dims)}")
+    for l in out.levels:
+        if not (have[l.name].start <= l.start and l.stop <= have[l.name].stop):
+            raise FieldError(f"the expression is defined on {have[l.name]!r}, which does not cover `out`'s {l!r}")
     # The part of the result over out's domain, in out's dimension order.
     order = [f.dims.index(n) for n in out.dims]
     value = np.transpose(value, order)
@@ -645,3 +661,139 @@ def evaluate(f: Field, out: Optional[Field] = None, backend: str = "auto") -> np
     )
     np.copyto(out.array, value[cut])
     return out.array
+
+
+# ---- stencils: field functions compiled once per argument structure ----
+
+
+class _ScalarArg:
+    """A float argument of a stencil while it is traced: a parameter of the program, usable in
+    field expressions (`dt * lap`, `dt / 2`), never a Python number (which would be traced as
+    the first call's value)."""
+
+    def __init__(self, index: int):
+        self.index = index
+
+    def _field(self, dtype: Any) -> Field:
+        f = Field("param", (), [], np.dtype(dtype))
+        f.array = None
+        f.arg = self.index
+        return f
+
+    def _op(self, op: str, other: Any, reflected: bool) -> Field:
+        dtype = other.dtype if isinstance(other, Field) and not isinstance(other.dtype, tuple) else np.float64
+        return self._field(dtype)._binary(op, other, reflected)
+
+    def __add__(self, o): return self._op("plus", o, False)
+    def __radd__(self, o): return self._op("plus", o, True)
+    def __sub__(self, o): return self._op("minus", o, False)
+    def __rsub__(self, o): return self._op("minus", o, True)
+    def __mul__(self, o): return self._op("multiplies", o, False)
+    def __rmul__(self, o): return self._op("multiplies", o, True)
+    def __truediv__(self, o): return self._field(np.float64)._true_divide(o)
+    def __rtruediv__(self, o): return self._field(np.float64)._true_divide(o, True)
+    def __neg__(self): return -self._field(np.float64)
+
+    def __float__(self):
+        raise FieldError(
+            "a stencil's scalar argument is a value of the compiled program: use it in field expressions "
+            "(`dt * lap`), not as a Python number"
+        )
+
+    __int__ = __bool__ = __index__ = __float__
+
+
+class Stencil:
+    """A field function compiled once per argument structure (`strata.stencil`)."""
+
+    def __init__(self, fn: Any):
+        self.fn = fn
+        self.__name__ = getattr(fn, "__name__", "stencil")
+        self.__doc__ = getattr(fn, "__doc__", None)
+        self._compiled: Dict[Any, Any] = {}
+
+    @staticmethod
+    def _key(args: Sequence[Any]) -> tuple:
+        key = []
+        for a in args:
+            if isinstance(a, Field):
+                if a.op != "param" or getattr(a, "array", None) is None:
+                    raise FieldError("a stencil's field arguments are fields made with `strata.field` on arrays")
+                key.append(("field", tuple(a.levels), str(a.dtype)))
+            elif isinstance(a, (float, np.floating)) and not isinstance(a, bool):
+                key.append(("float",))
+            elif isinstance(a, (bool, int, np.integer)):
+                key.append(("int", int(a)))  # structure: traced as a literal
+            else:
+                raise FieldError(f"a stencil takes fields and numbers, not `{type(a).__name__}`")
+        return tuple(key)
+
+    def _compile(self, key: tuple, args: Sequence[Any]):
+        placeholders = []
+        for i, (a, k) in enumerate(zip(args, key)):
+            if k[0] == "field":
+                p = Field("param", (), a.levels, a.dtype)
+                p.array = a.array
+                p.arg = i
+                placeholders.append(p)
+            elif k[0] == "float":
+                placeholders.append(_ScalarArg(i))
+            else:
+                placeholders.append(a)
+        f = self.fn(*placeholders)
+        if not isinstance(f, Field):
+            raise FieldError(f"`{self.__name__}` must return a field expression")
+        if f.op == "param":
+            f = Field("cast", (f,), f.levels, f.dtype, f"to = {_DTYPES[f.dtype]}")
+        w = _Writer()
+        result = w.value(f)
+        m = _module(w.text(result, f))
+        # Where each parameter's value comes from at a call: an argument, or a value captured
+        # when the stencil was traced (a field it closes over, a float constant of its body).
+        sources = []
+        for k, p in enumerate(w.params):
+            i = getattr(p, "arg", None)
+            if i is None:
+                sources.append((f"p{k}", None, p.array, None))
+            else:
+                sources.append((f"p{k}", i, None, None if p.levels else np.dtype(p.dtype)))
+        return m, sources, f
+
+    def __call__(self, *args: Any, out: Optional[Field] = None, backend: str = "auto") -> np.ndarray:
+        key = self._key(args)
+        c = self._compiled.get(key)
+        if c is None:
+            c = self._compiled[key] = self._compile(key, args)
+        m, sources, f = c
+        values = {}
+        for name, i, captured, scalar in sources:
+            if i is None:
+                values[name] = captured
+            elif scalar is not None:
+                values[name] = np.asarray(args[i], dtype=scalar)
+            else:
+                values[name] = args[i].array
+        value = dict(m._program.run("fields", values, backend, None))["result"]
+        if out is None:
+            return value
+        return _write_into(out, f, value)
+
+
+def stencil(fn: Any) -> Stencil:
+    """A field function compiled once per argument structure — GT4Py's field operator, JAX's
+    `jit` — for time loops:
+
+        @strata.stencil
+        def step(u, dt):
+            return u + dt * (u(I + 1) + u(I - 1) + u(J + 1) + u(J - 1) - 4.0 * u)
+
+        for n in range(1000):
+            step(strata.field(u, I[-1:65], J[-1:65]), dt, out=interior)
+
+    Arguments are fields made with `strata.field` on arrays (their intervals and dtype are the
+    structure) and numbers: a float is a parameter of the program (a new value each call is the
+    same program; use it in field expressions, not as a Python number), an int or bool part of
+    the structure. The first call with a structure traces `fn` and compiles it; later calls run
+    the compiled program on the arguments' arrays directly (no tracing, no program text). The
+    result is the expression over its domain, or written into `out` (as `evaluate`)."""
+    return Stencil(fn)
