@@ -203,8 +203,7 @@ pub fn iinfo(d: DType) -> Result<IntInfo> {
         return Err(dtype_error("iinfo", format!("{} is not an integer dtype", d.numpy_name())));
     }
     let bits = 8 * d.size_bytes() as u32;
-    let (min, max) =
-        if d.is_signed() { (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1) } else { (0, (1i128 << bits) - 1) };
+    let (min, max) = strata_ir::algebra::int_range(d).expect("an integer dtype");
     Ok(IntInfo { bits, max, min, dtype: d })
 }
 

@@ -130,38 +130,12 @@ pub fn folding_op(module: &Module, func: Handle<Function>, scalar: Scalar) -> Op
     if uses != 1 {
         return None;
     }
-    let float = scalar.is_float();
-    let identity = match op {
-        BinaryOp::Plus | BinaryOp::BitOr | BinaryOp::BitXor if float => Literal::Float(0.0),
-        BinaryOp::Plus | BinaryOp::BitOr | BinaryOp::BitXor => Literal::Int(0),
-        BinaryOp::Multiplies if float => Literal::Float(1.0),
-        BinaryOp::Multiplies => Literal::Int(1),
-        BinaryOp::Maximum if float => Literal::Float(f64::NEG_INFINITY),
-        BinaryOp::Minimum if float => Literal::Float(f64::INFINITY),
-        BinaryOp::Maximum => Literal::Int(i64::try_from(int_bounds(scalar)?.0).ok()?),
-        BinaryOp::Minimum => Literal::Int(i64::try_from(int_bounds(scalar)?.1).ok()?),
-        BinaryOp::And => Literal::Bool(true),
-        BinaryOp::Or | BinaryOp::Xor => Literal::Bool(false),
-        BinaryOp::BitAnd if scalar == Scalar::Bool => Literal::Bool(true),
-        BinaryOp::BitAnd if scalar.is_signed() => Literal::Int(-1),
-        _ => return None,
+    let identity = match strata_ir::algebra::identity(*op, scalar)? {
+        strata_ir::algebra::Constant::Float(x) => Literal::Float(x),
+        strata_ir::algebra::Constant::Int(i) => Literal::Int(i64::try_from(i).ok()?),
+        strata_ir::algebra::Constant::Bool(b) => Literal::Bool(b),
     };
     Some((*op, identity))
-}
-
-/// The smallest and largest value of an integer type.
-fn int_bounds(s: Scalar) -> Option<(i128, i128)> {
-    Some(match s {
-        Scalar::I8 => (i8::MIN.into(), i8::MAX.into()),
-        Scalar::I16 => (i16::MIN.into(), i16::MAX.into()),
-        Scalar::I32 => (i32::MIN.into(), i32::MAX.into()),
-        Scalar::I64 => (i64::MIN.into(), i64::MAX.into()),
-        Scalar::U8 => (0, u8::MAX.into()),
-        Scalar::U16 => (0, u16::MAX.into()),
-        Scalar::U32 => (0, u32::MAX.into()),
-        Scalar::U64 => (0, u64::MAX.into()),
-        _ => return None,
-    })
 }
 
 /// The collective points of `entry`, in order: its `map_reduce`s over a block level, its scans

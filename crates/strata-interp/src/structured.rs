@@ -8,7 +8,7 @@
 //! outside it.
 
 use strata_entity::Handle;
-use strata_ir::{AffineMap, BuiltinRing, Function, Init, Mode, RingRef, Value};
+use strata_ir::{AffineMap, Function, Init, Mode, RingRef, Value};
 use strata_runtime::{strides, Data, Elem, ElemType, Sv, Tensor};
 
 use crate::ops::{literal_elem, OpCx};
@@ -428,75 +428,25 @@ struct RingOps<'a, 'b, 'm> {
 
 impl RingOps<'_, '_, '_> {
     fn zero(&self) -> Sv {
-        use BuiltinRing::*;
         let s = self.scalar;
         match self.ring {
-            RingRef::Builtin(PlusTimes) | RingRef::Builtin(OrAnd) => Sv::zero(s),
-            RingRef::Builtin(MaxPlus) => {
-                if s.is_float() {
-                    Sv::from_f64(s, f64::NEG_INFINITY)
-                } else {
-                    min_of(s)
-                }
-            }
-            RingRef::Builtin(MinPlus) => {
-                if s.is_float() {
-                    Sv::from_f64(s, f64::INFINITY)
-                } else {
-                    max_of(s)
-                }
-            }
+            RingRef::Builtin(r) => Sv::from_constant(s, r.zero(s)),
             RingRef::User(h) => Sv::from_literal(&self.cx.interp.module.rings[h].zero, s).unwrap_or(Sv::zero(s)),
         }
     }
 
     fn combine(&self, add: bool, a: Sv, b: Sv) -> R<Sv> {
-        use strata_ir::BinaryOp as B;
-        use BuiltinRing::*;
-        let op = match (self.ring, add) {
-            (RingRef::User(h), _) => {
+        let op = match self.ring {
+            RingRef::User(h) => {
                 let r = &self.cx.interp.module.rings[h];
                 let f = if add { r.add } else { r.mul };
                 return call_elems(self.cx, f, vec![Elem::Scalar(a), Elem::Scalar(b)])
                     .map(|e| e.scalar().expect("scalar ring"));
             }
-            (RingRef::Builtin(PlusTimes), true) => B::Plus,
-            (RingRef::Builtin(PlusTimes), false) => B::Multiplies,
-            (RingRef::Builtin(MaxPlus), true) => B::Maximum,
-            (RingRef::Builtin(MinPlus), true) => B::Minimum,
-            (RingRef::Builtin(MaxPlus | MinPlus), false) => B::Plus,
-            (RingRef::Builtin(OrAnd), true) => B::Or,
-            (RingRef::Builtin(OrAnd), false) => B::And,
+            RingRef::Builtin(r) if add => r.add(),
+            RingRef::Builtin(r) => r.mul(),
         };
         a.binary(op, b).map_err(|e| self.cx.err("strata::run::division_by_zero", e.to_string()))
-    }
-}
-
-fn min_of(s: strata_ir::Scalar) -> Sv {
-    use strata_ir::Scalar::*;
-    match s {
-        I8 => Sv::I8(i8::MIN),
-        I16 => Sv::I16(i16::MIN),
-        I32 => Sv::I32(i32::MIN),
-        I64 => Sv::I64(i64::MIN),
-        Index => Sv::Index(i64::MIN),
-        other => Sv::zero(other),
-    }
-}
-
-fn max_of(s: strata_ir::Scalar) -> Sv {
-    use strata_ir::Scalar::*;
-    match s {
-        I8 => Sv::I8(i8::MAX),
-        I16 => Sv::I16(i16::MAX),
-        I32 => Sv::I32(i32::MAX),
-        I64 => Sv::I64(i64::MAX),
-        Index => Sv::Index(i64::MAX),
-        U8 => Sv::U8(u8::MAX),
-        U16 => Sv::U16(u16::MAX),
-        U32 => Sv::U32(u32::MAX),
-        U64 => Sv::U64(u64::MAX),
-        other => Sv::zero(other),
     }
 }
 

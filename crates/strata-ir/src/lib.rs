@@ -14,6 +14,7 @@
 #![deny(missing_docs)]
 
 pub mod affine;
+pub mod algebra;
 pub mod diagnostic;
 pub mod literal;
 pub mod module;

@@ -170,6 +170,16 @@ impl Sv {
         }
     }
 
+    /// The constant `c` (`strata_ir::algebra`) as a value of `s`.
+    pub fn from_constant(s: Scalar, c: strata_ir::algebra::Constant) -> Sv {
+        use strata_ir::algebra::Constant;
+        match c {
+            Constant::Float(x) => Sv::from_f64(s, x),
+            Constant::Int(i) => Sv::from_i128(s, i),
+            Constant::Bool(b) => Sv::from_i128(s, b as i128),
+        }
+    }
+
     /// The float `v` converted to `s` (truncating and saturating for integers).
     pub fn from_f64(s: Scalar, v: f64) -> Sv {
         match s {

@@ -466,25 +466,6 @@ fn depends_only_on(exprs: impl IntoIterator<Item = Rc<SExpr>>, own: &[&DimName])
     exprs.into_iter().all(|x| crate::sym::free_vars(&x).iter().all(|v| own.contains(&v)))
 }
 
-/// The zero of `(max, +)` (`min = false`: the lowest value) or `(min, +)` (the highest).
-fn extreme(s: Scalar, highest: bool) -> Sv {
-    if s.is_float() {
-        return Sv::from_f64(s, if highest { f64::INFINITY } else { f64::NEG_INFINITY });
-    }
-    let (lo, hi): (i128, i128) = match s {
-        Scalar::I8 => (i8::MIN.into(), i8::MAX.into()),
-        Scalar::I16 => (i16::MIN.into(), i16::MAX.into()),
-        Scalar::I32 => (i32::MIN.into(), i32::MAX.into()),
-        Scalar::I64 | Scalar::Index => (i64::MIN.into(), i64::MAX.into()),
-        Scalar::U8 => (0, u8::MAX.into()),
-        Scalar::U16 => (0, u16::MAX.into()),
-        Scalar::U32 => (0, u32::MAX.into()),
-        Scalar::U64 => (0, u64::MAX.into()),
-        _ => (0, 0),
-    };
-    Sv::from_i128(s, if highest { hi } else { lo })
-}
-
 /// The element type of a compressed level's coordinates (offsets within `interval`):
 /// `int32` where they fit, as SciPy stores them (a third less memory traffic than `int64` for
 /// a matrix's indices and values), else `int64`.

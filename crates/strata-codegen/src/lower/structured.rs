@@ -78,7 +78,7 @@ impl Lowerer<'_> {
         lb: &[u32],
         rb: &[u32],
     ) -> Result<Sym, LowerError> {
-        use strata_ir::{BinaryOp, BuiltinRing, RingRef};
+        use strata_ir::RingRef;
         let result = split(self.types, e.ty).0;
         let scalar = self.element_scalar(e.ty);
         let id = self.fresh_id();
@@ -121,12 +121,7 @@ impl Lowerer<'_> {
         let acc = Rc::new(SExpr::Acc(id));
         let (zero, body) = match ring {
             RingRef::Builtin(r) => {
-                let (add, mul, zero) = match r {
-                    BuiltinRing::PlusTimes => (BinaryOp::Plus, BinaryOp::Multiplies, Sv::zero(scalar)),
-                    BuiltinRing::MaxPlus => (BinaryOp::Maximum, BinaryOp::Plus, extreme(scalar, false)),
-                    BuiltinRing::MinPlus => (BinaryOp::Minimum, BinaryOp::Plus, extreme(scalar, true)),
-                    BuiltinRing::OrAnd => (BinaryOp::Or, BinaryOp::And, Sv::Bool(false)),
-                };
+                let (add, mul, zero) = (r.add(), r.mul(), Sv::from_constant(scalar, r.zero(scalar)));
                 let prod = Rc::new(SExpr::Binary(mul, a, b, scalar));
                 (zero, Rc::new(SExpr::Binary(add, acc, prod, scalar)))
             }
