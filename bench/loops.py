@@ -5,7 +5,8 @@ whole loop from Python against numpy on the same data (results checked against n
 prints medians, ratios and the fraction of the machine's measured memory bandwidth:
 
 - diffusion: 1,000 steps of a 2-D diffusion written with `strata.fields`, a new `dt` each
-  step, as a `strata.stencil` (compiled once) and as an expression traced each step, against
+  step, as a `strata.stencil` (compiled once, writing its `out` array in place) and as an
+  expression traced each step, against
   numpy, and against 1,000 times the step's program run alone (`strata run --repeat` on the
   same program: the ratio says what Python and the call cost per step);
 - power: a power iteration (matvec, normalize, `float()` of the norm each step) with
@@ -65,12 +66,15 @@ def diffusion(strata, cli: str, runs: int, triad: float | None) -> list[dict]:
             return x + dt * (x(I + 1) + x(I - 1) + x(J + 1) + x(J - 1) - 4.0 * x)
 
         def run_stencil():
+            # Both arrays whole, boundary included: `out` is written in place (its boundary
+            # keeps its values), and the fields are made once.
             u, new = u0.copy(), u0.copy()
+            fu, fnew = strata.field(u, I[-1 : n + 1], J[-1 : n + 1]), strata.field(new, I[-1 : n + 1], J[-1 : n + 1])
             for s in range(steps):
                 dt = 0.1 * (1 + s % 5) / 5
-                step(strata.field(u, I[-1 : n + 1], J[-1 : n + 1]), dt, out=strata.field(new[1:-1, 1:-1], I[0:n], J[0:n]))
-                u, new = new, u
-            return u
+                step(fu, dt, out=fnew)
+                fu, fnew = fnew, fu
+            return fu.array
 
         def run_traced():
             u, new = u0.copy(), u0.copy()
@@ -103,10 +107,12 @@ def diffusion(strata, cli: str, runs: int, triad: float | None) -> list[dict]:
             prog, js = Path(d) / "step.strata", Path(d) / "t.json"
             prog.write_text(text)
             sig = json.loads(subprocess.run([cli, "sig", "--json", str(prog)], check=True, capture_output=True).stdout)
-            params = [q["name"] for q in sig["entries"][-1]["params"]]
+            entry = sig["entries"][-1]
+            params = [q["name"] for q in entry["params"]]
             args = [x for q in params for x in ("--arg", f"{q}=random:1")]
+            result = entry["results"][0]["name"]
             subprocess.run([cli, "run", str(prog), *args, "--repeat", "50", "--timings", str(js),
-                            "--out", f"result={d}/r.npy"], check=True, capture_output=True)
+                            "--out", f"{result}={d}/r.npy"], check=True, capture_output=True)
             kernel = statistics.median(json.loads(js.read_text())["preallocated_s"])
         moved = 2 * n * n * 8 * steps
         frac = f"{moved / ts / 1e9 / triad:.0%} of STREAM triad" if triad else ""

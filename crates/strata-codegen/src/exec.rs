@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 
 use strata_runtime::storage::{LevelBuffers, Storage};
-use strata_runtime::{Argument, Column, ColumnRef, Data, ElemType, Stored, Tensor, Value, ValueType};
+use strata_runtime::{Argument, Column, ColumnMut, ColumnRef, Data, ElemType, Stored, Tensor, Value, ValueType};
 
 use crate::compile::Loaded;
 use crate::kernel::{Buffer, KernelProgram, Role, StoragePart};
@@ -249,6 +249,8 @@ pub struct Buffers<'a> {
 enum Slot<'a> {
     Owned(Column),
     Borrowed(ColumnRef<'a>),
+    /// An `out` parameter's values in memory the caller lent for writing in place.
+    InPlace(ColumnMut<'a>),
 }
 
 impl Slot<'_> {
@@ -257,6 +259,7 @@ impl Slot<'_> {
             Slot::Owned(c) => c.as_mut_ptr(),
             // The kernels declare buffers nobody writes `const` and never store to them.
             Slot::Borrowed(c) => c.as_ptr().cast_mut(),
+            Slot::InPlace(c) => c.as_mut_ptr(),
         }
     }
 
@@ -264,6 +267,7 @@ impl Slot<'_> {
         match self {
             Slot::Owned(c) => c.len(),
             Slot::Borrowed(c) => c.len(),
+            Slot::InPlace(c) => c.len(),
         }
     }
 
@@ -281,7 +285,19 @@ fn borrowed<'a, T: Argument>(b: &crate::kernel::Buffer, args: &'a [T]) -> Option
     (b.field.is_empty() && !b.written && c.scalar() == b.scalar).then_some(c)
 }
 
+/// The caller's memory for an `out` parameter's values, when it lends it (dense elements of the
+/// buffer's type and length).
+fn in_place<'a, T: Argument>(b: &crate::kernel::Buffer, args: &'a [T]) -> Option<ColumnMut<'a>> {
+    let c = args[b.param?].column_mut()?;
+    let len: usize = b.levels.iter().map(|l| l.interval.len() as usize).product();
+    let fits = b.written && !b.temp && b.field.is_empty() && b.role == Role::Elements;
+    (fits && c.scalar() == b.scalar && c.len() == len).then_some(c)
+}
+
 fn slot<'a, T: Argument>(b: &crate::kernel::Buffer, args: &'a [T]) -> Slot<'a> {
+    if let Some(c) = in_place(b, args) {
+        return Slot::InPlace(c);
+    }
     match borrowed(b, args) {
         Some(c) => Slot::Borrowed(c),
         None => Slot::Owned(fresh_column(b, args)),
@@ -374,6 +390,7 @@ impl<'a> Buffers<'a> {
             let c = match &cols[b] {
                 Slot::Owned(c) => ColumnRef::of(c),
                 Slot::Borrowed(c) => *c,
+                Slot::InPlace(c) => c.as_ref(),
             };
             if let Some(t) = first_bad_entry(c, source) {
                 return Err(ExecError::TableOutOfInterval(Some(Bad {
@@ -391,7 +408,7 @@ impl<'a> Buffers<'a> {
     /// dropping a previous result does); the inputs stay as they are.
     pub fn renew_written<T: Argument>(&mut self, program: &impl RunLayout, args: &'a [T]) {
         for (b, c) in program.buffers().iter().zip(&mut self.cols) {
-            if b.written || b.temp {
+            if (b.written || b.temp) && !matches!(c, Slot::InPlace(_)) {
                 std::mem::replace(c, Slot::Owned(Column::zeros(b.scalar, 0))).give_back();
                 *c = Slot::Owned(fresh_column(b, args));
             }
@@ -433,7 +450,8 @@ impl<'a> Buffers<'a> {
         }
     }
 
-    /// The written values: the function result as `result`, or each `out` parameter by name,
+    /// The written values: the function result as `result`, or each `out` parameter by name
+    /// (but those written in place, in memory the caller lent: [`Argument::column_mut`]),
     /// with `result_ty` / the parameter types giving their shapes. A sparse result written as
     /// storage ([`crate::kernel::CompressedOut`]) is returned as storage, in its type's formats.
     pub fn into_values<T: Argument>(

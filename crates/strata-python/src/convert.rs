@@ -17,7 +17,7 @@ use pyo3::types::{PyDict, PyTuple};
 
 use strata_ir::{LevelFormat, Scalar};
 use strata_runtime::storage::{entries, LevelBuffers};
-use strata_runtime::{Argument, Column, ColumnRef, Data, ElemType, Stored, Tensor, Value, ValueType};
+use strata_runtime::{Argument, Column, ColumnMut, ColumnRef, Data, ElemType, Stored, Tensor, Value, ValueType};
 
 use crate::errors::ArgumentError;
 
@@ -60,10 +60,17 @@ pub enum Arg<'a> {
 pub struct NumpyArg<'a> {
     ty: ValueType,
     view: ColumnRef<'a>,
+    /// For an `out` parameter's writable array: the buffer lent for writing in place.
+    lent: Option<ColumnMut<'a>>,
     whole: std::sync::OnceLock<Tensor>,
 }
 
 impl Arg<'_> {
+    /// Whether a native run writes this argument in place (an `out` parameter's array).
+    pub fn lent(&self) -> bool {
+        matches!(self, Arg::Numpy(NumpyArg { lent: Some(_), .. }))
+    }
+
     /// A static extent of the type the value does not have (see `Value::extent_mismatch`).
     pub fn extent_mismatch(&self) -> Option<String> {
         match self {
@@ -102,6 +109,69 @@ impl Argument for Arg<'_> {
             Arg::Numpy(n) => Some(n.view),
         }
     }
+    fn column_mut(&self) -> Option<ColumnMut<'_>> {
+        match self {
+            Arg::Value(_) => None,
+            Arg::Numpy(n) => n.lent,
+        }
+    }
+}
+
+/// Takes back the lending of every `out` array whose memory overlaps another argument's: the
+/// run must read its inputs as they were, so such an output is written to a copy as before.
+pub fn unlend_overlapping(args: &mut [Arg<'_>]) {
+    let span = |a: &Arg<'_>| match a {
+        Arg::Numpy(n) => {
+            let start = n.view.as_ptr() as usize;
+            Some((start, start + n.view.len() * n.view.scalar().size_bytes()))
+        }
+        Arg::Value(_) => None,
+    };
+    let spans: Vec<Option<(usize, usize)>> = args.iter().map(span).collect();
+    for (i, a) in args.iter_mut().enumerate() {
+        let Arg::Numpy(n) = a else { continue };
+        let Some((lo, hi)) = spans[i].filter(|_| n.lent.is_some()) else { continue };
+        let overlaps = spans.iter().enumerate().any(|(j, s)| j != i && s.is_some_and(|(l, h)| l < hi && lo < h));
+        if overlaps {
+            n.lent = None;
+        }
+    }
+}
+
+/// The buffer of `obj` (as [`view`]) lent for writing: a writeable array's, else `None`.
+fn view_mut<'a>(obj: &'a Bound<'_, PyAny>, scalar: Scalar) -> Option<ColumnMut<'a>> {
+    let arr = obj.cast::<PyUntypedArray>().ok()?;
+    let writeable = obj.getattr("flags").and_then(|f| f.getattr("writeable")).and_then(|w| w.extract::<bool>());
+    if !arr.is_c_contiguous() || !writeable.unwrap_or(false) {
+        return None;
+    }
+    macro_rules! view {
+        ($t:ty) => {{
+            let a = obj.cast::<PyArrayDyn<$t>>().ok()?;
+            // SAFETY: as in `view`; the array is writeable and `obj` is borrowed for `'a`: the
+            // caller lends it to the run, which is the only user while it writes (the GIL
+            // is released, so like every extension releasing it, this assumes no other thread
+            // touches the array meanwhile).
+            let s: &'a mut [$t] = unsafe { a.as_slice_mut() }.ok()?;
+            if s.is_empty() || s.as_ptr().align_offset(std::mem::align_of::<$t>()) != 0 {
+                return None;
+            }
+            ColumnMut::with_scalar(s, scalar)
+        }};
+    }
+    Some(match scalar {
+        Scalar::Bool => view!(bool),
+        Scalar::I8 => view!(i8),
+        Scalar::I16 => view!(i16),
+        Scalar::I32 => view!(i32),
+        Scalar::I64 | Scalar::Index => view!(i64),
+        Scalar::U8 => view!(u8),
+        Scalar::U16 => view!(u16),
+        Scalar::U32 => view!(u32),
+        Scalar::U64 => view!(u64),
+        Scalar::F32 => view!(f32),
+        Scalar::F64 => view!(f64),
+    })
 }
 
 /// The buffer of `obj`, a C-contiguous, aligned numpy array of `scalar` (checked by the
@@ -250,8 +320,9 @@ fn tuple_data(obj: &Bound<'_, PyAny>, what: &str, fields: &[ElemType], shape: &[
 }
 
 /// The argument for parameter `what` of type `ty` from `obj`: a dense tensor of scalars from a
-/// C-contiguous array is its buffer viewed in place ([`NumpyArg`]), anything else a value.
-pub fn to_arg<'a>(obj: &'a Bound<'_, PyAny>, what: &str, ty: &ValueType) -> PyResult<Arg<'a>> {
+/// C-contiguous array is its buffer viewed in place ([`NumpyArg`]), and for an `out`
+/// parameter (`out`) of a writeable one lent for writing in place; anything else a value.
+pub fn to_arg<'a>(obj: &'a Bound<'_, PyAny>, what: &str, ty: &ValueType, out: bool) -> PyResult<Arg<'a>> {
     if ty.levels.iter().any(|l| !l.format.is_dense_like()) {
         return stored(obj, what, ty).map(|s| Arg::Value(Value::Stored(s)));
     }
@@ -261,7 +332,8 @@ pub fn to_arg<'a>(obj: &'a Bound<'_, PyAny>, what: &str, ty: &ValueType) -> PyRe
             // Checks dtype and shape (and copies) unless the buffer can be viewed.
             column_checks(obj, what, *s, &shape)?;
             if let Some(v) = view(obj, *s) {
-                return Ok(Arg::Numpy(NumpyArg { ty: ty.clone(), view: v, whole: Default::default() }));
+                let lent = if out { view_mut(obj, *s) } else { None };
+                return Ok(Arg::Numpy(NumpyArg { ty: ty.clone(), view: v, lent, whole: Default::default() }));
             }
             Data::Scalars(column(obj, what, *s, &shape)?)
         }

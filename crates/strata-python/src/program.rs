@@ -184,8 +184,9 @@ impl Program {
         for (&p, obj) in f.params.iter().zip(&objects) {
             let e = &f.exprs[p];
             let ty = self.param_type(f, p);
+            let out = e.kind == ExprKind::Param(ParamMode::Out);
             let arg = match obj {
-                Some(obj) => convert::to_arg(obj, &e.name, &ty)?,
+                Some(obj) => convert::to_arg(obj, &e.name, &ty, out)?,
                 None => Arg::Value(Value::Tensor(Tensor::zeros(&ty))),
             };
             if let Some(m) = arg.extent_mismatch() {
@@ -193,9 +194,11 @@ impl Program {
             }
             values.push(arg);
         }
+        convert::unlend_overlapping(&mut values);
         // The arguments borrow `objects` (which the caller's dict keeps alive too) while the
         // GIL is released.
         let ran = py.detach(|| prepared.run(&values));
+        let lent: Vec<bool> = values.iter().map(Arg::lent).collect();
         drop(values);
         let ran = ran.map_err(|e| self.run_error(e))?;
         let mut out = Vec::with_capacity(ran.values.len());
@@ -204,6 +207,15 @@ impl Program {
                 return Err(RunError::new_err(format!("`{name}` of `@{}`: {m}", f.name)));
             }
             out.push((name.clone(), convert::to_python(py, &name, v)?));
+        }
+        // An `out` array written in place is its own result.
+        for ((&p, obj), lent) in f.params.iter().zip(&objects).zip(lent) {
+            let name = &f.exprs[p].name;
+            if let (true, Some(obj)) = (lent, obj) {
+                if !out.iter().any(|(n, _)| n == name) {
+                    out.push((name.clone(), obj.clone().unbind()));
+                }
+            }
         }
         Ok(out)
     }

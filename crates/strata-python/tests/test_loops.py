@@ -132,3 +132,58 @@ def test_a_stencil_refuses_to_turn_its_scalar_into_a_python_number():
 
     with pytest.raises(fields.FieldError, match="scalar argument"):
         bad(strata.field(np.arange(4.0), I[0:4]), 4.0)
+
+
+def test_out_arrays_are_written_in_place_and_aliasing_inputs_are_read_as_they_were():
+    m = strata.compile(
+        """
+program @smooth(%out: out tensor<f64, I[0:6]>, %x: tensor<f64, I[0:6]>) {
+  %s = plus(cartesian_shift(%x, dim = I, offset = 1), cartesian_shift(%x, dim = I, offset = -1))
+  %out[I[1:5]] <- multiplies(0.5, %s)
+}
+"""
+    )
+    x = np.array([1.0, 2.0, 4.0, 8.0, 16.0, 32.0])
+    want = x.copy()
+    want[1:5] = 0.5 * (x[2:] + x[:-2])
+    for backend in ("native", "interp"):
+        out = np.full(6, -1.0)
+        got = m.smooth(x=x, out=out, backend=backend)
+        assert got is out
+        np.testing.assert_array_equal(out, np.where(np.arange(6) % 5 == 0, -1.0, want))
+        # The same array as input and output: the input is read as it was before the call.
+        y = x.copy()
+        got = m.smooth(x=y, out=y, backend=backend)
+        assert got is y
+        np.testing.assert_array_equal(y, want)
+
+
+def test_a_stencil_writes_a_whole_array_in_place():
+    I, J = strata.dims("I J")
+    n = 12
+    u0 = np.random.default_rng(5).random((n + 2, n + 2))
+
+    @strata.stencil
+    def step(x, dt):
+        return x + dt * (x(I + 1) + x(I - 1) + x(J + 1) + x(J - 1) - 4.0 * x)
+
+    u, new = u0.copy(), np.zeros_like(u0)
+    new[0, :], new[-1, :], new[:, 0], new[:, -1] = u0[0, :], u0[-1, :], u0[:, 0], u0[:, -1]
+    w = u0.copy()
+    for s in range(10):
+        dt = 0.02 * (1 + s % 3)
+        got = step(strata.field(u, I[-1 : n + 1], J[-1 : n + 1]), dt, out=strata.field(new, I[-1 : n + 1], J[-1 : n + 1]))
+        assert got is new
+        u, new = new, u
+        c = w[1:-1, 1:-1]
+        nw = w.copy()
+        nw[1:-1, 1:-1] = c + dt * (w[2:, 1:-1] + w[:-2, 1:-1] + w[1:-1, 2:] + w[1:-1, :-2] - 4.0 * c)
+        w = nw
+    np.testing.assert_array_equal(u, w)
+    # In place on its own input: read as it was.
+    v = u0.copy()
+    step(strata.field(v, I[-1 : n + 1], J[-1 : n + 1]), 0.1, out=strata.field(v, I[-1 : n + 1], J[-1 : n + 1]))
+    c = u0[1:-1, 1:-1]
+    want = u0.copy()
+    want[1:-1, 1:-1] = c + 0.1 * (u0[2:, 1:-1] + u0[:-2, 1:-1] + u0[1:-1, 2:] + u0[1:-1, :-2] - 4.0 * c)
+    np.testing.assert_array_equal(v, want)

@@ -120,6 +120,65 @@ impl<'a> ColumnRef<'a> {
     }
 }
 
+/// A writable view of `len` values of type `scalar` that another owner lends for writing for
+/// `'a` (a caller's array a program's `out` parameter writes in place). Like a raw pointer
+/// with a lifetime, it may be copied: the lender guarantees that nothing else reads or writes
+/// the memory while a run writes it.
+#[derive(Clone, Copy, Debug)]
+pub struct ColumnMut<'a> {
+    scalar: Scalar,
+    ptr: *mut u8,
+    len: usize,
+    _values: PhantomData<&'a mut [u8]>,
+}
+
+// SAFETY: a `ColumnMut` is a lent `&'a mut [T]` of `Copy` values; the lender's contract above
+// keeps a run the only user.
+unsafe impl Send for ColumnMut<'_> {}
+// SAFETY: as above.
+unsafe impl Sync for ColumnMut<'_> {}
+
+impl<'a> ColumnMut<'a> {
+    /// The values of `s`, lent for writing.
+    pub fn from_slice<T: ColumnElement>(s: &'a mut [T]) -> ColumnMut<'a> {
+        ColumnMut::with_scalar(s, T::SCALAR)
+    }
+
+    /// The values of `s` as `scalar`, which must have `T`'s layout (`index` over `i64`).
+    ///
+    /// # Panics
+    /// When `scalar` does not have `T`'s size.
+    pub fn with_scalar<T: ColumnElement>(s: &'a mut [T], scalar: Scalar) -> ColumnMut<'a> {
+        assert_eq!(scalar.size_bytes(), std::mem::size_of::<T>(), "{scalar} viewed over {}", T::SCALAR);
+        ColumnMut { scalar, ptr: s.as_mut_ptr().cast(), len: s.len(), _values: PhantomData }
+    }
+
+    /// The element type.
+    pub fn scalar(&self) -> Scalar {
+        self.scalar
+    }
+
+    /// The number of values.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The address of the first value (for native code, which writes it).
+    pub fn as_mut_ptr(&self) -> *mut std::ffi::c_void {
+        self.ptr.cast()
+    }
+
+    /// The values, read-only.
+    pub fn as_ref(&self) -> ColumnRef<'_> {
+        ColumnRef { scalar: self.scalar, ptr: self.ptr, len: self.len, _values: PhantomData }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

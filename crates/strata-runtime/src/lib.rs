@@ -23,7 +23,7 @@ pub mod storage;
 pub mod tensor;
 pub mod value;
 
-pub use column_ref::{ColumnElement, ColumnRef};
+pub use column_ref::{ColumnElement, ColumnMut, ColumnRef};
 pub use scalar::{Column, ScalarError, Sv};
 pub use tensor::{strides, Data, Elem, ElemType, Tensor, ValueType};
 pub use value::{Argument, Stored, Value};

@@ -98,6 +98,12 @@ pub trait Argument {
             _ => None,
         }
     }
+    /// Memory the caller lends for an `out` parameter's values, written in place by a native
+    /// run (its value is then not among the results); `None` (the default): the run writes a
+    /// copy and returns it.
+    fn column_mut(&self) -> Option<crate::ColumnMut<'_>> {
+        None
+    }
 }
 
 impl Argument for Tensor {
@@ -146,5 +152,8 @@ where
     }
     fn column(&self) -> Option<crate::ColumnRef<'_>> {
         (**self).column()
+    }
+    fn column_mut(&self) -> Option<crate::ColumnMut<'_>> {
+        (**self).column_mut()
     }
 }

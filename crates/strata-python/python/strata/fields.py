@@ -594,6 +594,17 @@ class _Writer:
     def text(self, result: str, f: Field) -> str:
         return "".join(self.helpers.values()) + self.function("@fields", result, f)
 
+    def program_text(self, result: str, f: Field, out: Field) -> str:
+        """The program `@fields` writing `f` over its domain into `out` (an `out` parameter, so
+        a native run writes the caller's array in place)."""
+        params = ", ".join(f"%p{k}: {_type(p.dtype, p.levels)}" for k, p in enumerate(self.params))
+        body = "\n".join(self.lines)
+        domain = ", ".join(f"{l.name}[{l.start}:{l.stop}]" for l in f.levels)
+        return "".join(self.helpers.values()) + (
+            f"program @fields(%out: out {_type(out.dtype, out.levels)}{', ' if params else ''}{params}) {{\n"
+            f"{body}\n  %out[{domain}] <- {result}\n}}\n"
+        )
+
 
 _CACHE: Dict[str, Any] = {}
 
@@ -728,7 +739,20 @@ class Stencil:
                 raise FieldError(f"a stencil takes fields and numbers, not `{type(a).__name__}`")
         return tuple(key)
 
-    def _compile(self, key: tuple, args: Sequence[Any]):
+    @staticmethod
+    def _in_place(f: Field, out: Optional[Field]) -> bool:
+        """Whether `out` can be written in place by the program: an array that holds `f`'s
+        domain, in the same dimension order, contiguous and writeable."""
+        if out is None or getattr(out, "array", None) is None or out.op != "param":
+            return False
+        a = out.array
+        if not (a.flags.c_contiguous and a.flags.writeable) or not _same_dtype(out.dtype, f.dtype):
+            return False
+        if [l.name for l in out.levels] != [l.name for l in f.levels]:
+            return False
+        return all(o.start <= l.start and l.stop <= o.stop for o, l in zip(out.levels, f.levels))
+
+    def _compile(self, key: tuple, args: Sequence[Any], out: Optional[Field] = None):
         placeholders = []
         for i, (a, k) in enumerate(zip(args, key)):
             if k[0] == "field":
@@ -747,7 +771,8 @@ class Stencil:
             f = Field("cast", (f,), f.levels, f.dtype, f"to = {_DTYPES[f.dtype]}")
         w = _Writer()
         result = w.value(f)
-        m = _module(w.text(result, f))
+        in_place = self._in_place(f, out)
+        m = _module(w.program_text(result, f, out) if in_place else w.text(result, f))
         # Where each parameter's value comes from at a call: an argument, or a value captured
         # when the stencil was traced (a field it closes over, a float constant of its body).
         sources = []
@@ -757,14 +782,19 @@ class Stencil:
                 sources.append((f"p{k}", None, p.array, None))
             else:
                 sources.append((f"p{k}", i, None, None if p.levels else np.dtype(p.dtype)))
-        return m, sources, f
+        return m, sources, f, in_place
 
     def __call__(self, *args: Any, out: Optional[Field] = None, backend: str = "auto") -> np.ndarray:
         key = self._key(args)
+        if out is not None:
+            if not isinstance(out, Field) or out.op != "param" or getattr(out, "array", None) is None:
+                raise FieldError("`out` must be a field made with `strata.field` on an array")
+            a = out.array
+            key += (("out", tuple(out.levels), str(out.dtype), a.flags.c_contiguous and a.flags.writeable),)
         c = self._compiled.get(key)
         if c is None:
-            c = self._compiled[key] = self._compile(key, args)
-        m, sources, f = c
+            c = self._compiled[key] = self._compile(key, args, out)
+        m, sources, f, in_place = c
         values = {}
         for name, i, captured, scalar in sources:
             if i is None:
@@ -773,6 +803,12 @@ class Stencil:
                 values[name] = np.asarray(args[i], dtype=scalar)
             else:
                 values[name] = args[i].array
+        if in_place:
+            values["out"] = out.array
+            written = dict(m._program.run("fields", values, backend, None))["out"]
+            if written is not out.array:  # not native: the run returned a copy
+                np.copyto(out.array, written)
+            return out.array
         value = dict(m._program.run("fields", values, backend, None))["result"]
         if out is None:
             return value
@@ -795,5 +831,8 @@ def stencil(fn: Any) -> Stencil:
     same program; use it in field expressions, not as a Python number), an int or bool part of
     the structure. The first call with a structure traces `fn` and compiles it; later calls run
     the compiled program on the arguments' arrays directly (no tracing, no program text). The
-    result is the expression over its domain, or written into `out` (as `evaluate`)."""
+    result is the expression over its domain, or written into `out`: a contiguous array that
+    holds the expression's domain is written there in place by the program (its other
+    elements keep their values); another `out` receives the expression over `out`'s domain, as
+    with `evaluate`."""
     return Stencil(fn)
