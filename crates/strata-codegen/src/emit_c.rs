@@ -399,7 +399,7 @@ fn emit_nest(out: &mut String, em: &Emitter, k: &Kernel, n: &crate::kernel::Nest
     // innermost loop, which vectorizes; every point still folds in the same order.
     let mut hoisted = Vec::new();
     let hoisted_stores: Vec<Rc<SExpr>> =
-        if !k.domain.is_empty() && k.stores.iter().all(|st| em.present(&st.value) == "1") {
+        if !k.domain.is_empty() && k.stores.iter().all(|st| em.presence(&st.value).is_none()) {
             k.stores.iter().map(|st| hoist_reductions(&st.value, &mut hoisted, &|_| true)).collect()
         } else {
             Vec::new()
@@ -430,7 +430,7 @@ fn emit_loops(out: &mut String, em: &Emitter, k: &Kernel) {
         .map(|st| Store { buffer: st.buffer, value: hoist_reductions(&st.value, &mut folds, &|_| true) })
         .collect();
     let shared = folds.windows(2).any(|w| fold_vars(&w[0]) == fold_vars(&w[1]));
-    if shared && k.sets.is_empty() && k.stores.iter().all(|st| em.present(&st.value) == "1") {
+    if shared && k.sets.is_empty() && k.stores.iter().all(|st| em.presence(&st.value).is_none()) {
         emit_sibling_folds(out, em, &folds, &indent);
         emit_stores(out, em, &hoisted, &indent);
     } else {
@@ -497,12 +497,14 @@ fn emit_stores(out: &mut String, em: &Emitter, stores: &[Store], indent: &str) {
         let b = &em.program.buffers[s.buffer];
         let coords = crate::sym::level_vars(&b.levels);
         let target = em.load(&Load { buffer: s.buffer, coords });
-        let p = em.present(&s.value);
         let v = em.value(&s.value);
-        if p == "1" {
-            let _ = writeln!(out, "{indent}{target} = {v};");
-        } else {
-            let _ = writeln!(out, "{indent}{target} = {p} ? {v} : ({})0;", c_type(b.scalar));
+        match em.presence(&s.value) {
+            None => {
+                let _ = writeln!(out, "{indent}{target} = {v};");
+            }
+            Some(p) => {
+                let _ = writeln!(out, "{indent}{target} = {p} ? {v} : ({})0;", c_type(b.scalar));
+            }
         }
     }
 }

@@ -149,18 +149,16 @@ impl Emitter<'_> {
         }
     }
 
-    /// Whether the value exists (skip values propagate).
-    pub(super) fn present(&self, e: &SExpr) -> String {
-        let and = |parts: Vec<String>| {
-            let p: Vec<String> = parts.into_iter().filter(|s| s != "1").collect();
-            if p.is_empty() {
-                "1".to_string()
-            } else {
-                format!("({})", p.join(" && "))
-            }
+    /// The C condition under which the value exists (skip values propagate); `None` when it
+    /// always does — what decides the shape of the code around it.
+    pub(super) fn presence(&self, e: &SExpr) -> Option<String> {
+        let and = |parts: Vec<Option<String>>| {
+            let p: Vec<String> = parts.into_iter().flatten().collect();
+            (!p.is_empty()).then(|| format!("({})", p.join(" && ")))
         };
+        let all = |parts: Vec<String>| parts.into_iter().map(Some).collect::<Vec<_>>();
         match e {
-            SExpr::Load(l) => and(self.load_present(l)),
+            SExpr::Load(l) => and(all(self.load_present(l))),
             // An unstored entry is the fill value, present; only a ragged run's end skips.
             SExpr::Sparse(r) => {
                 let mut parts: Vec<String> = r.coords.iter().flat_map(|c| self.coord_present(c)).collect();
@@ -168,27 +166,33 @@ impl Emitter<'_> {
                 if at.skipped {
                     parts.push(format!("({} != {})", at.position, sparse::SKIPPED));
                 }
-                and(parts)
+                and(all(parts))
             }
-            SExpr::Const(_) | SExpr::Acc(_) | SExpr::Present(_) | SExpr::Reduce { .. } => "1".into(),
-            SExpr::Absent(_) => "0".into(),
+            SExpr::Const(_) | SExpr::Acc(_) | SExpr::Present(_) | SExpr::Reduce { .. } => None,
+            SExpr::Absent(_) => Some("0".into()),
             SExpr::Guard { table, source, value } => {
-                let mut parts = self.table_present(table, *source);
-                parts.push(self.present(value));
+                let mut parts = all(self.table_present(table, *source));
+                parts.push(self.presence(value));
                 and(parts)
             }
-            SExpr::Index(c) => and(self.coord_present(c)),
-            SExpr::Unary(_, a, _) | SExpr::Cast(a, _, _) => self.present(a),
-            SExpr::Binary(_, a, b, _) => and(vec![self.present(a), self.present(b)]),
+            SExpr::Index(c) => and(all(self.coord_present(c))),
+            SExpr::Unary(_, a, _) | SExpr::Cast(a, _, _) => self.presence(a),
+            SExpr::Binary(_, a, b, _) => and(vec![self.presence(a), self.presence(b)]),
             SExpr::Select(c, t, f) => {
-                let (pc, pt, pf) = (self.present(c), self.present(t), self.present(f));
-                if pt == "1" && pf == "1" {
+                let (pc, pt, pf) = (self.presence(c), self.presence(t), self.presence(f));
+                if pt.is_none() && pf.is_none() {
                     pc
                 } else {
-                    and(vec![pc, format!("({} ? {pt} : {pf})", self.value(c))])
+                    let one = |p: Option<String>| p.unwrap_or_else(|| "1".into());
+                    and(vec![pc, Some(format!("({} ? {} : {})", self.value(c), one(pt), one(pf)))])
                 }
             }
         }
+    }
+
+    /// [`Self::presence`] as a C expression (`1` when the value always exists).
+    pub(super) fn present(&self, e: &SExpr) -> String {
+        self.presence(e).unwrap_or_else(|| "1".into())
     }
 
     pub(super) fn load_present(&self, l: &Load) -> Vec<String> {
@@ -198,7 +202,7 @@ impl Emitter<'_> {
     pub(super) fn coord_present(&self, c: &Coord) -> Vec<String> {
         match c {
             Coord::Table { table, source, .. } => self.table_present(table, *source),
-            Coord::Computed { value, .. } => vec![self.present(value)],
+            Coord::Computed { value, .. } => self.presence(value).into_iter().collect(),
             _ => vec![],
         }
     }
@@ -285,9 +289,9 @@ impl Emitter<'_> {
     /// Its table entries are bound first ([`Self::bind_tables`]).
     pub(super) fn fold_step(&self, id: u32, body: &Rc<SExpr>) -> String {
         let (decls, em) = self.bind_tables(&[body]);
-        match em.present(body).as_str() {
-            "1" => format!("{decls}acc{id} = {};", em.value(body)),
-            p => format!("{decls}if ({p}) acc{id} = {};", em.value(body)),
+        match em.presence(body) {
+            None => format!("{decls}acc{id} = {};", em.value(body)),
+            Some(p) => format!("{decls}if ({p}) acc{id} = {};", em.value(body)),
         }
     }
 

@@ -66,7 +66,7 @@ pub(super) fn emit_scan_stage(
 ) {
     // A step whose update is absent (a skipped neighbor, a position past a ragged run) is
     // skipped, keeping the state, as the interpreter's folds and scans do.
-    let guard: Vec<String> = sc.updates.iter().map(|u| em.present(u)).filter(|p| p != "1").collect();
+    let guard: Vec<String> = sc.updates.iter().filter_map(|u| em.presence(u)).collect();
     // Inside a strip, each column reads its state from the row and writes it back.
     let strip = column.map(|j| {
         for (id, t, init) in &sc.states {

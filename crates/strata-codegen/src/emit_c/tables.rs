@@ -103,7 +103,7 @@ impl Emitter<'_> {
             em.next_entry.set(n + 1);
             let load = em.load(&table);
             let entry = em.table_entry(&table);
-            let outer: Vec<String> = em.load_present(&table).into_iter().filter(|p| p != "1").collect();
+            let outer: Vec<String> = em.load_present(&table);
             let raw = if outer.is_empty() { entry } else { format!("({}) ? {entry} : -1", outer.join(" && ")) };
             let _ = write!(
                 decls,

@@ -130,7 +130,7 @@ fn streamed_rows(em: &Emitter, k: &Kernel) -> bool {
     for st in &k.stores {
         let b = em.buffer(st.buffer);
         let row = last.interval.len() as i64 * b.scalar.size_bytes() as i64;
-        let fits = b.levels == k.domain && row % 64 == 0 && row <= STREAM_ROW_BYTES && em.present(&st.value) == "1";
+        let fits = b.levels == k.domain && row % 64 == 0 && row <= STREAM_ROW_BYTES && em.presence(&st.value).is_none();
         if !fits || em.in_scratch(st.buffer) {
             return false;
         }
