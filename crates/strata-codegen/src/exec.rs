@@ -267,7 +267,7 @@ impl Slot<'_> {
         match self {
             Slot::Owned(c) => c.len(),
             Slot::Borrowed(c) => c.len(),
-            Slot::InPlace(c) => c.len(),
+            Slot::InPlace(c) => c.as_ref().len(),
         }
     }
 
@@ -291,7 +291,7 @@ fn in_place<'a, T: Argument>(b: &crate::kernel::Buffer, args: &'a [T]) -> Option
     let c = args[b.param?].column_mut()?;
     let len: usize = b.levels.iter().map(|l| l.interval.len() as usize).product();
     let fits = b.written && !b.temp && b.field.is_empty() && b.role == Role::Elements;
-    (fits && c.scalar() == b.scalar && c.len() == len).then_some(c)
+    (fits && c.as_ref().scalar() == b.scalar && c.as_ref().len() == len).then_some(c)
 }
 
 fn slot<'a, T: Argument>(b: &crate::kernel::Buffer, args: &'a [T]) -> Slot<'a> {

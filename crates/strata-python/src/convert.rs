@@ -21,6 +21,25 @@ use strata_runtime::{Argument, Column, ColumnMut, ColumnRef, Data, ElemType, Sto
 
 use crate::errors::ArgumentError;
 
+/// `$m!(T)` for `T` the Rust element type of `$scalar` (`i64` for `index`).
+macro_rules! by_scalar {
+    ($scalar:expr, $m:ident) => {
+        match $scalar {
+            Scalar::Bool => $m!(bool),
+            Scalar::I8 => $m!(i8),
+            Scalar::I16 => $m!(i16),
+            Scalar::I32 => $m!(i32),
+            Scalar::I64 | Scalar::Index => $m!(i64),
+            Scalar::U8 => $m!(u8),
+            Scalar::U16 => $m!(u16),
+            Scalar::U32 => $m!(u32),
+            Scalar::U64 => $m!(u64),
+            Scalar::F32 => $m!(f32),
+            Scalar::F64 => $m!(f64),
+        }
+    };
+}
+
 /// The numpy name of a scalar type.
 fn dtype_name(s: Scalar) -> &'static str {
     strata_runtime::npy::dtype_name(s)
@@ -159,19 +178,7 @@ fn view_mut<'a>(obj: &'a Bound<'_, PyAny>, scalar: Scalar) -> Option<ColumnMut<'
             ColumnMut::with_scalar(s, scalar)
         }};
     }
-    Some(match scalar {
-        Scalar::Bool => view!(bool),
-        Scalar::I8 => view!(i8),
-        Scalar::I16 => view!(i16),
-        Scalar::I32 => view!(i32),
-        Scalar::I64 | Scalar::Index => view!(i64),
-        Scalar::U8 => view!(u8),
-        Scalar::U16 => view!(u16),
-        Scalar::U32 => view!(u32),
-        Scalar::U64 => view!(u64),
-        Scalar::F32 => view!(f32),
-        Scalar::F64 => view!(f64),
-    })
+    Some(by_scalar!(scalar, view))
 }
 
 /// The buffer of `obj`, a C-contiguous, aligned numpy array of `scalar` (checked by the
@@ -197,19 +204,7 @@ fn view<'a>(obj: &'a Bound<'_, PyAny>, scalar: Scalar) -> Option<ColumnRef<'a>> 
             ColumnRef::with_scalar(s, scalar)
         }};
     }
-    Some(match scalar {
-        Scalar::Bool => view!(bool),
-        Scalar::I8 => view!(i8),
-        Scalar::I16 => view!(i16),
-        Scalar::I32 => view!(i32),
-        Scalar::I64 | Scalar::Index => view!(i64),
-        Scalar::U8 => view!(u8),
-        Scalar::U16 => view!(u16),
-        Scalar::U32 => view!(u32),
-        Scalar::U64 => view!(u64),
-        Scalar::F32 => view!(f32),
-        Scalar::F64 => view!(f64),
-    })
+    Some(by_scalar!(scalar, view))
 }
 
 /// The elements of `obj` (a numpy array of `scalar`'s dtype and shape `shape`) copied into a

@@ -126,17 +126,9 @@ impl<'a> ColumnRef<'a> {
 /// the memory while a run writes it.
 #[derive(Clone, Copy, Debug)]
 pub struct ColumnMut<'a> {
-    scalar: Scalar,
-    ptr: *mut u8,
-    len: usize,
-    _values: PhantomData<&'a mut [u8]>,
+    /// The same memory, read-only (its pointer made from the `&'a mut` slice).
+    view: ColumnRef<'a>,
 }
-
-// SAFETY: a `ColumnMut` is a lent `&'a mut [T]` of `Copy` values; the lender's contract above
-// keeps a run the only user.
-unsafe impl Send for ColumnMut<'_> {}
-// SAFETY: as above.
-unsafe impl Sync for ColumnMut<'_> {}
 
 impl<'a> ColumnMut<'a> {
     /// The values of `s`, lent for writing.
@@ -150,32 +142,18 @@ impl<'a> ColumnMut<'a> {
     /// When `scalar` does not have `T`'s size.
     pub fn with_scalar<T: ColumnElement>(s: &'a mut [T], scalar: Scalar) -> ColumnMut<'a> {
         assert_eq!(scalar.size_bytes(), std::mem::size_of::<T>(), "{scalar} viewed over {}", T::SCALAR);
-        ColumnMut { scalar, ptr: s.as_mut_ptr().cast(), len: s.len(), _values: PhantomData }
-    }
-
-    /// The element type.
-    pub fn scalar(&self) -> Scalar {
-        self.scalar
-    }
-
-    /// The number of values.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
+        // The pointer keeps the `&mut` slice's provenance, so writing through it is allowed.
+        ColumnMut { view: ColumnRef { scalar, ptr: s.as_mut_ptr().cast(), len: s.len(), _values: PhantomData } }
     }
 
     /// The address of the first value (for native code, which writes it).
     pub fn as_mut_ptr(&self) -> *mut std::ffi::c_void {
-        self.ptr.cast()
+        self.view.as_ptr().cast_mut()
     }
 
-    /// The values, read-only.
-    pub fn as_ref(&self) -> ColumnRef<'_> {
-        ColumnRef { scalar: self.scalar, ptr: self.ptr, len: self.len, _values: PhantomData }
+    /// The values, read-only (element type and length included).
+    pub fn as_ref(&self) -> ColumnRef<'a> {
+        self.view
     }
 }
 
