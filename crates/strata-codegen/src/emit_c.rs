@@ -60,7 +60,6 @@ fn unsigned_of(s: Scalar) -> &'static str {
 
 const PRELUDE: &str = include_str!("emit_c/prelude.c");
 
-/// Collects the accumulator types of every reduction in `e`.
 /// The pragma sharing a kernel's outermost loop among threads (error flags combined by max),
 /// when the kernel has enough work (`par_`, see [`PARALLEL_MIN`]).
 const PARALLEL_FOR: &str = "#pragma omp parallel for schedule(static) reduction(max:e_) if(par_)";
