@@ -223,3 +223,36 @@ def nabla(inputs):
         lambda a: (a[5].asnumpy(), a[6].asnumpy()),
         offset_provider=mesh,
     )
+
+
+def diffusion_loop(u0, steps):
+    """The loop workload's 2-D diffusion (bench/loops.py) as a GT4Py program called once per
+    step with that step's `dt`, on fields made once and swapped, as a GT4Py user writes the
+    loop; `run()` returns the final array."""
+    import gt4py.next as gtx
+    from gt4py.next import Field, float64
+
+    I, J = gtx.Dimension("I"), gtx.Dimension("J")
+    F = Field[gtx.Dims[I, J], float64]
+
+    @gtx.field_operator
+    def step(x: F, dt: float64) -> F:
+        return x + dt * (x(I + 1) + x(I - 1) + x(J + 1) + x(J - 1) - 4.0 * x)
+
+    @gtx.program
+    def step_program(x: F, dt: float64, out: F, n: gtx.int32, m: gtx.int32):
+        step(x, dt, out=out, domain={I: (1, n - 1), J: (1, m - 1)})
+
+    n, m = u0.shape
+    u, new = gtx.as_field([I, J], u0.copy()), gtx.as_field([I, J], u0.copy())
+    p = _with_backend(step_program, lambda q: q(u, 0.0, new, np.int32(n), np.int32(m)))
+
+    def run():
+        a, b = gtx.as_field([I, J], u0.copy()), gtx.as_field([I, J], u0.copy())
+        for s in range(steps):
+            p(a, 0.1 * (1 + s % 5) / 5, b, np.int32(n), np.int32(m))
+            a, b = b, a
+        return a.asnumpy()
+
+    run.label = f"gt4py ({_BACKEND[1]})"
+    return run

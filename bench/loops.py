@@ -6,9 +6,9 @@ prints medians, ratios and the fraction of the machine's measured memory bandwid
 
 - diffusion: 1,000 steps of a 2-D diffusion written with `strata.fields`, a new `dt` each
   step, as a `strata.stencil` (compiled once, writing its `out` array in place) and as an
-  expression traced each step, against
-  numpy, and against 1,000 times the step's program run alone (`strata run --repeat` on the
-  same program: the ratio says what Python and the call cost per step);
+  expression traced each step, against numpy, against GT4Py (its program called once per
+  step, gtfn backend), and against 1,000 times the step's program run alone (`strata run
+  --repeat` on the same program: the ratio says what Python and the call cost per step);
 - power: a power iteration (matvec, normalize, `float()` of the norm each step) with
   `strata.array_api` against numpy;
 - reuse: `y = y*y + y` repeated 5, 10 and 50 times (cold compile into an empty kernel cache,
@@ -96,6 +96,14 @@ def diffusion(strata, cli: str, runs: int, triad: float | None) -> list[dict]:
             return u
 
         want = run_numpy()
+        try:
+            import gt4py_peers
+
+            run_gt4py = gt4py_peers.diffusion_loop(u0, steps)
+            np.testing.assert_allclose(run_gt4py(), want, rtol=1e-12, atol=1e-12)
+        except Exception as e:  # noqa: BLE001 - the row says GT4Py could not run, and why
+            run_gt4py = None
+            print(f"diffusion: GT4Py did not run ({type(e).__name__}: {str(e).splitlines()[0][:120]})")
         np.testing.assert_array_equal(run_stencil(), want)
         np.testing.assert_allclose(run_traced(), want, rtol=1e-12, atol=1e-12)
         reps = max(3, runs // 2)
@@ -118,6 +126,10 @@ def diffusion(strata, cli: str, runs: int, triad: float | None) -> list[dict]:
         frac = f"{moved / ts / 1e9 / triad:.0%} of STREAM triad" if triad else ""
         out.append(row("diffusion", f"{steps} steps {n}x{n}, new dt each step, stencil", ts, tn, extra=frac))
         out.append(row("diffusion", f"  the same, the expression traced each step", tt, tn))
+        if run_gt4py is not None:
+            tg = median_time(run_gt4py, reps)
+            out.append(row("diffusion", f"  stencil vs GT4Py calling its program per step", ts, tg, peer="gt4py",
+                           extra=run_gt4py.label))
         out.append(row("diffusion", f"  stencil vs {steps} x the step's program alone", ts, steps * kernel, peer="kernel",
                        extra=f"(target >= 0.8: {steps * kernel / ts:.2f})"))
     return out
