@@ -172,7 +172,7 @@ def reuse(runs: int) -> list[dict]:
         for size in (64, 1 << 20):
             x = np.linspace(0, 1e-3, size)
 
-            def chain(v, lib):
+            def chain(v):
                 y = v
                 for _ in range(levels):
                     y = y * y + y
@@ -190,10 +190,10 @@ def reuse(runs: int) -> list[dict]:
                 env = dict(os.environ, STRATA_CACHE_DIR=cache)
                 cold = float(subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True,
                                             text=True).stdout)
-            want = chain(x, np)
-            np.testing.assert_array_equal(np.asarray(chain(xp.asarray(x), xp)), want)
-            warm = median_time(lambda: np.asarray(chain(xp.asarray(x), xp)), runs)
-            numpy_t = median_time(lambda: chain(x, np), runs)
+            want = chain(x)
+            np.testing.assert_array_equal(np.asarray(chain(xp.asarray(x))), want)
+            warm = median_time(lambda: np.asarray(chain(xp.asarray(x))), runs)
+            numpy_t = median_time(lambda: chain(x), runs)
             out.append(row("reuse", f"{levels} levels, {size} elements: cold compile+run", cold, None,
                            extra="(target < 1 s at 50 levels)"))
             out.append(row("reuse", f"{levels} levels, {size} elements: warm run", warm, numpy_t))

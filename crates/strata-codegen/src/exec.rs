@@ -280,16 +280,15 @@ impl Slot<'_> {
 
 /// The column of a read-only parameter buffer, borrowed when the argument stores it as is.
 fn borrowed<'a, T: Argument>(b: &crate::kernel::Buffer, args: &'a [T]) -> Option<ColumnRef<'a>> {
-    let p = b.param?;
-    let c = args[p].column()?;
-    (b.field.is_empty() && !b.written && c.scalar() == b.scalar).then_some(c)
+    let p = b.param.filter(|_| !b.written && b.field.is_empty())?;
+    args[p].column().filter(|c| c.scalar() == b.scalar)
 }
 
 /// The caller's memory for an `out` parameter's values, when it lends it (dense elements of the
 /// buffer's type and length).
 fn in_place<'a, T: Argument>(b: &crate::kernel::Buffer, args: &'a [T]) -> Option<ColumnMut<'a>> {
     let c = args[b.param?].column_mut()?;
-    let len: usize = b.levels.iter().map(|l| l.interval.len() as usize).product();
+    let len = b.len();
     let fits = b.written && !b.temp && b.field.is_empty() && b.role == Role::Elements;
     (fits && c.as_ref().scalar() == b.scalar && c.as_ref().len() == len).then_some(c)
 }
@@ -576,7 +575,7 @@ fn assemble(t: &Tensor, formats: &[strata_ir::LevelFormat], name: &str) -> Resul
 /// observed; for a buffer overwritten before it is read, a pooled buffer of its size when one
 /// is free (its stale content is never seen); else zeros.
 fn fresh_column<T: Argument>(b: &crate::kernel::Buffer, args: &[T]) -> Column {
-    let len: usize = b.levels.iter().map(|l| l.interval.len() as usize).product();
+    let len = b.len();
     // A result written as storage: one position per row plus one; the rest the run allocates.
     match (b.role, b.param) {
         (Role::Storage(StoragePart::Positions(_)), None) => return Column::zeros(b.scalar, len + 1),

@@ -36,6 +36,16 @@ pub struct Buffer {
 }
 
 impl Buffer {
+    /// The number of elements over its levels.
+    pub fn len(&self) -> usize {
+        self.levels.iter().map(|l| l.interval.len() as usize).product()
+    }
+
+    /// Whether it holds no element.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// A temporary between kernels (tuple field `field` of a value), written before it is read.
     pub fn temporary(name: String, scalar: Scalar, levels: Vec<Level>, field: Vec<usize>) -> Buffer {
         Buffer {

@@ -51,8 +51,8 @@ pub struct Prepared {
     /// the cache cannot be written): the interpreter runs, and its success is a backend bug.
     native_failure: Option<String>,
     param_names: Vec<String>,
-    /// The entry's own parameters (before results-as-outputs appended its outputs).
-    own_params: usize,
+    /// The types of the outputs results-as-outputs appended after the entry's own parameters.
+    appended: Vec<ValueType>,
     result_ty: Option<ValueType>,
     compile_s: f64,
     cached: bool,
@@ -116,8 +116,10 @@ impl Prepared {
     ) -> Result<Prepared, ExecuteError> {
         let own_params = module.functions[entry].params.len();
         let module = strata_verify::results_as_outputs(module, entry).into_owned();
+        check_results(&module, types, entry)?;
         let f = &module.functions[entry];
         let param_names = f.params.iter().map(|&p| f.exprs[p].name.clone()).collect();
+        let appended = f.params[own_params..].iter().map(|&p| ValueType::from_ir(types, f.exprs[p].ty)).collect();
         let result_ty = f.result().map(|r| ValueType::from_ir(types, r));
         let mut p = Prepared {
             types: types.clone(),
@@ -128,7 +130,7 @@ impl Prepared {
             note: None,
             native_failure: None,
             param_names,
-            own_params,
+            appended,
             result_ty,
             compile_s: 0.0,
             cached: false,
@@ -205,22 +207,16 @@ impl Prepared {
     /// # Errors
     /// See [`ExecuteError`].
     pub fn run_timed<T: Argument>(&self, args: &[T], repeat: usize) -> Result<Executed, ExecuteError> {
-        let f = &self.module.functions[self.entry];
-        if args.len() == self.own_params && f.params.len() > self.own_params {
+        let own = self.param_names.len() - self.appended.len();
+        if args.len() == own && !self.appended.is_empty() {
             let mut all: Vec<Arg<'_, T>> = args.iter().map(Arg::Given).collect();
-            for &p in &f.params[self.own_params..] {
-                all.push(Arg::Zeros(Value::Tensor(strata_runtime::Tensor::zeros(&ValueType::from_ir(
-                    &self.types,
-                    f.exprs[p].ty,
-                )))));
-            }
+            all.extend(self.appended.iter().map(|ty| Arg::Zeros(ty, Default::default())));
             return self.run_all(&all, repeat);
         }
         self.run_all(args, repeat)
     }
 
     fn run_all<T: Argument>(&self, args: &[T], repeat: usize) -> Result<Executed, ExecuteError> {
-        self.check_results()?;
         let mut executed = self.run_backend(args, repeat)?;
         // A ragged result holding exactly a ragged argument's elements keeps that argument's
         // runs (its empty rows inside a group too), on every backend.
@@ -233,22 +229,6 @@ impl Prepared {
             }
         }
         Ok(executed)
-    }
-
-    /// Every dense result of the entry must fit in memory before anything runs.
-    fn check_results(&self) -> Result<(), ExecuteError> {
-        let f = &self.module.functions[self.entry];
-        for (name, &ty) in f.result_names().iter().zip(&f.results) {
-            let vt = ValueType::from_ir(&self.types, ty);
-            if vt.levels.iter().all(|l| l.format.is_dense_like()) {
-                vt.check_allocatable().map_err(|message| ExecuteError::Result {
-                    name: name.clone(),
-                    func: f.name.clone(),
-                    message,
-                })?;
-            }
-        }
-        Ok(())
     }
 
     fn run_backend<T: Argument>(&self, args: &[T], repeat: usize) -> Result<Executed, ExecuteError> {
@@ -317,31 +297,54 @@ impl Prepared {
     }
 }
 
-/// An argument the caller gave, or the zeros an appended output starts as.
+/// An argument the caller gave, or the zeros an appended output starts as (made only if a
+/// backend reads them: native code overwrites such outputs without reading them).
 enum Arg<'a, T> {
     Given(&'a T),
-    Zeros(Value),
+    Zeros(&'a ValueType, std::sync::OnceLock<Value>),
+}
+
+impl<T> Arg<'_, T> {
+    fn zeros<'m>(ty: &ValueType, made: &'m std::sync::OnceLock<Value>) -> &'m Value {
+        made.get_or_init(|| Value::Tensor(strata_runtime::Tensor::zeros(ty)))
+    }
 }
 
 impl<T: Argument> Argument for Arg<'_, T> {
     fn value_type(&self) -> &ValueType {
         match self {
             Arg::Given(a) => a.value_type(),
-            Arg::Zeros(v) => v.value_type(),
+            Arg::Zeros(ty, _) => ty,
         }
     }
     fn tensor(&self) -> Option<&strata_runtime::Tensor> {
         match self {
             Arg::Given(a) => a.tensor(),
-            Arg::Zeros(v) => v.tensor(),
+            Arg::Zeros(ty, made) => Self::zeros(ty, made).tensor(),
         }
     }
     fn stored(&self) -> Option<&strata_runtime::Stored> {
         match self {
             Arg::Given(a) => a.stored(),
-            Arg::Zeros(v) => v.stored(),
+            Arg::Zeros(..) => None,
         }
     }
+}
+
+/// Every dense result of `entry` must fit in memory: checked once, before anything runs.
+fn check_results(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Result<(), ExecuteError> {
+    let f = &module.functions[entry];
+    for (name, &ty) in f.result_names().iter().zip(&f.results) {
+        let vt = ValueType::from_ir(types, ty);
+        if vt.levels.iter().all(|l| l.format.is_dense_like()) {
+            vt.check_allocatable().map_err(|message| ExecuteError::Result {
+                name: name.clone(),
+                func: f.name.clone(),
+                message,
+            })?;
+        }
+    }
+    Ok(())
 }
 
 /// Why native code could not be prepared.

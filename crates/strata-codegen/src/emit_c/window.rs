@@ -134,7 +134,7 @@ fn streamed_rows(em: &Emitter, k: &Kernel) -> bool {
         if !fits || em.in_scratch(st.buffer) {
             return false;
         }
-        bytes += b.levels.iter().map(|l| l.interval.len() as i64).product::<i64>() * b.scalar.size_bytes() as i64;
+        bytes += (b.len() * b.scalar.size_bytes()) as i64;
     }
     // Values reading neighbor tables bind their entries per point (`Emitter::bind_tables`),
     // outside the row's vector loop: those keep the plain stores.

@@ -625,17 +625,7 @@ def evaluate(f: Field, out: Optional[Field] = None, backend: str = "auto") -> np
     if not isinstance(f, Field):
         raise FieldError("`evaluate` takes a field expression")
     if out is not None:
-        if out.op != "param":
-            raise FieldError("`out` must be a field made with `strata.field` on an array")
-        have = {l.name: l for l in f.levels}
-        if set(have) != set(out.dims):
-            raise FieldError(f"the expression has dimensions {', '.join(f.dims)}, `out` has {', '.join(out.dims)}")
-        for l in out.levels:
-            h = have[l.name]
-            if not (h.start <= l.start and l.stop <= h.stop):
-                raise FieldError(f"the expression is defined on {h!r}, which does not cover `out`'s {l!r}")
-        if not _same_dtype(out.dtype, f.dtype):
-            raise FieldError(f"the expression is {f.dtype}, `out` is {out.dtype}")
+        _check_out(f, out)
     if f.op == "param" and out is None:
         return f.array
     w = _Writer()
@@ -654,16 +644,32 @@ def evaluate(f: Field, out: Optional[Field] = None, backend: str = "auto") -> np
     return _write_into(out, f, value)
 
 
-def _write_into(out: Field, f: Field, value: np.ndarray) -> np.ndarray:
-    """Writes `value` (`f` over its domain) into `out` over `out`'s domain; returns its array."""
-    if out.op != "param" or getattr(out, "array", None) is None:
+def _out_array(out: Any) -> np.ndarray:
+    """The array of `out`, which must be a field made with `strata.field` on an array."""
+    if not isinstance(out, Field) or out.op != "param" or getattr(out, "array", None) is None:
         raise FieldError("`out` must be a field made with `strata.field` on an array")
+    return out.array
+
+
+def _check_out(f: Field, out: Any) -> None:
+    """Raises unless `f` can be written into `out` over `out`'s domain: the same dimensions,
+    `f` defined on all of `out`'s domain, the same dtype."""
+    _out_array(out)
     have = {l.name: l for l in f.levels}
     if set(have) != set(out.dims):
         raise FieldError(f"the expression has dimensions {', '.join(f.dims)}, `out` has {', '.join(out.dims)}")
     for l in out.levels:
-        if not (have[l.name].start <= l.start and l.stop <= have[l.name].stop):
-            raise FieldError(f"the expression is defined on {have[l.name]!r}, which does not cover `out`'s {l!r}")
+        h = have[l.name]
+        if not (h.start <= l.start and l.stop <= h.stop):
+            raise FieldError(f"the expression is defined on {h!r}, which does not cover `out`'s {l!r}")
+    if not _same_dtype(out.dtype, f.dtype):
+        raise FieldError(f"the expression is {f.dtype}, `out` is {out.dtype}")
+
+
+def _write_into(out: Field, f: Field, value: np.ndarray) -> np.ndarray:
+    """Writes `value` (`f` over its domain) into `out` over `out`'s domain (checked by
+    `_check_out`); returns its array."""
+    have = {l.name: l for l in f.levels}
     # The part of the result over out's domain, in out's dimension order.
     order = [f.dims.index(n) for n in out.dims]
     value = np.transpose(value, order)
@@ -743,7 +749,7 @@ class Stencil:
     def _in_place(f: Field, out: Optional[Field]) -> bool:
         """Whether `out` can be written in place by the program: an array that holds `f`'s
         domain, in the same dimension order, contiguous and writeable."""
-        if out is None or getattr(out, "array", None) is None or out.op != "param":
+        if out is None:
             return False
         a = out.array
         if not (a.flags.c_contiguous and a.flags.writeable) or not _same_dtype(out.dtype, f.dtype):
@@ -772,6 +778,8 @@ class Stencil:
         w = _Writer()
         result = w.value(f)
         in_place = self._in_place(f, out)
+        if out is not None and not in_place:
+            _check_out(f, out)  # once per structure: `out`'s intervals and dtype are in the key
         m = _module(w.program_text(result, f, out) if in_place else w.text(result, f))
         # Where each parameter's value comes from at a call: an argument, or a value captured
         # when the stencil was traced (a field it closes over, a float constant of its body).
@@ -787,9 +795,7 @@ class Stencil:
     def __call__(self, *args: Any, out: Optional[Field] = None, backend: str = "auto") -> np.ndarray:
         key = self._key(args)
         if out is not None:
-            if not isinstance(out, Field) or out.op != "param" or getattr(out, "array", None) is None:
-                raise FieldError("`out` must be a field made with `strata.field` on an array")
-            a = out.array
+            a = _out_array(out)
             key += (("out", tuple(out.levels), str(out.dtype), a.flags.c_contiguous and a.flags.writeable),)
         c = self._compiled.get(key)
         if c is None:
