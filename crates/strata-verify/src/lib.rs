@@ -14,6 +14,7 @@
 #![deny(missing_docs)]
 
 mod broadcast;
+pub mod build;
 mod context;
 mod elaborate;
 mod function;
