@@ -9,7 +9,9 @@ use std::cell::RefCell;
 use std::fmt;
 use std::rc::Rc;
 
-use strata_ir::{DimName, Interval, Level, LevelFormat, Placement, Scalar, Team};
+use strata_entity::Handle;
+use strata_ir::{DimName, Interval, Level, LevelFormat, Literal, Op, Placement, Scalar, Team, Type, Value};
+use strata_verify::build::ModuleBuilder;
 use strata_runtime::{ElemType, Tensor, ValueType};
 
 use crate::dtype::DType;
@@ -76,16 +78,33 @@ impl fmt::Display for Place {
     }
 }
 
-/// One traced operation: a Strata op call whose operands are written `$0`, `$1`, … and the
-/// payload functions it names.
+/// One traced operation: an IR op whose operand `k` is written as the handle of index `k`
+/// (see [`operand`]) and stands for `args[k]`; a payload function it applies is a handle into
+/// this thread's payload library ([`crate::trace::payload`]).
 #[derive(Debug)]
 pub(crate) struct Traced {
-    /// The op call, e.g. `plus($0, $1)`.
-    pub text: String,
+    /// The op.
+    pub op: Op,
     /// The operands.
     pub args: Vec<Array>,
-    /// Definitions of the functions the call names (`func @… { … }`).
-    pub funcs: Vec<String>,
+}
+
+/// The placeholder for operand `k` of a traced op.
+pub(crate) fn operand(k: usize) -> Value {
+    Value::from_index(k)
+}
+
+/// What a node's IR value is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Kind {
+    /// An array: a tensor over positional dimensions `_0, _1, …` of its shape.
+    Array,
+    /// A bare scalar of the node's dtype (a literal operand of elementwise ops), which
+    /// broadcasts to any operand wherever that lives.
+    Scalar,
+    /// Another value (the tuple-valued fold inside `argmax`): only ever an operand, its type
+    /// inferred when the program is built.
+    Operand,
 }
 
 #[derive(Debug)]
@@ -95,9 +114,8 @@ pub(crate) struct Node {
     pub place: Place,
     /// The operation producing the array; `None` for data.
     pub op: Option<Traced>,
-    /// The Strata type as text when it is not an array's (a tuple-valued intermediate of
-    /// `argmax`, a bare `index` scalar for `get`); such nodes are only ever operands.
-    pub special_type: Option<String>,
+    /// What the node's IR value is.
+    pub kind: Kind,
     /// The value, once known (shared with the programs that read it, never copied).
     pub value: RefCell<Option<Rc<Tensor>>>,
     /// The longest chain of operations not yet evaluated that ends here (0 for data).
@@ -164,47 +182,33 @@ impl Array {
 
     /// Whether the node is a bare scalar (an internal constant operand, not an array).
     pub(crate) fn is_bare_scalar(&self) -> bool {
-        self.0.special_type.as_deref() == Some(&self.0.dtype.to_string())
+        self.0.kind == Kind::Scalar
     }
 
     /// A new traced node of an operation that needs its operands whole: where an operand
     /// lives on a team, it is collected first and the result distributed over the team again
     /// (along its first axis; a 0-d result is replicated, an array of the host). Elementwise
     /// and placement ops, which keep block levels, use [`Array::traced_blockwise`].
-    pub(crate) fn traced(
-        text: String,
-        args: Vec<Array>,
-        funcs: Vec<String>,
-        shape: Vec<usize>,
-        dtype: DType,
-        place: Place,
-    ) -> Array {
+    pub(crate) fn traced(op: Op, args: Vec<Array>, shape: Vec<usize>, dtype: DType, place: Place) -> Array {
         if place.team.is_none() && !args.iter().any(Array::on_team) {
-            return Array::traced_blockwise(text, args, funcs, shape, dtype, place);
+            return Array::traced_blockwise(op, args, shape, dtype, place);
         }
         let (args, whole_place) = whole_operands(args, &place);
         // `placed` leaves a 0-d result where it is.
-        crate::ops::placed(Array::traced_blockwise(text, args, funcs, shape, dtype, whole_place), &place)
+        crate::ops::placed(Array::traced_blockwise(op, args, shape, dtype, whole_place), &place)
     }
 
     /// A new traced node of an operation that runs block by block: its operands and result
     /// keep their block levels (elementwise ops, `distribute`, `collect`, `to_device`).
-    pub(crate) fn traced_blockwise(
-        text: String,
-        args: Vec<Array>,
-        funcs: Vec<String>,
-        shape: Vec<usize>,
-        dtype: DType,
-        place: Place,
-    ) -> Array {
-        let key = NodeKey::new(&text, &args, &shape, dtype, &place, None);
+    pub(crate) fn traced_blockwise(op: Op, args: Vec<Array>, shape: Vec<usize>, dtype: DType, place: Place) -> Array {
+        let key = NodeKey::new(&op, &args, &shape, dtype, &place, Kind::Array);
         let pending = pending_after(&args);
         let a = shared(key, || Node {
             shape,
             dtype,
             place,
-            op: Some(Traced { text, args, funcs }),
-            special_type: None,
+            op: Some(Traced { op, args }),
+            kind: Kind::Array,
             value: RefCell::new(None),
             pending,
         });
@@ -215,27 +219,26 @@ impl Array {
         a
     }
 
-    /// A traced node of a type that is not an array's (`ty`, as text): only ever an operand,
-    /// never evaluated on its own.
+    /// A traced node whose value is not an array (`kind`): only ever an operand, never
+    /// evaluated on its own.
     pub(crate) fn special_traced(
-        text: String,
+        op: Op,
         args: Vec<Array>,
-        funcs: Vec<String>,
         shape: Vec<usize>,
-        ty: &str,
+        dtype: DType,
+        kind: Kind,
         place: Place,
     ) -> Array {
         // Special nodes are operands only: on a team operand they compute on the whole array.
         let (args, place) = if args.iter().any(Array::on_team) { whole_operands(args, &place) } else { (args, place) };
-        let dtype = Scalar::ALL.iter().copied().find(|s| s.to_string() == ty).unwrap_or(Scalar::Index);
-        let key = NodeKey::new(&text, &args, &shape, dtype, &place, Some(ty));
+        let key = NodeKey::new(&op, &args, &shape, dtype, &place, kind);
         let pending = pending_after(&args);
         shared(key, || Node {
             shape,
             dtype,
             place,
-            op: Some(Traced { text, args, funcs }),
-            special_type: Some(ty.to_string()),
+            op: Some(Traced { op, args }),
+            kind,
             value: RefCell::new(None),
             pending,
         })
@@ -250,7 +253,7 @@ impl Array {
             dtype,
             place,
             op: None,
-            special_type: None,
+            kind: Kind::Array,
             value: RefCell::new(Some(Rc::new(t))),
             pending: 0,
         }))
@@ -274,7 +277,7 @@ impl Array {
             dtype,
             place,
             op: None,
-            special_type: None,
+            kind: Kind::Array,
             value: RefCell::new(Some(Rc::new(Tensor { ty, data, present: None }))),
             pending: 0,
         })))
@@ -327,28 +330,27 @@ fn whole_operands(args: Vec<Array>, place: &Place) -> (Vec<Array>, Place) {
     (args.iter().map(crate::ops::collected).collect(), crate::ops::untiled(place))
 }
 
-/// What makes two traced nodes the same computation: the op text, the operand nodes, the
-/// result type. (Payload functions are named by a hash of their text, so the op text covers
-/// them.)
+/// What makes two traced nodes the same computation: the op (its payload a handle into the
+/// thread's library, where equal payloads are one function), the operand nodes, the result.
 #[derive(Clone, PartialEq, Eq, Hash)]
 struct NodeKey {
-    text: String,
+    op: Op,
     args: Vec<usize>,
     shape: Vec<usize>,
     dtype: DType,
     place: Place,
-    special: Option<String>,
+    kind: Kind,
 }
 
 impl NodeKey {
-    fn new(text: &str, args: &[Array], shape: &[usize], dtype: DType, place: &Place, special: Option<&str>) -> NodeKey {
+    fn new(op: &Op, args: &[Array], shape: &[usize], dtype: DType, place: &Place, kind: Kind) -> NodeKey {
         NodeKey {
-            text: text.to_string(),
+            op: op.clone(),
             args: args.iter().map(|a| Rc::as_ptr(&a.0) as usize).collect(),
             shape: shape.to_vec(),
             dtype,
             place: place.clone(),
-            special: special.map(str::to_string),
+            kind,
         }
     }
 }
@@ -393,58 +395,28 @@ pub(crate) fn value_type(shape: &[usize], dtype: DType, place: &Place) -> ValueT
     ValueType { levels, placement: place.to_ir(), element: ElemType::Scalar(dtype), is_tensor: true }
 }
 
-impl Node {
-    /// The node's Strata type, as text.
-    pub(crate) fn type_text(&self) -> String {
-        match &self.special_type {
-            Some(t) => t.clone(),
-            None => type_text(&self.shape, self.dtype, &self.place),
-        }
-    }
+/// The IR type of an array value (as [`value_type`]), in `mb`'s arena.
+pub(crate) fn ir_type(mb: &mut ModuleBuilder, shape: &[usize], dtype: DType, place: &Place) -> Handle<Type> {
+    let ValueType { levels, placement, .. } = value_type(shape, dtype, place);
+    let element = mb.scalar(dtype);
+    mb.tensor(element, levels, placement)
 }
 
-/// The Strata type of an array value, as text.
-pub(crate) fn type_text(shape: &[usize], dtype: DType, place: &Place) -> String {
-    let mut parts = vec![dtype.to_string()];
-    for (i, n) in shape.iter().enumerate() {
-        let block = if i == 0 && place.team.is_some() { " block" } else { "" };
-        parts.push(format!("_{i}[0:{n}]{block}"));
-    }
-    if place.device != "cpu" {
-        parts.push(format!("device = {}", place.device));
-    }
-    if let Some(ranks) = place.team {
-        parts.push(format!("team = {}", Team { ranks }));
-    }
-    format!("tensor<{}>", parts.join(", "))
-}
-
-/// A literal of type `dtype` for the value `v`, as the text format writes it.
-pub(crate) fn literal(v: f64, dtype: DType) -> String {
+/// The literal of type `dtype` for the value `v` (rounded to `f32`, wrapped to integers).
+pub(crate) fn literal(v: f64, dtype: DType) -> Literal {
     match dtype {
-        Scalar::Bool => (v != 0.0).to_string(),
-        d if d.is_float() => float_literal(if d == Scalar::F32 { v as f32 as f64 } else { v }),
-        d => strata_runtime::Sv::from_f64(d, v).as_i128().to_string(),
+        Scalar::Bool => Literal::Bool(v != 0.0),
+        Scalar::F32 => Literal::Float(v as f32 as f64),
+        d if d.is_float() => Literal::Float(v),
+        d => Literal::Int(strata_runtime::Sv::from_f64(d, v).as_i128() as i64),
     }
 }
 
 /// An integer literal of type `dtype` (wrapped to the type).
-pub(crate) fn int_literal(v: i128, dtype: DType) -> String {
-    if dtype.is_float() {
-        return float_literal(v as f64);
-    }
-    if dtype == Scalar::Bool {
-        return (v != 0).to_string();
-    }
-    strata_runtime::Sv::from_i128(dtype, v).as_i128().to_string()
-}
-
-fn float_literal(v: f64) -> String {
-    if v.is_nan() {
-        "nan".into()
-    } else if v.is_infinite() {
-        if v > 0.0 { "inf" } else { "-inf" }.into()
-    } else {
-        format!("{v:?}")
+pub(crate) fn int_literal(v: i128, dtype: DType) -> Literal {
+    match dtype {
+        d if d.is_float() => Literal::Float(v as f64),
+        Scalar::Bool => Literal::Bool(v != 0),
+        d => Literal::Int(strata_runtime::Sv::from_i128(d, v).as_i128() as i64),
     }
 }

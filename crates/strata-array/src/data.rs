@@ -200,7 +200,7 @@ impl Array {
         if let Some(t) = self.0.value.borrow().as_ref() {
             return Ok(t.clone());
         }
-        let program = crate::trace::trace(self);
+        let program = crate::trace::trace(self)?;
         let kept = program.kept.clone();
         let mut values = crate::engine::run(program)?.into_iter();
         let mut t = values.next().expect("the root's value");
@@ -218,7 +218,10 @@ impl Array {
     }
 
     /// The Strata program that computes the array (for inspection).
-    pub fn program_text(&self) -> String {
-        crate::trace::trace(self).text
+    ///
+    /// # Errors
+    /// As [`Array::eval`], when the front end traced an op the IR refuses.
+    pub fn program_text(&self) -> Result<String> {
+        Ok(crate::trace::trace(self)?.module.to_string())
     }
 }

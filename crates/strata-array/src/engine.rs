@@ -2,7 +2,8 @@
 //!
 //! Programs run through `strata_engine` (native code where it compiles, else the reference
 //! interpreter: [`Backend::Auto`], the default). Verified programs are cached per thread by
-//! their text (structure and shapes), each with its engine-prepared programs per backend.
+//! their IR structure (ops and types, so shapes too), each with its engine-prepared programs
+//! per backend.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -74,27 +75,25 @@ fn bump(f: impl FnOnce(&mut CacheStats)) {
     });
 }
 
-fn prepare(text: &str) -> Result<Rc<Compiled>> {
-    if let Some(c) = CACHE.with(|c| c.borrow().get(text).cloned()) {
+fn prepare(p: Program) -> Result<Rc<Compiled>> {
+    let key = strata_engine::structure_key(&p.module, &p.module.types, p.entry);
+    if let Some(c) = CACHE.with(|c| c.borrow().get(&key).cloned()) {
         bump(|s| s.hits += 1);
         return Ok(c);
     }
     bump(|s| s.misses += 1);
-    let internal = |d: Vec<strata_ir::Diagnostic>| ArrayError::Internal {
+    let info = strata_verify::verify(&p.module).map_err(|d| ArrayError::Internal {
         message: d.first().map(|d| d.message.clone()).unwrap_or_default(),
-        program: text.to_string(),
-    };
-    let module = strata_syntax::parse(text).map_err(internal)?;
-    let info = strata_verify::verify(&module).map_err(internal)?;
-    let entry = module.function_by_name("main").expect("the traced program defines @main");
+        program: p.module.to_string(),
+    })?;
     let c = Rc::new(Compiled {
-        module,
+        module: p.module,
         types: info.types,
-        entry,
+        entry: p.entry,
         prepared: RefCell::default(),
         dist: std::cell::OnceCell::new(),
     });
-    CACHE.with(|cache| cache.borrow_mut().insert(text.to_string(), c.clone()));
+    CACHE.with(|cache| cache.borrow_mut().insert(key, c.clone()));
     Ok(c)
 }
 
@@ -122,17 +121,19 @@ pub(crate) fn run_error(e: ExecuteError) -> ArrayError {
 /// Runs a traced program and returns its result, then the values of [`Program::kept`].
 pub(crate) fn run(p: Program) -> Result<Vec<Tensor>> {
     let b = backend();
-    let c = prepare(&p.text)?;
-    if crate::spmd::distributed(&p.text) {
+    let distributed = crate::spmd::distributed(p.on_team);
+    let inputs = p.inputs;
+    let c = prepare(Program { inputs: Vec::new(), ..p })?;
+    if distributed {
         let size = crate::spmd::comm().map_or(1, |c| c.size);
         let dist = c.dist.get_or_init(|| {
             strata_dist::Distribution::new(&c.module, &c.types, c.entry, size).map_err(|e| e.to_string())
         });
         let dist = dist.as_ref().map_err(|e| ArrayError::Run(format!("the program cannot run distributed: {e}")))?;
         bump(|s| s.distributed_runs += 1);
-        return crate::spmd::run(dist, &p.inputs, b).map(|t| vec![t]);
+        return crate::spmd::run(dist, &inputs, b).map(|t| vec![t]);
     }
-    let ran = prepared(&c, b)?.run(&p.inputs).map_err(run_error)?;
+    let ran = prepared(&c, b)?.run(&inputs).map_err(run_error)?;
     bump(|s| if ran.timings.is_some() { s.native_runs += 1 } else { s.interpreted_runs += 1 });
     ran.values.into_iter().map(|(_, v)| v.into_tensor().map_err(|e| ArrayError::Run(e.to_string()))).collect()
 }

@@ -121,8 +121,8 @@ pub(crate) fn check_team(op: &'static str, ranks: u32, hint: &str) -> Result<()>
 }
 
 /// Whether a traced program runs as a distributed job: a job was joined and it has team values.
-pub(crate) fn distributed(text: &str) -> bool {
-    comm().is_some() && text.contains("team = ")
+pub(crate) fn distributed(on_team: bool) -> bool {
+    comm().is_some() && on_team
 }
 
 /// Runs a compiled program over team arrays as a distributed job on this rank: `inputs` are

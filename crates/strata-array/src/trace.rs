@@ -1,21 +1,30 @@
-//! Traced arrays → one Strata function.
+//! Traced arrays → one Strata function, built through the IR builder.
 //!
 //! The program computing an array is the function `@main` whose parameters are the evaluated
 //! arrays (and data) it reads and whose statements are the traced operations, in dependency
-//! order. Its text holds shapes and dtypes but no data, so it is the key under which the
-//! compiled program is cached: the same structure over the same shapes compiles once.
+//! order, each typed by the verifier's rules as it is added. Payload functions live in a
+//! per-thread library ([`payload`]) and are imported into each program that applies them.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
+use strata_entity::Handle;
+use strata_ir::{BinaryOp, Function, FunctionKind, Module, Op, ParamMode, Scalar, UnaryOp, Value};
 use strata_runtime::Tensor;
+use strata_verify::build::{BuildError, ModuleBuilder};
 
-use crate::array::{type_text, Array, Node};
+use crate::array::{ir_type, Array, Kind, Node, Place};
+use crate::error::{ArrayError, Result};
 
 /// A traced program ready to run.
 pub struct Program {
-    /// The module text.
-    pub text: String,
+    /// The module (`@main` and the payloads it applies).
+    pub module: Module,
+    /// `@main`.
+    pub entry: Handle<Function>,
+    /// Whether some value lives on a team (a distributed run under [`crate::spmd`]).
+    pub on_team: bool,
     /// The values of `@main`'s parameters, in order (shared with their arrays).
     pub inputs: Vec<Rc<Tensor>>,
     /// Intermediate arrays the program also returns, after the root: those something outside
@@ -24,31 +33,102 @@ pub struct Program {
     pub(crate) kept: Vec<Array>,
 }
 
+thread_local! {
+    /// The payload functions traced ops apply, each built once (equal ones are one function).
+    static PAYLOADS: RefCell<ModuleBuilder> = RefCell::new(ModuleBuilder::new());
+}
+
+/// A payload function built by `build` in this thread's library (the existing one if an equal
+/// function is there), for a traced op to apply.
+pub(crate) fn payload(
+    build: impl FnOnce(&mut ModuleBuilder) -> std::result::Result<Handle<Function>, BuildError>,
+) -> Handle<Function> {
+    PAYLOADS.with(|lib| build(&mut lib.borrow_mut())).unwrap_or_else(|e| panic!("a payload of the array front end: {e}"))
+}
+
+/// `(acc: T, x: T) -> T` returning `op(acc, x)`, or `x` itself when `op` is `None` (the
+/// payload of a view that only reads).
+pub(crate) fn fold_payload(t: Scalar, op: Option<BinaryOp>) -> Handle<Function> {
+    payload(|lib| {
+        let ty = lib.scalar(t);
+        let mut f = lib.function(op.map_or("read", BinaryOp::keyword), FunctionKind::Func);
+        let acc = f.param(ty, ParamMode::In);
+        let x = f.param(ty, ParamMode::In);
+        let r = match op {
+            Some(op) => f.op(Op::Binary { op, lhs: acc, rhs: x })?,
+            None => x,
+        };
+        Ok(f.finish_returning(&[r]))
+    })
+}
+
+/// `(s: S, x: S) -> S` returning `s + x` over slices of `shape` (the step of a running sum).
+pub(crate) fn running_sum_payload(shape: &[usize], t: Scalar, place: &Place) -> Handle<Function> {
+    payload(|lib| {
+        let ty = ir_type(lib, shape, t, place);
+        let mut f = lib.function("running_sum", FunctionKind::Func);
+        let s = f.param(ty, ParamMode::In);
+        let x = f.param(ty, ParamMode::In);
+        let r = f.op(Op::Binary { op: BinaryOp::Plus, lhs: s, rhs: x })?;
+        Ok(f.finish_returning(&[r]))
+    })
+}
+
+/// `(acc: (T, index), x: T, j: index) -> (T, index)` keeping the best value and its position:
+/// strictly better wins, so ties keep the first; the first NaN wins and stays (numpy).
+pub(crate) fn arg_extreme_payload(t: Scalar, largest: bool) -> Handle<Function> {
+    payload(|lib| {
+        let ty = lib.scalar(t);
+        let index = lib.scalar(Scalar::Index);
+        let acc_t = lib.tuple(vec![ty, index]);
+        let mut f = lib.function(if largest { "argmax" } else { "argmin" }, FunctionKind::Func);
+        let acc = f.param(acc_t, ParamMode::In);
+        let x = f.param(ty, ParamMode::In);
+        let j = f.param(index, ParamMode::In);
+        let best = f.op(Op::TupleGet { tuple: acc, index: 0 })?;
+        let bi = f.op(Op::TupleGet { tuple: acc, index: 1 })?;
+        let cmp = if largest { BinaryOp::Greater } else { BinaryOp::Less };
+        let mut take = f.op(Op::Binary { op: cmp, lhs: x, rhs: best })?;
+        if t.is_float() {
+            let xn = f.op(Op::Unary { op: UnaryOp::IsNan, arg: x })?;
+            let bn = f.op(Op::Unary { op: UnaryOp::IsNan, arg: best })?;
+            let bok = f.op(Op::Unary { op: UnaryOp::Not, arg: bn })?;
+            let first_nan = f.op(Op::Binary { op: BinaryOp::And, lhs: xn, rhs: bok })?;
+            take = f.op(Op::Binary { op: BinaryOp::Or, lhs: take, rhs: first_nan })?;
+        }
+        let v = f.op(Op::Select { cond: take, on_true: x, on_false: best })?;
+        let i = f.op(Op::Select { cond: take, on_true: j, on_false: bi })?;
+        let r = f.op(Op::MakeTuple { fields: vec![v, i] })?;
+        Ok(f.finish_returning(&[r]))
+    })
+}
+
 /// Traces the program computing `root`.
-pub(crate) fn trace(root: &Array) -> Program {
-    let mut names: HashMap<*const Node, String> = HashMap::new();
-    let mut params = Vec::new();
+///
+/// # Errors
+/// [`ArrayError::Internal`] if the builder refuses an op (the front end computed a shape,
+/// dtype or placement the IR does not): a front-end bug, reported with the program so far.
+pub(crate) fn trace(root: &Array) -> Result<Program> {
+    let mut seen: HashMap<*const Node, Option<usize>> = HashMap::new();
     let mut inputs = Vec::new();
-    let mut stmts = Vec::new();
-    let mut funcs: Vec<String> = Vec::new();
+    let mut input_nodes: Vec<Array> = Vec::new();
     // References to each traced node from the traced operations (the root: one, its caller's).
     let mut refs: HashMap<*const Node, usize> = HashMap::from([(Rc::as_ptr(&root.0), 1)]);
     let mut order: Vec<Array> = Vec::new();
     // Iterative post-order: long chains of operations must not overflow the stack.
     let mut stack: Vec<(Array, bool)> = vec![(root.clone(), false)];
     while let Some((a, expanded)) = stack.pop() {
-        let key = std::rc::Rc::as_ptr(&a.0);
-        if names.contains_key(&key) {
+        let key = Rc::as_ptr(&a.0);
+        if seen.contains_key(&key) {
             continue;
         }
-        let ty = a.0.type_text();
         let value = a.0.value.borrow();
         let op = match (&*value, &a.0.op) {
             (Some(t), _) => {
-                let name = format!("%in{}", params.len());
-                params.push(format!("{name}: {ty}"));
+                seen.insert(key, Some(inputs.len()));
                 inputs.push(t.clone());
-                names.insert(key, name);
+                drop(value);
+                input_nodes.push(a);
                 continue;
             }
             (None, Some(op)) => op,
@@ -62,82 +142,81 @@ pub(crate) fn trace(root: &Array) -> Program {
             }
             continue;
         }
-        for f in &op.funcs {
-            if !funcs.contains(f) {
-                funcs.push(f.clone());
-            }
-        }
-        let name = format!("%v{}", stmts.len());
-        let call = substitute(
-            &op.text,
-            &op.args.iter().map(|x| names[&std::rc::Rc::as_ptr(&x.0)].as_str()).collect::<Vec<_>>(),
-        );
-        stmts.push(format!("  {name} = {call} : {ty}"));
-        names.insert(key, name);
+        seen.insert(key, None);
         drop(value);
         order.push(a);
     }
     // Operations referred to from outside the program are returned too (not on teams, whose
     // distributed runs return one value).
-    let on_team = order.iter().any(|a| a.0.place.team.is_some());
+    let on_team = order.iter().chain(&input_nodes).any(|a| a.0.place.team.is_some());
     let kept: Vec<Array> = order
-        .into_iter()
+        .iter()
         .filter(|a| {
             let p = Rc::as_ptr(&a.0);
             // `order` holds one reference of its own.
-            !on_team && p != Rc::as_ptr(&root.0) && a.0.special_type.is_none() && Rc::strong_count(&a.0) > refs[&p] + 1
+            !on_team && p != Rc::as_ptr(&root.0) && a.0.kind == Kind::Array && Rc::strong_count(&a.0) > refs[&p] + 1
+        })
+        .cloned()
+        .collect();
+    let mut mb = ModuleBuilder::new();
+    let mut payloads = HashMap::new();
+    let internal = |e: BuildError, so_far: &ModuleBuilder| ArrayError::Internal {
+        message: e.to_string(),
+        program: so_far.module().to_string(),
+    };
+    let param_types: Vec<_> =
+        input_nodes.iter().map(|a| ir_type(&mut mb, &a.0.shape, a.0.dtype, &a.0.place)).collect();
+    let expected: Vec<_> = order
+        .iter()
+        .map(|a| match a.0.kind {
+            Kind::Array => Some(ir_type(&mut mb, &a.0.shape, a.0.dtype, &a.0.place)),
+            Kind::Scalar => Some(mb.scalar(a.0.dtype)),
+            Kind::Operand => None,
         })
         .collect();
-    let mut results = vec![names[&Rc::as_ptr(&root.0)].clone()];
-    let mut ret_tys = vec![type_text(&root.0.shape, root.0.dtype, &root.0.place)];
-    for a in &kept {
-        results.push(names[&Rc::as_ptr(&a.0)].clone());
-        ret_tys.push(type_text(&a.0.shape, a.0.dtype, &a.0.place));
-    }
-    let (result, ret_ty) = (results.join(", "), ret_tys.join(", "));
-    let mut text = String::new();
-    for f in &funcs {
-        text.push_str(f);
-        text.push_str("\n\n");
-    }
-    text.push_str(&format!("func @main({}) -> {ret_ty} {{\n", params.join(", ")));
-    for s in &stmts {
-        text.push_str(s);
-        text.push('\n');
-    }
-    text.push_str(&format!("  return {result}\n}}\n"));
-    Program { text, inputs, kept }
-}
-
-/// Replaces `$k` by the k-th operand name.
-fn substitute(text: &str, operands: &[&str]) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.char_indices().peekable();
-    while let Some((_, c)) = chars.next() {
-        if c != '$' {
-            out.push(c);
-            continue;
+    // Payloads first: `@main` applies them.
+    PAYLOADS.with(|lib| {
+        let lib = lib.borrow();
+        for a in &order {
+            for f in a.0.op.as_ref().expect("traced").op.functions() {
+                payloads.entry(f).or_insert_with(|| mb.import(lib.module(), f));
+            }
         }
-        let mut k = 0usize;
-        while let Some(&(_, d)) = chars.peek() {
-            let Some(v) = d.to_digit(10) else { break };
-            k = k * 10 + v as usize;
-            chars.next();
-        }
-        out.push_str(operands[k]);
+    });
+    let mut f = mb.function("main", FunctionKind::Func);
+    let mut values: HashMap<*const Node, Value> = HashMap::new();
+    for (a, &ty) in input_nodes.iter().zip(&param_types) {
+        values.insert(Rc::as_ptr(&a.0), f.param(ty, ParamMode::In));
     }
-    out
-}
-
-/// A payload function over scalars: `func @NAME(params) -> ret { body; return %r }`, named by
-/// a hash of its text so equal payloads are defined once.
-pub(crate) fn payload(params: &[(&str, String)], body: &[String], result: &str, ret: &str) -> (String, String) {
-    use std::hash::{Hash, Hasher};
-    let sig: Vec<String> = params.iter().map(|(n, t)| format!("%{n}: {t}")).collect();
-    let inner: String = body.iter().map(|l| format!("  {l}\n")).collect();
-    let text = format!("({}) -> {ret} {{\n{inner}  return {result}\n}}", sig.join(", "));
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    text.hash(&mut h);
-    let name = format!("@f{:016x}", h.finish());
-    (name.clone(), format!("func {name}{text}"))
+    for (a, want) in order.iter().zip(&expected) {
+        let traced = a.0.op.as_ref().expect("traced");
+        let mut op = traced.op.clone();
+        for v in op.operands_mut() {
+            *v = values[&Rc::as_ptr(&traced.args[v.index()].0)];
+        }
+        if let Some(g) = op.function_mut() {
+            *g = payloads[g];
+        }
+        let built = match want {
+            Some(ty) if op.has_declared_type() => f.op_as(op, *ty),
+            _ => f.op(op),
+        };
+        let v = match built {
+            Ok(v) => v,
+            Err(e) => {
+                drop(f);
+                return Err(internal(e, &mb));
+            }
+        };
+        if let Some(ty) = want.filter(|&ty| f.ty(v) != ty) {
+            let e = format!("the front end expected `{}`, the IR gives `{}`", f.show(ty), f.show(f.ty(v)));
+            drop(f);
+            return Err(ArrayError::Internal { message: e, program: mb.module().to_string() });
+        }
+        values.insert(Rc::as_ptr(&a.0), v);
+    }
+    let results: Vec<Value> =
+        std::iter::once(root).chain(&kept).map(|a| values[&Rc::as_ptr(&a.0)]).collect();
+    let entry = f.finish_returning(&results);
+    Ok(Program { module: mb.into_module(), entry, on_team, inputs, kept })
 }

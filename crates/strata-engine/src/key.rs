@@ -9,7 +9,7 @@ use strata_ir::{Function, Module, Type, TypeArena};
 
 /// The structure of `module` (types resolved in `types`) and its entry, as an exact key: two
 /// modules have equal keys exactly when they compute the same thing the same way.
-pub(crate) fn structure(module: &Module, types: &TypeArena, entry: Handle<Function>) -> String {
+pub fn structure(module: &Module, types: &TypeArena, entry: Handle<Function>) -> String {
     let ty = |t: Handle<Type>| TypeDisplay::in_arena(module, types, t).without_top_alias().to_string();
     let mut key = format!("entry {}\n", entry.index());
     for (_, a) in module.aliases.iter() {

@@ -21,5 +21,6 @@ mod timings;
 
 pub use backend::Backend;
 pub use error::ExecuteError;
+pub use key::structure as structure_key;
 pub use prepared::{prepare, Executed, Options, Prepared};
 pub use timings::{median, Timings};

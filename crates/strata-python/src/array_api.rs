@@ -111,8 +111,8 @@ impl PyArr {
     }
 
     /// The program computing the array, as Strata text.
-    fn program_text(&self) -> String {
-        self.0.program_text()
+    fn program_text(&self) -> R<String> {
+        self.0.program_text().map_err(err)
     }
 
     /// Evaluates the array and returns its values as a numpy array (which owns them). The

@@ -172,14 +172,32 @@ impl ModuleBuilder {
         h
     }
 
-    /// Appends `func`, or returns the equal function already there.
-    fn add(&mut self, func: Function) -> Handle<Function> {
-        if let Some((h, _)) = self.module.functions.iter().find(|(_, g)| **g == func) {
-            return h;
+    /// Appends `func`, or returns the function already there that differs at most by its
+    /// name. A new function whose name is taken gets a numbered one (`name_1`, …), so names
+    /// stay unique.
+    fn add(&mut self, mut func: Function) -> Handle<Function> {
+        let mut probe = func.clone();
+        for (h, g) in self.module.functions.iter() {
+            probe.name.clone_from(&g.name);
+            if *g == probe {
+                return h;
+            }
+        }
+        let base = func.name.clone();
+        let mut k = 0;
+        while self.module.function_by_name(&func.name).is_some() {
+            k += 1;
+            func.name = format!("{base}_{k}");
         }
         let h = self.module.functions.append(func, SourceInfo::default());
         self.module.items.push(Item::Function(h));
         h
+    }
+
+    /// The module as built, without verifying it as a whole (every op was checked as it was
+    /// added; use [`ModuleBuilder::finish`] for the checks only a whole module allows).
+    pub fn into_module(self) -> Module {
+        self.module
     }
 
     /// The module, verified as a whole.
@@ -249,6 +267,11 @@ impl FunctionBuilder<'_> {
         &self.mb.module.types
     }
 
+    /// `ty` as the printer writes it.
+    pub fn show(&self, ty: Handle<Type>) -> String {
+        strata_ir::print::TypeDisplay::in_arena(&self.mb.module, &self.mb.module.types, ty).to_string()
+    }
+
     /// Adds `op`, whose result type the verifier infers from its operands.
     ///
     /// # Errors
@@ -276,7 +299,7 @@ impl FunctionBuilder<'_> {
     pub fn op_as(&mut self, op: Op, ty: Handle<Type>) -> Result<Value, BuildError> {
         let t = self.infer(&op, ty)?;
         if t != ty {
-            let show = |t| strata_ir::print::TypeDisplay::in_arena(&self.mb.module, &self.mb.module.types, t).to_string();
+            let show = |t| self.show(t);
             return Err(BuildError::new(Diagnostic::new(
                 "strata::verify::type_mismatch",
                 format!("`{}` produces `{}`, not `{}`", op.name(), show(t), show(ty)),
@@ -351,7 +374,7 @@ impl FunctionBuilder<'_> {
     }
 
     /// Ends a `func` returning `values` (its result types are theirs) and adds it to the
-    /// module; an equal function already there is returned instead.
+    /// module; a function equal but for its name already there is returned instead.
     pub fn finish_returning(mut self, values: &[Value]) -> Handle<Function> {
         self.func.results = values.iter().map(|&v| self.func.exprs[v].ty).collect();
         self.func.body.append(Statement::Return(values.to_vec()), SourceInfo::default());

@@ -1,10 +1,10 @@
 //! Creation functions: defined through `constant`, `pos` (index grids), elementwise ops and
 //! `broadcast_in_dim`.
 
-use strata_ir::Scalar;
+use strata_ir::{DimName, Literal, Op, Scalar};
 
 use super::{broadcast_in_dim, cast, constant, elementwise, placed, to_shape, untiled};
-use crate::array::{literal, Array, Place};
+use crate::array::{literal, operand, Array, Place};
 use crate::dtype::{DType, Weak, DEFAULT_FLOAT, DEFAULT_INT};
 use crate::error::{invalid, Result};
 
@@ -26,7 +26,7 @@ pub fn full(shape: &[usize], value: Weak, dtype: Option<DType>, place: &Place) -
         Weak::Int(i) => crate::array::int_literal(i as i128, dtype),
         _ => literal(value.as_f64(), dtype),
     };
-    let c = Array::traced(format!("constant(value = {lit})"), vec![], vec![], shape.to_vec(), dtype, untiled(place));
+    let c = Array::traced(Op::Constant { value: lit }, vec![], shape.to_vec(), dtype, untiled(place));
     Ok(placed(c, place))
 }
 
@@ -68,8 +68,14 @@ pub fn empty_like(x: &Array) -> Result<Array> {
 /// `0, 1, …, n-1` as `index` values along one axis, placed at axis `axis` of `shape`.
 pub(crate) fn index_grid(n: usize, shape: &[usize], axis: usize, place: &Place) -> Array {
     let local = untiled(place);
-    let zeros = Array::traced("constant(value = 0)".into(), vec![], vec![], vec![n], Scalar::I64, local.clone());
-    let pos = Array::traced("pos($0, dim = _0)".into(), vec![zeros], vec![], vec![n], Scalar::Index, local.clone());
+    let zeros = Array::traced(Op::Constant { value: Literal::Int(0) }, vec![], vec![n], Scalar::I64, local.clone());
+    let pos = Array::traced(
+        Op::Pos { arg: operand(0), dim: DimName::positional(0) },
+        vec![zeros],
+        vec![n],
+        Scalar::Index,
+        local.clone(),
+    );
     if shape.len() == 1 {
         return placed(pos, place);
     }
@@ -139,7 +145,7 @@ fn diagonal_offset(n: usize, m: usize, place: &Place) -> Result<Array> {
 }
 
 fn index_const(k: i64, place: &Place) -> Array {
-    Array::traced(format!("constant(value = {k})"), vec![], vec![], vec![], Scalar::Index, place.clone())
+    Array::traced(Op::Constant { value: Literal::Int(k) }, vec![], vec![], Scalar::Index, place.clone())
 }
 
 /// `num` evenly spaced values from `start` to `stop` (included when `endpoint`).

@@ -2,11 +2,11 @@
 //! affine views, and `take` through the core `gather` (seed 004). Boolean masks are a runtime
 //! kernel ([`super::kernels::mask`]): the result's length depends on the data.
 
-use strata_ir::Scalar;
+use strata_ir::{Mode, Op, Scalar};
 
 use super::cast;
 use super::manipulation::{affine_view, permute_dims, reshape, Coord};
-use crate::array::Array;
+use crate::array::{operand, Array};
 use crate::error::{invalid, Result};
 
 /// One entry of a basic index (`x[1, 2:8:2, ..., None]`).
@@ -141,9 +141,8 @@ pub fn take(x: &Array, indices: &Array, axis: Option<isize>) -> Result<Array> {
     }
     let idx = super::placed(Array::from_vec(&[k], normalized)?, &place);
     let col = Array::traced(
-        format!("expand_shape($0, groups = [[0, 1]], shape = [{k}, 1], mode = view)"),
+        Op::ExpandShape { arg: operand(0), groups: vec![vec![0, 1]], shape: vec![k as u64, 1], mode: Mode::View },
         vec![idx],
-        vec![],
         vec![k, 1],
         Scalar::I64,
         place.clone(),
@@ -151,9 +150,8 @@ pub fn take(x: &Array, indices: &Array, axis: Option<isize>) -> Result<Array> {
     let mut gathered_shape = vec![k];
     gathered_shape.extend(x.shape().iter().enumerate().filter(|(d, _)| *d != axis).map(|(_, &e)| e));
     let g = Array::traced(
-        format!("gather($0, $1, coordinates = [{axis}], mode = copy)"),
+        Op::Gather { source: operand(0), indices: operand(1), coordinates: vec![axis as u32], mode: Mode::Copy },
         vec![x.clone(), col],
-        vec![],
         gathered_shape,
         x.dtype(),
         place,

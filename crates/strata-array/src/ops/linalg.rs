@@ -5,8 +5,10 @@
 use strata_ir::Scalar;
 
 use super::manipulation::{broadcast_to, expand_dims, reshape};
-use super::{broadcast_shapes, cast, list};
-use crate::array::Array;
+use strata_ir::{BuiltinRing, Op, RingRef};
+
+use super::{broadcast_shapes, cast, u32s};
+use crate::array::{operand, Array};
 use crate::dtype::promote;
 use crate::error::{invalid, Result};
 
@@ -23,17 +25,19 @@ fn dot_general(
     if shape.contains(&0) || contract.0.iter().any(|&k| a.shape()[k] == 0) {
         return super::creation::zeros(&shape, Some(d), &place);
     }
-    let ring = if d == Scalar::Bool { "or_and" } else { "plus_times" };
-    let batch: Vec<usize> = (0..batch).collect();
+    let ring = RingRef::Builtin(if d == Scalar::Bool { BuiltinRing::OrAnd } else { BuiltinRing::PlusTimes });
+    let batch: Vec<u32> = (0..batch as u32).collect();
     Ok(Array::traced(
-        format!(
-            "dot_general($0, $1, ring = {ring}, lhs_contract = {}, rhs_contract = {}, lhs_batch = {b}, rhs_batch = {b})",
-            list(contract.0),
-            list(contract.1),
-            b = list(&batch)
-        ),
+        Op::DotGeneral {
+            lhs: operand(0),
+            rhs: operand(1),
+            ring,
+            lhs_contract: u32s(contract.0),
+            rhs_contract: u32s(contract.1),
+            lhs_batch: batch.clone(),
+            rhs_batch: batch,
+        },
         vec![cast(a, d), cast(b, d)],
-        vec![],
         shape,
         d,
         place,

@@ -2,12 +2,13 @@
 //! `collapse_shape` / `expand_shape`, and `map_reduce_aff` with an identity payload for
 //! every strided view (slices, flips, rolls) — an affine access map is exactly a strided view.
 
-use super::{broadcast_in_dim, broadcast_shapes, cast, list, to_shape};
+use strata_ir::{AffineExpr, AffineMap, DimName, Einsum, Init, Mode, Op, PermKind};
 
-use crate::array::Array;
+use super::{broadcast_in_dim, broadcast_shapes, cast, to_shape, u32s, u64s};
+use crate::array::{operand, Array};
 use crate::dtype::result_type;
 use crate::error::{invalid, ArrayError, Result};
-use crate::trace::payload;
+use crate::trace::fold_payload;
 
 /// One coordinate of an affine view: `offset + Σ coef · out_dim`.
 #[derive(Clone, Debug, Default)]
@@ -22,16 +23,12 @@ impl Coord {
         Coord { offset: 0, terms: vec![(d, 1)] }
     }
 
-    fn text(&self) -> String {
-        let mut s = self.offset.to_string();
+    fn expr(&self) -> AffineExpr {
+        let mut e = AffineExpr::constant(self.offset);
         for &(d, c) in &self.terms {
-            if c >= 0 {
-                s.push_str(&format!(" + {c}*d{d}"));
-            } else {
-                s.push_str(&format!(" - {}*d{d}", -c));
-            }
+            e.add_term(d as u32, c);
         }
-        s
+        e
     }
 }
 
@@ -41,33 +38,36 @@ pub(crate) fn affine_view(x: &Array, shape: &[usize], coords: &[Coord]) -> Resul
     if shape.iter().product::<usize>() == 0 {
         return super::creation::zeros(shape, Some(x.dtype()), x.place());
     }
-    let t = x.dtype().to_string();
-    let (f, def) = payload(&[("acc", t.clone()), ("x", t.clone())], &[], "%x", &t);
+    let func = fold_payload(x.dtype(), None);
+    let init = Init::Literal(crate::array::literal(0.0, x.dtype()));
     if shape.is_empty() {
         // A 0-d result: view one element, then fold it out (`map_reduce` over one point
         // yields a 0-d tensor).
         let one = affine_view(x, &[1], coords)?;
-        let init = crate::array::literal(0.0, x.dtype());
+        let subscripts = Einsum { inputs: vec![vec!['a']], output: vec![] };
         return Ok(Array::traced(
-            format!("map_reduce({f}, $0, init = {init}, einsum = \"a->\")"),
+            Op::MapReduce { func, args: vec![operand(0)], init, subscripts },
             vec![one],
-            vec![def],
             vec![],
             x.dtype(),
             x.place().clone(),
         ));
     }
-    let dims: Vec<String> = (0..shape.len()).map(|d| format!("d{d}")).collect();
-    let dims = dims.join(", ");
-    let reads: Vec<String> = coords.iter().map(Coord::text).collect();
-    let init = crate::array::literal(0.0, x.dtype());
-    let text = format!(
-        "map_reduce_aff({f}, $0, init = {init}, domain = {s}, outputs = {r}, shape = {s}, out_map = ({dims}) -> ({dims}), maps = [({dims}) -> ({})])",
-        reads.join(", "),
-        s = list(shape),
-        r = shape.len(),
-    );
-    Ok(Array::traced(text, vec![x.clone()], vec![def], shape.to_vec(), x.dtype(), x.place().clone()))
+    let r = shape.len() as u32;
+    let identity = AffineMap { num_dims: r, results: (0..r).map(AffineExpr::dim).collect() };
+    let read = AffineMap { num_dims: r, results: coords.iter().map(Coord::expr).collect() };
+    let op = Op::MapReduceAff {
+        func,
+        args: vec![operand(0)],
+        init,
+        domain: u64s(shape),
+        outputs: r,
+        shape: u64s(shape),
+        out_map: identity,
+        maps: vec![read],
+        padding: None,
+    };
+    Ok(Array::traced(op, vec![x.clone()], shape.to_vec(), x.dtype(), x.place().clone()))
 }
 
 /// `x` broadcast to `shape` (an error unless `x` broadcasts to exactly that shape).
@@ -104,9 +104,8 @@ pub fn permute_dims(x: &Array, axes: &[isize]) -> Result<Array> {
     }
     let shape: Vec<usize> = perm.iter().map(|&p| x.shape()[p]).collect();
     Ok(Array::traced(
-        format!("transpose($0, perm = {})", list(&perm)),
+        Op::Transpose { arg: operand(0), perm: u32s(&perm), kind: PermKind::Gather },
         vec![x.clone()],
-        vec![],
         shape,
         x.dtype(),
         x.place().clone(),
@@ -176,9 +175,8 @@ pub fn reshape(x: &Array, shape: &[isize], copy: Option<bool>) -> Result<Array> 
         0 => broadcast_to(x, &[1])?,
         1 => x.clone(),
         r => Array::traced(
-            format!("collapse_shape($0, groups = [{}], mode = view)", list(&(0..r).collect::<Vec<_>>())),
+            Op::CollapseShape { arg: operand(0), groups: vec![(0..r as u32).collect()], mode: Mode::View },
             vec![x.clone()],
-            vec![],
             vec![size],
             x.dtype(),
             place.clone(),
@@ -188,13 +186,13 @@ pub fn reshape(x: &Array, shape: &[isize], copy: Option<bool>) -> Result<Array> 
         0 => affine_view(&flat, &[], &[Coord::default()])?,
         1 => flat,
         m => Array::traced(
-            format!(
-                "expand_shape($0, groups = [{}], shape = {}, mode = view)",
-                list(&(0..m).collect::<Vec<_>>()),
-                list(&target)
-            ),
+            Op::ExpandShape {
+                arg: operand(0),
+                groups: vec![(0..m as u32).collect()],
+                shape: u64s(&target),
+                mode: Mode::View,
+            },
             vec![flat],
-            vec![],
             target,
             x.dtype(),
             place,
@@ -290,11 +288,9 @@ pub fn concat(xs: &[&Array], axis: Option<isize>) -> Result<Array> {
         1 => return Ok(pieces[0].clone()),
         _ => {}
     }
-    let refs: Vec<String> = (0..pieces.len()).map(|i| format!("${i}")).collect();
     Ok(Array::traced(
-        format!("concat({}, dim = _{axis}, mode = copy)", refs.join(", ")),
+        Op::Concat { args: (0..pieces.len()).map(operand).collect(), dim: DimName::positional(axis), mode: Mode::Copy },
         pieces,
-        vec![],
         shape,
         dtype,
         place,

@@ -21,7 +21,9 @@ pub use manipulation::*;
 pub use placement::*;
 pub use statistics::*;
 
-use crate::array::{literal, Array, Place};
+use strata_ir::{BinaryOp, DimName, Literal, Op, UnaryOp};
+
+use crate::array::{literal, operand, Array, Kind, Place};
 use crate::dtype::{DType, Weak};
 use crate::error::{ArrayError, Result};
 
@@ -65,9 +67,8 @@ pub(crate) fn to_shape(x: &Array, shape: &[usize]) -> Array {
 /// others are new (or stretched from extent 1).
 pub(crate) fn broadcast_in_dim(x: &Array, shape: &[usize], dims: &[usize]) -> Array {
     Array::traced(
-        format!("broadcast_in_dim($0, shape = {}, dims = {})", list(shape), list(dims)),
+        Op::BroadcastInDim { arg: operand(0), shape: u64s(shape), dims: u32s(dims) },
         vec![x.clone()],
-        vec![],
         shape.to_vec(),
         x.dtype(),
         x.place().clone(),
@@ -81,18 +82,17 @@ pub(crate) fn cast(x: &Array, dtype: DType) -> Array {
     }
     if x.is_bare_scalar() {
         return Array::special_traced(
-            format!("cast($0, to = {dtype})"),
+            Op::Cast { arg: operand(0), to: dtype },
             vec![x.clone()],
             vec![],
-            vec![],
-            &dtype.to_string(),
+            dtype,
+            Kind::Scalar,
             x.place().clone(),
         );
     }
     Array::traced_blockwise(
-        format!("cast($0, to = {dtype})"),
+        Op::Cast { arg: operand(0), to: dtype },
         vec![x.clone()],
-        vec![],
         x.shape().to_vec(),
         dtype,
         x.place().clone(),
@@ -101,13 +101,13 @@ pub(crate) fn cast(x: &Array, dtype: DType) -> Array {
 
 /// A 0-d constant of `dtype` living at `place`.
 pub(crate) fn constant(v: f64, dtype: DType, place: &Place) -> Array {
-    constant_text(literal(v, dtype), dtype, place)
+    constant_literal(literal(v, dtype), dtype, place)
 }
 
-/// A scalar constant given as literal text: an operand of elementwise ops only. Its IR type
-/// is the bare scalar, which broadcasts to any operand wherever that lives.
-pub(crate) fn constant_text(lit: String, dtype: DType, place: &Place) -> Array {
-    Array::special_traced(format!("constant(value = {lit})"), vec![], vec![], vec![], &dtype.to_string(), place.clone())
+/// A scalar constant: an operand of elementwise ops only. Its IR type is the bare scalar,
+/// which broadcasts to any operand wherever that lives.
+pub(crate) fn constant_literal(value: Literal, dtype: DType, place: &Place) -> Array {
+    Array::special_traced(Op::Constant { value }, vec![], vec![], dtype, Kind::Scalar, place.clone())
 }
 
 /// `x` (computed without a team) distributed over `place`'s team along its first axis;
@@ -115,9 +115,8 @@ pub(crate) fn constant_text(lit: String, dtype: DType, place: &Place) -> Array {
 pub(crate) fn placed(x: Array, place: &Place) -> Array {
     match place.team {
         Some(r) if x.place() != place && x.ndim() > 0 => Array::traced_blockwise(
-            format!("distribute($0, ranks = {}, dim = _0)", strata_ir::Team { ranks: r }),
+            Op::Distribute { arg: operand(0), ranks: r, dim: DimName::positional(0) },
             vec![x.clone()],
-            vec![],
             x.shape().to_vec(),
             x.dtype(),
             place.clone(),
@@ -132,7 +131,7 @@ pub(crate) fn collected(x: &Array) -> Array {
         return x.clone();
     }
     let place = untiled(x.place());
-    Array::traced_blockwise("collect($0)".into(), vec![x.clone()], vec![], x.shape().to_vec(), x.dtype(), place)
+    Array::traced_blockwise(Op::Collect { arg: operand(0) }, vec![x.clone()], x.shape().to_vec(), x.dtype(), place)
 }
 
 /// `place` without its team: where creation functions compute before distributing.
@@ -158,8 +157,23 @@ pub(crate) fn weak_operand(w: Weak, dtype: DType, place: &Place) -> Array {
 /// A weak scalar as a literal of `dtype` (a bare scalar operand of elementwise ops).
 pub(crate) fn weak_constant(w: Weak, dtype: DType, place: &Place) -> Array {
     match w {
-        Weak::Int(i) => constant_text(crate::array::int_literal(i as i128, dtype), dtype, place),
+        Weak::Int(i) => constant_literal(crate::array::int_literal(i as i128, dtype), dtype, place),
         _ => constant(w.as_f64(), dtype, place),
+    }
+}
+
+/// The elementwise builtin `name` (`plus`, `neg`, `select`, …: the IR's keyword) on operands
+/// `0, 1, …`.
+fn builtin(name: &str, arity: usize) -> Op {
+    if let (Some(op), 1) = (UnaryOp::from_keyword(name), arity) {
+        return Op::Unary { op, arg: operand(0) };
+    }
+    if let (Some(op), 2) = (BinaryOp::from_keyword(name), arity) {
+        return Op::Binary { op, lhs: operand(0), rhs: operand(1) };
+    }
+    match (name, arity) {
+        ("select", 3) => Op::Select { cond: operand(0), on_true: operand(1), on_false: operand(2) },
+        _ => unreachable!("no elementwise builtin `{name}` of {arity} operands"),
     }
 }
 
@@ -176,17 +190,21 @@ pub(crate) fn elementwise(op: &'static str, call: &str, args: &[&Array], dtype: 
             false => placed(broadcast_in_dim(a, &shape, &[]), &place),
         })
         .collect();
-    let refs: Vec<String> = (0..args.len()).map(|i| format!("${i}")).collect();
-    let text = format!("{call}({})", refs.join(", "));
+    let ir = builtin(call, args.len());
     if args.iter().all(|a| a.is_bare_scalar()) {
-        return Ok(Array::special_traced(text, operands, vec![], shape, &dtype.to_string(), place));
+        return Ok(Array::special_traced(ir, operands, shape, dtype, Kind::Scalar, place));
     }
-    Ok(Array::traced_blockwise(text, operands, vec![], shape, dtype, place))
+    Ok(Array::traced_blockwise(ir, operands, shape, dtype, place))
 }
 
-/// `[a, b, …]`.
-pub(crate) fn list<T: std::fmt::Display>(xs: &[T]) -> String {
-    format!("[{}]", xs.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", "))
+/// Extents as the IR's shape attribute.
+pub(crate) fn u64s(xs: &[usize]) -> Vec<u64> {
+    xs.iter().map(|&x| x as u64).collect()
+}
+
+/// Axes as the IR's dimension-number attribute.
+pub(crate) fn u32s(xs: &[usize]) -> Vec<u32> {
+    xs.iter().map(|&x| x as u32).collect()
 }
 
 /// The einsum letter of dimension `i`.

@@ -9,8 +9,10 @@
 //! a program in one process, so a team array holds every rank's block; `strata run --ranks N`
 //! runs programs over MPI.
 
+use strata_ir::Op;
+
 use super::{collected, placed};
-use crate::array::{Array, Place};
+use crate::array::{operand, Array, Place};
 use crate::error::{invalid, Result};
 
 /// The team of every rank of the job, for [`distribute`] (`team = world`).
@@ -56,10 +58,10 @@ pub fn to_device(x: &Array, device: &str) -> Result<Array> {
         return Ok(x.clone());
     }
     let place = Place { device: device.to_string(), team: x.place().team };
+    let device = place.to_ir().device;
     Ok(Array::traced_blockwise(
-        format!("to_device($0, device = {device})"),
+        Op::ToDevice { arg: operand(0), device },
         vec![x.clone()],
-        vec![],
         x.shape().to_vec(),
         x.dtype(),
         place,

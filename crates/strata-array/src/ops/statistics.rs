@@ -2,27 +2,25 @@
 //! subscripts over the positional dimensions, a payload per reduction), `scan` for
 //! `cumulative_sum`, and a tuple accumulator (value, position) for `argmax` / `argmin`.
 
-use strata_ir::Scalar;
+use strata_ir::{BinaryOp, DimName, Einsum, Init, Literal, Op, Scalar};
 
 use super::elementwise::truthy;
 use super::manipulation::reshape;
 use super::{cast, elementwise, letter};
-use crate::array::{literal, Array};
+use crate::array::{literal, operand, Array, Kind};
 use crate::dtype::{sum_dtype, DType};
 use crate::error::{dtype_error, invalid, Result};
-use crate::trace::payload;
+use crate::trace::{arg_extreme_payload, fold_payload, running_sum_payload};
 
 /// `fold(kw)` of `x` over `axes` from `init`.
-fn fold(x: &Array, axes: &[usize], kw: &str, init: &str, keepdims: bool) -> Result<Array> {
-    let t = x.dtype().to_string();
+fn fold(x: &Array, axes: &[usize], kw: BinaryOp, init: Literal, keepdims: bool) -> Result<Array> {
     let kept: Vec<usize> = (0..x.ndim()).filter(|d| !axes.contains(d)).collect();
     let shape: Vec<usize> = kept.iter().map(|&d| x.shape()[d]).collect();
     let r = if axes.is_empty() {
         x.clone()
     } else if x.size() == 0 {
         let fill = Array::traced(
-            format!("constant(value = {init})"),
-            vec![],
+            Op::Constant { value: init },
             vec![],
             shape.clone(),
             x.dtype(),
@@ -34,14 +32,11 @@ fn fold(x: &Array, axes: &[usize], kw: &str, init: &str, keepdims: bool) -> Resu
             fill
         }
     } else {
-        let (f, def) =
-            payload(&[("acc", t.clone()), ("x", t.clone())], &[format!("%r = {kw}(%acc, %x) : {t}")], "%r", &t);
-        let ins: String = (0..x.ndim()).map(letter).collect();
-        let outs: String = kept.iter().map(|&d| letter(d)).collect();
+        let func = fold_payload(x.dtype(), Some(kw));
+        let subscripts = Einsum { inputs: vec![(0..x.ndim()).map(letter).collect()], output: kept.iter().map(|&d| letter(d)).collect() };
         Array::traced(
-            format!("map_reduce({f}, $0, init = {init}, einsum = \"{ins}->{outs}\")"),
+            Op::MapReduce { func, args: vec![operand(0)], init: Init::Literal(init), subscripts },
             vec![x.clone()],
-            vec![def],
             shape,
             x.dtype(),
             x.place().clone(),
@@ -66,14 +61,14 @@ fn keep_dims(r: &Array, x: &Array, axes: &[usize]) -> Result<Array> {
 pub fn sum(x: &Array, axes: Option<&[isize]>, dtype: Option<DType>, keepdims: bool) -> Result<Array> {
     let axes = Array::axes("sum", axes, x.ndim())?;
     let d = dtype.unwrap_or(sum_dtype(x.dtype()));
-    fold(&cast(x, d), &axes, "plus", &literal(0.0, d), keepdims)
+    fold(&cast(x, d), &axes, BinaryOp::Plus, literal(0.0, d), keepdims)
 }
 
 /// The product over `axes`.
 pub fn prod(x: &Array, axes: Option<&[isize]>, dtype: Option<DType>, keepdims: bool) -> Result<Array> {
     let axes = Array::axes("prod", axes, x.ndim())?;
     let d = dtype.unwrap_or(sum_dtype(x.dtype()));
-    fold(&cast(x, d), &axes, "multiplies", &literal(1.0, d), keepdims)
+    fold(&cast(x, d), &axes, BinaryOp::Multiplies, literal(1.0, d), keepdims)
 }
 
 fn extreme(op: &'static str, x: &Array, axes: Option<&[isize]>, keepdims: bool, largest: bool) -> Result<Array> {
@@ -89,11 +84,11 @@ fn extreme(op: &'static str, x: &Array, axes: Option<&[isize]>, keepdims: bool, 
     }
     let d = x.dtype();
     let init = worst(d, largest);
-    fold(x, &axes, if largest { "maximum" } else { "minimum" }, &init, keepdims)
+    fold(x, &axes, if largest { BinaryOp::Maximum } else { BinaryOp::Minimum }, init, keepdims)
 }
 
 /// The value every element beats: −∞ (the type's minimum) when looking for the largest.
-fn worst(d: DType, largest: bool) -> String {
+fn worst(d: DType, largest: bool) -> Literal {
     if d.is_float() {
         literal(if largest { f64::NEG_INFINITY } else { f64::INFINITY }, d)
     } else {
@@ -164,13 +159,13 @@ pub fn std(x: &Array, axes: Option<&[isize]>, correction: f64, keepdims: bool) -
 /// Whether any element over `axes` is true (nonzero).
 pub fn any(x: &Array, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
     let axes = Array::axes("any", axes, x.ndim())?;
-    fold(&truthy(x), &axes, "or", "false", keepdims)
+    fold(&truthy(x), &axes, BinaryOp::Or, Literal::Bool(false), keepdims)
 }
 
 /// Whether every element over `axes` is true (nonzero).
 pub fn all(x: &Array, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
     let axes = Array::axes("all", axes, x.ndim())?;
-    fold(&truthy(x), &axes, "and", "true", keepdims)
+    fold(&truthy(x), &axes, BinaryOp::And, Literal::Bool(true), keepdims)
 }
 
 /// Running sums along `axis` (required unless `x` is 1-d); `include_initial` prepends a zero.
@@ -191,13 +186,16 @@ pub fn cumulative_sum(x: &Array, axis: Option<isize>, dtype: Option<DType>, incl
         let to_last: Vec<isize> = (0..r).filter(|&d| d != axis).chain([axis]).map(|d| d as isize).collect();
         let moved = super::manipulation::permute_dims(&xd, &to_last)?;
         let slice: Vec<usize> = moved.shape()[..r - 1].to_vec();
-        let st = crate::array::type_text(&slice, d, &super::untiled(x.place()));
-        let (f, def) =
-            payload(&[("s", st.clone()), ("x", st.clone())], &[format!("%r = plus(%s, %x) : {st}")], "%r", &st);
+        let func = running_sum_payload(&slice, d, &super::untiled(x.place()));
         let s = Array::traced(
-            format!("scan({f}, $0, dim = _{}, forward = true, init = {})", r - 1, literal(0.0, d)),
+            Op::Scan {
+                func,
+                args: vec![operand(0)],
+                dim: DimName::positional(r - 1),
+                forward: true,
+                init: Init::Literal(literal(0.0, d)),
+            },
             vec![moved.clone()],
-            vec![def],
             moved.shape().to_vec(),
             d,
             x.place().clone(),
@@ -230,48 +228,23 @@ fn arg_extreme(op: &'static str, x: &Array, axis: Option<isize>, keepdims: bool,
         return Err(invalid(op, format!("attempt to get {op} of an empty sequence (shape {:?})", x.shape())));
     }
     let d = src.dtype();
-    let t = d.to_string();
-    let init = worst(d, largest);
-    let cmp = if largest { "greater" } else { "less" };
-    // Strictly better wins, so ties keep the first; the first NaN wins and stays (numpy).
-    let mut body = vec![
-        format!("%best = tuple_get(%acc, index = 0) : {t}"),
-        "%bi = tuple_get(%acc, index = 1) : index".to_string(),
-        format!("%better = {cmp}(%x, %best) : bool"),
-    ];
-    if d.is_float() {
-        body.extend([
-            "%xn = isnan(%x) : bool".to_string(),
-            "%bn = isnan(%best) : bool".to_string(),
-            "%bok = not(%bn) : bool".to_string(),
-            "%first_nan = and(%xn, %bok) : bool".to_string(),
-            "%take = or(%better, %first_nan) : bool".to_string(),
-        ]);
-    } else {
-        body.push("%take = or(%better, %better) : bool".to_string()); // a copy under the common name
-    }
-    body.extend([
-        format!("%v = select(%take, %x, %best) : {t}"),
-        "%i = select(%take, %j, %bi) : index".to_string(),
-        format!("%r = make_tuple(%v, %i) : ({t}, index)"),
-    ]);
-    let acc_t = format!("({t}, index)");
-    let (f, def) = payload(&[("acc", acc_t.clone()), ("x", t.clone()), ("j", "index".into())], &body, "%r", &acc_t);
+    let func = arg_extreme_payload(d, largest);
     let n = src.shape()[ax];
     let j = super::creation::index_grid(n, &[n], 0, src.place());
-    let ins: String = (0..src.ndim()).map(letter).collect();
-    let outs: String = (0..src.ndim()).filter(|&k| k != ax).map(letter).collect();
+    let inputs = vec![(0..src.ndim()).map(letter).collect(), vec![letter(ax)]];
+    let subscripts = Einsum { inputs, output: (0..src.ndim()).filter(|&k| k != ax).map(letter).collect() };
     let shape: Vec<usize> = (0..src.ndim()).filter(|&k| k != ax).map(|k| src.shape()[k]).collect();
+    let init = Init::Literal(Literal::Tuple(vec![worst(d, largest), Literal::Int(0)]));
     let fold = Array::special_traced(
-        format!("map_reduce({f}, $0, $1, init = ({init}, 0), einsum = \"{ins},{}->{outs}\")", letter(ax)),
+        Op::MapReduce { func, args: vec![operand(0), operand(1)], init, subscripts },
         vec![src.clone(), j],
-        vec![def],
         shape.clone(),
-        &crate::array::type_text(&shape, d, &super::untiled(src.place())).replacen(&t, &acc_t, 1),
+        d,
+        Kind::Operand,
         src.place().clone(),
     );
     let folded =
-        Array::traced("tuple_get($0, index = 1)".into(), vec![fold], vec![], shape, Scalar::Index, src.place().clone());
+        Array::traced(Op::TupleGet { tuple: operand(0), index: 1 }, vec![fold], shape, Scalar::Index, src.place().clone());
     let r = cast(&folded, Scalar::I64);
     if !keepdims {
         return Ok(r);
