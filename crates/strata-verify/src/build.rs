@@ -27,14 +27,14 @@ use crate::context::Cx;
 #[derive(Clone, Debug, PartialEq)]
 pub struct BuildError {
     /// What the verifier found.
-    pub diagnostic: Diagnostic,
+    pub diagnostic: Box<Diagnostic>,
     /// Where, in the front end's terms (`"lap.py:12"`), if it said.
     pub location: Option<String>,
 }
 
 impl BuildError {
     fn new(d: Diagnostic) -> BuildError {
-        BuildError { diagnostic: d, location: None }
+        BuildError { diagnostic: Box::new(d), location: None }
     }
 
     /// The error located at `location` (in the caller's terms).
@@ -62,7 +62,7 @@ impl std::error::Error for BuildError {}
 
 impl From<Box<Diagnostic>> for BuildError {
     fn from(d: Box<Diagnostic>) -> Self {
-        BuildError::new(*d)
+        BuildError { diagnostic: d, location: None }
     }
 }
 
