@@ -11,8 +11,8 @@ use std::rc::Rc;
 
 use strata_entity::Handle;
 use strata_ir::{DimName, Interval, Level, LevelFormat, Literal, Op, Placement, Scalar, Team, Type, Value};
-use strata_verify::build::ModuleBuilder;
 use strata_runtime::{ElemType, Tensor, ValueType};
+use strata_verify::build::ModuleBuilder;
 
 use crate::dtype::DType;
 use crate::error::{invalid, ArrayError, Result};

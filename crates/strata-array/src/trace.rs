@@ -43,22 +43,23 @@ thread_local! {
 pub(crate) fn payload(
     build: impl FnOnce(&mut ModuleBuilder) -> std::result::Result<Handle<Function>, BuildError>,
 ) -> Handle<Function> {
-    PAYLOADS.with(|lib| build(&mut lib.borrow_mut())).unwrap_or_else(|e| panic!("a payload of the array front end: {e}"))
+    PAYLOADS
+        .with(|lib| build(&mut lib.borrow_mut()))
+        .unwrap_or_else(|e| panic!("a payload of the array front end: {e}"))
 }
 
 /// `(acc: T, x: T) -> T` returning `op(acc, x)`, or `x` itself when `op` is `None` (the
 /// payload of a view that only reads).
 pub(crate) fn fold_payload(t: Scalar, op: Option<BinaryOp>) -> Handle<Function> {
-    payload(|lib| {
-        let ty = lib.scalar(t);
-        let mut f = lib.function(op.map_or("read", BinaryOp::keyword), FunctionKind::Func);
-        let acc = f.param(ty, ParamMode::In);
-        let x = f.param(ty, ParamMode::In);
-        let r = match op {
-            Some(op) => f.op(Op::Binary { op, lhs: acc, rhs: x })?,
-            None => x,
-        };
-        Ok(f.finish_returning(&[r]))
+    payload(|lib| match op {
+        Some(op) => lib.binary_function(op, t),
+        None => {
+            let ty = lib.scalar(t);
+            let mut f = lib.function("read", FunctionKind::Func);
+            f.param(ty, ParamMode::In);
+            let x = f.param(ty, ParamMode::In);
+            Ok(f.finish_returning(&[x]))
+        }
     })
 }
 
@@ -164,8 +165,7 @@ pub(crate) fn trace(root: &Array) -> Result<Program> {
         message: e.to_string(),
         program: so_far.module().to_string(),
     };
-    let param_types: Vec<_> =
-        input_nodes.iter().map(|a| ir_type(&mut mb, &a.0.shape, a.0.dtype, &a.0.place)).collect();
+    let param_types: Vec<_> = input_nodes.iter().map(|a| ir_type(&mut mb, &a.0.shape, a.0.dtype, &a.0.place)).collect();
     let expected: Vec<_> = order
         .iter()
         .map(|a| match a.0.kind {
@@ -215,8 +215,7 @@ pub(crate) fn trace(root: &Array) -> Result<Program> {
         }
         values.insert(Rc::as_ptr(&a.0), v);
     }
-    let results: Vec<Value> =
-        std::iter::once(root).chain(&kept).map(|a| values[&Rc::as_ptr(&a.0)]).collect();
+    let results: Vec<Value> = std::iter::once(root).chain(&kept).map(|a| values[&Rc::as_ptr(&a.0)]).collect();
     let entry = f.finish_returning(&results);
     Ok(Program { module: mb.into_module(), entry, on_team, inputs, kept })
 }

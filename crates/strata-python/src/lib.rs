@@ -7,13 +7,16 @@
 //!   values and back; results are handed to numpy without a copy;
 //! - `errors`: the exception hierarchy (`strata.Error` and its subclasses);
 //! - `array_api`: the Rust array-API front end's lazy arrays and operations, which
-//!   `python/strata/array_api.py` makes into the standard's namespace.
+//!   `python/strata/array_api.py` makes into the standard's namespace;
+//! - `fields`: `strata.fields`' expressions as IR values, typed by the verifier's rules as
+//!   they are made, and the programs computing them.
 
 #![deny(missing_docs)]
 
 mod array_api;
 mod convert;
 mod errors;
+mod fields;
 mod program;
 
 use pyo3::prelude::*;
@@ -34,5 +37,6 @@ fn _strata(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("RunError", py.get_type::<errors::RunError>())?;
     m.add("ArgumentError", py.get_type::<errors::ArgumentError>())?;
     array_api::register(m)?;
+    fields::register(m)?;
     Ok(())
 }

@@ -49,6 +49,16 @@ pub fn compile(text: &str, name: &str) -> PyResult<Program> {
 }
 
 impl Program {
+    /// A program of a built module (verified here); its text, for diagnostics, is the printed
+    /// module.
+    pub fn from_module(module: Module, name: &str) -> PyResult<Program> {
+        let source = module.to_string();
+        let info = strata_verify::verify(&module).map_err(|d| {
+            VerifyError::new_err(strata_report::render(name, &source, &d, false).trim_end().to_string())
+        })?;
+        Ok(Program { module, types: info.types, source, name: name.to_string(), prepared: Mutex::default() })
+    }
+
     fn entry(&self, name: &str) -> PyResult<Handle<Function>> {
         self.module.entry_by_name(name).map_err(ArgumentError::new_err)
     }

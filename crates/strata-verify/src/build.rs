@@ -17,7 +17,7 @@ use std::fmt;
 
 use strata_entity::{Arena, Handle, HandleSet};
 use strata_ir::{
-    Diagnostic, DimName, Expr, ExprKind, Function, FunctionKind, Interval, Item, Level, Literal, Module, Op,
+    BinaryOp, Diagnostic, DimName, Expr, ExprKind, Function, FunctionKind, Interval, Item, Level, Literal, Module, Op,
     ParamMode, Placement, Scalar, SourceInfo, Span, Statement, TensorType, Type, TypeArena, Value,
 };
 
@@ -131,9 +131,27 @@ impl ModuleBuilder {
         FunctionBuilder { mb: self, func }
     }
 
+    /// The payload `(acc: T, x: T) -> T` returning `op(acc, x)` (a fold's), named after `op`.
+    ///
+    /// # Errors
+    /// `op` is not defined on `t`.
+    pub fn binary_function(&mut self, op: BinaryOp, t: Scalar) -> Result<Handle<Function>, BuildError> {
+        let ty = self.scalar(t);
+        let mut f = self.function(op.keyword(), FunctionKind::Func);
+        let acc = f.param(ty, ParamMode::In);
+        let x = f.param(ty, ParamMode::In);
+        let r = f.op(Op::Binary { op, lhs: acc, rhs: x })?;
+        Ok(f.finish_returning(&[r]))
+    }
+
     /// The function named `name`, if built.
     pub fn function_by_name(&self, name: &str) -> Option<Handle<Function>> {
         self.module.function_by_name(name)
+    }
+
+    /// Type `ty` of `from` as a type of this module.
+    pub fn import_type(&mut self, from: &Module, ty: Handle<Type>) -> Handle<Type> {
+        reintern(&from.types, &mut self.module.types, ty, &mut HashMap::new())
     }
 
     /// Copies function `f` of `from` (and the functions it refers to) into this module, once:
@@ -249,12 +267,22 @@ impl FunctionBuilder<'_> {
         self.mb
     }
 
-    /// A new parameter of type `ty`.
+    /// A new parameter of type `ty`, named `p0`, `p1`, … by its position.
     pub fn param(&mut self, ty: Handle<Type>, mode: ParamMode) -> Value {
         let name = format!("p{}", self.func.params.len());
-        let v = self.func.exprs.append(Expr { name, ty, kind: ExprKind::Param(mode) }, Span::UNKNOWN);
+        self.named_param(name, ty, mode)
+    }
+
+    /// A new parameter named `name` (the name arguments are passed under).
+    pub fn named_param(&mut self, name: impl Into<String>, ty: Handle<Type>, mode: ParamMode) -> Value {
+        let v = self.func.exprs.append(Expr { name: name.into(), ty, kind: ExprKind::Param(mode) }, Span::UNKNOWN);
         self.func.params.push(v);
         v
+    }
+
+    /// Names `v` (`%name` in diagnostics and printed text; built values are `%v0`, `%v1`, …).
+    pub fn rename(&mut self, v: Value, name: impl Into<String>) {
+        self.func.exprs[v].name = name.into();
     }
 
     /// The type of `v`.
@@ -331,7 +359,10 @@ impl FunctionBuilder<'_> {
 
     /// Runs `f` in a verification context over the function built so far (the rules read
     /// the module and grow its type arena, which is lent to them meanwhile).
-    fn with_cx<R>(&mut self, f: impl FnOnce(&mut Cx) -> Result<R, Box<Diagnostic>>) -> (Result<R, BuildError>, Vec<Diagnostic>) {
+    fn with_cx<R>(
+        &mut self,
+        f: impl FnOnce(&mut Cx) -> Result<R, Box<Diagnostic>>,
+    ) -> (Result<R, BuildError>, Vec<Diagnostic>) {
         let mut errors = Vec::new();
         let mut types = std::mem::take(&mut self.mb.module.types);
         let expr_types = self.func.exprs.iter().map(|(_, e)| e.ty).collect();

@@ -19,13 +19,7 @@ fn fold(x: &Array, axes: &[usize], kw: BinaryOp, init: Literal, keepdims: bool) 
     let r = if axes.is_empty() {
         x.clone()
     } else if x.size() == 0 {
-        let fill = Array::traced(
-            Op::Constant { value: init },
-            vec![],
-            shape.clone(),
-            x.dtype(),
-            x.place().clone(),
-        );
+        let fill = Array::traced(Op::Constant { value: init }, vec![], shape.clone(), x.dtype(), x.place().clone());
         if shape.iter().product::<usize>() == 0 {
             super::creation::zeros(&shape, Some(x.dtype()), x.place())?
         } else {
@@ -33,7 +27,10 @@ fn fold(x: &Array, axes: &[usize], kw: BinaryOp, init: Literal, keepdims: bool) 
         }
     } else {
         let func = fold_payload(x.dtype(), Some(kw));
-        let subscripts = Einsum { inputs: vec![(0..x.ndim()).map(letter).collect()], output: kept.iter().map(|&d| letter(d)).collect() };
+        let subscripts = Einsum {
+            inputs: vec![(0..x.ndim()).map(letter).collect()],
+            output: kept.iter().map(|&d| letter(d)).collect(),
+        };
         Array::traced(
             Op::MapReduce { func, args: vec![operand(0)], init: Init::Literal(init), subscripts },
             vec![x.clone()],
@@ -243,8 +240,13 @@ fn arg_extreme(op: &'static str, x: &Array, axis: Option<isize>, keepdims: bool,
         Kind::Operand,
         src.place().clone(),
     );
-    let folded =
-        Array::traced(Op::TupleGet { tuple: operand(0), index: 1 }, vec![fold], shape, Scalar::Index, src.place().clone());
+    let folded = Array::traced(
+        Op::TupleGet { tuple: operand(0), index: 1 },
+        vec![fold],
+        shape,
+        Scalar::Index,
+        src.place().clone(),
+    );
     let r = cast(&folded, Scalar::I64);
     if !keepdims {
         return Ok(r);

@@ -6,27 +6,30 @@
     >>> lap.domain                                           # (I[0:5], J[0:7], K[0:9])
     >>> out = lap.numpy()                                    # compiled once per structure, run
 
-Expressions are lazy: each operation records what it computes and the type of its result
-(dimensions and intervals, by seed 000's rules — broadcasting by name intersects intervals, a
-shift by `o` moves the interval by `-o`, a neighbor shift replaces the source dimension by the
-table's destination). Evaluating one writes it as a Strata function whose parameters are the
-fields it reads and the float scalars it uses, verifies and compiles it (cached by the
-function's text: the same structure over the same types compiles once, whatever the scalars'
-values) and runs it natively on the fields' arrays.
+Expressions are lazy: each operation is an IR op over the values it reads, built through
+Strata's IR builder, which types it by the verifier's own rules the moment it is written
+(broadcasting by name intersects intervals, a shift by `o` moves the interval by `-o`, a
+neighbor shift replaces the source dimension by the table's destination). Evaluating one builds
+the program computing it — the fields it reads and the float scalars it uses are its
+parameters — compiled once per structure (the same expression over the same types, whatever
+the scalars' values) and run natively on the fields' arrays.
 
 Errors are raised where the expression is built or evaluated, in Python terms (`FieldError`, a
-`strata.Error`): operands of different dtypes, disjoint intervals, a shift through a table
-that does not map into the field, an output the expression does not cover.
+`strata.Error`, naming the line that wrote the operation and the verifier's reason): operands
+of different dtypes, disjoint intervals, a shift through a table that does not map into the
+field, an output the expression does not cover.
 """
 
 from __future__ import annotations
 
-import itertools
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+import os
+import sys
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ._strata import Error
+from . import _strata
+from ._strata import Error, VerifyError
 
 __all__ = [
     "Connectivity",
@@ -61,6 +64,7 @@ _DTYPES = {
     np.dtype(np.int32): "i32",
     np.dtype(np.bool_): "bool",
 }
+_NUMPY = {**{v: k for k, v in _DTYPES.items()}, "index": np.dtype(np.int64)}
 
 
 class Dim:
@@ -162,6 +166,32 @@ def connectivity(table: np.ndarray, dst: Range, src: Dim) -> Connectivity:
 
 Levels = List[Range]
 
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _where() -> str:
+    """`file:line: ` of the user's code that called into this package."""
+    f = sys._getframe(1)
+    while f is not None and os.path.dirname(os.path.abspath(f.f_code.co_filename)) == _HERE:
+        f = f.f_back
+    return f"{f.f_code.co_filename}:{f.f_lineno}: " if f is not None else ""
+
+
+def _ir(make: Any, *args: Any) -> "Field":
+    """The field of the IR value `make(*args)`: the builder types it, or its refusal is raised
+    as a `FieldError` at the user's line."""
+    try:
+        return Field(make(*args))
+    except VerifyError as e:
+        raise FieldError(f"{_where()}{e}") from None
+
+
+def _dtype_of(element: Any) -> Any:
+    """The numpy dtype of an IR element type (a tuple of them for a tuple)."""
+    if isinstance(element, tuple):
+        return tuple(_dtype_of(e) for e in element)
+    return _NUMPY[element]
+
 
 class Field:
     """A field over named dimensions: a numpy array on intervals (`strata.field`), or a lazy
@@ -169,15 +199,30 @@ class Field:
 
     __array_priority__ = 100  # numpy scalars on the left defer to Field's reflected operators
 
-    def __init__(self, op: str, args: Sequence[Any], levels: Levels, dtype: np.dtype, attrs: str = ""):
-        dtype = dtype if isinstance(dtype, tuple) else np.dtype(dtype)
-        self.op, self.args, self.levels, self.dtype, self.attrs = op, tuple(args), list(levels), dtype, attrs
+    def __init__(self, value: "_strata.FieldValue"):
+        self._v = value
 
     @staticmethod
-    def _leaf(array: np.ndarray, levels: Levels) -> "Field":
-        f = Field("param", (), levels, array.dtype)
-        f.array = array
-        return f
+    def _leaf(array: Any, levels: Levels, dtype: Any = None) -> "Field":
+        """A parameter over `levels` standing for `array` (a numpy array, or a stencil
+        argument's `_Arg`)."""
+        dtype = np.dtype(dtype if dtype is not None else array.dtype)
+        return Field(_strata.field_param(_DTYPES[dtype], [tuple(l) for l in levels], array))
+
+    @property
+    def levels(self) -> Levels:
+        return [Range(*d) for d in self._v.dims]
+
+    @property
+    def dtype(self) -> Any:
+        """The numpy dtype (a tuple of dtypes for a field of tuples)."""
+        return _dtype_of(self._v.element)
+
+    @property
+    def array(self) -> Optional[np.ndarray]:
+        """The array a field made with `strata.field` holds (`None` for an expression)."""
+        p = self._v.payload if self._v.is_leaf else None
+        return p if isinstance(p, np.ndarray) else None
 
     @property
     def domain(self) -> Tuple[Range, ...]:
@@ -189,7 +234,8 @@ class Field:
         return tuple(l.name for l in self.levels)
 
     def __repr__(self) -> str:
-        return f"<field {self.op} {self.dtype} over {', '.join(map(repr, self.levels))}>"
+        what = "array" if self._v.is_leaf else "expression"
+        return f"<field {what} {self.dtype} over {', '.join(map(repr, self.levels))}>"
 
     # ---- shifts ----
 
@@ -200,38 +246,21 @@ class Field:
             return self.shift(Dim(at[0]), at[1])
         if isinstance(at, _Neighbor):
             conn, k = at
-            return self._through(conn, k)
+            return _ir(_strata.field_neighbor, self._v, conn.leaf._v, k)
         if isinstance(at, Connectivity):
-            return self._through(at, None)
+            return _ir(_strata.field_neighbor, self._v, at.leaf._v, None)
         raise FieldError(f"a field is shifted by `Dim + offset` or through a connectivity, not {at!r}")
 
     def shift(self, dim: Dim, offset: int) -> "Field":
         """The field read at `p + offset` along `dim`: its interval moves by `-offset`."""
-        levels = []
-        for l in self.levels:
-            levels.append(Range(l.name, l.start - offset, l.stop - offset) if l.name == dim.name else l)
-        if dim.name not in self.dims:
-            raise FieldError(f"shift along `{dim.name}`: the field has dimensions {', '.join(self.dims)}")
-        return Field("cartesian_shift", (self,), levels, self.dtype, f"dim = {dim.name}, offset = {offset}")
-
-    def _through(self, conn: Connectivity, k: Optional[int]) -> "Field":
-        if conn.src not in self.dims:
-            raise FieldError(f"the table maps into `{conn.src}`, but the field has dimensions {', '.join(self.dims)}")
-        if conn.dst.name in self.dims:
-            raise FieldError(f"the field already has the table's destination dimension `{conn.dst.name}`")
-        levels = [conn.dst if l.name == conn.src else l for l in self.levels]
-        if k is not None:
-            return Field("unstructured_shift", (self, conn.leaf), levels, self.dtype, f"neighbor = {k}")
-        counters = [int(l.name[3:]) for l in self.levels if l.name[3:].isdigit() and l.name.startswith("NB_")]
-        levels.append(Range(f"NB_{max(counters) + 1 if counters else 0}", 0, conn.table.shape[1]))
-        return Field("shift_init", (self, conn.leaf), levels, self.dtype)
+        return _ir(_strata.field_shift, self._v, dim.name, int(offset))
 
     # ---- arithmetic ----
 
     def _binary(self, op: str, other: Any, reflected: bool = False, result: Optional[np.dtype] = None) -> "Field":
         other = _as_field(other, self.dtype)
         a, b = (other, self) if reflected else (self, other)
-        return _broadcast(op, (a, b), result)
+        return _ir(_strata.field_builtin, op, [a._v, b._v])
 
     def __add__(self, o): return self._binary("plus", o)
     def __radd__(self, o): return self._binary("plus", o, True)
@@ -245,8 +274,8 @@ class Field:
     def __rfloordiv__(self, o): return self._binary("floor_divide", o, True)
     def __mod__(self, o): return self._binary("remainder", o)
     def __rmod__(self, o): return self._binary("remainder", o, True)
-    def __eq__(self, o): return self._binary("eq", o, result=np.dtype(np.bool_))  # type: ignore[override]
-    def __ne__(self, o): return self._binary("ne", o, result=np.dtype(np.bool_))  # type: ignore[override]
+    def __eq__(self, o): return self._binary("eq", o)  # type: ignore[override]
+    def __ne__(self, o): return self._binary("ne", o)  # type: ignore[override]
     __hash__ = None  # type: ignore[assignment]  # like a numpy array: `==` compares per point
 
     def _true_divide(self, o: Any, reflected: bool = False) -> "Field":
@@ -255,34 +284,31 @@ class Field:
             other = o.astype(np.float64) if isinstance(o, Field) and o.dtype.kind in "iub" else o
             return self.astype(np.float64)._binary("divides", other, reflected)
         return self._binary("divides", o, reflected)
+
     def __pow__(self, o): return self._binary("power", o)
-    def __lt__(self, o): return self._binary("less", o, result=np.dtype(np.bool_))
-    def __le__(self, o): return self._binary("less_equal", o, result=np.dtype(np.bool_))
-    def __gt__(self, o): return self._binary("greater", o, result=np.dtype(np.bool_))
-    def __ge__(self, o): return self._binary("greater_equal", o, result=np.dtype(np.bool_))
+    def __lt__(self, o): return self._binary("less", o)
+    def __le__(self, o): return self._binary("less_equal", o)
+    def __gt__(self, o): return self._binary("greater", o)
+    def __ge__(self, o): return self._binary("greater_equal", o)
     def __and__(self, o): return self._binary("and", o)
     def __or__(self, o): return self._binary("or", o)
-    def __neg__(self): return Field("neg", (self,), self.levels, self.dtype)
-    def __abs__(self): return Field("abs", (self,), self.levels, self.dtype)
-    def __invert__(self): return Field("not", (self,), self.levels, self.dtype)
+    def __neg__(self): return _ir(_strata.field_builtin, "neg", [self._v])
+    def __abs__(self): return _ir(_strata.field_builtin, "abs", [self._v])
+    def __invert__(self): return _ir(_strata.field_builtin, "not", [self._v])
 
     def astype(self, dtype: Any) -> "Field":
         """The field converted to `dtype` (float64, float32, int64, int32, bool)."""
         dtype = np.dtype(dtype)
         if dtype not in _DTYPES:
             raise FieldError(f"fields hold {', '.join(str(d) for d in _DTYPES)}, not {dtype}")
-        return Field("cast", (self,), self.levels, dtype, f"to = {_DTYPES[dtype]}")
+        return _ir(_strata.field_cast, self._v, _DTYPES[dtype])
 
     def __bool__(self):
         raise FieldError("a field has no truth value; use `strata.where` for a choice per point")
 
     def __getitem__(self, k: int) -> "Field":
         """The k-th field of a field of tuples."""
-        if not isinstance(self.dtype, tuple):
-            raise FieldError("only a field of tuples (`strata.make_tuple`) has fields to index")
-        if not 0 <= k < len(self.dtype):
-            raise FieldError(f"field {k} of tuples of {len(self.dtype)}")
-        return Field("tuple_get", (self,), self.levels, self.dtype[k], f"index = {k}")
+        return _ir(_strata.field_tuple_get, self._v, int(k))
 
     # ---- evaluation ----
 
@@ -308,20 +334,18 @@ class Field:
             raise FieldError(f"`np.{name}.{method}` with {sorted(kwargs) or 'these arguments'} is not a field operation; "
                              "evaluate the field first with `.numpy()`")
         if len(inputs) == 1 and name in _UFUNC_UNARY:
-            return Field(_UFUNC_UNARY[name], inputs, inputs[0].levels, np.dtype(np.bool_) if name in _PREDICATES else inputs[0].dtype)
+            return _ir(_strata.field_builtin, _UFUNC_UNARY[name], [inputs[0]._v])
         if len(inputs) == 2 and name in _UFUNC_BINARY:
-            op, result = _UFUNC_BINARY[name]
+            op = _UFUNC_BINARY[name]
             first = inputs[0] if isinstance(inputs[0], Field) else None
             if first is None:
-                return inputs[1]._binary(op, inputs[0], True, result=result)
+                return inputs[1]._binary(op, inputs[0], True)
             if op == "divides":
                 return first._true_divide(inputs[1])
-            return first._binary(op, inputs[1], result=result)
+            return first._binary(op, inputs[1])
         raise FieldError(f"`np.{name}` has no field operation; evaluate the field first with `.numpy()`")
 
 
-_BOOL = np.dtype(np.bool_)
-_PREDICATES = {"isnan", "isinf", "isfinite", "signbit"}
 # numpy ufuncs with a Strata builtin of the same meaning.
 _UFUNC_UNARY = {
     "negative": "neg", "absolute": "abs", "fabs": "abs", "sqrt": "sqrt", "exp": "exp", "log": "log",
@@ -333,68 +357,33 @@ _UFUNC_UNARY = {
     "logical_not": "not",
 }
 _UFUNC_BINARY = {
-    "add": ("plus", None), "subtract": ("minus", None), "multiply": ("multiplies", None),
-    "true_divide": ("divides", None), "divide": ("divides", None), "power": ("power", None),
-    "maximum": ("maximum", None), "minimum": ("minimum", None), "floor_divide": ("floor_divide", None),
-    "remainder": ("remainder", None), "arctan2": ("atan2", None), "hypot": ("hypot", None),
-    "copysign": ("copysign", None), "logaddexp": ("logaddexp", None),
-    "equal": ("eq", _BOOL), "not_equal": ("ne", _BOOL), "less": ("less", _BOOL),
-    "less_equal": ("less_equal", _BOOL), "greater": ("greater", _BOOL), "greater_equal": ("greater_equal", _BOOL),
-    "logical_and": ("and", None), "logical_or": ("or", None),
+    "add": "plus", "subtract": "minus", "multiply": "multiplies", "true_divide": "divides",
+    "divide": "divides", "power": "power", "maximum": "maximum", "minimum": "minimum",
+    "floor_divide": "floor_divide", "remainder": "remainder", "arctan2": "atan2", "hypot": "hypot",
+    "copysign": "copysign", "logaddexp": "logaddexp", "equal": "eq", "not_equal": "ne", "less": "less",
+    "less_equal": "less_equal", "greater": "greater", "greater_equal": "greater_equal",
+    "logical_and": "and", "logical_or": "or",
 }
 
-
-def _literal(x: Any, dtype: np.dtype) -> str:
-    """A Python number as a Strata literal of `dtype`."""
-    if dtype == np.bool_:
-        return "true" if x else "false"
-    if dtype.kind == "f":
-        return repr(float(x))
-    if float(x) != int(x):
-        raise FieldError(f"{x!r} is not a value of an integer field ({dtype})")
-    return str(int(x))
+# While a scan's step is traced, its parameters are fixed (the state and the values): float
+# scalars it uses are constants there, not parameters.
+_IN_STEP = [False]
 
 
-def _as_field(x: Any, dtype: np.dtype) -> Field:
+def _as_field(x: Any, dtype: Any) -> Field:
     """`x` as an operand of `dtype`. A float scalar (a time step, a coefficient) is a scalar
     parameter of the program, read when it runs: a loop passing a new value each step runs one
-    compiled program. Integers and booleans are literals (structure the C compiler folds)."""
+    compiled program. Integers and booleans are constants (structure the C compiler folds)."""
     if isinstance(x, Field):
         return x
     if isinstance(x, _ScalarArg):
         return x._field(dtype)
     if isinstance(x, (bool, int, float, np.generic)):
-        if dtype.kind == "f" and isinstance(x, (float, np.floating)):
+        dtype = dtype if not isinstance(dtype, tuple) else np.dtype(np.float64)
+        if dtype.kind == "f" and isinstance(x, (float, np.floating)) and not _IN_STEP[0]:
             return Field._leaf(np.asarray(x, dtype=dtype), [])
-        return Field("constant", (), [], dtype, _literal(x, dtype))
+        return _ir(_strata.field_constant, x.item() if isinstance(x, np.generic) else x, _DTYPES[dtype])
     raise FieldError(f"cannot combine a field with `{type(x).__name__}`")
-
-
-def _broadcast(op: str, operands: Sequence[Field], result: Optional[np.dtype] = None) -> Field:
-    """Seed 000's broadcasting by name: the union of the dimensions in order of appearance,
-    each interval the intersection of the operands'. The operands share one dtype (a Python
-    number takes the fields'); the result has it, or `result`."""
-    dtypes = {o.dtype for o in operands if o.op != "constant"}
-    if len(dtypes) > 1:
-        raise FieldError(f"`{op}` of fields of dtypes {', '.join(sorted(map(str, dtypes)))}: convert one with `.astype`")
-    dtype = dtypes.pop() if dtypes else operands[0].dtype
-    args = [Field("constant", (), [], dtype, o.attrs) if o.op == "constant" else o for o in operands]
-    return Field(op, args, _common_levels(op, operands), result if result is not None else dtype)
-
-
-def _common_levels(op: str, operands: Sequence[Field]) -> Levels:
-    levels: Dict[str, Range] = {}
-    for o in operands:
-        for l in o.levels:
-            if l.name in levels:
-                m = levels[l.name]
-                start, stop = max(m.start, l.start), min(m.stop, l.stop)
-                if start >= stop:
-                    raise FieldError(f"`{op}`: dimension `{l.name}` has disjoint intervals {m!r} and {l!r}")
-                levels[l.name] = Range(l.name, start, stop)
-            else:
-                levels[l.name] = l
-    return list(levels.values())
 
 
 def field(array: Any, *domain: Range) -> Field:
@@ -415,12 +404,11 @@ def field(array: Any, *domain: Range) -> Field:
 
 def where(condition: Field, a: Any, b: Any) -> Field:
     """`a` where `condition` holds, else `b` (broadcast by name)."""
-    if not isinstance(condition, Field) or condition.dtype != np.bool_:
+    if not isinstance(condition, Field):
         raise FieldError("`where` chooses by a bool field (a comparison of fields)")
     dtype = next((x.dtype for x in (a, b) if isinstance(x, Field)), np.dtype(np.float64))
     a, b = _as_field(a, dtype), _as_field(b, dtype)
-    chosen = _broadcast("select", (a, b))
-    return Field("select", (condition, *chosen.args), _common_levels("where", (condition, a, b)), chosen.dtype)
+    return _ir(_strata.field_builtin, "select", [condition._v, a._v, b._v])
 
 
 def maximum(a: Field, b: Any) -> Field:
@@ -433,42 +421,41 @@ def minimum(a: Field, b: Any) -> Field:
     return a._binary("minimum", b)
 
 
-def _neighbor_reduce(f: Field, axis: Connectivity, fold: str, init: str) -> Field:
-    nb = [l for l in f.levels if l.name.startswith("NB_") and l.name[3:].isdigit()]
-    if not nb or not isinstance(axis, Connectivity):
+def _neighbor_reduce(f: Field, axis: Connectivity, fold: str) -> Field:
+    if not isinstance(f, Field) or not isinstance(axis, Connectivity):
         raise FieldError("a neighbor reduction needs a field shifted through a connectivity (`x(E2V)`)")
-    last = max(nb, key=lambda l: int(l.name[3:]))
-    # The neighbor dimension reduced is the one `axis` added: its destination is a dimension
-    # of the field and its width the counter's.
-    if axis.dst.name not in f.dims or len(last) != axis.table.shape[1]:
+    nb = [l for l in f.levels if l.name.startswith("NB_") and l.name[3:].isdigit()]
+    last = max(nb, key=lambda l: int(l.name[3:])) if nb else None
+    # `axis` names the table whose neighbor dimension is reduced: its destination is a
+    # dimension of the field and its width the last neighbor dimension's.
+    if last is not None and (axis.dst.name not in f.dims or len(last) != axis.table.shape[1]):
         raise FieldError(
             f"`axis` is a table into `{axis.src}` from `{axis.dst.name}` with {axis.table.shape[1]} neighbors, "
             f"but the field's last neighbor dimension `{last.name}` has {len(last)} over {', '.join(map(repr, f.levels))}"
         )
-    levels = [l for l in f.levels if l.name != last.name]
-    return Field("neighbor_reduce", (f,), levels, f.dtype, f"{fold}|{init}|{last.name}")
+    return _ir(_strata.field_neighbor_fold, f._v, fold)
 
 
 def neighbor_sum(f: Field, axis: Connectivity) -> Field:
     """The sum over the neighbor dimension `x(E2V)` added (skipped neighbors take no part)."""
-    return _neighbor_reduce(f, axis, "plus", "0")
+    return _neighbor_reduce(f, axis, "plus")
 
 
 def neighbor_max(f: Field, axis: Connectivity) -> Field:
     """The maximum over the neighbor dimension (skipped neighbors take no part; none: -inf)."""
-    return _neighbor_reduce(f, axis, "maximum", "-inf")
+    return _neighbor_reduce(f, axis, "maximum")
 
 
 def neighbor_min(f: Field, axis: Connectivity) -> Field:
     """The minimum over the neighbor dimension (skipped neighbors take no part; none: +inf)."""
-    return _neighbor_reduce(f, axis, "minimum", "inf")
+    return _neighbor_reduce(f, axis, "minimum")
 
 
 def make_tuple(*fields_: Field) -> Field:
     """The fields as one field of tuples (broadcast by name); `t[k]` is the k-th field again."""
     if not fields_ or not all(isinstance(f, Field) for f in fields_):
         raise FieldError("`make_tuple` takes fields")
-    return Field("make_tuple", fields_, _common_levels("make_tuple", fields_), tuple(f.dtype for f in fields_))
+    return _ir(_strata.field_make_tuple, [f._v for f in fields_])
 
 
 def scan(step: Any, *xs: Field, dim: Dim, init: Any = 0.0, forward: bool = True) -> Field:
@@ -479,143 +466,69 @@ def scan(step: Any, *xs: Field, dim: Dim, init: Any = 0.0, forward: bool = True)
     scan with a tuple state and a backward one."""
     if not xs or not all(isinstance(x, Field) and dim.name in x.dims for x in xs):
         raise FieldError(f"`scan` along `{dim.name}` takes fields that have `{dim.name}`")
-    levels = _common_levels("scan", xs)
-    section = [l for l in levels if l.name != dim.name]
+    # The step's parameters: the state over the section (the other dimensions of the values),
+    # one slice of each value.
     base = xs[0].dtype if not isinstance(xs[0].dtype, tuple) else np.dtype(np.float64)
     state_dtype = tuple(base for _ in init) if isinstance(init, tuple) else base
-    state = Field("param", (), section, state_dtype)
-    values = [Field("param", (), [l for l in x.levels if l.name != dim.name], x.dtype) for x in xs]
-    out = step(state, *values)
-    out = _as_field(out, base) if not isinstance(out, Field) else out
-    if not _same_dtype(out.dtype, state_dtype) or [l.name for l in out.levels] != [l.name for l in section]:
-        raise FieldError(
-            f"a scan step must return a {_elem(state_dtype)} field over {', '.join(map(repr, section))}, "
-            f"not {_elem(out.dtype)} over {', '.join(map(repr, out.levels))}"
-        )
-    body = _Writer(params=[state, *values])
-    result = body.value(out)
-    f = Field("scan", xs, levels, state_dtype, f"dim = {dim.name}, forward = {str(bool(forward)).lower()}")
-    f.step = (body, result, out)
-    f.init = "(" + ", ".join(_literal(v, base) for v in init) + ")" if isinstance(init, tuple) else _literal(init, base)
-    return f
+    state = Field(_strata.field_param(_element(state_dtype), [tuple(l) for l in _step_section(xs, dim)], None))
+    values = [
+        Field(_strata.field_param(_element(x.dtype), [tuple(l) for l in x.levels if l.name != dim.name], None))
+        for x in xs
+    ]
+    _IN_STEP[0], was = True, _IN_STEP[0]
+    try:
+        out = step(state, *values)
+        out = _as_field(out, base)
+    finally:
+        _IN_STEP[0] = was
+    try:
+        fn = _strata.field_function([state._v, *(v._v for v in values)], out._v)
+    except VerifyError as e:
+        raise FieldError(f"{_where()}{e}") from None
+    return _ir(_strata.field_scan, fn, [x._v for x in xs], dim.name, bool(forward), init)
 
 
-# ---- writing the Strata function ----
+def _step_section(xs: Sequence[Field], dim: Dim) -> Levels:
+    """The state's intervals: the values' common domain without `dim` (as the scan types its
+    result), taken from the IR of their tuple."""
+    common = xs[0] if len(xs) == 1 else make_tuple(*xs)
+    return [l for l in common.levels if l.name != dim.name]
 
 
-def _same_dtype(a: Any, b: Any) -> bool:
-    """Equal element types (a tuple of dtypes equals only a tuple of equal dtypes)."""
-    if isinstance(a, tuple) or isinstance(b, tuple):
-        return isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b) and all(map(_same_dtype, a, b))
-    return np.dtype(a) == np.dtype(b)
-
-
-def _elem(dtype: Any) -> str:
-    """The Strata element type of a dtype, or of a tuple of dtypes."""
+def _element(dtype: Any) -> Any:
+    """The IR element type of a dtype, or a tuple of them."""
     if isinstance(dtype, tuple):
-        return "(" + ", ".join(_elem(d) for d in dtype) + ")"
+        return tuple(_element(d) for d in dtype)
     return _DTYPES[np.dtype(dtype)]
 
 
-def _type(dtype: Any, levels: Levels) -> str:
-    t = _elem(dtype)
-    if not levels:
-        return t
-    return f"tensor<{t}, {', '.join(f'{l.name}[{l.start}:{l.stop}]' for l in levels)}>"
+# ---- programs ----
+
+_MODULES: Dict[int, Any] = {}
 
 
-class _Writer:
-    """Writes a field expression as the statements of one Strata function: fields it reads
-    from arrays become parameters, shared subexpressions are written once."""
-
-    def __init__(self, params: Optional[List[Field]] = None):
-        # A scan step's parameters are fixed (its state and values): the scalars it uses are
-        # written as literals there.
-        self.fixed = params is not None
-        self.params: List[Field] = []
-        self.names: Dict[int, str] = {}
-        self.lines: List[str] = []
-        self.helpers: Dict[str, str] = {}
-        for p in params or []:
-            self.names[id(p)] = f"%p{len(self.params)}"
-            self.params.append(p)
-
-    def value(self, f: Field) -> str:
-        if id(f) in self.names:
-            return self.names[id(f)]
-        if f.op == "param" and self.fixed and not f.levels and getattr(f, "array", None) is not None:
-            name = f"%v{len(self.lines)}"
-            self.lines.append(f"  {name} = constant(value = {_literal(f.array.item(), f.dtype)}) : {_elem(f.dtype)}")
-            self.names[id(f)] = name
-            return name
-        if f.op == "param":
-            name = f"%p{len(self.params)}"
-            self.params.append(f)
-            self.names[id(f)] = name
-            return name
-        args = [self.value(a) for a in f.args]
-        name = f"%v{len(self.lines)}"
-        ty = _type(f.dtype, f.levels)
-        if f.op == "constant":
-            self.lines.append(f"  {name} = constant(value = {f.attrs}) : {ty}")
-        elif f.op == "neighbor_reduce":
-            fold, init, nb = f.attrs.split("|")
-            el = _DTYPES[f.dtype]
-            helper = f"@{fold}_{el}"
-            self.helpers[helper] = (
-                f"func {helper}(%acc: {el}, %x: {el}) -> {el} {{\n  %r = {fold}(%acc, %x) : {el}\n  return %r\n}}\n"
-            )
-            src = f.args[0].levels
-            letters = dict(zip((l.name for l in src), "abcdefghijklmnopqrstuvwxyz"))
-            spec = "".join(letters[l.name] for l in src) + "->" + "".join(letters[l.name] for l in f.levels)
-            if el in ("f64", "f32"):
-                init = {"0": "0.0", "-inf": "-inf", "inf": "inf"}[init]
-            else:
-                init = {"0": "0", "-inf": str(np.iinfo(f.dtype).min), "inf": str(np.iinfo(f.dtype).max)}[init]
-            self.lines.append(f'  {name} = map_reduce({helper}, {args[0]}, init = {init}, einsum = "{spec}") : {ty}')
-        elif f.op == "scan":
-            body, result, out = f.step
-            helper = f"@step{len(self.helpers)}"
-            self.helpers.update(body.helpers)
-            self.helpers[helper] = body.function(helper, result, out)
-            self.lines.append(f"  {name} = scan({helper}, {', '.join(args)}, {f.attrs}, init = {f.init}) : {ty}")
-        else:
-            attrs = f", {f.attrs}" if f.attrs else ""
-            self.lines.append(f"  {name} = {f.op}({', '.join(args)}{attrs}) : {ty}")
-        self.names[id(f)] = name
-        return name
-
-    def function(self, name: str, result: str, f: Field) -> str:
-        """The function `name` returning `result` (the value of `f`)."""
-        params = ", ".join(f"%p{k}: {_type(p.dtype, p.levels)}" for k, p in enumerate(self.params))
-        body = "\n".join(self.lines)
-        return f"func {name}({params}) -> {_type(f.dtype, f.levels)} {{\n{body}\n  return {result}\n}}\n"
-
-    def text(self, result: str, f: Field) -> str:
-        return "".join(self.helpers.values()) + self.function("@fields", result, f)
-
-    def program_text(self, result: str, f: Field, out: Field) -> str:
-        """The program `@fields` writing `f` over its domain into `out` (an `out` parameter, so
-        a native run writes the caller's array in place)."""
-        params = ", ".join(f"%p{k}: {_type(p.dtype, p.levels)}" for k, p in enumerate(self.params))
-        body = "\n".join(self.lines)
-        domain = ", ".join(f"{l.name}[{l.start}:{l.stop}]" for l in f.levels)
-        return "".join(self.helpers.values()) + (
-            f"program @fields(%out: out {_type(out.dtype, out.levels)}{', ' if params else ''}{params}) {{\n"
-            f"{body}\n  %out[{domain}] <- {result}\n}}\n"
-        )
+def _program(f: Field, out: Optional[Field] = None) -> Tuple[Any, List[Any]]:
+    """The compiled program of `f` (`@fields`: returning it, or writing it into `out`) and the
+    payloads of its parameters `p0, p1, …`. With `out`, the program writes `f`'s domain when
+    `out` holds it (the rest of `out` keeps its values), else `out`'s whole domain, which `f`
+    must cover."""
+    try:
+        if out is None:
+            return _strata.field_program(f._v, None)
+        try:
+            return _strata.field_program(f._v, out._v, True)
+        except VerifyError:
+            return _strata.field_program(f._v, out._v, False)
+    except VerifyError as e:
+        raise FieldError(f"{_where()}{e}") from None
 
 
-_CACHE: Dict[str, Any] = {}
-
-
-def _module(text: str):
-    from . import compile as _compile_module
-
-    m = _CACHE.get(text)
-    if m is None:
-        m = _CACHE[text] = _compile_module(text, name="<fields>")
-    return m
+def _run(program: Any, payloads: List[Any], values: Dict[str, Any], backend: str) -> Dict[str, Any]:
+    for k, p in enumerate(payloads):
+        name = f"p{k}"
+        if name not in values:
+            values[name] = p
+    return dict(program.run("fields", values, backend, None))
 
 
 def evaluate(f: Field, out: Optional[Field] = None, backend: str = "auto") -> np.ndarray:
@@ -625,62 +538,41 @@ def evaluate(f: Field, out: Optional[Field] = None, backend: str = "auto") -> np
     if not isinstance(f, Field):
         raise FieldError("`evaluate` takes a field expression")
     if out is not None:
-        _check_out(f, out)
-    if f.op == "param" and out is None:
+        _out_array(out)
+    if f._v.is_leaf and out is None and f.array is not None:
         return f.array
-    w = _Writer()
-    if f.op == "constant":
+    if not f.levels and not f._v.is_leaf and out is None and _is_constant(f):
         raise FieldError("a constant has no domain to evaluate over; combine it with a field")
-    if f.op == "param":
-        if isinstance(f.dtype, tuple):
-            return f.array
-        f = Field("cast", (f,), f.levels, f.dtype, f"to = {_DTYPES[f.dtype]}")
-    result = w.value(f)
-    m = _module(w.text(result, f))
-    arrays = [p.array for p in w.params]
-    value = m.fields(*arrays, backend=backend)
+    program, payloads = _program(f, out)
     if out is None:
-        return value
-    return _write_into(out, f, value)
+        return _run(program, payloads, {}, backend)["result"]
+    written = _run(program, payloads, {"out": out.array}, backend)["out"]
+    if written is not out.array:  # not native: the run returned a copy
+        np.copyto(out.array, written)
+    return out.array
+
+
+def _is_constant(f: Field) -> bool:
+    """Whether `f` reads no field (a constant expression)."""
+    return not f.dims
 
 
 def _out_array(out: Any) -> np.ndarray:
     """The array of `out`, which must be a field made with `strata.field` on an array."""
-    if not isinstance(out, Field) or out.op != "param" or getattr(out, "array", None) is None:
+    if not isinstance(out, Field) or out.array is None:
         raise FieldError("`out` must be a field made with `strata.field` on an array")
     return out.array
 
 
-def _check_out(f: Field, out: Any) -> None:
-    """Raises unless `f` can be written into `out` over `out`'s domain: the same dimensions,
-    `f` defined on all of `out`'s domain, the same dtype."""
-    _out_array(out)
-    have = {l.name: l for l in f.levels}
-    if set(have) != set(out.dims):
-        raise FieldError(f"the expression has dimensions {', '.join(f.dims)}, `out` has {', '.join(out.dims)}")
-    for l in out.levels:
-        h = have[l.name]
-        if not (h.start <= l.start and l.stop <= h.stop):
-            raise FieldError(f"the expression is defined on {h!r}, which does not cover `out`'s {l!r}")
-    if not _same_dtype(out.dtype, f.dtype):
-        raise FieldError(f"the expression is {f.dtype}, `out` is {out.dtype}")
-
-
-def _write_into(out: Field, f: Field, value: np.ndarray) -> np.ndarray:
-    """Writes `value` (`f` over its domain) into `out` over `out`'s domain (checked by
-    `_check_out`); returns its array."""
-    have = {l.name: l for l in f.levels}
-    # The part of the result over out's domain, in out's dimension order.
-    order = [f.dims.index(n) for n in out.dims]
-    value = np.transpose(value, order)
-    cut = tuple(
-        slice(l.start - have[l.name].start, l.stop - have[l.name].start) for l in out.levels
-    )
-    np.copyto(out.array, value[cut])
-    return out.array
-
-
 # ---- stencils: field functions compiled once per argument structure ----
+
+
+class _Arg:
+    """What a parameter of a stencil's program stands for: argument `index` of each call (a
+    field's array, or a number converted to `scalar`)."""
+
+    def __init__(self, index: int, scalar: Optional[np.dtype] = None):
+        self.index, self.scalar = index, scalar
 
 
 class _ScalarArg:
@@ -692,10 +584,8 @@ class _ScalarArg:
         self.index = index
 
     def _field(self, dtype: Any) -> Field:
-        f = Field("param", (), [], np.dtype(dtype))
-        f.array = None
-        f.arg = self.index
-        return f
+        dtype = dtype if not isinstance(dtype, tuple) else np.float64
+        return Field._leaf(_Arg(self.index, np.dtype(dtype)), [], dtype)
 
     def _op(self, op: str, other: Any, reflected: bool) -> Field:
         dtype = other.dtype if isinstance(other, Field) and not isinstance(other.dtype, tuple) else np.float64
@@ -734,7 +624,7 @@ class Stencil:
         key = []
         for a in args:
             if isinstance(a, Field):
-                if a.op != "param" or getattr(a, "array", None) is None:
+                if a.array is None:
                     raise FieldError("a stencil's field arguments are fields made with `strata.field` on arrays")
                 key.append(("field", tuple(a.levels), str(a.dtype)))
             elif isinstance(a, (float, np.floating)) and not isinstance(a, bool):
@@ -745,27 +635,11 @@ class Stencil:
                 raise FieldError(f"a stencil takes fields and numbers, not `{type(a).__name__}`")
         return tuple(key)
 
-    @staticmethod
-    def _in_place(f: Field, out: Optional[Field]) -> bool:
-        """Whether `out` can be written in place by the program: an array that holds `f`'s
-        domain, in the same dimension order, contiguous and writeable."""
-        if out is None:
-            return False
-        a = out.array
-        if not (a.flags.c_contiguous and a.flags.writeable) or not _same_dtype(out.dtype, f.dtype):
-            return False
-        if [l.name for l in out.levels] != [l.name for l in f.levels]:
-            return False
-        return all(o.start <= l.start and l.stop <= o.stop for o, l in zip(out.levels, f.levels))
-
     def _compile(self, key: tuple, args: Sequence[Any], out: Optional[Field] = None):
         placeholders = []
         for i, (a, k) in enumerate(zip(args, key)):
             if k[0] == "field":
-                p = Field("param", (), a.levels, a.dtype)
-                p.array = a.array
-                p.arg = i
-                placeholders.append(p)
+                placeholders.append(Field._leaf(_Arg(i), a.levels, a.dtype))
             elif k[0] == "float":
                 placeholders.append(_ScalarArg(i))
             else:
@@ -773,24 +647,19 @@ class Stencil:
         f = self.fn(*placeholders)
         if not isinstance(f, Field):
             raise FieldError(f"`{self.__name__}` must return a field expression")
-        if f.op == "param":
-            f = Field("cast", (f,), f.levels, f.dtype, f"to = {_DTYPES[f.dtype]}")
-        w = _Writer()
-        result = w.value(f)
-        in_place = self._in_place(f, out)
-        if out is not None and not in_place:
-            _check_out(f, out)  # once per structure: `out`'s intervals and dtype are in the key
-        m = _module(w.program_text(result, f, out) if in_place else w.text(result, f))
-        # Where each parameter's value comes from at a call: an argument, or a value captured
-        # when the stencil was traced (a field it closes over, a float constant of its body).
+        if f._v.is_leaf:
+            f = f.astype(f.dtype)  # a program computes its result
+        program, payloads = _program(f, out)
+        # Where each parameter's value comes from at a call: an argument (a scalar converted to
+        # the parameter's dtype), or a value captured when the stencil was traced (a field it
+        # closes over, a float constant of its body).
         sources = []
-        for k, p in enumerate(w.params):
-            i = getattr(p, "arg", None)
-            if i is None:
-                sources.append((f"p{k}", None, p.array, None))
+        for k, p in enumerate(payloads):
+            if isinstance(p, _Arg):
+                sources.append((f"p{k}", p.index, None, p.scalar))
             else:
-                sources.append((f"p{k}", i, None, None if p.levels else np.dtype(p.dtype)))
-        return m, sources, f, in_place
+                sources.append((f"p{k}", None, p, None))
+        return program, sources
 
     def __call__(self, *args: Any, out: Optional[Field] = None, backend: str = "auto") -> np.ndarray:
         key = self._key(args)
@@ -800,7 +669,7 @@ class Stencil:
         c = self._compiled.get(key)
         if c is None:
             c = self._compiled[key] = self._compile(key, args, out)
-        m, sources, f, in_place = c
+        program, sources = c
         values = {}
         for name, i, captured, scalar in sources:
             if i is None:
@@ -809,16 +678,13 @@ class Stencil:
                 values[name] = np.asarray(args[i], dtype=scalar)
             else:
                 values[name] = args[i].array
-        if in_place:
-            values["out"] = out.array
-            written = dict(m._program.run("fields", values, backend, None))["out"]
-            if written is not out.array:  # not native: the run returned a copy
-                np.copyto(out.array, written)
-            return out.array
-        value = dict(m._program.run("fields", values, backend, None))["result"]
         if out is None:
-            return value
-        return _write_into(out, f, value)
+            return dict(program.run("fields", values, backend, None))["result"]
+        values["out"] = out.array
+        written = dict(program.run("fields", values, backend, None))["out"]
+        if written is not out.array:  # not native: the run returned a copy
+            np.copyto(out.array, written)
+        return out.array
 
 
 def stencil(fn: Any) -> Stencil:
