@@ -394,6 +394,9 @@ fn build(
     Ok(values[&Rc::as_ptr(node)])
 }
 
+/// What each parameter `p0`, `p1`, … of a built program stands for.
+type Payloads = Vec<Option<Py<PyAny>>>;
+
 /// The program computing `result`: `@fields` returning it, or — with `out` (a leaf) — the
 /// program `@fields(%out: out …, …)` writing it into `out`, over `result`'s domain when
 /// `over_result` (`out` must hold it), else over all of `out` (`result` must cover it).
@@ -406,8 +409,8 @@ pub fn field_program(
     result: PyRef<'_, FieldValue>,
     out: Option<PyRef<'_, FieldValue>>,
     over_result: bool,
-) -> PyResult<(Py<Program>, Vec<Option<Py<PyAny>>>)> {
-    let mut payloads: Vec<Option<Py<PyAny>>> = Vec::new();
+) -> PyResult<(Py<Program>, Payloads)> {
+    let mut payloads: Payloads = Vec::new();
     let module = LIB.with(|lib| {
         let lib = lib.borrow();
         let mut mb = ModuleBuilder::new();
