@@ -109,8 +109,7 @@ def diffusion(strata, cli: str, runs: int, triad: float | None) -> list[dict]:
         reps = max(3, runs // 2)
         ts, tt, tn = median_time(run_stencil, reps), median_time(run_traced, reps), median_time(run_numpy, reps)
         # The step's program alone, run by the CLI on the same text (its kernel, no Python).
-        module = next(iter(step._compiled.values()))[0]
-        text = next(t for t, m in fields._CACHE.items() if m is module)
+        text = next(iter(step._compiled.values()))[0].text
         with tempfile.TemporaryDirectory() as d:
             prog, js = Path(d) / "step.strata", Path(d) / "t.json"
             prog.write_text(text)

@@ -31,6 +31,7 @@ fn _strata(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_function(wrap_pyfunction!(program::compile, m)?)?;
     m.add_class::<program::Program>()?;
+    m.add_class::<program::Runner>()?;
     m.add("Error", py.get_type::<errors::Error>())?;
     m.add("ParseError", py.get_type::<errors::ParseError>())?;
     m.add("VerifyError", py.get_type::<errors::VerifyError>())?;

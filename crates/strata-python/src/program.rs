@@ -92,6 +92,79 @@ impl Program {
         Ok(p)
     }
 
+    /// Runs the prepared entry on `objects`, one per parameter in order (`None` for an `out`
+    /// the program starts from zeros).
+    fn run_objects(
+        &self,
+        py: Python<'_>,
+        prepared: &Prepared,
+        objects: &[Option<Bound<'_, PyAny>>],
+    ) -> PyResult<Vec<(String, Py<PyAny>)>> {
+        let (module, h) = (prepared.module(), prepared.entry());
+        let f = &module.functions[h];
+        let mut missing = Vec::new();
+        for (&p, obj) in f.params.iter().zip(objects) {
+            let e = &f.exprs[p];
+            // An `out` parameter starts as the caller's `out=` array (the elements the
+            // program does not write keep their values), else as zeros.
+            if obj.is_none() && e.kind != ExprKind::Param(ParamMode::Out) {
+                missing.push(format!("`{}`", e.name));
+            }
+        }
+        if !missing.is_empty() || objects.len() != f.params.len() {
+            if objects.len() > f.params.len() {
+                return Err(ArgumentError::new_err(format!(
+                    "`@{}` takes {} arguments, got {}",
+                    f.name,
+                    f.params.len(),
+                    objects.len()
+                )));
+            }
+            for &p in &f.params[objects.len().min(f.params.len())..] {
+                missing.push(format!("`{}`", f.exprs[p].name));
+            }
+            return Err(ArgumentError::new_err(format!("missing argument {} of `@{}`", missing.join(", "), f.name)));
+        }
+        let mut values = Vec::with_capacity(objects.len());
+        for (&p, obj) in f.params.iter().zip(objects) {
+            let e = &f.exprs[p];
+            let ty = self.param_type(f, p);
+            let out = e.kind == ExprKind::Param(ParamMode::Out);
+            let arg = match obj {
+                Some(obj) => convert::to_arg(obj, &e.name, &ty, out)?,
+                None => Arg::Value(Value::Tensor(Tensor::zeros(&ty))),
+            };
+            if let Some(m) = arg.extent_mismatch() {
+                return Err(ArgumentError::new_err(format!("argument `{}`: {m}", e.name)));
+            }
+            values.push(arg);
+        }
+        convert::unlend_overlapping(&mut values);
+        // The arguments borrow `objects` (which the caller keeps alive too) while the GIL is
+        // released.
+        let ran = py.detach(|| prepared.run(&values));
+        let lent: Vec<bool> = values.iter().map(Arg::lent).collect();
+        drop(values);
+        let ran = ran.map_err(|e| self.run_error(e))?;
+        let mut out = Vec::with_capacity(ran.values.len());
+        for (name, v) in ran.values {
+            if let Some(m) = v.extent_mismatch() {
+                return Err(RunError::new_err(format!("`{name}` of `@{}`: {m}", f.name)));
+            }
+            out.push((name.clone(), convert::to_python(py, &name, v)?));
+        }
+        // An `out` array written in place is its own result.
+        for ((&p, obj), lent) in f.params.iter().zip(objects).zip(lent) {
+            let name = &f.exprs[p].name;
+            if let (true, Some(obj)) = (lent, obj) {
+                if !out.iter().any(|(n, _)| n == name) {
+                    out.push((name.clone(), obj.clone().unbind()));
+                }
+            }
+        }
+        Ok(out)
+    }
+
     fn run_error(&self, e: ExecuteError) -> PyErr {
         match e {
             ExecuteError::Program(d) => {
@@ -104,6 +177,12 @@ impl Program {
 
 #[pymethods]
 impl Program {
+    /// The program's text: as given to `compile`, or the printed module of a built program.
+    #[getter]
+    fn text(&self) -> &str {
+        &self.source
+    }
+
     /// The file name diagnostics show.
     #[getter]
     fn name(&self) -> &str {
@@ -141,12 +220,8 @@ impl Program {
         Ok(names)
     }
 
-    /// Runs `entry` on `args` (input name → numpy array, tuple of arrays for tuple elements,
-    /// or an unpacked SciPy matrix / ragged tensor; an `out` parameter's name → its initial
-    /// value) with `backend` (`auto`, `native`, `interp`) and `threads` native threads;
-    /// returns each result as `(name, value)`.
-    ///
-    /// The GIL is released while the program runs.
+    /// Runs `entry` on the arguments in `args` (by parameter name) and returns its results as
+    /// `(name, value)` pairs.
     #[pyo3(signature = (entry, args, backend = "auto", threads = None))]
     fn run(
         &self,
@@ -173,60 +248,49 @@ impl Program {
                 )));
             }
         }
-        // The argument objects, held here while the run reads their buffers in place.
         let mut objects = Vec::with_capacity(f.params.len());
-        let mut missing = Vec::new();
         for &p in &f.params {
-            let e = &f.exprs[p];
-            // An `out` parameter starts as the caller's `out=` array (the elements the
-            // program does not write keep their values), else as zeros.
-            let out = e.kind == ExprKind::Param(ParamMode::Out);
-            match args.get_item(&e.name)? {
-                Some(obj) => objects.push(Some(obj)),
-                None if out => objects.push(None),
-                None => missing.push(format!("`{}`", e.name)),
-            }
+            objects.push(args.get_item(&f.exprs[p].name)?);
         }
-        if !missing.is_empty() {
-            return Err(ArgumentError::new_err(format!("missing argument {} of `@{}`", missing.join(", "), f.name)));
-        }
-        let mut values = Vec::with_capacity(objects.len());
-        for (&p, obj) in f.params.iter().zip(&objects) {
-            let e = &f.exprs[p];
-            let ty = self.param_type(f, p);
-            let out = e.kind == ExprKind::Param(ParamMode::Out);
-            let arg = match obj {
-                Some(obj) => convert::to_arg(obj, &e.name, &ty, out)?,
-                None => Arg::Value(Value::Tensor(Tensor::zeros(&ty))),
-            };
-            if let Some(m) = arg.extent_mismatch() {
-                return Err(ArgumentError::new_err(format!("argument `{}`: {m}", e.name)));
-            }
-            values.push(arg);
-        }
-        convert::unlend_overlapping(&mut values);
-        // The arguments borrow `objects` (which the caller's dict keeps alive too) while the
-        // GIL is released.
-        let ran = py.detach(|| prepared.run(&values));
-        let lent: Vec<bool> = values.iter().map(Arg::lent).collect();
-        drop(values);
-        let ran = ran.map_err(|e| self.run_error(e))?;
-        let mut out = Vec::with_capacity(ran.values.len());
-        for (name, v) in ran.values {
-            if let Some(m) = v.extent_mismatch() {
-                return Err(RunError::new_err(format!("`{name}` of `@{}`: {m}", f.name)));
-            }
-            out.push((name.clone(), convert::to_python(py, &name, v)?));
-        }
-        // An `out` array written in place is its own result.
-        for ((&p, obj), lent) in f.params.iter().zip(&objects).zip(lent) {
-            let name = &f.exprs[p].name;
-            if let (true, Some(obj)) = (lent, obj) {
-                if !out.iter().any(|(n, _)| n == name) {
-                    out.push((name.clone(), obj.clone().unbind()));
-                }
-            }
-        }
-        Ok(out)
+        self.run_objects(py, &prepared, &objects)
+    }
+
+    /// `entry` prepared once for `backend` and `threads`, to be called with its arguments in
+    /// parameter order (a time loop's call, with no lookup by name).
+    #[pyo3(signature = (entry, backend = "auto", threads = None))]
+    fn bind(slf: &Bound<'_, Self>, entry: &str, backend: &str, threads: Option<usize>) -> PyResult<Runner> {
+        let backend = Backend::parse(backend).map_err(ArgumentError::new_err)?;
+        let prepared = slf.get().prepared(slf.py(), entry, backend, threads)?;
+        let module = prepared.module();
+        let f = &module.functions[prepared.entry()];
+        let params = f.params.iter().map(|&p| f.exprs[p].name.clone()).collect();
+        Ok(Runner { program: slf.clone().unbind(), prepared, params })
+    }
+}
+
+/// An entry of a [`Program`] prepared once and called with its arguments in parameter order
+/// (`Program.bind`).
+#[pyclass(module = "strata._strata", frozen)]
+pub struct Runner {
+    program: Py<Program>,
+    prepared: Arc<Prepared>,
+    params: Vec<String>,
+}
+
+#[pymethods]
+impl Runner {
+    /// The parameters' names, in the order the call takes them.
+    #[getter]
+    fn params(&self) -> Vec<String> {
+        self.params.clone()
+    }
+
+    /// Runs the entry on `args`, one per parameter in order (`None` for an `out` that starts
+    /// as zeros); returns its results as `(name, value)` pairs, as `Program.run` does.
+    #[pyo3(signature = (*args))]
+    fn __call__(&self, py: Python<'_>, args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<Vec<(String, Py<PyAny>)>> {
+        let objects: Vec<Option<Bound<'_, PyAny>>> =
+            args.iter().map(|a| if a.is_none() { None } else { Some(a) }).collect();
+        self.program.get().run_objects(py, &self.prepared, &objects)
     }
 }

@@ -102,6 +102,29 @@ def test_out_keeps_what_the_program_does_not_write():
         np.testing.assert_array_equal(buf, [-1.0, 7.0, 8.0, -1.0, -1.0])
 
 
+def test_a_bound_entry_runs_by_position_without_lookups():
+    """`Program.bind` prepares an entry once; calls pass arguments in parameter order (a time
+    loop's path), `None` for an `out` that starts as zeros, and write an `out` in place."""
+    m = strata.compile(
+        "program @p(%x: tensor<f64, I[1:3]>, %out: out tensor<f64, I[0:5]>) {\n  %out[I[1:3]] <- %x\n}\n"
+    )
+    for backend in ("native", "interp"):
+        run = m._program.bind("p", backend)
+        assert run.params == ["x", "out"]
+        buf = np.full(5, -1.0)
+        ((name, got),) = run(np.array([7.0, 8.0]), buf)
+        assert name == "out"
+        np.testing.assert_array_equal(got, [-1.0, 7.0, 8.0, -1.0, -1.0])
+        if backend == "native":
+            assert got is buf
+        ((_, fresh),) = run(np.array([1.0, 2.0]), None)
+        np.testing.assert_array_equal(fresh, [0.0, 1.0, 2.0, 0.0, 0.0])
+        with pytest.raises(strata.ArgumentError, match="missing argument `out`"):
+            run(np.array([1.0, 2.0]))
+        with pytest.raises(strata.ArgumentError, match="takes 2 arguments, got 3"):
+            run(np.array([1.0, 2.0]), None, None)
+
+
 def test_several_results_come_back_as_a_named_tuple():
     m = strata.compile(
         textwrap.dedent(

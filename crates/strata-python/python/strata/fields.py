@@ -199,15 +199,25 @@ class Field:
 
     __array_priority__ = 100  # numpy scalars on the left defer to Field's reflected operators
 
-    def __init__(self, value: "_strata.FieldValue"):
+    def __init__(self, value: "_strata.FieldValue", array: Optional[np.ndarray] = None):
         self._v = value
+        self._array = array
+        self._structure: Optional[tuple] = None
 
     @staticmethod
     def _leaf(array: Any, levels: Levels, dtype: Any = None) -> "Field":
         """A parameter over `levels` standing for `array` (a numpy array, or a stencil
         argument's `_Arg`)."""
         dtype = np.dtype(dtype if dtype is not None else array.dtype)
-        return Field(_strata.field_param(_DTYPES[dtype], [tuple(l) for l in levels], array))
+        value = _strata.field_param(_DTYPES[dtype], [tuple(l) for l in levels], array)
+        return Field(value, array if isinstance(array, np.ndarray) else None)
+
+    def _key(self) -> tuple:
+        """What a stencil's compiled program depends on: the intervals and the dtype (kept, a
+        field never changes)."""
+        if self._structure is None:
+            self._structure = (tuple(self._v.dims), self._v.element)
+        return self._structure
 
     @property
     def levels(self) -> Levels:
@@ -221,8 +231,7 @@ class Field:
     @property
     def array(self) -> Optional[np.ndarray]:
         """The array a field made with `strata.field` holds (`None` for an expression)."""
-        p = self._v.payload if self._v.is_leaf else None
-        return p if isinstance(p, np.ndarray) else None
+        return self._array
 
     @property
     def domain(self) -> Tuple[Range, ...]:
@@ -507,28 +516,21 @@ def _element(dtype: Any) -> Any:
 _MODULES: Dict[int, Any] = {}
 
 
-def _program(f: Field, out: Optional[Field] = None) -> Tuple[Any, List[Any]]:
-    """The compiled program of `f` (`@fields`: returning it, or writing it into `out`) and the
-    payloads of its parameters `p0, p1, …`. With `out`, the program writes `f`'s domain when
-    `out` holds it (the rest of `out` keeps its values), else `out`'s whole domain, which `f`
-    must cover."""
+def _program(f: Field, out: Optional[Field] = None) -> Tuple[Any, List[Any], bool]:
+    """The compiled program of `f` (`@fields`: returning it, or writing it into `out`), the
+    payloads of its parameters `p0, p1, …`, and whether it writes all of `out`. With `out`, the
+    program writes `f`'s domain when `out` holds it (the rest of `out` keeps its values), else
+    `out`'s whole domain, which `f` must cover."""
     try:
         if out is None:
-            return _strata.field_program(f._v, None)
+            return (*_strata.field_program(f._v, None), False)
         try:
-            return _strata.field_program(f._v, out._v, True)
+            program, payloads = _strata.field_program(f._v, out._v, True)
+            return program, payloads, f.domain == out.domain
         except VerifyError:
-            return _strata.field_program(f._v, out._v, False)
+            return (*_strata.field_program(f._v, out._v, False), True)
     except VerifyError as e:
         raise FieldError(f"{_where()}{e}") from None
-
-
-def _run(program: Any, payloads: List[Any], values: Dict[str, Any], backend: str) -> Dict[str, Any]:
-    for k, p in enumerate(payloads):
-        name = f"p{k}"
-        if name not in values:
-            values[name] = p
-    return dict(program.run("fields", values, backend, None))
 
 
 def evaluate(f: Field, out: Optional[Field] = None, backend: str = "auto") -> np.ndarray:
@@ -543,13 +545,27 @@ def evaluate(f: Field, out: Optional[Field] = None, backend: str = "auto") -> np
         return f.array
     if not f.levels and not f._v.is_leaf and out is None and _is_constant(f):
         raise FieldError("a constant has no domain to evaluate over; combine it with a field")
-    program, payloads = _program(f, out)
+    program, payloads, whole = _program(f, out)
+    runner = program.bind("fields", backend)
     if out is None:
-        return _run(program, payloads, {}, backend)["result"]
-    written = _run(program, payloads, {"out": out.array}, backend)["out"]
-    if written is not out.array:  # not native: the run returned a copy
-        np.copyto(out.array, written)
-    return out.array
+        return runner(*payloads)[0][1]
+    return _run_into(lambda buffer: runner(buffer, *payloads)[0][1], out, whole)
+
+
+def _run_into(run: Any, out: Field, whole: bool) -> np.ndarray:
+    """Runs a program writing its `out` parameter (all of it when `whole`; `run(buffer)` runs it
+    on `buffer` and returns what it wrote) into `out`'s array: in place when the array is
+    contiguous, else through a contiguous buffer copied back (holding `out`'s values first
+    unless the program writes them all)."""
+    target = out._array
+    if target.flags.c_contiguous and target.flags.writeable:
+        buffer = target
+    else:
+        buffer = np.empty(target.shape, target.dtype) if whole else np.ascontiguousarray(target)
+    written = run(buffer)
+    if written is not target:  # a copy: not native, or through `buffer`
+        np.copyto(target, written)
+    return target
 
 
 def _is_constant(f: Field) -> bool:
@@ -624,9 +640,9 @@ class Stencil:
         key = []
         for a in args:
             if isinstance(a, Field):
-                if a.array is None:
+                if a._array is None:
                     raise FieldError("a stencil's field arguments are fields made with `strata.field` on arrays")
-                key.append(("field", tuple(a.levels), str(a.dtype)))
+                key.append(("field", a._key()))
             elif isinstance(a, (float, np.floating)) and not isinstance(a, bool):
                 key.append(("float",))
             elif isinstance(a, (bool, int, np.integer)):
@@ -635,7 +651,7 @@ class Stencil:
                 raise FieldError(f"a stencil takes fields and numbers, not `{type(a).__name__}`")
         return tuple(key)
 
-    def _compile(self, key: tuple, args: Sequence[Any], out: Optional[Field] = None):
+    def _compile(self, key: tuple, args: Sequence[Any], out: Optional[Field], backend: str):
         placeholders = []
         for i, (a, k) in enumerate(zip(args, key)):
             if k[0] == "field":
@@ -649,42 +665,35 @@ class Stencil:
             raise FieldError(f"`{self.__name__}` must return a field expression")
         if f._v.is_leaf:
             f = f.astype(f.dtype)  # a program computes its result
-        program, payloads = _program(f, out)
-        # Where each parameter's value comes from at a call: an argument (a scalar converted to
-        # the parameter's dtype), or a value captured when the stencil was traced (a field it
-        # closes over, a float constant of its body).
+        program, payloads, whole = _program(f, out)
+        # Where each parameter's value comes from at a call, in the order the program takes
+        # them (`out` first, if any): an argument (a scalar converted to the parameter's dtype),
+        # or a value captured when the stencil was traced (a field it closes over, a float
+        # constant of its body).
         sources = []
-        for k, p in enumerate(payloads):
+        for p in payloads:
             if isinstance(p, _Arg):
-                sources.append((f"p{k}", p.index, None, p.scalar))
+                sources.append((p.index, None, p.scalar))
             else:
-                sources.append((f"p{k}", None, p, None))
-        return program, sources
+                sources.append((None, p, None))
+        return program, program.bind("fields", backend), sources, whole
 
     def __call__(self, *args: Any, out: Optional[Field] = None, backend: str = "auto") -> np.ndarray:
         key = self._key(args)
         if out is not None:
             a = _out_array(out)
-            key += (("out", tuple(out.levels), str(out.dtype), a.flags.c_contiguous and a.flags.writeable),)
-        c = self._compiled.get(key)
+            key += (("out", out._key(), a.flags.c_contiguous and a.flags.writeable),)
+        c = self._compiled.get((key, backend))
         if c is None:
-            c = self._compiled[key] = self._compile(key, args, out)
-        program, sources = c
-        values = {}
-        for name, i, captured, scalar in sources:
-            if i is None:
-                values[name] = captured
-            elif scalar is not None:
-                values[name] = np.asarray(args[i], dtype=scalar)
-            else:
-                values[name] = args[i].array
+            c = self._compiled[(key, backend)] = self._compile(key, args, out, backend)
+        _, runner, sources, whole = c
+        values = [
+            captured if i is None else np.asarray(args[i], dtype=scalar) if scalar is not None else args[i]._array
+            for i, captured, scalar in sources
+        ]
         if out is None:
-            return dict(program.run("fields", values, backend, None))["result"]
-        values["out"] = out.array
-        written = dict(program.run("fields", values, backend, None))["out"]
-        if written is not out.array:  # not native: the run returned a copy
-            np.copyto(out.array, written)
-        return out.array
+            return runner(*values)[0][1]
+        return _run_into(lambda buffer: runner(buffer, *values)[0][1], out, whole)
 
 
 def stencil(fn: Any) -> Stencil:
