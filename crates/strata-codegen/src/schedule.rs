@@ -1,0 +1,220 @@
+//! The `schedule` pass: how each kernel's loops run, decided once per kernel and recorded as
+//! data ([`Schedule`] in `Kernel::schedule`), after every rewrite of the kernel program. C
+//! emission prints what the schedule says and decides nothing itself; `strata lower
+//! --print-after schedule` shows the decisions.
+//!
+//! The decisions: whether the outermost loop is shared among threads (enough work to pay for
+//! a parallel region), which floating-point folds may sum in any order (partial sums in vector
+//! lanes), how a plain nest is laid out (per point, sibling folds sharing a loop, or strips of
+//! the innermost level with a row of accumulators per fold), and whether a windowed kernel's
+//! rows go to memory as streaming stores.
+
+use std::rc::Rc;
+
+use strata_ir::BinaryOp;
+use strata_runtime::Scalar;
+
+use crate::kernel::{Kernel, KernelKind, KernelProgram};
+use crate::sym::{Part, SExpr};
+
+/// The least work (points times the longest fold's steps) worth starting threads for: a
+/// parallel region costs microseconds, which a small elementwise kernel does not amortize.
+pub const PARALLEL_MIN: i64 = 1 << 15;
+
+/// The shortest fold whose floating-point sum may be reassociated.
+pub const REASSOCIATE_MIN: i64 = 64;
+
+/// Folds shorter than this run per point rather than in strips.
+const SHORT_FOLD: i64 = 16;
+
+/// Longest row of one store a windowed kernel computes in cache before streaming it out.
+pub const STREAM_ROW_BYTES: i64 = 4096;
+
+/// A kernel's schedule.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Schedule {
+    /// The outermost loop is shared among threads (the kernel's work reaches
+    /// [`PARALLEL_MIN`]; with less, it runs on one thread).
+    pub parallel: bool,
+    /// Folds (by accumulator id) whose floating-point sums may run in any order: the C
+    /// compiler keeps partial sums in vector lanes (see [`reassociable`]).
+    pub reassociate: Vec<u32>,
+    /// How a plain nest's loops are laid out.
+    pub layout: Layout,
+    /// A windowed kernel writes its rows as streaming stores (see [`streams`]).
+    pub stream: bool,
+}
+
+/// The loop layout of a nest without sets, windows or a sparse result.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Layout {
+    /// One loop per domain level, every fold evaluated at each point.
+    #[default]
+    PerPoint,
+    /// As `PerPoint`, and folds over the same variables (the x and y sums of a nabla over one
+    /// neighbor table) share one loop: their table reads and checks happen once per step.
+    SharedFolds,
+    /// The innermost level strip-mined: each always-evaluated fold keeps a row of
+    /// accumulators, so the fold loops run outside the innermost loop, which vectorizes; every
+    /// point still folds in the same order (contractions).
+    Strips,
+}
+
+impl std::fmt::Display for Schedule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", if self.parallel { "parallel" } else { "one thread" })?;
+        match self.layout {
+            Layout::PerPoint => {}
+            Layout::SharedFolds => write!(f, ", sibling folds share loops")?,
+            Layout::Strips => write!(f, ", strips of the innermost level")?,
+        }
+        if !self.reassociate.is_empty() {
+            let ids: Vec<String> = self.reassociate.iter().map(|id| format!("acc{id}")).collect();
+            write!(f, ", reassociates {}", ids.join(" "))?;
+        }
+        if self.stream {
+            write!(f, ", streams its rows")?;
+        }
+        Ok(())
+    }
+}
+
+/// The pass: every kernel's schedule.
+pub fn schedule(p: &mut KernelProgram) {
+    let schedules: Vec<Schedule> = p.kernels.iter().map(|k| decide(p, k)).collect();
+    for (k, s) in p.kernels.iter_mut().zip(schedules) {
+        k.schedule = s;
+    }
+}
+
+fn decide(p: &KernelProgram, k: &Kernel) -> Schedule {
+    let mut reassociate = Vec::new();
+    for e in k.exprs() {
+        collect_reassociable(e, &mut reassociate);
+    }
+    reassociate.sort_unstable();
+    reassociate.dedup();
+    let mut s = Schedule { parallel: work(k) >= PARALLEL_MIN, reassociate, ..Schedule::default() };
+    if let KernelKind::Nest(n) = &k.kind {
+        if n.compressed.is_some() {
+        } else if !n.windows.is_empty() {
+            s.stream = streams(p, k);
+        } else if k.sets.is_empty() {
+            s.layout = layout(p, k, &s);
+        }
+    }
+    s
+}
+
+fn collect_reassociable(e: &Rc<SExpr>, out: &mut Vec<u32>) {
+    if let SExpr::Reduce { id, .. } = &**e {
+        if reassociable(e) {
+            out.push(*id);
+        }
+    }
+    crate::sym::for_each_part(e, &mut |q| {
+        if let Part::Expr(x) = q {
+            collect_reassociable(x, out);
+        }
+    });
+}
+
+/// A kernel's work estimate: its points times the steps of its longest fold or scan.
+fn work(k: &Kernel) -> i64 {
+    fn longest(p: Part, best: &mut i64) {
+        if let Part::Expr(e) = p {
+            if let SExpr::Reduce { vars, .. } = &**e {
+                *best = (*best).max(vars.iter().map(|(_, i)| i.len() as i64).product());
+            }
+            crate::sym::for_each_part(e, &mut |q| longest(q, best));
+        }
+    }
+    let mut steps = k.scan().map_or(1, |sc| sc.dim.interval.len() as i64);
+    for e in k.exprs() {
+        longest(Part::Expr(e), &mut steps);
+    }
+    let points: i64 = k.domain.iter().map(|l| l.interval.len() as i64).product();
+    points.saturating_mul(steps.max(1))
+}
+
+/// Whether fold `r` may sum in any order: a floating-point `acc + x` (`x` free of the
+/// accumulator, so the fold is a plain sum) whose innermost loop runs at least
+/// [`REASSOCIATE_MIN`] times. The C compiler then keeps partial sums in vector lanes; the result
+/// equals the interpreter's sequential sum up to rounding (as numpy's pairwise sums or a BLAS
+/// would), not bit for bit. Every other fold keeps the sequential order exactly.
+pub fn reassociable(r: &SExpr) -> bool {
+    let SExpr::Reduce { id, vars, scalar, body, .. } = r else { return false };
+    let Some((_, inner)) = vars.last() else { return false };
+    let Some((_, s)) = sum_term(body, *id) else { return false };
+    scalar.is_float() && s == *scalar && inner.len() as i64 >= REASSOCIATE_MIN
+}
+
+/// The term `x` of a fold body `acc + x` or `x + acc` over accumulator `id`, `x` free of the
+/// accumulator (the fold is a plain sum), and the addition's type.
+pub fn sum_term(body: &Rc<SExpr>, id: u32) -> Option<(&Rc<SExpr>, Scalar)> {
+    let SExpr::Binary(BinaryOp::Plus, a, b, s) = &**body else { return None };
+    let term = match (&**a, &**b) {
+        (SExpr::Acc(x), _) if *x == id => b,
+        (_, SExpr::Acc(x)) if *x == id => a,
+        _ => return None,
+    };
+    (!crate::sym::reads_acc(term, id)).then_some((term, *s))
+}
+
+/// The layout of a plain nest (see [`Layout`]).
+fn layout(p: &KernelProgram, k: &Kernel, s: &Schedule) -> Layout {
+    let always = k.stores.iter().all(|st| crate::emit_c::always_present(p, k, &st.value));
+    // Contractions: strips, unless every long fold sums along rows contiguous in memory (those
+    // run per point as vector reductions; strips would read them with a stride). Short folds
+    // (neighbor reductions) also stay per point: their few steps read one table row, which
+    // strips would read with a stride.
+    let mut hoisted = Vec::new();
+    if !k.domain.is_empty() && always {
+        for st in &k.stores {
+            crate::emit_c::hoist_reductions(&st.value, &mut hoisted, &|_| true);
+        }
+    }
+    let long = |r: &Rc<SExpr>| matches!(&**r, SExpr::Reduce { vars, .. } if vars.iter().map(|(_, i)| i.len() as i64).product::<i64>() >= SHORT_FOLD);
+    let reassociated = |r: &Rc<SExpr>| matches!(&**r, SExpr::Reduce { id, .. } if s.reassociate.contains(id));
+    if !hoisted.is_empty()
+        && hoisted.iter().any(long)
+        && !hoisted.iter().all(|r| reassociated(r) && crate::emit_c::contiguous_fold(r))
+    {
+        return Layout::Strips;
+    }
+    let mut folds = Vec::new();
+    for st in &k.stores {
+        crate::emit_c::hoist_reductions(&st.value, &mut folds, &|_| true);
+    }
+    let shared = folds.windows(2).any(|w| crate::emit_c::fold_vars(&w[0]) == crate::emit_c::fold_vars(&w[1]));
+    if shared && always {
+        Layout::SharedFolds
+    } else {
+        Layout::PerPoint
+    }
+}
+
+/// Whether a windowed kernel's stores go to memory as streaming stores, row by row: each
+/// writes a result present everywhere, over exactly the kernel's domain, whose innermost level
+/// holds whole 64-byte lines of at most [`STREAM_ROW_BYTES`], and together they are at least
+/// as large as the last-level cache one core shares (`KernelProgram::cache_bytes`), so that no
+/// later reader would find them there. Values reading neighbor tables bind their entries per
+/// point, outside the row's vector loop: those keep the plain stores.
+fn streams(p: &KernelProgram, k: &Kernel) -> bool {
+    let Some(last) = k.domain.last() else { return false };
+    let mut bytes = 0i64;
+    for st in &k.stores {
+        let b = &p.buffers[st.buffer];
+        let row = last.interval.len() as i64 * b.scalar.size_bytes() as i64;
+        let fits = b.levels == k.domain
+            && row % 64 == 0
+            && row <= STREAM_ROW_BYTES
+            && crate::emit_c::always_present(p, k, &st.value);
+        if !fits || k.windows().iter().any(|w| w.buffer == st.buffer) {
+            return false;
+        }
+        bytes += (b.len() * b.scalar.size_bytes()) as i64;
+    }
+    let values: Vec<&Rc<SExpr>> = k.stores.iter().map(|s| &s.value).collect();
+    !k.stores.is_empty() && !crate::emit_c::reads_tables(p, k, &values) && bytes >= p.cache_bytes
+}
