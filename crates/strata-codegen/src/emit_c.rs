@@ -15,6 +15,7 @@ use strata_runtime::Sv;
 
 use crate::kernel::{Buffer, CompressedOut, Kernel, KernelKind, KernelProgram, ScanLoop, Scatter, Store, Window};
 use crate::matmul::MatMul;
+use crate::schedule::{Layout, Schedule};
 use crate::sparse::CoIteration;
 
 mod compressed;
@@ -61,30 +62,8 @@ fn unsigned_of(s: Scalar) -> &'static str {
 const PRELUDE: &str = include_str!("emit_c/prelude.c");
 
 /// The pragma sharing a kernel's outermost loop among threads (error flags combined by max),
-/// when the kernel has enough work (`par_`, see [`PARALLEL_MIN`]).
+/// when its schedule says it has enough work (`par_`, see [`crate::schedule::PARALLEL_MIN`]).
 const PARALLEL_FOR: &str = "#pragma omp parallel for schedule(static) reduction(max:e_) if(par_)";
-
-/// The least work (points times the longest fold's steps) worth starting threads for: a
-/// parallel region costs microseconds, which a small elementwise kernel does not amortize.
-const PARALLEL_MIN: i64 = 1 << 15;
-
-/// A kernel's work estimate: its points times the steps of its longest fold or scan.
-fn work(k: &Kernel) -> i64 {
-    fn longest(p: crate::sym::Part, best: &mut i64) {
-        if let crate::sym::Part::Expr(e) = p {
-            if let SExpr::Reduce { vars, .. } = &**e {
-                *best = (*best).max(vars.iter().map(|(_, i)| i.len() as i64).product());
-            }
-            crate::sym::for_each_part(e, &mut |q| longest(q, best));
-        }
-    }
-    let mut steps = k.scan().map_or(1, |sc| sc.dim.interval.len() as i64);
-    for e in k.exprs() {
-        longest(crate::sym::Part::Expr(e), &mut steps);
-    }
-    let points: i64 = k.domain.iter().map(|l| l.interval.len() as i64).product();
-    points.saturating_mul(steps.max(1))
-}
 
 /// Opens one loop per level of `domain` (the outermost shared among threads, each thread with
 /// its own error pointer), indenting `indent`; a level that visits stored coordinates
@@ -175,9 +154,6 @@ fn open_strip(out: &mut String, inner: &strata_ir::Level, outermost: bool, inden
     var(inner.name.as_str())
 }
 
-/// Folds shorter than this run per point rather than in strips.
-const SHORT_FOLD: i64 = 16;
-
 /// Strip length of the innermost loop in contraction kernels (accumulator rows on the stack).
 pub const STRIP: i64 = 256;
 
@@ -186,7 +162,11 @@ pub const STRIP: i64 = 256;
 /// them (once per id). Each collected reduction is preceded by the reductions hoisted out of
 /// its own body: those that do not depend on its loop variables nor its accumulator (loop
 /// invariants, e.g. a row mean inside a variance), evaluated once instead of once per step.
-fn hoist_reductions(e: &Rc<SExpr>, out: &mut Vec<Rc<SExpr>>, pick: &dyn Fn(&Rc<SExpr>) -> bool) -> Rc<SExpr> {
+pub(crate) fn hoist_reductions(
+    e: &Rc<SExpr>,
+    out: &mut Vec<Rc<SExpr>>,
+    pick: &dyn Fn(&Rc<SExpr>) -> bool,
+) -> Rc<SExpr> {
     let mut go = |x: &Rc<SExpr>| hoist_reductions(x, out, pick);
     match &**e {
         SExpr::Reduce { id, vars, init, scalar, body } if pick(e) => {
@@ -208,33 +188,6 @@ fn hoist_reductions(e: &Rc<SExpr>, out: &mut Vec<Rc<SExpr>>, pick: &dyn Fn(&Rc<S
     }
 }
 
-/// The shortest fold whose floating-point sum may be reassociated.
-pub const REASSOCIATE_MIN: i64 = 64;
-
-/// Whether fold `r` may sum in any order: a floating-point `acc + x` (`x` free of the
-/// accumulator, so the fold is a plain sum) whose innermost loop runs at least
-/// [`REASSOCIATE_MIN`] times. The C compiler then keeps partial sums in vector lanes; the result
-/// equals the interpreter's sequential sum up to rounding (as numpy's pairwise sums or a BLAS
-/// would), not bit for bit. Every other fold keeps the sequential order exactly.
-fn reassociable(r: &SExpr) -> bool {
-    let SExpr::Reduce { id, vars, scalar, body, .. } = r else { return false };
-    let Some((_, inner)) = vars.last() else { return false };
-    let Some((_, s)) = sum_term(body, *id) else { return false };
-    scalar.is_float() && s == *scalar && inner.len() as i64 >= REASSOCIATE_MIN
-}
-
-/// The term `x` of a fold body `acc + x` or `x + acc` over accumulator `id`, `x` free of the
-/// accumulator (the fold is a plain sum), and the addition's type.
-fn sum_term(body: &Rc<SExpr>, id: u32) -> Option<(&Rc<SExpr>, Scalar)> {
-    let SExpr::Binary(BinaryOp::Plus, a, b, s) = &**body else { return None };
-    let term = match (&**a, &**b) {
-        (SExpr::Acc(x), _) if *x == id => b,
-        (_, SExpr::Acc(x)) if *x == id => a,
-        _ => return None,
-    };
-    (!crate::sym::reads_acc(term, id)).then_some((term, *s))
-}
-
 /// Whether the generated code computes exactly what the interpreter does, bit for bit. Not so
 /// when it sums in another order (a runtime GEMM, a reassociable fold) or calls vector math
 /// (transcendental functions, within 4 ulp): floating-point results then agree
@@ -242,19 +195,18 @@ fn sum_term(body: &Rc<SExpr>, id: u32) -> Option<(&Rc<SExpr>, Scalar)> {
 pub fn bit_exact(program: &KernelProgram) -> bool {
     fn any(p: crate::sym::Part, found: &mut bool) {
         if let crate::sym::Part::Expr(e) = p {
-            *found |= reassociable(e)
-                || matches!(
-                    &**e,
-                    SExpr::Unary(op, ..) if vector_math(*op)
-                )
-                || matches!(
-                    &**e,
-                    SExpr::Binary(BinaryOp::Atan2 | BinaryOp::Hypot | BinaryOp::LogAddExp | BinaryOp::Power, _, _, s) if s.is_float()
-                );
+            *found |= matches!(
+                &**e,
+                SExpr::Unary(op, ..) if vector_math(*op)
+            ) || matches!(
+                &**e,
+                SExpr::Binary(BinaryOp::Atan2 | BinaryOp::Hypot | BinaryOp::LogAddExp | BinaryOp::Power, _, _, s) if s.is_float()
+            );
             crate::sym::for_each_part(e, &mut |q| any(q, found));
         }
     }
-    let mut found = program.kernels.iter().any(|k| k.matmul().is_some());
+    let mut found =
+        program.kernels.iter().any(|k| k.matmul().is_some() || !schedule_of(program, k).reassociate.is_empty());
     for e in program.kernels.iter().flat_map(Kernel::exprs) {
         any(crate::sym::Part::Expr(e), &mut found);
     }
@@ -285,7 +237,7 @@ fn vector_math(op: UnaryOp) -> bool {
 
 /// Whether every load of fold `r`'s body that depends on its innermost variable has that
 /// variable as its last (contiguous) coordinate, and some load does.
-fn contiguous_fold(r: &Rc<SExpr>) -> bool {
+pub(crate) fn contiguous_fold(r: &Rc<SExpr>) -> bool {
     let SExpr::Reduce { vars, body, .. } = &**r else { return false };
     vars.last().is_some_and(|(v, _)| matches!(loads_along(body, v), (true, true)))
 }
@@ -293,6 +245,36 @@ fn contiguous_fold(r: &Rc<SExpr>) -> bool {
 /// Whether reduction `r` can be evaluated outside fold `id` over `vars`.
 fn invariant(r: &Rc<SExpr>, vars: &[(strata_ir::DimName, strata_ir::Interval)], id: u32) -> bool {
     !crate::sym::free_vars(r).iter().any(|v| vars.iter().any(|(d, _)| d == v)) && !crate::sym::reads_acc(r, id)
+}
+
+/// The schedule of kernel `k`: the `schedule` pass's, or decided now for a program that did
+/// not run the pipeline.
+fn schedule_of(program: &KernelProgram, k: &Kernel) -> Schedule {
+    k.schedule.clone().unwrap_or_else(|| crate::schedule::decide(program, k))
+}
+
+/// Whether `e` always exists at a point of kernel `k` (no skip, no unstored entry).
+pub(crate) fn always_present(program: &KernelProgram, k: &Kernel, e: &SExpr) -> bool {
+    analysis(program, k).presence(e).is_none()
+}
+
+/// Whether `values` read neighbor tables, whose entries are bound per point.
+pub(crate) fn reads_tables(program: &KernelProgram, k: &Kernel, values: &[&Rc<SExpr>]) -> bool {
+    !analysis(program, k).bind_tables(values).0.is_empty()
+}
+
+/// An emitter for kernel `k`, asked about values rather than printing them.
+fn analysis<'p>(program: &'p KernelProgram, k: &'p Kernel) -> Emitter<'p> {
+    static DEFAULT: std::sync::OnceLock<Schedule> = std::sync::OnceLock::new();
+    Emitter {
+        program,
+        schedule: DEFAULT.get_or_init(Schedule::default),
+        local: None,
+        sets: &k.sets,
+        windows: k.windows(),
+        entries: Vec::new(),
+        next_entry: Rc::default(),
+    }
 }
 
 /// The C translation unit for `program`, exporting `strata_entry`.
@@ -328,8 +310,10 @@ fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
     }
     out.push_str("*/\n");
     for (ki, k) in program.kernels.iter().enumerate() {
+        let schedule = schedule_of(program, k);
         let em = Emitter {
             program,
+            schedule: &schedule,
             local: None,
             sets: &k.sets,
             windows: k.windows(),
@@ -348,7 +332,7 @@ fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
         let _ = writeln!(
             out,
             "  const int par_ = {}; (void)par_;  /* enough work for threads */",
-            (work(k) >= PARALLEL_MIN) as i32
+            schedule.parallel as i32
         );
         for (i, b) in program.buffers.iter().enumerate() {
             let c = if b.written { "" } else { "const " };
@@ -394,22 +378,11 @@ fn emit_nest(out: &mut String, em: &Emitter, k: &Kernel, n: &crate::kernel::Nest
         return emit_loops(out, em, k);
     }
     // Contraction kernels: the innermost dimension is strip-mined and each always-evaluated
-    // reduction keeps a row of accumulators, so the reduction loops run outside the
-    // innermost loop, which vectorizes; every point still folds in the same order.
-    let mut hoisted = Vec::new();
-    let hoisted_stores: Vec<Rc<SExpr>> =
-        if !k.domain.is_empty() && k.stores.iter().all(|st| em.presence(&st.value).is_none()) {
-            k.stores.iter().map(|st| hoist_reductions(&st.value, &mut hoisted, &|_| true)).collect()
-        } else {
-            Vec::new()
-        };
-    // Sums along rows that are contiguous in memory run per point as vector reductions
-    // instead (strips would read them with a stride).
-    // Short folds (neighbor reductions) also stay per point: their few steps read one
-    // table row, which strips would read with a stride.
-    let long = |r: &Rc<SExpr>| matches!(&**r, SExpr::Reduce { vars, .. } if vars.iter().map(|(_, i)| i.len() as i64).product::<i64>() >= SHORT_FOLD);
-    if !hoisted.is_empty() && hoisted.iter().any(long) && !hoisted.iter().all(|r| reassociable(r) && contiguous_fold(r))
-    {
+    // reduction keeps a row of accumulators (see `schedule::Layout::Strips`).
+    if em.schedule.layout == Layout::Strips {
+        let mut hoisted = Vec::new();
+        let hoisted_stores: Vec<Rc<SExpr>> =
+            k.stores.iter().map(|st| hoist_reductions(&st.value, &mut hoisted, &|_| true)).collect();
         return emit_contraction(out, em, k, &hoisted, &hoisted_stores);
     }
     emit_loops(out, em, k);
@@ -428,8 +401,7 @@ fn emit_loops(out: &mut String, em: &Emitter, k: &Kernel) {
         .iter()
         .map(|st| Store { buffer: st.buffer, value: hoist_reductions(&st.value, &mut folds, &|_| true) })
         .collect();
-    let shared = folds.windows(2).any(|w| fold_vars(&w[0]) == fold_vars(&w[1]));
-    if shared && k.sets.is_empty() && k.stores.iter().all(|st| em.presence(&st.value).is_none()) {
+    if em.schedule.layout == Layout::SharedFolds {
         emit_sibling_folds(out, em, &folds, &indent);
         emit_stores(out, em, &hoisted, &indent);
     } else {
@@ -439,7 +411,7 @@ fn emit_loops(out: &mut String, em: &Emitter, k: &Kernel) {
 }
 
 /// The loop variables of fold `r`.
-fn fold_vars(r: &SExpr) -> Option<&[(strata_ir::DimName, strata_ir::Interval)]> {
+pub(crate) fn fold_vars(r: &SExpr) -> Option<&[(strata_ir::DimName, strata_ir::Interval)]> {
     match r {
         SExpr::Reduce { vars, .. } => Some(vars),
         _ => None,
@@ -479,7 +451,7 @@ fn emit_sibling_folds(out: &mut String, em: &Emitter, folds: &[Rc<SExpr>], inden
             steps.push(step_em.fold_step(*id, body));
             sums.push(format!("acc{id}"));
         }
-        let simd = if g.iter().all(|f| reassociable(f)) { sums } else { Vec::new() };
+        let simd = if g.iter().all(|f| em.reassociates(f)) { sums } else { Vec::new() };
         let loops = em.fold_loops(fold_vars(g[0]).expect("a fold"), &simd);
         let _ = writeln!(out, "{indent}{loops}{{ {} }}", steps.join(" "));
     }

@@ -115,6 +115,9 @@ pub struct Kernel {
     pub sets: Vec<crate::sparse::CoIteration>,
     /// How the loop nest runs.
     pub kind: KernelKind,
+    /// How its loops run (threads, layout, reassociation, streaming), set by the `schedule`
+    /// pass, the last one; `None` before it.
+    pub schedule: Option<crate::schedule::Schedule>,
 }
 
 /// The kinds of kernel, each with the parts only it has.
@@ -276,7 +279,7 @@ impl Kernel {
 
     /// A plain loop nest over `domain` with `stores` at each point.
     pub fn nest(comment: String, domain: Vec<Level>, stores: Vec<Store>) -> Kernel {
-        Kernel { comment, domain, stores, sets: Vec::new(), kind: KernelKind::Nest(Nest::default()) }
+        Kernel { comment, domain, stores, sets: Vec::new(), kind: KernelKind::Nest(Nest::default()), schedule: None }
     }
 
     /// A plain loop nest over this kernel's domain storing `value` into `buffer` (a GEMM's
@@ -514,6 +517,9 @@ impl std::fmt::Display for KernelProgram {
         }
         for (k, kernel) in self.kernels.iter().enumerate() {
             writeln!(f, "kernel {k}: {}", kernel.comment)?;
+            if let Some(s) = &kernel.schedule {
+                writeln!(f, "  schedule: {s}")?;
+            }
             let set_of = |v: &DimName| kernel.sets.iter().find(|c| &c.var == v);
             let mut loops: Vec<String> = kernel
                 .domain

@@ -36,6 +36,7 @@ pub mod matmul;
 pub mod nested;
 pub mod pipeline;
 pub mod runtime;
+pub mod schedule;
 pub mod sparse;
 pub mod stage;
 pub mod sym;

@@ -87,6 +87,11 @@ pub const PASSES: &[Pass] = &[
         summary: "values read at several offsets are computed once into rolling windows of planes",
         run: crate::stage::stage_windows,
     },
+    Pass {
+        name: "schedule",
+        summary: "decides how each kernel's loops run: threads, layout, reassociated sums, streamed stores",
+        run: crate::schedule::schedule,
+    },
 ];
 
 /// Simplifies every store and scan update within its kernel's loop ranges.

@@ -11,8 +11,7 @@
 
 use std::rc::Rc;
 
-use strata_ir::BinaryOp;
-use strata_runtime::Scalar;
+use strata_ir::{BinaryOp, Scalar};
 
 use crate::kernel::{Kernel, KernelKind, KernelProgram};
 use crate::sym::{Part, SExpr};
@@ -83,11 +82,12 @@ impl std::fmt::Display for Schedule {
 pub fn schedule(p: &mut KernelProgram) {
     let schedules: Vec<Schedule> = p.kernels.iter().map(|k| decide(p, k)).collect();
     for (k, s) in p.kernels.iter_mut().zip(schedules) {
-        k.schedule = s;
+        k.schedule = Some(s);
     }
 }
 
-fn decide(p: &KernelProgram, k: &Kernel) -> Schedule {
+/// The schedule of kernel `k` of `p`.
+pub fn decide(p: &KernelProgram, k: &Kernel) -> Schedule {
     let mut reassociate = Vec::new();
     for e in k.exprs() {
         collect_reassociable(e, &mut reassociate);
@@ -95,12 +95,13 @@ fn decide(p: &KernelProgram, k: &Kernel) -> Schedule {
     reassociate.sort_unstable();
     reassociate.dedup();
     let mut s = Schedule { parallel: work(k) >= PARALLEL_MIN, reassociate, ..Schedule::default() };
+    // A sparse result's two passes and loops over stored coordinates have a fixed shape;
+    // windowed nests may stream; plain nests choose a layout.
     if let KernelKind::Nest(n) = &k.kind {
-        if n.compressed.is_some() {
-        } else if !n.windows.is_empty() {
-            s.stream = streams(p, k);
-        } else if k.sets.is_empty() {
-            s.layout = layout(p, k, &s);
+        match (n.compressed.is_some(), !n.windows.is_empty(), !k.sets.is_empty()) {
+            (false, true, _) => s.stream = streams(p, k),
+            (false, false, false) => s.layout = layout(p, k, &s),
+            _ => {}
         }
     }
     s

@@ -5,6 +5,8 @@ use super::*;
 #[derive(Clone)]
 pub(super) struct Emitter<'p> {
     pub(super) program: &'p KernelProgram,
+    /// The schedule of the kernel being emitted.
+    pub(super) schedule: &'p crate::schedule::Schedule,
     /// Strip-local buffers of the kernel being emitted (see `ScanKernel::local`).
     pub(super) local: Option<Local>,
     /// Loops of the kernel being emitted that visit stored coordinates (`Kernel::sets`).
@@ -103,6 +105,11 @@ impl Emitter<'_> {
 
     /// Whether [`Self::load`] reads buffer `b` from a rolling window or a strip-local array
     /// rather than from its row-major buffer.
+    /// Whether the schedule lets fold `r` sum in any order.
+    pub(super) fn reassociates(&self, r: &SExpr) -> bool {
+        matches!(r, SExpr::Reduce { id, .. } if self.schedule.reassociate.contains(id))
+    }
+
     pub(super) fn in_scratch(&self, b: usize) -> bool {
         self.windows.iter().any(|w| w.buffer == b) || self.local.as_ref().is_some_and(|loc| loc.buffers.contains(&b))
     }
@@ -240,7 +247,8 @@ impl Emitter<'_> {
             SExpr::Reduce { id, vars, init, scalar, body } => {
                 let mut invariants = Vec::new();
                 let body = hoist_reductions(body, &mut invariants, &|r| invariant(r, vars, *id));
-                if let Some(m) = moments::recognize(*id, vars, init, *scalar, &body, &invariants, reassociable(e)) {
+                if let Some(m) = moments::recognize(*id, vars, init, *scalar, &body, &invariants, self.reassociates(e))
+                {
                     return self.moments(&m, &invariants);
                 }
                 let before: String = invariants
@@ -250,7 +258,7 @@ impl Emitter<'_> {
                         format!("{} acc{h} = {}; ", c_type(*t), self.value(r))
                     })
                     .collect();
-                let sums = if reassociable(e) { vec![format!("acc{id}")] } else { Vec::new() };
+                let sums = if self.reassociates(e) { vec![format!("acc{id}")] } else { Vec::new() };
                 let loops = self.fold_loops(vars, &sums);
                 let step = self.fold_step(*id, &body);
                 format!(

@@ -47,7 +47,7 @@ pub(super) struct Moments<'e> {
 
 /// Recognizes fold `id` over `vars` with (hoisted) `body` and the invariant folds hoisted out
 /// of it, `invariants`: see the module documentation. `long` says whether the fold may be
-/// reassociated at all (a float sum of at least `REASSOCIATE_MIN` steps).
+/// reassociated at all (a float sum of at least `schedule::REASSOCIATE_MIN` steps).
 pub(super) fn recognize<'e>(
     id: u32,
     vars: &'e [(DimName, Interval)],
@@ -58,7 +58,7 @@ pub(super) fn recognize<'e>(
     long: bool,
 ) -> Option<Moments<'e>> {
     let [(v, range)] = vars else { return None };
-    let (term, _) = super::sum_term(body, id)?;
+    let (term, _) = crate::schedule::sum_term(body, id)?;
     let SExpr::Binary(BinaryOp::Multiplies, d, d2, _) = &**term else { return None };
     let SExpr::Binary(BinaryOp::Minus, a, b, s) = &**d else { return None };
     if d != d2 || *s != scalar || !long {
@@ -78,7 +78,7 @@ pub(super) fn recognize<'e>(
         .filter_map(|r| {
             let SExpr::Reduce { id: h, vars: hv, init, scalar: t, body } = &**r else { return None };
             let [(w, wr)] = &hv[..] else { return None };
-            let (y, _) = super::sum_term(body, *h)?;
+            let (y, _) = crate::schedule::sum_term(body, *h)?;
             let renamed = crate::sym::substitute(y, w, &Coord::Var { dim: v.clone(), offset: 0 });
             (wr == range && *t == scalar && renamed == *x && crate::sym::reads_acc(centre, *h))
                 .then(|| (*h, init.clone()))

@@ -40,6 +40,7 @@ pub(super) fn emit_scan(out: &mut String, em: &Emitter, k: &Kernel, sc: &ScanLoo
         let scan = (var(sc.dim.name.as_str()), sc.dim.interval.start);
         local_em = Emitter {
             program: em.program,
+            schedule: em.schedule,
             local: Some(Local { buffers: k.local().to_vec(), scan, column: column.clone() }),
             sets: em.sets,
             windows: em.windows,

@@ -94,7 +94,7 @@ pub(super) fn emit_windowed(out: &mut String, em: &Emitter, k: &Kernel) {
     let _ = writeln!(out, "      if (p_ >= c0_) {{  /* the stores' plane */");
     let _ = writeln!(out, "        const int64_t {p} = p_;");
     let mut indent = String::from("        ");
-    let streamed = streamed_rows(em, k);
+    let streamed = em.schedule.stream;
     if streamed {
         let (row_loops, last) = inner.split_at(inner.len() - 1);
         let braces = open_loops(out, em, row_loops, &mut indent, None);
@@ -114,32 +114,6 @@ pub(super) fn emit_windowed(out: &mut String, em: &Emitter, k: &Kernel) {
         let _ = writeln!(out, "    free({w});");
     }
     let _ = writeln!(out, "  }}");
-}
-
-/// Longest row of one store the stores' plane computes in cache before streaming it out.
-const STREAM_ROW_BYTES: i64 = 4096;
-
-/// Whether the kernel's stores go to memory as streaming stores, row by row: each writes a
-/// result present everywhere, over exactly the kernel's domain, whose innermost level (the
-/// domain's) holds whole 64-byte lines of at most [`STREAM_ROW_BYTES`], and together they are
-/// at least as large as the last-level cache one core shares (`KernelProgram::cache_bytes`),
-/// so that no later reader would find them there.
-fn streamed_rows(em: &Emitter, k: &Kernel) -> bool {
-    let Some(last) = k.domain.last() else { return false };
-    let mut bytes = 0i64;
-    for st in &k.stores {
-        let b = em.buffer(st.buffer);
-        let row = last.interval.len() as i64 * b.scalar.size_bytes() as i64;
-        let fits = b.levels == k.domain && row % 64 == 0 && row <= STREAM_ROW_BYTES && em.presence(&st.value).is_none();
-        if !fits || em.in_scratch(st.buffer) {
-            return false;
-        }
-        bytes += (b.len() * b.scalar.size_bytes()) as i64;
-    }
-    // Values reading neighbor tables bind their entries per point (`Emitter::bind_tables`),
-    // outside the row's vector loop: those keep the plain stores.
-    let values: Vec<&std::rc::Rc<crate::sym::SExpr>> = k.stores.iter().map(|s| &s.value).collect();
-    !k.stores.is_empty() && em.bind_tables(&values).0.is_empty() && bytes >= em.program.cache_bytes
 }
 
 /// The stores at every point of the innermost level `last`, computed into rows in cache (a

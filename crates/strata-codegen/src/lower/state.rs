@@ -126,6 +126,7 @@ impl Lowerer<'_> {
             stores,
             sets: Vec::new(),
             kind: KernelKind::Scan(ScanKernel { scan, chain: Vec::new(), local: Vec::new() }),
+            schedule: None,
         });
         Ok(sym)
     }
