@@ -40,7 +40,8 @@ pub struct Schedule {
     pub reassociate: Vec<u32>,
     /// How a plain nest's loops are laid out.
     pub layout: Layout,
-    /// A windowed kernel writes its rows as streaming stores (see [`streams`]).
+    /// A windowed kernel writes its rows as streaming stores: rows that fit whole 64-byte
+    /// lines of at most [`STREAM_ROW_BYTES`], results at least the size of the cache.
     pub stream: bool,
 }
 
