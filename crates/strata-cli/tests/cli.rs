@@ -233,19 +233,22 @@ fn lower_lists_its_passes_and_prints_the_kernels_after_one() {
     let list = String::from_utf8_lossy(&o.stdout).to_string();
     let names: Vec<&str> = list.lines().map(|l| l.split_whitespace().next().unwrap()).collect();
     assert_eq!(names.first(), Some(&"lower"));
-    for pass in ["simplify", "fuse-adjacent", "recognize-matmul", "coiterate", "stage-windows"] {
+    for pass in ["simplify", "fuse-adjacent", "recognize-matmul", "coiterate", "stage-windows", "schedule"] {
         assert!(names.contains(&pass), "{list}");
     }
+    assert_eq!(names.last(), Some(&"schedule"), "the schedule is decided last");
     // The laplacian of laplacian: inlined after lowering, its inner laplacian staged into a
-    // rolling window by the last pass.
+    // rolling window, then scheduled (the last pass).
     let file = root.join("bench/workloads/laplap.strata").display().to_string();
     let after = |name: &str| String::from_utf8_lossy(&run(&["lower", "--print-after", name, &file]).stdout).to_string();
     let lowered = after("lower");
     assert!(lowered.starts_with("// loop kernels of @") && !lowered.contains("staged"), "{lowered}");
     let staged = after("stage-windows");
-    assert!(staged.contains("staged"), "{staged}");
+    assert!(staged.contains("staged") && !staged.contains("schedule:"), "{staged}");
+    let scheduled = after("schedule");
+    assert!(scheduled.contains("  schedule: parallel\n"), "{scheduled}");
     let final_form = String::from_utf8_lossy(&run(&["lower", &file]).stdout).to_string();
-    assert_eq!(staged, final_form, "the last pass's output is what `lower` prints");
+    assert_eq!(scheduled, final_form, "the last pass's output is what `lower` prints");
     let o = run(&["lower", "--print-after", "no-such-pass", &file]);
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no pass named `no-such-pass`"));
