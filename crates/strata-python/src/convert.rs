@@ -46,22 +46,26 @@ fn dtype_name(s: Scalar) -> &'static str {
 }
 
 /// The scalar type of a numpy dtype, if Strata has it (`index` reads as `int64`).
-fn scalar_of(py: Python<'_>, d: &Bound<'_, numpy::PyArrayDescr>) -> Option<Scalar> {
-    use numpy::dtype;
-    let all: [(Bound<'_, numpy::PyArrayDescr>, Scalar); 11] = [
-        (dtype::<bool>(py), Scalar::Bool),
-        (dtype::<i8>(py), Scalar::I8),
-        (dtype::<i16>(py), Scalar::I16),
-        (dtype::<i32>(py), Scalar::I32),
-        (dtype::<i64>(py), Scalar::I64),
-        (dtype::<u8>(py), Scalar::U8),
-        (dtype::<u16>(py), Scalar::U16),
-        (dtype::<u32>(py), Scalar::U32),
-        (dtype::<u64>(py), Scalar::U64),
-        (dtype::<f32>(py), Scalar::F32),
-        (dtype::<f64>(py), Scalar::F64),
-    ];
-    all.into_iter().find(|(t, _)| d.is_equiv_to(t)).map(|(_, s)| s)
+fn scalar_of(d: &Bound<'_, numpy::PyArrayDescr>) -> Option<Scalar> {
+    // By kind and size (no dtype objects made, no cast-safety machinery): called for every
+    // array of every call. A non-native byte order is no scalar of ours.
+    if d.is_native_byteorder() == Some(false) || d.has_fields() || d.has_subarray() {
+        return None;
+    }
+    Some(match (d.kind(), d.itemsize()) {
+        (b'b', 1) => Scalar::Bool,
+        (b'i', 1) => Scalar::I8,
+        (b'i', 2) => Scalar::I16,
+        (b'i', 4) => Scalar::I32,
+        (b'i', 8) => Scalar::I64,
+        (b'u', 1) => Scalar::U8,
+        (b'u', 2) => Scalar::U16,
+        (b'u', 4) => Scalar::U32,
+        (b'u', 8) => Scalar::U64,
+        (b'f', 4) => Scalar::F32,
+        (b'f', 8) => Scalar::F64,
+        _ => return None,
+    })
 }
 
 /// An argument of a run: a value the conversion made, or a numpy array read in place.
@@ -244,11 +248,10 @@ fn column_checks<'a, 'py>(
     scalar: Scalar,
     shape: &[usize],
 ) -> PyResult<&'a Bound<'py, PyUntypedArray>> {
-    let py = obj.py();
     let arr = obj.cast::<PyUntypedArray>().map_err(|_| {
         ArgumentError::new_err(format!("argument `{what}`: expected a numpy array, found `{}`", type_name(obj)))
     })?;
-    let found = scalar_of(py, &arr.dtype());
+    let found = scalar_of(&arr.dtype());
     let want = if scalar == Scalar::Index { Scalar::I64 } else { scalar };
     if found != Some(want) {
         let d = arr.dtype().to_string();
@@ -322,6 +325,12 @@ pub fn to_arg<'a>(obj: &'a Bound<'_, PyAny>, what: &str, ty: &ValueType, out: bo
         return stored(obj, what, ty).map(|s| Arg::Value(Value::Stored(s)));
     }
     let shape = ty.shape();
+    if let (ElemType::Scalar(s), true) = (&ty.element, shape.is_empty()) {
+        if let Some(v) = python_number(obj, what, *s)? {
+            let data = Data::Scalars(Column::from_fn(*s, 1, |_| v));
+            return Ok(Arg::Value(Value::Tensor(Tensor { ty: ty.clone(), data, present: None })));
+        }
+    }
     let data = match &ty.element {
         ElemType::Scalar(s) => {
             // Checks dtype and shape (and copies) unless the buffer can be viewed.
@@ -342,6 +351,47 @@ pub fn to_arg<'a>(obj: &'a Bound<'_, PyAny>, what: &str, ty: &ValueType, out: bo
         }
     };
     Ok(Arg::Value(Value::Tensor(Tensor { ty: ty.clone(), data, present: None })))
+}
+
+/// A Python number (`bool`, `int`, `float`) as a value of a 0-d parameter of type `s`: an
+/// `int` fits any numeric type whose range holds it, a `float` only a float type, a `bool`
+/// only `bool`. `None` for any other object (a numpy array or scalar goes the array way).
+fn python_number(obj: &Bound<'_, PyAny>, what: &str, s: Scalar) -> PyResult<Option<strata_runtime::Sv>> {
+    use pyo3::types::{PyBool, PyFloat, PyInt};
+    use strata_runtime::Sv;
+    let refused = |kind: &str| {
+        ArgumentError::new_err(format!(
+            "argument `{what}`: a Python {kind} for a parameter of type {} ({})",
+            s,
+            dtype_name(s)
+        ))
+    };
+    if obj.is_exact_instance_of::<PyBool>() {
+        return match s {
+            Scalar::Bool => Ok(Some(Sv::from_i128(s, obj.is_truthy()? as i128))),
+            _ => Err(refused("bool")),
+        };
+    }
+    if obj.is_exact_instance_of::<PyInt>() {
+        if s == Scalar::Bool {
+            return Err(refused("int"));
+        }
+        let v: i128 = obj.extract()?;
+        if let Some((lo, hi)) = strata_ir::algebra::int_range(if s == Scalar::Index { Scalar::I64 } else { s }) {
+            if v < lo || v > hi {
+                return Err(ArgumentError::new_err(format!("argument `{what}`: {v} is out of the range of {s}")));
+            }
+            return Ok(Some(Sv::from_i128(s, v)));
+        }
+        return Ok(Some(Sv::from_f64(s, v as f64)));
+    }
+    if obj.is_exact_instance_of::<PyFloat>() {
+        if !s.is_float() {
+            return Err(refused("float"));
+        }
+        return Ok(Some(Sv::from_f64(s, obj.extract()?)));
+    }
+    Ok(None)
 }
 
 /// A sparse or ragged value from the dict the Python side unpacks a SciPy matrix or a ragged

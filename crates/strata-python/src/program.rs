@@ -67,6 +67,12 @@ impl Program {
         ValueType::from_ir(&self.types, f.exprs[p].ty)
     }
 
+    /// The runtime types of a prepared entry's parameters, in order.
+    fn param_types(&self, prepared: &Prepared) -> Vec<ValueType> {
+        let f = &prepared.module().functions[prepared.entry()];
+        f.params.iter().map(|&p| self.param_type(f, p)).collect()
+    }
+
     /// `entry` prepared for `backend` and `threads`, by the first call that asked (which warns
     /// once when the interpreter runs it although native code was allowed).
     fn prepared(
@@ -98,6 +104,7 @@ impl Program {
         &self,
         py: Python<'_>,
         prepared: &Prepared,
+        types: &[ValueType],
         objects: &[Option<Bound<'_, PyAny>>],
     ) -> PyResult<Vec<(String, Py<PyAny>)>> {
         let (module, h) = (prepared.module(), prepared.entry());
@@ -126,13 +133,12 @@ impl Program {
             return Err(ArgumentError::new_err(format!("missing argument {} of `@{}`", missing.join(", "), f.name)));
         }
         let mut values = Vec::with_capacity(objects.len());
-        for (&p, obj) in f.params.iter().zip(objects) {
+        for ((&p, obj), ty) in f.params.iter().zip(objects).zip(types) {
             let e = &f.exprs[p];
-            let ty = self.param_type(f, p);
             let out = e.kind == ExprKind::Param(ParamMode::Out);
             let arg = match obj {
-                Some(obj) => convert::to_arg(obj, &e.name, &ty, out)?,
-                None => Arg::Value(Value::Tensor(Tensor::zeros(&ty))),
+                Some(obj) => convert::to_arg(obj, &e.name, ty, out)?,
+                None => Arg::Value(Value::Tensor(Tensor::zeros(ty))),
             };
             if let Some(m) = arg.extent_mismatch() {
                 return Err(ArgumentError::new_err(format!("argument `{}`: {m}", e.name)));
@@ -252,7 +258,7 @@ impl Program {
         for &p in &f.params {
             objects.push(args.get_item(&f.exprs[p].name)?);
         }
-        self.run_objects(py, &prepared, &objects)
+        self.run_objects(py, &prepared, &self.param_types(&prepared), &objects)
     }
 
     /// `entry` prepared once for `backend` and `threads`, to be called with its arguments in
@@ -264,7 +270,8 @@ impl Program {
         let module = prepared.module();
         let f = &module.functions[prepared.entry()];
         let params = f.params.iter().map(|&p| f.exprs[p].name.clone()).collect();
-        Ok(Runner { program: slf.clone().unbind(), prepared, params })
+        let types = slf.get().param_types(&prepared);
+        Ok(Runner { program: slf.clone().unbind(), prepared, params, types })
     }
 }
 
@@ -275,6 +282,8 @@ pub struct Runner {
     program: Py<Program>,
     prepared: Arc<Prepared>,
     params: Vec<String>,
+    /// The parameters' runtime types (made once, not per call).
+    types: Vec<ValueType>,
 }
 
 #[pymethods]
@@ -291,6 +300,6 @@ impl Runner {
     fn __call__(&self, py: Python<'_>, args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<Vec<(String, Py<PyAny>)>> {
         let objects: Vec<Option<Bound<'_, PyAny>>> =
             args.iter().map(|a| if a.is_none() { None } else { Some(a) }).collect();
-        self.program.get().run_objects(py, &self.prepared, &objects)
+        self.program.get().run_objects(py, &self.prepared, &self.types, &objects)
     }
 }

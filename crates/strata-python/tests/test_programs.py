@@ -125,6 +125,26 @@ def test_a_bound_entry_runs_by_position_without_lookups():
             run(np.array([1.0, 2.0]), None, None)
 
 
+def test_python_numbers_for_scalar_parameters():
+    """A 0-d parameter takes a Python number directly: an int or a float for a float type, an
+    int for an integer type (in its range), a bool for bool; anything else is refused, naming
+    the argument."""
+    m = strata.compile(
+        "func @f(%x: tensor<f64, I[0:2]>, %s: f64, %k: i32) -> tensor<f64, I[0:2]> {\n"
+        "  %c = cast(%k, to = f64)\n  %y = multiplies(%x, %s)\n  %r = plus(%y, %c)\n  return %r\n}\n"
+    )
+    run = m._program.bind("f", "auto")
+    x = np.array([1.0, 2.0])
+    np.testing.assert_array_equal(run(x, 0.5, 3)[0][1], [3.5, 4.0])
+    np.testing.assert_array_equal(run(x, 2, -1)[0][1], [1.0, 3.0])
+    with pytest.raises(strata.ArgumentError, match="argument `k`: a Python float for a parameter of type i32"):
+        run(x, 0.5, 1.5)
+    with pytest.raises(strata.ArgumentError, match="argument `s`: a Python bool"):
+        run(x, True, 1)
+    with pytest.raises(strata.ArgumentError, match="out of the range of i32"):
+        run(x, 1.0, 2**40)
+
+
 def test_several_results_come_back_as_a_named_tuple():
     m = strata.compile(
         textwrap.dedent(

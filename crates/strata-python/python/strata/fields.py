@@ -203,6 +203,7 @@ class Field:
         self._v = value
         self._array = array
         self._structure: Optional[tuple] = None
+        self._contiguous: Optional[bool] = None
 
     @staticmethod
     def _leaf(array: Any, levels: Levels, dtype: Any = None) -> "Field":
@@ -216,8 +217,16 @@ class Field:
         """What a stencil's compiled program depends on: the intervals and the dtype (kept, a
         field never changes)."""
         if self._structure is None:
-            self._structure = (tuple(self._v.dims), self._v.element)
+            self._structure = ("field", tuple(self._v.dims), self._v.element)
         return self._structure
+
+    def _in_place(self) -> bool:
+        """Whether a program can write this field's array in place (C-contiguous, writeable;
+        kept)."""
+        if self._contiguous is None:
+            a = self._array
+            self._contiguous = a is not None and a.flags.c_contiguous and a.flags.writeable
+        return self._contiguous
 
     @property
     def levels(self) -> Levels:
@@ -626,6 +635,9 @@ class _ScalarArg:
     __int__ = __bool__ = __index__ = __float__
 
 
+_FLOAT_KEY = ("float",)
+
+
 class Stencil:
     """A field function compiled once per argument structure (`strata.stencil`)."""
 
@@ -639,10 +651,12 @@ class Stencil:
     def _key(args: Sequence[Any]) -> tuple:
         key = []
         for a in args:
-            if isinstance(a, Field):
+            if type(a) is float:
+                key.append(_FLOAT_KEY)
+            elif isinstance(a, Field):
                 if a._array is None:
                     raise FieldError("a stencil's field arguments are fields made with `strata.field` on arrays")
-                key.append(("field", a._key()))
+                key.append(a._key())
             elif isinstance(a, (float, np.floating)) and not isinstance(a, bool):
                 key.append(("float",))
             elif isinstance(a, (bool, int, np.integer)):
@@ -679,20 +693,41 @@ class Stencil:
         return program, program.bind("fields", backend), sources, whole
 
     def __call__(self, *args: Any, out: Optional[Field] = None, backend: str = "auto") -> np.ndarray:
-        key = self._key(args)
+        # The loop's path: a few microseconds of Python around the compiled program's run. A
+        # field already seen has its structure kept; a float is a parameter.
+        key = [a._structure if type(a) is Field else _FLOAT_KEY if type(a) is float else None for a in args]
+        if None in key:
+            key = list(self._key(args))
+        in_place = False
         if out is not None:
-            a = _out_array(out)
-            key += (("out", out._key(), a.flags.c_contiguous and a.flags.writeable),)
-        c = self._compiled.get((key, backend))
+            target = out._array if type(out) is Field else None
+            if target is None:
+                target = _out_array(out)
+            in_place = out._in_place()
+            key.append(("out", out._key(), in_place))
+        key.append(backend)
+        key = tuple(key)
+        c = self._compiled.get(key)
         if c is None:
-            c = self._compiled[(key, backend)] = self._compile(key, args, out, backend)
+            c = self._compiled[key] = self._compile(key, args, out, backend)
         _, runner, sources, whole = c
-        values = [
-            captured if i is None else np.asarray(args[i], dtype=scalar) if scalar is not None else args[i]._array
-            for i, captured, scalar in sources
-        ]
+        values = []
+        for i, captured, scalar in sources:
+            if i is None:
+                values.append(captured)
+            elif scalar is None:
+                values.append(args[i]._array)
+            else:
+                a = args[i]
+                # A Python float goes as it is (converted to the parameter's type when read).
+                values.append(a if type(a) is float else np.asarray(a, dtype=scalar))
         if out is None:
             return runner(*values)[0][1]
+        if in_place:
+            written = runner(target, *values)[0][1]
+            if written is not target:  # not native: the run returned a copy
+                np.copyto(target, written)
+            return target
         return _run_into(lambda buffer: runner(buffer, *values)[0][1], out, whole)
 
 
