@@ -410,50 +410,130 @@ pub fn field_program(
     out: Option<PyRef<'_, FieldValue>>,
     over_result: bool,
 ) -> PyResult<(Py<Program>, Payloads)> {
+    let body = match out {
+        None => Body::Returns(result.0.clone()),
+        Some(o) => {
+            let write = if over_result { Write::ValueDomain } else { Write::Whole };
+            Body::Writes(vec![Assignment { out: o.0.clone(), name: "out".into(), value: result.0.clone(), write }])
+        }
+    };
+    program_of(py, body)
+}
+
+/// The program `@fields(%out0: out …, %out1: out …, …, %p0, …)` that writes each value into
+/// its output in order: `assignments` are `(value, out, domain)`, `out` a leaf, `domain` the
+/// `(dim, start, stop)` intervals written (`None`: the value's whole domain). Outputs are
+/// named `out0`, `out1`, … (one per assignment, in order); later values may read earlier
+/// outputs' leaves and see what was written. Returns the compiled program (cached by
+/// structure) and the payloads of its inputs `p0`, `p1`, … in order.
+#[pyfunction]
+pub fn field_assignments(
+    py: Python<'_>,
+    assignments: Vec<(PyRef<'_, FieldValue>, PyRef<'_, FieldValue>, Option<Vec<(String, i64, i64)>>)>,
+) -> PyResult<(Py<Program>, Payloads)> {
+    let writes = assignments
+        .into_iter()
+        .enumerate()
+        .map(|(k, (value, out, domain))| Assignment {
+            out: out.0.clone(),
+            name: format!("out{k}"),
+            value: value.0.clone(),
+            write: match domain {
+                None => Write::ValueDomain,
+                Some(d) => Write::Domain(d.into_iter().map(|(n, a, b)| (DimName::new(n), Interval::new(a, b))).collect()),
+            },
+        })
+        .collect();
+    program_of(py, Body::Writes(writes))
+}
+
+/// What a built program does.
+enum Body {
+    /// Returns the value (a `func`).
+    Returns(Rc<Node>),
+    /// Writes each value into its output (a `program`).
+    Writes(Vec<Assignment>),
+}
+
+/// `out[domain] <- value`.
+struct Assignment {
+    out: Rc<Node>,
+    name: String,
+    value: Rc<Node>,
+    write: Write,
+}
+
+/// Which part of its output an assignment writes.
+enum Write {
+    /// The value's domain.
+    ValueDomain,
+    /// All of the output.
+    Whole,
+    /// These intervals.
+    Domain(Vec<(DimName, Interval)>),
+}
+
+/// Builds, verifies and compiles (once per structure) the program `@fields` of `body`.
+fn program_of(py: Python<'_>, body: Body) -> PyResult<(Py<Program>, Payloads)> {
     let mut payloads: Payloads = Vec::new();
     let module = LIB.with(|lib| {
         let lib = lib.borrow();
         let mut mb = ModuleBuilder::new();
         let mut imported = HashMap::new();
         let mut functions = Vec::new();
-        collect_functions(&result.0, &mut functions);
+        match &body {
+            Body::Returns(v) => collect_functions(v, &mut functions),
+            Body::Writes(ws) => ws.iter().for_each(|w| collect_functions(&w.value, &mut functions)),
+        }
         for g in functions {
             imported.entry(g).or_insert_with(|| mb.import(lib.module(), g));
         }
-        let kind = if out.is_some() { FunctionKind::Program } else { FunctionKind::Func };
+        let kind = if matches!(body, Body::Writes(_)) { FunctionKind::Program } else { FunctionKind::Func };
         let mut f = mb.function("fields", kind);
         let retype = |f: &mut FunctionBuilder<'_>, t| f.module().import_type(lib.module(), t);
-        let out_param = match &out {
-            Some(o) => {
-                let ty = retype(&mut f, o.0.ty);
-                Some(f.named_param("out", ty, ParamMode::Out))
+        let mut values = HashMap::new();
+        // Outputs first: a value reading an output's leaf reads the output (what earlier
+        // assignments wrote).
+        let mut outs = Vec::new();
+        if let Body::Writes(ws) = &body {
+            for w in ws {
+                let ty = retype(&mut f, w.out.ty);
+                let o = f.named_param(w.name.as_str(), ty, ParamMode::Out);
+                values.entry(Rc::as_ptr(&w.out)).or_insert(o);
+                outs.push(o);
             }
-            None => None,
-        };
+        }
         let mut leaf = |f: &mut FunctionBuilder<'_>, n: &Rc<Node>| {
             let ty = retype(f, n.ty);
             let v = f.named_param(format!("p{}", payloads.len()), ty, ParamMode::In);
             payloads.push(n.payload.as_ref().map(|p| p.clone_ref(py)));
             Ok(v)
         };
-        let mut values = HashMap::new();
-        let r = build(&mut f, &result.0, &mut values, &mut leaf, &retype, &|g| imported[&g])?;
-        if result.0.op.is_some() {
-            f.rename(r, "value");
-        }
-        match out_param {
-            Some(o) => {
-                let domain = match &f.types()[f.ty(r)] {
-                    Type::Tensor(t) if over_result => {
-                        Some(t.levels.iter().map(|l| (l.name.clone(), l.interval)).collect())
-                    }
-                    _ => None,
-                };
-                f.assign(o, domain, r).map_err(refused)?;
-                f.finish();
-            }
-            None => {
+        match &body {
+            Body::Returns(v) => {
+                let r = build(&mut f, v, &mut values, &mut leaf, &retype, &|g| imported[&g])?;
+                if v.op.is_some() {
+                    f.rename(r, "value");
+                }
                 f.finish_returning(&[r]);
+            }
+            Body::Writes(ws) => {
+                for (w, &o) in ws.iter().zip(&outs) {
+                    let r = build(&mut f, &w.value, &mut values, &mut leaf, &retype, &|g| imported[&g])?;
+                    if w.value.op.is_some() && ws.len() == 1 {
+                        f.rename(r, "value");
+                    }
+                    let domain = match &w.write {
+                        Write::Whole => None,
+                        Write::Domain(d) => Some(d.clone()),
+                        Write::ValueDomain => match &f.types()[f.ty(r)] {
+                            Type::Tensor(t) => Some(t.levels.iter().map(|l| (l.name.clone(), l.interval)).collect()),
+                            _ => None,
+                        },
+                    };
+                    f.assign(o, domain, r).map_err(refused)?;
+                }
+                f.finish();
             }
         }
         Ok::<Module, PyErr>(mb.into_module())
@@ -466,6 +546,14 @@ pub fn field_program(
     let program = Py::new(py, Program::from_module(module, "<fields>")?)?;
     PROGRAMS.with(|c| c.borrow_mut().insert(key, program.clone_ref(py)));
     Ok((program, payloads))
+}
+
+/// `x` restricted to the intervals `domain` (`(dim, start, stop)`; other dimensions keep
+/// theirs).
+#[pyfunction]
+pub fn field_subset(x: PyRef<'_, FieldValue>, domain: Vec<(String, i64, i64)>) -> PyResult<FieldValue> {
+    let domain = domain.into_iter().map(|(n, a, b)| (DimName::new(n), Interval::new(a, b))).collect();
+    make(Op::Subset { arg: operand(0), domain }, vec![x.0.clone()], None)
 }
 
 /// The library functions `node`'s ops apply, callees of those first.
@@ -505,6 +593,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(field_function, m)?)?;
     m.add_function(wrap_pyfunction!(field_scan, m)?)?;
     m.add_function(wrap_pyfunction!(field_program, m)?)?;
+    m.add_function(wrap_pyfunction!(field_assignments, m)?)?;
+    m.add_function(wrap_pyfunction!(field_subset, m)?)?;
     m.add_function(wrap_pyfunction!(field_programs, m)?)?;
     Ok(())
 }

@@ -1,0 +1,508 @@
+"""GT4Py programs on Strata: `strata.gt4py.backend`, a `gt4py.next` backend.
+
+    import gt4py.next as gtx, strata.gt4py
+    @gtx.field_operator(backend=strata.gt4py.backend)
+    def lap(f: gtx.Field[[I, J], gtx.float64]) -> gtx.Field[[I, J], gtx.float64]:
+        return -4.0 * f + f(I + 1) + f(I - 1) + f(J + 1) + f(J - 1)
+
+GT4Py lowers the program to GTIR and runs its own field-view transforms (domain inference gives
+every `as_fieldop` its domain). At the first call with given argument domains, dtypes and
+structural scalars (integers and booleans, which may size domains or choose branches), the
+GTIR is lowered to a Strata program through the IR builder — the same values
+`strata.fields` builds, each typed by the verifier's rules, the domains becoming interval
+types — compiled once and kept; later calls with the same structure run the compiled program on
+the fields' arrays in place. Float scalars are parameters: a new value each call is the same
+program.
+
+Supported GTIR (tested with gt4py 1.1.12): `as_fieldop` with stencil lambdas over cartesian
+shifts, `deref`, the arithmetic, comparison, logical and math builtins, `if_`, `cast_`,
+`make_tuple` / `tuple_get` (tuple returns), literals and scalar arguments, several `SetAt`s,
+temporaries, and `IfStmt` on structural scalars. Anything else raises `GTIRError` naming the
+construct and, where GT4Py recorded it, the user's source line — never a wrong result.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from gt4py.next import backend as _next_backend
+from gt4py.next import common as _common
+from gt4py.next import custom_layout_allocators as _allocators
+from gt4py.next.iterator import ir as _itir
+from gt4py.next.iterator import transforms as _itir_transforms
+from gt4py.next.otf import workflow as _workflow
+from gt4py.next.type_system import type_specifications as _ts
+
+from . import _strata
+from ._strata import Error, VerifyError
+from .fields import _DTYPES, Field
+
+__all__ = ["GTIRError", "backend"]
+
+
+class GTIRError(Error):
+    """A GTIR construct the Strata backend does not lower (yet), or a program it cannot type."""
+
+
+_KINDS = {
+    _ts.ScalarKind.FLOAT64: np.dtype(np.float64),
+    _ts.ScalarKind.FLOAT32: np.dtype(np.float32),
+    _ts.ScalarKind.INT64: np.dtype(np.int64),
+    _ts.ScalarKind.INT32: np.dtype(np.int32),
+    _ts.ScalarKind.BOOL: np.dtype(np.bool_),
+}
+
+# GTIR builtins on values → the IR's elementwise builtins.
+_BUILTINS = {
+    "plus": "plus", "minus": "minus", "multiplies": "multiplies", "divides": "divides",
+    "floordiv": "floor_divide", "mod": "remainder", "power": "power", "minimum": "minimum",
+    "maximum": "maximum", "less": "less", "less_equal": "less_equal", "greater": "greater",
+    "greater_equal": "greater_equal", "eq": "eq", "not_eq": "ne", "and_": "and", "or_": "or",
+    "xor_": "xor", "neg": "neg", "abs": "abs", "not_": "not", "sqrt": "sqrt", "exp": "exp",
+    "log": "log", "sin": "sin", "cos": "cos", "tan": "tan", "tanh": "tanh", "arcsin": "asin",
+    "arccos": "acos", "arctan": "atan", "sinh": "sinh", "cosh": "cosh", "arcsinh": "asinh",
+    "arccosh": "acosh", "arctanh": "atanh", "floor": "floor", "ceil": "ceil", "trunc": "trunc",
+    "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite", "arctan2": "atan2",
+    "fmod": None, "gamma": None, "cbrt": None, "exp2": None, "log2": "log2", "log10": "log10",
+    "round": "round", "sign": "sign",
+}
+
+
+def _where(node: Any) -> str:
+    loc = getattr(node, "location", None)
+    return f"{loc.filename}:{loc.line}: " if loc is not None and getattr(loc, "filename", None) else ""
+
+
+def _unsupported(node: Any, what: str) -> GTIRError:
+    return GTIRError(f"{_where(node)}the Strata backend does not support {what} yet (GTIR: {str(node)[:120]})")
+
+
+def _dtype_of(t: Any, node: Any) -> np.dtype:
+    if isinstance(t, _ts.ScalarType) and t.kind in _KINDS:
+        return _KINDS[t.kind]
+    raise _unsupported(node, f"the type `{t}`")
+
+
+# ---- the executor: GT4Py's transforms in the compile step, lowering at the first call ----
+
+
+@dataclasses.dataclass(frozen=True)
+class _Artifact:
+    """The transformed GTIR program (picklable: GT4Py may compile in a worker process)."""
+
+    program: _itir.Program
+
+    def load(self) -> "_Executable":
+        return _Executable(self.program)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Executor(_workflow.Workflow):
+    def __call__(self, inp: Any) -> _Artifact:
+        ir = _itir_transforms.apply_fieldview_transforms(inp.data, offset_provider=inp.args.offset_provider)
+        return _Artifact(ir)
+
+
+class _Executable:
+    """The program GT4Py calls: lowered and compiled once per argument structure."""
+
+    def __init__(self, program: _itir.Program):
+        self.program = program
+        self._compiled: Dict[tuple, Any] = {}
+
+    def __call__(self, *args: Any, offset_provider: Any = None, out: Any = None, column_axis: Any = None, **kwargs: Any):
+        if out is not None:
+            args = (*args, out)
+        key = tuple(_structure(a) for a in args)
+        c = self._compiled.get(key)
+        if c is None:
+            c = self._compiled[key] = _Lowering(self.program, args, offset_provider or {}).compile()
+        runner, targets, sources = c
+        values = []
+        for path, scalar in sources:
+            a = _select(args, path)
+            values.append(a.ndarray if scalar is None else np.asarray(a, dtype=scalar))
+        outs = []
+        for path in targets:
+            outs.append(_select(args, path))
+        if all(o.ndarray.flags.c_contiguous and o.ndarray.flags.writeable for o in outs):
+            written = runner(*(o.ndarray for o in outs), *values)
+            for (_, w), o in zip(written, outs):
+                if w is not o.ndarray:  # not native: the run returned a copy
+                    np.copyto(o.ndarray, w)
+            return
+        # Outputs that are not contiguous are written through contiguous copies.
+        buffers = [np.ascontiguousarray(o.ndarray) for o in outs]
+        written = runner(*buffers, *values)
+        for (_, w), o in zip(written, outs):
+            np.copyto(o.ndarray, w)
+
+
+def _structure(a: Any) -> Any:
+    """What the compiled program depends on: a field's dimensions, intervals and dtype; a
+    scalar's dtype, and its value if it is an integer or a boolean (it may size a domain or
+    choose a branch); a tuple's members'."""
+    if isinstance(a, tuple):
+        return tuple(_structure(x) for x in a)
+    if isinstance(a, _common.Field):
+        return ("field", tuple((d.value, r.start, r.stop) for d, r in zip(a.domain.dims, a.domain.ranges)), a.dtype.scalar_type)
+    d = np.asarray(a).dtype
+    if d.kind in "iub":
+        return ("int", d.str, int(a))
+    return ("float", d.str)
+
+
+def _select(args: Sequence[Any], path: Tuple[int, ...]) -> Any:
+    a = args[path[0]]
+    for k in path[1:]:
+        a = a[k]
+    return a
+
+
+backend = _next_backend.Backend(
+    name="strata",
+    executor=_Executor(),
+    allocator=_allocators.StandardCPUFieldBufferAllocator(),
+    transforms=_next_backend.DEFAULT_TRANSFORMS,
+)
+
+
+# ---- GTIR → Strata IR ----
+
+
+@dataclasses.dataclass(frozen=True)
+class _Iterator:
+    """A stencil's iterator: a field and the cartesian shifts applied to it so far."""
+
+    field: Field
+    shifts: Tuple[Tuple[str, int], ...] = ()
+
+    def deref(self) -> Field:
+        f = self.field
+        for dim, offset in self.shifts:
+            f = _build(_strata.field_shift, f, dim, offset)
+        return f
+
+
+def _build(make: Any, *args: Any) -> Any:
+    """The field of `make(*args)` (a builder call over field values)."""
+    vals = [
+        a._v if isinstance(a, Field) else [x._v if isinstance(x, Field) else x for x in a] if isinstance(a, list) else a
+        for a in args
+    ]
+    return Field(make(*vals))
+
+
+class _Lowering:
+    def __init__(self, program: _itir.Program, args: Sequence[Any], offset_provider: Any):
+        self.program, self.args, self.offset_provider = program, args, offset_provider
+        self.env: Dict[str, Any] = {}
+        self.sources: List[Tuple[int, Optional[np.dtype]]] = []
+        self.assignments: List[Tuple[Field, Field, Any]] = []
+        self.targets: List[Tuple[int, ...]] = []
+        self.leaves: Dict[Tuple[int, ...], Field] = {}
+
+    def compile(self):
+        for k, (p, a) in enumerate(zip(self.program.params, self.args)):
+            self.env[str(p.id)] = self._param(a, (k,))
+        for stmt in self.program.body:
+            self._stmt(stmt)
+        if not self.assignments:
+            raise GTIRError("the program writes no field")
+        try:
+            program, payloads = _strata.field_assignments(
+                [(v._v, o._v, [tuple(d) for d in dom]) for v, o, dom in self.assignments]
+            )
+        except VerifyError as e:
+            raise GTIRError(f"the program does not type: {e}") from None
+        sources = [(p.path, p.scalar) for p in payloads]
+        return program.bind("fields", "auto"), self.targets, sources
+
+    # -- parameters: every field a leaf standing for its argument; scalars by kind --
+
+    def _param(self, a: Any, path: Tuple[int, ...]) -> Any:
+        if isinstance(a, tuple):
+            return tuple(self._param(x, (*path, k)) for k, x in enumerate(a))
+        if isinstance(a, _common.Field):
+            dtype = np.dtype(a.dtype.scalar_type)
+            if dtype not in _DTYPES:
+                raise GTIRError(f"fields of dtype {dtype} are not supported (only {', '.join(map(str, _DTYPES))})")
+            levels = [(d.value, r.start, r.stop) for d, r in zip(a.domain.dims, a.domain.ranges)]
+            leaf = Field(_strata.field_param(_DTYPES[dtype], levels, _GTArg(path)))
+            leaf._gt_path = path
+            self.leaves[path] = leaf
+            return leaf
+        d = np.asarray(a).dtype
+        if d.kind in "iub":
+            return int(a) if d.kind != "b" else bool(a)
+        if d not in _DTYPES:
+            raise GTIRError(f"scalar arguments of dtype {d} are not supported")
+        return Field(_strata.field_param(_DTYPES[d], [], _GTArg(path, d)))
+
+    # -- statements --
+
+    def _stmt(self, stmt: Any) -> None:
+        if isinstance(stmt, _itir.SetAt):
+            value = self._expr(stmt.expr)
+            domain = self._domain(stmt.domain)
+            self._assign(stmt, stmt.target, value, domain)
+        elif isinstance(stmt, _itir.IfStmt):
+            cond = self._expr(stmt.cond)
+            if not isinstance(cond, (bool, np.bool_)):
+                raise _unsupported(stmt, "`if` on a value only known when the program runs")
+            for s in stmt.true_branch if cond else stmt.false_branch:
+                self._stmt(s)
+        else:
+            raise _unsupported(stmt, f"the statement `{type(stmt).__name__}`")
+
+    def _assign(self, stmt: Any, target: Any, value: Any, domain: List[Tuple[str, int, int]]) -> None:
+        if isinstance(target, _itir.FunCall) and _name(target.fun) == "make_tuple":
+            if not isinstance(value, tuple):
+                value = tuple(_build(_strata.field_tuple_get, value, k) for k in range(len(target.args)))
+            for t, v in zip(target.args, value):
+                self._assign(stmt, t, v, domain)
+            return
+        name = _name(target)
+        if name is None:
+            raise _unsupported(stmt, "this assignment target")
+        if name in {str(t.id) for t in self.program.declarations}:
+            # A temporary: its value on the domain written, read by later statements.
+            self.env[name] = _build(_strata.field_subset, value, [tuple(d) for d in domain])
+            return
+        out = self.env.get(name)
+        if not isinstance(out, Field) or not hasattr(out, "_gt_path"):
+            raise _unsupported(stmt, f"writing `{name}`")
+        if not isinstance(value, Field):
+            raise _unsupported(stmt, "writing a scalar into a field")
+        self.assignments.append((value, out, domain))
+        self.targets.append(out._gt_path)
+
+    # -- domains: concrete at lowering time --
+
+    def _domain(self, e: Any) -> List[Tuple[str, int, int]]:
+        if isinstance(e, _itir.FunCall) and _name(e.fun) in ("cartesian_domain", "unstructured_domain"):
+            out = []
+            for r in e.args:
+                if not (isinstance(r, _itir.FunCall) and _name(r.fun) == "named_range"):
+                    raise _unsupported(e, "this domain")
+                axis, start, stop = r.args
+                out.append((axis.value, self._int(start), self._int(stop)))
+            return out
+        raise _unsupported(e, "this domain")
+
+    def _int(self, e: Any) -> int:
+        v = self._expr(e)
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise _unsupported(e, "a domain bound only known when the program runs")
+        return int(v)
+
+    # -- expressions (field level) --
+
+    def _expr(self, e: Any) -> Any:
+        if isinstance(e, _itir.SymRef):
+            name = str(e.id)
+            if name in self.env:
+                return self.env[name]
+            raise _unsupported(e, f"the symbol `{name}`")
+        if isinstance(e, _itir.Literal):
+            return _literal(e)
+        if isinstance(e, _itir.AxisLiteral):
+            return e
+        if isinstance(e, _itir.FunCall):
+            fun = e.fun
+            if isinstance(fun, _itir.FunCall) and _name(fun.fun) == "as_fieldop":
+                return self._as_fieldop(e, fun)
+            if isinstance(fun, _itir.Lambda):
+                # A let: the body with the parameters bound to the arguments' values.
+                values = [self._expr(a) for a in e.args]
+                saved = dict(self.env)
+                self.env.update(zip((str(p.id) for p in fun.params), values))
+                try:
+                    return self._expr(fun.expr)
+                finally:
+                    self.env = saved
+            name = _name(fun)
+            if name == "get_domain_range":
+                field, axis = self._expr(e.args[0]), e.args[1]
+                for l in field.levels:
+                    if l.name == axis.value:
+                        return (l.start, l.stop)
+                raise _unsupported(e, f"the domain of a field without `{axis.value}`")
+            if name == "tuple_get":
+                idx, t = self._expr(e.args[0]), self._expr(e.args[1])
+                if isinstance(t, tuple):
+                    return t[idx]
+                return _build(_strata.field_tuple_get, t, int(idx))
+            if name == "make_tuple":
+                return tuple(self._expr(a) for a in e.args)
+            args = [self._expr(a) for a in e.args]
+            if all(isinstance(a, (int, float, bool, np.generic)) for a in args) and name in _SCALAR_OPS:
+                return _SCALAR_OPS[name](*args)
+            if name in _BUILTINS or name in ("if_", "cast_"):
+                return self._value_op(e, name, args)
+            raise _unsupported(e, f"`{name}` outside a stencil")
+        raise _unsupported(e, f"`{type(e).__name__}`")
+
+    def _as_fieldop(self, e: Any, fun: Any) -> Field:
+        stencil = fun.args[0]
+        domain = self._domain(fun.args[1]) if len(fun.args) > 1 else None
+        args = [self._expr(a) for a in e.args]
+        its = [_Iterator(a) if isinstance(a, Field) else a for a in args]
+        if isinstance(stencil, _itir.Lambda):
+            value = self._stencil(stencil.expr, dict(zip((str(p.id) for p in stencil.params), its)))
+        elif _name(stencil) == "deref":
+            value = its[0].deref()
+        else:
+            raise _unsupported(stencil, "this stencil")
+        if isinstance(value, tuple):
+            raise _unsupported(e, "a stencil returning a tuple")
+        if not isinstance(value, Field):
+            raise _unsupported(e, "a stencil returning a constant")
+        if domain is not None:
+            value = _build(_strata.field_subset, value, [tuple(d) for d in domain])
+        return value
+
+    # -- expressions inside a stencil: iterators and values --
+
+    def _stencil(self, e: Any, scope: Dict[str, Any]) -> Any:
+        if isinstance(e, _itir.SymRef):
+            name = str(e.id)
+            if name in scope:
+                return scope[name]
+            if name in self.env:
+                return self.env[name]
+            raise _unsupported(e, f"the symbol `{name}` in a stencil")
+        if isinstance(e, _itir.Literal):
+            return _literal(e)
+        if isinstance(e, (_itir.OffsetLiteral, _itir.CartesianOffset, _itir.AxisLiteral)):
+            return e
+        if isinstance(e, _itir.Lambda):
+            return (e, scope)
+        if not isinstance(e, _itir.FunCall):
+            raise _unsupported(e, f"`{type(e).__name__}` in a stencil")
+        fun = e.fun
+        if isinstance(fun, _itir.Lambda):
+            inner = dict(scope)
+            inner.update(zip((str(p.id) for p in fun.params), (self._stencil(a, scope) for a in e.args)))
+            return self._stencil(fun.expr, inner)
+        if isinstance(fun, _itir.FunCall) and _name(fun.fun) == "shift":
+            it = self._stencil(e.args[0], scope)
+            if not isinstance(it, _Iterator):
+                raise _unsupported(e, "a shift of a value that is not an iterator")
+            return _Iterator(it.field, it.shifts + self._shifts(fun))
+        name = _name(fun)
+        if name == "deref":
+            it = self._stencil(e.args[0], scope)
+            if isinstance(it, _Iterator):
+                return it.deref()
+            return it  # a scalar argument of the stencil
+        if name == "tuple_get":
+            idx, t = self._stencil(e.args[0], scope), self._stencil(e.args[1], scope)
+            if isinstance(t, tuple):
+                return t[idx]
+            return _build(_strata.field_tuple_get, t, int(idx))
+        if name == "make_tuple":
+            return tuple(self._stencil(a, scope) for a in e.args)
+        if name in _BUILTINS or name in ("if_", "cast_"):
+            return self._value_op(e, name, [self._stencil(a, scope) for a in e.args])
+        raise _unsupported(e, f"`{name}` in a stencil")
+
+    def _shifts(self, fun: Any) -> Tuple[Tuple[str, int], ...]:
+        out = []
+        parts = list(fun.args)
+        while parts:
+            tag, index = parts[0], parts[1]
+            parts = parts[2:]
+            if isinstance(tag, _itir.CartesianOffset):
+                if tag.domain.value != tag.codomain.value:
+                    raise _unsupported(fun, "a cartesian shift between two dimensions")
+                dim = tag.domain.value
+            elif isinstance(tag, _itir.OffsetLiteral) and isinstance(tag.value, str):
+                provider = self.offset_provider.get(tag.value)
+                if isinstance(provider, _common.Dimension):
+                    dim = provider.value
+                else:
+                    raise _unsupported(fun, f"the unstructured shift `{tag.value}`")
+            else:
+                raise _unsupported(fun, "this shift")
+            if not (isinstance(index, _itir.OffsetLiteral) and isinstance(index.value, int)):
+                raise _unsupported(fun, "a shift by a value only known when the program runs")
+            out.append((dim, int(index.value)))
+        return tuple(out)
+
+    def _value_op(self, e: Any, name: str, args: List[Any]) -> Any:
+        if any(isinstance(a, tuple) for a in args):
+            raise _unsupported(e, f"`{name}` of tuples")
+        if name == "cast_":
+            target = _name(e.args[1])
+            dtype = {"float64": np.float64, "float32": np.float32, "int64": np.int64, "int32": np.int32, "bool": np.bool_}.get(target)
+            if dtype is None:
+                raise _unsupported(e, f"a cast to `{target}`")
+            x = args[0]
+            if not isinstance(x, Field):
+                return np.dtype(dtype).type(x)
+            return x.astype(dtype)
+        if all(not isinstance(a, Field) for a in args) and name in _SCALAR_OPS:
+            return _SCALAR_OPS[name](*args)
+        kw = "select" if name == "if_" else _BUILTINS[name]
+        if kw is None:
+            raise _unsupported(e, f"the builtin `{name}`")
+        dtype = next((a.dtype for a in args[1 if name == "if_" else 0:] if isinstance(a, Field)), None)
+        operands = [a if isinstance(a, Field) else _constant(e, a, dtype) for a in args]
+        try:
+            return _build(_strata.field_builtin, kw, operands)
+        except VerifyError as err:
+            raise GTIRError(f"{_where(e)}`{name}`: {err}") from None
+
+
+class _GTArg:
+    """What a parameter of the lowered program stands for: the argument at `path` (`args[i]`,
+    or a field inside a tuple argument, `args[i][j]…`); a number converted to `scalar`."""
+
+    def __init__(self, path: Tuple[int, ...], scalar: Optional[np.dtype] = None):
+        self.path, self.scalar = path, scalar
+
+
+def _name(e: Any) -> Optional[str]:
+    return str(e.id) if isinstance(e, _itir.SymRef) else None
+
+
+def _literal(e: Any) -> Any:
+    dtype = _dtype_of(e.type, e)
+    if dtype.kind == "b":
+        return np.bool_(e.value in ("True", "true", "1"))
+    if dtype.kind in "iu":
+        return dtype.type(int(e.value))
+    return dtype.type(float(e.value))
+
+
+def _constant(e: Any, value: Any, dtype: Optional[np.dtype]) -> Field:
+    """A scalar of the value's own dtype (GT4Py types its literals), as a constant operand."""
+    d = np.asarray(value).dtype if isinstance(value, np.generic) else dtype
+    if d is None:
+        d = np.dtype(np.bool_) if isinstance(value, bool) else np.dtype(np.float64) if isinstance(value, float) else np.dtype(np.int64)
+    v = value.item() if isinstance(value, np.generic) else value
+    return Field(_strata.field_constant(v, _DTYPES[np.dtype(d)]))
+
+
+_SCALAR_OPS = {
+    "plus": lambda a, b: a + b,
+    "minus": lambda a, b: a - b,
+    "multiplies": lambda a, b: a * b,
+    "floordiv": lambda a, b: a // b,
+    "neg": lambda a: -a,
+    "eq": lambda a, b: a == b,
+    "not_eq": lambda a, b: a != b,
+    "less": lambda a, b: a < b,
+    "less_equal": lambda a, b: a <= b,
+    "greater": lambda a, b: a > b,
+    "greater_equal": lambda a, b: a >= b,
+    "and_": lambda a, b: a and b,
+    "or_": lambda a, b: a or b,
+    "not_": lambda a: not a,
+    "minimum": min,
+    "maximum": max,
+}
