@@ -258,12 +258,13 @@ class _Lowering:
         else:
             raise _unsupported(stmt, f"the statement `{type(stmt).__name__}`")
 
-    def _assign(self, stmt: Any, target: Any, value: Any, domain: List[Tuple[str, int, int]]) -> None:
+    def _assign(self, stmt: Any, target: Any, value: Any, domain: Any) -> None:
         if isinstance(target, _itir.FunCall) and _name(target.fun) == "make_tuple":
             if not isinstance(value, tuple):
                 value = tuple(_build(_strata.field_tuple_get, value, k) for k in range(len(target.args)))
-            for t, v in zip(target.args, value):
-                self._assign(stmt, t, v, domain)
+            domains = domain if isinstance(domain, tuple) else (domain,) * len(target.args)
+            for t, v, d in zip(target.args, value, domains):
+                self._assign(stmt, t, v, d)
             return
         name = _name(target)
         if name is None:
@@ -282,7 +283,11 @@ class _Lowering:
 
     # -- domains: concrete at lowering time --
 
-    def _domain(self, e: Any) -> List[Tuple[str, int, int]]:
+    def _domain(self, e: Any) -> Any:
+        """The intervals `(dim, start, stop)` of a domain (a tuple of those for a tuple of
+        domains)."""
+        if isinstance(e, _itir.FunCall) and _name(e.fun) == "make_tuple":
+            return tuple(self._domain(d) for d in e.args)
         if isinstance(e, _itir.FunCall) and _name(e.fun) in ("cartesian_domain", "unstructured_domain"):
             out = []
             for r in e.args:
