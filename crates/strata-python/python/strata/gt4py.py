@@ -245,6 +245,17 @@ class _Lowering:
     # -- statements --
 
     def _stmt(self, stmt: Any) -> None:
+        try:
+            self._lower_stmt(stmt)
+        except GTIRError as e:
+            # Located at the statement (the field operator's call in the program) when the
+            # construct itself carries no location.
+            where = _where(stmt)
+            if where and not str(e).startswith(where.split(":")[0]):
+                raise GTIRError(f"{where}{e}") from None
+            raise
+
+    def _lower_stmt(self, stmt: Any) -> None:
         if isinstance(stmt, _itir.SetAt):
             value = self._expr(stmt.expr)
             domain = self._domain(stmt.domain)
@@ -360,6 +371,8 @@ class _Lowering:
             value = self._stencil(stencil.expr, dict(zip((str(p.id) for p in stencil.params), its)))
         elif _name(stencil) == "deref":
             value = its[0].deref()
+        elif isinstance(stencil, _itir.FunCall) and _name(stencil.fun):
+            raise _unsupported(stencil, f"the stencil `{_name(stencil.fun)}`")
         else:
             raise _unsupported(stencil, "this stencil")
         if isinstance(value, tuple):
