@@ -240,10 +240,16 @@ pub fn field_neighbor(x: PyRef<'_, FieldValue>, table: PyRef<'_, FieldValue>, k:
     make(op, vec![x.0.clone(), table.0.clone()], None)
 }
 
-/// The fold of `x` by `op` (`plus`, `maximum`, `minimum`) over its last neighbor dimension,
-/// from the fold's identity (skipped neighbors take no part).
+/// The fold of `x` by `op` (`plus`, `maximum`, `minimum`, …) over its last neighbor
+/// dimension, from `init` (a number; by default the fold's identity). Skipped neighbors take
+/// no part.
 #[pyfunction]
-pub fn field_neighbor_fold(x: PyRef<'_, FieldValue>, op: &str) -> PyResult<FieldValue> {
+#[pyo3(signature = (x, op, init = None))]
+pub fn field_neighbor_fold(
+    x: PyRef<'_, FieldValue>,
+    op: &str,
+    init: Option<&Bound<'_, PyAny>>,
+) -> PyResult<FieldValue> {
     let op = BinaryOp::from_keyword(op).ok_or_else(|| PyTypeError::new_err(format!("no fold `{op}`")))?;
     let (dims, element) = LIB.with(|lib| {
         let lib = lib.borrow();
@@ -260,12 +266,15 @@ pub fn field_neighbor_fold(x: PyRef<'_, FieldValue>, op: &str) -> PyResult<Field
             "a neighbor reduction needs a field of numbers shifted through a connectivity (`x(E2V)`)",
         ));
     };
-    let identity = algebra::identity(op, element)
-        .ok_or_else(|| VerifyError::new_err(format!("`{}` has no identity on {element}", op.keyword())))?;
-    let init = match identity {
-        algebra::Constant::Float(v) => Literal::Float(v),
-        algebra::Constant::Int(v) => Literal::Int(v as i64),
-        algebra::Constant::Bool(v) => Literal::Bool(v),
+    let init = match init {
+        Some(v) => literal(v, element)?,
+        None => match algebra::identity(op, element)
+            .ok_or_else(|| VerifyError::new_err(format!("`{}` has no identity on {element}", op.keyword())))?
+        {
+            algebra::Constant::Float(v) => Literal::Float(v),
+            algebra::Constant::Int(v) => Literal::Int(v as i64),
+            algebra::Constant::Bool(v) => Literal::Bool(v),
+        },
     };
     let func = LIB.with(|lib| lib.borrow_mut().binary_function(op, element)).map_err(refused)?;
     let letters: Vec<char> = (0..dims.len()).map(|i| (b'a' + i as u8) as char).collect();

@@ -15,9 +15,10 @@ the fields' arrays in place. Float scalars are parameters: a new value each call
 program.
 
 Supported GTIR (tested with gt4py 1.1.12): `as_fieldop` with stencil lambdas over cartesian
-shifts, `deref`, the arithmetic, comparison, logical and math builtins, `if_`, `cast_`,
-`make_tuple` / `tuple_get` (tuple returns), literals and scalar arguments, several `SetAt`s,
-temporaries, and `IfStmt` on structural scalars. Anything else raises `GTIRError` naming the
+and unstructured shifts, `deref`, `neighbors` and `reduce` (skipped neighbors take no part),
+`scan` along the vertical axis (tuple states), the arithmetic, comparison, logical and math
+builtins, `if_`, `cast_`, `make_tuple` / `tuple_get` (tuple returns), literals and scalar
+arguments, several `SetAt`s, temporaries, and `IfStmt` on structural scalars. Anything else raises `GTIRError` naming the
 construct and, where GT4Py recorded it, the user's source line — never a wrong result.
 """
 
@@ -116,13 +117,19 @@ class _Executable:
     def __call__(self, *args: Any, offset_provider: Any = None, out: Any = None, column_axis: Any = None, **kwargs: Any):
         if out is not None:
             args = (*args, out)
-        key = tuple(_structure(a) for a in args)
+        offset_provider = offset_provider or {}
+        key = tuple(_structure(a) for a in args) + tuple(
+            (name, _table_structure(c)) for name, c in sorted(offset_provider.items())
+        )
         c = self._compiled.get(key)
         if c is None:
-            c = self._compiled[key] = _Lowering(self.program, args, offset_provider or {}).compile()
+            c = self._compiled[key] = _Lowering(self.program, args, offset_provider).compile()
         runner, targets, sources = c
         values = []
         for path, scalar in sources:
+            if isinstance(path, str):  # a neighbor table
+                values.append(_table_array(offset_provider[path]))
+                continue
             a = _select(args, path)
             values.append(a.ndarray if scalar is None else np.asarray(a, dtype=scalar))
         outs = []
@@ -155,6 +162,19 @@ def _structure(a: Any) -> Any:
     return ("float", d.str)
 
 
+def _table_structure(c: Any) -> Any:
+    """What the compiled program depends on of an offset provider: a dimension's name, or a
+    connectivity's dimensions, shape and dtype (its entries are an argument of each run)."""
+    if isinstance(c, _common.Dimension):
+        return ("dimension", c.value)
+    a = _table_array(c)
+    return ("table", tuple(d.value for d in c.domain.dims), c.codomain.value, a.shape, a.dtype.str)
+
+
+def _table_array(c: Any) -> np.ndarray:
+    return np.asarray(c.ndarray)
+
+
 def _select(args: Sequence[Any], path: Tuple[int, ...]) -> Any:
     a = args[path[0]]
     for k in path[1:]:
@@ -175,16 +195,30 @@ backend = _next_backend.Backend(
 
 @dataclasses.dataclass(frozen=True)
 class _Iterator:
-    """A stencil's iterator: a field and the cartesian shifts applied to it so far."""
+    """A stencil's iterator: a field and the shifts applied to it so far, each a cartesian
+    `(dim, offset)` or a neighbor `(table, k)` (a neighbor table's leaf, the neighbor taken)."""
 
     field: Field
-    shifts: Tuple[Tuple[str, int], ...] = ()
+    shifts: Tuple[Tuple[Any, int], ...] = ()
 
     def deref(self) -> Field:
         f = self.field
-        for dim, offset in self.shifts:
-            f = _build(_strata.field_shift, f, dim, offset)
+        # GT4Py applies the innermost shift first: `shift(a)(shift(b)(it))` reads `it` at
+        # `b` then `a`, which is `x(b)(a)` as fields, so shifts compose from the first.
+        for target, k in self.shifts:
+            if isinstance(target, Field):
+                f = _build(_strata.field_neighbor, f, target, k)
+            else:
+                f = _build(_strata.field_shift, f, target, k)
         return f
+
+
+@dataclasses.dataclass(frozen=True)
+class _Neighbors:
+    """`neighbors(offset, it)`: the field with every neighbor through a table, as a new
+    neighbor dimension (a GT4Py list), to be reduced."""
+
+    field: Field
 
 
 def _build(make: Any, *args: Any) -> Any:
@@ -204,6 +238,7 @@ class _Lowering:
         self.assignments: List[Tuple[Field, Field, Any]] = []
         self.targets: List[Tuple[int, ...]] = []
         self.leaves: Dict[Tuple[int, ...], Field] = {}
+        self.tables: Dict[str, Field] = {}
 
     def compile(self):
         for k, (p, a) in enumerate(zip(self.program.params, self.args)):
@@ -218,7 +253,7 @@ class _Lowering:
             )
         except VerifyError as e:
             raise GTIRError(f"the program does not type: {e}") from None
-        sources = [(p.path, p.scalar) for p in payloads]
+        sources = [(p.path, p.scalar) for p in payloads]  # a table's path is its name
         return program.bind("fields", "auto"), self.targets, sources
 
     # -- parameters: every field a leaf standing for its argument; scalars by kind --
@@ -354,6 +389,8 @@ class _Lowering:
                 return _build(_strata.field_tuple_get, t, int(idx))
             if name == "make_tuple":
                 return tuple(self._expr(a) for a in e.args)
+            if name not in _BUILTINS and name not in ("if_", "cast_") and name not in _SCALAR_OPS:
+                raise _unsupported(e, f"`{name}`")
             args = [self._expr(a) for a in e.args]
             if all(isinstance(a, (int, float, bool, np.generic)) for a in args) and name in _SCALAR_OPS:
                 return _SCALAR_OPS[name](*args)
@@ -371,12 +408,18 @@ class _Lowering:
             value = self._stencil(stencil.expr, dict(zip((str(p.id) for p in stencil.params), its)))
         elif _name(stencil) == "deref":
             value = its[0].deref()
+        elif isinstance(stencil, _itir.FunCall) and _name(stencil.fun) == "scan":
+            value = self._scan(e, stencil, args)
         elif isinstance(stencil, _itir.FunCall) and _name(stencil.fun):
             raise _unsupported(stencil, f"the stencil `{_name(stencil.fun)}`")
         else:
             raise _unsupported(stencil, "this stencil")
         if isinstance(value, tuple):
-            raise _unsupported(e, "a stencil returning a tuple")
+            from . import fields as _fields
+
+            value = _fields.make_tuple(*value)
+        if isinstance(value, _Neighbors):
+            value = value.field
         if not isinstance(value, Field):
             raise _unsupported(e, "a stencil returning a constant")
         if domain is not None:
@@ -411,12 +454,20 @@ class _Lowering:
             if not isinstance(it, _Iterator):
                 raise _unsupported(e, "a shift of a value that is not an iterator")
             return _Iterator(it.field, it.shifts + self._shifts(fun))
+        if isinstance(fun, _itir.FunCall) and _name(fun.fun) == "reduce":
+            return self._reduce(e, fun, scope)
         name = _name(fun)
         if name == "deref":
             it = self._stencil(e.args[0], scope)
             if isinstance(it, _Iterator):
                 return it.deref()
             return it  # a scalar argument of the stencil
+        if name == "neighbors":
+            tag, it = e.args[0], self._stencil(e.args[1], scope)
+            if not (isinstance(tag, _itir.OffsetLiteral) and isinstance(it, _Iterator)):
+                raise _unsupported(e, "`neighbors` of this value")
+            table = self._table(e, str(tag.value))
+            return _Neighbors(_build(_strata.field_neighbor, it.deref(), table, None))
         if name == "tuple_get":
             idx, t = self._stencil(e.args[0], scope), self._stencil(e.args[1], scope)
             if isinstance(t, tuple):
@@ -428,7 +479,85 @@ class _Lowering:
             return self._value_op(e, name, [self._stencil(a, scope) for a in e.args])
         raise _unsupported(e, f"`{name}` in a stencil")
 
-    def _shifts(self, fun: Any) -> Tuple[Tuple[str, int], ...]:
+    def _table(self, node: Any, name: str) -> Field:
+        """The neighbor table of the connectivity `name`: a leaf over its (destination,
+        neighbor) dimensions mapping into its codomain (`NB_<codomain>`), skips `-1`."""
+        if name in self.tables:
+            return self.tables[name]
+        c = self.offset_provider.get(name)
+        if c is None or isinstance(c, _common.Dimension) or not hasattr(c, "ndarray"):
+            raise _unsupported(node, f"the offset `{name}` (no connectivity table in `offset_provider`)")
+        a = _table_array(c)
+        skip = getattr(c, "skip_value", None)
+        if skip not in (None, -1):
+            raise _unsupported(node, f"the connectivity `{name}` with skip value {skip} (Strata's is -1)")
+        if a.dtype not in (np.dtype(np.int32), np.dtype(np.int64)) or a.ndim != 2:
+            raise _unsupported(node, f"the connectivity `{name}` of dtype {a.dtype} and shape {a.shape}")
+        dst = c.domain.dims[0].value
+        levels = [(dst, 0, a.shape[0]), (f"NB_{c.codomain.value}", 0, a.shape[1])]
+        leaf = Field(_strata.field_param(_DTYPES[a.dtype], levels, _GTArg(name)))
+        self.tables[name] = leaf
+        return leaf
+
+    def _reduce(self, e: Any, fun: Any, scope: Dict[str, Any]) -> Field:
+        """`reduce(op, init)(neighbors…)`: the fold over the neighbor dimension, skipped
+        neighbors taking no part."""
+        op, init = fun.args
+        lists = [self._stencil(a, scope) for a in e.args]
+        # A list made in this stencil, or one an earlier `as_fieldop` made (read by `deref`).
+        lists = [x.field if isinstance(x, _Neighbors) else x for x in lists]
+        if len(lists) != 1 or not isinstance(lists[0], Field) or _name(op) not in _BUILTINS:
+            raise _unsupported(e, "this `reduce` (one list of neighbors, a builtin operation)")
+        init = self._stencil(init, scope)
+        value = init.item() if isinstance(init, np.generic) else init
+        try:
+            return _build(_strata.field_neighbor_fold, lists[0], _BUILTINS[_name(op)], value)
+        except VerifyError as err:
+            raise GTIRError(f"{_where(e)}`reduce`: {err}") from None
+
+    def _scan(self, e: Any, stencil: Any, args: List[Any]) -> Field:
+        """`as_fieldop(scan(λ(state, its…) → …, forward, init))(fields…)`: `strata.fields.scan`
+        along the column axis (the fields' vertical dimension)."""
+        from . import fields as _fields
+
+        step, forward, init = stencil.args
+        if not isinstance(step, _itir.Lambda):
+            raise _unsupported(stencil, "a scan whose step is not a lambda")
+        fields_ = [a for a in args if isinstance(a, Field)]
+        if len(fields_) != len(args):
+            raise _unsupported(stencil, "a scan over scalar arguments")
+        axis = self._column_axis(e, fields_)
+        forward = bool(self._stencil(forward, {}))
+        init = self._stencil(init, {})
+        init = tuple(v.item() if isinstance(v, np.generic) else v for v in init) if isinstance(init, tuple) else (
+            init.item() if isinstance(init, np.generic) else init
+        )
+        names = [str(p.id) for p in step.params]
+
+        def body(state: Field, *values: Field) -> Field:
+            scope = {names[0]: state, **{n: _Iterator(v) for n, v in zip(names[1:], values)}}
+            r = self._stencil(step.expr, scope)
+            return _fields.make_tuple(*r) if isinstance(r, tuple) else r
+
+        try:
+            return _fields.scan(body, *fields_, dim=_fields.Dim(axis), init=init, forward=forward)
+        except _fields.FieldError as err:
+            raise GTIRError(f"{_where(e)}`scan`: {err}") from None
+
+    def _column_axis(self, e: Any, fields_: List[Field]) -> str:
+        vertical = {
+            d.value
+            for a in self.args
+            if isinstance(a, _common.Field)
+            for d in a.domain.dims
+            if d.kind == _common.DimensionKind.VERTICAL
+        }
+        dims = [n for n in fields_[0].dims if n in vertical]
+        if len(dims) != 1:
+            raise _unsupported(e, "a scan without one vertical dimension")
+        return dims[0]
+
+    def _shifts(self, fun: Any) -> Tuple[Tuple[Any, int], ...]:
         out = []
         parts = list(fun.args)
         while parts:
@@ -437,18 +566,15 @@ class _Lowering:
             if isinstance(tag, _itir.CartesianOffset):
                 if tag.domain.value != tag.codomain.value:
                     raise _unsupported(fun, "a cartesian shift between two dimensions")
-                dim = tag.domain.value
+                target: Any = tag.domain.value
             elif isinstance(tag, _itir.OffsetLiteral) and isinstance(tag.value, str):
                 provider = self.offset_provider.get(tag.value)
-                if isinstance(provider, _common.Dimension):
-                    dim = provider.value
-                else:
-                    raise _unsupported(fun, f"the unstructured shift `{tag.value}`")
+                target = provider.value if isinstance(provider, _common.Dimension) else self._table(fun, tag.value)
             else:
                 raise _unsupported(fun, "this shift")
             if not (isinstance(index, _itir.OffsetLiteral) and isinstance(index.value, int)):
                 raise _unsupported(fun, "a shift by a value only known when the program runs")
-            out.append((dim, int(index.value)))
+            out.append((target, int(index.value)))
         return tuple(out)
 
     def _value_op(self, e: Any, name: str, args: List[Any]) -> Any:
@@ -478,9 +604,10 @@ class _Lowering:
 
 class _GTArg:
     """What a parameter of the lowered program stands for: the argument at `path` (`args[i]`,
-    or a field inside a tuple argument, `args[i][j]…`); a number converted to `scalar`."""
+    or a field inside a tuple argument, `args[i][j]…`; a neighbor table's connectivity name);
+    a number converted to `scalar`."""
 
-    def __init__(self, path: Tuple[int, ...], scalar: Optional[np.dtype] = None):
+    def __init__(self, path: Any, scalar: Optional[np.dtype] = None):
         self.path, self.scalar = path, scalar
 
 
