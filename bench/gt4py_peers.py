@@ -53,6 +53,26 @@ def _with_backend(program, call):
     return p
 
 
+# Set while `on_strata`'s factories build their programs: the same GT4Py source runs with
+# `strata.gt4py.backend` instead of gtfn.
+_ON_STRATA = False
+
+
+def on_strata(factory):
+    """The peer `factory` (one of this module's workloads) with its GT4Py program run by
+    Strata's GT4Py backend: the same source, one argument changed."""
+
+    def make(inputs):
+        global _ON_STRATA
+        _ON_STRATA = True
+        try:
+            return factory(inputs)
+        finally:
+            _ON_STRATA = False
+
+    return make
+
+
 def _runner(program, make_args, result, **kwargs):
     """The peer: builds, compiles and checks once (the first call, timed), then `run()`;
     `kwargs` (an unstructured mesh's `offset_provider`) go to every call."""
@@ -60,7 +80,15 @@ def _runner(program, make_args, result, **kwargs):
 
     args = make_args()
     t0 = time.perf_counter()
-    p = _with_backend(program, lambda q: q(*args, **kwargs))
+    if _ON_STRATA:
+        import strata.gt4py
+
+        p = program.with_backend(strata.gt4py.backend)
+        p(*args, **kwargs)
+        label, note = "gt4py on strata (strata.gt4py.backend)", ""
+    else:
+        p = _with_backend(program, lambda q: q(*args, **kwargs))
+        label, note = f"gt4py ({_BACKEND[1]})", _BACKEND[2]
     first = time.perf_counter() - t0
 
     def run():
@@ -69,8 +97,8 @@ def _runner(program, make_args, result, **kwargs):
         return result(a)
 
     run.first_s = first
-    run.label = f"gt4py ({_BACKEND[1]})"
-    run.note = _BACKEND[2]
+    run.label = label
+    run.note = note
     return run
 
 

@@ -714,7 +714,7 @@ def workloads() -> list[Workload]:
             "laplap", "laplap.strata", "laplap", laplap_make, lambda i: lap_np(lap_np(i["inp"])),
             bytes=8 * ((LAP_N + 4) ** 2 * LAP_K + lap_out), flops=2 * 6 * lap_out, bound="triad", out="out",
             peers={"numpy": np_peer(lambda i: lap_np(lap_np(i["inp"]))), "scipy": laplap_scipy, "jax": laplap_jax, "numba": laplap_numba,
-                   "gt4py": gt4py_peers.laplap},
+                   "gt4py": gt4py_peers.laplap, "gt4py-strata": gt4py_peers.on_strata(gt4py_peers.laplap)},
             target=[Target("fraction", 0.70), AHEAD_OF_GT4PY], rtol=1e-9, atol=1e-9,
             note="scipy: ndimage.correlate with the 5x5 laplacian-of-laplacian kernel",
             gap="results are written with streaming stores (emit_c/window.rs); at 2 threads the fraction moved "
@@ -726,7 +726,8 @@ def workloads() -> list[Workload]:
         Workload(
             "hdiff", "hdiff.strata", "hdiff", hdiff_make, hdiff_np,
             bytes=8 * ((LAP_N + 4) ** 2 * LAP_K + 2 * lap_out), flops=21 * lap_out, bound="triad", out="out",
-            peers={"numpy": np_peer(hdiff_np), "jax": hdiff_jax, "numba": hdiff_numba, "gt4py": gt4py_peers.hdiff},
+            peers={"numpy": np_peer(hdiff_np), "jax": hdiff_jax, "numba": hdiff_numba, "gt4py": gt4py_peers.hdiff,
+                   "gt4py-strata": gt4py_peers.on_strata(gt4py_peers.hdiff)},
             target=[Target("fraction", 0.70), AHEAD_OF_GT4PY], rtol=1e-9, atol=1e-9,
             note="horizontal diffusion: laplacian, limited fluxes, update (GT4Py's benchmark); GT4Py writes the "
             "stages to temporaries (as one fused field operator its front end did not finish in 10 minutes)",
@@ -739,7 +740,8 @@ def workloads() -> list[Workload]:
         Workload(
             "tridiag", "tridiag.strata", "tridiag", tridiag_make, tridiag_np,
             bytes=8 * 5 * tri, flops=9 * tri, bound="triad", out="x",
-            peers={"numpy": np_peer(tridiag_np), "jax": tridiag_jax, "numba": tridiag_numba, "gt4py": gt4py_peers.tridiag},
+            peers={"numpy": np_peer(tridiag_np), "jax": tridiag_jax, "numba": tridiag_numba, "gt4py": gt4py_peers.tridiag,
+                   "gt4py-strata": gt4py_peers.on_strata(gt4py_peers.tridiag)},
             target=[Target("fraction", 0.40), AHEAD_OF_GT4PY], rtol=1e-9, atol=1e-9,
             note="SciPy has no batched tridiagonal solver (solve_banded solves one system); GT4Py scans the "
             "(K, I, J) arrays through an (I, J, K) view, so its scan reads along K with a stride",
@@ -750,7 +752,7 @@ def workloads() -> list[Workload]:
             "nabla", "nabla.strata", "nabla", nabla_make, nabla_np,
             bytes=nabla_bytes(), flops=0, bound="triad", out="out",
             peers={"numpy": np_peer(nabla_np), "scipy": nabla_scipy, "jax": nabla_jax, "numba": nabla_numba,
-                   "gt4py": gt4py_peers.nabla},
+                   "gt4py": gt4py_peers.nabla, "gt4py-strata": gt4py_peers.on_strata(gt4py_peers.nabla)},
             target=[Target("fraction", 0.50),
                     Target("speedup", 1.0, peer="numba",
                            gap="not analysed: met in every run since the flux is recomputed per vertex neighbor"),
