@@ -274,6 +274,42 @@ def test_neighbor_reductions_with_skips_on_a_generated_mesh():
         np.testing.assert_allclose(ours[2 + k].asnumpy(), want[k], rtol=1e-12, atol=1e-12)
 
 
+@gtx.field_operator
+def edge_difference(f: FV) -> FE:
+    return f(E2V[0]) - f(E2V[1])
+
+
+@gtx.field_operator
+def around_vertices(f: FV) -> FV:
+    # Nested: over each vertex's edges (V2E, with skips) of a value over each edge's vertices.
+    return neighbor_sum(edge_difference(f)(V2E), axis=V2EDim)
+
+
+@gtx.program
+def around_vertices_program(f: FV, out: FV):
+    around_vertices(f, out=out)
+
+
+def test_nested_neighbor_reduction_v2e_of_e2v():
+    e2v, v2e = mesh.make_mesh()
+    nv = v2e.shape[0]
+    f = np.random.default_rng(7).standard_normal(nv)
+
+    def offsets(table):
+        return {
+            "V2E": gtx.as_connectivity([Vx, V2EDim], codomain=Ed, data=table.astype(np.int32), skip_value=-1),
+            "E2V": gtx.as_connectivity([Ed, E2VDim], codomain=Vx, data=e2v.astype(np.int32)),
+        }
+
+    ours, theirs = gtx.as_field([Vx], np.zeros(nv)), gtx.as_field([Vx], np.zeros(nv))
+    around_vertices_program.with_backend(strata.gt4py.backend)(gtx.as_field([Vx], f), ours, offset_provider=offsets(v2e))
+    around_vertices_program.with_backend(None)(gtx.as_field([Vx], f), theirs, offset_provider=offsets(v2e[:, :-1]))
+    diff = f[e2v[:, 0]] - f[e2v[:, 1]]
+    want = np.where(v2e != -1, diff[np.maximum(v2e, 0)], 0.0).sum(axis=1)
+    np.testing.assert_allclose(ours.asnumpy(), theirs.asnumpy(), rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(ours.asnumpy(), want, rtol=1e-12, atol=1e-12)
+
+
 def test_unsupported_constructs_are_errors_naming_them():
     """`concat_where` is not lowered yet: a `GTIRError` naming the construct, nothing written."""
     from gt4py.next.experimental import concat_where

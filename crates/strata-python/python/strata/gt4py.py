@@ -124,28 +124,26 @@ class _Executable:
         c = self._compiled.get(key)
         if c is None:
             c = self._compiled[key] = _Lowering(self.program, args, offset_provider).compile()
-        runner, targets, sources = c
+        runner, targets, sources = c[1:]
         values = []
         for path, scalar in sources:
             if isinstance(path, str):  # a neighbor table
                 values.append(_table_array(offset_provider[path]))
                 continue
             a = _select(args, path)
-            values.append(a.ndarray if scalar is None else np.asarray(a, dtype=scalar))
-        outs = []
-        for path in targets:
-            outs.append(_select(args, path))
-        if all(o.ndarray.flags.c_contiguous and o.ndarray.flags.writeable for o in outs):
-            written = runner(*(o.ndarray for o in outs), *values)
-            for (_, w), o in zip(written, outs):
-                if w is not o.ndarray:  # not native: the run returned a copy
-                    np.copyto(o.ndarray, w)
-            return
-        # Outputs that are not contiguous are written through contiguous copies.
-        buffers = [np.ascontiguousarray(o.ndarray) for o in outs]
+            if scalar is not None:
+                values.append(np.asarray(a, dtype=scalar))
+                continue
+            # The field's levels are in its memory order: a view in that order, contiguous
+            # unless the allocator padded it (then numpy copies it, fast).
+            v = _in_memory_order(a.ndarray)
+            values.append(v if v.flags.c_contiguous else np.ascontiguousarray(v))
+        views = [_in_memory_order(_select(args, path).ndarray) for path in targets]
+        buffers = [v if v.flags.c_contiguous and v.flags.writeable else np.ascontiguousarray(v) for v in views]
         written = runner(*buffers, *values)
-        for (_, w), o in zip(written, outs):
-            np.copyto(o.ndarray, w)
+        for (_, w), v in zip(written, views):
+            if w is not v:  # through a copy: not native, or a padded output
+                np.copyto(v, w)
 
 
 def _structure(a: Any) -> Any:
@@ -155,7 +153,8 @@ def _structure(a: Any) -> Any:
     if isinstance(a, tuple):
         return tuple(_structure(x) for x in a)
     if isinstance(a, _common.Field):
-        return ("field", tuple((d.value, r.start, r.stop) for d, r in zip(a.domain.dims, a.domain.ranges)), a.dtype.scalar_type)
+        levels = tuple((d.value, r.start, r.stop) for d, r in zip(a.domain.dims, a.domain.ranges))
+        return ("field", levels, _memory_order(a.ndarray), a.dtype.scalar_type)
     d = np.asarray(a).dtype
     if d.kind in "iub":
         return ("int", d.str, int(a))
@@ -175,6 +174,17 @@ def _table_array(c: Any) -> np.ndarray:
     return np.asarray(c.ndarray)
 
 
+def _memory_order(a: np.ndarray) -> Tuple[int, ...]:
+    """The array's dimensions from the largest stride to the smallest (its memory order; GT4Py's
+    default allocator puts horizontal dimensions innermost)."""
+    return tuple(sorted(range(a.ndim), key=lambda i: -abs(a.strides[i])))
+
+
+def _in_memory_order(a: np.ndarray) -> np.ndarray:
+    order = _memory_order(a)
+    return a if order == tuple(range(a.ndim)) else np.transpose(a, order)
+
+
 def _select(args: Sequence[Any], path: Tuple[int, ...]) -> Any:
     a = args[path[0]]
     for k in path[1:]:
@@ -182,10 +192,25 @@ def _select(args: Sequence[Any], path: Tuple[int, ...]) -> Any:
     return a
 
 
+def _row_major(dims: Sequence[Any]) -> Tuple[int, ...]:
+    """The layout map of a row-major buffer (the last dimension innermost)."""
+    return tuple(range(len(dims)))
+
+
+#: Fields allocated for this backend (`gtx.zeros(domain, allocator=strata.gt4py.backend)`) are
+#: row-major and unpadded: read and written in place. Others (GT4Py's default layout) are read
+#: in their memory order, in place where they are not padded.
+allocator = _allocators.BaseFieldBufferAllocator(
+    device_type=_allocators.core_defs.DeviceType.CPU,
+    array_utils=_allocators.core_allocators.numpy_array_utils,
+    layout_mapper=_row_major,
+    byte_alignment=1,
+)
+
 backend = _next_backend.Backend(
     name="strata",
     executor=_Executor(),
-    allocator=_allocators.StandardCPUFieldBufferAllocator(),
+    allocator=allocator,
     transforms=_next_backend.DEFAULT_TRANSFORMS,
 )
 
@@ -254,7 +279,7 @@ class _Lowering:
         except VerifyError as e:
             raise GTIRError(f"the program does not type: {e}") from None
         sources = [(p.path, p.scalar) for p in payloads]  # a table's path is its name
-        return program.bind("fields", "auto"), self.targets, sources
+        return program, program.bind("fields", "auto"), self.targets, sources
 
     # -- parameters: every field a leaf standing for its argument; scalars by kind --
 
@@ -265,7 +290,16 @@ class _Lowering:
             dtype = np.dtype(a.dtype.scalar_type)
             if dtype not in _DTYPES:
                 raise GTIRError(f"fields of dtype {dtype} are not supported (only {', '.join(map(str, _DTYPES))})")
-            levels = [(d.value, r.start, r.stop) for d, r in zip(a.domain.dims, a.domain.ranges)]
+            # A local dimension (a field given per neighbor, as the nabla's signs over V2E) is the
+            # neighbor dimension a shift through a table adds: `NB_0`.
+            local = [d for d in a.domain.dims if d.kind == _common.DimensionKind.LOCAL]
+            if len(local) > 1:
+                raise GTIRError(f"a field with {len(local)} local dimensions ({', '.join(d.value for d in local)})")
+            names = ["NB_0" if d.kind == _common.DimensionKind.LOCAL else d.value for d in a.domain.dims]
+            levels = [(n, r.start, r.stop) for n, r in zip(names, a.domain.ranges)]
+            # Levels in the array's memory order: a format is storage, never meaning (names
+            # decide), so the program reads GT4Py's layout in place.
+            levels = [levels[i] for i in _memory_order(a.ndarray)]
             leaf = Field(_strata.field_param(_DTYPES[dtype], levels, _GTArg(path)))
             leaf._gt_path = path
             self.leaves[path] = leaf
@@ -456,6 +490,15 @@ class _Lowering:
             return _Iterator(it.field, it.shifts + self._shifts(fun))
         if isinstance(fun, _itir.FunCall) and _name(fun.fun) == "reduce":
             return self._reduce(e, fun, scope)
+        if isinstance(fun, _itir.FunCall) and _name(fun.fun) == "map_list":
+            # An operation on lists of neighbors, neighbor by neighbor: the builtin on fields
+            # with the neighbor dimension (broadcast by name).
+            op = _name(fun.args[0])
+            lists = [self._stencil(a, scope) for a in e.args]
+            lists = [x.field if isinstance(x, _Neighbors) else x for x in lists]
+            if op not in _BUILTINS:
+                raise _unsupported(e, f"`map_list` of `{op}`")
+            return _Neighbors(self._value_op(e, op, lists))
         name = _name(fun)
         if name == "deref":
             it = self._stencil(e.args[0], scope)
