@@ -449,7 +449,9 @@ pub fn field_assignments(
             value: value.0.clone(),
             write: match domain {
                 None => Write::ValueDomain,
-                Some(d) => Write::Domain(d.into_iter().map(|(n, a, b)| (DimName::new(n), Interval::new(a, b))).collect()),
+                Some(d) => {
+                    Write::Domain(d.into_iter().map(|(n, a, b)| (DimName::new(n), Interval::new(a, b))).collect())
+                }
             },
         })
         .collect();

@@ -166,12 +166,16 @@ def _table_structure(c: Any) -> Any:
     connectivity's dimensions, shape and dtype (its entries are an argument of each run)."""
     if isinstance(c, _common.Dimension):
         return ("dimension", c.value)
-    a = _table_array(c)
-    return ("table", tuple(d.value for d in c.domain.dims), c.codomain.value, a.shape, a.dtype.str)
+    a = np.asarray(c.ndarray)
+    return ("table", tuple(d.value for d in c.domain.dims), c.codomain.value, a.shape, _memory_order(a), a.dtype.str)
 
 
 def _table_array(c: Any) -> np.ndarray:
-    return np.asarray(c.ndarray)
+    """A connectivity's table in its memory order (GT4Py's layout may put the neighbor
+    dimension outermost): the table leaf's levels are declared in that order, so the table is
+    read in place; numpy copies it only where the layout is padded."""
+    v = _in_memory_order(np.asarray(c.ndarray))
+    return v if v.flags.c_contiguous else np.ascontiguousarray(v)
 
 
 def _memory_order(a: np.ndarray) -> Tuple[int, ...]:
@@ -530,7 +534,7 @@ class _Lowering:
         c = self.offset_provider.get(name)
         if c is None or isinstance(c, _common.Dimension) or not hasattr(c, "ndarray"):
             raise _unsupported(node, f"the offset `{name}` (no connectivity table in `offset_provider`)")
-        a = _table_array(c)
+        a = np.asarray(c.ndarray)
         skip = getattr(c, "skip_value", None)
         if skip not in (None, -1):
             raise _unsupported(node, f"the connectivity `{name}` with skip value {skip} (Strata's is -1)")
@@ -538,6 +542,7 @@ class _Lowering:
             raise _unsupported(node, f"the connectivity `{name}` of dtype {a.dtype} and shape {a.shape}")
         dst = c.domain.dims[0].value
         levels = [(dst, 0, a.shape[0]), (f"NB_{c.codomain.value}", 0, a.shape[1])]
+        levels = [levels[i] for i in _memory_order(a)]
         leaf = Field(_strata.field_param(_DTYPES[a.dtype], levels, _GTArg(name)))
         self.tables[name] = leaf
         return leaf
