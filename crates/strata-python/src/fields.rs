@@ -403,6 +403,9 @@ fn build(
     Ok(values[&Rc::as_ptr(node)])
 }
 
+/// Intervals as Python gives them: `(dim, start, stop)`.
+type Intervals = Vec<(String, i64, i64)>;
+
 /// What each parameter `p0`, `p1`, … of a built program stands for.
 type Payloads = Vec<Option<Py<PyAny>>>;
 
@@ -438,7 +441,7 @@ pub fn field_program(
 #[pyfunction]
 pub fn field_assignments(
     py: Python<'_>,
-    assignments: Vec<(PyRef<'_, FieldValue>, PyRef<'_, FieldValue>, Option<Vec<(String, i64, i64)>>)>,
+    assignments: Vec<(PyRef<'_, FieldValue>, PyRef<'_, FieldValue>, Option<Intervals>)>,
 ) -> PyResult<(Py<Program>, Payloads)> {
     let writes = assignments
         .into_iter()
