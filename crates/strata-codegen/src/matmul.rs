@@ -13,7 +13,9 @@
 //!
 //! The GEMM sums in a blocked order, so results equal the interpreter's up to floating-point
 //! reassociation (not bit for bit); small products (under [`MIN_MACS`] multiply-adds per call)
-//! keep the generated loops and their exact order.
+//! keep the generated loops and their exact order, and so do matrix–vector products (`m` or
+//! `n` of 1): a vectorized sum per contiguous row streams the matrix once, where a GEMM would
+//! pack it for one column (measured: a 512² power iteration 15.8 → 8.9 ms).
 
 use std::rc::Rc;
 
@@ -268,7 +270,9 @@ pub fn recognize(kernel: &Kernel, buffers: &[Buffer]) -> Option<MatMul> {
     };
     let m = pick(collapse(ms), &mut batch, 1);
     let n = pick(collapse(ns), &mut batch, 2);
-    if m.extent * n.extent * k.extent < MIN_MACS {
+    // A matrix–vector product stays a loop nest: each output is one vectorized sum along a
+    // contiguous row (or strips of columns), streaming the matrix once without packing it.
+    if m.extent * n.extent * k.extent < MIN_MACS || m.extent == 1 || n.extent == 1 {
         return None;
     }
     let first = |a: &Affine| {

@@ -311,8 +311,9 @@ pub fn replace_loads(e: &Rc<SExpr>, f: &dyn Fn(&Load) -> Option<Rc<SExpr>>) -> R
     }
 }
 
-/// Folds index arithmetic left by substitution, bottom-up: `x ± 0`, `x · 1`, constant
-/// operations, and `(p / b)·b + p % b` → `p` (an unpack read through a pack). Dropping the
+/// Folds index arithmetic left by substitution, bottom-up: `x ± 0`, `x · 1`, `x / 1`, constant
+/// operations, `v % m` of a loop variable within `[0, m)` (with ranges known), and
+/// `(p / b)·b + p % b` → `p` (an unpack read through a pack). Dropping the
 /// checks of the inner computed coordinates is safe: the enclosing one still checks `p`.
 pub fn simplify(e: &Rc<SExpr>) -> Rc<SExpr> {
     simplify_in(e, &[])
@@ -344,8 +345,11 @@ pub fn simplify_in(e: &Rc<SExpr>, ranges: &[(DimName, Interval)]) -> Rc<SExpr> {
                 (Plus, Some(x), Some(y)) => SExpr::Const(Sv::Index(x.wrapping_add(y))),
                 (Minus, Some(x), Some(y)) => SExpr::Const(Sv::Index(x.wrapping_sub(y))),
                 (Multiplies, Some(x), Some(y)) => SExpr::Const(Sv::Index(x.wrapping_mul(y))),
-                (Plus | Minus, _, Some(0)) | (Multiplies, _, Some(1)) => return a,
+                (Plus | Minus, _, Some(0)) | (Multiplies | Divides, _, Some(1)) => return a,
                 (Plus, Some(0), _) | (Multiplies, Some(1), _) => return b,
+                // `v % m` of a loop variable whose range lies in `[0, m)` (a collapsed shape's
+                // row index): `v`.
+                (Modulo, _, Some(m)) if m > 0 && var_within(&a, ranges, 0, m) => return a,
                 (Plus, _, _) => {
                     let recombined = (|| {
                         let SExpr::Binary(Multiplies, q, m, _) = &*a else { return None };
@@ -377,6 +381,12 @@ pub fn simplify_in(e: &Rc<SExpr>, ranges: &[(DimName, Interval)]) -> Rc<SExpr> {
         }
         _ => return map_children(e, &s, &|c| simplify_coord(c, ranges)),
     })
+}
+
+/// Whether `x` is a loop variable (plus an offset) whose whole range lies in `[lo, hi)`.
+fn var_within(x: &SExpr, ranges: &[(DimName, Interval)], lo: i64, hi: i64) -> bool {
+    let SExpr::Index(Coord::Var { dim, offset }) = x else { return false };
+    ranges.iter().rev().find(|(d, _)| d == dim).is_some_and(|(_, iv)| iv.start + offset >= lo && iv.stop + offset <= hi)
 }
 
 fn simplify_coord(c: &Coord, ranges: &[(DimName, Interval)]) -> Coord {
