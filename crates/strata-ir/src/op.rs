@@ -781,6 +781,77 @@ pub enum Op {
     },
 }
 
+/// The operands of `$op` (an `&Op` or an `&mut Op`), each mapped by `$f`, in text order: one
+/// match (bindings are references of the op's mutability) serves [`Op::operands`] and
+/// [`Op::operands_mut`].
+macro_rules! operand_refs {
+    ($op:expr, $f:expr) => {{
+        let f = $f;
+        match $op {
+            Op::Constant { value: _ } => vec![],
+            Op::Unary { op: _, arg }
+            | Op::Cast { arg, to: _ }
+            | Op::CartesianShift { arg, dim: _, offset: _ }
+            | Op::ShiftApply { arg, neighbor: _ }
+            | Op::CanDeref { arg }
+            | Op::Subset { arg, domain: _ }
+            | Op::Pos { arg, dim: _ }
+            | Op::AddDim { arg, dim: _, interval: _ }
+            | Op::DropDim { arg, dim: _ }
+            | Op::Transpose { arg, perm: _, kind: _ }
+            | Op::Broadcast { arg, shape: _ }
+            | Op::BroadcastInDim { arg, shape: _, dims: _ }
+            | Op::Pack { arg, tile: _, layout: _, padding: _ }
+            | Op::Unpack { arg, layout: _, shape: _ }
+            | Op::CollapseShape { arg, groups: _, mode: _ }
+            | Op::ExpandShape { arg, groups: _, shape: _, mode: _ }
+            | Op::Convert { arg, mode: _ }
+            | Op::Coordinates { arg, dim: _ }
+            | Op::Nonzeros { arg, dim: _ }
+            | Op::ToDevice { arg, device: _ }
+            | Op::Distribute { arg, ranks: _, dim: _ }
+            | Op::Collect { arg }
+            | Op::TupleGet { tuple: arg, index: _ } => vec![f(arg)],
+            Op::Binary { op: _, lhs, rhs }
+            | Op::DotGeneral { lhs, rhs, ring: _, lhs_contract: _, rhs_contract: _, lhs_batch: _, rhs_batch: _ }
+            | Op::Product2d { lhs, rhs, ring: _ } => vec![f(lhs), f(rhs)],
+            Op::Select { cond, on_true, on_false } => vec![f(cond), f(on_true), f(on_false)],
+            Op::MakeTuple { fields: args }
+            | Op::Call { func: _, args, result: _ }
+            | Op::Reduce { func: _, args, init: _ }
+            | Op::Concat { args, dim: _, mode: _ }
+            | Op::Map { kind: _, func: _, args } => args.into_iter().map(f).collect(),
+            Op::ShiftInit { arg, table } | Op::UnstructuredShift { arg, table, neighbor: _ } => vec![f(arg), f(table)],
+            Op::MapReduce { func: _, args, init, subscripts: _ }
+            | Op::Scan { func: _, args, dim: _, forward: _, init }
+            | Op::MapReduceAff {
+                func: _,
+                args,
+                init,
+                domain: _,
+                outputs: _,
+                shape: _,
+                out_map: _,
+                maps: _,
+                padding: _,
+            } => {
+                let mut v: Vec<_> = args.into_iter().map(f).collect();
+                if let Init::Value(i) = init {
+                    v.push(f(i));
+                }
+                v
+            }
+            Op::Get { arg, indices } => std::iter::once(arg).chain(indices).map(f).collect(),
+            Op::Set { arg, indices, value } => {
+                std::iter::once(arg).chain(indices).chain(std::iter::once(value)).map(f).collect()
+            }
+            Op::Gather { source, indices, coordinates: _, mode: _ } => vec![f(source), f(indices)],
+            Op::Assemble { coordinates, values, dim: _ } => vec![f(coordinates), f(values)],
+            Op::Scatter { source, dest, indices, coordinates: _, mode: _ } => vec![f(source), f(dest), f(indices)],
+        }
+    }};
+}
+
 impl Op {
     /// The op's name in the text format.
     pub fn name(&self) -> &'static str {
@@ -833,135 +904,13 @@ impl Op {
 
     /// The value operands, in text order.
     pub fn operands(&self) -> Vec<Value> {
-        match self {
-            Op::Constant { value: _ } => vec![],
-            Op::Unary { op: _, arg }
-            | Op::Cast { arg, to: _ }
-            | Op::CartesianShift { arg, dim: _, offset: _ }
-            | Op::ShiftApply { arg, neighbor: _ }
-            | Op::CanDeref { arg }
-            | Op::Subset { arg, domain: _ }
-            | Op::Pos { arg, dim: _ }
-            | Op::AddDim { arg, dim: _, interval: _ }
-            | Op::DropDim { arg, dim: _ }
-            | Op::Transpose { arg, perm: _, kind: _ }
-            | Op::Broadcast { arg, shape: _ }
-            | Op::BroadcastInDim { arg, shape: _, dims: _ }
-            | Op::Pack { arg, tile: _, layout: _, padding: _ }
-            | Op::Unpack { arg, layout: _, shape: _ }
-            | Op::CollapseShape { arg, groups: _, mode: _ }
-            | Op::ExpandShape { arg, groups: _, shape: _, mode: _ }
-            | Op::Convert { arg, mode: _ }
-            | Op::Coordinates { arg, dim: _ }
-            | Op::Nonzeros { arg, dim: _ }
-            | Op::ToDevice { arg, device: _ }
-            | Op::Distribute { arg, ranks: _, dim: _ }
-            | Op::Collect { arg } => vec![*arg],
-            Op::Binary { op: _, lhs, rhs }
-            | Op::DotGeneral { lhs, rhs, ring: _, lhs_contract: _, rhs_contract: _, lhs_batch: _, rhs_batch: _ }
-            | Op::Product2d { lhs, rhs, ring: _ } => vec![*lhs, *rhs],
-            Op::Select { cond, on_true, on_false } => vec![*cond, *on_true, *on_false],
-            Op::MakeTuple { fields } => fields.clone(),
-            Op::TupleGet { tuple, index: _ } => vec![*tuple],
-            Op::Call { func: _, args, result: _ }
-            | Op::Reduce { func: _, args, init: _ }
-            | Op::Concat { args, dim: _, mode: _ }
-            | Op::Map { kind: _, func: _, args } => args.clone(),
-            Op::ShiftInit { arg, table } | Op::UnstructuredShift { arg, table, neighbor: _ } => vec![*arg, *table],
-            Op::MapReduce { func: _, args, init, subscripts: _ }
-            | Op::Scan { func: _, args, dim: _, forward: _, init }
-            | Op::MapReduceAff {
-                func: _,
-                args,
-                init,
-                domain: _,
-                outputs: _,
-                shape: _,
-                out_map: _,
-                maps: _,
-                padding: _,
-            } => {
-                let mut v = args.clone();
-                if let Init::Value(i) = init {
-                    v.push(*i);
-                }
-                v
-            }
-            Op::Get { arg, indices } => std::iter::once(*arg).chain(indices.iter().copied()).collect(),
-            Op::Set { arg, indices, value } => {
-                std::iter::once(*arg).chain(indices.iter().copied()).chain(std::iter::once(*value)).collect()
-            }
-            Op::Gather { source, indices, coordinates: _, mode: _ } => vec![*source, *indices],
-            Op::Assemble { coordinates, values, dim: _ } => vec![*coordinates, *values],
-            Op::Scatter { source, dest, indices, coordinates: _, mode: _ } => vec![*source, *dest, *indices],
-        }
+        operand_refs!(self, |v: &Value| *v)
     }
 
     /// The value operands, mutable, in the order of [`Op::operands`]: to re-point an op copied
     /// into another function.
     pub fn operands_mut(&mut self) -> Vec<&mut Value> {
-        match self {
-            Op::Constant { value: _ } => vec![],
-            Op::Unary { op: _, arg }
-            | Op::Cast { arg, to: _ }
-            | Op::CartesianShift { arg, dim: _, offset: _ }
-            | Op::ShiftApply { arg, neighbor: _ }
-            | Op::CanDeref { arg }
-            | Op::Subset { arg, domain: _ }
-            | Op::Pos { arg, dim: _ }
-            | Op::AddDim { arg, dim: _, interval: _ }
-            | Op::DropDim { arg, dim: _ }
-            | Op::Transpose { arg, perm: _, kind: _ }
-            | Op::Broadcast { arg, shape: _ }
-            | Op::BroadcastInDim { arg, shape: _, dims: _ }
-            | Op::Pack { arg, tile: _, layout: _, padding: _ }
-            | Op::Unpack { arg, layout: _, shape: _ }
-            | Op::CollapseShape { arg, groups: _, mode: _ }
-            | Op::ExpandShape { arg, groups: _, shape: _, mode: _ }
-            | Op::Convert { arg, mode: _ }
-            | Op::Coordinates { arg, dim: _ }
-            | Op::Nonzeros { arg, dim: _ }
-            | Op::ToDevice { arg, device: _ }
-            | Op::Distribute { arg, ranks: _, dim: _ }
-            | Op::Collect { arg }
-            | Op::TupleGet { tuple: arg, index: _ } => vec![arg],
-            Op::Binary { op: _, lhs, rhs }
-            | Op::DotGeneral { lhs, rhs, ring: _, lhs_contract: _, rhs_contract: _, lhs_batch: _, rhs_batch: _ }
-            | Op::Product2d { lhs, rhs, ring: _ } => vec![lhs, rhs],
-            Op::Select { cond, on_true, on_false } => vec![cond, on_true, on_false],
-            Op::MakeTuple { fields } => fields.iter_mut().collect(),
-            Op::Call { func: _, args, result: _ }
-            | Op::Reduce { func: _, args, init: _ }
-            | Op::Concat { args, dim: _, mode: _ }
-            | Op::Map { kind: _, func: _, args } => args.iter_mut().collect(),
-            Op::ShiftInit { arg, table } | Op::UnstructuredShift { arg, table, neighbor: _ } => vec![arg, table],
-            Op::MapReduce { func: _, args, init, subscripts: _ }
-            | Op::Scan { func: _, args, dim: _, forward: _, init }
-            | Op::MapReduceAff {
-                func: _,
-                args,
-                init,
-                domain: _,
-                outputs: _,
-                shape: _,
-                out_map: _,
-                maps: _,
-                padding: _,
-            } => {
-                let mut v: Vec<&mut Value> = args.iter_mut().collect();
-                if let Init::Value(i) = init {
-                    v.push(i);
-                }
-                v
-            }
-            Op::Get { arg, indices } => std::iter::once(arg).chain(indices.iter_mut()).collect(),
-            Op::Set { arg, indices, value } => {
-                std::iter::once(arg).chain(indices.iter_mut()).chain(std::iter::once(value)).collect()
-            }
-            Op::Gather { source, indices, coordinates: _, mode: _ } => vec![source, indices],
-            Op::Assemble { coordinates, values, dim: _ } => vec![coordinates, values],
-            Op::Scatter { source, dest, indices, coordinates: _, mode: _ } => vec![source, dest, indices],
-        }
+        operand_refs!(self, std::convert::identity)
     }
 
     /// Functions the op refers to.

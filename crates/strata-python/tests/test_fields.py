@@ -80,6 +80,10 @@ def test_errors_in_python_terms():
     with pytest.raises(strata.FieldError, match="truth value"):
         bool(x > 0)
     assert issubclass(strata.FieldError, strata.Error)
+    # A 0-d field is evaluated like any other; an expression reading no field is not.
+    assert strata.evaluate(strata.field(np.asarray(3.0)) * 2.0) == 6.0
+    with pytest.raises(strata.FieldError, match="a constant has no domain"):
+        strata.evaluate(fields._as_field(2, np.dtype(np.int64)) + 1)
     # The verifier's reason, at the line of the user's code that wrote the operation.
     line = sys._getframe().f_lineno + 2
     with pytest.raises(strata.FieldError, match=rf"test_fields.py:{line}: .*no dimension `K`"):

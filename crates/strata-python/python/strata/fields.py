@@ -552,9 +552,9 @@ def evaluate(f: Field, out: Optional[Field] = None, backend: str = "auto") -> np
         _out_array(out)
     if f._v.is_leaf and out is None and f.array is not None:
         return f.array
-    if not f.levels and not f._v.is_leaf and out is None and _is_constant(f):
-        raise FieldError("a constant has no domain to evaluate over; combine it with a field")
     program, payloads, whole = _program(f, out)
+    if out is None and not f.levels and not payloads:
+        raise FieldError("a constant has no domain to evaluate over; combine it with a field")
     runner = program.bind("fields", backend)
     if out is None:
         return runner(*payloads)[0][1]
@@ -575,11 +575,6 @@ def _run_into(run: Any, out: Field, whole: bool) -> np.ndarray:
     if written is not target:  # a copy: not native, or through `buffer`
         np.copyto(target, written)
     return target
-
-
-def _is_constant(f: Field) -> bool:
-    """Whether `f` reads no field (a constant expression)."""
-    return not f.dims
 
 
 def _out_array(out: Any) -> np.ndarray:

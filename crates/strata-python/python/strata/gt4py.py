@@ -136,8 +136,7 @@ class _Executable:
                 continue
             # The field's levels are in its memory order: a view in that order, contiguous
             # unless the allocator padded it (then numpy copies it, fast).
-            v = _in_memory_order(a.ndarray)
-            values.append(v if v.flags.c_contiguous else np.ascontiguousarray(v))
+            values.append(np.ascontiguousarray(_in_memory_order(a.ndarray)))
         views = [_in_memory_order(_select(args, path).ndarray) for path in targets]
         buffers = [v if v.flags.c_contiguous and v.flags.writeable else np.ascontiguousarray(v) for v in views]
         written = runner(*buffers, *values)
@@ -174,8 +173,7 @@ def _table_array(c: Any) -> np.ndarray:
     """A connectivity's table in its memory order (GT4Py's layout may put the neighbor
     dimension outermost): the table leaf's levels are declared in that order, so the table is
     read in place; numpy copies it only where the layout is padded."""
-    v = _in_memory_order(np.asarray(c.ndarray))
-    return v if v.flags.c_contiguous else np.ascontiguousarray(v)
+    return np.ascontiguousarray(_in_memory_order(np.asarray(c.ndarray)))
 
 
 def _memory_order(a: np.ndarray) -> Tuple[int, ...]:
@@ -263,10 +261,8 @@ class _Lowering:
     def __init__(self, program: _itir.Program, args: Sequence[Any], offset_provider: Any):
         self.program, self.args, self.offset_provider = program, args, offset_provider
         self.env: Dict[str, Any] = {}
-        self.sources: List[Tuple[int, Optional[np.dtype]]] = []
         self.assignments: List[Tuple[Field, Field, Any]] = []
         self.targets: List[Tuple[int, ...]] = []
-        self.leaves: Dict[Tuple[int, ...], Field] = {}
         self.tables: Dict[str, Field] = {}
 
     def compile(self):
@@ -306,7 +302,6 @@ class _Lowering:
             levels = [levels[i] for i in _memory_order(a.ndarray)]
             leaf = Field(_strata.field_param(_DTYPES[dtype], levels, _GTArg(path)))
             leaf._gt_path = path
-            self.leaves[path] = leaf
             return leaf
         d = np.asarray(a).dtype
         if d.kind in "iub":
@@ -345,7 +340,7 @@ class _Lowering:
     def _assign(self, stmt: Any, target: Any, value: Any, domain: Any) -> None:
         if isinstance(target, _itir.FunCall) and _name(target.fun) == "make_tuple":
             if not isinstance(value, tuple):
-                value = tuple(_build(_strata.field_tuple_get, value, k) for k in range(len(target.args)))
+                value = tuple(_tuple_get(k, value) for k in range(len(target.args)))
             domains = domain if isinstance(domain, tuple) else (domain,) * len(target.args)
             for t, v, d in zip(target.args, value, domains):
                 self._assign(stmt, t, v, d)
@@ -421,10 +416,7 @@ class _Lowering:
                         return (l.start, l.stop)
                 raise _unsupported(e, f"the domain of a field without `{axis.value}`")
             if name == "tuple_get":
-                idx, t = self._expr(e.args[0]), self._expr(e.args[1])
-                if isinstance(t, tuple):
-                    return t[idx]
-                return _build(_strata.field_tuple_get, t, int(idx))
+                return _tuple_get(self._expr(e.args[0]), self._expr(e.args[1]))
             if name == "make_tuple":
                 return tuple(self._expr(a) for a in e.args)
             if name not in _BUILTINS and name not in ("if_", "cast_") and name not in _SCALAR_OPS:
@@ -516,10 +508,7 @@ class _Lowering:
             table = self._table(e, str(tag.value))
             return _Neighbors(_build(_strata.field_neighbor, it.deref(), table, None))
         if name == "tuple_get":
-            idx, t = self._stencil(e.args[0], scope), self._stencil(e.args[1], scope)
-            if isinstance(t, tuple):
-                return t[idx]
-            return _build(_strata.field_tuple_get, t, int(idx))
+            return _tuple_get(self._stencil(e.args[0], scope), self._stencil(e.args[1], scope))
         if name == "make_tuple":
             return tuple(self._stencil(a, scope) for a in e.args)
         if name in _BUILTINS or name in ("if_", "cast_"):
@@ -657,6 +646,13 @@ class _GTArg:
 
     def __init__(self, path: Any, scalar: Optional[np.dtype] = None):
         self.path, self.scalar = path, scalar
+
+
+def _tuple_get(idx: Any, t: Any) -> Any:
+    """Member `idx` of a tuple: of a Python tuple of values, or of a field of tuples."""
+    if isinstance(t, tuple):
+        return t[int(idx)]
+    return _build(_strata.field_tuple_get, t, int(idx))
 
 
 def _name(e: Any) -> Optional[str]:
