@@ -22,8 +22,8 @@ use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple};
 
 use strata_entity::Handle;
 use strata_ir::{
-    algebra, BinaryOp, DimName, Einsum, Function, FunctionKind, Init, Interval, Literal, Module, Op, ParamMode, Scalar,
-    Type, UnaryOp, Value,
+    algebra, BinaryOp, DimName, Einsum, Function, FunctionKind, Init, Interval, Literal, Mode, Module, Op, ParamMode,
+    Scalar, Type, UnaryOp, Value,
 };
 use strata_verify::build::{BuildError, FunctionBuilder, ModuleBuilder};
 
@@ -570,6 +570,34 @@ pub fn field_subset(x: PyRef<'_, FieldValue>, domain: Vec<(String, i64, i64)>) -
     make(Op::Subset { arg: operand(0), domain }, vec![x.0.clone()], None)
 }
 
+/// The pieces joined along `dim`, each over its own sub-interval (adjacent, in order); every
+/// other dimension alike.
+#[pyfunction]
+pub fn field_concat(pieces: Vec<PyRef<'_, FieldValue>>, dim: &str) -> PyResult<FieldValue> {
+    let args: Vec<Rc<Node>> = pieces.iter().map(|p| p.0.clone()).collect();
+    let op = Op::Concat { args: (0..args.len()).map(operand).collect(), dim: DimName::new(dim), mode: Mode::Copy };
+    make(op, args, None)
+}
+
+/// Whether each value of `x` exists (is not a skipped neighbor): a `bool` field.
+#[pyfunction]
+pub fn field_can_deref(x: PyRef<'_, FieldValue>) -> PyResult<FieldValue> {
+    make(Op::CanDeref { arg: operand(0) }, vec![x.0.clone()], None)
+}
+
+/// `x` with the new dimension `dim` over `[start, stop)`, constant along it.
+#[pyfunction]
+pub fn field_add_dim(x: PyRef<'_, FieldValue>, dim: &str, start: i64, stop: i64) -> PyResult<FieldValue> {
+    let op = Op::AddDim { arg: operand(0), dim: DimName::new(dim), interval: Interval::new(start, stop) };
+    make(op, vec![x.0.clone()], None)
+}
+
+/// The indices of `x`'s dimension `dim` (an `index` field over that dimension alone).
+#[pyfunction]
+pub fn field_pos(x: PyRef<'_, FieldValue>, dim: &str) -> PyResult<FieldValue> {
+    make(Op::Pos { arg: operand(0), dim: DimName::new(dim) }, vec![x.0.clone()], None)
+}
+
 /// The library functions `node`'s ops apply, callees of those first.
 fn collect_functions(node: &Rc<Node>, out: &mut Vec<Handle<Function>>) {
     let mut seen = std::collections::HashSet::new();
@@ -610,5 +638,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(field_assignments, m)?)?;
     m.add_function(wrap_pyfunction!(field_subset, m)?)?;
     m.add_function(wrap_pyfunction!(field_programs, m)?)?;
+    m.add_function(wrap_pyfunction!(field_concat, m)?)?;
+    m.add_function(wrap_pyfunction!(field_can_deref, m)?)?;
+    m.add_function(wrap_pyfunction!(field_add_dim, m)?)?;
+    m.add_function(wrap_pyfunction!(field_pos, m)?)?;
     Ok(())
 }

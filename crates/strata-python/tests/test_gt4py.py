@@ -355,19 +355,131 @@ def test_fvm_nabla_with_signs_per_neighbor():
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 
-def test_unsupported_constructs_are_errors_naming_them():
-    """`concat_where` is not lowered yet: a `GTIRError` naming the construct, nothing written."""
+# ---- boundaries, broadcasts, control flow ----
+
+
+def test_concat_where_boundary_conditions():
+    """`concat_where` as boundary conditions: a point (`I == 0`, three pieces), a half-space
+    with a scalar branch, a condition on two dimensions, the vertical's first level."""
+    from gt4py.next import broadcast
     from gt4py.next.experimental import concat_where
 
     @gtx.field_operator
-    def boundary(f: F2) -> F2:
-        return concat_where(I == 0, 0.0, f + 1.0)
+    def west(a: F2) -> F2:
+        return concat_where(I == 0, 0.0, concat_where(I < 3, a, 2.0 * a(I - 1)))
+
+    @gtx.field_operator
+    def corner(a: F2, b: F2) -> F2:
+        return concat_where((I >= 2) & (J < 4), a, b)
+
+    @gtx.field_operator
+    def upwind(a: F) -> F:
+        return concat_where(K == 0, a, a - a(K - 1))
 
     @gtx.program
-    def boundary_program(f: F2, out: F2):
-        boundary(f, out=out)
+    def boundaries(a: F2, b: F2, c: F, w: F2, x: F2, u: F):
+        west(a, out=w)
+        upwind(c, out=u)
 
-    out = gtx.as_field([I, J], np.zeros((3, 3)))
-    with pytest.raises(strata.gt4py.GTIRError, match="does not support `concat_where`"):
-        boundary_program.with_backend(strata.gt4py.backend)(gtx.as_field([I, J], np.ones((3, 3))), out, offset_provider={})
+    # GT4Py 1.1.12's embedded backend has no conditions over two dimensions ("can only
+    # concatenate fields with a 1-dimensional domain"): this one is checked against numpy.
+    @gtx.program
+    def corners(a: F2, b: F2, x: F2):
+        corner(a, b, out=x[1:, :])
+
+    rng = np.random.default_rng(9)
+    a, b, c = rng.random((7, 6)), rng.random((7, 6)), rng.random((3, 4, 5))
+    make = lambda: (gtx.as_field([I, J], a), gtx.as_field([I, J], b), gtx.as_field([I, J, K], c),  # noqa: E731
+                    gtx.as_field([I, J], np.zeros((7, 6))), gtx.as_field([I, J], np.zeros((7, 6))),
+                    gtx.as_field([I, J, K], np.zeros((3, 4, 5))))
+    ours, theirs = both(boundaries, make)
+    for k in (3, 5):
+        np.testing.assert_array_equal(ours[k].asnumpy(), theirs[k].asnumpy())
+    corners.with_backend(strata.gt4py.backend)(*ours[:2], ours[4], offset_provider={})
+    want = 2.0 * np.roll(a, 1, axis=0)
+    want[1:3] = a[1:3]
+    want[0] = 0.0
+    np.testing.assert_array_equal(ours[3].asnumpy(), want)
+    ii, jj = np.meshgrid(np.arange(7), np.arange(6), indexing="ij")
+    want = np.where((ii >= 2) & (jj < 4), a, b)
+    want[0] = 0.0  # not written
+    np.testing.assert_array_equal(ours[4].asnumpy(), want)
+    want = c.copy()
+    want[..., 1:] = c[..., 1:] - c[..., :-1]
+    np.testing.assert_array_equal(ours[5].asnumpy(), want)
+
+
+def test_broadcasts_of_scalars_and_lower_dimensional_fields():
+    from gt4py.next import broadcast
+
+    FK = gtx.Field[gtx.Dims[K], gtx.float64]
+
+    @gtx.field_operator
+    def fill(s: gtx.float64) -> F2:
+        return broadcast(s, (I, J))
+
+    @gtx.field_operator
+    def profile(a: F, k: FK) -> F:
+        return a * k + broadcast(k, (I, J, K))  # implicit and explicit broadcasts by name
+
+    @gtx.program
+    def program(s: gtx.float64, a: F, k: FK, f: F2, p: F):
+        fill(s, out=f)
+        profile(a, k, out=p)
+
+    rng = np.random.default_rng(10)
+    a, k = rng.random((4, 3, 5)), rng.random(5)
+    make = lambda: (2.5, gtx.as_field([I, J, K], a), gtx.as_field([K], k), gtx.as_field([I, J], np.zeros((6, 5))),  # noqa: E731
+                    gtx.as_field([I, J, K], np.zeros((4, 3, 5))))
+    ours, theirs = both(program, make)
+    np.testing.assert_array_equal(ours[3].asnumpy(), np.full((6, 5), 2.5))
+    np.testing.assert_array_equal(ours[4].asnumpy(), a * k + k)
+    np.testing.assert_array_equal(ours[4].asnumpy(), theirs[4].asnumpy())
+
+
+def test_if_statements_and_index_fields_in_gtir():
+    """`IfStmt` and `index` cannot be written in GT4Py 1.1.12's field view (its front end makes
+    neither); the backend lowers them in GTIR made with GT4Py's own IR makers."""
+    from gt4py.next.iterator import ir as itir
+    from gt4py.next.iterator.ir_utils import ir_makers as im
+
+    dom = im.domain("cartesian_domain", {I: (0, 3), J: (1, 4)})
+    scale = lambda f: im.as_fieldop(im.lambda_("x")(im.multiplies_(im.literal_from_value(f), im.deref("x"))), dom)("a")  # noqa: E731
+    plus_i = im.as_fieldop(im.lambda_("x", "i")(im.plus(im.deref("x"), im.call("cast_")(im.deref("i"), "float64"))), dom)(
+        "a", im.index(I))
+    program = itir.Program(
+        id="choose", function_definitions=[], params=[im.sym("a"), im.sym("out"), im.sym("flag")], declarations=[],
+        body=[
+            itir.IfStmt(cond=im.ref("flag"), true_branch=[itir.SetAt(expr=scale(0.5), domain=dom, target=im.ref("out"))],
+                        false_branch=[itir.SetAt(expr=plus_i, domain=dom, target=im.ref("out"))]),
+        ],
+    )
+    run = strata.gt4py._Artifact(program).load()
+    a = np.random.default_rng(11).random((3, 5))
+    for flag in (True, False):
+        out = gtx.as_field([I, J], np.zeros((3, 5)))
+        run(gtx.as_field([I, J], a), out, flag, offset_provider={})
+        want = np.zeros((3, 5))
+        want[:, 1:4] = 0.5 * a[:, 1:4] if flag else a[:, 1:4] + np.arange(3)[:, None]
+        np.testing.assert_array_equal(out.asnumpy(), want)
+
+
+def test_unsupported_constructs_are_errors_naming_them_and_the_line():
+    """A dtype Strata has no type for: a `GTIRError` naming it at the user's line, nothing
+    written."""
+
+    F8 = gtx.Field[gtx.Dims[I, J], gtx.int8]
+
+    @gtx.field_operator
+    def bump(f: F8) -> F8:
+        return f + f
+
+    @gtx.program
+    def bump_program(f: F8, out: F8):
+        bump(f, out=out)
+
+    out = gtx.as_field([I, J], np.zeros((3, 3), dtype=np.int8))
+    line = bump_program.definition_stage.definition.__code__.co_firstlineno + 1
+    with pytest.raises(strata.gt4py.GTIRError, match=rf"test_gt4py.py:{line}: .*int8"):
+        bump_program.with_backend(strata.gt4py.backend)(gtx.as_field([I, J], np.ones((3, 3), dtype=np.int8)), out, offset_provider={})
     assert not out.asnumpy().any(), "nothing written"

@@ -25,6 +25,7 @@ construct and, where GT4Py recorded it, the user's source line — never a wrong
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -33,6 +34,7 @@ from gt4py.next import backend as _next_backend
 from gt4py.next import common as _common
 from gt4py.next import custom_layout_allocators as _allocators
 from gt4py.next.iterator import ir as _itir
+from gt4py.next.iterator.ir_utils import domain_utils as _domain_utils
 from gt4py.next.iterator import transforms as _itir_transforms
 from gt4py.next.otf import workflow as _workflow
 from gt4py.next.type_system import type_specifications as _ts
@@ -73,8 +75,15 @@ _BUILTINS = {
 
 
 def _where(node: Any) -> str:
-    loc = getattr(node, "location", None)
-    return f"{loc.filename}:{loc.line}: " if loc is not None and getattr(loc, "filename", None) else ""
+    """`file:line: ` of the user's source `node` comes from: GT4Py keeps the locations of the
+    names and literals it lowered, not always of the calls its transforms made, so the first
+    located node inside `node` stands for it."""
+    nodes = node.pre_walk_values().if_isinstance(_itir.Node) if isinstance(node, _itir.Node) else ()
+    for n in nodes:
+        loc = getattr(n, "location", None)
+        if loc is not None and getattr(loc, "filename", None):
+            return f"{loc.filename}:{loc.line}: "
+    return ""
 
 
 def _unsupported(node: Any, what: str) -> GTIRError:
@@ -113,6 +122,19 @@ class _Executable:
     def __init__(self, program: _itir.Program):
         self.program = program
         self._compiled: Dict[tuple, Any] = {}
+        self._tables: Dict[int, Tuple[np.ndarray, np.ndarray]] = {}
+
+    def _table(self, a: np.ndarray) -> np.ndarray:
+        """A connectivity's table in its memory order, contiguous (the table leaf's levels are
+        declared in that order). Every entry of a table is checked when the program runs, so a
+        padded table is copied — once per table array: GT4Py's connectivities are constant."""
+        v = _in_memory_order(a)
+        if v.flags.c_contiguous:
+            return v
+        kept = self._tables.get(id(a))
+        if kept is None or kept[0] is not a:
+            kept = self._tables[id(a)] = (a, np.ascontiguousarray(v))
+        return kept[1]
 
     def __call__(self, *args: Any, offset_provider: Any = None, out: Any = None, column_axis: Any = None, **kwargs: Any):
         if out is not None:
@@ -128,21 +150,16 @@ class _Executable:
         values = []
         for path, scalar in sources:
             if isinstance(path, str):  # a neighbor table
-                values.append(_table_array(offset_provider[path]))
+                values.append(self._table(np.asarray(offset_provider[path].ndarray)))
                 continue
             a = _select(args, path)
-            if scalar is not None:
-                values.append(np.asarray(a, dtype=scalar))
-                continue
-            # The field's levels are in its memory order: a view in that order, contiguous
-            # unless the allocator padded it (then numpy copies it, fast).
-            values.append(np.ascontiguousarray(_in_memory_order(a.ndarray)))
+            values.append(np.asarray(a, dtype=scalar) if scalar is not None else _storage(a.ndarray)[0])
         views = [_in_memory_order(_select(args, path).ndarray) for path in targets]
-        buffers = [v if v.flags.c_contiguous and v.flags.writeable else np.ascontiguousarray(v) for v in views]
+        buffers = [_storage(v)[0] for v in views]
         written = runner(*buffers, *values)
-        for (_, w), v in zip(written, views):
-            if w is not v:  # through a copy: not native, or a padded output
-                np.copyto(v, w)
+        for (_, w), v, b in zip(written, views, buffers):
+            if w is not b:  # not written in place: the interpreter, or an output numpy copied
+                np.copyto(v, w[..., : v.shape[-1]] if w.shape != v.shape else w)
 
 
 def _structure(a: Any) -> Any:
@@ -153,7 +170,7 @@ def _structure(a: Any) -> Any:
         return tuple(_structure(x) for x in a)
     if isinstance(a, _common.Field):
         levels = tuple((d.value, r.start, r.stop) for d, r in zip(a.domain.dims, a.domain.ranges))
-        return ("field", levels, _memory_order(a.ndarray), a.dtype.scalar_type)
+        return ("field", levels, _memory_order(a.ndarray), _storage(a.ndarray)[1], a.dtype.scalar_type)
     d = np.asarray(a).dtype
     if d.kind in "iub":
         return ("int", d.str, int(a))
@@ -169,13 +186,6 @@ def _table_structure(c: Any) -> Any:
     return ("table", tuple(d.value for d in c.domain.dims), c.codomain.value, a.shape, _memory_order(a), a.dtype.str)
 
 
-def _table_array(c: Any) -> np.ndarray:
-    """A connectivity's table in its memory order (GT4Py's layout may put the neighbor
-    dimension outermost): the table leaf's levels are declared in that order, so the table is
-    read in place; numpy copies it only where the layout is padded."""
-    return np.ascontiguousarray(_in_memory_order(np.asarray(c.ndarray)))
-
-
 def _memory_order(a: np.ndarray) -> Tuple[int, ...]:
     """The array's dimensions from the largest stride to the smallest (its memory order; GT4Py's
     default allocator puts horizontal dimensions innermost)."""
@@ -185,6 +195,48 @@ def _memory_order(a: np.ndarray) -> Tuple[int, ...]:
 def _in_memory_order(a: np.ndarray) -> np.ndarray:
     order = _memory_order(a)
     return a if order == tuple(range(a.ndim)) else np.transpose(a, order)
+
+
+def _storage(a: np.ndarray) -> Tuple[np.ndarray, Optional[int]]:
+    """The array as the program reads or writes it: its levels in memory order, contiguous, and
+    the innermost extent of that storage when it is wider than the field (the padding GT4Py's
+    allocator puts at the end of each innermost row, 64-byte aligned).
+
+    A padded array is read and written in place through a view over whole padded rows (the
+    parameter's innermost interval widened to the row pitch, the program restricting it to the
+    field's domain at once); the padding is never read for a value nor written. Only an array
+    laid out otherwise (strided, or not writeable) is copied, with `None` as its extent."""
+    v = _in_memory_order(a)
+    if v.flags.c_contiguous:
+        return v, None
+    item = v.itemsize
+    if v.ndim >= 2 and v.strides[-1] == item and v.strides[-2] % item == 0 and v.size:
+        pitch = v.strides[-2] // item
+        shape = (*v.shape[:-1], pitch)
+        expected = item
+        for n, st in zip(reversed(shape), reversed(v.strides)):
+            if st != expected:
+                break
+            expected *= n
+        else:
+            root = v
+            while isinstance(root.base, np.ndarray):
+                root = root.base
+            lo, hi = np.lib.array_utils.byte_bounds(root)
+            start = v.__array_interface__["data"][0]
+            if lo <= start and start + int(np.prod(shape)) * item <= hi:
+                return np.lib.stride_tricks.as_strided(v, shape, v.strides, writeable=v.flags.writeable), pitch
+    return np.ascontiguousarray(v), None
+
+
+def _stored(levels: List[Tuple[str, int, int]], a: np.ndarray) -> List[Tuple[str, int, int]]:
+    """The parameter's levels (in memory order) over the array's storage: the innermost one
+    widened to the padded row (see `_storage`)."""
+    extent = _storage(a)[1]
+    if extent is None:
+        return levels
+    name, start, _ = levels[-1]
+    return [*levels[:-1], (name, start, start + extent)]
 
 
 def _select(args: Sequence[Any], path: Tuple[int, ...]) -> Any:
@@ -267,7 +319,10 @@ class _Lowering:
 
     def compile(self):
         for k, (p, a) in enumerate(zip(self.program.params, self.args)):
-            self.env[str(p.id)] = self._param(a, (k,))
+            try:
+                self.env[str(p.id)] = self._param(a, (k,))
+            except GTIRError as e:
+                raise GTIRError(f"{_where(p)}parameter `{p.id}`: {e}") from None
         for stmt in self.program.body:
             self._stmt(stmt)
         if not self.assignments:
@@ -300,9 +355,10 @@ class _Lowering:
             # Levels in the array's memory order: a format is storage, never meaning (names
             # decide), so the program reads GT4Py's layout in place.
             levels = [levels[i] for i in _memory_order(a.ndarray)]
-            leaf = Field(_strata.field_param(_DTYPES[dtype], levels, _GTArg(path)))
-            leaf._gt_path = path
-            return leaf
+            leaf = Field(_strata.field_param(_DTYPES[dtype], _stored(levels, a.ndarray), _GTArg(path)))
+            field = _build(_strata.field_subset, leaf, levels) if _storage(a.ndarray)[1] else leaf
+            field._gt_path, field._gt_leaf = path, leaf
+            return field
         d = np.asarray(a).dtype
         if d.kind in "iub":
             return int(a) if d.kind != "b" else bool(a)
@@ -319,7 +375,7 @@ class _Lowering:
             # Located at the statement (the field operator's call in the program) when the
             # construct itself carries no location.
             where = _where(stmt)
-            if where and not str(e).startswith(where.split(":")[0]):
+            if where and not re.match(r"\S+:\d+: ", str(e)):
                 raise GTIRError(f"{where}{e}") from None
             raise
 
@@ -357,7 +413,7 @@ class _Lowering:
             raise _unsupported(stmt, f"writing `{name}`")
         if not isinstance(value, Field):
             raise _unsupported(stmt, "writing a scalar into a field")
-        self.assignments.append((value, out, domain))
+        self.assignments.append((value, out._gt_leaf, domain))
         self.targets.append(out._gt_path)
 
     # -- domains: concrete at lowering time --
@@ -373,9 +429,15 @@ class _Lowering:
                 if not (isinstance(r, _itir.FunCall) and _name(r.fun) == "named_range"):
                     raise _unsupported(e, "this domain")
                 axis, start, stop = r.args
-                out.append((axis.value, self._int(start), self._int(stop)))
+                out.append((axis.value, self._bound(start), self._bound(stop)))
             return out
         raise _unsupported(e, "this domain")
+
+    def _bound(self, e: Any) -> Optional[int]:
+        """A domain bound: an integer, or `None` for ±∞ (a `concat_where` condition's open side)."""
+        if isinstance(e, _itir.InfinityLiteral):
+            return None
+        return self._int(e)
 
     def _int(self, e: Any) -> int:
         v = self._expr(e)
@@ -419,9 +481,13 @@ class _Lowering:
                 return _tuple_get(self._expr(e.args[0]), self._expr(e.args[1]))
             if name == "make_tuple":
                 return tuple(self._expr(a) for a in e.args)
+            if name == "concat_where":
+                return self._concat_where(e)
+            if name == "index":
+                return _Index(str(e.args[0].value))
             if name not in _BUILTINS and name not in ("if_", "cast_") and name not in _SCALAR_OPS:
                 raise _unsupported(e, f"`{name}`")
-            args = [self._expr(a) for a in e.args]
+            args = [self._expr(a) for a in (e.args[:1] if name == "cast_" else e.args)]
             if all(isinstance(a, (int, float, bool, np.generic)) for a in args) and name in _SCALAR_OPS:
                 return _SCALAR_OPS[name](*args)
             if name in _BUILTINS or name in ("if_", "cast_"):
@@ -429,10 +495,90 @@ class _Lowering:
             raise _unsupported(e, f"`{name}` outside a stencil")
         raise _unsupported(e, f"`{type(e).__name__}`")
 
+    def _concat_where(self, e: Any) -> Any:
+        """`concat_where(D < c, t, f)` (GT4Py's canonical form: one dimension, one side open):
+        `t` below `c` and `f` from `c` on, over the domain GT4Py's inference gave the
+        expression — a `concat` of the two pieces along `D` (one piece when the other is empty;
+        a scalar branch is constant over its piece)."""
+        cond, on_true, on_false = e.args
+        split = self._domain(cond)
+        if len(split) != 1:
+            raise _unsupported(e, "`concat_where` on a domain over several dimensions")
+        dim, lo, hi = split[0]
+        if (lo is None) == (hi is None):
+            raise _unsupported(e, "`concat_where` on a domain bounded on both sides")
+        domain = self._inferred(e)
+        whole = dict((d, (a, b)) for d, a, b in domain)
+        if dim not in whole:
+            raise _unsupported(e, f"`concat_where` on `{dim}`, not a dimension of its domain")
+        a, b = whole[dim]
+        cut = min(max(hi if lo is None else lo, a), b)
+        below, above = (on_true, on_false) if lo is None else (on_false, on_true)
+        values = [self._expr(below), self._expr(above)]
+        # Every piece's levels in one order (a field branch's: its memory order).
+        order = next((v.dims for v in values if isinstance(v, Field) and set(v.dims) == set(whole)), None)
+        if order is not None:
+            domain = [(d, *whole[d]) for d in order]
+        pieces = []
+        for value, (start, stop) in zip(values, ((a, cut), (cut, b))):
+            if start < stop:
+                piece = [(d, start, stop) if d == dim else (d, x, y) for d, x, y in domain]
+                pieces.append(self._over(e, value, piece))
+        if not pieces:
+            raise _unsupported(e, "`concat_where` over an empty domain")
+        if len(pieces) == 1:
+            return pieces[0]
+        try:
+            return _build(_strata.field_concat, pieces, dim)
+        except VerifyError as err:
+            raise GTIRError(f"{_where(e)}`concat_where`: {err}") from None
+
+    def _inferred(self, e: Any) -> List[Tuple[str, int, int]]:
+        """The domain GT4Py's domain inference gave the expression `e`."""
+        d = getattr(e.annex, "domain", None)
+        if not isinstance(d, _domain_utils.SymbolicDomain):
+            raise _unsupported(e, "an expression without an inferred domain")
+        return self._domain(_domain_utils.SymbolicDomain.as_expr(d))
+
+    def _over(self, e: Any, value: Any, domain: List[Tuple[str, int, int]]) -> Field:
+        """`value` (a field, a scalar, an index) as a field over exactly `domain`: restricted to
+        it, with the dimensions it lacks added (constant along them: GT4Py's `broadcast`)."""
+        if isinstance(value, tuple):
+            raise _unsupported(e, "a tuple where a field is expected")
+        if isinstance(value, _Index):
+            value = value.over(e, domain)
+        if not isinstance(value, Field):
+            value = _constant(e, value, None)
+        have = set(value.dims)
+        # A neighbor dimension (a GT4Py list, reduced later) is not in the domain.
+        extra = [n for n in have if n not in {d for d, _, _ in domain} and not n.startswith("NB_")]
+        if extra:
+            raise _unsupported(e, f"a field over {', '.join(extra)} written on a domain without them")
+        # GT4Py's inferred domains are hulls of every use, and may reach past what the operands
+        # define (a shift's value at the boundary a `concat_where` never takes): the value is
+        # kept where it is defined; a use beyond that fails to type where it is made.
+        have_at = {l.name: (l.start, l.stop) for l in value.levels}
+        clipped = []
+        for d, a, b in domain:
+            if d in have_at:
+                a, b = max(a, have_at[d][0]), min(b, have_at[d][1])
+            clipped.append((d, a, max(a, b)))
+        try:
+            for d, a, b in reversed(clipped):
+                if d not in have:
+                    value = _build(_strata.field_add_dim, value, d, a, b)
+            return _build(_strata.field_subset, value, clipped)
+        except VerifyError as err:
+            raise GTIRError(f"{_where(e)}{err}") from None
+
     def _as_fieldop(self, e: Any, fun: Any) -> Field:
         stencil = fun.args[0]
         domain = self._domain(fun.args[1]) if len(fun.args) > 1 else None
         args = [self._expr(a) for a in e.args]
+        if domain is not None:
+            # `index(D)` read by a stencil: the indices over the domain, widened by the
+            # stencil's shifts along `D`.
+            args = [a.over(e, self._widened(domain, stencil, a.dim)) if isinstance(a, _Index) else a for a in args]
         its = [_Iterator(a) if isinstance(a, Field) else a for a in args]
         if isinstance(stencil, _itir.Lambda):
             value = self._stencil(stencil.expr, dict(zip((str(p.id) for p in stencil.params), its)))
@@ -450,11 +596,22 @@ class _Lowering:
             value = _fields.make_tuple(*value)
         if isinstance(value, _Neighbors):
             value = value.field
-        if not isinstance(value, Field):
-            raise _unsupported(e, "a stencil returning a constant")
         if domain is not None:
-            value = _build(_strata.field_subset, value, [tuple(d) for d in domain])
+            return self._over(e, value, domain)
+        if not isinstance(value, Field):
+            raise _unsupported(e, "a stencil returning a constant without a domain")
         return value
+
+    def _widened(self, domain: List[Tuple[str, int, int]], stencil: Any, dim: str) -> List[Tuple[str, int, int]]:
+        reach = sum(
+            abs(int(n.args[k + 1].value))
+            for n in stencil.pre_walk_values().if_isinstance(_itir.FunCall)
+            if _name(n.fun) == "shift"
+            for k in range(0, len(n.args) - 1, 2)
+            if isinstance(n.args[k], _itir.CartesianOffset) and n.args[k].domain.value == dim
+            and isinstance(n.args[k + 1], _itir.OffsetLiteral) and isinstance(n.args[k + 1].value, int)
+        )
+        return [(d, a - reach, b + reach) if d == dim else (d, a, b) for d, a, b in domain]
 
     # -- expressions inside a stencil: iterators and values --
 
@@ -507,11 +664,20 @@ class _Lowering:
                 raise _unsupported(e, "`neighbors` of this value")
             table = self._table(e, str(tag.value))
             return _Neighbors(_build(_strata.field_neighbor, it.deref(), table, None))
+        if name == "can_deref":
+            it = self._stencil(e.args[0], scope)
+            if not isinstance(it, _Iterator):
+                raise _unsupported(e, "`can_deref` of a value that is not an iterator")
+            if not any(isinstance(target, Field) for target, _ in it.shifts):
+                return np.bool_(True)  # cartesian shifts always reach a value in the domain
+            return _build(_strata.field_can_deref, it.deref())
         if name == "tuple_get":
             return _tuple_get(self._stencil(e.args[0], scope), self._stencil(e.args[1], scope))
         if name == "make_tuple":
             return tuple(self._stencil(a, scope) for a in e.args)
-        if name in _BUILTINS or name in ("if_", "cast_"):
+        if name == "cast_":
+            return self._value_op(e, name, [self._stencil(e.args[0], scope)])
+        if name in _BUILTINS or name == "if_":
             return self._value_op(e, name, [self._stencil(a, scope) for a in e.args])
         raise _unsupported(e, f"`{name}` in a stencil")
 
@@ -637,6 +803,20 @@ class _Lowering:
             return _build(_strata.field_builtin, kw, operands)
         except VerifyError as err:
             raise GTIRError(f"{_where(e)}`{name}`: {err}") from None
+
+
+@dataclasses.dataclass(frozen=True)
+class _Index:
+    """`index(D)`: the field of `D`'s indices, made over the domain that reads it."""
+
+    dim: str
+
+    def over(self, e: Any, domain: List[Tuple[str, int, int]]) -> Field:
+        start, stop = next(((a, b) for d, a, b in domain if d == self.dim), (None, None))
+        if start is None:
+            raise _unsupported(e, f"`index({self.dim})` read on a domain without `{self.dim}`")
+        base = _build(_strata.field_add_dim, _constant(e, 0, np.dtype(np.int32)), self.dim, start, stop)
+        return _build(_strata.field_pos, base, self.dim).astype(np.int32)  # GT4Py's index type
 
 
 class _GTArg:
