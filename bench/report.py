@@ -62,7 +62,7 @@ def target_status(records, w, tg, threads):
         v = s["fraction_of_limit"]
         return ("met" if v >= tg.value else "missed", f"{v:.0%}")
     if tg.kind == "speedup":
-        s = find(records, w.name, "strata", threads, "allocating")
+        s = find(records, w.name, "strata", threads, "allocating") if tg.of == "strata" else find(records, w.name, tg.of, threads)
         p = find(records, w.name, tg.peer, threads)
         if s is None or p is None:
             return ("n/a", "no result")

@@ -124,28 +124,75 @@ fn describe(b: &Option<Bad>) -> String {
 /// The first entry of table column `c` that is neither the skip value (−1, signed tables
 /// only) nor a coordinate of `source`.
 fn first_bad_entry(c: ColumnRef<'_>, source: strata_ir::Interval) -> Option<i128> {
-    let (lo, hi) = (source.start as i128, source.stop as i128);
-    fn scan<T: strata_runtime::ColumnElement + Into<i128>>(
+    let (lo, hi) = (source.start, source.stop);
+    // Every call checks every entry: chunks are tested without branches (the loop vectorizes),
+    // and only a chunk holding a bad entry is searched for it.
+    fn scan<T: strata_runtime::ColumnElement + Into<i64>>(
         c: &ColumnRef<'_>,
         skip: bool,
-        lo: i128,
-        hi: i128,
+        lo: i64,
+        hi: i64,
     ) -> Option<i128> {
         let v = c.as_slice::<T>()?;
-        v.iter().map(|&t| t.into()).find(|&t| !((skip && t == -1) || (lo <= t && t < hi)))
+        // One unsigned comparison for the interval, one for the skip value (none if unsigned).
+        let (skip, width) = (if skip { -1 } else { i64::MIN }, hi.wrapping_sub(lo) as u64);
+        let good = |t: i64| (t == skip) | ((t.wrapping_sub(lo) as u64) < width);
+        v.chunks(1024)
+            .find(|chunk| chunk.iter().fold(false, |bad, &t| bad | !good(t.into())))
+            .and_then(|chunk| chunk.iter().map(|&t| t.into()).find(|&t| !good(t)))
+            .map(i128::from)
     }
     use strata_ir::Scalar as S;
     match c.scalar() {
         S::I8 => scan::<i8>(&c, true, lo, hi),
         S::I16 => scan::<i16>(&c, true, lo, hi),
-        S::I32 => scan::<i32>(&c, true, lo, hi),
+        S::I32 => match c.as_slice::<i32>() {
+            Some(v) if i32::try_from(lo).is_ok() && u32::try_from(hi - lo).is_ok() => {
+                first_bad_i32(v, lo as i32, (hi - lo) as u32).map(i128::from)
+            }
+            _ => scan::<i32>(&c, true, lo, hi),
+        },
         S::I64 | S::Index => scan::<i64>(&c, true, lo, hi),
         S::U8 => scan::<u8>(&c, false, lo, hi),
         S::U16 => scan::<u16>(&c, false, lo, hi),
         S::U32 => scan::<u32>(&c, false, lo, hi),
-        S::U64 => scan::<u64>(&c, false, lo, hi),
-        _ => (0..c.len()).map(|i| c.get(i).as_i128()).find(|&t| !(lo <= t && t < hi)),
+        _ => {
+            let (lo, hi) = (i128::from(lo), i128::from(hi));
+            (0..c.len()).map(|i| c.get(i).as_i128()).find(|&t| !(lo <= t && t < hi))
+        }
     }
+}
+
+/// The first entry of an `i32` table (the index type GT4Py and SciPy use) neither −1 nor in
+/// `[lo, lo + width)`: compared in 32 bits, with AVX2 where the CPU has it — a run checks
+/// every entry of its tables, so this is on every call's path. (Threads measured slower: the
+/// kernel's OpenMP workers still spin on the cores after the previous call.)
+fn first_bad_i32(v: &[i32], lo: i32, width: u32) -> Option<i32> {
+    let good = |t: i32| t == -1 || (t.wrapping_sub(lo) as u32) < width;
+    if any_bad_i32(v, lo, width) {
+        v.iter().copied().find(|&t| !good(t))
+    } else {
+        None
+    }
+}
+
+/// Whether any entry is bad (see [`first_bad_i32`]).
+fn any_bad_i32(v: &[i32], lo: i32, width: u32) -> bool {
+    #[inline(always)]
+    fn fold(v: &[i32], lo: i32, width: u32) -> bool {
+        v.iter().fold(false, |bad, &t| bad | !((t == -1) | ((t.wrapping_sub(lo) as u32) < width)))
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn fold_avx2(v: &[i32], lo: i32, width: u32) -> bool {
+        fold(v, lo, width)
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2 (checked just above).
+        return unsafe { fold_avx2(v, lo, width) };
+    }
+    fold(v, lo, width)
 }
 
 /// The flat column of the leaf at `path`: tensor elements are laid out one after another

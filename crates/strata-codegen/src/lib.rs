@@ -40,6 +40,7 @@ pub mod schedule;
 pub mod sparse;
 pub mod stage;
 pub mod sym;
+pub mod unify_folds;
 pub mod verify_kernels;
 pub mod workspace;
 

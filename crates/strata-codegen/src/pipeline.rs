@@ -88,6 +88,11 @@ pub const PASSES: &[Pass] = &[
         run: crate::stage::stage_windows,
     },
     Pass {
+        name: "unify-fold-vars",
+        summary: "sibling folds over the same ranges bind the same loop variables (so they can share a loop)",
+        run: crate::unify_folds::unify_fold_vars,
+    },
+    Pass {
         name: "schedule",
         summary: "decides how each kernel's loops run: threads, layout, reassociated sums, streamed stores",
         run: crate::schedule::schedule,

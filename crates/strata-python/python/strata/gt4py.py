@@ -125,15 +125,15 @@ class _Executable:
         self._tables: Dict[int, Tuple[np.ndarray, np.ndarray]] = {}
 
     def _table(self, a: np.ndarray) -> np.ndarray:
-        """A connectivity's table in its memory order, contiguous (the table leaf's levels are
-        declared in that order). Every entry of a table is checked when the program runs, so a
-        padded table is copied — once per table array: GT4Py's connectivities are constant."""
-        v = _in_memory_order(a)
-        if v.flags.c_contiguous:
-            return v
+        """A connectivity's table row-major: each element's neighbors side by side, so a gather
+        through it touches one cache line per element (GT4Py's default layout puts the neighbor
+        dimension outermost: one line per neighbor). Tables in another layout are copied once
+        per table array and kept: GT4Py's connectivities are constant."""
+        if a.flags.c_contiguous:
+            return a
         kept = self._tables.get(id(a))
         if kept is None or kept[0] is not a:
-            kept = self._tables[id(a)] = (a, np.ascontiguousarray(v))
+            kept = self._tables[id(a)] = (a, np.ascontiguousarray(a))
         return kept[1]
 
     def __call__(self, *args: Any, offset_provider: Any = None, out: Any = None, column_axis: Any = None, **kwargs: Any):
@@ -183,7 +183,7 @@ def _table_structure(c: Any) -> Any:
     if isinstance(c, _common.Dimension):
         return ("dimension", c.value)
     a = np.asarray(c.ndarray)
-    return ("table", tuple(d.value for d in c.domain.dims), c.codomain.value, a.shape, _memory_order(a), a.dtype.str)
+    return ("table", tuple(d.value for d in c.domain.dims), c.codomain.value, a.shape, a.dtype.str)
 
 
 def _memory_order(a: np.ndarray) -> Tuple[int, ...]:
@@ -696,8 +696,7 @@ class _Lowering:
         if a.dtype not in (np.dtype(np.int32), np.dtype(np.int64)) or a.ndim != 2:
             raise _unsupported(node, f"the connectivity `{name}` of dtype {a.dtype} and shape {a.shape}")
         dst = c.domain.dims[0].value
-        levels = [(dst, 0, a.shape[0]), (f"NB_{c.codomain.value}", 0, a.shape[1])]
-        levels = [levels[i] for i in _memory_order(a)]
+        levels = [(dst, 0, a.shape[0]), (f"NB_{c.codomain.value}", 0, a.shape[1])]  # see `_Executable._table`
         leaf = Field(_strata.field_param(_DTYPES[a.dtype], levels, _GTArg(name)))
         self.tables[name] = leaf
         return leaf
