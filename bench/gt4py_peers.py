@@ -254,10 +254,11 @@ def nabla(inputs):
     )
 
 
-def diffusion_loop(u0, steps):
+def diffusion_loop(u0, steps, on_strata=False):
     """The loop workload's 2-D diffusion (bench/loops.py) as a GT4Py program called once per
     step with that step's `dt`, on fields made once and swapped, as a GT4Py user writes the
-    loop; `run()` returns the final array."""
+    loop (with gtfn, or with `strata.gt4py.backend` if `on_strata`); `run()` returns the final
+    array."""
     import gt4py.next as gtx
     from gt4py.next import Field, float64
 
@@ -274,7 +275,13 @@ def diffusion_loop(u0, steps):
 
     n, m = u0.shape
     u, new = gtx.as_field([I, J], u0.copy()), gtx.as_field([I, J], u0.copy())
-    p = _with_backend(step_program, lambda q: q(u, 0.0, new, np.int32(n), np.int32(m)))
+    if on_strata:
+        import strata.gt4py
+
+        p = step_program.with_backend(strata.gt4py.backend)
+        p(u, 0.0, new, np.int32(n), np.int32(m))
+    else:
+        p = _with_backend(step_program, lambda q: q(u, 0.0, new, np.int32(n), np.int32(m)))
 
     def run():
         a, b = gtx.as_field([I, J], u0.copy()), gtx.as_field([I, J], u0.copy())
@@ -283,5 +290,5 @@ def diffusion_loop(u0, steps):
             a, b = b, a
         return a.asnumpy()
 
-    run.label = f"gt4py ({_BACKEND[1]})"
+    run.label = "gt4py on strata" if on_strata else f"gt4py ({_BACKEND[1]})"
     return run

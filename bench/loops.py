@@ -129,6 +129,12 @@ def diffusion(strata, cli: str, runs: int, triad: float | None) -> list[dict]:
             tg = median_time(run_gt4py, reps)
             out.append(row("diffusion", f"  stencil vs GT4Py calling its program per step", ts, tg, peer="gt4py",
                            extra=run_gt4py.label))
+            # The same GT4Py loop through `strata.gt4py.backend` (its per-call overhead shows at
+            # 256x256), against gtfn: the row's ratio is gtfn time / GT4Py-on-Strata time.
+            run_gs = gt4py_peers.diffusion_loop(u0, steps, on_strata=True)
+            np.testing.assert_allclose(run_gs(), want, rtol=1e-12, atol=1e-12)
+            out.append(row("diffusion", f"  GT4Py on strata vs GT4Py (gtfn), per step program call", median_time(run_gs, reps),
+                           tg, peer="gt4py", extra=run_gt4py.label))
         out.append(row("diffusion", f"  stencil vs {steps} x the step's program alone", ts, steps * kernel, peer="kernel",
                        extra=f"(target >= 0.8: {steps * kernel / ts:.2f})"))
     return out

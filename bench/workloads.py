@@ -708,10 +708,10 @@ def sparse_dot_scipy(inputs):
 AHEAD_OF_GT4PY = Target("speedup", 1.0, peer="gt4py", gap="not analysed: met in every run so far")
 
 
-def gt4py_on_strata(value: float) -> Target:
+def gt4py_on_strata(value: float, gap: str = "") -> Target:
     """Issue 33: the same GT4Py program through `strata.gt4py.backend`, `value` times gtfn's
-    speed (both writing preallocated GT4Py fields)."""
-    return Target("speedup", value, peer="gt4py", of="gt4py-strata")
+    speed (both writing preallocated GT4Py fields); `gap` says why it can be missed."""
+    return Target("speedup", value, peer="gt4py", of="gt4py-strata", gap=gap or "not analysed: met in every run so far")
 
 
 
@@ -724,7 +724,11 @@ def workloads() -> list[Workload]:
             bytes=8 * ((LAP_N + 4) ** 2 * LAP_K + lap_out), flops=2 * 6 * lap_out, bound="triad", out="out",
             peers={"numpy": np_peer(lambda i: lap_np(lap_np(i["inp"]))), "scipy": laplap_scipy, "jax": laplap_jax, "numba": laplap_numba,
                    "gt4py": gt4py_peers.laplap, "gt4py-strata": gt4py_peers.on_strata(gt4py_peers.laplap)},
-            target=[Target("fraction", 0.70), AHEAD_OF_GT4PY, gt4py_on_strata(5.0)], rtol=1e-9, atol=1e-9,
+            target=[Target("fraction", 0.70), AHEAD_OF_GT4PY, gt4py_on_strata(
+                5.0, "gtfn (GT4Py's C++ backend) writing a preallocated field is already within ~4.5x of this "
+                "workload's STREAM bound (15 % of it on 2026-11-26): 5x gtfn would mean running faster than Strata's own "
+                "program on row-major arrays; GT4Py's padded default layout is read in place, so the GT4Py row runs at "
+                "~1.2x Strata's own")], rtol=1e-9, atol=1e-9,
             note="scipy: ndimage.correlate with the 5x5 laplacian-of-laplacian kernel",
             gap="results are written with streaming stores (emit_c/window.rs); at 2 threads the fraction moved "
             "between 51 % and 87 % across three full runs of the suite on this shared machine (strata run --repeat: "
@@ -737,7 +741,11 @@ def workloads() -> list[Workload]:
             bytes=8 * ((LAP_N + 4) ** 2 * LAP_K + 2 * lap_out), flops=21 * lap_out, bound="triad", out="out",
             peers={"numpy": np_peer(hdiff_np), "jax": hdiff_jax, "numba": hdiff_numba, "gt4py": gt4py_peers.hdiff,
                    "gt4py-strata": gt4py_peers.on_strata(gt4py_peers.hdiff)},
-            target=[Target("fraction", 0.70), AHEAD_OF_GT4PY, gt4py_on_strata(5.0)], rtol=1e-9, atol=1e-9,
+            target=[Target("fraction", 0.70), AHEAD_OF_GT4PY, gt4py_on_strata(
+                5.0, "GT4Py's program writes the laplacian and both fluxes to fields the caller passes (its front end "
+                "did not finish the fused operator), so every call moves ~10 arrays of 35 MB through memory where "
+                "Strata's own program moves 3: the GT4Py row runs near that traffic's bandwidth bound, gtfn at 2.2x it")],
+            rtol=1e-9, atol=1e-9,
             note="horizontal diffusion: laplacian, limited fluxes, update (GT4Py's benchmark); GT4Py writes the "
             "stages to temporaries (as one fused field operator its front end did not finish in 10 minutes)",
             gap="three windows (laplacian, both fluxes) per kernel: ~21 flops and 3 window writes plus 9 window "
@@ -765,7 +773,11 @@ def workloads() -> list[Workload]:
             target=[Target("fraction", 0.50),
                     Target("speedup", 1.0, peer="numba",
                            gap="not analysed: met in every run since the flux is recomputed per vertex neighbor"),
-                    AHEAD_OF_GT4PY, gt4py_on_strata(1.2)],
+                    AHEAD_OF_GT4PY, gt4py_on_strata(
+                        1.2, "per call the GT4Py row checks every neighbor-table entry (4.4 M entries: tables are "
+                        "arguments of every call, not planned once), reads the sign field in GT4Py's layout (neighbor "
+                        "dimension outermost: 7 strided streams) and goes through GT4Py's call path; Strata's own "
+                        "program checks its tables once per prepared call and reads signs row-major")],
             rtol=1e-9, atol=1e-9,
             note="scipy: CSR products for the edge averages and the signed vertex sums",
             gap="bound by the dependent gathers through V2E and then E2V (six streams and two levels of indirect "
