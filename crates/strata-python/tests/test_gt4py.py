@@ -464,6 +464,56 @@ def test_if_statements_and_index_fields_in_gtir():
         np.testing.assert_array_equal(out.asnumpy(), want)
 
 
+def test_math_builtins():
+    from gt4py.next import arcsin, arctan, ceil, exp, floor, fmod, isfinite, maximum, minimum, power, sin, sqrt, tanh, trunc
+
+    @gtx.field_operator
+    def maths(a: F2, b: F2) -> tuple[F2, F2, F2]:
+        m = minimum(a, b) + maximum(a, b) * sin(a) + tanh(b) - sqrt(a) * exp(b)
+        p = power(a, b) + arctan(a) + arcsin(b * 0.5) + floor(a * 3.0) + ceil(b) + trunc(-a) + fmod(a * 7.0, b)
+        q = where(isfinite(a / (b - 0.5)), a * 2.0, -1.0)
+        return m, p, q
+
+    @gtx.program
+    def maths_program(a: F2, b: F2, m: F2, p: F2, q: F2):
+        maths(a, b, out=(m, p, q))
+
+    rng = np.random.default_rng(12)
+    a, b = rng.random((5, 6)) + 0.1, rng.random((5, 6)) + 0.1
+    b[0, 0] = 0.5  # a / (b - 0.5) is infinite there
+    make = lambda: (gtx.as_field([I, J], a), gtx.as_field([I, J], b), *(gtx.as_field([I, J], np.zeros((5, 6))) for _ in range(3)))  # noqa: E731
+    ours, theirs = both(maths_program, make)
+    want = (
+        np.minimum(a, b) + np.maximum(a, b) * np.sin(a) + np.tanh(b) - np.sqrt(a) * np.exp(b),
+        np.power(a, b) + np.arctan(a) + np.arcsin(b * 0.5) + np.floor(a * 3.0) + np.ceil(b) + np.trunc(-a) + np.fmod(a * 7.0, b),
+        np.where(np.isfinite(a / (b - 0.5)), a * 2.0, -1.0),
+    )
+    for k in range(3):
+        np.testing.assert_allclose(ours[2 + k].asnumpy(), theirs[2 + k].asnumpy(), rtol=1e-14, atol=1e-14)
+        np.testing.assert_allclose(ours[2 + k].asnumpy(), want[k], rtol=1e-13, atol=1e-13)
+
+
+def test_integer_division_and_remainder_follow_python():
+    FI = gtx.Field[gtx.Dims[I, J], gtx.int32]
+
+    @gtx.field_operator
+    def divmod_(a: FI, b: FI) -> tuple[FI, FI]:
+        return a // b, a % b
+
+    @gtx.program
+    def divmod_program(a: FI, b: FI, q: FI, r: FI):
+        divmod_(a, b, out=(q, r))
+
+    rng = np.random.default_rng(13)
+    a = rng.integers(-20, 20, (4, 5)).astype(np.int32)
+    b = rng.choice(np.array([-7, -3, 2, 5], dtype=np.int32), (4, 5))
+    make = lambda: (gtx.as_field([I, J], a), gtx.as_field([I, J], b), *(gtx.as_field([I, J], np.zeros((4, 5), np.int32)) for _ in range(2)))  # noqa: E731
+    ours, theirs = both(divmod_program, make)
+    np.testing.assert_array_equal(ours[2].asnumpy(), a // b)
+    np.testing.assert_array_equal(ours[3].asnumpy(), a % b)
+    np.testing.assert_array_equal(ours[3].asnumpy(), theirs[3].asnumpy())
+
+
 def test_unsupported_constructs_are_errors_naming_them_and_the_line():
     """A dtype Strata has no type for: a `GTIRError` naming it at the user's line, nothing
     written."""
@@ -483,3 +533,18 @@ def test_unsupported_constructs_are_errors_naming_them_and_the_line():
     with pytest.raises(strata.gt4py.GTIRError, match=rf"test_gt4py.py:{line}: .*int8"):
         bump_program.with_backend(strata.gt4py.backend)(gtx.as_field([I, J], np.ones((3, 3), dtype=np.int8)), out, offset_provider={})
     assert not out.asnumpy().any(), "nothing written"
+
+    from gt4py.next import cbrt
+
+    @gtx.field_operator
+    def root(f: F2) -> F2:
+        return cbrt(f)
+
+    @gtx.program
+    def root_program(f: F2, out: F2):
+        root(f, out=out)
+
+    line = root.definition_stage.definition.__code__.co_firstlineno + 2
+    out = gtx.as_field([I, J], np.zeros((3, 3)))
+    with pytest.raises(strata.gt4py.GTIRError, match=rf"test_gt4py.py:{line}: .*does not support the builtin `cbrt`"):
+        root_program.with_backend(strata.gt4py.backend)(gtx.as_field([I, J], np.ones((3, 3))), out, offset_provider={})

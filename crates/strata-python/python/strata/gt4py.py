@@ -69,7 +69,7 @@ _BUILTINS = {
     "arccos": "acos", "arctan": "atan", "sinh": "sinh", "cosh": "cosh", "arcsinh": "asinh",
     "arccosh": "acosh", "arctanh": "atanh", "floor": "floor", "ceil": "ceil", "trunc": "trunc",
     "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite", "arctan2": "atan2",
-    "fmod": None, "gamma": None, "cbrt": None, "exp2": None, "log2": "log2", "log10": "log10",
+    "fmod": "modulo", "gamma": None, "cbrt": None, "exp2": None, "log2": "log2", "log10": "log10",
     "round": "round", "sign": "sign",
 }
 
