@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import weakref
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -123,6 +124,7 @@ class _Executable:
         self.program = program
         self._compiled: Dict[tuple, Any] = {}
         self._tables: Dict[int, Tuple[np.ndarray, np.ndarray]] = {}
+        self._fields: Dict[int, Tuple[weakref.ref, Tuple[Any, np.ndarray, np.ndarray]]] = {}
 
     def _table(self, a: np.ndarray) -> np.ndarray:
         """A connectivity's table row-major: each element's neighbors side by side, so a gather
@@ -136,13 +138,49 @@ class _Executable:
             kept = self._tables[id(a)] = (a, np.ascontiguousarray(a))
         return kept[1]
 
+    def _field(self, a: Any) -> Tuple[Any, np.ndarray, np.ndarray]:
+        """A field's structure, its array in memory order, and the storage the program reads
+        and writes (see `_storage`): kept per field object, weakly, for the next calls (a GT4Py
+        field's domain and buffer never change), so a time loop swapping its fields pays for
+        neither again."""
+        hit = self._fields.get(id(a))
+        if hit is not None and hit[0]() is a:
+            return hit[1]
+        view = _in_memory_order(a.ndarray)
+        storage, extent = _storage(view)
+        levels = tuple((d.value, r.start, r.stop) for d, r in zip(a.domain.dims, a.domain.ranges))
+        described = (("field", levels, _memory_order(a.ndarray), extent, a.dtype.scalar_type), view, storage)
+        fields, key = self._fields, id(a)
+        # Forgotten when the field goes (the views hold its buffer).
+        fields[key] = (weakref.ref(a, lambda _: fields.pop(key, None)), described)
+        return described
+
+    def _structure(self, a: Any) -> Any:
+        """What the compiled program depends on: a field's dimensions, intervals, layout and
+        dtype; a scalar's dtype, and its value if it is an integer or a boolean (it may size a
+        domain or choose a branch); a tuple's members'."""
+        t = type(a)
+        if t is float:
+            return _FLOAT
+        if t is tuple:
+            return tuple(self._structure(x) for x in a)
+        hit = self._fields.get(id(a))
+        if hit is not None and hit[0]() is a:
+            return hit[1][0]
+        if isinstance(a, _common.Field):
+            return self._field(a)[0]
+        d = np.asarray(a).dtype
+        if d.kind in "iub":
+            return ("int", d.str, int(a))
+        return ("float", d.str)
+
     def __call__(self, *args: Any, offset_provider: Any = None, out: Any = None, column_axis: Any = None, **kwargs: Any):
         if out is not None:
             args = (*args, out)
         offset_provider = offset_provider or {}
-        key = tuple(_structure(a) for a in args) + tuple(
-            (name, _table_structure(c)) for name, c in sorted(offset_provider.items())
-        )
+        key = tuple(self._structure(a) for a in args)
+        if offset_provider:
+            key += tuple((name, _table_structure(c)) for name, c in sorted(offset_provider.items()))
         c = self._compiled.get(key)
         if c is None:
             c = self._compiled[key] = _Lowering(self.program, args, offset_provider).compile()
@@ -153,28 +191,16 @@ class _Executable:
                 values.append(self._table(np.asarray(offset_provider[path].ndarray)))
                 continue
             a = _select(args, path)
-            values.append(np.asarray(a, dtype=scalar) if scalar is not None else _storage(a.ndarray)[0])
-        views = [_in_memory_order(_select(args, path).ndarray) for path in targets]
-        buffers = [_storage(v)[0] for v in views]
+            values.append(np.asarray(a, dtype=scalar) if scalar is not None else self._field(a)[2])
+        outs = [self._field(_select(args, path)) for path in targets]
+        buffers = [f[2] for f in outs]
         written = runner(*buffers, *values)
-        for (_, w), v, b in zip(written, views, buffers):
+        for (_, w), (_, v, b) in zip(written, outs):
             if w is not b:  # not written in place: the interpreter, or an output numpy copied
                 np.copyto(v, w[..., : v.shape[-1]] if w.shape != v.shape else w)
 
 
-def _structure(a: Any) -> Any:
-    """What the compiled program depends on: a field's dimensions, intervals and dtype; a
-    scalar's dtype, and its value if it is an integer or a boolean (it may size a domain or
-    choose a branch); a tuple's members'."""
-    if isinstance(a, tuple):
-        return tuple(_structure(x) for x in a)
-    if isinstance(a, _common.Field):
-        levels = tuple((d.value, r.start, r.stop) for d, r in zip(a.domain.dims, a.domain.ranges))
-        return ("field", levels, _memory_order(a.ndarray), _storage(a.ndarray)[1], a.dtype.scalar_type)
-    d = np.asarray(a).dtype
-    if d.kind in "iub":
-        return ("int", d.str, int(a))
-    return ("float", d.str)
+_FLOAT = ("float", np.dtype(np.float64).str)
 
 
 def _table_structure(c: Any) -> Any:
