@@ -7,6 +7,7 @@ Each case is a Strata program, its inputs (numpy arrays), and a numpy function c
 expected outputs. Integers must match exactly; floats within rtol=atol=1e-12.
 """
 
+import math
 import os
 import subprocess
 import sys
@@ -144,6 +145,38 @@ func @f(%x: tensor<f32, I[0:8192]>, %p: tensor<f32, I[0:8192]>) -> tensor<(f32, 
                       ((np.exp, x), (np.log, p), (np.sin, x), (np.cos, x), (np.tan, x), (np.tanh, x))])),
     ulps=4,
 )
+
+# cbrt (negative values too) and gamma (C's tgamma: poles ±inf at ±0, NaN at negative
+# integers, overflow to inf), against numpy's cbrt and Python's math.gamma, in ulp.
+def gamma_exact(v):
+    def one(x):
+        if x == 0.0:
+            return math.copysign(math.inf, x)
+        if x < 0 and x == math.floor(x):
+            return math.nan
+        try:
+            return math.gamma(x)
+        except OverflowError:
+            return math.inf
+    return np.array([one(float(x)) for x in v])
+
+
+for t, n in (("f64", np.float64), ("f32", np.float32)):
+    g = np.concatenate([rng.uniform(-30, 30, 250), [0.0, -0.0, -3.0, 0.5, 1.0, 180.0, 1e-300]]).astype(n)
+    r = np.concatenate([rng.uniform(-1e6, 1e6, 250), [-27.0, 0.0, -0.0, 1e-30, -8.0, 1e30, 2.0]]).astype(n)
+    case(
+        f"cbrt_gamma_{t}",
+        f"""
+func @f(%g: tensor<{t}, I[0:257]>, %r: tensor<{t}, I[0:257]>) -> tensor<({t}, {t}), I[0:257]> {{
+  %a = gamma(%g) : tensor<{t}, I[0:257]>
+  %b = cbrt(%r) : tensor<{t}, I[0:257]>
+  %t = make_tuple(%a, %b) : tensor<({t}, {t}), I[0:257]>
+  return %t
+}}""",
+        {"g": g, "r": r},
+        lambda g, r: {"f0": gamma_exact(g), "f1": np.cbrt(r.astype(np.float64))},
+        ulps=8,
+    )
 
 # ---- seed 000: domain builtins --------------------------------------------------------------
 case(

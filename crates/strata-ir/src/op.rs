@@ -94,6 +94,10 @@ keyword_enum! {
         Log2 = "log2",
         /// Base-10 logarithm (float).
         Log10 = "log10",
+        /// Cube root, defined for negative values too (float).
+        Cbrt = "cbrt",
+        /// The gamma function Γ(x) (float; C's `tgamma`).
+        Gamma = "gamma",
         /// −1, 0 or 1 (numeric; NaN stays NaN, ±0 becomes +0).
         Sign = "sign",
         /// Whether the value is NaN (numeric → `bool`; false for integers).

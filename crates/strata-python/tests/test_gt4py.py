@@ -1,6 +1,7 @@
 """GT4Py programs on Strata (`strata.gt4py.backend`), written as GT4Py's documentation writes
 them, each compared with GT4Py's embedded backend and with a numpy formulation."""
 
+import math
 import os
 import sys
 
@@ -17,6 +18,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "te
 import mesh  # noqa: E402  (the generated mesh the nabla examples use)
 
 I, J, K = gtx.Dimension("I"), gtx.Dimension("J"), gtx.Dimension("K", kind=gtx.DimensionKind.VERTICAL)
+Koff = gtx.FieldOffset("Koff", source=K, target=(K,))
 F = gtx.Field[gtx.Dims[I, J, K], gtx.float64]
 F2 = gtx.Field[gtx.Dims[I, J], gtx.float64]
 
@@ -493,6 +495,79 @@ def test_math_builtins():
         np.testing.assert_allclose(ours[2 + k].asnumpy(), want[k], rtol=1e-13, atol=1e-13)
 
 
+def test_gamma_and_cbrt():
+    """`gamma` is C's `tgamma` (poles: ±∞ at ±0, NaN at negative integers), `cbrt` is defined for
+    negative values; float64 and float32, checked against Python's `math.gamma` and numpy's
+    `cbrt` (the vectorized libm's last-ulp differences allowed)."""
+    from gt4py.next import cbrt, gamma
+
+    F32 = gtx.Field[gtx.Dims[I, J], gtx.float32]
+
+    @gtx.field_operator
+    def special64(a: F2) -> tuple[F2, F2]:
+        return gamma(a), cbrt(a)
+
+    @gtx.program
+    def special64_program(a: F2, g: F2, c: F2):
+        special64(a, out=(g, c))
+
+    @gtx.field_operator
+    def special32(a: F32) -> tuple[F32, F32]:
+        return gamma(a), cbrt(a)
+
+    @gtx.program
+    def special32_program(a: F32, g: F32, c: F32):
+        special32(a, out=(g, c))
+
+    for program, dtype, tol in ((special64_program, np.float64, 1e-13), (special32_program, np.float32, 2e-6)):
+        a = np.array([[0.5, 1.0, 2.5, 5.0, 10.25], [-0.5, -2.5, 30.0, -8.0, 1e-3], [0.0, -2.0, 200.0, -27.0, 3.0]], dtype=dtype)
+        fields = (gtx.as_field([I, J], a), *(gtx.as_field([I, J], np.zeros_like(a)) for _ in range(2)))
+        with np.errstate(all="ignore"):
+            program.with_backend(strata.gt4py.backend)(*fields, offset_provider={})
+        ours_g, ours_c = fields[1].asnumpy(), fields[2].asnumpy()
+        assert ours_g.dtype == dtype
+        want_g = [[math.gamma(float(x)) if x > 0 or x != math.floor(x) else math.nan for x in row] for row in a[:2]]
+        want_g = np.array(want_g + [[math.inf, math.nan, math.inf, math.nan, 2.0]])
+        np.testing.assert_allclose(ours_g, want_g.astype(dtype), rtol=tol)
+        np.testing.assert_allclose(ours_c, np.cbrt(a.astype(np.float64)), rtol=tol)
+
+
+def test_as_offset_reads_at_offsets_from_a_field():
+    """`a(as_offset(Koff, off))`: each point reads the level `k + off[i, k]` of its own column
+    (a vertical indirection); an offset leaving the domain is a run-time error naming the point,
+    -1 included (the neighbor tables' skip value), and nothing is written."""
+    from gt4py.next.experimental import as_offset
+
+    FK = gtx.Field[gtx.Dims[I, K], gtx.float64]
+    FKI = gtx.Field[gtx.Dims[I, K], gtx.int32]
+
+    @gtx.field_operator
+    def indirect(a: FK, off: FKI) -> FK:
+        return a(as_offset(Koff, off)) + 2.0 * a
+
+    @gtx.program
+    def indirect_program(a: FK, off: FKI, out: FK):
+        indirect(a, off, out=out)
+
+    rng = np.random.default_rng(21)
+    a = rng.random((4, 7))
+    k = np.arange(7)
+    off = (rng.integers(0, 7, (4, 7)) - k).astype(np.int32)  # any level of the column
+    make = lambda: (gtx.as_field([I, K], a), gtx.as_field([I, K], off), gtx.as_field([I, K], np.zeros((4, 7))))  # noqa: E731
+    ours, theirs = both(indirect_program, make)
+    want = a[np.arange(4)[:, None], k + off] + 2.0 * a
+    np.testing.assert_array_equal(ours[2].asnumpy(), want)
+    np.testing.assert_array_equal(ours[2].asnumpy(), theirs[2].asnumpy())
+
+    for bad in (7, -1):
+        off_bad = off.copy()
+        off_bad[2, 0] = bad
+        out = gtx.as_field([I, K], np.full((4, 7), 5.0))
+        with pytest.raises(strata.RunError, match=r"K=0, I=2 is outside `K\[0:7\]`"):
+            indirect_program.with_backend(strata.gt4py.backend)(gtx.as_field([I, K], a), gtx.as_field([I, K], off_bad), out, offset_provider={})
+        assert (out.asnumpy() == 5.0).all(), "nothing written"
+
+
 def test_integer_division_and_remainder_follow_python():
     FI = gtx.Field[gtx.Dims[I, J], gtx.int32]
 
@@ -515,8 +590,8 @@ def test_integer_division_and_remainder_follow_python():
 
 
 def test_unsupported_constructs_are_errors_naming_them_and_the_line():
-    """A dtype Strata has no type for: a `GTIRError` naming it at the user's line, nothing
-    written."""
+    """A field dtype Strata has no type for, a neighbor table of int16: a `GTIRError` naming it
+    at the user's line, nothing written."""
 
     F8 = gtx.Field[gtx.Dims[I, J], gtx.int8]
 
@@ -534,17 +609,18 @@ def test_unsupported_constructs_are_errors_naming_them_and_the_line():
         bump_program.with_backend(strata.gt4py.backend)(gtx.as_field([I, J], np.ones((3, 3), dtype=np.int8)), out, offset_provider={})
     assert not out.asnumpy().any(), "nothing written"
 
-    from gt4py.next import cbrt
-
     @gtx.field_operator
-    def root(f: F2) -> F2:
-        return cbrt(f)
+    def flux(pp: FV, s: FE) -> FE:
+        return s * pp(E2V[1])
 
     @gtx.program
-    def root_program(f: F2, out: F2):
-        root(f, out=out)
+    def flux_program(pp: FV, s: FE, out: FE):
+        flux(pp, s, out=out)
 
-    line = root.definition_stage.definition.__code__.co_firstlineno + 2
-    out = gtx.as_field([I, J], np.zeros((3, 3)))
-    with pytest.raises(strata.gt4py.GTIRError, match=rf"test_gt4py.py:{line}: .*does not support the builtin `cbrt`"):
-        root_program.with_backend(strata.gt4py.backend)(gtx.as_field([I, J], np.ones((3, 3))), out, offset_provider={})
+    line = flux.definition_stage.definition.__code__.co_firstlineno + 2
+    e2v = np.array([[0, 1], [1, 2], [2, 0]], dtype=np.int16)
+    provider = {"E2V": gtx.as_connectivity([Ed, E2VDim], codomain=Vx, data=e2v)}
+    out = gtx.as_field([Ed], np.zeros(3))
+    with pytest.raises(strata.gt4py.GTIRError, match=rf"test_gt4py.py:{line}: .*connectivity `E2V` of dtype int16"):
+        flux_program.with_backend(strata.gt4py.backend)(gtx.as_field([Vx], np.ones(3)), gtx.as_field([Ed], np.ones(3)), out, offset_provider=provider)
+    assert not out.asnumpy().any(), "nothing written"

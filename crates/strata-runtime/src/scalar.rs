@@ -505,6 +505,8 @@ fn float_unary(op: UnaryOp, x: f64) -> f64 {
         UnaryOp::Log1p => x.ln_1p(),
         UnaryOp::Log2 => x.log2(),
         UnaryOp::Log10 => x.log10(),
+        UnaryOp::Cbrt => x.cbrt(),
+        UnaryOp::Gamma => libm::tgamma(x),
         UnaryOp::Sqrt => x.sqrt(),
         UnaryOp::Exp => x.exp(),
         UnaryOp::Log => x.ln(),

@@ -343,6 +343,8 @@ impl Emitter<'_> {
             UnaryOp::Log1p => m("log1p"),
             UnaryOp::Log2 => m("log2"),
             UnaryOp::Log10 => m("log10"),
+            UnaryOp::Cbrt => m("cbrt"),
+            UnaryOp::Gamma => m("tgamma"),
             UnaryOp::Sign if s.is_float() => {
                 format!(
                     "({{ {t} x_ = {a}; x_ > 0 ? ({t})1 : (x_ < 0 ? ({t})-1 : (x_ == 0 ? ({t})0 : x_)); }})",

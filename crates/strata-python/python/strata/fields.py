@@ -370,7 +370,7 @@ _UFUNC_UNARY = {
     "sin": "sin", "cos": "cos", "tan": "tan", "tanh": "tanh", "floor": "floor", "ceil": "ceil",
     "rint": "round", "trunc": "trunc", "arccos": "acos", "arccosh": "acosh", "arcsin": "asin",
     "arcsinh": "asinh", "arctan": "atan", "arctanh": "atanh", "cosh": "cosh", "sinh": "sinh",
-    "expm1": "expm1", "log1p": "log1p", "log2": "log2", "log10": "log10", "sign": "sign",
+    "expm1": "expm1", "log1p": "log1p", "log2": "log2", "log10": "log10", "cbrt": "cbrt", "sign": "sign",
     "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite", "signbit": "signbit",
     "logical_not": "not",
 }

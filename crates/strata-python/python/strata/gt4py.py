@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import weakref
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, NoReturn, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -70,7 +70,7 @@ _BUILTINS = {
     "arccos": "acos", "arctan": "atan", "sinh": "sinh", "cosh": "cosh", "arcsinh": "asinh",
     "arccosh": "acosh", "arctanh": "atanh", "floor": "floor", "ceil": "ceil", "trunc": "trunc",
     "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite", "arctan2": "atan2",
-    "fmod": "modulo", "gamma": None, "cbrt": None, "exp2": None, "log2": "log2", "log10": "log10",
+    "fmod": "modulo", "gamma": "gamma", "cbrt": "cbrt", "exp2": None, "log2": "log2", "log10": "log10",
     "round": "round", "sign": "sign",
 }
 
@@ -85,6 +85,15 @@ def _where(node: Any) -> str:
         if loc is not None and getattr(loc, "filename", None):
             return f"{loc.filename}:{loc.line}: "
     return ""
+
+
+def _relocated(err: GTIRError, *nodes: Any) -> NoReturn:
+    """Raises `err`, located at the first of `nodes` with a location when it names no place
+    yet."""
+    where = next((w for w in map(_where, nodes) if w), "")
+    if where and not re.match(r"\S+:\d+: ", str(err)):
+        raise GTIRError(f"{where}{err}") from None
+    raise err
 
 
 def _unsupported(node: Any, what: str) -> GTIRError:
@@ -184,7 +193,7 @@ class _Executable:
         c = self._compiled.get(key)
         if c is None:
             c = self._compiled[key] = _Lowering(self.program, args, offset_provider).compile()
-        runner, targets, sources = c[1:]
+        runner, targets, sources, checked_while_running = c[1:]
         values = []
         for path, scalar in sources:
             if isinstance(path, str):  # a neighbor table
@@ -193,7 +202,9 @@ class _Executable:
             a = _select(args, path)
             values.append(np.asarray(a, dtype=scalar) if scalar is not None else self._field(a)[2])
         outs = [self._field(_select(args, path)) for path in targets]
-        buffers = [f[2] for f in outs]
+        # A program checking computed table entries as it runs writes copies, kept only when it
+        # succeeds: an error leaves the user's outputs as they were.
+        buffers = [np.array(f[2]) if checked_while_running else f[2] for f in outs]
         written = runner(*buffers, *values)
         for (_, w), (_, v, b) in zip(written, outs):
             if w is not b:  # not written in place: the interpreter, or an output numpy copied
@@ -313,9 +324,28 @@ class _Iterator:
         for target, k in self.shifts:
             if isinstance(target, Field):
                 f = _build(_strata.field_neighbor, f, target, k)
+            elif isinstance(k, Field):
+                f = _build(_strata.field_neighbor, f, _offset_table(k, target, f), 0)
             else:
                 f = _build(_strata.field_shift, f, target, k)
         return f
+
+
+def _offset_table(offset: Field, dim: str, source: Field) -> Field:
+    """GT4Py's `as_offset(Doff, offset)` as a neighbor table: at each point of `offset`'s
+    domain, the `dim` coordinate `pos(dim) + offset` (one neighbor, `NB_<dim>[0:1]`). A table
+    over dimensions the shifted field shares reads it at the same point along them; an entry
+    outside `source`'s `dim` interval is a run-time error naming the point, not a wrong value.
+    Coordinate -1 would read as a table's skip value, so it becomes the dtype's minimum (as far
+    out of range)."""
+    start, stop = next((r.start, r.stop) for r in source.domain if r.name == dim)
+    if start <= -1 < stop:
+        raise GTIRError(f"`as_offset` along `{dim}` into a field defined at {dim} = -1 ({dim}[{start}:{stop}]): "
+                        "the Strata backend's neighbor tables take -1 for a skipped neighbor")
+    coords = _build(_strata.field_pos, offset, dim).astype(offset.dtype) + offset
+    coords = _build(_strata.field_builtin, "select",
+                    [coords == -1, _constant(None, np.iinfo(offset.dtype).min, offset.dtype), coords])
+    return _build(_strata.field_add_dim, coords, f"NB_{dim}", 0, 1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -342,6 +372,9 @@ class _Lowering:
         self.assignments: List[Tuple[Field, Field, Any]] = []
         self.targets: List[Tuple[int, ...]] = []
         self.tables: Dict[str, Field] = {}
+        # Whether the program reads through a table it computes (`as_offset`): its entries are
+        # checked while it runs, after outputs may have been written.
+        self.checked_while_running = False
 
     def compile(self):
         for k, (p, a) in enumerate(zip(self.program.params, self.args)):
@@ -360,7 +393,7 @@ class _Lowering:
         except VerifyError as e:
             raise GTIRError(f"the program does not type: {e}") from None
         sources = [(p.path, p.scalar) for p in payloads]  # a table's path is its name
-        return program, program.bind("fields", "auto"), self.targets, sources
+        return program, program.bind("fields", "auto"), self.targets, sources, self.checked_while_running
 
     # -- parameters: every field a leaf standing for its argument; scalars by kind --
 
@@ -400,10 +433,7 @@ class _Lowering:
         except GTIRError as e:
             # Located at the statement (the field operator's call in the program) when the
             # construct itself carries no location.
-            where = _where(stmt)
-            if where and not re.match(r"\S+:\d+: ", str(e)):
-                raise GTIRError(f"{where}{e}") from None
-            raise
+            _relocated(e, stmt)
 
     def _lower_stmt(self, stmt: Any) -> None:
         if isinstance(stmt, _itir.SetAt):
@@ -598,6 +628,14 @@ class _Lowering:
             raise GTIRError(f"{_where(e)}{err}") from None
 
     def _as_fieldop(self, e: Any, fun: Any) -> Field:
+        try:
+            return self._lower_as_fieldop(e, fun)
+        except GTIRError as err:
+            # Located at the applied stencil's arguments (the user's names; its domain names
+            # the program's outputs) when the construct inside the stencil carries no location.
+            return _relocated(err, *e.args, fun)
+
+    def _lower_as_fieldop(self, e: Any, fun: Any) -> Field:
         stencil = fun.args[0]
         domain = self._domain(fun.args[1]) if len(fun.args) > 1 else None
         args = [self._expr(a) for a in e.args]
@@ -666,7 +704,7 @@ class _Lowering:
             it = self._stencil(e.args[0], scope)
             if not isinstance(it, _Iterator):
                 raise _unsupported(e, "a shift of a value that is not an iterator")
-            return _Iterator(it.field, it.shifts + self._shifts(fun))
+            return _Iterator(it.field, it.shifts + self._shifts(fun, scope, e))
         if isinstance(fun, _itir.FunCall) and _name(fun.fun) == "reduce":
             return self._reduce(e, fun, scope)
         if isinstance(fun, _itir.FunCall) and _name(fun.fun) == "map_list":
@@ -785,7 +823,11 @@ class _Lowering:
             raise _unsupported(e, "a scan without one vertical dimension")
         return dims[0]
 
-    def _shifts(self, fun: Any) -> Tuple[Tuple[Any, int], ...]:
+    def _shifts(self, fun: Any, scope: Dict[str, Any], node: Any) -> Tuple[Tuple[Any, Any], ...]:
+        """The shifts of `shift(tag, index, …)`: `(dim, offset)` for a cartesian offset (the
+        offset a number, or an integer field: GT4Py's `as_offset`), `(table, k)` for a
+        connectivity. Errors are located at `node`, the shift applied (GT4Py locates the
+        shifted name, not the offset)."""
         out = []
         parts = list(fun.args)
         while parts:
@@ -793,16 +835,24 @@ class _Lowering:
             parts = parts[2:]
             if isinstance(tag, _itir.CartesianOffset):
                 if tag.domain.value != tag.codomain.value:
-                    raise _unsupported(fun, "a cartesian shift between two dimensions")
+                    raise _unsupported(node, "a cartesian shift between two dimensions")
                 target: Any = tag.domain.value
             elif isinstance(tag, _itir.OffsetLiteral) and isinstance(tag.value, str):
                 provider = self.offset_provider.get(tag.value)
-                target = provider.value if isinstance(provider, _common.Dimension) else self._table(fun, tag.value)
+                target = provider.value if isinstance(provider, _common.Dimension) else self._table(node, tag.value)
             else:
-                raise _unsupported(fun, "this shift")
-            if not (isinstance(index, _itir.OffsetLiteral) and isinstance(index.value, int)):
-                raise _unsupported(fun, "a shift by a value only known when the program runs")
-            out.append((target, int(index.value)))
+                raise _unsupported(node, "this shift")
+            if isinstance(index, _itir.OffsetLiteral) and isinstance(index.value, int):
+                out.append((target, int(index.value)))
+                continue
+            offset = self._stencil(index, scope)
+            if isinstance(offset, np.integer):
+                out.append((target, int(offset)))
+            elif isinstance(offset, Field) and offset.dtype.kind == "i" and isinstance(target, str) and target in offset.dims:
+                out.append((target, offset))
+                self.checked_while_running = True
+            else:
+                raise _unsupported(node, "a shift by a value only known when the program runs, other than an integer field over the cartesian dimension it shifts along")
         return tuple(out)
 
     def _value_op(self, e: Any, name: str, args: List[Any]) -> Any:
