@@ -15,6 +15,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
+use std::thread::ThreadId;
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -46,28 +47,53 @@ struct Node {
     ty: Handle<Type>,
     /// What a leaf stands for (given back by [`field_program`]).
     payload: Option<Py<PyAny>>,
+    /// The thread whose [`LIB`] holds `ty` (and its operands' types).
+    thread: ThreadId,
 }
 
 /// A field expression's IR value: its type inferred, its operands kept.
-#[pyclass(module = "strata._strata", unsendable)]
+///
+/// Python may drop one on any thread (its garbage collector runs where memory is allocated:
+/// GT4Py compiles in worker threads). Every access and drop holds the GIL, so the reference
+/// counts are never touched at once; a value used on a thread other than its own is refused
+/// ([`on_this_thread`]), since its types live in its thread's [`LIB`].
+#[pyclass(module = "strata._strata")]
 pub struct FieldValue(Rc<Node>);
+
+// SAFETY: see `FieldValue`: all access is under the GIL (this extension is built for
+// GIL-holding interpreters: abi3), and nodes are only read on the thread that made them.
+unsafe impl Send for FieldValue {}
+unsafe impl Sync for FieldValue {}
+
+/// Refuses nodes made on another thread (their types are in that thread's [`LIB`]).
+fn on_this_thread<'a>(nodes: impl IntoIterator<Item = &'a Rc<Node>>) -> PyResult<()> {
+    let here = std::thread::current().id();
+    if nodes.into_iter().any(|n| n.thread != here) {
+        return Err(pyo3::exceptions::PyRuntimeError::new_err(
+            "a field expression is used on a thread other than the one that built it",
+        ));
+    }
+    Ok(())
+}
 
 #[pymethods]
 impl FieldValue {
     /// The dimensions as `(name, start, stop)`, in order (none for a scalar).
     #[getter]
-    fn dims(&self) -> Vec<(String, i64, i64)> {
-        LIB.with(|lib| match &lib.borrow().module().types[self.0.ty] {
+    fn dims(&self) -> PyResult<Vec<(String, i64, i64)>> {
+        on_this_thread([&self.0])?;
+        Ok(LIB.with(|lib| match &lib.borrow().module().types[self.0.ty] {
             Type::Tensor(t) => {
                 t.levels.iter().map(|l| (l.name.as_str().to_string(), l.interval.start, l.interval.stop)).collect()
             }
             _ => Vec::new(),
-        })
+        }))
     }
 
     /// The element type: a scalar's name (`"f64"`), or a tuple of them.
     #[getter]
     fn element<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        on_this_thread([&self.0])?;
         LIB.with(|lib| {
             let lib = lib.borrow();
             let types = &lib.module().types;
@@ -140,6 +166,7 @@ fn literal(value: &Bound<'_, PyAny>, s: Scalar) -> PyResult<Literal> {
 /// Makes the value of `op` over `args`: a scratch function with one parameter per operand
 /// types it (nothing is added to the library).
 fn make(op: Op, args: Vec<Rc<Node>>, declared: Option<Handle<Type>>) -> PyResult<FieldValue> {
+    on_this_thread(&args)?;
     let ty = LIB.with(|lib| {
         let mut lib = lib.borrow_mut();
         let mut f = lib.function("_", FunctionKind::Func);
@@ -168,7 +195,7 @@ fn make(op: Op, args: Vec<Rc<Node>>, declared: Option<Handle<Type>>) -> PyResult
         .map_err(refused)?;
         Ok::<_, PyErr>(f.ty(v))
     })?;
-    Ok(FieldValue(Rc::new(Node { op: Some(op), args, ty, payload: None })))
+    Ok(FieldValue(Rc::new(Node { op: Some(op), args, ty, payload: None, thread: std::thread::current().id() })))
 }
 
 fn operand(k: usize) -> Value {
@@ -190,7 +217,7 @@ pub fn field_param(
             dims.into_iter().map(|(n, a, b)| (DimName::new(n), Interval::new(a, b))).collect();
         Ok::<_, PyErr>(lib.dense(e, &dims))
     })?;
-    Ok(FieldValue(Rc::new(Node { op: None, args: Vec::new(), ty, payload })))
+    Ok(FieldValue(Rc::new(Node { op: None, args: Vec::new(), ty, payload, thread: std::thread::current().id() })))
 }
 
 /// A scalar constant `value` of type `element`.
@@ -251,6 +278,7 @@ pub fn field_neighbor_fold(
     init: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<FieldValue> {
     let op = BinaryOp::from_keyword(op).ok_or_else(|| PyTypeError::new_err(format!("no fold `{op}`")))?;
+    on_this_thread([&x.0])?;
     let (dims, element) = LIB.with(|lib| {
         let lib = lib.borrow();
         let types = &lib.module().types;
@@ -298,13 +326,14 @@ pub fn field_tuple_get(x: PyRef<'_, FieldValue>, index: u32) -> PyResult<FieldVa
 }
 
 /// A function of the library (a scan's step), made by [`field_function`].
-#[pyclass(module = "strata._strata", unsendable)]
-pub struct FieldFunction(Handle<Function>);
+#[pyclass(module = "strata._strata")]
+pub struct FieldFunction(Handle<Function>, ThreadId);
 
 /// The function of `params` (leaves) returning `result`: every leaf `result` reaches must be
 /// one of `params`.
 #[pyfunction]
 pub fn field_function(params: Vec<PyRef<'_, FieldValue>>, result: PyRef<'_, FieldValue>) -> PyResult<FieldFunction> {
+    on_this_thread(params.iter().map(|p| &p.0).chain([&result.0]))?;
     LIB.with(|lib| {
         let mut lib = lib.borrow_mut();
         let mut f = lib.function("step", FunctionKind::Func);
@@ -316,7 +345,7 @@ pub fn field_function(params: Vec<PyRef<'_, FieldValue>>, result: PyRef<'_, Fiel
             Err(VerifyError::new_err("a scan step reads a field that is not one of its arguments"))
         };
         let r = build(&mut f, &result.0, &mut values, &mut leaf, &|_, t| t, &|g| g)?;
-        Ok(FieldFunction(f.finish_returning(&[r])))
+        Ok(FieldFunction(f.finish_returning(&[r]), std::thread::current().id()))
     })
 }
 
@@ -329,6 +358,11 @@ pub fn field_scan(
     forward: bool,
     init: &Bound<'_, PyAny>,
 ) -> PyResult<FieldValue> {
+    if step.1 != std::thread::current().id() {
+        return Err(pyo3::exceptions::PyRuntimeError::new_err(
+            "a scan step is used on a thread other than the one that built it",
+        ));
+    }
     let element = LIB.with(|lib| {
         let lib = lib.borrow();
         let f = &lib.module().functions[step.0];
@@ -489,6 +523,10 @@ enum Write {
 
 /// Builds, verifies and compiles (once per structure) the program `@fields` of `body`.
 fn program_of(py: Python<'_>, body: Body) -> PyResult<(Py<Program>, Payloads)> {
+    match &body {
+        Body::Returns(v) => on_this_thread([v])?,
+        Body::Writes(ws) => on_this_thread(ws.iter().flat_map(|w| [&w.value, &w.out]))?,
+    }
     let mut payloads: Payloads = Vec::new();
     let module = LIB.with(|lib| {
         let lib = lib.borrow();

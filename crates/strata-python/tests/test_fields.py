@@ -205,3 +205,38 @@ def test_comparisons_division_and_numpy_functions_stay_fields():
         strata.neighbor_sum(vf(E2V), axis=V2E)
     # Nested: a sum over each vertex's edges of the sums over each edge's vertices.
     np.testing.assert_array_equal(strata.neighbor_sum(edge(V2E), axis=V2E).numpy(), [11.0, 121.0, 110.0])
+
+
+def test_fields_dropped_on_another_thread_and_refused_there():
+    """Python's garbage collector may free a field on any thread (GT4Py compiles in worker
+    threads): that is silent. Using it on another thread is a clear error, not a wrong type."""
+    import gc
+    import threading
+    import warnings
+
+    f = fields.field(np.arange(5.0), I[0:5]) + 1.0
+    errors = []
+
+    def use():
+        try:
+            f * 2.0
+        except RuntimeError as e:
+            errors.append(str(e))
+
+    t = threading.Thread(target=use)
+    t.start()
+    t.join()
+    assert errors == ["a field expression is used on a thread other than the one that built it"]
+
+    unraisable = []
+    old, sys.unraisablehook = sys.unraisablehook, unraisable.append
+    try:
+        box = [fields.field(np.arange(3.0), I[0:3]) * 2.0]
+        t = threading.Thread(target=lambda: (box.clear(), gc.collect()))
+        t.start()
+        t.join()
+    finally:
+        sys.unraisablehook = old
+    assert not unraisable
+    with warnings.catch_warnings():
+        assert (f.numpy() == np.arange(5.0) + 1.0).all(), "still usable on its own thread"

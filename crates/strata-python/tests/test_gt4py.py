@@ -12,7 +12,7 @@ gtx = pytest.importorskip("gt4py.next")
 
 import strata
 import strata.gt4py
-from gt4py.next import max_over, min_over, neighbor_sum, where
+from gt4py.next import broadcast, max_over, min_over, neighbor_sum, where
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "tests", "oracles"))
 import mesh  # noqa: E402  (the generated mesh the nabla examples use)
@@ -624,3 +624,158 @@ def test_unsupported_constructs_are_errors_naming_them_and_the_line():
     with pytest.raises(strata.gt4py.GTIRError, match=rf"test_gt4py.py:{line}: .*connectivity `E2V` of dtype int16"):
         flux_program.with_backend(strata.gt4py.backend)(gtx.as_field([Vx], np.ones(3)), gtx.as_field([Ed], np.ones(3)), out, offset_provider=provider)
     assert not out.asnumpy().any(), "nothing written"
+
+
+# ---- constructs GT4Py's integration suite exercises (each against the embedded backend) ----
+
+FI1 = gtx.Field[gtx.Dims[I], gtx.int32]
+FK1 = gtx.Field[gtx.Dims[K], gtx.float64]
+FIK = gtx.Field[gtx.Dims[I, K], gtx.float64]
+
+
+def run_fo(fo, *args, out, offset_provider=None):
+    """`fo(*args, out=out)` on Strata and on the embedded backend, on copies of `out`."""
+    def copy(o):
+        return tuple(copy(x) for x in o) if isinstance(o, tuple) else gtx.as_field(o.domain, o.asnumpy().copy())
+
+    ours, theirs = copy(out), copy(out)
+    fo.with_backend(strata.gt4py.backend)(*args, out=ours, offset_provider=offset_provider or {})
+    fo.with_backend(None)(*args, out=theirs, offset_provider=offset_provider or {})
+    return ours, theirs
+
+
+def test_field_operators_called_with_tuple_outputs_and_scalar_conditions():
+    """A field operator called directly with a tuple `out` (GT4Py makes it one tuple
+    parameter), a condition on integer arguments choosing fields or tuples, an integer
+    argument broadcast and used as a domain bound."""
+
+    @gtx.field_operator
+    def pick(a: FI1, b: FI1, left: gtx.int32, right: gtx.int32) -> tuple[FI1, FI1]:
+        return (a, b + 1) if left < right else (b, a + 1)
+
+    @gtx.field_operator
+    def fill(size: gtx.IndexType) -> gtx.Field[[I], gtx.IndexType]:
+        return broadcast(size, (I,))
+
+    @gtx.program
+    def fill_program(size: gtx.IndexType, out: gtx.Field[[I], gtx.IndexType]):
+        fill(size, out=out, domain={I: (0, size // 2)})
+
+    a, b = np.arange(7, dtype=np.int32), np.arange(7, dtype=np.int32) * 3
+    for left, right in ((2, 3), (3, 2)):
+        out = (gtx.as_field([I], np.zeros(7, np.int32)), gtx.as_field([I], np.zeros(7, np.int32)))
+        ours, theirs = run_fo(pick, gtx.as_field([I], a), gtx.as_field([I], b), np.int32(left), np.int32(right), out=out)
+        want = (a, b + 1) if left < right else (b, a + 1)
+        for k in range(2):
+            np.testing.assert_array_equal(ours[k].asnumpy(), want[k])
+            np.testing.assert_array_equal(ours[k].asnumpy(), theirs[k].asnumpy())
+    out = gtx.as_field([I], np.full(7, -1, dtype=np.int32))
+    fill_program.with_backend(strata.gt4py.backend)(np.int32(7), out, offset_provider={})
+    np.testing.assert_array_equal(out.asnumpy(), [7, 7, 7, -1, -1, -1, -1])
+
+
+def test_scans_with_scalar_arguments_and_without_fields():
+    """Scan operators given a float scalar (broadcast over the column), a tuple mixing a scalar
+    and a field, and no field at all (the domain alone), forward and backward."""
+
+    @gtx.scan_operator(axis=K, forward=True, init=0.0)
+    def accumulate(state: float, x: float, c: float) -> float:
+        return state + x + c
+
+    @gtx.scan_operator(axis=K, forward=True, init=1.0)
+    def mixed(state: float, a: tuple[float, float]) -> float:
+        return state + a[0] * a[1]
+
+    @gtx.field_operator
+    def mixed_op(c: float, x: FIK) -> FIK:
+        return mixed((c, x))
+
+    x = np.random.default_rng(30).random((4, 6))
+    ours, theirs = run_fo(accumulate, gtx.as_field([I, K], x), 0.5, out=gtx.as_field([I, K], np.zeros((4, 6))))
+    np.testing.assert_allclose(ours.asnumpy(), np.cumsum(x + 0.5, axis=1), rtol=1e-14)
+    np.testing.assert_allclose(ours.asnumpy(), theirs.asnumpy(), rtol=1e-14)
+    ours, theirs = run_fo(mixed_op, 2.0, gtx.as_field([I, K], x), out=gtx.as_field([I, K], np.zeros((4, 6))))
+    np.testing.assert_allclose(ours.asnumpy(), 1.0 + np.cumsum(2.0 * x, axis=1), rtol=1e-14)
+    np.testing.assert_allclose(ours.asnumpy(), theirs.asnumpy(), rtol=1e-14)
+
+    for forward in (True, False):
+        @gtx.scan_operator(axis=K, forward=forward, init=1.0)
+        def count(carry: float) -> float:
+            return carry + 1.0
+
+        ours, theirs = run_fo(count, out=gtx.as_field([K], np.zeros(6)))
+        want = np.arange(2.0, 8.0)
+        np.testing.assert_array_equal(ours.asnumpy(), want if forward else want[::-1])
+        np.testing.assert_array_equal(ours.asnumpy(), theirs.asnumpy())
+
+
+def test_neighbor_sum_of_a_list_plus_a_value():
+    """`neighbor_sum(e(V2E) + v)`: `v` is the same for every neighbor (GTIR's
+    `make_const_list`); skipped neighbors take no part."""
+    FVi, FEi = gtx.Field[gtx.Dims[Vx], gtx.int32], gtx.Field[gtx.Dims[Ed], gtx.int32]
+
+    @gtx.field_operator
+    def reduce_plus(e: FEi, v: FVi) -> FEi:
+        red = neighbor_sum(e(V2E) + v, axis=V2EDim)
+        return red(E2V[0])
+
+    e2v, v2e = mesh.make_mesh()
+    v2e = v2e[:, :-1]  # the embedded backend fails on a column of skips only
+    assert (v2e == -1).any()
+    nv, ne = v2e.shape[0], e2v.shape[0]
+    provider = {
+        "V2E": gtx.as_connectivity([Vx, V2EDim], codomain=Ed, data=v2e.astype(np.int32), skip_value=-1),
+        "E2V": gtx.as_connectivity([Ed, E2VDim], codomain=Vx, data=e2v.astype(np.int32)),
+    }
+    rng = np.random.default_rng(31)
+    e, v = rng.integers(0, 9, ne).astype(np.int32), rng.integers(0, 9, nv).astype(np.int32)
+    ours, theirs = run_fo(reduce_plus, gtx.as_field([Ed], e), gtx.as_field([Vx], v), out=gtx.as_field([Ed], np.zeros(ne, np.int32)), offset_provider=provider)
+    red = np.where(v2e >= 0, e[v2e] + v[:, None], 0).sum(axis=1)
+    np.testing.assert_array_equal(ours.asnumpy(), red[e2v[:, 0]])
+    np.testing.assert_array_equal(ours.asnumpy(), theirs.asnumpy())
+
+
+def test_as_offset_chains_read_each_offset_where_the_field_view_says():
+    """`a(as_offset(Koff, off))(I + 1)` reads `off` at the shifted column, `a(I + 1)(as_offset(…))`
+    at the point itself; offsets compose along one dimension; against numpy (GT4Py's embedded
+    backend refuses these chains). Offsets along two dimensions of one iterator are a located
+    error."""
+    from gt4py.next.experimental import as_offset
+
+    FIKi = gtx.Field[gtx.Dims[I, K], gtx.int32]
+
+    @gtx.field_operator
+    def t1(a: FIKi, off: FIKi) -> FIKi:
+        return a(as_offset(Koff, off))(I + 1)
+
+    @gtx.field_operator
+    def t2(a: FIKi, off: FIKi) -> FIKi:
+        return a(I + 1)(as_offset(Koff, off))
+
+    @gtx.field_operator
+    def t3(a: FIKi, off: FIKi) -> FIKi:
+        b = a(as_offset(Koff, off))
+        return b(as_offset(Koff, off)) + a(K + 1)(as_offset(Koff, off))
+
+    rng = np.random.default_rng(32)
+    a = rng.integers(0, 100, (6, 16)).astype(np.int32)
+    off = rng.integers(0, 3, (6, 10)).astype(np.int32)
+    i, k = np.arange(5)[:, None], np.arange(6)[None, :]
+    for t, want in (
+        (t1, a[i + 1, k + off[i + 1, k]]),
+        (t2, a[i + 1, k + off[i, k]]),
+        (t3, a[i, k + off[i, k] + off[i, k + off[i, k]]] + a[i, k + 1 + off[i, k]]),
+    ):
+        out = gtx.as_field([I, K], np.zeros((5, 6), np.int32))
+        t.with_backend(strata.gt4py.backend)(gtx.as_field([I, K], a), gtx.as_field([I, K], off), out=out, offset_provider={})
+        np.testing.assert_array_equal(out.asnumpy(), want, err_msg=t.__name__)
+
+    Ioff = gtx.FieldOffset("Ioff", source=I, target=(I,))
+
+    @gtx.field_operator
+    def two_dims(a: FIKi, off: FIKi) -> FIKi:
+        return a(as_offset(Ioff, off))(as_offset(Koff, off))
+
+    line = two_dims.definition_stage.definition.__code__.co_firstlineno + 2
+    with pytest.raises(strata.gt4py.GTIRError, match=rf"test_gt4py.py:{line}: .*shifts by fields along several dimensions"):
+        two_dims.with_backend(strata.gt4py.backend)(gtx.as_field([I, K], a), gtx.as_field([I, K], off), out=gtx.as_field([I, K], np.zeros((5, 6), np.int32)), offset_provider={})

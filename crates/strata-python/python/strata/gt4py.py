@@ -321,11 +321,24 @@ class _Iterator:
         f = self.field
         # GT4Py applies the innermost shift first: `shift(a)(shift(b)(it))` reads `it` at
         # `b` then `a`, which is `x(b)(a)` as fields, so shifts compose from the first.
+        moved = [(t, k) for t, k in self.shifts if isinstance(k, Field)]
+        if moved:
+            # Shifts by fields (`as_offset`) read their offsets at the stencil's point, while a
+            # table composed after another shift would be read at the shifted point. Cartesian
+            # shifts add up, so the other dimensions' shifts go first and every offset along
+            # the one moved dimension makes a single table, read at the point itself.
+            dim = moved[0][0]
+            for target, k in self.shifts:
+                if target != dim:
+                    f = _build(_strata.field_shift, f, target, k)
+            total = moved[0][1]
+            for _, k in moved[1:]:
+                total = total + k
+            const = sum(k for t, k in self.shifts if t == dim and not isinstance(k, Field))
+            return _build(_strata.field_neighbor, f, _offset_table(total + const if const else total, dim, f), 0)
         for target, k in self.shifts:
             if isinstance(target, Field):
                 f = _build(_strata.field_neighbor, f, target, k)
-            elif isinstance(k, Field):
-                f = _build(_strata.field_neighbor, f, _offset_table(k, target, f), 0)
             else:
                 f = _build(_strata.field_shift, f, target, k)
         return f
@@ -375,6 +388,8 @@ class _Lowering:
         # Whether the program reads through a table it computes (`as_offset`): its entries are
         # checked while it runs, after outputs may have been written.
         self.checked_while_running = False
+        # The domains of the `as_fieldop`s being lowered, innermost last (`None`: none given).
+        self.fieldop_domains: List[Optional[List[Tuple[str, int, int]]]] = []
 
     def compile(self):
         for k, (p, a) in enumerate(zip(self.program.params, self.args)):
@@ -420,7 +435,9 @@ class _Lowering:
             return field
         d = np.asarray(a).dtype
         if d.kind in "iub":
-            return int(a) if d.kind != "b" else bool(a)
+            # Integers and booleans are structure (domain bounds, `if` conditions), typed as
+            # GT4Py typed them.
+            return d.type(a)
         if d not in _DTYPES:
             raise GTIRError(f"scalar arguments of dtype {d} are not supported")
         return Field(_strata.field_param(_DTYPES[d], [], _GTArg(path, d)))
@@ -464,7 +481,18 @@ class _Lowering:
             # A temporary: its value on the domain written, read by later statements.
             self.env[name] = _build(_strata.field_subset, value, [tuple(d) for d in domain])
             return
-        out = self.env.get(name)
+        self._write(stmt, name, self.env.get(name), value, domain)
+
+    def _write(self, stmt: Any, name: str, out: Any, value: Any, domain: Any) -> None:
+        """`value` written into the argument `out` (a field, or a tuple of them: a tuple
+        parameter written whole) over `domain`."""
+        if isinstance(out, tuple):
+            if not isinstance(value, tuple):
+                value = tuple(_tuple_get(k, value) for k in range(len(out)))
+            domains = domain if isinstance(domain, tuple) else (domain,) * len(out)
+            for k, (o, v, d) in enumerate(zip(out, value, domains)):
+                self._write(stmt, f"{name}[{k}]", o, v, d)
+            return
         if not isinstance(out, Field) or not hasattr(out, "_gt_path"):
             raise _unsupported(stmt, f"writing `{name}`")
         if not isinstance(value, Field):
@@ -645,11 +673,15 @@ class _Lowering:
             args = [a.over(e, self._widened(domain, stencil, a.dim)) if isinstance(a, _Index) else a for a in args]
         its = [_Iterator(a) if isinstance(a, Field) else a for a in args]
         if isinstance(stencil, _itir.Lambda):
-            value = self._stencil(stencil.expr, dict(zip((str(p.id) for p in stencil.params), its)))
+            self.fieldop_domains.append(domain)
+            try:
+                value = self._stencil(stencil.expr, dict(zip((str(p.id) for p in stencil.params), its)))
+            finally:
+                self.fieldop_domains.pop()
         elif _name(stencil) == "deref":
-            value = its[0].deref()
+            value = its[0].deref() if isinstance(its[0], _Iterator) else its[0]  # a scalar broadcast
         elif isinstance(stencil, _itir.FunCall) and _name(stencil.fun) == "scan":
-            value = self._scan(e, stencil, args)
+            value = self._scan(e, stencil, args, domain)
         elif isinstance(stencil, _itir.FunCall) and _name(stencil.fun):
             raise _unsupported(stencil, f"the stencil `{_name(stencil.fun)}`")
         else:
@@ -704,7 +736,12 @@ class _Lowering:
             it = self._stencil(e.args[0], scope)
             if not isinstance(it, _Iterator):
                 raise _unsupported(e, "a shift of a value that is not an iterator")
-            return _Iterator(it.field, it.shifts + self._shifts(fun, scope, e))
+            shifts = it.shifts + self._shifts(fun, scope, e)
+            moved = {t for t, k in shifts if isinstance(k, Field)}
+            if len(moved) > 1 or (moved and not all(isinstance(t, str) for t, _ in shifts)):
+                # See `_Iterator.deref`: one table reads every offset at the stencil's point.
+                raise _unsupported(e, "shifts by fields along several dimensions, or with neighbor tables, of one iterator")
+            return _Iterator(it.field, shifts)
         if isinstance(fun, _itir.FunCall) and _name(fun.fun) == "reduce":
             return self._reduce(e, fun, scope)
         if isinstance(fun, _itir.FunCall) and _name(fun.fun) == "map_list":
@@ -728,6 +765,11 @@ class _Lowering:
                 raise _unsupported(e, "`neighbors` of this value")
             table = self._table(e, str(tag.value))
             return _Neighbors(_build(_strata.field_neighbor, it.deref(), table, None))
+        if name == "make_const_list":
+            # The same value for every neighbor: the value itself, broadcast by name against
+            # the lists it is combined with (`map_list`).
+            v = self._stencil(e.args[0], scope)
+            return _Neighbors(v.field if isinstance(v, _Neighbors) else v)
         if name == "can_deref":
             it = self._stencil(e.args[0], scope)
             if not isinstance(it, _Iterator):
@@ -781,47 +823,70 @@ class _Lowering:
         except VerifyError as err:
             raise GTIRError(f"{_where(e)}`reduce`: {err}") from None
 
-    def _scan(self, e: Any, stencil: Any, args: List[Any]) -> Field:
-        """`as_fieldop(scan(λ(state, its…) → …, forward, init))(fields…)`: `strata.fields.scan`
-        along the column axis (the fields' vertical dimension)."""
+    def _scan(self, e: Any, stencil: Any, args: List[Any], domain: Any) -> Field:
+        """`as_fieldop(scan(λ(state, its…) → …, forward, init), domain)(args…)`:
+        `strata.fields.scan` along the column axis (the domain's vertical dimension). Integer
+        and boolean arguments are constants of the step; float scalars are broadcast over the
+        domain and scanned like fields; a scan of no field scans a placeholder over the
+        domain."""
         from . import fields as _fields
 
         step, forward, init = stencil.args
         if not isinstance(step, _itir.Lambda):
             raise _unsupported(stencil, "a scan whose step is not a lambda")
-        fields_ = [a for a in args if isinstance(a, Field)]
-        if len(fields_) != len(args):
-            raise _unsupported(stencil, "a scan over scalar arguments")
-        axis = self._column_axis(e, fields_)
+        if domain is None or isinstance(domain, tuple):
+            raise _unsupported(e, "a scan without its domain")
+        axis = self._column_axis(e, [d for d, _, _ in domain])
         forward = bool(self._stencil(forward, {}))
         init = self._stencil(init, {})
+        if isinstance(init, tuple) and any(isinstance(v, tuple) for v in init):
+            raise _unsupported(stencil, "a scan with a nested tuple state")
+        dtype = np.asarray(init[0] if isinstance(init, tuple) else init).dtype
         init = tuple(v.item() if isinstance(v, np.generic) else v for v in init) if isinstance(init, tuple) else (
             init.item() if isinstance(init, np.generic) else init
         )
         names = [str(p.id) for p in step.params]
+        constants: Dict[str, Any] = {}
+        scanned: List[Tuple[str, Field]] = []
+        for n, a in zip(names[1:], args):
+            if isinstance(a, np.generic):
+                constants[n] = a
+            elif isinstance(a, Field):
+                scanned.append((n, a if axis in a.dims else self._over(e, a, domain)))
+            else:
+                raise _unsupported(e, f"a scan over the argument `{n}`")
+        if not scanned or scanned[0][1].dtype != dtype:
+            # The scan's state takes its type from its first value.
+            scanned.insert(0, ("", self._over(e, _constant(e, 0, dtype), domain)))
 
         def body(state: Field, *values: Field) -> Field:
-            scope = {names[0]: state, **{n: _Iterator(v) for n, v in zip(names[1:], values)}}
+            scope = {names[0]: state, **constants, **{n: _Iterator(v) for (n, _), v in zip(scanned, values) if n}}
             r = self._stencil(step.expr, scope)
             return _fields.make_tuple(*r) if isinstance(r, tuple) else r
 
         try:
-            return _fields.scan(body, *fields_, dim=_fields.Dim(axis), init=init, forward=forward)
+            return _fields.scan(body, *(f for _, f in scanned), dim=_fields.Dim(axis), init=init, forward=forward)
         except _fields.FieldError as err:
             raise GTIRError(f"{_where(e)}`scan`: {err}") from None
 
-    def _column_axis(self, e: Any, fields_: List[Field]) -> str:
+    def _column_axis(self, e: Any, dims: List[str]) -> str:
+        def fields_of(a: Any) -> Any:
+            if isinstance(a, tuple):
+                for x in a:
+                    yield from fields_of(x)
+            elif isinstance(a, _common.Field):
+                yield a
+
         vertical = {
             d.value
-            for a in self.args
-            if isinstance(a, _common.Field)
+            for a in fields_of(tuple(self.args))
             for d in a.domain.dims
             if d.kind == _common.DimensionKind.VERTICAL
         }
-        dims = [n for n in fields_[0].dims if n in vertical]
-        if len(dims) != 1:
+        found = [n for n in dims if n in vertical]
+        if len(found) != 1:
             raise _unsupported(e, "a scan without one vertical dimension")
-        return dims[0]
+        return found[0]
 
     def _shifts(self, fun: Any, scope: Dict[str, Any], node: Any) -> Tuple[Tuple[Any, Any], ...]:
         """The shifts of `shift(tag, index, …)`: `(dim, offset)` for a cartesian offset (the
@@ -849,6 +914,15 @@ class _Lowering:
             if isinstance(offset, np.integer):
                 out.append((target, int(offset)))
             elif isinstance(offset, Field) and offset.dtype.kind == "i" and isinstance(target, str) and target in offset.dims:
+                # Read where the stencil is evaluated only: GT4Py's domains are hulls, and an
+                # entry elsewhere may lie outside the field (an error, though never read).
+                domain = self.fieldop_domains[-1] if self.fieldop_domains else None
+                if domain is not None:
+                    have = {r.name: (r.start, r.stop) for r in offset.domain}
+                    offset = _build(_strata.field_subset, offset, [
+                        (d, max(a, have[d][0]), max(max(a, have[d][0]), min(b, have[d][1])))
+                        for d, a, b in domain if d in have
+                    ])
                 out.append((target, offset))
                 self.checked_while_running = True
             else:
@@ -856,6 +930,10 @@ class _Lowering:
         return tuple(out)
 
     def _value_op(self, e: Any, name: str, args: List[Any]) -> Any:
+        if name == "if_" and isinstance(args[0], (bool, np.bool_)):
+            return args[1] if args[0] else args[2]  # a condition on structure: the branch taken
+        if name == "if_" and isinstance(args[1], tuple) and isinstance(args[2], tuple) and len(args[1]) == len(args[2]):
+            return tuple(self._value_op(e, name, [args[0], t, f]) for t, f in zip(args[1], args[2]))
         if any(isinstance(a, tuple) for a in args):
             raise _unsupported(e, f"`{name}` of tuples")
         if name == "cast_":
