@@ -24,7 +24,7 @@ use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple};
 use strata_entity::Handle;
 use strata_ir::{
     algebra, BinaryOp, DimName, Einsum, Function, FunctionKind, Init, Interval, Literal, Mode, Module, Op, ParamMode,
-    Scalar, Type, UnaryOp, Value,
+    PermKind, Scalar, Type, UnaryOp, Value,
 };
 use strata_verify::build::{BuildError, FunctionBuilder, ModuleBuilder};
 
@@ -630,6 +630,24 @@ pub fn field_add_dim(x: PyRef<'_, FieldValue>, dim: &str, start: i64, stop: i64)
     make(op, vec![x.0.clone()], None)
 }
 
+/// `x` with its dimensions stored in the order `dims` (the same names): a layout, never a
+/// change of values.
+#[pyfunction]
+pub fn field_transpose(x: PyRef<'_, FieldValue>, dims: Vec<String>) -> PyResult<FieldValue> {
+    on_this_thread([&x.0])?;
+    let have: Vec<String> = LIB.with(|lib| match &lib.borrow().module().types[x.0.ty] {
+        Type::Tensor(t) => t.levels.iter().map(|l| l.name.as_str().to_string()).collect(),
+        _ => Vec::new(),
+    });
+    let perm = dims
+        .iter()
+        .map(|d| have.iter().position(|h| h == d).map(|k| k as u32))
+        .collect::<Option<Vec<u32>>>()
+        .filter(|p| p.len() == have.len())
+        .ok_or_else(|| VerifyError::new_err(format!("cannot order the dimensions {have:?} as {dims:?}")))?;
+    make(Op::Transpose { arg: operand(0), perm, kind: PermKind::Gather }, vec![x.0.clone()], None)
+}
+
 /// The indices of `x`'s dimension `dim` (an `index` field over that dimension alone).
 #[pyfunction]
 pub fn field_pos(x: PyRef<'_, FieldValue>, dim: &str) -> PyResult<FieldValue> {
@@ -679,6 +697,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(field_concat, m)?)?;
     m.add_function(wrap_pyfunction!(field_can_deref, m)?)?;
     m.add_function(wrap_pyfunction!(field_add_dim, m)?)?;
+    m.add_function(wrap_pyfunction!(field_transpose, m)?)?;
     m.add_function(wrap_pyfunction!(field_pos, m)?)?;
     Ok(())
 }

@@ -199,6 +199,10 @@ class _Executable:
             if isinstance(path, str):  # a neighbor table
                 values.append(self._table(np.asarray(offset_provider[path].ndarray)))
                 continue
+            if isinstance(path[0], str):  # the rows `lo:hi` of a neighbor table
+                name, lo, hi = path
+                values.append(self._table(np.asarray(offset_provider[name].ndarray))[lo:hi])
+                continue
             a = _select(args, path)
             values.append(np.asarray(a, dtype=scalar) if scalar is not None else self._field(a)[2])
         outs = [self._field(_select(args, path)) for path in targets]
@@ -336,12 +340,29 @@ class _Iterator:
                 total = total + k
             const = sum(k for t, k in self.shifts if t == dim and not isinstance(k, Field))
             return _build(_strata.field_neighbor, f, _offset_table(total + const if const else total, dim, f), 0)
-        for target, k in self.shifts:
-            if isinstance(target, Field):
-                f = _build(_strata.field_neighbor, f, target, k)
+        for j, (target, k) in enumerate(self.shifts):
+            if isinstance(target, _TableRef):
+                # Read at the stencil's point when no later shift moves along its rows.
+                later = self.shifts[j + 1:]
+                at_point = all(not isinstance(t, _TableRef) and t != target.dst for t, _ in later)
+                f = _build(_strata.field_neighbor, f, target.leaf(at_point), k)
             else:
                 f = _build(_strata.field_shift, f, target, k)
         return f
+
+
+@dataclasses.dataclass(frozen=True)
+class _TableRef:
+    """A shift's connectivity `name` (destination dimension `dst`), its table made when the
+    shift is read (`_Lowering._table`)."""
+
+    lowering: Any
+    node: Any
+    name: str
+    dst: str
+
+    def leaf(self, at_point: bool) -> Field:
+        return self.lowering._table(self.node, self.name, at_point)
 
 
 def _offset_table(offset: Field, dim: str, source: Field) -> Field:
@@ -384,7 +405,7 @@ class _Lowering:
         self.env: Dict[str, Any] = {}
         self.assignments: List[Tuple[Field, Field, Any]] = []
         self.targets: List[Tuple[int, ...]] = []
-        self.tables: Dict[str, Field] = {}
+        self.tables: Dict[Tuple[str, int, int], Field] = {}
         # Whether the program reads through a table it computes (`as_offset`): its entries are
         # checked while it runs, after outputs may have been written.
         self.checked_while_running = False
@@ -612,6 +633,20 @@ class _Lowering:
             raise _unsupported(e, "`concat_where` over an empty domain")
         if len(pieces) == 1:
             return pieces[0]
+        # A branch broadcast to the domain (`concat_where(K == 0, profile, field)`) gets its
+        # added dimensions outermost: stored in the other piece's order to be joined.
+        order = next((p.dims for p, v in zip(pieces, values) if isinstance(v, Field) and set(v.dims) == set(whole)), pieces[0].dims)
+        pieces = [p if p.dims == order else _build(_strata.field_transpose, p, list(order)) for p in pieces]
+        # Along the other dimensions, where every piece is defined (GT4Py's inferred domain is
+        # a hull: a branch defined on less, as an interior field inside its boundary, limits
+        # the result there; a use beyond it fails to type where it is made).
+        spans = [{r.name: (r.start, r.stop) for r in p.domain} for p in pieces]
+        common = {d: (max(s[d][0] for s in spans), min(s[d][1] for s in spans)) for d in order if d != dim}
+        if any(s[d] != common[d] for s in spans for d in common) and all(a < b for a, b in common.values()):
+            pieces = [
+                _build(_strata.field_subset, p, [(d, *common[d]) if d in common else (d, *s[d]) for d in order])
+                for p, s in zip(pieces, spans)
+            ]
         try:
             return _build(_strata.field_concat, pieces, dim)
         except VerifyError as err:
@@ -686,6 +721,11 @@ class _Lowering:
             raise _unsupported(stencil, f"the stencil `{_name(stencil.fun)}`")
         else:
             raise _unsupported(stencil, "this stencil")
+        if isinstance(value, tuple) and any(isinstance(v, tuple) for v in value):
+            # Nested tuples stay Python tuples of fields (written member by member).
+            if domain is None or isinstance(domain, tuple):
+                raise _unsupported(e, "a nested tuple without one domain")
+            return _tree_build(_tree_shape(value), [self._over(e, v, domain) for v in _tree_leaves(value)])
         if isinstance(value, tuple):
             from . import fields as _fields
 
@@ -750,7 +790,7 @@ class _Lowering:
             op = _name(fun.args[0])
             lists = [self._stencil(a, scope) for a in e.args]
             lists = [x.field if isinstance(x, _Neighbors) else x for x in lists]
-            if op not in _BUILTINS:
+            if op not in _BUILTINS and op != "if_":
                 raise _unsupported(e, f"`map_list` of `{op}`")
             return _Neighbors(self._value_op(e, op, lists))
         name = _name(fun)
@@ -763,7 +803,7 @@ class _Lowering:
             tag, it = e.args[0], self._stencil(e.args[1], scope)
             if not (isinstance(tag, _itir.OffsetLiteral) and isinstance(it, _Iterator)):
                 raise _unsupported(e, "`neighbors` of this value")
-            table = self._table(e, str(tag.value))
+            table = self._table(e, str(tag.value), at_point=True)
             return _Neighbors(_build(_strata.field_neighbor, it.deref(), table, None))
         if name == "make_const_list":
             # The same value for every neighbor: the value itself, broadcast by name against
@@ -774,7 +814,7 @@ class _Lowering:
             it = self._stencil(e.args[0], scope)
             if not isinstance(it, _Iterator):
                 raise _unsupported(e, "`can_deref` of a value that is not an iterator")
-            if not any(isinstance(target, Field) for target, _ in it.shifts):
+            if not any(isinstance(target, _TableRef) for target, _ in it.shifts):
                 return np.bool_(True)  # cartesian shifts always reach a value in the domain
             return _build(_strata.field_can_deref, it.deref())
         if name == "tuple_get":
@@ -787,11 +827,12 @@ class _Lowering:
             return self._value_op(e, name, [self._stencil(a, scope) for a in e.args])
         raise _unsupported(e, f"`{name}` in a stencil")
 
-    def _table(self, node: Any, name: str) -> Field:
+    def _table(self, node: Any, name: str, at_point: bool = False) -> Field:
         """The neighbor table of the connectivity `name`: a leaf over its (destination,
-        neighbor) dimensions mapping into its codomain (`NB_<codomain>`), skips `-1`."""
-        if name in self.tables:
-            return self.tables[name]
+        neighbor) dimensions mapping into its codomain (`NB_<codomain>`), skips `-1`. A table
+        read `at_point` (at the stencil's own point, not after another shift) covers only the
+        rows of the `as_fieldop`'s domain: every entry of a table is checked, and rows outside
+        the domain (an output slice's complement) may point outside the fields given."""
         c = self.offset_provider.get(name)
         if c is None or isinstance(c, _common.Dimension) or not hasattr(c, "ndarray"):
             raise _unsupported(node, f"the offset `{name}` (no connectivity table in `offset_provider`)")
@@ -802,9 +843,18 @@ class _Lowering:
         if a.dtype not in (np.dtype(np.int32), np.dtype(np.int64)) or a.ndim != 2:
             raise _unsupported(node, f"the connectivity `{name}` of dtype {a.dtype} and shape {a.shape}")
         dst = c.domain.dims[0].value
-        levels = [(dst, 0, a.shape[0]), (f"NB_{c.codomain.value}", 0, a.shape[1])]  # see `_Executable._table`
-        leaf = Field(_strata.field_param(_DTYPES[a.dtype], levels, _GTArg(name)))
-        self.tables[name] = leaf
+        lo, hi = 0, a.shape[0]
+        domain = self.fieldop_domains[-1] if at_point and self.fieldop_domains else None
+        rows = next(((x, y) for d, x, y in domain if d == dst), None) if isinstance(domain, list) else None
+        if rows is not None:
+            lo, hi = max(lo, rows[0]), max(max(lo, rows[0]), min(hi, rows[1]))
+        key = (name, lo, hi)
+        if key in self.tables:
+            return self.tables[key]
+        levels = [(dst, lo, hi), (f"NB_{c.codomain.value}", 0, a.shape[1])]  # see `_Executable._table`
+        path = name if (lo, hi) == (0, a.shape[0]) else (name, lo, hi)
+        leaf = Field(_strata.field_param(_DTYPES[a.dtype], levels, _GTArg(path)))
+        self.tables[key] = leaf
         return leaf
 
     def _reduce(self, e: Any, fun: Any, scope: Dict[str, Any]) -> Field:
@@ -839,8 +889,9 @@ class _Lowering:
         axis = self._column_axis(e, [d for d, _, _ in domain])
         forward = bool(self._stencil(forward, {}))
         init = self._stencil(init, {})
-        if isinstance(init, tuple) and any(isinstance(v, tuple) for v in init):
-            raise _unsupported(stencil, "a scan with a nested tuple state")
+        # A nested tuple state is scanned flat, and seen nested by the step and the result.
+        shape, init = _tree_shape(init), _tree_leaves(init)
+        init = init[0] if shape is None else tuple(init)
         dtype = np.asarray(init[0] if isinstance(init, tuple) else init).dtype
         init = tuple(v.item() if isinstance(v, np.generic) else v for v in init) if isinstance(init, tuple) else (
             init.item() if isinstance(init, np.generic) else init
@@ -859,13 +910,16 @@ class _Lowering:
             # The scan's state takes its type from its first value.
             scanned.insert(0, ("", self._over(e, _constant(e, 0, dtype), domain)))
 
+        def nested(state: Field) -> Any:
+            return state if shape is None else _tree_build(shape, [_tuple_get(k, state) for k in range(len(init))])
+
         def body(state: Field, *values: Field) -> Field:
-            scope = {names[0]: state, **constants, **{n: _Iterator(v) for (n, _), v in zip(scanned, values) if n}}
+            scope = {names[0]: nested(state), **constants, **{n: _Iterator(v) for (n, _), v in zip(scanned, values) if n}}
             r = self._stencil(step.expr, scope)
-            return _fields.make_tuple(*r) if isinstance(r, tuple) else r
+            return _fields.make_tuple(*_tree_leaves(r)) if isinstance(r, tuple) else r
 
         try:
-            return _fields.scan(body, *(f for _, f in scanned), dim=_fields.Dim(axis), init=init, forward=forward)
+            return nested(_fields.scan(body, *(f for _, f in scanned), dim=_fields.Dim(axis), init=init, forward=forward))
         except _fields.FieldError as err:
             raise GTIRError(f"{_where(e)}`scan`: {err}") from None
 
@@ -904,7 +958,11 @@ class _Lowering:
                 target: Any = tag.domain.value
             elif isinstance(tag, _itir.OffsetLiteral) and isinstance(tag.value, str):
                 provider = self.offset_provider.get(tag.value)
-                target = provider.value if isinstance(provider, _common.Dimension) else self._table(node, tag.value)
+                if isinstance(provider, _common.Dimension):
+                    target = provider.value
+                else:
+                    self._table(node, tag.value)  # its errors where the shift is written
+                    target = _TableRef(self, node, tag.value, provider.domain.dims[0].value)
             else:
                 raise _unsupported(node, "this shift")
             if isinstance(index, _itir.OffsetLiteral) and isinstance(index.value, int):
@@ -979,6 +1037,26 @@ class _GTArg:
 
     def __init__(self, path: Any, scalar: Optional[np.dtype] = None):
         self.path, self.scalar = path, scalar
+
+
+def _tree_shape(t: Any) -> Any:
+    """The nesting of a tuple tree (`None` for a leaf; a tuple of the members' shapes)."""
+    return tuple(_tree_shape(x) for x in t) if isinstance(t, tuple) else None
+
+
+def _tree_leaves(t: Any) -> List[Any]:
+    """A tuple tree's leaves, depth first."""
+    return [y for x in t for y in _tree_leaves(x)] if isinstance(t, tuple) else [t]
+
+
+def _tree_build(shape: Any, leaves: List[Any]) -> Any:
+    """The tuple tree of `shape` over `leaves` (depth first)."""
+    it = iter(leaves)
+
+    def build(s: Any) -> Any:
+        return tuple(build(x) for x in s) if s is not None else next(it)
+
+    return build(shape)
 
 
 def _tuple_get(idx: Any, t: Any) -> Any:
