@@ -14,7 +14,7 @@ static ALLOCATOR: strata_runtime::aligned::CacheLineAligned = strata_runtime::al
 #[command(
     name = "strata",
     version,
-    after_help = "Examples:\n  strata check examples/stencil/laplacian.strata\n  strata check examples/*        (folders are searched for .strata files)\n  strata fmt --check examples/*\n  strata fmt my_program.strata"
+    after_help = "Examples:\n  strata check examples/stencil/laplacian.strata\n  strata check examples/*        (folders are searched for .strata files)\n  strata run examples/stencil/laplacian.strata --arg inp=random:1\n  strata run --ranks 3 examples/distributed/laplacian.strata --arg inp=random:1\n  strata sig --json examples/stencil/nabla.strata\n  strata lower examples/stencil/laplacian.strata --to c\n  strata fmt --check examples/*"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -72,8 +72,11 @@ enum Command {
         #[arg(long, value_name = "N")]
         ranks: Option<usize>,
     },
-    /// Print an entry's lowered forms: fused loop kernels or the generated C.
-    #[command(after_help = "Example:\n  strata lower examples/stencil/laplacian.strata --to c")]
+    /// Print an entry's lowered forms: fused loop kernels, the generated C, or its distribution
+    /// over ranks (`--to dist`).
+    #[command(
+        after_help = "Examples:\n  strata lower examples/stencil/laplacian.strata --to c\n  strata lower examples/distributed/laplacian.strata --to dist --ranks 3"
+    )]
     Lower {
         /// The `.strata` file (not needed with `--passes`).
         #[arg(required_unless_present = "passes")]

@@ -205,6 +205,22 @@ impl Program {
         strata_report::signature::signatures(&self.module, &self.types, true)
     }
 
+    /// Where `entry` is written: `(file name, line)` of its `func` or `program` keyword.
+    fn location(&self, entry: &str) -> PyResult<(String, usize)> {
+        let h = self.entry(entry)?;
+        let (line, _) = self.module.functions.meta(h).span.line_col(&self.source);
+        Ok((self.name.clone(), line))
+    }
+
+    /// Why `name` is not an entry: it is generic (typed only where a caller is), or there is
+    /// no such function (the entries are listed).
+    fn why_not_entry(&self, name: &str) -> String {
+        match self.module.entry_by_name(name) {
+            Ok(_) => format!("`@{name}` is an entry"),
+            Err(e) => e,
+        }
+    }
+
     /// The names of `entry`'s inputs (parameters that are not `out`), in order.
     fn inputs(&self, entry: &str) -> PyResult<Vec<String>> {
         let f = &self.module.functions[self.entry(entry)?];

@@ -460,3 +460,31 @@ def test_out_of_range_python_integers_raise_as_in_numpy_2():
     u = xp.asarray(np.array([1], dtype=np.uint8))
     with pytest.raises(OverflowError):
         u - (-1)
+
+
+def test_info_functions_eye_expand_dims_and_copies_as_the_standard_says():
+    """`finfo`/`iinfo` give Python numbers; `eye` with a diagonal beyond the array is all zeros;
+    `expand_dims` takes its axis by position; `asarray(x, copy=True)` is a new array; every
+    public function has a docstring. Against array-api-strict."""
+    import inspect
+
+    for d in (xp.float32, xp.float64):
+        ours, theirs = xp.finfo(d), xs.finfo(getattr(xs, np.dtype(d).name))
+        for field in ("bits", "eps", "max", "min", "smallest_normal"):
+            assert type(getattr(ours, field)) is type(getattr(theirs, field)), field
+            assert getattr(ours, field) == getattr(theirs, field), field
+    ours, theirs = xp.iinfo(xp.int16), xs.iinfo(xs.int16)
+    assert (type(ours.max), ours.max, ours.min, ours.bits) == (int, theirs.max, theirs.min, theirs.bits)
+    for k in (10**20, -(10**20), 3, -2, 0):
+        np.testing.assert_array_equal(xp.eye(3, 4, k=k).to_numpy(), np.eye(3, 4, k=max(-3, min(k, 4))))
+    assert xp.expand_dims(xp.ones((2, 3)), 1).shape == (2, 1, 3)
+    a = xp.asarray([1.0, 2.0])
+    b = xp.asarray(a, copy=True)
+    assert b is not a
+    b[0] = 5.0
+    np.testing.assert_array_equal(a.to_numpy(), [1.0, 2.0])
+    undocumented = [
+        n for n in dir(xp)
+        if not n.startswith("_") and inspect.isfunction(getattr(xp, n)) and not (getattr(xp, n).__doc__ or "").strip()
+    ]
+    assert not undocumented

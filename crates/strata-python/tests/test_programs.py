@@ -385,3 +385,44 @@ def test_results_have_one_python_type_whatever_the_backend():
         assert isinstance(r, strata.Ragged), (backend, type(r))
         assert [o.tolist() for o in r.offsets] == [[0, 2, 3], [0, 1, 1, 2]], (backend, r.offsets)
         np.testing.assert_array_equal(r.values, [5.0, 7.0])
+
+
+def test_entries_explain_themselves():
+    """`strata.__version__`; an entry's `__signature__` names its inputs, its docstring gives
+    types, shapes and where it is written; a generic function is not an entry and says why."""
+    import inspect
+
+    assert strata.__version__.count(".") == 2
+    m = strata.load(os.path.join(ROOT, "examples/stencil/laplacian.strata"))
+    sig = inspect.signature(m.laplacian)
+    assert list(sig.parameters) == ["inp", "out", "backend", "threads"]
+    assert sig.parameters["out"].kind is inspect.Parameter.KEYWORD_ONLY
+    doc = m.laplacian.__doc__
+    assert "examples/stencil/laplacian.strata:13" in doc
+    assert "inp: tensor<f64, I[-1:6], J[-1:8], K[0:9]>  (numpy float64, shape 7×9×9)" in doc
+    assert m.laplacian.signature["params"][0]["shape"] == [7, 9, 9]
+    with pytest.raises(AttributeError, match="`@lap` is generic"):
+        m.lap
+    with pytest.raises(AttributeError, match="no entry `nothing`"):
+        m.nothing
+
+
+def test_python_numbers_for_scalar_parameters():
+    """A Python number is taken for a scalar parameter when its dtype holds it exactly; other
+    numbers, and SciPy matrices where a dense array is expected, are `ArgumentError`s that say
+    what to do."""
+    import scipy.sparse as sp
+
+    f = strata.compile("func @scale(%x: tensor<f64, I[0:4]>, %a: f64, %n: i32) -> tensor<f64, I[0:4]> {\n"
+                       "  %c = cast(%n, to = f64) : f64\n  %y = multiplies(%x, %a) : tensor<f64, I[0:4]>\n"
+                       "  return plus(%y, %c)\n}")
+    np.testing.assert_array_equal(f.scale(np.ones(4), 2, 3), np.full(4, 5.0))
+    np.testing.assert_array_equal(f.scale(np.ones(4), 0.5, n=-1), np.full(4, -0.5))
+    with pytest.raises(strata.ArgumentError, match="the Python int 9007199254740993 is not exactly representable as float64"):
+        f.scale(np.ones(4), 2**53 + 1, 0)
+    with pytest.raises(strata.ArgumentError, match="the Python float 1.5 is not exactly representable as int32"):
+        f.scale(np.ones(4), 1.0, 1.5)
+    with pytest.raises(strata.ArgumentError, match="is not exactly representable as int32"):
+        f.scale(np.ones(4), 1.0, 2**40)
+    with pytest.raises(strata.ArgumentError, match=r"a SciPy sparse csr_matrix where the parameter is dense .*`x.toarray\(\)`"):
+        f.scale(sp.csr_matrix(np.ones((1, 4))), 1.0, 0)

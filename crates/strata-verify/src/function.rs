@@ -193,28 +193,39 @@ pub(crate) fn check_assign(
     for w in &written {
         if let Some(l) = v.level(&w.name) {
             if !l.interval.contains(w.interval) {
+                let what = if cx.func.inline.contains(&value) {
+                    "the value".to_string()
+                } else {
+                    format!("`%{}`", cx.expr(value).name)
+                };
                 let d = cx.error(
                     "strata::verify::interval_not_covered",
                     format!(
-                        "`%{}` is computed on `{}{}` but `%{}` is written on `{}{}`",
-                        cx.expr(value).name,
-                        w.name,
-                        l.interval,
-                        t.name,
-                        w.name,
-                        w.interval
+                        "{} is computed on `{}{}` but `%{}` is written on `{}{}`",
+                        what, w.name, l.interval, t.name, w.name, w.interval
                     ),
                     "the output is not covered",
                 );
                 let sub = Interval::new(w.interval.start.max(l.interval.start), w.interval.stop.min(l.interval.stop));
                 let d = cx.with_operand(d, value);
-                return Err(Box::new(d.with_help(format!(
-                    "give the inputs a wider halo, or assign a subset: `%{}[{}{}] <- %{}`",
-                    t.name,
-                    w.name,
-                    sub,
-                    cx.expr(value).name
-                ))));
+                // Pasteable: the user's name for the value, or (a value written in place has only
+                // a generated name) the target to put in front of the value as written.
+                let help = if cx.func.inline.contains(&value) {
+                    format!(
+                        "give the inputs a wider halo, or write the covered part only: `%{}[{}{}] <- ` followed by \
+                         the value as written here",
+                        t.name, w.name, sub
+                    )
+                } else {
+                    format!(
+                        "give the inputs a wider halo, or assign a subset: `%{}[{}{}] <- %{}`",
+                        t.name,
+                        w.name,
+                        sub,
+                        cx.expr(value).name
+                    )
+                };
+                return Err(Box::new(d.with_help(help)));
             }
         }
     }

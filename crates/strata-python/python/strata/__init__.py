@@ -3,7 +3,8 @@
     >>> import numpy as np, strata
     >>> m = strata.load("examples/stencil/laplacian.strata")
     >>> out = m.laplacian(inp=np.random.rand(7, 9, 9))     # a program's `out` parameter
-    >>> m.lap.signature                                      # what `strata sig` prints
+    >>> m.laplacian.signature                                # what `strata sig --json` prints
+    >>> help(m.laplacian)                                    # its parameters, types and source line
 
 A module's entries (its functions and programs) are attributes; calling one verifies the
 arguments against the entry's parameter types, runs it natively where it compiles (else in the
@@ -40,6 +41,7 @@ from typing import Any, Dict, NamedTuple, Optional, Tuple
 import numpy as np
 
 from ._strata import ArgumentError, Error, ParseError, Program, RunError, VerifyError
+from ._strata import __version__
 from ._strata import compile as _compile
 from . import fields as _fields
 from .fields import *  # noqa: F401,F403 - fields over named dimensions are part of the package's API
@@ -67,24 +69,52 @@ class Ragged(NamedTuple):
     values: np.ndarray
 
 
+_CALL_DOC = """Inputs are passed by name or by position, in the order the entry declares them. `out=`
+takes an array (one result) or a dict of arrays by result name to write the results into
+(their dtype and shape must match). `backend=` is `"auto"` (native where the entry compiles,
+else the interpreter), `"native"` or `"interp"`; `threads=` the native threads (default:
+`$STRATA_NUM_THREADS`, else every core)."""
+
+
 class Entry:
     """A function or program of a module, callable with numpy arrays.
 
-    Inputs are passed by name (`m.lap(inp=a)`) or by position, in the order the entry declares
-    them. `out=` takes an array (one result) or a dict of arrays by result name to write the
-    results into (their dtype and shape must match). `backend=` is `"auto"` (native where the
-    entry compiles, else the interpreter), `"native"` or `"interp"`; `threads=` the native
-    threads (default: `$STRATA_NUM_THREADS`, else every core).
+    Its `__signature__` names its inputs (then `out`, `backend`, `threads`), and its docstring
+    gives each parameter's and result's type, dtype and shape, and where the entry is written
+    (`help(m.laplacian)`).
     """
 
     def __init__(self, program: Program, name: str):
+        import inspect
+
         self._program = program
-        self.__name__ = name
+        self.__name__ = self.__qualname__ = name
         self._inputs = program.inputs(name)
         self._outputs = program.outputs(name)
         self._params = set(self._outputs) - {"result"}
         self._results = collections.namedtuple(f"{name}_results", self._outputs, rename=True)
-        self.__doc__ = f"@{name}({', '.join(self._inputs)}) -> {', '.join(self._outputs)}"
+        kw = inspect.Parameter.KEYWORD_ONLY
+        self.__signature__ = inspect.Signature(
+            [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=np.ndarray) for n in self._inputs]
+            + [inspect.Parameter("out", kw, default=None), inspect.Parameter("backend", kw, default="auto"),
+               inspect.Parameter("threads", kw, default=None)]
+        )
+        self._param_info = {p["name"]: p for p in self.signature["params"]}
+        file, line = program.location(name)
+        self.__doc__ = self._describe(file, line)
+
+    def _describe(self, file: str, line: int) -> str:
+        sig = self.signature
+
+        def one(p: Dict[str, Any]) -> str:
+            shape = "×".join(map(str, p.get("shape") or [])) or "scalar"
+            return f"    {p['name']}: {p['type']}  (numpy {p.get('dtype', '?')}, shape {shape})"
+
+        lines = [f"{self.__name__}{self.__signature__}", "",
+                 f"@{self.__name__}: a Strata {sig.get('kind', 'entry')} written at {file}:{line}.", "", "Parameters:"]
+        lines += [one(p) for p in sig["params"]] or ["    (none)"]
+        lines += ["", "Results:"] + ([one(p) for p in sig["results"]] or ["    (none)"])
+        return "\n".join(lines + ["", _CALL_DOC])
 
     @property
     def signature(self) -> Dict[str, Any]:
@@ -101,7 +131,7 @@ class Entry:
             if k in given:
                 raise ArgumentError(f"argument `{k}` of `@{self.__name__}` given twice")
             given[k] = v
-        values = {k: _unwrap(v) for k, v in given.items()}
+        values = {k: _unwrap(self._argument(k, v)) for k, v in given.items()}
         targets = _out_targets(self.__name__, self._outputs, out)
         # A program's `out` parameters start as the caller's arrays: what it does not write
         # keeps its value.
@@ -114,8 +144,33 @@ class Entry:
             return ordered[0]
         return self._results(*ordered)
 
+    def _argument(self, name: str, v: Any) -> Any:
+        """A Python number as the parameter's dtype when it holds it exactly (`2` for an f64
+        scalar); a SciPy sparse matrix for a dense parameter refused with the fix."""
+        p = self._param_info.get(name)
+        if p is None:
+            return v
+        if isinstance(v, (bool, int, float)) and not p.get("shape") and p.get("dtype"):
+            d = np.dtype(p["dtype"])
+            try:
+                converted = np.asarray(v, dtype=d) if d.kind in "fb" or isinstance(v, (bool, int)) else None
+            except OverflowError:  # an integer out of the dtype's range
+                converted = None
+            if converted is not None and (d.kind == "b") == isinstance(v, bool) and converted.item() == v:
+                return converted
+            raise ArgumentError(
+                f"argument `{name}` of `@{self.__name__}`: the Python {type(v).__name__} {v!r} is not exactly representable as "
+                f"{d.name} (the parameter is `{p['type']}`)"
+            )
+        if hasattr(v, "tocoo") and hasattr(v, "nnz") and p.get("format") == "dense":
+            raise ArgumentError(
+                f"argument `{name}` of `@{self.__name__}`: a SciPy sparse {type(v).__name__} where the parameter is dense "
+                f"(`{p['type']}`): pass `{name}.toarray()`"
+            )
+        return v
+
     def __repr__(self) -> str:
-        return f"<strata entry {self.__doc__}>"
+        return f"<strata entry @{self.__name__}({', '.join(self._inputs)}) -> {', '.join(self._outputs)}>"
 
 
 class Module:
@@ -131,6 +186,13 @@ class Module:
     def name(self) -> str:
         """The file name its diagnostics show."""
         return self._program.name
+
+    def __getattr__(self, name: str) -> Any:
+        # Only for names that are not entries: say why (a generic function runs only where a
+        # typed caller gives it types; else the entries there are).
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise AttributeError(f"module {self.name!r} has no entry `{name}`: {self._program.why_not_entry(name)}")
 
     def __repr__(self) -> str:
         return f"<strata module {self.name!r}: {', '.join('@' + e for e in self.entries)}>"

@@ -347,58 +347,79 @@ def from_dlpack(x: Any, /, *, device: Any = None, copy: Any = None) -> Array:
 
 
 def full(shape, fill_value, *, dtype=None, device=None) -> Array:
+    """A new array of `shape` filled with `fill_value` (dtype from `dtype`, else from the value: bool,
+    int64 or float64)."""
     return _wrap(_a.full(list(_shape(shape)), _scalar(fill_value), _dt(dtype), device))
 
 
 def zeros(shape, *, dtype=None, device=None) -> Array:
+    """A new array of `shape` filled with zeros (default dtype float64)."""
     return full(shape, 0.0 if dtype is None else 0, dtype=dtype if dtype is not None else float64, device=device)
 
 
 def ones(shape, *, dtype=None, device=None) -> Array:
+    """A new array of `shape` filled with ones (default dtype float64)."""
     return full(shape, 1.0 if dtype is None else 1, dtype=dtype if dtype is not None else float64, device=device)
 
 
 def empty(shape, *, dtype=None, device=None) -> Array:
+    """A new array of `shape`; Strata fills it with zeros (the standard leaves the contents
+    unspecified)."""
     return zeros(shape, dtype=dtype, device=device)
 
 
 def full_like(x: Array, /, fill_value, *, dtype=None, device=None) -> Array:
+    """An array of `x`'s shape (and dtype, unless `dtype` is given) filled with `fill_value`."""
     return _wrap(_a.full_like(x._x, _scalar(fill_value), _dt(dtype)))
 
 
 def zeros_like(x: Array, /, *, dtype=None, device=None) -> Array:
+    """An array of `x`'s shape (and dtype, unless `dtype` is given) filled with zeros."""
     return full_like(x, 0, dtype=dtype) if dtype is not None else _wrap(_a.zeros_like(x._x))
 
 
 def ones_like(x: Array, /, *, dtype=None, device=None) -> Array:
+    """An array of `x`'s shape (and dtype, unless `dtype` is given) filled with ones."""
     return full_like(x, 1, dtype=dtype) if dtype is not None else _wrap(_a.ones_like(x._x))
 
 
 def empty_like(x: Array, /, *, dtype=None, device=None) -> Array:
+    """An array of `x`'s shape and dtype; Strata fills it with zeros."""
     return zeros_like(x, dtype=dtype)
 
 
 def arange(start, /, stop=None, step=1, *, dtype=None, device=None) -> Array:
+    """Evenly spaced values in `[start, stop)` with spacing `step` (`arange(n)`: `0 … n-1`); integer
+    dtype when every argument is an integer, else float64."""
     return _wrap(_a.arange(_scalar(start), None if stop is None else _scalar(stop), _scalar(step), _dt(dtype), device))
 
 
 def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None) -> Array:
+    """A 2-D array with ones on the `k`-th diagonal and zeros elsewhere (`n_cols` defaults to
+    `n_rows`); a `k` beyond the array gives all zeros."""
+    cols = n_rows if n_cols is None else n_cols
+    k = builtins.max(-n_rows, builtins.min(int(k), cols))  # a diagonal outside: all zeros
     return _wrap(_a.eye(n_rows, n_cols, k, _dt(dtype), device))
 
 
 def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True) -> Array:
+    """`num` evenly spaced values from `start` to `stop` (`stop` included unless `endpoint=False`)."""
     return _wrap(_a.linspace(float(start), float(stop), int(num), endpoint, _dt(dtype), device))
 
 
 def meshgrid(*arrays: Array, indexing: str = "xy") -> list:
+    """Coordinate arrays from 1-D arrays: `indexing="xy"` (Cartesian, the first two axes swapped) or
+    `"ij"` (matrix)."""
     return [_wrap(x) for x in _a.meshgrid([a._x for a in arrays], indexing)]
 
 
 def tril(x: Array, /, *, k: int = 0) -> Array:
+    """`x` with the elements above the `k`-th diagonal of its last two axes set to zero."""
     return _wrap(_a.tril(x._x, k))
 
 
 def triu(x: Array, /, *, k: int = 0) -> Array:
+    """`x` with the elements below the `k`-th diagonal of its last two axes set to zero."""
     return _wrap(_a.triu(x._x, k))
 
 
@@ -451,14 +472,20 @@ bitwise_invert = globals()["bitwise_invert"]
 
 
 def where(condition: Array, x1: Any, x2: Any, /) -> Array:
+    """Elementwise `x1` where `condition` holds, else `x2` (broadcast together; Python scalars take the
+    other operand's dtype)."""
     return _wrap(_a.where_(condition._x, _scalar(x1), _scalar(x2)))
 
 
 def clip(x: Array, /, min: Any = None, max: Any = None) -> Array:  # noqa: A002 - the standard's names
+    """`x` limited to `[min, max]` elementwise (either bound may be `None`; bounds may be arrays,
+    broadcast against `x`); the result keeps `x`'s dtype."""
     return _wrap(_a.clip(x._x, None if min is None else _scalar(min), None if max is None else _scalar(max)))
 
 
 def astype(x: Array, dtype: Any, /, *, copy: builtins.bool = True, device: Any = None) -> Array:
+    """`x` converted to `dtype` (floats to integers truncate toward zero; a value out of range follows
+    numpy 2). With `copy=False` and the same dtype, `x` itself."""
     if not copy and np.dtype(dtype) == x.dtype:
         return x
     return _wrap(_a.astype(x._x, _dt(dtype)))
@@ -468,10 +495,13 @@ def astype(x: Array, dtype: Any, /, *, copy: builtins.bool = True, device: Any =
 
 
 def sum(x: Array, /, *, axis=None, dtype=None, keepdims=False) -> Array:  # noqa: A001
+    """The sum over `axis` (all axes by default; `keepdims` keeps them as size 1). Integers accumulate
+    in the default integer dtype, bools as int64, unless `dtype` is given."""
     return _wrap(_a.accumulate("sum", x._x, _axes(axis), _dt(dtype), keepdims))
 
 
 def prod(x: Array, /, *, axis=None, dtype=None, keepdims=False) -> Array:
+    """The product over `axis` (all axes by default), with `sum`'s dtype rules."""
     return _wrap(_a.accumulate("prod", x._x, _axes(axis), _dt(dtype), keepdims))
 
 
@@ -488,30 +518,40 @@ max, min, mean, any, all = (_reduction(n) for n in ("max", "min", "mean", "any",
 
 
 def var(x: Array, /, *, axis=None, correction=0.0, keepdims=False) -> Array:
+    """The variance over `axis`, divided by `N - correction` (`correction=1`: the sample variance)."""
     return _wrap(_a.spread("var", x._x, _axes(axis), float(correction), keepdims))
 
 
 def std(x: Array, /, *, axis=None, correction=0.0, keepdims=False) -> Array:
+    """The standard deviation over `axis`, `sqrt(var(x, correction=…))`."""
     return _wrap(_a.spread("std", x._x, _axes(axis), float(correction), keepdims))
 
 
 def cumulative_sum(x: Array, /, *, axis=None, dtype=None, include_initial=False) -> Array:
+    """Running sums along `axis` (may be omitted for 1-D arrays); `include_initial=True` puts a leading
+    zero."""
     return _wrap(_a.cumulative_sum(x._x, axis, _dt(dtype), include_initial))
 
 
 def argmax(x: Array, /, *, axis=None, keepdims=False) -> Array:
+    """The index of the first largest value over `axis` (of the flattened array by default), as int64."""
     return _wrap(_a.arg_best("argmax", x._x, axis, keepdims))
 
 
 def argmin(x: Array, /, *, axis=None, keepdims=False) -> Array:
+    """The index of the first smallest value over `axis` (of the flattened array by default), as int64."""
     return _wrap(_a.arg_best("argmin", x._x, axis, keepdims))
 
 
 def nonzero(x: Array, /) -> tuple:
+    """A tuple of index arrays, one per axis, of the non-zero elements in row-major order (a data-
+    dependent shape: evaluates `x`)."""
     return tuple(_wrap(i) for i in _a.nonzero(x._x))
 
 
 def searchsorted(x1: Array, x2: Array, /, *, side="left", sorter=None) -> Array:
+    """Indices at which to insert `x2` into the sorted 1-D `x1` to keep it sorted (`side="left"` or
+    `"right"`; `sorter` sorts `x1` first)."""
     if sorter is not None:
         x1 = take(x1, sorter)
     if side not in ("left", "right"):
@@ -520,10 +560,13 @@ def searchsorted(x1: Array, x2: Array, /, *, side="left", sorter=None) -> Array:
 
 
 def sort(x: Array, /, *, axis=-1, descending=False, stable=True) -> Array:
+    """`x` sorted along `axis` (ascending, or `descending=True`); the sort is stable."""
     return _wrap(_a.sorting("sort", x._x, axis, descending, stable))
 
 
 def argsort(x: Array, /, *, axis=-1, descending=False, stable=True) -> Array:
+    """The indices that sort `x` along `axis` (stable; `descending=True` keeps equal elements in their
+    order)."""
     return _wrap(_a.sorting("argsort", x._x, axis, descending, stable))
 
 
@@ -545,18 +588,24 @@ class UniqueInverseResult(NamedTuple):
 
 
 def unique_all(x: Array, /) -> UniqueAllResult:
+    """The unique values of `x` (sorted), the first index of each, the inverse indices (in `x`'s shape)
+    and the counts (evaluates `x`)."""
     return UniqueAllResult(*(_wrap(a) for a in _a.unique("all", x._x)))
 
 
 def unique_counts(x: Array, /) -> UniqueCountsResult:
+    """The unique values of `x` (sorted) and how often each occurs."""
     return UniqueCountsResult(*(_wrap(a) for a in _a.unique("counts", x._x)))
 
 
 def unique_inverse(x: Array, /) -> UniqueInverseResult:
+    """The unique values of `x` (sorted) and, for each element of `x`, the index of its value among
+    them."""
     return UniqueInverseResult(*(_wrap(a) for a in _a.unique("inverse", x._x)))
 
 
 def unique_values(x: Array, /) -> Array:
+    """The unique values of `x`, sorted (evaluates `x`: the result's shape depends on its data)."""
     return _wrap(_a.unique("values", x._x)[0])
 
 
@@ -564,81 +613,108 @@ def unique_values(x: Array, /) -> Array:
 
 
 def broadcast_arrays(*arrays: Array) -> list:
+    """The arrays broadcast against each other (views, no data is copied)."""
     return [_wrap(a) for a in _a.broadcast_arrays([x._x for x in arrays])]
 
 
 def broadcast_to(x: Array, /, shape) -> Array:
+    """`x` broadcast to `shape` (size-1 and missing leading axes repeated)."""
     return _wrap(_a.broadcast_to(x._x, list(_shape(shape))))
 
 
 def concat(arrays, /, *, axis: Optional[int] = 0) -> Array:
+    """The arrays joined along an existing `axis` (`axis=None`: flattened first); dtypes promote."""
     return _wrap(_a.concat([x._x for x in arrays], axis))
 
 
 def stack(arrays, /, *, axis: int = 0) -> Array:
+    """The arrays (all one shape) joined along a new `axis`."""
     return _wrap(_a.stack([x._x for x in arrays], axis))
 
 
-def expand_dims(x: Array, /, *, axis: int = 0) -> Array:
+def expand_dims(x: Array, /, axis: int = 0) -> Array:
+    """`x` with a new axis of size 1 at `axis` (negative: counted from the end of the result)."""
     return _wrap(_a.expand_dims(x._x, axis))
 
 
 def flip(x: Array, /, *, axis=None) -> Array:
+    """`x` with the order of elements reversed along `axis` (every axis by default)."""
     return _wrap(_a.flip(x._x, _axes(axis)))
 
 
 def moveaxis(x: Array, source, destination, /) -> Array:
+    """`x` with the axes `source` moved to the positions `destination`, the others in their order."""
     return _wrap(_a.moveaxis(x._x, _axes(source), _axes(destination)))
 
 
 def permute_dims(x: Array, /, axes) -> Array:
+    """`x` with its axes permuted: axis `i` of the result is axis `axes[i]` of `x`."""
     return _wrap(_a.permute_dims(x._x, list(axes)))
 
 
 def repeat(x: Array, repeats, /, *, axis=None) -> Array:
+    """Each element of `x` repeated `repeats` times (an int, or one count per element along `axis`; the
+    flattened array when `axis` is None)."""
     r = repeats._x if isinstance(repeats, Array) else int(repeats)
     return _wrap(_a.repeat(x._x, r, axis))
 
 
 def reshape(x: Array, /, shape, *, copy=None) -> Array:
+    """`x` with a new `shape` (one `-1` is inferred), elements in row-major order. `copy=False` raises
+    if a copy were needed."""
     return _wrap(_a.reshape(x._x, list(_shape(shape)), copy))
 
 
 def roll(x: Array, /, shift, *, axis=None) -> Array:
+    """`x` shifted by `shift` along `axis` (the flattened array if None), elements leaving one end
+    coming in at the other."""
     return _wrap(_a.roll(x._x, [shift] if isinstance(shift, int) else list(shift), _axes(axis)))
 
 
 def squeeze(x: Array, /, axis) -> Array:
+    """`x` without the size-1 axes `axis` (a `ValueError` if one is not of size 1)."""
     return _wrap(_a.squeeze(x._x, _axes(axis)))
 
 
 def tile(x: Array, repetitions, /) -> Array:
+    """`x` repeated `repetitions` times along each axis (leading axes added as needed)."""
     return _wrap(_a.tile(x._x, list(repetitions)))
 
 
 def unstack(x: Array, /, *, axis: int = 0) -> tuple:
+    """The arrays along `axis` of `x`, as a tuple (the inverse of `stack`)."""
     return tuple(_wrap(a) for a in _a.unstack(x._x, axis))
 
 
 def take(x: Array, indices: Array, /, *, axis=None) -> Array:
+    """The elements of `x` at the integer `indices` along `axis` (may be omitted for 1-D `x`); an index
+    out of range is an `IndexError`."""
     return _wrap(_a.take(x._x, asarray(indices)._x, axis))
 
 
 def matmul(x1: Array, x2: Array, /) -> Array:
+    """The matrix product (`@`): batched over leading axes as the standard broadcasts them; 1-D
+    operands are promoted to matrices and their axis dropped afterwards. A Strata `map_reduce`
+    over the contracted axis."""
     return _wrap(_a.matmul(x1._x, x2._x))
 
 
 def matrix_transpose(x: Array, /) -> Array:
+    """`x` with its last two axes swapped."""
     return _wrap(_a.matrix_transpose(x._x))
 
 
 def tensordot(x1: Array, x2: Array, /, *, axes=2) -> Array:
+    """The tensor contraction of `x1` and `x2` over `axes` (an int: the last `axes` of `x1` with the
+    first of `x2`; or two sequences of axes)."""
     if not isinstance(axes, int):
         axes = (list(axes[0]), list(axes[1]))
     return _wrap(_a.tensordot(x1._x, x2._x, axes))
 
 
 def vecdot(x1: Array, x2: Array, /, *, axis: int = -1) -> Array:
+    """The dot product of vectors along `axis` (the conjugate of `x1` for complex, which Strata does
+    not have yet), broadcast over the other axes."""
     return _wrap(_a.vecdot(x1._x, x2._x, axis))
 
 
@@ -646,6 +722,8 @@ def vecdot(x1: Array, x2: Array, /, *, axis: int = -1) -> Array:
 
 
 def result_type(*arrays_and_dtypes) -> np.dtype:
+    """The dtype the standard's promotion rules give for these arrays and dtypes (Python scalars are
+    weak: they take the arrays' kind's dtype)."""
     names = [(a.dtype if isinstance(a, Array) else np.dtype(a)).name for a in arrays_and_dtypes
              if not isinstance(a, (builtins.bool, int, float))]
     if not names:
@@ -654,16 +732,44 @@ def result_type(*arrays_and_dtypes) -> np.dtype:
 
 
 def can_cast(from_, to, /) -> builtins.bool:
+    """Whether `from_` (a dtype or an array) can be cast to `to` under the standard's promotion rules
+    (without changing kind or losing range)."""
     f = from_.dtype if isinstance(from_, Array) else np.dtype(from_)
     return _a.can_cast(f.name, np.dtype(to).name)
 
 
-def finfo(type, /):  # noqa: A002
-    return np.finfo(type.dtype if isinstance(type, Array) else type)
+class finfo_object(NamedTuple):
+    """Machine limits of a floating-point dtype, as the standard lists them (Python floats)."""
+
+    bits: int
+    eps: float
+    max: float
+    min: float
+    smallest_normal: float
+    dtype: Any
 
 
-def iinfo(type, /):  # noqa: A002
-    return np.iinfo(type.dtype if isinstance(type, Array) else type)
+class iinfo_object(NamedTuple):
+    """Machine limits of an integer dtype, as the standard lists them (Python ints)."""
+
+    bits: int
+    max: int
+    min: int
+    dtype: Any
+
+
+def finfo(type, /) -> finfo_object:  # noqa: A002
+    """The limits of a floating-point dtype (or of an array's dtype): `bits`, `eps`, `max`,
+    `min`, `smallest_normal` as Python floats, and the `dtype`."""
+    f = np.finfo(type.dtype if isinstance(type, Array) else type)
+    return finfo_object(int(f.bits), float(f.eps), float(f.max), float(f.min), float(f.smallest_normal), f.dtype)
+
+
+def iinfo(type, /) -> iinfo_object:  # noqa: A002
+    """The limits of an integer dtype (or of an array's dtype): `bits`, `max`, `min` as Python
+    ints, and the `dtype`."""
+    i = np.iinfo(type.dtype if isinstance(type, Array) else type)
+    return iinfo_object(int(i.bits), int(i.max), int(i.min), i.dtype)
 
 
 _KINDS = {
@@ -678,6 +784,8 @@ _KINDS = {
 
 
 def isdtype(dtype, kind) -> builtins.bool:
+    """Whether `dtype` is of `kind`: a dtype, or one of "bool", "signed integer", "unsigned integer",
+    "integral", "real floating", "complex floating", "numeric", or a tuple of those."""
     kinds = kind if isinstance(kind, tuple) else (kind,)
     d = np.dtype(dtype)
     return builtins.any(d == k if not isinstance(k, str) else d in _KINDS[k] for k in kinds)
