@@ -406,6 +406,8 @@ case("mean", lambda x, axis, keepdims: np.mean(x, axis=axis, keepdims=keepdims),
 case("var", lambda x, axis, keepdims, correction: np.var(x, axis=axis, keepdims=keepdims, ddof=correction), x=arr((1, 3)), axis=0, keepdims=False, correction=1.0)
 for x, axis, include_initial in [(arr((3, 4)), 1, False), (arr((3, 4), "int8", -100, 100), 0, True), (arr((5,), "uint16"), None, True), (arr((2, 3, 2), "float32"), -2, False), (np.zeros((0, 2)), 0, True)]:
     case("cumulative_sum", lambda x, axis, include_initial: np.cumulative_sum(x, axis=axis, include_initial=include_initial), tol="sum", x=x, axis=axis, include_initial=include_initial)
+for x, axis, include_initial in [(arr((3, 4), "float64", -2, 2), 1, False), (arr((3, 4), "int8", -3, 3), 0, True), (arr((5,), "uint16", 0, 9), None, True), (arr((2, 3, 2), "float32", -1.5, 1.5), -2, False), (np.zeros((0, 2)), 0, True), (np.array([2.0, np.inf, 0.0, np.nan]), None, False)]:
+    case("cumulative_prod", lambda x, axis, include_initial: np.cumulative_prod(x, axis=axis, include_initial=include_initial), tol="sum", x=x, axis=axis, include_initial=include_initial)
 
 with open(os.path.join(OUT, "cases.json"), "w") as f:
     json.dump(CASES, f, indent=0)

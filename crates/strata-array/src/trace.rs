@@ -64,13 +64,14 @@ pub(crate) fn fold_payload(t: Scalar, op: Option<BinaryOp>) -> Handle<Function> 
 }
 
 /// `(s: S, x: S) -> S` returning `s + x` over slices of `shape` (the step of a running sum).
-pub(crate) fn running_sum_payload(shape: &[usize], t: Scalar, place: &Place) -> Handle<Function> {
+pub(crate) fn running_fold_payload(op: BinaryOp, shape: &[usize], t: Scalar, place: &Place) -> Handle<Function> {
     payload(|lib| {
         let ty = ir_type(lib, shape, t, place);
-        let mut f = lib.function("running_sum", FunctionKind::Func);
+        let name = if op == BinaryOp::Multiplies { "running_product" } else { "running_sum" };
+        let mut f = lib.function(name, FunctionKind::Func);
         let s = f.param(ty, ParamMode::In);
         let x = f.param(ty, ParamMode::In);
-        let r = f.op(Op::Binary { op: BinaryOp::Plus, lhs: s, rhs: x })?;
+        let r = f.op(Op::Binary { op, lhs: s, rhs: x })?;
         Ok(f.finish_returning(&[r]))
     })
 }

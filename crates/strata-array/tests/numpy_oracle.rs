@@ -298,6 +298,12 @@ fn call(op: &str, a: &Args) -> Result<Vec<Array>> {
             None,
             a.boolean("include_initial", false),
         )),
+        "cumulative_prod" => one(cumulative_prod(
+            &a.array("x"),
+            a.opt_int("axis").map(|x| x as isize),
+            None,
+            a.boolean("include_initial", false),
+        )),
         "abs" => one(abs(&a.array("x"))),
         "negative" => one(negative(&a.array("x"))),
         "positive" => one(positive(&a.array("x"))),

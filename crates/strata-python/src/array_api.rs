@@ -424,6 +424,13 @@ fn cumulative_sum(x: &PyArr, axis: Option<isize>, dtype_name: Option<&str>, incl
     wrap(sa::cumulative_sum(&x.0, axis, dtype(dtype_name)?, include_initial))
 }
 
+/// `cumulative_prod(x, axis, dtype, include_initial)`.
+#[pyfunction]
+#[pyo3(signature = (x, axis = None, dtype_name = None, include_initial = false))]
+fn cumulative_prod(x: &PyArr, axis: Option<isize>, dtype_name: Option<&str>, include_initial: bool) -> R {
+    wrap(sa::cumulative_prod(&x.0, axis, dtype(dtype_name)?, include_initial))
+}
+
 // ---- manipulation ----
 
 /// `broadcast_to(x, shape)`.
@@ -672,6 +679,7 @@ pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(spread, &m)?,
         wrap_pyfunction!(arg_best, &m)?,
         wrap_pyfunction!(cumulative_sum, &m)?,
+        wrap_pyfunction!(cumulative_prod, &m)?,
         wrap_pyfunction!(broadcast_to, &m)?,
         wrap_pyfunction!(broadcast_arrays, &m)?,
         wrap_pyfunction!(permute_dims, &m)?,

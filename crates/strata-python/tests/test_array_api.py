@@ -368,9 +368,6 @@ def test_vecdot(n, k, dtype):
 MISSING = {
     "complex64": "Strata has no complex dtypes",
     "complex128": "Strata has no complex dtypes",
-    "cumulative_prod": "2024.12; no product scan in the front end yet",
-    "take_along_axis": "2024.12; not in the front end yet",
-    "isin": "2025.12; not in the front end yet",
 }
 STRICT_ONLY = {"ArrayAPIStrictFlags", "Device", "ModuleType", "get_array_api_strict_flags",
                "reset_array_api_strict_flags", "set_array_api_strict_flags"}
@@ -488,3 +485,46 @@ def test_info_functions_eye_expand_dims_and_copies_as_the_standard_says():
         if not n.startswith("_") and inspect.isfunction(getattr(xp, n)) and not (getattr(xp, n).__doc__ or "").strip()
     ]
     assert not undocumented
+
+
+@pytest.mark.parametrize("key", [
+    (slice(None), [2, 0]), ([1, 0],), (Ellipsis, np.array([3, -1])), (1, slice(None), [0, 0, 3]),
+    (slice(None), np.array([[0, 1], [2, 2]])), (None, slice(None), [1]), (1, [0, 2]), ([0, 1], 2),
+    (slice(None), 1, slice(None), np.array([[0], [4]])), (0, Ellipsis, [1, 1]), (slice(1, 2), [0, -1], 3),
+])
+def test_integer_array_indexing_matches_numpy(key):
+    """One integer array among slices, integers, `...` and None, as numpy indexes (advanced
+    dimensions in place when adjacent to the integers, first otherwise)."""
+    a = np.arange(120.0).reshape(2, 3, 4, 5)
+    np.testing.assert_array_equal(xp.asarray(a)[key].to_numpy(), a[key])
+    x = xp.asarray(a)
+    k = tuple(xp.asarray(p) if isinstance(p, (list, np.ndarray)) else p for p in key)
+    np.testing.assert_array_equal(x[k].to_numpy(), a[key])
+
+
+def test_take_along_axis_cumulative_prod_and_isin_match_numpy():
+    rng = np.random.default_rng(40)
+    a = rng.standard_normal((3, 4, 5))
+    for ax in (0, 1, 2, -1):
+        idx = np.argsort(a, axis=ax)
+        np.testing.assert_array_equal(xp.take_along_axis(xp.asarray(a), xp.asarray(idx), axis=ax).to_numpy(),
+                                      np.take_along_axis(a, idx, axis=ax))
+    idx = rng.integers(-4, 4, (3, 1, 5))
+    np.testing.assert_array_equal(xp.take_along_axis(xp.asarray(a), xp.asarray(idx), axis=1).to_numpy(),
+                                  np.take_along_axis(a, idx, axis=1))
+    ints = rng.integers(-3, 4, (4, 5)).astype(np.int32)
+    for ax in (0, 1):
+        got = xp.cumulative_prod(xp.asarray(ints), axis=ax).to_numpy()
+        assert got.dtype == np.int64
+        np.testing.assert_array_equal(got, np.cumprod(ints, axis=ax, dtype=np.int64))
+        got = xp.cumulative_prod(xp.asarray(ints), axis=ax, include_initial=True).to_numpy()
+        want = np.cumprod(ints, axis=ax, dtype=np.int64)
+        np.testing.assert_array_equal(got, np.concatenate([np.ones_like(np.take(want, [0], axis=ax)), want], axis=ax))
+    np.testing.assert_allclose(xp.cumulative_prod(xp.asarray(a[0, 0])).to_numpy(), np.cumprod(a[0, 0]), rtol=1e-15)
+    x1, x2 = rng.integers(0, 10, (3, 4)), np.array([1, 5, 7])
+    for invert in (False, True):
+        np.testing.assert_array_equal(xp.isin(xp.asarray(x1), xp.asarray(x2), invert=invert).to_numpy(),
+                                      np.isin(x1, x2, invert=invert))
+    f = np.array([1.0, np.nan, 2.0])
+    np.testing.assert_array_equal(xp.isin(xp.asarray(f), xp.asarray(np.array([np.nan, 2.0]))).to_numpy(), [False, False, True])
+    np.testing.assert_array_equal(xp.isin(xp.asarray(f), xp.asarray(np.array([]))).to_numpy(), [False] * 3)

@@ -10,7 +10,7 @@ use super::{cast, elementwise, letter};
 use crate::array::{literal, operand, Array, Kind};
 use crate::dtype::{sum_dtype, DType};
 use crate::error::{dtype_error, invalid, Result};
-use crate::trace::{arg_extreme_payload, fold_payload, running_sum_payload};
+use crate::trace::{arg_extreme_payload, fold_payload, running_fold_payload};
 
 /// `fold(kw)` of `x` over `axes` from `init`.
 fn fold(x: &Array, axes: &[usize], kw: BinaryOp, init: Literal, keepdims: bool) -> Result<Array> {
@@ -167,12 +167,32 @@ pub fn all(x: &Array, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> {
 
 /// Running sums along `axis` (required unless `x` is 1-d); `include_initial` prepends a zero.
 pub fn cumulative_sum(x: &Array, axis: Option<isize>, dtype: Option<DType>, include_initial: bool) -> Result<Array> {
+    running("cumulative_sum", BinaryOp::Plus, x, axis, dtype, include_initial)
+}
+
+/// Running products along `axis` (required unless `x` is 1-d); `include_initial` prepends a
+/// one.
+pub fn cumulative_prod(x: &Array, axis: Option<isize>, dtype: Option<DType>, include_initial: bool) -> Result<Array> {
+    running("cumulative_prod", BinaryOp::Multiplies, x, axis, dtype, include_initial)
+}
+
+/// The running fold `op` (`plus` or `multiplies`) along `axis`, a forward `scan` from the op's
+/// identity, in `sum`'s dtype unless `dtype` is given.
+fn running(
+    name: &'static str,
+    op: BinaryOp,
+    x: &Array,
+    axis: Option<isize>,
+    dtype: Option<DType>,
+    include_initial: bool,
+) -> Result<Array> {
     let axis = match axis {
-        Some(a) => Array::axis("cumulative_sum", a, x.ndim())?,
+        Some(a) => Array::axis(name, a, x.ndim())?,
         None if x.ndim() == 1 => 0,
-        None => return Err(invalid("cumulative_sum", "axis is required for arrays of more than one dimension")),
+        None => return Err(invalid(name, "axis is required for arrays of more than one dimension")),
     };
     let d = dtype.unwrap_or(sum_dtype(x.dtype()));
+    let identity = if op == BinaryOp::Multiplies { 1.0 } else { 0.0 };
     let xd = cast(x, d);
     let scanned = if x.size() == 0 {
         xd.clone()
@@ -183,14 +203,14 @@ pub fn cumulative_sum(x: &Array, axis: Option<isize>, dtype: Option<DType>, incl
         let to_last: Vec<isize> = (0..r).filter(|&d| d != axis).chain([axis]).map(|d| d as isize).collect();
         let moved = super::manipulation::permute_dims(&xd, &to_last)?;
         let slice: Vec<usize> = moved.shape()[..r - 1].to_vec();
-        let func = running_sum_payload(&slice, d, &super::untiled(x.place()));
+        let func = running_fold_payload(op, &slice, d, &super::untiled(x.place()));
         let s = Array::traced(
             Op::Scan {
                 func,
                 args: vec![operand(0)],
                 dim: DimName::positional(r - 1),
                 forward: true,
-                init: Init::Literal(literal(0.0, d)),
+                init: Init::Literal(literal(identity, d)),
             },
             vec![moved.clone()],
             moved.shape().to_vec(),
@@ -203,10 +223,14 @@ pub fn cumulative_sum(x: &Array, axis: Option<isize>, dtype: Option<DType>, incl
     if !include_initial {
         return Ok(scanned);
     }
-    let mut zshape = x.shape().to_vec();
-    zshape[axis] = 1;
-    let z = super::creation::zeros(&zshape, Some(d), x.place())?;
-    super::manipulation::concat(&[&z, &scanned], Some(axis as isize))
+    let mut ishape = x.shape().to_vec();
+    ishape[axis] = 1;
+    let first = if op == BinaryOp::Multiplies {
+        super::creation::ones(&ishape, Some(d), x.place())?
+    } else {
+        super::creation::zeros(&ishape, Some(d), x.place())?
+    };
+    super::manipulation::concat(&[&first, &scanned], Some(axis as isize))
 }
 
 fn arg_extreme(op: &'static str, x: &Array, axis: Option<isize>, keepdims: bool, largest: bool) -> Result<Array> {

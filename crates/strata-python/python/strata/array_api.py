@@ -12,9 +12,9 @@ compiles it, cached by structure and shapes — and runs it. Semantics are the s
     >>> y = (x - xp.mean(x, axis=1, keepdims=True)) / xp.std(x, axis=1, keepdims=True)
     >>> y.to_numpy()
 
-Not here (docs/python.md): complex dtypes, `__setitem__` without evaluating (it evaluates the
-array, assigns in numpy and traces the result afresh), integer-array indexing beyond `take`
-along one axis, devices other than the host.
+Not here (docs/python.md): complex dtypes, the `linalg` and `fft` extensions, `__setitem__`
+without evaluating (it evaluates the array, assigns in numpy and traces the result afresh),
+indexing by several integer arrays at once, devices other than the host.
 """
 
 from __future__ import annotations
@@ -284,9 +284,12 @@ class Array:
                 return _wrap(_a.mask(self._x, key._x))
             if key.dtype.kind in "iu":
                 return take(self, key, axis=0)
-        if isinstance(key, np.ndarray):
+        if isinstance(key, (np.ndarray, list)):
             return self[asarray(key)]
         parts = key if isinstance(key, tuple) else (key,)
+        arrays = [i for i, k in enumerate(parts) if _is_index_array(k)]
+        if arrays:
+            return self._take_with(parts, arrays)
         idx = []
         for k in parts:
             if k is None:
@@ -303,11 +306,53 @@ class Array:
                 raise IndexError(f"unsupported index {k!r} (integers, slices, `...`, None, a boolean or integer array)")
         return _wrap(_a.index(self._x, idx))
 
+    def _take_with(self, parts: tuple, arrays: list) -> "Array":
+        """`x[..., idx, ...]` with one integer array among slices, integers, `None` and `...`:
+        the basic index with `:` in the array's place, then `take` along the axis it left
+        (an N-d `idx` puts its shape there; negative entries count from the end)."""
+        if len(arrays) > 1:
+            raise IndexError("integer-array indexing takes one integer array (the others integers, slices, `...` or None)")
+        pos = arrays[0]
+        idx = asarray(parts[pos])
+        consumed = builtins.sum(1 for k in parts if k is not None and k is not Ellipsis)
+        if consumed > self.ndim:
+            raise IndexError(f"too many indices for an array of {self.ndim} dimensions")
+        # The axis of the basic-indexed array that the integer array's `:` stands for.
+        axis = 0
+        for k in parts[:pos]:
+            if k is Ellipsis:
+                axis += self.ndim - consumed
+            elif k is None or isinstance(k, slice):
+                axis += 1
+        base = self[tuple(slice(None) if i == pos else k for i, k in enumerate(parts))]
+        n = base.shape[axis]
+        flat = reshape(idx, (-1,)) if idx.ndim != 1 else idx
+        flat = where(flat < 0, flat + n, flat)
+        out = take(base, flat, axis=axis)
+        if idx.ndim != 1:
+            out = reshape(out, base.shape[:axis] + idx.shape + base.shape[axis + 1:])
+        # With integers, the array index is one of several advanced indices (numpy's rule):
+        # separated by a slice, `...` or None, their dimensions come first.
+        advanced = [i for i, k in enumerate(parts) if i == pos or isinstance(k, (int, np.integer)) and not isinstance(k, builtins.bool)]
+        if advanced[-1] - advanced[0] != len(advanced) - 1 and axis != 0:
+            out = moveaxis(out, tuple(range(axis, axis + idx.ndim)), tuple(range(idx.ndim)))
+        return out
+
     def __setitem__(self, key: Any, value: Any) -> None:
         a = self.to_numpy().copy()
         k = key.to_numpy() if isinstance(key, Array) else key
         a[k] = value.to_numpy() if isinstance(value, Array) else value
         self._x = _a.from_numpy(a)
+
+
+def _is_index_array(k: Any) -> builtins.bool:
+    """Whether an index is an integer array (an `Array`, a numpy array or a list of integers)."""
+    if isinstance(k, Array):
+        return k.dtype.kind in "iu" and k.ndim > 0
+    if isinstance(k, (np.ndarray, list)):
+        a = np.asarray(k)
+        return a.dtype.kind in "iu" and a.ndim > 0
+    return False
 
 
 def _int(v: Any) -> Optional[int]:
@@ -533,6 +578,12 @@ def cumulative_sum(x: Array, /, *, axis=None, dtype=None, include_initial=False)
     return _wrap(_a.cumulative_sum(x._x, axis, _dt(dtype), include_initial))
 
 
+def cumulative_prod(x: Array, /, *, axis=None, dtype=None, include_initial=False) -> Array:
+    """Running products along `axis` (may be omitted for 1-D arrays); `include_initial=True` puts a
+    leading one. A forward `scan` with `multiplies`, in `prod`'s dtype unless `dtype` is given."""
+    return _wrap(_a.cumulative_prod(x._x, axis, _dt(dtype), include_initial))
+
+
 def argmax(x: Array, /, *, axis=None, keepdims=False) -> Array:
     """The index of the first largest value over `axis` (of the flattened array by default), as int64."""
     return _wrap(_a.arg_best("argmax", x._x, axis, keepdims))
@@ -688,8 +739,49 @@ def unstack(x: Array, /, *, axis: int = 0) -> tuple:
 
 def take(x: Array, indices: Array, /, *, axis=None) -> Array:
     """The elements of `x` at the integer `indices` along `axis` (may be omitted for 1-D `x`); an index
-    out of range is an `IndexError`."""
+    out of range is an error when the array is read."""
     return _wrap(_a.take(x._x, asarray(indices)._x, axis))
+
+
+def take_along_axis(x: Array, indices: Array, /, *, axis: int = -1) -> Array:
+    """The elements of `x` at `indices` along `axis`, position by position (`indices` has `x`'s
+    number of dimensions; the others broadcast): the inverse of `argsort` along an axis.
+    Negative indices count from the end. Traced as one `take` of the flattened array at the
+    computed flat positions."""
+    indices = asarray(indices)
+    if indices.ndim != x.ndim:
+        raise ValueError(f"take_along_axis: indices have {indices.ndim} dimensions, the array {x.ndim}")
+    ax = axis + x.ndim if axis < 0 else axis
+    if not 0 <= ax < x.ndim:
+        raise IndexError(f"take_along_axis: axis {axis} is out of range for {x.ndim} dimensions")
+    shape = list(np.broadcast_shapes(tuple(1 if d == ax else n for d, n in enumerate(x.shape)),
+                                     tuple(1 if d == ax else n for d, n in enumerate(indices.shape))))
+    src = list(shape)
+    src[ax] = x.shape[ax]
+    shape[ax] = indices.shape[ax]
+    xb = broadcast_to(x, tuple(src))
+    idx = where(indices < 0, indices + x.shape[ax], indices)
+    flat = zeros(tuple(shape), dtype=int64)
+    stride = 1
+    for d in reversed(range(x.ndim)):
+        if d == ax:
+            coord = broadcast_to(astype(idx, int64), tuple(shape))
+        else:
+            view = [1] * x.ndim
+            view[d] = shape[d]
+            coord = broadcast_to(reshape(arange(shape[d], dtype=int64), tuple(view)), tuple(shape))
+        flat = flat + coord * stride
+        stride *= src[d]
+    return reshape(take(reshape(xb, (-1,)), reshape(flat, (-1,))), tuple(shape))
+
+
+def isin(x1: Any, x2: Any, /, *, invert: builtins.bool = False) -> Array:
+    """Elementwise, whether each element of `x1` equals some element of `x2` (`invert=True`:
+    equals none); `x1`'s shape. NaN is in nothing. One comparison against every element of
+    `x2`, folded by `any`."""
+    a, b = asarray(x1), reshape(asarray(x2), (-1,))
+    hit = any(expand_dims(a, axis=-1) == b, axis=-1) if b.shape[0] else zeros(a.shape, dtype=bool)
+    return logical_not(hit) if invert else hit
 
 
 def matmul(x1: Array, x2: Array, /) -> Array:
