@@ -638,3 +638,105 @@ fn gathers_over_distributed_operands_equal_one_process() {
         "the indices of a gather from a distributed source must be a parameter",
     );
 }
+
+/// The pid of rank `rank` of the job whose launcher was started with `STRATA_TEST_MARK=mark`
+/// (the ranks inherit the launcher's environment through `mpirun`).
+fn rank_pid(mark: &str, rank: usize) -> Option<i32> {
+    let want_mark = format!("STRATA_TEST_MARK={mark}");
+    let want_rank = format!("OMPI_COMM_WORLD_RANK={rank}");
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+        let env = std::fs::read(e.path().join("environ")).ok()?;
+        let vars: Vec<&[u8]> = env.split(|&b| b == 0).collect();
+        (vars.contains(&want_mark.as_bytes()) && vars.contains(&want_rank.as_bytes())).then_some(pid)
+    })
+}
+
+/// Starts `strata run --ranks 2 ARGS`, waits until `ready()` holds (polling), SIGKILLs rank 1
+/// (what the out-of-memory killer does), and returns the job's output and the seconds from
+/// the kill to its end.
+fn kill_rank_1_when(args: &[String], ready: impl Fn() -> bool) -> (Output, f64) {
+    let mark = format!("kill-{}-{}", std::process::id(), args.len());
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["run", "--ranks", "2"])
+        .args(args)
+        .env("STRATA_TEST_MARK", &mark)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("strata starts");
+    let start = std::time::Instant::now();
+    let pid = loop {
+        if let (true, Some(pid)) = (ready(), rank_pid(&mark, 1)) {
+            break pid;
+        }
+        assert!(start.elapsed().as_secs() < 120, "the job never got ready");
+        std::thread::sleep(std::time::Duration::from_micros(500));
+    };
+    // SAFETY: kill has no memory-safety preconditions; `pid` is the job's rank 1.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    let killed = std::time::Instant::now();
+    let o = child.wait_with_output().expect("the job ends");
+    (o, killed.elapsed().as_secs_f64())
+}
+
+#[test]
+fn a_killed_rank_ends_the_job_naming_itself_and_leaves_no_files() {
+    require_mpi();
+    let d = tmp("killed");
+    let out = d.join("out.npy");
+    // While ranks compute (a long repeat): the job ends within seconds, saying which rank died
+    // and of what, and writes nothing.
+    let lap = root().join("examples/distributed/laplacian.strata").display().to_string();
+    let args: Vec<String> = vec![
+        lap,
+        "--arg".into(),
+        "inp=random:1".into(),
+        "--repeat".into(),
+        "100000000".into(),
+        "--out".into(),
+        format!("out={}", out.display()),
+    ];
+    let begun = std::time::Instant::now();
+    let (o, after) = kill_rank_1_when(&args, || begun.elapsed().as_millis() > 1500);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(
+        e.contains("error: rank 1 was killed by signal 9 (Killed): SIGKILL, which the kernel's out-of-memory killer"),
+        "{e}"
+    );
+    assert!(!e.contains("mpirun noticed"), "Open MPI's notice is not repeated: {e}");
+    assert!(after < 20.0, "the job took {after:.1} s to end after the kill");
+    // While ranks write their blocks of a large output into the hidden temporary: it goes too.
+    let prog = d.join("copy.strata");
+    std::fs::write(
+        &prog,
+        "!T = tensor<f64, I[0:20000000] block, team = world>\nprogram @p(%out: out !T, %a: !T) {\n  %out <- %a\n}\n",
+    )
+    .unwrap();
+    let args = vec![
+        prog.display().to_string(),
+        "--arg".into(),
+        "a=ones".into(),
+        "--out".into(),
+        format!("out={}", out.display()),
+    ];
+    let temporary =
+        || std::fs::read_dir(&d).unwrap().flatten().any(|e| e.file_name().to_string_lossy().contains("strata-tmp"));
+    // (A loaded machine may finish the write between seeing the temporary and the kill: then
+    // the job succeeded, and it is tried again.)
+    let mut o = kill_rank_1_when(&args, temporary).0;
+    for _ in 0..3 {
+        if o.status.code() != Some(0) {
+            break;
+        }
+        std::fs::remove_file(&out).unwrap();
+        o = kill_rank_1_when(&args, temporary).0;
+    }
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(e.contains("error: rank 1 was killed by signal 9"), "{e}");
+    let left: Vec<String> =
+        std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(left, vec!["copy.strata".to_string()], "nothing but the program is left");
+}

@@ -25,6 +25,11 @@ use crate::RunOptions;
 
 /// `strata run --ranks N` outside MPI: starts `mpirun -n N` on this same command line (without
 /// `--ranks`), with the flags Open MPI needs as root and on fewer cores than ranks.
+///
+/// A rank that dies (a signal: the out-of-memory killer's SIGKILL, a crash) ends the job with a
+/// message naming the rank and the signal, read from the launcher's notice (Open MPI's own
+/// notices are not repeated), and the temporary files of `--out` left by the ranks are removed:
+/// each output's temporary carries this job's token (`STRATA_JOB_TOKEN`).
 pub fn launch(ranks: usize) -> i32 {
     let exe = match std::env::current_exe() {
         Ok(e) => e,
@@ -50,22 +55,121 @@ pub fn launch(ranks: usize) -> i32 {
         .output()
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("Open MPI"));
     if open_mpi {
-        cmd.arg("--oversubscribe").arg("--quiet");
+        // Not `--quiet`: its notice of a rank killed by a signal is the only place that names
+        // the rank; the launcher's notices are filtered out of the ranks' stderr below.
+        cmd.arg("--oversubscribe");
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } == 0 {
             cmd.arg("--allow-run-as-root");
         }
     }
-    cmd.arg(exe).args(&args).env("STRATA_LAUNCHED_RANKS", ranks.to_string());
-    match cmd.status() {
-        Ok(s) if s.success() => 0,
-        Ok(_) => 1,
+    let token = job_token();
+    cmd.arg(exe)
+        .args(&args)
+        .env("STRATA_LAUNCHED_RANKS", ranks.to_string())
+        .env("STRATA_JOB_TOKEN", &token)
+        .stderr(std::process::Stdio::piped());
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
         Err(e) => {
             eprintln!(
                 "error: cannot start `{mpirun}`: {e} (install Open MPI with `scripts/mpi-env`, or set $STRATA_MPIRUN)"
             );
-            1
+            return 1;
         }
+    };
+    let notices = child.stderr.take().map(forward_rank_stderr).unwrap_or_default();
+    let status = match child.wait() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: waiting for `{mpirun}`: {e}");
+            return 1;
+        }
+    };
+    if status.success() {
+        return 0;
+    }
+    remove_temporaries(&args, &token);
+    let died = notices.iter().find_map(|n| killed_rank(n));
+    let code = status.code().unwrap_or(1);
+    match died {
+        Some((rank, signal)) => eprintln!("error: {}", killed_message(&format!("rank {rank}"), &signal)),
+        // Another launcher (its notice unparsed): its exit status tells the signal, not the rank.
+        None if code > 128 => eprintln!("error: {}", killed_message("a rank", &format!("{}", code - 128))),
+        None => {}
+    }
+    1
+}
+
+/// A token naming this job's temporary files: the launcher's pid and the time.
+fn job_token() -> String {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    format!("{}-{nanos}", std::process::id())
+}
+
+/// Forwards the ranks' stderr (which `mpirun` relays) line by line as it comes, keeping back
+/// Open MPI's own notices (the blocks between lines of dashes that speak of `mpirun`, the
+/// primary job or a process name): returned for [`killed_rank`].
+fn forward_rank_stderr(pipe: std::process::ChildStderr) -> Vec<String> {
+    use std::io::BufRead as _;
+    let mut notices = Vec::new();
+    let mut block: Option<Vec<String>> = None;
+    let mut err = std::io::stderr();
+    for line in std::io::BufReader::new(pipe).lines() {
+        let Ok(line) = line else { break };
+        let rule = line.len() >= 20 && line.bytes().all(|b| b == b'-');
+        match (&mut block, rule) {
+            (None, true) => block = Some(Vec::new()),
+            (Some(lines), true) => {
+                let text = lines.join("\n");
+                let launcher =
+                    ["mpirun", "Primary job", "Process name:", "MPI_ABORT", "prterun"].iter().any(|k| text.contains(k));
+                if !launcher {
+                    let _ = writeln!(err, "{line}\n{text}\n{line}");
+                }
+                notices.push(text);
+                block = None;
+            }
+            (Some(lines), false) => lines.push(line),
+            (None, false) => {
+                let _ = writeln!(err, "{line}");
+            }
+        }
+    }
+    if let Some(lines) = block {
+        let _ = writeln!(err, "{}", lines.join("\n"));
+    }
+    notices
+}
+
+/// From Open MPI's notice `mpirun noticed that process rank R with PID P on node N exited on
+/// signal S (Name).`: the rank and `S (Name)`.
+fn killed_rank(notice: &str) -> Option<(usize, String)> {
+    let flat = notice.split_whitespace().collect::<Vec<_>>().join(" ");
+    let rest = &flat[flat.find("process rank ")? + "process rank ".len()..];
+    let rank: usize = rest.split(' ').next()?.parse().ok()?;
+    let signal = &rest[rest.find("exited on signal ")? + "exited on signal ".len()..];
+    Some((rank, signal.trim_end_matches('.').to_string()))
+}
+
+/// The message for a rank ended by `signal` (`9 (Killed)`), with what SIGKILL usually means.
+fn killed_message(who: &str, signal: &str) -> String {
+    let hint = if signal.starts_with("9 ") || signal == "9" {
+        ": SIGKILL, which the kernel's out-of-memory killer sends when memory runs out (`dmesg` says)"
+    } else {
+        ""
+    };
+    format!("{who} was killed by signal {signal}{hint}; the job was stopped, and no output was written")
+}
+
+/// Removes what ranks killed mid-write leave: the temporary of each `--out NAME=PATH` (see
+/// `strata_dist::job::write_output`), named with this job's token.
+fn remove_temporaries(args: &[String], token: &str) {
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let spec = if a == "--out" { it.next().cloned() } else { a.strip_prefix("--out=").map(str::to_string) };
+        let Some(path) = spec.and_then(|s| s.split_once('=').map(|(_, p)| PathBuf::from(p))) else { continue };
+        let _ = std::fs::remove_file(strata_dist::job::temporary_of(&path, token));
     }
 }
 

@@ -115,7 +115,7 @@ pub(super) fn prepare(
     for (k, fetch) in &plans {
         let b = &plan.params[*k];
         let (Value::Tensor(held), Value::Tensor(mine)) = (&mut args[b.index], &read[b.index]) else { continue };
-        timed_exchange(comm, fetch, Some(mine), held, b.index as i32, repeat, clock)?;
+        timed_exchange(comm, fetch, Some(mine), held, super::halo_tag(b.index), repeat, clock)?;
     }
     Ok((local, local_entry, args))
 }

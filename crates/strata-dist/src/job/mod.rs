@@ -20,7 +20,7 @@ mod inspect;
 mod output;
 mod stored;
 
-pub use output::{allgather, dense, gather, owned_rows, write_output};
+pub use output::{allgather, dense, gather, owned_rows, temporary_of, write_output};
 pub use stored::{gather_stored, gather_value, is_stored};
 
 /// A phase that failed somewhere, once the ranks agreed on it.
@@ -275,7 +275,7 @@ fn run_stage(
         match (plan.params.iter().find(|b| b.index == p && !b.output), a) {
             (Some(b), Value::Tensor(mut held)) => {
                 let halo = FetchPlan::halo(b, comm.rank);
-                timed_exchange(comm, &halo, None, &mut held, b.index as i32, repeat, clock)?;
+                timed_exchange(comm, &halo, None, &mut held, halo_tag(b.index), repeat, clock)?;
                 args.push(Value::Tensor(held));
             }
             (_, a) => args.push(a),
@@ -323,7 +323,7 @@ fn carried_scan(
     let k = f.params.iter().position(|q| q == param).ok_or("the scan's carry parameter is missing")?;
     let Value::Tensor(state) = &mut args[k] else { return Err("the scan's state is not a dense tensor".into()) };
     let size = slab::all_bytes(state).len();
-    let tag = 1 << 20;
+    let tag = CARRY_TAG;
     if at > 0 {
         let mut buf = vec![0u8; size];
         comm.exchange(&[], &mut [(chain[at - 1], buf.as_mut_slice())], tag).map_err(|e| e.to_string())?;
@@ -343,6 +343,16 @@ fn carried_scan(
         comm.exchange(&[(next, bytes.as_slice())], &mut [], tag).map_err(|e| e.to_string())?;
     }
     ran
+}
+
+/// The tag of a scan's carry, passed rank to rank: MPI guarantees tags up to 32767 only
+/// (`MPI_TAG_UB`), and each message completes before the next starts, so tags need not be
+/// unique across exchanges.
+const CARRY_TAG: i32 = 32767;
+
+/// The tag of buffer `index`'s halo exchange, within the guaranteed range (see [`CARRY_TAG`]).
+fn halo_tag(index: usize) -> i32 {
+    (index % CARRY_TAG as usize) as i32
 }
 
 /// Runs `fetch` into `held` (serving rows of `from`, else of `held` itself) `repeat + 1` times,

@@ -148,6 +148,15 @@ pub fn allgather(comm: &Comm, t: &Tensor, level: usize, owned: Interval, global:
     Ok(g.assemble(&bytes))
 }
 
+/// The temporary file a distributed output to `path` is written into before it is renamed:
+/// hidden, beside `path`, named with the job's token (`strata run --ranks` removes it when a
+/// rank dies mid-write).
+pub fn temporary_of(path: &Path, job: &str) -> std::path::PathBuf {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    dir.join(format!(".{file_name}.strata-tmp.{}", job.replace(['/', '@'], "_")))
+}
+
 /// Writes a result to `path` (a collective call): a distributed one by every rank at its
 /// block's offset in one temporary file beside `path`, renamed into place once all have
 /// written (removed if any failed); a replicated one, and a distributed one of tuples or a
@@ -182,10 +191,11 @@ pub fn write_output(
         };
         return agree(comm, step);
     };
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let job = std::env::var("OMPI_COMM_WORLD_JOBID").or_else(|_| std::env::var("PMIX_NAMESPACE")).unwrap_or_default();
-    let tmp = dir.join(format!(".{file_name}.strata-tmp.{}", job.replace(['/', '@'], "_")));
+    let job = std::env::var("STRATA_JOB_TOKEN")
+        .or_else(|_| std::env::var("OMPI_COMM_WORLD_JOBID"))
+        .or_else(|_| std::env::var("PMIX_NAMESPACE"))
+        .unwrap_or_default();
+    let tmp = temporary_of(path, &job);
     let mut g = global.clone();
     g.levels[*level].format = LevelFormat::Dense;
     g.placement.team = None;
