@@ -8,7 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use common::{require_mpi, root, strata};
+use common::{require_mpi, root, strata, strata_with};
 
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("strata-dist-{name}-{}", std::process::id()));
@@ -739,4 +739,41 @@ fn a_killed_rank_ends_the_job_naming_itself_and_leaves_no_files() {
     let left: Vec<String> =
         std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     assert_eq!(left, vec!["copy.strata".to_string()], "nothing but the program is left");
+}
+
+#[test]
+fn messages_in_pieces_give_the_same_results() {
+    // MPI counts are C ints: the layer sends larger buffers in pieces (1 GiB). With pieces of 7
+    // bytes every path that splits (halo and fetch exchanges, gathers, broadcasts, all-reduces,
+    // all-to-all) runs on small data: each run equals its single-process run bit for bit.
+    require_mpi();
+    let d = tmp("pieces");
+    let idx = d.join("idx.npy");
+    write_indices(&idx, &[-1, 38, 0, 17, 17, 25, 3, -1, 9, 30, 2]);
+    let idx = format!("idx={}", idx.display());
+    let cases: [(&str, Vec<&str>, &str); 4] = [
+        ("distributed/laplacian.strata", vec!["inp=random:1"], "out"),
+        ("distributed/prefix_sum.strata", vec!["x=random:1"], "running"),
+        ("distributed/statistics.strata", vec!["x=random:3"], "scaled"),
+        ("distributed/gather_rows.strata", vec!["x=random:3", idx.as_str()], "result"),
+    ];
+    for (example, args, out) in cases {
+        let file = root().join("examples").join(example).display().to_string();
+        let mut base: Vec<String> = vec!["run".into(), file];
+        for a in args {
+            base.extend(["--arg".into(), a.into()]);
+        }
+        let run = |ranks: Option<&str>, path: &Path| {
+            let mut v = base.clone();
+            if let Some(n) = ranks {
+                v.extend(["--ranks".into(), n.into()]);
+            }
+            v.extend(["--out".into(), format!("{out}={}", path.display())]);
+            let o = strata_with(&v, &[("STRATA_MPI_CHUNK_BYTES", "7")]);
+            ok(&o);
+            std::fs::read(path).unwrap()
+        };
+        let single = run(None, &d.join("single.npy"));
+        assert!(run(Some("3"), &d.join("three.npy")) == single, "{example} in 7-byte pieces on 3 ranks differs");
+    }
 }

@@ -3,10 +3,22 @@
  * function returns an MPI error code (0: MPI_SUCCESS); errors are returned, not fatal (a failed
  * rank is reported by the runtime's status agreement, not by MPI_Abort). */
 #include <limits.h>
+#include <string.h>
 #include <mpi.h>
 #include <stdlib.h>
 
+/* The largest message this layer hands MPI in one call: MPI counts are C ints, so larger
+ * buffers go in pieces of at most this many bytes (elements for allreduce), in order (MPI keeps
+ * the order of messages between two ranks with one tag). 1 GiB by default;
+ * $STRATA_MPI_CHUNK_BYTES sets it (tests use a few bytes to run every chunked path). */
+static long long chunk = 1LL << 30;
+
 int strata_mpi_init(int *rank, int *size) {
+    const char *env = getenv("STRATA_MPI_CHUNK_BYTES");
+    if (env) {
+        long long c = atoll(env);
+        if (c > 0 && c <= INT_MAX) chunk = c;
+    }
     int done = 0;
     MPI_Initialized(&done);
     if (!done) {
@@ -25,45 +37,73 @@ int strata_mpi_barrier(void) { return MPI_Barrier(MPI_COMM_WORLD); }
 
 double strata_mpi_wtime(void) { return MPI_Wtime(); }
 
-/* Posts every receive, then every send, then waits for all: messages of `bytes` bytes. */
+/* The number of pieces of at most `chunk` bytes a message of `bytes` bytes goes in (at least 1,
+ * so that empty messages still match). */
+static long long pieces(long long bytes) { return bytes <= 0 ? 1 : (bytes + chunk - 1) / chunk; }
+
+/* Posts every receive, then every send (each in pieces of at most `chunk` bytes), then waits
+ * for all. */
 int strata_mpi_exchange(int nsend, const int *to, void *const *sbuf, const long long *sbytes, int nrecv,
                         const int *from, void *const *rbuf, const long long *rbytes, int tag) {
-    MPI_Request *req = malloc(sizeof(MPI_Request) * (size_t)(nsend + nrecv + 1));
+    long long total = 1;
+    for (int i = 0; i < nrecv; i++) total += pieces(rbytes[i]);
+    for (int i = 0; i < nsend; i++) total += pieces(sbytes[i]);
+    MPI_Request *req = malloc(sizeof(MPI_Request) * (size_t)total);
     if (!req) return MPI_ERR_NO_MEM;
     int rc = MPI_SUCCESS, n = 0;
     for (int i = 0; i < nrecv && rc == MPI_SUCCESS; i++) {
-        if (rbytes[i] > INT_MAX) { rc = MPI_ERR_COUNT; break; }
-        rc = MPI_Irecv(rbuf[i], (int)rbytes[i], MPI_BYTE, from[i], tag, MPI_COMM_WORLD, &req[n++]);
+        char *p = rbuf[i];
+        for (long long off = 0; rc == MPI_SUCCESS && (off < rbytes[i] || off == 0); off += chunk) {
+            long long len = rbytes[i] - off < chunk ? rbytes[i] - off : chunk;
+            rc = MPI_Irecv(p + off, (int)len, MPI_BYTE, from[i], tag, MPI_COMM_WORLD, &req[n++]);
+            if (rbytes[i] <= 0) break;
+        }
     }
     for (int i = 0; i < nsend && rc == MPI_SUCCESS; i++) {
-        if (sbytes[i] > INT_MAX) { rc = MPI_ERR_COUNT; break; }
-        rc = MPI_Isend(sbuf[i], (int)sbytes[i], MPI_BYTE, to[i], tag, MPI_COMM_WORLD, &req[n++]);
+        char *p = sbuf[i];
+        for (long long off = 0; rc == MPI_SUCCESS && (off < sbytes[i] || off == 0); off += chunk) {
+            long long len = sbytes[i] - off < chunk ? sbytes[i] - off : chunk;
+            rc = MPI_Isend(p + off, (int)len, MPI_BYTE, to[i], tag, MPI_COMM_WORLD, &req[n++]);
+            if (sbytes[i] <= 0) break;
+        }
     }
     if (rc == MPI_SUCCESS) rc = MPI_Waitall(n, req, MPI_STATUSES_IGNORE);
     free(req);
     return rc;
 }
 
-/* Gathers `bytes` from every rank into `rbuf` on `root`, rank k's at `displs[k]`. */
+/* A tag for the layer's own point-to-point collectives (within the 32767 MPI guarantees). */
+#define STRATA_COLLECTIVE_TAG 32766
+
+/* Gathers `bytes` from every rank into `rbuf` on `root`, rank k's at `displs[k]`: point to
+ * point in pieces (counts and offsets may pass 2 GiB). */
 int strata_mpi_gatherv(const void *sbuf, long long bytes, void *rbuf, const long long *counts,
                        const long long *displs, int size, int root) {
     int rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    int *c = NULL, *d = NULL;
-    if (bytes > INT_MAX) return MPI_ERR_COUNT;
-    if (rank == root) {
-        c = malloc(sizeof(int) * (size_t)size);
-        d = malloc(sizeof(int) * (size_t)size);
-        if (!c || !d) { free(c); free(d); return MPI_ERR_NO_MEM; }
-        for (int k = 0; k < size; k++) {
-            if (counts[k] > INT_MAX || displs[k] > INT_MAX) { free(c); free(d); return MPI_ERR_COUNT; }
-            c[k] = (int)counts[k];
-            d[k] = (int)displs[k];
-        }
+    if (rank != root) {
+        void *s = (void *)sbuf;
+        return strata_mpi_exchange(1, &root, &s, &bytes, 0, NULL, NULL, NULL, STRATA_COLLECTIVE_TAG);
     }
-    int rc = MPI_Gatherv(sbuf, (int)bytes, MPI_BYTE, rbuf, c, d, MPI_BYTE, root, MPI_COMM_WORLD);
-    free(c);
-    free(d);
+    int *from = malloc(sizeof(int) * (size_t)size);
+    void **to = malloc(sizeof(void *) * (size_t)size);
+    long long *len = malloc(sizeof(long long) * (size_t)size);
+    if (!from || !to || !len) { free(from); free(to); free(len); return MPI_ERR_NO_MEM; }
+    int n = 0;
+    for (int k = 0; k < size; k++) {
+        if (k == root) continue;
+        from[n] = k;
+        to[n] = (char *)rbuf + displs[k];
+        len[n] = counts[k];
+        n++;
+    }
+    /* The root's own part: a copy. */
+    long long own = bytes < counts[root] ? bytes : counts[root];
+    if (own > 0) memcpy((char *)rbuf + displs[root], sbuf, (size_t)own);
+    int rc = strata_mpi_exchange(0, NULL, NULL, NULL, n, from, to, len, STRATA_COLLECTIVE_TAG);
+    free(from);
+    free(to);
+    free(len);
     return rc;
 }
 
@@ -90,39 +130,58 @@ int strata_mpi_allreduce(void *buf, long long count, int dtype, int op) {
     case 5: o = MPI_LAND; break;
     default: return MPI_ERR_OP;
     }
-    if (count > INT_MAX) return MPI_ERR_COUNT;
-    return MPI_Allreduce(MPI_IN_PLACE, buf, (int)count, t, o, MPI_COMM_WORLD);
+    int width;
+    MPI_Type_size(t, &width);
+    long long step = chunk / width > 0 ? chunk / width : 1;
+    for (long long off = 0; off < count; off += step) {
+        long long len = count - off < step ? count - off : step;
+        int rc = MPI_Allreduce(MPI_IN_PLACE, (char *)buf + off * width, (int)len, t, o, MPI_COMM_WORLD);
+        if (rc != MPI_SUCCESS) return rc;
+    }
+    return MPI_SUCCESS;
 }
 
-/* Broadcasts `bytes` bytes from `root`. */
+/* Broadcasts `bytes` bytes from `root`, in pieces of at most `chunk` bytes. */
 int strata_mpi_bcast(void *buf, long long bytes, int root) {
-    if (bytes > INT_MAX) return MPI_ERR_COUNT;
-    return MPI_Bcast(buf, (int)bytes, MPI_BYTE, root, MPI_COMM_WORLD);
+    for (long long off = 0; off < bytes; off += chunk) {
+        long long len = bytes - off < chunk ? bytes - off : chunk;
+        int rc = MPI_Bcast((char *)buf + off, (int)len, MPI_BYTE, root, MPI_COMM_WORLD);
+        if (rc != MPI_SUCCESS) return rc;
+    }
+    return MPI_SUCCESS;
 }
 
 /* Every rank sends `scounts[k]` bytes of `sbuf` (packed in rank order) to rank k and receives
  * `rcounts[k]` bytes from it into `rbuf` (in rank order); the counts are exchanged beforehand
- * (strata_mpi_alltoall_counts). */
+ * (strata_mpi_alltoall_counts). Point to point in pieces: counts and offsets may pass 2 GiB. */
 int strata_mpi_alltoallv(const void *sbuf, const long long *scounts, void *rbuf, const long long *rcounts,
                          int size) {
-    int *sc = malloc(sizeof(int) * (size_t)size * 4);
-    if (!sc) return MPI_ERR_NO_MEM;
-    int *sd = sc + size, *rc_ = sc + 2 * size, *rd = sc + 3 * size;
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    int *peers = malloc(sizeof(int) * (size_t)size * 2);
+    void **bufs = malloc(sizeof(void *) * (size_t)size * 2);
+    long long *lens = malloc(sizeof(long long) * (size_t)size * 2);
+    if (!peers || !bufs || !lens) { free(peers); free(bufs); free(lens); return MPI_ERR_NO_MEM; }
+    int ns = 0, nr = 0;
     long long so = 0, ro = 0;
     for (int k = 0; k < size; k++) {
-        if (scounts[k] > INT_MAX || rcounts[k] > INT_MAX || so > INT_MAX || ro > INT_MAX) {
-            free(sc);
-            return MPI_ERR_COUNT;
+        if (k == rank) {
+            /* This rank's own part: a copy. */
+            memcpy((char *)rbuf + ro, (const char *)sbuf + so, (size_t)(scounts[k] < rcounts[k] ? scounts[k] : rcounts[k]));
+        } else {
+            if (scounts[k] > 0) { peers[ns] = k; bufs[ns] = (char *)sbuf + so; lens[ns] = scounts[k]; ns++; }
+            if (rcounts[k] > 0) {
+                peers[size + nr] = k; bufs[size + nr] = (char *)rbuf + ro; lens[size + nr] = rcounts[k]; nr++;
+            }
         }
-        sc[k] = (int)scounts[k];
-        sd[k] = (int)so;
-        rc_[k] = (int)rcounts[k];
-        rd[k] = (int)ro;
         so += scounts[k];
         ro += rcounts[k];
     }
-    int rc = MPI_Alltoallv(sbuf, sc, sd, MPI_BYTE, rbuf, rc_, rd, MPI_BYTE, MPI_COMM_WORLD);
-    free(sc);
+    int rc = strata_mpi_exchange(ns, peers, bufs, lens, nr, peers + size, bufs + size, lens + size,
+                                 STRATA_COLLECTIVE_TAG - 1);
+    free(peers);
+    free(bufs);
+    free(lens);
     return rc;
 }
 

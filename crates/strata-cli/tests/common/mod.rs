@@ -20,8 +20,14 @@ pub fn require_mpi() {
 /// Runs `strata` (one native thread per process) with a deadline: a hung job is killed and
 /// fails the test.
 pub fn strata<S: AsRef<OsStr>>(args: &[S]) -> Output {
+    strata_with(args, &[])
+}
+
+/// [`strata`] with more environment variables.
+pub fn strata_with<S: AsRef<OsStr>>(args: &[S], vars: &[(&str, &str)]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
         .args(args)
+        .envs(vars.iter().copied())
         .env("NO_COLOR", "1")
         .env("STRATA_NUM_THREADS", "1")
         .stdout(Stdio::piped())
