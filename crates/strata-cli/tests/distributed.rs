@@ -777,3 +777,28 @@ fn messages_in_pieces_give_the_same_results() {
         assert!(run(Some("3"), &d.join("three.npy")) == single, "{example} in 7-byte pieces on 3 ranks differs");
     }
 }
+
+#[test]
+fn timings_report_the_slowest_rank() {
+    // A step of a job takes as long as its slowest rank: `--timings` gives every rank's
+    // largest median exchange and run next to rank 0's own.
+    require_mpi();
+    let d = tmp("timings");
+    let t = d.join("t.json");
+    let lap = root().join("examples/distributed/laplacian.strata").display().to_string();
+    let timings = t.display().to_string();
+    ok(&strata(&["run", "--ranks", "2", &lap, "--arg", "inp=random:1", "--repeat", "5", "--timings", &timings]));
+    let text = std::fs::read_to_string(&t).unwrap();
+    let field = |name: &str| -> f64 {
+        let at = text.find(&format!("\"{name}\":")).unwrap_or_else(|| panic!("no `{name}` in {text}"));
+        let rest = &text[at + name.len() + 3..];
+        rest[..rest.find([',', '}']).unwrap()].parse().unwrap()
+    };
+    assert!(field("slowest_exchange_s") >= field("exchange_s"), "{text}");
+    assert!(field("slowest_run_s") >= field("run_s"), "{text}");
+    let step = field("slowest_step_s");
+    assert!(
+        step >= field("slowest_exchange_s") && step <= field("slowest_exchange_s") + field("slowest_run_s") + 1e-12,
+        "{text}"
+    );
+}

@@ -14,6 +14,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use strata_dist::comm::{ReduceOp, ReduceType};
 use strata_dist::job::{self, Clock, Failed};
 use strata_dist::{slab, Comm};
 use strata_entity::Handle;
@@ -313,10 +314,21 @@ pub fn run_rank(file: &Path, opts: &RunOptions) -> i32 {
     }
     let timings = rank_io.timings;
     let t_end = comm.wtime();
+    let med = |v: &[f64]| strata_engine::median(v).unwrap_or(0.0);
+    let run_s = if timings.preallocated_s.is_empty() { timings.first_s } else { med(&timings.preallocated_s) };
+    let exchange_s = med(&clock.exchange_s);
+    // The slowest rank's medians (every rank takes part): a step of the job takes as long as
+    // its slowest rank, as an mpi4py program timing `MPI.Wtime` on every rank reports.
+    let mut slowest = [exchange_s, run_s, exchange_s + run_s].map(f64::to_ne_bytes).concat();
+    if opts.time || opts.timings.is_some() {
+        or_exit(
+            &comm,
+            job::agree(&comm, comm.allreduce(&mut slowest, ReduceType::F64, ReduceOp::Max).map_err(|e| e.to_string())),
+        );
+    }
+    let slowest: Vec<f64> =
+        slowest.chunks_exact(8).map(|b| f64::from_ne_bytes(b.try_into().expect("8 bytes"))).collect();
     if rank == 0 && (opts.time || opts.timings.is_some()) {
-        let med = |v: &[f64]| strata_engine::median(v).unwrap_or(0.0);
-        let run_s = if timings.preallocated_s.is_empty() { timings.first_s } else { med(&timings.preallocated_s) };
-        let exchange_s = med(&clock.exchange_s);
         let report = serde_json::json!({
             "ranks": size,
             "threads_per_rank": threads,
@@ -330,18 +342,23 @@ pub fn run_rank(file: &Path, opts: &RunOptions) -> i32 {
             "write_s": t_end - t_run,
             "compile_s": timings.compile_s,
             "cached": timings.cached,
+            "slowest_exchange_s": slowest[0],
+            "slowest_run_s": slowest[1],
+            "slowest_step_s": slowest[2],
         });
         let report = format!("{report}\n");
         if opts.time {
             eprintln!(
                 "time: {size} ranks × {threads} threads: read {:.3} ms, halo exchange {:.3} ms ({} bytes received on \
-                 rank 0), combining partials {:.3} ms, run {:.3} ms, write {:.3} ms",
+                 rank 0), combining partials {:.3} ms, run {:.3} ms, write {:.3} ms; the slowest rank's exchange + run \
+                 {:.3} ms",
                 clock.read_s * 1e3,
                 exchange_s * 1e3,
                 clock.halo_bytes,
                 clock.combine_s * 1e3,
                 run_s * 1e3,
-                (t_end - t_run) * 1e3
+                (t_end - t_run) * 1e3,
+                slowest[2] * 1e3
             );
         }
         if let Some(p) = &opts.timings {
