@@ -503,6 +503,8 @@ def test_gamma_and_cbrt():
 
     F32 = gtx.Field[gtx.Dims[I, J], gtx.float32]
 
+    # One operator per dtype, written out: GT4Py caches a definition by its code, so one made
+    # in a loop over dtypes would keep the first dtype's annotations.
     @gtx.field_operator
     def special64(a: F2) -> tuple[F2, F2]:
         return gamma(a), cbrt(a)
