@@ -41,6 +41,20 @@ double strata_mpi_wtime(void) { return MPI_Wtime(); }
  * so that empty messages still match). */
 static long long pieces(long long bytes) { return bytes <= 0 ? 1 : (bytes + chunk - 1) / chunk; }
 
+/* Posts a receive (`recv`) or a send of `bytes` bytes at `buf` with `peer`, in pieces of at most
+ * `chunk` bytes (one empty message for none), into `req` from `*n` on. */
+static int post(int recv, char *buf, long long bytes, int peer, int tag, MPI_Request *req, int *n) {
+    long long off = 0;
+    do {
+        int len = (int)(bytes - off < chunk ? (bytes - off > 0 ? bytes - off : 0) : chunk);
+        int rc = recv ? MPI_Irecv(buf + off, len, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &req[(*n)++])
+                      : MPI_Isend(buf + off, len, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &req[(*n)++]);
+        if (rc != MPI_SUCCESS) return rc;
+        off += chunk;
+    } while (off < bytes);
+    return MPI_SUCCESS;
+}
+
 /* Posts every receive, then every send (each in pieces of at most `chunk` bytes), then waits
  * for all. */
 int strata_mpi_exchange(int nsend, const int *to, void *const *sbuf, const long long *sbytes, int nrecv,
@@ -51,22 +65,8 @@ int strata_mpi_exchange(int nsend, const int *to, void *const *sbuf, const long 
     MPI_Request *req = malloc(sizeof(MPI_Request) * (size_t)total);
     if (!req) return MPI_ERR_NO_MEM;
     int rc = MPI_SUCCESS, n = 0;
-    for (int i = 0; i < nrecv && rc == MPI_SUCCESS; i++) {
-        char *p = rbuf[i];
-        for (long long off = 0; rc == MPI_SUCCESS && (off < rbytes[i] || off == 0); off += chunk) {
-            long long len = rbytes[i] - off < chunk ? rbytes[i] - off : chunk;
-            rc = MPI_Irecv(p + off, (int)len, MPI_BYTE, from[i], tag, MPI_COMM_WORLD, &req[n++]);
-            if (rbytes[i] <= 0) break;
-        }
-    }
-    for (int i = 0; i < nsend && rc == MPI_SUCCESS; i++) {
-        char *p = sbuf[i];
-        for (long long off = 0; rc == MPI_SUCCESS && (off < sbytes[i] || off == 0); off += chunk) {
-            long long len = sbytes[i] - off < chunk ? sbytes[i] - off : chunk;
-            rc = MPI_Isend(p + off, (int)len, MPI_BYTE, to[i], tag, MPI_COMM_WORLD, &req[n++]);
-            if (sbytes[i] <= 0) break;
-        }
-    }
+    for (int i = 0; i < nrecv && rc == MPI_SUCCESS; i++) rc = post(1, rbuf[i], rbytes[i], from[i], tag, req, &n);
+    for (int i = 0; i < nsend && rc == MPI_SUCCESS; i++) rc = post(0, sbuf[i], sbytes[i], to[i], tag, req, &n);
     if (rc == MPI_SUCCESS) rc = MPI_Waitall(n, req, MPI_STATUSES_IGNORE);
     free(req);
     return rc;

@@ -634,11 +634,7 @@ pub fn field_add_dim(x: PyRef<'_, FieldValue>, dim: &str, start: i64, stop: i64)
 /// change of values.
 #[pyfunction]
 pub fn field_transpose(x: PyRef<'_, FieldValue>, dims: Vec<String>) -> PyResult<FieldValue> {
-    on_this_thread([&x.0])?;
-    let have: Vec<String> = LIB.with(|lib| match &lib.borrow().module().types[x.0.ty] {
-        Type::Tensor(t) => t.levels.iter().map(|l| l.name.as_str().to_string()).collect(),
-        _ => Vec::new(),
-    });
+    let have: Vec<String> = x.dims()?.into_iter().map(|(name, _, _)| name).collect();
     let perm = dims
         .iter()
         .map(|d| have.iter().position(|h| h == d).map(|k| k as u32))

@@ -169,7 +169,8 @@ fn remove_temporaries(args: &[String], token: &str) {
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let spec = if a == "--out" { it.next().cloned() } else { a.strip_prefix("--out=").map(str::to_string) };
-        let Some(path) = spec.and_then(|s| s.split_once('=').map(|(_, p)| PathBuf::from(p))) else { continue };
+        let Some((_, path)) = spec.and_then(|s| run::split_assignment(&s).ok()) else { continue };
+        let path = PathBuf::from(path);
         let _ = std::fs::remove_file(strata_dist::job::temporary_of(&path, token));
     }
 }

@@ -678,11 +678,7 @@ class _Lowering:
         # define (a shift's value at the boundary a `concat_where` never takes): the value is
         # kept where it is defined; a use beyond that fails to type where it is made.
         have_at = {l.name: (l.start, l.stop) for l in value.levels}
-        clipped = []
-        for d, a, b in domain:
-            if d in have_at:
-                a, b = max(a, have_at[d][0]), min(b, have_at[d][1])
-            clipped.append((d, a, max(a, b)))
+        clipped = [(d, *_clip(a, b, *have_at[d])) if d in have_at else (d, a, b) for d, a, b in domain]
         try:
             for d, a, b in reversed(clipped):
                 if d not in have:
@@ -834,6 +830,26 @@ class _Lowering:
         read `at_point` (at the stencil's own point, not after another shift) covers only the
         rows of the `as_fieldop`'s domain: every entry of a table is checked, and rows outside
         the domain (an output slice's complement) may point outside the fields given."""
+        c, a = self._connectivity(node, name)
+        dst = c.domain.dims[0].value
+        lo, hi = 0, a.shape[0]
+        domain = self.fieldop_domains[-1] if at_point and self.fieldop_domains else None
+        rows = next(((x, y) for d, x, y in domain if d == dst), None) if isinstance(domain, list) else None
+        if rows is not None:
+            lo, hi = _clip(*rows, lo, hi)
+        key = (name, lo, hi)
+        if key in self.tables:
+            return self.tables[key]
+        levels = [(dst, lo, hi), (f"NB_{c.codomain.value}", 0, a.shape[1])]  # see `_Executable._table`
+        path = name if (lo, hi) == (0, a.shape[0]) else (name, lo, hi)
+        leaf = Field(_strata.field_param(_DTYPES[a.dtype], levels, _GTArg(path)))
+        self.tables[key] = leaf
+        return leaf
+
+    def _connectivity(self, node: Any, name: str) -> Tuple[Any, np.ndarray]:
+        """The connectivity `name` of `offset_provider` and its table, if Strata can read it
+        (int32/int64, two dimensions, skip value -1 or none); else an error located at
+        `node`."""
         c = self.offset_provider.get(name)
         if c is None or isinstance(c, _common.Dimension) or not hasattr(c, "ndarray"):
             raise _unsupported(node, f"the offset `{name}` (no connectivity table in `offset_provider`)")
@@ -843,20 +859,7 @@ class _Lowering:
             raise _unsupported(node, f"the connectivity `{name}` with skip value {skip} (Strata's is -1)")
         if a.dtype not in (np.dtype(np.int32), np.dtype(np.int64)) or a.ndim != 2:
             raise _unsupported(node, f"the connectivity `{name}` of dtype {a.dtype} and shape {a.shape}")
-        dst = c.domain.dims[0].value
-        lo, hi = 0, a.shape[0]
-        domain = self.fieldop_domains[-1] if at_point and self.fieldop_domains else None
-        rows = next(((x, y) for d, x, y in domain if d == dst), None) if isinstance(domain, list) else None
-        if rows is not None:
-            lo, hi = max(lo, rows[0]), max(max(lo, rows[0]), min(hi, rows[1]))
-        key = (name, lo, hi)
-        if key in self.tables:
-            return self.tables[key]
-        levels = [(dst, lo, hi), (f"NB_{c.codomain.value}", 0, a.shape[1])]  # see `_Executable._table`
-        path = name if (lo, hi) == (0, a.shape[0]) else (name, lo, hi)
-        leaf = Field(_strata.field_param(_DTYPES[a.dtype], levels, _GTArg(path)))
-        self.tables[key] = leaf
-        return leaf
+        return c, a
 
     def _reduce(self, e: Any, fun: Any, scope: Dict[str, Any]) -> Field:
         """`reduce(op, init)(neighbors…)`: the fold over the neighbor dimension, skipped
@@ -962,8 +965,8 @@ class _Lowering:
                 if isinstance(provider, _common.Dimension):
                     target = provider.value
                 else:
-                    self._table(node, tag.value)  # its errors where the shift is written
-                    target = _TableRef(self, node, tag.value, provider.domain.dims[0].value)
+                    c, _ = self._connectivity(node, tag.value)  # its errors where the shift is written
+                    target = _TableRef(self, node, tag.value, c.domain.dims[0].value)
             else:
                 raise _unsupported(node, "this shift")
             if isinstance(index, _itir.OffsetLiteral) and isinstance(index.value, int):
@@ -978,10 +981,7 @@ class _Lowering:
                 domain = self.fieldop_domains[-1] if self.fieldop_domains else None
                 if domain is not None:
                     have = {r.name: (r.start, r.stop) for r in offset.domain}
-                    offset = _build(_strata.field_subset, offset, [
-                        (d, max(a, have[d][0]), max(max(a, have[d][0]), min(b, have[d][1])))
-                        for d, a, b in domain if d in have
-                    ])
+                    offset = _build(_strata.field_subset, offset, [(d, *_clip(a, b, *have[d])) for d, a, b in domain if d in have])
                 out.append((target, offset))
                 self.checked_while_running = True
             else:
@@ -1038,6 +1038,13 @@ class _GTArg:
 
     def __init__(self, path: Any, scalar: Optional[np.dtype] = None):
         self.path, self.scalar = path, scalar
+
+
+def _clip(start: int, stop: int, lo: int, hi: int) -> Tuple[int, int]:
+    """`[start, stop)` within `[lo, hi)`: the intersection, empty at its start when they do
+    not meet."""
+    start = max(start, lo)
+    return start, max(start, min(stop, hi))
 
 
 def _tree_shape(t: Any) -> Any:
