@@ -63,7 +63,8 @@ pub(crate) fn fold_payload(t: Scalar, op: Option<BinaryOp>) -> Handle<Function> 
     })
 }
 
-/// `(s: S, x: S) -> S` returning `s + x` over slices of `shape` (the step of a running sum).
+/// `(s: S, x: S) -> S` returning `op(s, x)` over slices of `shape` (the step of a running sum
+/// or product).
 pub(crate) fn running_fold_payload(op: BinaryOp, shape: &[usize], t: Scalar, place: &Place) -> Handle<Function> {
     payload(|lib| {
         let ty = ir_type(lib, shape, t, place);
