@@ -244,6 +244,24 @@ impl Array {
         })
     }
 
+    /// A step inside a composite operation that keeps block levels (the `subset` before the
+    /// shifts of a team slice, the pieces of an assignment): an operand only, typed when the
+    /// program is built (its intervals need not start at 0), never evaluated on its own nor
+    /// collected.
+    pub(crate) fn traced_step(op: Op, args: Vec<Array>, dtype: DType, place: Place) -> Array {
+        let key = NodeKey::new(&op, &args, &[], dtype, &place, Kind::Operand);
+        let pending = pending_after(&args);
+        shared(key, || Node {
+            shape: Vec::new(),
+            dtype,
+            place,
+            op: Some(Traced { op, args }),
+            kind: Kind::Operand,
+            value: RefCell::new(None),
+            pending,
+        })
+    }
+
     /// A team array holding this rank's block `t` (rows of the first axis) of an array of
     /// `shape` (under [`crate::spmd`]).
     pub(crate) fn from_block(t: Tensor, shape: &[usize], place: Place) -> Array {

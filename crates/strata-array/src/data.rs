@@ -3,6 +3,7 @@
 use std::path::Path;
 use std::rc::Rc;
 
+use strata_ir::Interval;
 use strata_runtime::{Column, Data, Tensor};
 
 use crate::array::{value_type, Array, Place};
@@ -58,6 +59,34 @@ impl Array {
             )));
         }
         Array::from_column(shape, T::column(data), Place::host())
+    }
+
+    /// An array of `shape` at `place` from this rank's part of it, row-major: its block
+    /// ([`crate::spmd::block_rows`]) for a team of a joined job, else the whole array.
+    pub fn from_block_vec<T: Element>(shape: &[usize], block: Vec<T>, place: &Place) -> Result<Array> {
+        let Some(rows) = crate::spmd::block_rows(place, shape) else {
+            let n: usize = shape.iter().product();
+            if block.len() != n {
+                return Err(ArrayError::Data(format!(
+                    "from_block_vec: shape {shape:?} holds {n} elements, but {} were given",
+                    block.len()
+                )));
+            }
+            return Array::from_column(shape, T::column(block), place.clone());
+        };
+        let row: usize = shape[1..].iter().product();
+        if block.len() != rows.len() * row {
+            return Err(ArrayError::Data(format!(
+                "from_block_vec: rows {}..{} of shape {shape:?} hold {} elements, but {} were given",
+                rows.start,
+                rows.end,
+                rows.len() * row,
+                block.len()
+            )));
+        }
+        let mut ty = value_type(shape, T::DTYPE, place);
+        ty.levels[0].interval = Interval::new(rows.start as i64, rows.end as i64);
+        Ok(Array::from_block(Tensor { ty, data: Data::Scalars(T::column(block)), present: None }, shape, place.clone()))
     }
 
     /// A 0-d array.

@@ -55,6 +55,12 @@ impl Job {
         self.comm.size
     }
 
+    /// Ends every rank of the job with exit status `code` (a rank that failed alone: the
+    /// others would wait for it in their next collective).
+    pub fn abort(&self, code: i32) {
+        self.comm.abort(code);
+    }
+
     /// Waits for every rank.
     ///
     /// # Errors
@@ -84,6 +90,23 @@ pub fn init() -> Result<Job> {
     let comm = Rc::new(Comm::init().map_err(|e| ArrayError::Run(format!("spmd::init: {e}")))?);
     COMM.with(|c| *c.borrow_mut() = Some(comm.clone()));
     Ok(Job { comm })
+}
+
+/// Whether this process was started by an MPI launcher (`mpirun`, `mpiexec`, `srun`): where
+/// [`init`] joins a job of several ranks.
+pub fn launched() -> bool {
+    strata_dist::launched_by_mpi()
+}
+
+/// This rank and the job's size, once joined.
+pub fn joined() -> Option<(usize, usize)> {
+    comm().map(|c| (c.rank, c.size))
+}
+
+/// The rows of the first axis this rank holds of an array of `shape` at `place`: its block when
+/// `place` is a team of a joined job, `None` otherwise (the array is whole on every rank).
+pub fn block_rows(place: &Place, shape: &[usize]) -> Option<std::ops::Range<usize>> {
+    block(place, shape).map(|iv| iv.start as usize..iv.stop as usize)
 }
 
 /// The job, once joined.

@@ -68,6 +68,7 @@ pub fn mpicc() -> String {
 
 type InitFn = unsafe extern "C" fn(*mut c_int, *mut c_int) -> c_int;
 type VoidFn = unsafe extern "C" fn() -> c_int;
+type AbortFn = unsafe extern "C" fn(c_int) -> c_int;
 type WtimeFn = unsafe extern "C" fn() -> f64;
 type ExchangeFn = unsafe extern "C" fn(
     c_int,
@@ -95,6 +96,7 @@ pub struct Comm {
     pub size: usize,
     finalize: VoidFn,
     barrier: VoidFn,
+    abort: AbortFn,
     wtime: WtimeFn,
     exchange: ExchangeFn,
     gatherv: GathervFn,
@@ -173,6 +175,7 @@ impl Comm {
             size: 1,
             finalize: sym!("strata_mpi_finalize", VoidFn),
             barrier: sym!("strata_mpi_barrier", VoidFn),
+            abort: sym!("strata_mpi_abort", AbortFn),
             wtime: sym!("strata_mpi_wtime", WtimeFn),
             exchange: sym!("strata_mpi_exchange", ExchangeFn),
             gatherv: sym!("strata_mpi_gatherv", GathervFn),
@@ -207,6 +210,13 @@ impl Comm {
     pub fn barrier(&self) -> Result<(), CommError> {
         // SAFETY: no arguments.
         self.check("MPI_Barrier", unsafe { (self.barrier)() })
+    }
+
+    /// Ends every rank of the job with exit status `code` (`MPI_Abort`): what a rank that
+    /// failed alone calls, since the others would wait for it in their next collective.
+    pub fn abort(&self, code: i32) {
+        // SAFETY: an integer argument; MPI_Abort does not return on success.
+        unsafe { (self.abort)(code) };
     }
 
     /// Seconds on MPI's wall clock.

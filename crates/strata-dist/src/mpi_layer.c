@@ -35,6 +35,8 @@ int strata_mpi_finalize(void) { return MPI_Finalize(); }
 
 int strata_mpi_barrier(void) { return MPI_Barrier(MPI_COMM_WORLD); }
 
+int strata_mpi_abort(int code) { return MPI_Abort(MPI_COMM_WORLD, code); }
+
 double strata_mpi_wtime(void) { return MPI_Wtime(); }
 
 /* The number of pieces of at most `chunk` bytes a message of `bytes` bytes goes in (at least 1,

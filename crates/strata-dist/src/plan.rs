@@ -135,8 +135,9 @@ pub struct Plan {
     /// Block-distributed parameters (and outputs gathered from `collect`), in parameter order.
     pub params: Vec<BlockParam>,
     /// Each rank's needed rows (their hull) of each value whose local form depends on them,
-    /// by function and value: a `distribute` (the rank's subset of its replicated operand) and a
-    /// `concat` along a block level (joining only the operands those rows reach).
+    /// by function and value: a `distribute` (the rank's subset of its replicated operand), a
+    /// `concat` along a block level (joining only the operands those rows reach) and a `subset`
+    /// cutting a block level (to those rows).
     narrowed: HashMap<(Handle<Function>, Value), Vec<Interval>>,
     /// Outputs written from `collect(x)`: parameter index → the block level `x` has.
     collected: HashMap<usize, (usize, DimName, Interval)>,
@@ -587,16 +588,39 @@ impl<T: Tables> Analysis<'_, T> {
                     *slot = hull(*slot, iv);
                     give(*arg, &Need::new());
                 }
+                // Cut along a block level: on a rank, to the rows its users need (the rank's
+                // operand holds those, not the whole global cut).
+                Op::Subset { arg, domain } => {
+                    for (dim, cut) in domain {
+                        if let Some(rows) = n.get(dim) {
+                            let iv = rows.hull().intersect(*cut);
+                            let slot = self.narrowed.entry((fh, *v)).or_insert(iv);
+                            *slot = hull(*slot, iv);
+                        }
+                    }
+                    give(*arg, &n);
+                }
                 Op::Concat { args, dim, mode: _ } => {
                     let along_block =
                         args.iter().any(|a| block_level(self.types, f.exprs[*a].ty).is_some_and(|(_, d, _)| &d == dim));
-                    if along_block && dim.position().is_some() {
+                    // Positional pieces are placed one after another: the rows keep their
+                    // numbers only when each piece starts where the one before ends.
+                    let renumbered = dim.position().is_some()
+                        && args.windows(2).any(|w| {
+                            let at = |a: Value| tensor(self.types, f.exprs[a].ty).and_then(|t| t.level(dim));
+                            match (at(w[0]), at(w[1])) {
+                                (Some(a), Some(b)) => a.interval.stop != b.interval.start,
+                                _ => true,
+                            }
+                        });
+                    if along_block && renumbered {
                         return Err(PlanError::Unsupported {
                             op: op.name().to_string(),
                             name: e.name.clone(),
                             func: f.name.clone(),
-                            hint: "a concat along a positional block level renumbers the rows; along a named one \
-                                   (contiguous intervals) it keeps them and runs distributed",
+                            hint: "a concat along a positional block level of pieces that are not contiguous \
+                                   renumbers the rows; contiguous pieces (or a named level) keep them and run \
+                                   distributed",
                         });
                     }
                     match n.get(dim).cloned() {
@@ -691,7 +715,6 @@ impl<T: Tables> Analysis<'_, T> {
                 | Op::Reduce { .. }
                 | Op::ShiftApply { .. }
                 | Op::Map { .. }
-                | Op::Subset { .. }
                 | Op::Pos { .. }
                 | Op::AddDim { .. }
                 | Op::DropDim { .. }
@@ -920,6 +943,16 @@ impl Plan {
             match &func.exprs[*v].kind {
                 ExprKind::Op(Op::Distribute { arg, dim, .. }) => {
                     func.exprs[*v].kind = ExprKind::Op(Op::Subset { arg: *arg, domain: vec![(dim.clone(), rows)] });
+                }
+                ExprKind::Op(Op::Subset { arg, domain }) => {
+                    let block = block_level(types, module.functions[*fh].exprs[*arg].ty).map(|(_, d, _)| d);
+                    let domain = domain
+                        .iter()
+                        .map(|(d, cut)| {
+                            (d.clone(), if Some(d) == block.as_ref() { rows.intersect(*cut) } else { *cut })
+                        })
+                        .collect();
+                    func.exprs[*v].kind = ExprKind::Op(Op::Subset { arg: *arg, domain });
                 }
                 // The operands the rows reach are contiguous on the rank (each held as far
                 // as the rows need it); the others are left out.

@@ -20,7 +20,7 @@ use crate::errors::RunError;
 #[derive(Clone)]
 pub struct PyArr(pub sa::Array);
 
-fn err(e: ArrayError) -> PyErr {
+pub(crate) fn err(e: ArrayError) -> PyErr {
     match e {
         ArrayError::DType { .. } => PyTypeError::new_err(e.to_string()),
         ArrayError::Invalid { .. } | ArrayError::Broadcast { .. } | ArrayError::Placement { .. } => {
@@ -46,8 +46,20 @@ fn dtype(name: Option<&str>) -> R<Option<DType>> {
         .transpose()
 }
 
-fn place(device: Option<&str>) -> Place {
-    device.map_or_else(Place::host, Place::device)
+/// A placement as the Python layer passes it: a device name, or `(device, ranks)` for a team
+/// (`ranks` 0: every rank of the job, `strata.world`).
+#[derive(FromPyObject)]
+enum Dev {
+    Name(String),
+    Team(String, u32),
+}
+
+fn place(device: Option<Dev>) -> Place {
+    match device {
+        None => Place::host(),
+        Some(Dev::Name(d)) => Place::device(&d),
+        Some(Dev::Team(d, r)) => Place { device: d, team: Some(r) },
+    }
 }
 
 /// A Python scalar (bool, int, float) as a weak operand.
@@ -110,6 +122,13 @@ impl PyArr {
         self.0.device().to_string()
     }
 
+    /// The ranks of the team the array is distributed over (0: every rank of the job), or
+    /// `None`.
+    #[getter]
+    fn team(&self) -> Option<u32> {
+        self.0.place().team
+    }
+
     /// The program computing the array, as Strata text.
     fn program_text(&self) -> R<String> {
         self.0.program_text().map_err(err)
@@ -145,7 +164,7 @@ impl PyArr {
 /// A numpy array (any dtype Strata has, any strides) as an array on `device`.
 #[pyfunction]
 #[pyo3(signature = (a, device = None))]
-fn from_numpy(a: &Bound<'_, PyAny>, device: Option<&str>) -> R {
+fn from_numpy(a: &Bound<'_, PyAny>, device: Option<Dev>) -> R {
     let arr = a.cast::<PyUntypedArray>().map_err(|_| PyTypeError::new_err("expected a numpy array"))?;
     let shape = arr.shape().to_vec();
     macro_rules! read {
@@ -171,8 +190,14 @@ fn from_numpy(a: &Bound<'_, PyAny>, device: Option<&str>) -> R {
         other => return Err(PyTypeError::new_err(format!("dtype {other} is not an array-API dtype Strata has"))),
     };
     let x = made.map_err(err)?;
-    match device {
-        Some(d) if d != "cpu" => wrap(sa::to_device(&x, d)),
+    match place(device) {
+        p if p.team.is_some() => {
+            wrap(sa::distribute(&x, p.team.unwrap_or_default()).and_then(|t| match p.device.as_str() {
+                "cpu" => Ok(t),
+                d => sa::to_device(&t, d),
+            }))
+        }
+        p if p.device != "cpu" => wrap(sa::to_device(&x, &p.device)),
         _ => Ok(PyArr(x)),
     }
 }
@@ -312,7 +337,7 @@ fn astype(x: &PyArr, dtype_name: &str) -> R {
 /// `full(shape, value, dtype, device)`.
 #[pyfunction]
 #[pyo3(signature = (shape, value, dtype_name = None, device = None))]
-fn full(shape: Vec<usize>, value: &Bound<'_, PyAny>, dtype_name: Option<&str>, device: Option<&str>) -> R {
+fn full(shape: Vec<usize>, value: &Bound<'_, PyAny>, dtype_name: Option<&str>, device: Option<Dev>) -> R {
     wrap(sa::full(&shape, weak(value)?, dtype(dtype_name)?, &place(device)))
 }
 
@@ -331,7 +356,7 @@ fn arange(
     stop: Option<&Bound<'_, PyAny>>,
     step: Option<&Bound<'_, PyAny>>,
     dtype_name: Option<&str>,
-    device: Option<&str>,
+    device: Option<Dev>,
 ) -> R {
     let step = step.map(weak).transpose()?.unwrap_or(Weak::Int(1));
     wrap(sa::arange(weak(start)?, stop.map(weak).transpose()?, step, dtype(dtype_name)?, &place(device)))
@@ -340,14 +365,14 @@ fn arange(
 /// `eye(n, m, k, dtype, device)`.
 #[pyfunction]
 #[pyo3(signature = (n, m = None, k = 0, dtype_name = None, device = None))]
-fn eye(n: usize, m: Option<usize>, k: i64, dtype_name: Option<&str>, device: Option<&str>) -> R {
+fn eye(n: usize, m: Option<usize>, k: i64, dtype_name: Option<&str>, device: Option<Dev>) -> R {
     wrap(sa::eye(n, m, k, dtype(dtype_name)?, &place(device)))
 }
 
 /// `linspace(start, stop, num, endpoint, dtype, device)`.
 #[pyfunction]
 #[pyo3(signature = (start, stop, num, endpoint = true, dtype_name = None, device = None))]
-fn linspace(start: f64, stop: f64, num: usize, endpoint: bool, dtype_name: Option<&str>, device: Option<&str>) -> R {
+fn linspace(start: f64, stop: f64, num: usize, endpoint: bool, dtype_name: Option<&str>, device: Option<Dev>) -> R {
     wrap(sa::linspace(start, stop, num, endpoint, dtype(dtype_name)?, &place(device)))
 }
 
@@ -535,6 +560,18 @@ fn unstack(x: &PyArr, axis: isize) -> R<Vec<PyArr>> {
 /// `("ellipsis",)`.
 #[pyfunction]
 fn index(x: &PyArr, key: Vec<Bound<'_, PyAny>>) -> R {
+    wrap(sa::index(&x.0, &index_key(key)?))
+}
+
+/// `x` with the part `key` (as for [`index`]: integers, slices of step 1, `...`) replaced by
+/// `value`, a new array (`x[key] = value`).
+#[pyfunction]
+fn set_index(x: &PyArr, key: Vec<Bound<'_, PyAny>>, value: &PyArr) -> R {
+    wrap(sa::set_index(&x.0, &index_key(key)?, &value.0))
+}
+
+/// A basic index from its Python form.
+fn index_key(key: Vec<Bound<'_, PyAny>>) -> R<Vec<Index>> {
     let mut idx = Vec::with_capacity(key.len());
     for k in key {
         let kind: String = k.get_item(0)?.extract()?;
@@ -545,7 +582,19 @@ fn index(x: &PyArr, key: Vec<Bound<'_, PyAny>>) -> R {
             _ => Index::Ellipsis,
         });
     }
-    wrap(sa::index(&x.0, &idx))
+    Ok(idx)
+}
+
+/// `x` distributed over a team of `ranks` (0: every rank of the job) along its first axis.
+#[pyfunction]
+fn distribute(x: &PyArr, ranks: u32) -> R {
+    wrap(sa::distribute(&x.0, ranks))
+}
+
+/// `x` gathered from its team into one array on its device.
+#[pyfunction]
+fn collect(x: &PyArr) -> R {
+    wrap(sa::collect(&x.0))
 }
 
 /// `take(x, indices, axis)`.
@@ -641,7 +690,6 @@ fn can_cast(from: &str, to: &str) -> R<bool> {
     Ok(sa::dtype::can_cast(dtype(Some(from))?.expect("named"), dtype(Some(to))?.expect("named")))
 }
 
-/// Registers the submodule `array`.
 /// This thread's program cache counters: `{"hits", "misses", "native_runs",
 /// "interpreted_runs", "distributed_runs"}` (a miss verifies and prepares a new program).
 #[pyfunction]
@@ -656,6 +704,7 @@ fn cache_stats(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
     Ok(d)
 }
 
+/// Registers the submodule `array`.
 pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
     let m = PyModule::new(parent.py(), "array")?;
     m.add_class::<PyArr>()?;
@@ -695,6 +744,9 @@ pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(tile, &m)?,
         wrap_pyfunction!(unstack, &m)?,
         wrap_pyfunction!(index, &m)?,
+        wrap_pyfunction!(set_index, &m)?,
+        wrap_pyfunction!(distribute, &m)?,
+        wrap_pyfunction!(collect, &m)?,
         wrap_pyfunction!(take, &m)?,
         wrap_pyfunction!(mask, &m)?,
         wrap_pyfunction!(sorting, &m)?,

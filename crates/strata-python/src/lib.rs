@@ -9,7 +9,9 @@
 //! - `array_api`: the Rust array-API front end's lazy arrays and operations, which
 //!   `python/strata/array_api.py` makes into the standard's namespace;
 //! - `fields`: `strata.fields`' expressions as IR values, typed by the verifier's rules as
-//!   they are made, and the programs computing them.
+//!   they are made, and the programs computing them;
+//! - `spmd`: joining an MPI job (`strata.world`), team arrays' blocks and parallel `.npy`
+//!   writes.
 
 #![deny(missing_docs)]
 
@@ -18,6 +20,7 @@ mod convert;
 mod errors;
 mod fields;
 mod program;
+mod spmd;
 
 use pyo3::prelude::*;
 
@@ -41,5 +44,6 @@ fn _strata(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ArgumentError", py.get_type::<errors::ArgumentError>())?;
     array_api::register(m)?;
     fields::register(m)?;
+    spmd::register(m)?;
     Ok(())
 }

@@ -143,12 +143,13 @@ pub(crate) fn untiled(place: &Place) -> Place {
 /// 0-d array holding it, so the traced program reads it as a parameter and a loop that changes
 /// it each step (a time step, a relaxation factor) runs one compiled program; integers and
 /// booleans (exponents, offsets, masks: structure rather than data) stay literals the C
-/// compiler can fold. On a team the scalar stays a literal, broadcast wherever it is used.
+/// compiler can fold. With team operands the 0-d array is on the host, replicated: every rank
+/// holds it, and a time loop over team arrays too runs one program whatever `dt` is.
 pub(crate) fn weak_operand(w: Weak, dtype: DType, place: &Place) -> Array {
     match w {
-        Weak::Float(v) if dtype.is_float() && place.team.is_none() => {
+        Weak::Float(v) if dtype.is_float() => {
             let col = strata_runtime::Column::from_fn(dtype, 1, |_| strata_runtime::Sv::from_f64(dtype, v));
-            Array::from_column(&[], col, place.clone()).expect("one element for shape []")
+            Array::from_column(&[], col, untiled(place)).expect("one element for shape []")
         }
         _ => weak_constant(w, dtype, place),
     }

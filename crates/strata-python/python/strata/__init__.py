@@ -44,6 +44,7 @@ from ._strata import ArgumentError, Error, ParseError, Program, RunError, Verify
 from ._strata import __version__
 from ._strata import compile as _compile
 from . import fields as _fields
+from .placement import Place, Team, load_array, save, world
 from .fields import *  # noqa: F401,F403 - fields over named dimensions are part of the package's API
 
 __all__ = [
@@ -52,11 +53,16 @@ __all__ = [
     "Error",
     "Module",
     "ParseError",
+    "Place",
     "Ragged",
     "RunError",
+    "Team",
     "VerifyError",
     "compile",
     "load",
+    "load_array",
+    "save",
+    "world",
 ] + _fields.__all__
 
 

@@ -12,9 +12,12 @@ compiles it, cached by structure and shapes — and runs it. Semantics are the s
     >>> y = (x - xp.mean(x, axis=1, keepdims=True)) / xp.std(x, axis=1, keepdims=True)
     >>> y.to_numpy()
 
+Under `mpirun`, `device=strata.world` distributes an array over the ranks along its first axis
+(`strata.placement` says what runs where).
+
 Not here (docs/python.md): complex dtypes, the `linalg` and `fft` extensions, `__setitem__`
-without evaluating (it evaluates the array, assigns in numpy and traces the result afresh),
-indexing by several integer arrays at once, devices other than the host.
+with steps, masks or index arrays (it assigns in numpy on the gathered array), indexing by
+several integer arrays at once, devices other than the host.
 """
 
 from __future__ import annotations
@@ -25,7 +28,9 @@ from typing import Any, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from . import placement as _placement
 from ._strata import array as _a
+from ._strata import spmd as _spmd
 
 __array_api_version__ = "2023.12"
 
@@ -77,6 +82,27 @@ def _wrap(x: Any) -> "Array":
     return Array._new(x)
 
 
+def _dev(device: Any) -> Any:
+    """A `device=` argument for the extension: `None`, `"cpu"`, a device name, `strata.world` or
+    a `strata.Place` (docs of `strata.placement`)."""
+    return _placement.device_arg(device)
+
+
+def _moved(x: "Array", device: Any) -> "Array":
+    """`x` at `device` (`None`: where it is): distributed onto a team or collected off it."""
+    p = _placement.place_of(device)
+    if p is None or p == x.device:
+        return x
+    if x._x.team is not None:
+        x = _wrap(_a.collect(x._x))
+    if p.device != "cpu":
+        raise ValueError(f"device {p.device!r}: Strata's Python arrays live on the host (`cpu`)")
+    if p.team is not None and x.ndim > 0:
+        _dev(p)
+        return _wrap(_a.distribute(x._x, 0))
+    return x
+
+
 class Array:
     """A lazy array of the standard (see the module docs)."""
 
@@ -103,8 +129,11 @@ class Array:
         return np.dtype(self._x.dtype)
 
     @property
-    def device(self) -> str:
-        return self._x.device
+    def device(self) -> Any:
+        """`"cpu"` (the host), or `strata.Place(device, team=strata.world)` for a team array."""
+        if self._x.team is None:
+            return self._x.device
+        return _placement.Place(self._x.device, _placement.world)
 
     @property
     def ndim(self) -> int:
@@ -132,9 +161,9 @@ class Array:
         return xp
 
     def to_device(self, device: Any, stream: Any = None) -> "Array":
-        if device not in (None, "cpu", self.device):
-            raise ValueError(f"device {device!r}: Strata's Python arrays live on the host (`cpu`)")
-        return self
+        """The array at `device`: onto a team (`strata.world`: distributed along the first axis)
+        or off it onto the host (`"cpu"`: gathered whole on every rank)."""
+        return _moved(self, device)
 
     # ---- reading ----
 
@@ -339,10 +368,28 @@ class Array:
         return out
 
     def __setitem__(self, key: Any, value: Any) -> None:
+        """`x[key] = value`: integers and slices of step 1 (and `...`) are traced — the array
+        becomes a new value joining `value` and the rest of `x`, evaluated at once, on a team
+        array by each rank for its rows; other keys assign in numpy (on the gathered array)."""
+        parts = key if isinstance(key, tuple) else (key,)
+        basic = builtins.all(
+            k is Ellipsis
+            or (isinstance(k, slice) and k.step in (None, 1))
+            or (isinstance(k, (int, np.integer)) and not isinstance(k, (builtins.bool, np.bool_)))
+            for k in parts
+        )
+        if basic:
+            v = value if isinstance(value, Array) else asarray(value, dtype=self.dtype)
+            idx = [("ellipsis",) if k is Ellipsis else ("at", int(k)) if not isinstance(k, slice)
+                   else ("slice", _int(k.start), _int(k.stop), None) for k in parts]
+            new = _a.set_index(self._x, idx, v._x)
+            _spmd.evaluate(new)
+            self._x = new
+            return
         a = self.to_numpy().copy()
         k = key.to_numpy() if isinstance(key, Array) else key
         a[k] = value.to_numpy() if isinstance(value, Array) else value
-        self._x = _a.from_numpy(a)
+        self._x = asarray(a, device=self.device)._x
 
 
 def _is_index_array(k: Any) -> builtins.bool:
@@ -368,10 +415,10 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: Optiona
         if copy is False and dtype is not None and np.dtype(dtype) != obj.dtype:
             raise ValueError("asarray(copy=False) cannot change the dtype")
         if dtype is not None and np.dtype(dtype) != obj.dtype:
-            return astype(obj, dtype)
+            return _moved(astype(obj, dtype), device)
         # Values are immutable and in-place operators rebind an array to a new value, so a copy
         # is a new array holding the same value: nothing done to one is seen by the other.
-        return _wrap(obj._x) if copy else obj
+        return _moved(_wrap(obj._x) if copy else obj, device)
     if copy is False and not isinstance(obj, np.ndarray):
         raise ValueError("asarray(copy=False) needs an array it can share (the data is copied into Strata)")
     if isinstance(obj, (builtins.bool, int, float)) and dtype is None:
@@ -383,7 +430,16 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: Optiona
             a = a.astype(np.float32)
     if a.dtype.kind == "c":
         raise TypeError("complex dtypes are not supported")
-    return _wrap(_a.from_numpy(a, device))
+    p = _placement.place_of(device)
+    if a.ndim == 0 and p is not None and p.team is not None:
+        p = _placement.Place(p.device)  # a 0-d array is replicated on every rank, never partitioned
+    dev = _dev(p)
+    if isinstance(dev, tuple):
+        rows = _spmd.block_rows(list(a.shape), dev[1])
+        if rows is not None:
+            # Only this rank's rows are copied into Strata.
+            return _wrap(_spmd.from_block(np.ascontiguousarray(a[rows[0]:rows[1]]), list(a.shape), *dev))
+    return _wrap(_a.from_numpy(a, dev))
 
 
 def from_dlpack(x: Any, /, *, device: Any = None, copy: Any = None) -> Array:
@@ -394,7 +450,7 @@ def from_dlpack(x: Any, /, *, device: Any = None, copy: Any = None) -> Array:
 def full(shape, fill_value, *, dtype=None, device=None) -> Array:
     """A new array of `shape` filled with `fill_value` (dtype from `dtype`, else from the value: bool,
     int64 or float64)."""
-    return _wrap(_a.full(list(_shape(shape)), _scalar(fill_value), _dt(dtype), device))
+    return _wrap(_a.full(list(_shape(shape)), _scalar(fill_value), _dt(dtype), _dev(device)))
 
 
 def zeros(shape, *, dtype=None, device=None) -> Array:
@@ -415,28 +471,28 @@ def empty(shape, *, dtype=None, device=None) -> Array:
 
 def full_like(x: Array, /, fill_value, *, dtype=None, device=None) -> Array:
     """An array of `x`'s shape (and dtype, unless `dtype` is given) filled with `fill_value`."""
-    return _wrap(_a.full_like(x._x, _scalar(fill_value), _dt(dtype)))
+    return _moved(_wrap(_a.full_like(x._x, _scalar(fill_value), _dt(dtype))), device)
 
 
 def zeros_like(x: Array, /, *, dtype=None, device=None) -> Array:
     """An array of `x`'s shape (and dtype, unless `dtype` is given) filled with zeros."""
-    return full_like(x, 0, dtype=dtype) if dtype is not None else _wrap(_a.zeros_like(x._x))
+    return _moved(full_like(x, 0, dtype=dtype) if dtype is not None else _wrap(_a.zeros_like(x._x)), device)
 
 
 def ones_like(x: Array, /, *, dtype=None, device=None) -> Array:
     """An array of `x`'s shape (and dtype, unless `dtype` is given) filled with ones."""
-    return full_like(x, 1, dtype=dtype) if dtype is not None else _wrap(_a.ones_like(x._x))
+    return _moved(full_like(x, 1, dtype=dtype) if dtype is not None else _wrap(_a.ones_like(x._x)), device)
 
 
 def empty_like(x: Array, /, *, dtype=None, device=None) -> Array:
     """An array of `x`'s shape and dtype; Strata fills it with zeros."""
-    return zeros_like(x, dtype=dtype)
+    return zeros_like(x, dtype=dtype, device=device)
 
 
 def arange(start, /, stop=None, step=1, *, dtype=None, device=None) -> Array:
     """Evenly spaced values in `[start, stop)` with spacing `step` (`arange(n)`: `0 … n-1`); integer
     dtype when every argument is an integer, else float64."""
-    return _wrap(_a.arange(_scalar(start), None if stop is None else _scalar(stop), _scalar(step), _dt(dtype), device))
+    return _wrap(_a.arange(_scalar(start), None if stop is None else _scalar(stop), _scalar(step), _dt(dtype), _dev(device)))
 
 
 def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None) -> Array:
@@ -444,12 +500,12 @@ def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None) -> Array:
     `n_rows`); a `k` beyond the array gives all zeros."""
     cols = n_rows if n_cols is None else n_cols
     k = builtins.max(-n_rows, builtins.min(int(k), cols))  # a diagonal outside: all zeros
-    return _wrap(_a.eye(n_rows, n_cols, k, _dt(dtype), device))
+    return _wrap(_a.eye(n_rows, n_cols, k, _dt(dtype), _dev(device)))
 
 
 def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True) -> Array:
     """`num` evenly spaced values from `start` to `stop` (`stop` included unless `endpoint=False`)."""
-    return _wrap(_a.linspace(float(start), float(stop), int(num), endpoint, _dt(dtype), device))
+    return _wrap(_a.linspace(float(start), float(stop), int(num), endpoint, _dt(dtype), _dev(device)))
 
 
 def meshgrid(*arrays: Array, indexing: str = "xy") -> list:
