@@ -112,8 +112,9 @@ pub(crate) struct Node {
     pub shape: Vec<usize>,
     pub dtype: DType,
     pub place: Place,
-    /// The operation producing the array; `None` for data.
-    pub op: Option<Traced>,
+    /// The operation producing the array; `None` for data, and once evaluated (the value is
+    /// then all that is needed, and the operands — a time loop's earlier states — are freed).
+    pub op: RefCell<Option<Traced>>,
     /// What the node's IR value is.
     pub kind: Kind,
     /// The value, once known (shared with the programs that read it, never copied).
@@ -207,7 +208,7 @@ impl Array {
             shape,
             dtype,
             place,
-            op: Some(Traced { op, args }),
+            op: RefCell::new(Some(Traced { op, args })),
             kind: Kind::Array,
             value: RefCell::new(None),
             pending,
@@ -237,7 +238,7 @@ impl Array {
             shape,
             dtype,
             place,
-            op: Some(Traced { op, args }),
+            op: RefCell::new(Some(Traced { op, args })),
             kind,
             value: RefCell::new(None),
             pending,
@@ -255,7 +256,7 @@ impl Array {
             shape: Vec::new(),
             dtype,
             place,
-            op: Some(Traced { op, args }),
+            op: RefCell::new(Some(Traced { op, args })),
             kind: Kind::Operand,
             value: RefCell::new(None),
             pending,
@@ -270,7 +271,7 @@ impl Array {
             shape: shape.to_vec(),
             dtype,
             place,
-            op: None,
+            op: RefCell::new(None),
             kind: Kind::Array,
             value: RefCell::new(Some(Rc::new(t))),
             pending: 0,
@@ -294,7 +295,7 @@ impl Array {
             shape,
             dtype,
             place,
-            op: None,
+            op: RefCell::new(None),
             kind: Kind::Array,
             value: RefCell::new(Some(Rc::new(Tensor { ty, data, present: None }))),
             pending: 0,
@@ -379,6 +380,23 @@ thread_local! {
     /// mean inside `std` and a `mean` of the same array are one fold). Operand addresses stay
     /// valid keys because a live node keeps its operands alive.
     static NODES: RefCell<std::collections::HashMap<NodeKey, std::rc::Weak<Node>>> = RefCell::new(Default::default());
+}
+
+impl Array {
+    /// Drops the operation of an evaluated node: its operands (and theirs) are freed unless
+    /// something else holds them. The node leaves the hash-consing table, whose key names the
+    /// operands by address.
+    pub(crate) fn forget_operation(&self) {
+        let Some(t) = self.0.op.borrow_mut().take() else { return };
+        let n = &self.0;
+        let key = NodeKey::new(&t.op, &t.args, &n.shape, n.dtype, &n.place, n.kind);
+        NODES.with(|nodes| {
+            let mut nodes = nodes.borrow_mut();
+            if nodes.get(&key).is_some_and(|w| std::ptr::eq(w.as_ptr(), Rc::as_ptr(n))) {
+                nodes.remove(&key);
+            }
+        });
+    }
 }
 
 /// The live node for `key`, or a new one built by `make`.

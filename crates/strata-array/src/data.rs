@@ -242,7 +242,9 @@ impl Array {
         for (a, mut v) in kept.iter().zip(values) {
             v.ty = value_type(a.shape(), a.dtype(), a.place());
             *a.0.value.borrow_mut() = Some(Rc::new(v));
+            a.forget_operation();
         }
+        self.forget_operation();
         Ok(t)
     }
 

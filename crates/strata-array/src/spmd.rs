@@ -158,9 +158,11 @@ pub(crate) fn run(dist: &Distribution, inputs: &[Rc<Tensor>], backend: Backend) 
     let outputs = job::run(&comm, dist, &mut rank_io, 0, &mut clock).map_err(|f| failure(&comm, f))?;
     let out = outputs.into_iter().next().ok_or_else(|| ArrayError::Run("the program has no result".into()))?;
     match out.block {
-        Some((level, owned, _)) => {
-            job::dense(&out.value).and_then(|t| job::owned_rows(&t, level, owned)).map_err(ArrayError::Run)
-        }
+        // The local result is the owned block itself (no halo rows): kept, not copied.
+        Some((level, owned, _)) => match out.value {
+            Value::Tensor(t) if t.ty.levels[level].interval == owned => Ok(t),
+            v => job::dense(&v).and_then(|t| job::owned_rows(&t, level, owned)).map_err(ArrayError::Run),
+        },
         None => out.value.into_tensor().map_err(|e| ArrayError::Run(e.to_string())),
     }
 }

@@ -126,10 +126,12 @@ pub(crate) fn trace(root: &Array) -> Result<Program> {
             continue;
         }
         let value = a.0.value.borrow();
-        let op = match (&*value, &a.0.op) {
+        let traced = a.0.op.borrow();
+        let op = match (&*value, &*traced) {
             (Some(t), _) => {
                 seen.insert(key, Some(inputs.len()));
                 inputs.push(t.clone());
+                drop(traced);
                 drop(value);
                 input_nodes.push(a);
                 continue;
@@ -146,6 +148,7 @@ pub(crate) fn trace(root: &Array) -> Result<Program> {
             continue;
         }
         seen.insert(key, None);
+        drop(traced);
         drop(value);
         order.push(a);
     }
@@ -180,7 +183,7 @@ pub(crate) fn trace(root: &Array) -> Result<Program> {
     PAYLOADS.with(|lib| {
         let lib = lib.borrow();
         for a in &order {
-            for f in a.0.op.as_ref().expect("traced").op.functions() {
+            for f in a.0.op.borrow().as_ref().expect("traced").op.functions() {
                 payloads.entry(f).or_insert_with(|| mb.import(lib.module(), f));
             }
         }
@@ -191,7 +194,8 @@ pub(crate) fn trace(root: &Array) -> Result<Program> {
         values.insert(Rc::as_ptr(&a.0), f.param(ty, ParamMode::In));
     }
     for (a, want) in order.iter().zip(&expected) {
-        let traced = a.0.op.as_ref().expect("traced");
+        let traced = a.0.op.borrow();
+        let traced = traced.as_ref().expect("traced");
         let mut op = traced.op.clone();
         for v in op.operands_mut() {
             *v = values[&Rc::as_ptr(&traced.args[v.index()].0)];

@@ -88,7 +88,9 @@ pub fn specialize(
 ) -> Result<(Module, Handle<Function>), Vec<Diagnostic>> {
     let mut types = types.clone();
     let mut sp = Specializer::new(module, Retype::All);
-    let f = instance(module, &mut types, &mut sp, entry, params.to_vec()).map_err(|d| vec![*d])?;
+    // The entry is re-typed even at its own parameter types: its statements may differ from
+    // the module they were typed in (a rank's local program cuts its subsets to its rows).
+    let f = instance(module, &mut types, &mut sp, entry, params.to_vec(), true).map_err(|d| vec![*d])?;
     let mut out = module.clone();
     out.types = types;
     sp.append_to(&mut out);
@@ -123,7 +125,7 @@ pub(crate) fn instantiate(
             "used here",
         )));
     };
-    let h = instance(module, types, sp, func, params).map_err(|d| {
+    let h = instance(module, types, sp, func, params, false).map_err(|d| {
         Box::new(if module.functions[func].is_generic() {
             d.with_label(*span, format!("in `@{name}` as instantiated here"))
         } else {
@@ -171,16 +173,17 @@ fn fetch<'a>(module: &'a Module, sp: &'a Specializer, h: Handle<Function>) -> &'
 }
 
 /// The instance of `func` at `params`: itself when they are its own types (and it is not
-/// generic), else a re-typed copy.
+/// generic, and not `always` re-typed), else a re-typed copy.
 fn instance(
     module: &Module,
     types: &mut TypeArena,
     sp: &mut Specializer,
     func: Handle<Function>,
     params: Vec<Handle<Type>>,
+    always: bool,
 ) -> Result<Handle<Function>, Box<Diagnostic>> {
     let generic = module.functions[func].is_generic();
-    if !generic && signature(module, func).0 == params {
+    if !generic && !always && signature(module, func).0 == params {
         return Ok(func);
     }
     if let Some(&h) = sp.cache.get(&(func, params.clone())) {

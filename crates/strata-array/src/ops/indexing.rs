@@ -253,7 +253,12 @@ pub fn take(x: &Array, indices: &Array, axis: Option<isize>) -> Result<Array> {
 /// does not broadcast to the part (or lives elsewhere).
 pub fn set_index(x: &Array, index: &[Index], value: &Array) -> Result<Array> {
     let full = expanded(index, x.ndim())?;
-    let place = Array::same_place("__setitem__", &[x, value])?;
+    // The value moves to where `x` lives (an assignment writes into `x`): a host value of the
+    // same device is distributed over `x`'s team.
+    let place = match value.on_team() || value.device() != x.device() {
+        true => Array::same_place("__setitem__", &[x, value])?,
+        false => x.place().clone(),
+    };
     // Integers are parts of extent 1 whose axis the value does not have.
     let mut bounds = Vec::with_capacity(full.len());
     let mut part_shape = Vec::new();
