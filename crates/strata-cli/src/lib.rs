@@ -215,6 +215,12 @@ pub struct RunOptions {
 
 pub use strata_engine::Timings;
 
+/// `strata launch --ranks N COMMAND…`: the command on `N` MPI ranks under `mpirun`, a rank
+/// killed by a signal named; exit 0 when every rank succeeded, else 1.
+pub fn cmd_launch(ranks: usize, command: &[String]) -> i32 {
+    dist_run::launch_program(ranks, command)
+}
+
 /// `strata run`: exit 0 on success, 1 on any failure — diagnostics, bad or unreadable data,
 /// missing arguments, run-time errors (clap itself exits 2 on malformed command lines).
 pub fn cmd_run(file: &Path, opts: &RunOptions) -> i32 {

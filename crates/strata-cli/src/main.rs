@@ -14,7 +14,7 @@ static ALLOCATOR: strata_runtime::aligned::CacheLineAligned = strata_runtime::al
 #[command(
     name = "strata",
     version,
-    after_help = "Examples:\n  strata check examples/stencil/laplacian.strata\n  strata check examples/*        (folders are searched for .strata files)\n  strata run examples/stencil/laplacian.strata --arg inp=random:1\n  strata run --ranks 3 examples/distributed/laplacian.strata --arg inp=random:1\n  strata sig --json examples/stencil/nabla.strata\n  strata lower examples/stencil/laplacian.strata --to c\n  strata fmt --check examples/*"
+    after_help = "Examples:\n  strata check examples/stencil/laplacian.strata\n  strata check examples/*        (folders are searched for .strata files)\n  strata run examples/stencil/laplacian.strata --arg inp=random:1\n  strata run --ranks 3 examples/distributed/laplacian.strata --arg inp=random:1\n  strata sig --json examples/stencil/nabla.strata\n  strata lower examples/stencil/laplacian.strata --to c\n  strata launch --ranks 2 python3 examples/python/diffusion.py\n  strata fmt --check examples/*"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -109,6 +109,17 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run a command on N MPI ranks (SPMD: a Python script using `strata.world`, say), naming a
+    /// rank killed by a signal; exit 0 when every rank succeeded, else 1.
+    #[command(after_help = "Example:\n  strata launch --ranks 2 python3 examples/python/diffusion.py")]
+    Launch {
+        /// The number of ranks (processes).
+        #[arg(long)]
+        ranks: usize,
+        /// The command and its arguments (after `--` if they start with `-`).
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+        command: Vec<String>,
+    },
     /// Rewrite programs in canonical form (idempotent; comments are kept).
     #[command(after_help = "Examples:\n  strata fmt program.strata\n  strata fmt --check examples/*.strata")]
     Fmt {
@@ -155,6 +166,7 @@ fn main() {
             )
         }
         Command::Sig { file, json } => strata_cli::cmd_sig(&file, json),
+        Command::Launch { ranks, command } => strata_cli::cmd_launch(ranks, &command),
         Command::Lower { passes: true, .. } => strata_cli::cmd_passes(),
         Command::Lower { file, entry, to, ranks, print_after, .. } => {
             let file = file.expect("clap requires FILE without --passes");

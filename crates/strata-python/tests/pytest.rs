@@ -35,7 +35,13 @@ fn python_package_tests_pass() {
     }
     std::fs::copy(&lib, pkg.join("_strata.abi3.so")).unwrap();
     let tests = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests");
-    let out = Command::new(&python)
+    let mut cmd = Command::new(&python);
+    // The `strata` command `cargo test --workspace` built beside this test (for `strata launch`).
+    let strata = lib.parent().and_then(|d| d.parent()).map(|p| p.join("strata")).filter(|p| p.exists());
+    if let Some(s) = strata {
+        cmd.env("STRATA_EXE", s);
+    }
+    let out = cmd
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
         .arg(&tests)
         .env("PYTHONPATH", &stage)

@@ -48,6 +48,43 @@ pub fn launch(ranks: usize) -> i32 {
             args.push(a);
         }
     }
+    let token = job_token();
+    let status = launch_command(ranks, exe.as_os_str(), &args, &token, true);
+    if status != 0 {
+        remove_temporaries(&args, &token);
+    }
+    status
+}
+
+/// `strata launch --ranks N COMMAND…`: runs any command (a Python script using `strata.world`,
+/// say) on `N` ranks under `mpirun`, with the flags Open MPI needs as root and on fewer cores
+/// than ranks; a rank killed by a signal ends the job with a message naming it, as for
+/// `strata run --ranks`. Exit 0 when every rank succeeded, else 1.
+pub fn launch_program(ranks: usize, command: &[String]) -> i32 {
+    let Some((program, args)) = command.split_first() else {
+        eprintln!("error: `strata launch` needs a command to run (e.g. `strata launch --ranks 2 python3 sim.py`)");
+        return 1;
+    };
+    if ranks == 0 {
+        eprintln!("error: --ranks needs at least one rank");
+        return 1;
+    }
+    let found = match program.contains('/') {
+        true => Path::new(program).is_file(),
+        false => std::env::var_os("PATH")
+            .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file())),
+    };
+    if !found {
+        eprintln!("error: cannot find the command `{program}` to launch (not a file, nor on $PATH)");
+        return 1;
+    }
+    launch_command(ranks, program.as_ref(), args, &job_token(), false)
+}
+
+/// Starts `program args…` on `ranks` ranks under `mpirun` and waits; on failure, reports a rank
+/// killed by a signal. Exit status: 0, or 1.
+/// `own`: the command is `strata run` itself (whose outputs are cleaned up).
+fn launch_command(ranks: usize, program: &std::ffi::OsStr, args: &[String], token: &str, own: bool) -> i32 {
     let mpirun = std::env::var("STRATA_MPIRUN").unwrap_or_else(|_| "mpirun".into());
     let mut cmd = Command::new(&mpirun);
     cmd.arg("-n").arg(ranks.to_string());
@@ -64,11 +101,10 @@ pub fn launch(ranks: usize) -> i32 {
             cmd.arg("--allow-run-as-root");
         }
     }
-    let token = job_token();
-    cmd.arg(exe)
-        .args(&args)
+    cmd.arg(program)
+        .args(args)
         .env("STRATA_LAUNCHED_RANKS", ranks.to_string())
-        .env("STRATA_JOB_TOKEN", &token)
+        .env("STRATA_JOB_TOKEN", token)
         .stderr(std::process::Stdio::piped());
     let mut child = match cmd.spawn() {
         Ok(c) => c,
@@ -90,13 +126,13 @@ pub fn launch(ranks: usize) -> i32 {
     if status.success() {
         return 0;
     }
-    remove_temporaries(&args, &token);
     let died = notices.iter().find_map(|n| killed_rank(n));
+    let message = if own { killed_message } else { killed_program_message };
     let code = status.code().unwrap_or(1);
     match died {
-        Some((rank, signal)) => eprintln!("error: {}", killed_message(&format!("rank {rank}"), &signal)),
+        Some((rank, signal)) => eprintln!("error: {}", message(&format!("rank {rank}"), &signal)),
         // Another launcher (its notice unparsed): its exit status tells the signal, not the rank.
-        None if code > 128 => eprintln!("error: {}", killed_message("a rank", &format!("{}", code - 128))),
+        None if code > 128 => eprintln!("error: {}", message("a rank", &format!("{}", code - 128))),
         None => {}
     }
     1
@@ -161,6 +197,15 @@ fn killed_message(who: &str, signal: &str) -> String {
         ""
     };
     format!("{who} was killed by signal {signal}{hint}; the job was stopped, and no output was written")
+}
+
+/// [`killed_message`] for `strata launch`, whose command's files Strata does not know: a file
+/// `strata.save` was writing keeps its old content (it is replaced only once every rank wrote).
+fn killed_program_message(who: &str, signal: &str) -> String {
+    killed_message(who, signal).replace(
+        "and no output was written",
+        "and no file strata.save was writing was replaced (each is renamed into place once complete)",
+    )
 }
 
 /// Removes what ranks killed mid-write leave: the temporary of each `--out NAME=PATH` (see

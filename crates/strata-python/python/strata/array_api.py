@@ -435,10 +435,10 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: Optiona
         p = _placement.Place(p.device)  # a 0-d array is replicated on every rank, never partitioned
     dev = _dev(p)
     if isinstance(dev, tuple):
+        # Only this rank's rows are copied into Strata (every row without a job).
         rows = _spmd.block_rows(list(a.shape), dev[1])
-        if rows is not None:
-            # Only this rank's rows are copied into Strata.
-            return _wrap(_spmd.from_block(np.ascontiguousarray(a[rows[0]:rows[1]]), list(a.shape), *dev))
+        block = a if rows is None else a[rows[0]:rows[1]]
+        return _wrap(_spmd.from_block(np.ascontiguousarray(block), list(a.shape), *dev))
     return _wrap(_a.from_numpy(a, dev))
 
 
