@@ -298,6 +298,27 @@ pub struct PlannedStage {
     pub types: TypeArena,
     /// Its distribution.
     pub plan: Plan,
+    /// This process's rank and its local program, made on the first run: a rank's program
+    /// does not change between runs of the stage (a time loop specializes it once).
+    pub(crate) local: std::sync::OnceLock<(usize, LocalProgram)>,
+}
+
+/// A rank's local program and its entry, or why it could not be made.
+pub(crate) type LocalProgram = Result<(Module, Handle<Function>), String>;
+
+impl PlannedStage {
+    /// `rank`'s local program of the stage ([`Plan::local_module`]), made once per process.
+    ///
+    /// # Errors
+    /// The local program does not verify.
+    pub fn local_program(&self, rank: usize) -> Result<std::borrow::Cow<'_, (Module, Handle<Function>)>, String> {
+        let make = || self.plan.local_module(&self.stage.module, &self.types, self.stage.entry, rank);
+        let (r, made) = self.local.get_or_init(|| (rank, make().map_err(|e| e.to_string())));
+        match *r == rank {
+            true => made.as_ref().map(std::borrow::Cow::Borrowed).map_err(Clone::clone),
+            false => make().map(std::borrow::Cow::Owned).map_err(|e| e.to_string()),
+        }
+    }
 }
 
 /// The distribution of an entry on a number of ranks: its stages, each planned. `Display` is
@@ -326,7 +347,7 @@ impl Distribution {
                 })?
                 .types;
             let plan = Plan::new(&stage.module, &types, stage.entry, ranks)?;
-            planned.push(PlannedStage { stage, types, plan });
+            planned.push(PlannedStage { stage, types, plan, local: std::sync::OnceLock::new() });
         }
         Ok(Distribution(planned))
     }

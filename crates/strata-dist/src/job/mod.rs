@@ -18,6 +18,7 @@ use crate::{slab, BlockParam, Collective, Comm, Distribution, PartialStart, Plan
 
 mod inspect;
 mod output;
+mod spare;
 mod stored;
 
 pub use output::{allgather, dense, gather, owned_rows, temporary_of, write_output};
@@ -121,6 +122,12 @@ impl Input<'_> {
         if have.is_none_or(|h| !h.contains(rows)) {
             return Err(format!("`{}`: this rank's value does not hold its block {rows}", self.name));
         }
+        // A buffer an earlier run held (every row is overwritten: the owned ones here, the
+        // others by the halo exchange that follows).
+        if let Some(mut held) = spare::take(self.held).filter(|_| mine.present.is_none()) {
+            slab::copy_rows(mine, &mut held, b.level, rows);
+            return Ok(held);
+        }
         // Holding exactly its block (no halo): the same buffer, retyped as the local program's.
         let same_rows = mine.ty.levels.len() == self.held.levels.len()
             && mine.ty.levels.iter().zip(&self.held.levels).all(|(a, b)| a.name == b.name && a.interval == b.interval);
@@ -203,7 +210,7 @@ pub fn run(
     }
     let values = last.ok_or_else(|| Failed::Here("internal: no final stage".into()))?;
     let last = dist.0.last().expect("a final stage");
-    let PlannedStage { stage, types, plan } = last;
+    let PlannedStage { stage, types, plan, .. } = last;
     let f = &stage.module.functions[stage.entry];
     let global = |p: usize| ValueType::from_ir(types, f.exprs[f.params[p]].ty);
     Ok(values
@@ -232,15 +239,17 @@ fn result_block(ps: &PlannedStage, rank: usize, size: usize) -> Option<(usize, I
 /// collective's value from an earlier stage), the halo exchange, the run.
 fn run_stage(
     comm: &Comm,
-    PlannedStage { stage, types, plan }: &PlannedStage,
+    ps: &PlannedStage,
     carried: &[(String, Value)],
     rank_io: &mut dyn Rank,
     repeat: usize,
     clock: &mut Clock,
 ) -> Result<Vec<(String, Value)>, Failed> {
     let rank = comm.rank;
+    let PlannedStage { stage, types, plan, .. } = ps;
     let (module, entry) = (&stage.module, stage.entry);
-    let (local, local_entry) = agree(comm, plan.local_module(module, types, entry, rank).map_err(|e| e.to_string()))?;
+    let local = agree(comm, ps.local_program(rank))?;
+    let (local, local_entry) = (&local.0, local.1);
     let local_types = local.types.clone();
     let f = &module.functions[entry];
     let lf = &local.functions[local_entry];
@@ -287,7 +296,7 @@ fn run_stage(
             (_, a) => args.push(a),
         }
     }
-    finish(comm, plan, f, &local, local_entry, args, rank_io)
+    finish(comm, plan, f, local, local_entry, args, rank_io)
 }
 
 /// Runs a stage's local program on this rank's arguments (a scan's stage in the chain of ranks).
@@ -307,6 +316,7 @@ fn finish(
         }
         _ => rank_io.execute(local, local_types, local_entry, &args),
     };
+    spare::keep(args);
     agree(comm, ran)
 }
 
