@@ -170,12 +170,32 @@ pub(crate) fn hoist_reductions(
     let mut go = |x: &Rc<SExpr>| hoist_reductions(x, out, pick);
     match &**e {
         SExpr::Reduce { id, vars, init, scalar, body } if pick(e) => {
-            if !out.iter().any(|r| matches!(&**r, SExpr::Reduce { id: other, .. } if other == id)) {
-                let body = hoist_reductions(body, out, &|r| invariant(r, vars, *id));
-                let (vars, init) = (vars.clone(), init.clone());
-                out.push(Rc::new(SExpr::Reduce { id: *id, vars, init, scalar: *scalar, body }));
+            let body = hoist_reductions(body, out, &|r| invariant(r, vars, *id));
+            let fold =
+                Rc::new(SExpr::Reduce { id: *id, vars: vars.clone(), init: init.clone(), scalar: *scalar, body });
+            // The same fold hoisted already (a value read twice at one point): its register,
+            // under the id it was hoisted with.
+            let same = out.iter().find_map(|r| match &**r {
+                SExpr::Reduce { id: k, .. } if *k == *id && *r == fold => Some(*k),
+                SExpr::Reduce { id: k, .. } if *k >= RENAMED && *r == rename_acc(&fold, *id, *k) => Some(*k),
+                _ => None,
+            });
+            if let Some(k) = same {
+                return Rc::new(SExpr::Acc(k));
             }
-            Rc::new(SExpr::Acc(*id))
+            // Another fold under an id already taken: one lowered op inlined at two points (a
+            // view read at two shifts, `v[1:] + v[:-1]`) keeps its id in both copies, and
+            // sharing the register would read the first copy's value for the second.
+            let taken = |k: u32| out.iter().any(|r| matches!(&**r, SExpr::Reduce { id, .. } if *id == k));
+            let fresh = match taken(*id) {
+                true => (RENAMED..).find(|&k| !taken(k)).expect("a free accumulator id"),
+                false => *id,
+            };
+            out.push(match fresh == *id {
+                true => fold,
+                false => rename_acc(&fold, *id, fresh),
+            });
+            Rc::new(SExpr::Acc(fresh))
         }
         SExpr::Unary(op, a, s) => Rc::new(SExpr::Unary(*op, go(a), *s)),
         SExpr::Cast(a, from, to) => Rc::new(SExpr::Cast(go(a), *from, *to)),
@@ -240,6 +260,24 @@ fn vector_math(op: UnaryOp) -> bool {
 pub(crate) fn contiguous_fold(r: &Rc<SExpr>) -> bool {
     let SExpr::Reduce { vars, body, .. } = &**r else { return false };
     vars.last().is_some_and(|(v, _)| matches!(loads_along(body, v), (true, true)))
+}
+
+/// Accumulator ids given to folds renamed when hoisted (lowering numbers folds from 0).
+const RENAMED: u32 = 1 << 30;
+
+/// Fold `r` (with id `from`) under id `to`: its own accumulator's reads renamed (folds nested
+/// in it have ids of their own).
+fn rename_acc(r: &Rc<SExpr>, from: u32, to: u32) -> Rc<SExpr> {
+    fn go(e: &Rc<SExpr>, from: u32, to: u32) -> Rc<SExpr> {
+        match &**e {
+            SExpr::Acc(a) if *a == from => Rc::new(SExpr::Acc(to)),
+            _ => crate::sym::map_children(e, &|x| go(x, from, to), &|c| {
+                crate::sym::map_coord_parts(c, &|x| go(x, from, to), &|c2| c2.clone())
+            }),
+        }
+    }
+    let SExpr::Reduce { vars, init, scalar, body, .. } = &**r else { return r.clone() };
+    Rc::new(SExpr::Reduce { id: to, vars: vars.clone(), init: init.clone(), scalar: *scalar, body: go(body, from, to) })
 }
 
 /// Whether reduction `r` can be evaluated outside fold `id` over `vars`.

@@ -528,3 +528,46 @@ def test_take_along_axis_cumulative_prod_and_isin_match_numpy():
     f = np.array([1.0, np.nan, 2.0])
     np.testing.assert_array_equal(xp.isin(xp.asarray(f), xp.asarray(np.array([np.nan, 2.0]))).to_numpy(), [False, False, True])
     np.testing.assert_array_equal(xp.isin(xp.asarray(f), xp.asarray(np.array([]))).to_numpy(), [False] * 3)
+
+
+def _stencils(m, u):
+    """Programs that read one computed view at several shifts (in `m`: numpy or the namespace)."""
+    v = u[1:-1, 1:-1] * 2.0
+    yield v[1:, :] + v[:-1, :]
+    yield v[2:, 1:-1] - v[:-2, 1:-1] + v[1:-1, 2:] * v[1:-1, :-2]
+    r = m.roll(u, 1, axis=0) * 3.0
+    yield m.roll(r, 2, axis=1) + r
+    w = (u[1:, :] + u[:-1, :])[:, 1:]
+    yield w[1:, :] * w[:-1, :]
+
+
+@pytest.mark.parametrize("device", [None, "world"])
+def test_a_computed_view_read_at_several_shifts_matches_numpy(device):
+    """Each shifted copy of an inlined view is its own value (the native code once shared one
+    accumulator between the copies: `v[1:] + v[:-1]` read `v[1:]` twice)."""
+    import strata
+
+    a = np.random.default_rng(11).random((9, 8))
+    u = xp.asarray(a, device=strata.world if device else None)
+    for got, want in zip(_stencils(xp, u), _stencils(np, a)):
+        np.testing.assert_array_equal(np.asarray(got), want)
+
+
+@pytest.mark.parametrize("device", [None, "world"])
+def test_assignments_of_parts_match_numpy(device):
+    """`x[key] = value` for integers and slices of step 1, traced (pieces of a concatenation)."""
+    import strata
+
+    a = np.random.default_rng(12).random((7, 6))
+    keys = [(slice(1, -1), slice(1, -1)), (0, slice(None)), (slice(None), -1), (Ellipsis, slice(2, 4)),
+            (slice(2, 5),), (3, 2), (slice(0, 0), slice(None))]
+    for key in keys:
+        u = xp.asarray(a, device=strata.world if device else None)
+        w = a.copy()
+        value = np.arange(np.empty_like(w)[key].size, dtype=np.float64).reshape(np.empty_like(w)[key].shape)
+        u[key] = xp.asarray(value)
+        w[key] = value
+        np.testing.assert_array_equal(np.asarray(u), w, err_msg=str(key))
+        u[key] = 2.5
+        w[key] = 2.5
+        np.testing.assert_array_equal(np.asarray(u), w, err_msg=str(key))
