@@ -1,8 +1,10 @@
 """Distributed benchmark: the laplacian of the laplacian and the nabla (on a partitioned mesh)
 on 1 and 2 MPI ranks (strong and weak scaling) against the same program in one process at 1 and 2 threads and against mpi4py + numpy
-with a hand-written halo exchange; the machine's STREAM bandwidth and this MPI's α and β are
-measured in the same run, and the α-β model is extrapolated to 1,024 ranks.
-    bench/dist [--runs N] [--json PATH]"""
+with a hand-written halo exchange; then a 500-step diffusion simulation from Python with team
+arrays resident across steps (bench/dist_sim.py) against numpy and mpi4py + numpy. The
+machine's STREAM bandwidth and this MPI's α and β are measured in the same run, and the α-β
+model is extrapolated to 1,024 ranks.
+    bench/dist [--runs N] [--json PATH] [--only-sim]"""
 import argparse
 import json
 import math
@@ -170,6 +172,85 @@ def nabla_rows(a, tmp, triad):
     return rows
 
 
+# --- a simulation from Python: team arrays resident across steps ---------------------------
+
+SIM = (1024, 500)  # grid points per side, steps
+
+
+def sim_run(py, impl, n, steps, ranks=None, threads=None, stage=None):
+    """One run of bench/dist_sim.py: every rank's JSON report and the end-to-end wall time
+    (launch to exit, as the user waits for it)."""
+    import time
+
+    cmd = [py, str(HERE / "dist_sim.py"), "--impl", impl, str(n), str(steps)]
+    if ranks is not None:
+        cmd = mpirun() + ["-n", str(ranks)] + cmd
+    env = dict(os.environ)
+    if stage:
+        env["PYTHONPATH"] = stage
+    if threads is not None:
+        env["STRATA_NUM_THREADS"] = str(threads)
+    t = time.perf_counter()
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - t
+    decoder, text, reps = json.JSONDecoder(), out.stdout, []
+    at = text.find('{"rank"')
+    while at >= 0:
+        obj, end = decoder.raw_decode(text, at)
+        reps.append(obj)
+        at = text.find('{"rank"', end)
+    return reps, wall
+
+
+def sim_rows(a, triad, ab):
+    """The diffusion simulation (SIM) from Python: numpy; Strata in one process at 1 and 2
+    threads and under mpirun at 1 and 2 ranks; mpi4py + numpy at 1 and 2 ranks. Each reports
+    its slowest rank's median step."""
+    n, steps = SIM
+    stage = os.environ.get("STRATA_PYTHONPATH")
+    configs = [
+        ("numpy 1 process", "numpy", None, None, 1),
+        ("strata 1 process, 1 thread", "strata", None, 1, 1),
+        ("strata 1 process, 2 threads", "strata", None, 2, 1),
+        ("strata 1 rank x 1 thread", "strata", 1, 1, 1),
+        ("strata 2 ranks x 1 thread", "strata", 2, 1, 2),
+        ("mpi4py+numpy 1 rank", "mpi4py", 1, None, 1),
+        ("mpi4py+numpy 2 ranks", "mpi4py", 2, None, 2),
+    ]
+    rows = []
+    bytes_moved = 16 * n * n  # read the state once, write it once
+    for name, impl, ranks, threads, size in configs:
+        reps, wall = sim_run(a.python, impl, n, steps, ranks, threads, stage)
+        slow = max(reps, key=lambda r: r["step_s"])
+        t = slow["step_s"]
+        halo = max(r.get("halo_bytes_per_step", 0) for r in reps)
+        msgs = 1 if size == 2 else 0  # each of two ranks has one neighbour
+        rows.append({"workload": "diffusion-sim", "impl": name, "ranks": size, "shape": [n, n], "steps": steps,
+                     "median_s": t, "loop_s": max(r["loop_s"] for r in reps), "wall_s": wall,
+                     "first_step_s": max(r["first_step_s"] for r in reps),
+                     "exchange_s": max(r.get("exchange_s_per_step", 0.0) for r in reps), "halo_bytes": int(halo),
+                     "model_exchange_s": msgs * (ab["alpha_s"] + ab["beta_s_per_byte"] * 8 * n),
+                     "gbps": bytes_moved / t / 1e9, "fraction_of_triad": bytes_moved / t / 1e9 / triad,
+                     "mass": reps[0]["mass"]})
+    return rows
+
+
+def print_sim(rows):
+    n, steps = SIM
+    print(f"diffusion simulation from Python, {n}x{n} float64, {steps} steps (slowest rank's median step):")
+    print(f"  {'impl':30} {'step ms':>8} {'loop s':>7} {'wall s':>7} {'1st ms':>7} {'exch ms':>8} {'model ms':>8} "
+          f"{'halo B':>7} {'GB/s':>6} {'of triad':>8}")
+    for r in rows:
+        print(f"  {r['impl']:30} {r['median_s'] * 1e3:8.3f} {r['loop_s']:7.2f} {r['wall_s']:7.2f} "
+              f"{r['first_step_s'] * 1e3:7.1f} {r['exchange_s'] * 1e3:8.3f} {r['model_exchange_s'] * 1e3:8.3f} "
+              f"{r['halo_bytes']:7d} {r['gbps']:6.1f} {r['fraction_of_triad']:8.2f}")
+    by = {r["impl"]: r["median_s"] for r in rows}
+    two = by["strata 2 ranks x 1 thread"]
+    print(f"  2 ranks vs the 2-thread single process: {by['strata 1 process, 2 threads'] / two:.2f}x (target >= 0.9); "
+          f"vs mpi4py+numpy at 2 ranks: {by['mpi4py+numpy 2 ranks'] / two:.2f}x (target >= 5); "
+          f"vs numpy: {by['numpy 1 process'] / two:.2f}x")
+
+
 def peer(py, ranks, shape, runs):
     out = subprocess.run(mpirun() + ["-n", str(ranks), py, str(HERE / "dist_mpi4py.py"), *map(str, shape), str(runs)],
                          check=True, capture_output=True, text=True)
@@ -184,6 +265,7 @@ def main(argv):
     p.add_argument("--runs", type=int, default=15)
     p.add_argument("--json")
     p.add_argument("--skip-nabla", action="store_true", help="only the laplacian of laplacian")
+    p.add_argument("--only-sim", action="store_true", help="only the simulation from Python")
     a = p.parse_args(argv)
     tmp = Path(tempfile.mkdtemp(prefix="strata-bench-dist-"))
     build = tmp / "probes"
@@ -192,6 +274,15 @@ def main(argv):
     triad = next(r["gbps"] for r in limits if r["workload"] == "stream_triad")
     ab = json.loads(subprocess.run(mpirun() + ["-n", "2", a.python, str(HERE / "dist_alpha_beta.py")], check=True,
                                    capture_output=True, text=True).stdout.strip().splitlines()[-1])
+    if a.only_sim:
+        sim = sim_rows(a, triad, ab)
+        print(f"STREAM triad (2 threads): {triad:.1f} GB/s;  MPI α = {ab['alpha_s'] * 1e6:.2f} µs, "
+              f"β = {1 / ab['beta_s_per_byte'] / 1e9:.2f} GB/s (1/β)")
+        print_sim(sim)
+        if a.json:
+            Path(a.json).write_text(json.dumps({"stream_triad_gbps": triad, "alpha_beta": ab, "simulation": sim},
+                                               indent=1) + "\n")
+        return
     rows = []
     ni, nj, nk = LOCAL
     for scaling, shapes in (("strong", {1: (ni, nj, nk), 2: (ni, nj, nk)}), ("weak", {1: (ni, nj, nk), 2: (2 * ni, nj, nk)})):
@@ -211,6 +302,7 @@ def main(argv):
                              "exchange_s": ex, "halo_bytes": halo, "gbps": gbps, "fraction_of_triad": gbps / triad})
     if not a.skip_nabla:
         rows += nabla_rows(a, tmp, triad)
+    sim = sim_rows(a, triad, ab)
 
     # The target: 2 ranks against the 2-thread single process, same global size.
     def find(scaling, ranks, prefix, workload="laplap"):
@@ -240,7 +332,8 @@ def main(argv):
         local = t_c1 / p_
         strong.append({"ranks": p_, "efficiency": local / (local + t_x + t_red)})
     below = next((m["ranks"] for m in strong if m["efficiency"] < 0.9), None)
-    result = {"stream_triad_gbps": triad, "alpha_beta": ab, "rows": rows, "two_ranks_over_two_threads": ratios,
+    result = {"stream_triad_gbps": triad, "alpha_beta": ab, "rows": rows, "simulation": sim,
+              "two_ranks_over_two_threads": ratios,
               "model": {"local_shape": list(LOCAL), "compute_s": t_c, "halo_bytes": halo, "points": model,
                         "strong": strong, "strong_below_90_at": below}}
     print(f"STREAM triad (2 threads): {triad:.1f} GB/s;  MPI α = {alpha * 1e6:.2f} µs, β = {1 / beta / 1e9:.2f} GB/s "
@@ -258,6 +351,7 @@ def main(argv):
               f"efficiency {m['efficiency_halo_only']:.3f} (halo only), {m['efficiency_with_allreduce']:.3f} (with allreduce)")
     print(f"model (strong, global {LOCAL}, 1-rank compute {t_c1 * 1e3:.2f} ms): " + ", ".join(
         f"{m['ranks']}: {m['efficiency']:.2f}" for m in strong) + f"; below 90 % from {below} ranks")
+    print_sim(sim)
     if a.json:
         Path(a.json).write_text(json.dumps(result, indent=1) + "\n")
 

@@ -36,6 +36,32 @@ use strata_engine::Options;
 
 thread_local! {
     static COMM: RefCell<Option<Rc<Comm>>> = const { RefCell::new(None) };
+    static TOTALS: std::cell::Cell<Totals> = const { std::cell::Cell::new(Totals::ZERO) };
+}
+
+/// Where this rank's distributed runs spent their time, summed since the process started (a
+/// loop's share is the difference of two readings).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Totals {
+    /// Distributed runs.
+    pub runs: u64,
+    /// Seconds in halo exchanges (and fetches of rows other ranks own).
+    pub exchange_s: f64,
+    /// Bytes this rank received in them.
+    pub halo_bytes: u64,
+    /// Seconds making each run's held blocks from the arrays' blocks.
+    pub read_s: f64,
+    /// Seconds combining collectives' partials (reductions, gathers).
+    pub combine_s: f64,
+}
+
+impl Totals {
+    const ZERO: Totals = Totals { runs: 0, exchange_s: 0.0, halo_bytes: 0, read_s: 0.0, combine_s: 0.0 };
+}
+
+/// This rank's [`Totals`] so far.
+pub fn totals() -> Totals {
+    TOTALS.with(|t| t.get())
 }
 
 /// This process's membership of an MPI job. Dropping it ends MPI on this rank (after the last
@@ -156,6 +182,15 @@ pub(crate) fn run(dist: &Distribution, inputs: &[Rc<Tensor>], backend: Backend) 
     let mut rank_io = FrontEndRank { inputs, backend };
     let mut clock = job::Clock::default();
     let outputs = job::run(&comm, dist, &mut rank_io, 0, &mut clock).map_err(|f| failure(&comm, f))?;
+    TOTALS.with(|t| {
+        let mut v = t.get();
+        v.runs += 1;
+        v.exchange_s += clock.exchange_s.iter().sum::<f64>();
+        v.halo_bytes += clock.halo_bytes as u64;
+        v.read_s += clock.read_s;
+        v.combine_s += clock.combine_s;
+        t.set(v);
+    });
     let out = outputs.into_iter().next().ok_or_else(|| ArrayError::Run("the program has no result".into()))?;
     match out.block {
         // The local result is the owned block itself (no halo rows): kept, not copied.

@@ -7,7 +7,7 @@
 
 use std::rc::Rc;
 
-use strata_ir::{DimName, Level};
+use strata_ir::{DimName, Interval, Level};
 
 use crate::kernel::{Buffer, Kernel, KernelKind, ScanStage};
 use crate::sym::{Coord, Load, SExpr};
@@ -195,6 +195,28 @@ pub fn fuse_adjacent(kernels: Vec<Kernel>) -> Vec<Kernel> {
 /// Whether the first kernel that touches buffer `b` writes all of it (its domain is exactly the
 /// buffer's levels, or it compacts into it) without reading it.
 pub fn overwritten_first(kernels: &[Kernel], b: usize, levels: &[Level]) -> bool {
+    // Consecutive plain kernels writing disjoint boxes of the buffer over its levels (a kernel
+    // split into pieces) that together cover it.
+    let mut boxes: Vec<Vec<Interval>> = Vec::new();
+    let volume = |b: &[Interval]| b.iter().map(|iv| iv.len() as u128).product::<u128>();
+    let whole: u128 = levels.iter().map(|l| l.interval.len() as u128).product();
+    for k in kernels {
+        let plain = matches!(k.kind, KernelKind::Nest(_)) && k.writes(b) && !k.reads(b) && k.sets.is_empty();
+        let same_levels = k.domain.len() == levels.len() && k.domain.iter().zip(levels).all(|(d, l)| d.name == l.name);
+        if !plain || !same_levels {
+            break;
+        }
+        let mine: Vec<Interval> = k.domain.iter().map(|l| l.interval).collect();
+        let disjoint = boxes.iter().all(|o| o.iter().zip(&mine).any(|(a, b)| a.intersect(*b).is_empty()));
+        let inside = mine.iter().zip(levels).all(|(iv, l)| l.interval.contains(*iv));
+        if !disjoint || !inside {
+            break;
+        }
+        boxes.push(mine);
+        if boxes.len() > 1 && boxes.iter().map(|b| volume(b)).sum::<u128>() == whole {
+            return true;
+        }
+    }
     for k in kernels {
         if k.reads(b) {
             return false;

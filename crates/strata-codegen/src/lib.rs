@@ -38,6 +38,7 @@ pub mod pipeline;
 pub mod runtime;
 pub mod schedule;
 pub mod sparse;
+pub mod split;
 pub mod stage;
 pub mod sym;
 pub mod unify_folds;

@@ -25,6 +25,11 @@ pub const LOWER: &str = "lower";
 /// Every pass, in the order they run after lowering.
 pub const PASSES: &[Pass] = &[
     Pass {
+        name: "split-pieces",
+        summary: "runs a kernel whose stores choose by comparing a loop variable with a constant (a concatenation's pieces) as one kernel per piece",
+        run: |p| p.kernels = crate::split::split_pieces(std::mem::take(&mut p.kernels)),
+    },
+    Pass {
         name: "simplify",
         summary: "folds constants and drops select branches a kernel's loop ranges decide",
         run: simplify,

@@ -369,6 +369,34 @@ pub fn simplify_in(e: &Rc<SExpr>, ranges: &[(DimName, Interval)]) -> Rc<SExpr> {
                 _ => SExpr::Binary(*op, a, b, *sc),
             }
         }
+        // A choice the loop ranges decide (a concatenation's piece, in a kernel split into
+        // pieces): the branch taken.
+        SExpr::Select(c, t, f) => {
+            let c = s(c);
+            let decided = match &*c {
+                SExpr::Const(Sv::Bool(b)) => Some(*b),
+                SExpr::Binary(BinaryOp::Less, a, k, Scalar::Index) => match (&**a, cix(k)) {
+                    (SExpr::Index(Coord::Var { dim, offset }), Some(k)) => {
+                        ranges.iter().rev().find(|(d, _)| d == dim).and_then(|(_, iv)| {
+                            if iv.stop - 1 + offset < k {
+                                Some(true)
+                            } else if iv.start + offset >= k {
+                                Some(false)
+                            } else {
+                                None
+                            }
+                        })
+                    }
+                    _ => None,
+                },
+                _ => None,
+            };
+            match decided {
+                Some(true) => return s(t),
+                Some(false) => return s(f),
+                None => SExpr::Select(c, s(t), s(f)),
+            }
+        }
         SExpr::Reduce { id, vars, init, scalar, body } => {
             let inner: Vec<(DimName, Interval)> = ranges.iter().cloned().chain(vars.iter().cloned()).collect();
             SExpr::Reduce {

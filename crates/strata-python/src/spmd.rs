@@ -129,6 +129,20 @@ fn load(path: std::path::PathBuf, device: String, ranks: u32) -> PyResult<PyArr>
     sa::Array::from_npy_on(&path, &Place { device, team: Some(ranks) }).map(PyArr).map_err(err)
 }
 
+/// This rank's distributed runs so far: `{"runs", "exchange_s", "halo_bytes", "read_s",
+/// "combine_s"}` (seconds and bytes summed over the runs; a loop's share is a difference).
+#[pyfunction]
+fn totals(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
+    let t = spmd::totals();
+    let d = pyo3::types::PyDict::new(py);
+    d.set_item("runs", t.runs)?;
+    d.set_item("exchange_s", t.exchange_s)?;
+    d.set_item("halo_bytes", t.halo_bytes)?;
+    d.set_item("read_s", t.read_s)?;
+    d.set_item("combine_s", t.combine_s)?;
+    Ok(d)
+}
+
 /// Registers the submodule `spmd`.
 pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
     let m = PyModule::new(parent.py(), "spmd")?;
@@ -144,6 +158,7 @@ pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(evaluate, &m)?,
         wrap_pyfunction!(save, &m)?,
         wrap_pyfunction!(load, &m)?,
+        wrap_pyfunction!(totals, &m)?,
     ] {
         m.add_function(f)?;
     }

@@ -58,6 +58,12 @@ class Team:
         _join()
         _spmd.barrier()
 
+    def timings(self) -> dict:
+        """This rank's distributed runs so far: `runs`, and summed over them `exchange_s` and
+        `halo_bytes` (halo exchanges and fetched rows), `read_s` (making each run's held blocks)
+        and `combine_s` (reductions' and gathers' collectives). A loop's share is a difference."""
+        return _spmd.totals()
+
     def __repr__(self) -> str:
         rank, size = _join()
         return f"strata.world (rank {rank} of {size})"
