@@ -214,11 +214,16 @@ pub fn write_rows(
     let werr = |e: std::io::Error| format!("cannot write `{}`: {e}", path.display());
     let f = std::fs::OpenOptions::new().write(true).open(path).map_err(werr)?;
     let g = Rows::of(global, level).expect("scalar tensor");
-    let packed = pack(t, level, rows);
-    let mut at = 0;
-    for (off, len) in g.runs(rows) {
-        f.write_all_at(&packed[at..at + len], data_start + off as u64).map_err(werr)?;
-        at += len;
+    let Data::Scalars(c) = &t.data else {
+        return Err(format!("`{}`: a distributed output holds scalars", path.display()));
+    };
+    if !t.ty.levels[level].interval.contains(rows) {
+        return Err(format!("the local result covers {}, not the owned block {rows}", t.ty.levels[level].interval));
+    }
+    // Straight from the value's buffer, run by run (no packed copy of the block).
+    let (from, src) = (column_rows(&t.ty, level, c), column_bytes(c));
+    for ((so, len), (off, _)) in from.runs(rows).zip(g.runs(rows)) {
+        f.write_all_at(&src[so..so + len], data_start + off as u64).map_err(werr)?;
     }
     f.sync_data().map_err(werr)
 }

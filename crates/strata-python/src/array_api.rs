@@ -161,34 +161,43 @@ impl PyArr {
     }
 }
 
+/// `$make(values)` with a numpy array's elements (any strides) as a `Vec` of its dtype (every
+/// dtype Strata has), or a `TypeError` naming another dtype: `$make` is written once and
+/// expanded per element type.
+macro_rules! numpy_values {
+    ($arr:expr, $make:expr) => {{
+        let arr = $arr;
+        macro_rules! read {
+            ($t:ty) => {{
+                let a = arr.cast::<PyArrayDyn<$t>>()?.readonly();
+                $make(a.as_array().iter().copied().collect::<Vec<$t>>())
+            }};
+        }
+        match arr.dtype().to_string().as_str() {
+            "bool" => read!(bool),
+            "int8" => read!(i8),
+            "int16" => read!(i16),
+            "int32" => read!(i32),
+            "int64" => read!(i64),
+            "uint8" => read!(u8),
+            "uint16" => read!(u16),
+            "uint32" => read!(u32),
+            "uint64" => read!(u64),
+            "float32" => read!(f32),
+            "float64" => read!(f64),
+            other => return Err(PyTypeError::new_err(format!("dtype {other} is not an array-API dtype Strata has"))),
+        }
+    }};
+}
+pub(crate) use numpy_values;
+
 /// A numpy array (any dtype Strata has, any strides) as an array on `device`.
 #[pyfunction]
 #[pyo3(signature = (a, device = None))]
 fn from_numpy(a: &Bound<'_, PyAny>, device: Option<Dev>) -> R {
     let arr = a.cast::<PyUntypedArray>().map_err(|_| PyTypeError::new_err("expected a numpy array"))?;
     let shape = arr.shape().to_vec();
-    macro_rules! read {
-        ($t:ty) => {{
-            let a = arr.cast::<PyArrayDyn<$t>>()?.readonly();
-            let v: Vec<$t> = a.as_array().iter().copied().collect();
-            sa::Array::from_vec(&shape, v)
-        }};
-    }
-    let dt = arr.dtype().to_string();
-    let made = match dt.as_str() {
-        "bool" => read!(bool),
-        "int8" => read!(i8),
-        "int16" => read!(i16),
-        "int32" => read!(i32),
-        "int64" => read!(i64),
-        "uint8" => read!(u8),
-        "uint16" => read!(u16),
-        "uint32" => read!(u32),
-        "uint64" => read!(u64),
-        "float32" => read!(f32),
-        "float64" => read!(f64),
-        other => return Err(PyTypeError::new_err(format!("dtype {other} is not an array-API dtype Strata has"))),
-    };
+    let made = numpy_values!(arr, |v| sa::Array::from_vec(&shape, v));
     let x = made.map_err(err)?;
     match place(device) {
         p if p.team.is_some() => {

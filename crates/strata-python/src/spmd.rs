@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 
 use strata_array::{self as sa, spmd, Place};
 
-use crate::array_api::{err, PyArr};
+use crate::array_api::{err, numpy_values, PyArr};
 use crate::errors::RunError;
 
 thread_local! {
@@ -87,26 +87,7 @@ fn block_rows(shape: Vec<usize>, ranks: u32) -> Option<(usize, usize)> {
 fn from_block(block: &Bound<'_, PyAny>, shape: Vec<usize>, device: String, ranks: u32) -> PyResult<PyArr> {
     let arr = block.cast::<PyUntypedArray>().map_err(|_| PyTypeError::new_err("expected a numpy array"))?;
     let place = Place { device, team: Some(ranks) };
-    macro_rules! read {
-        ($t:ty) => {{
-            let a = arr.cast::<PyArrayDyn<$t>>()?.readonly();
-            sa::Array::from_block_vec(&shape, a.as_array().iter().copied().collect::<Vec<$t>>(), &place)
-        }};
-    }
-    let made = match arr.dtype().to_string().as_str() {
-        "bool" => read!(bool),
-        "int8" => read!(i8),
-        "int16" => read!(i16),
-        "int32" => read!(i32),
-        "int64" => read!(i64),
-        "uint8" => read!(u8),
-        "uint16" => read!(u16),
-        "uint32" => read!(u32),
-        "uint64" => read!(u64),
-        "float32" => read!(f32),
-        "float64" => read!(f64),
-        other => return Err(PyTypeError::new_err(format!("dtype {other} is not an array-API dtype Strata has"))),
-    };
+    let made = numpy_values!(arr, |v| sa::Array::from_block_vec(&shape, v, &place));
     made.map(PyArr).map_err(err)
 }
 

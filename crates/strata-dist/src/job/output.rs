@@ -204,9 +204,8 @@ pub fn write_output(
     let mut buf = start.to_ne_bytes();
     agree(comm, comm.bcast(&mut buf, 0).map_err(|e| e.to_string()))?;
     let start = u64::from_ne_bytes(buf);
-    let written = dense(v)
-        .and_then(|t| owned_rows(&t, *level, *owned))
-        .and_then(|t| slab::write_rows(&tmp, start, &g, *level, &t, *owned));
+    // Each rank writes its owned rows from the value it holds, in place (no copy of the block).
+    let written = dense(v).and_then(|t| slab::write_rows(&tmp, start, &g, *level, &t, *owned));
     let failed = comm.max_i64(i64::from(written.is_err())).unwrap_or(1);
     if failed != 0 && comm.rank == 0 {
         let _ = std::fs::remove_file(&tmp);
