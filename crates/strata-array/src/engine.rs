@@ -42,6 +42,9 @@ struct Compiled {
     entry: Handle<Function>,
     /// The program prepared by the engine, per backend (on first use).
     prepared: RefCell<HashMap<Backend, Arc<Prepared>>>,
+    /// A digest of its structure, the same on every rank that traced the same program (ranks
+    /// compare it before a distributed run).
+    fingerprint: u64,
     /// Its distribution over the job's ranks (under [`crate::spmd`], planned on first use).
     dist: std::cell::OnceCell<std::result::Result<strata_dist::Distribution, String>>,
 }
@@ -86,7 +89,15 @@ fn prepare(p: Program) -> Result<Rc<Compiled>> {
         message: d.first().map(|d| d.message.clone()).unwrap_or_default(),
         program: p.module.to_string(),
     })?;
+    let fingerprint = {
+        use std::hash::{Hash, Hasher};
+        // SipHash with fixed keys: the same digest in every process of the job.
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        key.hash(&mut h);
+        h.finish()
+    };
     let c = Rc::new(Compiled {
+        fingerprint,
         module: p.module,
         types: info.types,
         entry: p.entry,
@@ -131,7 +142,7 @@ pub(crate) fn run(p: Program) -> Result<Vec<Tensor>> {
         });
         let dist = dist.as_ref().map_err(|e| ArrayError::Run(format!("the program cannot run distributed: {e}")))?;
         bump(|s| s.distributed_runs += 1);
-        return crate::spmd::run(dist, &inputs, b).map(|t| vec![t]);
+        return crate::spmd::run(dist, &inputs, b, c.fingerprint).map(|t| vec![t]);
     }
     let ran = prepared(&c, b)?.run(&inputs).map_err(run_error)?;
     bump(|s| if ran.timings.is_some() { s.native_runs += 1 } else { s.interpreted_runs += 1 });

@@ -177,8 +177,22 @@ pub(crate) fn distributed(on_team: bool) -> bool {
 /// Runs a compiled program over team arrays as a distributed job on this rank: `inputs` are
 /// this rank's values of the parameters (a team array's block, a host array whole). Returns
 /// this rank's block of a team result, the whole of a host one.
-pub(crate) fn run(dist: &Distribution, inputs: &[Rc<Tensor>], backend: Backend) -> Result<Tensor> {
+///
+/// Every rank must run the same program (`fingerprint`, a digest of its structure): they are
+/// compared first, so ranks that diverged (a team operation inside `if rank == 0:`, a shape
+/// computed from the rank) get an error instead of waiting in mismatched collectives.
+pub(crate) fn run(dist: &Distribution, inputs: &[Rc<Tensor>], backend: Backend, fingerprint: u64) -> Result<Tensor> {
     let comm = comm().expect("a joined job");
+    let mut root = fingerprint.to_ne_bytes();
+    let same = comm.bcast(&mut root, 0).map_err(|e| e.to_string()).and_then(|()| match u64::from_ne_bytes(root) {
+        r if r == fingerprint => Ok(()),
+        _ => Err(format!(
+            "this rank's program over team arrays differs from rank 0's: every rank must apply the same operations \
+             to team arrays in the same order, with the same shapes and dtypes (a team operation under \
+             `if strata.world.rank == …`, or a shape that depends on the rank, makes them differ)"
+        )),
+    });
+    job::agree(&comm, same).map_err(|f| failure(&comm, f))?;
     let mut rank_io = FrontEndRank { inputs, backend };
     let mut clock = job::Clock::default();
     let outputs = job::run(&comm, dist, &mut rank_io, 0, &mut clock).map_err(|f| failure(&comm, f))?;

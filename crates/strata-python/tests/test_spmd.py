@@ -153,3 +153,10 @@ def test_strata_launch_refuses_a_missing_command(strata_exe):
     out = subprocess.run([strata_exe, "launch", "--ranks", "2", "no-such-command-here"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 1 and "cannot find the command `no-such-command-here`" in out.stderr, out.stderr
+
+
+def test_ranks_that_trace_different_programs_get_an_error_not_a_hang(mpirun):
+    out = run(mpirun, 2, "diverged.py", timeout=120)
+    for rank in (0, 1):
+        assert f"rank {rank} error:" in out.stdout, out.stdout + out.stderr
+    assert "differs from rank 0's" in out.stdout and "sum" not in out.stdout

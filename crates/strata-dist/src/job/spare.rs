@@ -14,23 +14,33 @@ const KEPT: usize = 8;
 /// Buffers smaller than this are not worth keeping.
 const MIN_BYTES: usize = 1 << 20;
 
+/// A buffer no run took back after this many later runs is freed (a loop's stages alternate,
+/// so a stage's buffers wait one run of the other stage; memory is not held after a loop).
+const RUNS_KEPT: u32 = 2;
+
 thread_local! {
-    static SPARE: RefCell<Vec<Tensor>> = const { RefCell::new(Vec::new()) };
+    /// Kept buffers with the number of runs since each was kept.
+    static SPARE: RefCell<Vec<(u32, Tensor)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// A kept buffer of type `ty` (its content stale: the caller overwrites every element).
 pub(crate) fn take(ty: &ValueType) -> Option<Tensor> {
     SPARE.with(|s| {
         let mut s = s.borrow_mut();
-        let at = s.iter().position(|t| t.ty == *ty)?;
-        Some(s.swap_remove(at))
+        let at = s.iter().position(|(_, t)| t.ty == *ty)?;
+        Some(s.swap_remove(at).1)
     })
 }
 
-/// Keeps the dense buffers among `values` (a run's arguments, no longer needed).
+/// Keeps the dense buffers among `values` (a run's arguments, no longer needed), and frees
+/// those no run took back for [`RUNS_KEPT`] runs.
 pub(crate) fn keep(values: Vec<Value>) {
     SPARE.with(|s| {
         let mut s = s.borrow_mut();
+        for (age, _) in s.iter_mut() {
+            *age += 1;
+        }
+        s.retain(|(age, _)| *age < RUNS_KEPT);
         for v in values {
             let Value::Tensor(t) = v else { continue };
             let dense = matches!(t.data, Data::Scalars(_)) && t.present.is_none();
@@ -38,7 +48,7 @@ pub(crate) fn keep(values: Vec<Value>) {
                 if s.len() == KEPT {
                     s.remove(0);
                 }
-                s.push(t);
+                s.push((0, t));
             }
         }
     });
