@@ -186,11 +186,10 @@ pub(crate) fn run(dist: &Distribution, inputs: &[Rc<Tensor>], backend: Backend, 
     let mut root = fingerprint.to_ne_bytes();
     let same = comm.bcast(&mut root, 0).map_err(|e| e.to_string()).and_then(|()| match u64::from_ne_bytes(root) {
         r if r == fingerprint => Ok(()),
-        _ => Err(format!(
-            "this rank's program over team arrays differs from rank 0's: every rank must apply the same operations \
-             to team arrays in the same order, with the same shapes and dtypes (a team operation under \
-             `if strata.world.rank == …`, or a shape that depends on the rank, makes them differ)"
-        )),
+        _ => Err("this rank's program over team arrays differs from rank 0's: every rank must apply the same \
+                  operations to team arrays in the same order, with the same shapes and dtypes (a team operation \
+                  under `if strata.world.rank == …`, or a shape that depends on the rank, makes them differ)"
+            .to_string()),
     });
     job::agree(&comm, same).map_err(|f| failure(&comm, f))?;
     let mut rank_io = FrontEndRank { inputs, backend };
