@@ -160,3 +160,9 @@ def test_ranks_that_trace_different_programs_get_an_error_not_a_hang(mpirun):
     for rank in (0, 1):
         assert f"rank {rank} error:" in out.stdout, out.stdout + out.stderr
     assert "differs from rank 0's" in out.stdout and "sum" not in out.stdout
+
+
+@pytest.mark.parametrize("ranks", [None, 2, 4])
+def test_edge_cases_of_team_arrays_match_numpy(mpirun, ranks):
+    for r in reports(run(mpirun, ranks, "edges.py"), ranks):
+        assert r["wrong"] == [], r
