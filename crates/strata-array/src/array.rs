@@ -202,17 +202,7 @@ impl Array {
     /// A new traced node of an operation that runs block by block: its operands and result
     /// keep their block levels (elementwise ops, `distribute`, `collect`, `to_device`).
     pub(crate) fn traced_blockwise(op: Op, args: Vec<Array>, shape: Vec<usize>, dtype: DType, place: Place) -> Array {
-        let key = NodeKey::new(&op, &args, &shape, dtype, &place, Kind::Array);
-        let pending = pending_after(&args);
-        let a = shared(key, || Node {
-            shape,
-            dtype,
-            place,
-            op: RefCell::new(Some(Traced { op, args })),
-            kind: Kind::Array,
-            value: RefCell::new(None),
-            pending,
-        });
+        let a = Array::node(op, args, shape, dtype, place, Kind::Array);
         if a.0.pending >= MAX_PENDING {
             // An error is not lost: the read that needs the value runs the program again.
             let _ = a.eval();
@@ -232,6 +222,19 @@ impl Array {
     ) -> Array {
         // Special nodes are operands only: on a team operand they compute on the whole array.
         let (args, place) = if args.iter().any(Array::on_team) { whole_operands(args, &place) } else { (args, place) };
+        Array::node(op, args, shape, dtype, place, kind)
+    }
+
+    /// A step inside a composite operation that keeps block levels (the `subset` before the
+    /// shifts of a team slice, the pieces of an assignment): an operand only, typed when the
+    /// program is built (its intervals need not start at 0), never evaluated on its own nor
+    /// collected.
+    pub(crate) fn traced_step(op: Op, args: Vec<Array>, dtype: DType, place: Place) -> Array {
+        Array::node(op, args, Vec::new(), dtype, place, Kind::Operand)
+    }
+
+    /// The live node computing `op` on `args` (hash-consed), or a new one.
+    fn node(op: Op, args: Vec<Array>, shape: Vec<usize>, dtype: DType, place: Place, kind: Kind) -> Array {
         let key = NodeKey::new(&op, &args, &shape, dtype, &place, kind);
         let pending = pending_after(&args);
         shared(key, || Node {
@@ -240,24 +243,6 @@ impl Array {
             place,
             op: RefCell::new(Some(Traced { op, args })),
             kind,
-            value: RefCell::new(None),
-            pending,
-        })
-    }
-
-    /// A step inside a composite operation that keeps block levels (the `subset` before the
-    /// shifts of a team slice, the pieces of an assignment): an operand only, typed when the
-    /// program is built (its intervals need not start at 0), never evaluated on its own nor
-    /// collected.
-    pub(crate) fn traced_step(op: Op, args: Vec<Array>, dtype: DType, place: Place) -> Array {
-        let key = NodeKey::new(&op, &args, &[], dtype, &place, Kind::Operand);
-        let pending = pending_after(&args);
-        shared(key, || Node {
-            shape: Vec::new(),
-            dtype,
-            place,
-            op: RefCell::new(Some(Traced { op, args })),
-            kind: Kind::Operand,
             value: RefCell::new(None),
             pending,
         })

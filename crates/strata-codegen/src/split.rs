@@ -10,11 +10,10 @@
 
 use std::rc::Rc;
 
-use strata_ir::{BinaryOp, Interval, Level};
-use strata_runtime::Sv;
+use strata_ir::{Interval, Level};
 
 use crate::kernel::{Kernel, KernelKind};
-use crate::sym::{for_each_part, Coord, Part, SExpr};
+use crate::sym::{below, for_each_part, Part, SExpr};
 
 /// At most this many kernels come from one (the product of every level's pieces).
 const MAX_PIECES: usize = 64;
@@ -55,18 +54,11 @@ fn cuts(k: &Kernel) -> Option<Vec<Vec<i64>>> {
 /// its interval) to `cuts`.
 fn collect(e: &Rc<SExpr>, domain: &[Level], cuts: &mut [Vec<i64>]) {
     if let SExpr::Select(c, _, _) = &**e {
-        if let SExpr::Binary(BinaryOp::Less, a, b, _) = &**c {
-            let constant = match &**b {
-                SExpr::Const(Sv::Index(k)) | SExpr::Index(Coord::Const(k)) => Some(*k),
-                _ => None,
-            };
-            if let (SExpr::Index(Coord::Var { dim, offset }), Some(k)) = (&**a, constant) {
-                if let Some(i) = domain.iter().position(|l| &l.name == dim) {
-                    let at = k - offset;
-                    let iv = domain[i].interval;
-                    if iv.start < at && at < iv.stop && !cuts[i].contains(&at) {
-                        cuts[i].push(at);
-                    }
+        if let Some((dim, at)) = below(c) {
+            if let Some(i) = domain.iter().position(|l| &l.name == dim) {
+                let iv = domain[i].interval;
+                if iv.start < at && at < iv.stop && !cuts[i].contains(&at) {
+                    cuts[i].push(at);
                 }
             }
         }

@@ -373,22 +373,17 @@ pub fn simplify_in(e: &Rc<SExpr>, ranges: &[(DimName, Interval)]) -> Rc<SExpr> {
         // pieces): the branch taken.
         SExpr::Select(c, t, f) => {
             let c = s(c);
-            let decided = match &*c {
-                SExpr::Const(Sv::Bool(b)) => Some(*b),
-                SExpr::Binary(BinaryOp::Less, a, k, Scalar::Index) => match (&**a, cix(k)) {
-                    (SExpr::Index(Coord::Var { dim, offset }), Some(k)) => {
-                        ranges.iter().rev().find(|(d, _)| d == dim).and_then(|(_, iv)| {
-                            if iv.stop - 1 + offset < k {
-                                Some(true)
-                            } else if iv.start + offset >= k {
-                                Some(false)
-                            } else {
-                                None
-                            }
-                        })
+            let decided = match (&*c, below(&c)) {
+                (SExpr::Const(Sv::Bool(b)), _) => Some(*b),
+                (_, Some((dim, cut))) => ranges.iter().rev().find(|(d, _)| d == dim).and_then(|(_, iv)| {
+                    if iv.stop <= cut {
+                        Some(true)
+                    } else if iv.start >= cut {
+                        Some(false)
+                    } else {
+                        None
                     }
-                    _ => None,
-                },
+                }),
                 _ => None,
             };
             match decided {
@@ -409,6 +404,20 @@ pub fn simplify_in(e: &Rc<SExpr>, ranges: &[(DimName, Interval)]) -> Rc<SExpr> {
         }
         _ => return map_children(e, &s, &|c| simplify_coord(c, ranges)),
     })
+}
+
+/// `(v, cut)` when `c` is `v + o < k` on loop variable `v` (a concatenation's piece test:
+/// `v < cut` with `cut = k - o`).
+pub fn below(c: &SExpr) -> Option<(&DimName, i64)> {
+    let SExpr::Binary(BinaryOp::Less, a, k, Scalar::Index) = c else { return None };
+    let k = match &**k {
+        SExpr::Const(Sv::Index(k)) | SExpr::Index(Coord::Const(k)) => *k,
+        _ => return None,
+    };
+    match &**a {
+        SExpr::Index(Coord::Var { dim, offset }) => Some((dim, k - offset)),
+        _ => None,
+    }
 }
 
 /// Whether `x` is a loop variable (plus an offset) whose whole range lies in `[lo, hi)`.

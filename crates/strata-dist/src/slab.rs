@@ -116,6 +116,18 @@ pub fn copy_rows(src: &Tensor, dst: &mut Tensor, level: usize, rows: Interval) {
     }
 }
 
+/// Checks that `t` (a rank's local result) holds `rows` (its owned block) of level `level`.
+///
+/// # Errors
+/// It does not, named with both intervals.
+pub fn holds(t: &Tensor, level: usize, rows: Interval) -> Result<(), String> {
+    let have = t.ty.levels[level].interval;
+    match have.contains(rows) {
+        true => Ok(()),
+        false => Err(format!("the local result covers {have}, not the owned block {rows}")),
+    }
+}
+
 /// A zero tensor of `ty` with level `level`'s interval replaced by `rows`.
 pub fn with_rows(ty: &ValueType, level: usize, rows: Interval) -> Tensor {
     let mut ty = ty.clone();
@@ -217,9 +229,7 @@ pub fn write_rows(
     let Data::Scalars(c) = &t.data else {
         return Err(format!("`{}`: a distributed output holds scalars", path.display()));
     };
-    if !t.ty.levels[level].interval.contains(rows) {
-        return Err(format!("the local result covers {}, not the owned block {rows}", t.ty.levels[level].interval));
-    }
+    holds(t, level, rows)?;
     // Straight from the value's buffer, run by run (no packed copy of the block).
     let (from, src) = (column_rows(&t.ty, level, c), column_bytes(c));
     for ((so, len), (off, _)) in from.runs(rows).zip(g.runs(rows)) {

@@ -191,22 +191,17 @@ macro_rules! numpy_values {
 }
 pub(crate) use numpy_values;
 
-/// A numpy array (any dtype Strata has, any strides) as an array on `device`.
+/// A numpy array (any dtype Strata has, any strides) as an array on `device` (no team: team
+/// arrays are made from this rank's rows by `spmd.from_block`).
 #[pyfunction]
 #[pyo3(signature = (a, device = None))]
-fn from_numpy(a: &Bound<'_, PyAny>, device: Option<Dev>) -> R {
+fn from_numpy(a: &Bound<'_, PyAny>, device: Option<&str>) -> R {
     let arr = a.cast::<PyUntypedArray>().map_err(|_| PyTypeError::new_err("expected a numpy array"))?;
     let shape = arr.shape().to_vec();
     let made = numpy_values!(arr, |v| sa::Array::from_vec(&shape, v));
     let x = made.map_err(err)?;
-    match place(device) {
-        p if p.team.is_some() => {
-            wrap(sa::distribute(&x, p.team.unwrap_or_default()).and_then(|t| match p.device.as_str() {
-                "cpu" => Ok(t),
-                d => sa::to_device(&t, d),
-            }))
-        }
-        p if p.device != "cpu" => wrap(sa::to_device(&x, &p.device)),
+    match device {
+        Some(d) if d != "cpu" => wrap(sa::to_device(&x, d)),
         _ => Ok(PyArr(x)),
     }
 }

@@ -47,6 +47,16 @@ fn slice_range(start: Option<i64>, stop: Option<i64>, step: Option<i64>, n: i64)
     Ok((s, step, len.max(0) as usize))
 }
 
+/// Integer index `k` along `axis` of extent `n` (negative counts from the end) as a position;
+/// out of range is an error of `op` naming it (numpy's `IndexError`).
+fn position(op: &'static str, k: i64, n: i64, axis: usize) -> Result<i64> {
+    let p = if k < 0 { k + n } else { k };
+    if !(0..n).contains(&p) {
+        return Err(invalid(op, format!("index {k} is out of bounds for axis {axis} with size {n}")));
+    }
+    Ok(p)
+}
+
 /// `index` with its ellipsis (or the end) expanded into full slices, checked against an array
 /// of `ndim` dimensions.
 fn expanded(index: &[Index], ndim: usize) -> Result<Vec<Index>> {
@@ -156,11 +166,7 @@ pub fn index(x: &Array, index: &[Index]) -> Result<Array> {
     for i in &full {
         match *i {
             Index::At(k) => {
-                let n = x.shape()[axis] as i64;
-                let p = if k < 0 { k + n } else { k };
-                if !(0..n).contains(&p) {
-                    return Err(invalid("index", format!("index {k} is out of bounds for axis {axis} with size {n}")));
-                }
+                let p = position("index", k, x.shape()[axis] as i64, axis)?;
                 coords.push(Coord { offset: p, terms: vec![] });
                 axis += 1;
             }
@@ -213,11 +219,7 @@ pub fn take(x: &Array, indices: &Array, axis: Option<isize>) -> Result<Array> {
     let values = cast(indices, Scalar::I64).to_vec::<i64>()?;
     let mut normalized = Vec::with_capacity(values.len());
     for &v in &values {
-        let p = if v < 0 { v + n as i64 } else { v };
-        if !(0..n as i64).contains(&p) {
-            return Err(invalid("take", format!("index {v} is out of bounds for axis {axis} with size {n}")));
-        }
-        normalized.push(p);
+        normalized.push(position("take", v, n as i64, axis)?);
     }
     let idx = super::placed(Array::from_vec(&[k], normalized)?, &place);
     let col = Array::traced(
@@ -266,10 +268,7 @@ pub fn set_index(x: &Array, index: &[Index], value: &Array) -> Result<Array> {
         let n = x.shape()[axis] as i64;
         match *i {
             Index::At(k) => {
-                let p = if k < 0 { k + n } else { k };
-                if !(0..n).contains(&p) {
-                    return Err(invalid("index", format!("index {k} is out of bounds for axis {axis} with size {n}")));
-                }
+                let p = position("index", k, n, axis)?;
                 bounds.push((p, p + 1));
             }
             Index::Slice(a, b, s) if s.unwrap_or(1) == 1 => {

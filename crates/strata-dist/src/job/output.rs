@@ -26,10 +26,7 @@ pub fn dense(v: &Value) -> Step<Cow<'_, Tensor>> {
 /// # Errors
 /// The value does not hold `owned`.
 pub fn owned_rows(t: &Tensor, level: usize, owned: Interval) -> Step<Tensor> {
-    let have = t.ty.levels[level].interval;
-    if !have.contains(owned) {
-        return Err(format!("the local result covers {have}, not the owned block {owned}"));
-    }
+    slab::holds(t, level, owned)?;
     Ok(slab::slice(t, level, owned))
 }
 

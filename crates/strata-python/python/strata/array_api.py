@@ -98,8 +98,8 @@ def _moved(x: "Array", device: Any) -> "Array":
     if p.device != "cpu":
         raise ValueError(f"device {p.device!r}: Strata's Python arrays live on the host (`cpu`)")
     if p.team is not None and x.ndim > 0:
-        _dev(p)
-        return _wrap(_a.distribute(x._x, 0))
+        _, ranks = _dev(p)  # joins the job first
+        return _wrap(_a.distribute(x._x, ranks))
     return x
 
 
