@@ -287,6 +287,32 @@ impl Array {
         })))
     }
 
+    /// A team array from this rank's block of an entry's result distributed along its first
+    /// level (`block`: the owned rows at the result's coordinates; `global`: its type).
+    pub(crate) fn from_entry_block(block: Tensor, global: &ValueType) -> Result<Array> {
+        let ElemType::Scalar(dtype) = global.element else {
+            return Err(ArrayError::Data("a result of tuples or tensors: arrays hold scalar elements".to_string()));
+        };
+        let device = match &global.placement.device {
+            strata_ir::Device::Cpu => "cpu".to_string(),
+            strata_ir::Device::Named(n) => n.clone(),
+        };
+        let place = Place { device, team: global.placement.team.map(|t| t.ranks) };
+        let shape: Vec<usize> = global.levels.iter().map(|l| l.interval.len() as usize).collect();
+        let mut ty = value_type(&shape, dtype, &place);
+        let (start, rows) = (global.levels[0].interval.start, block.ty.levels[0].interval);
+        ty.levels[0].interval = Interval::new(rows.start - start, rows.stop - start);
+        Ok(Array(Rc::new(Node {
+            shape,
+            dtype,
+            place,
+            op: RefCell::new(None),
+            kind: Kind::Array,
+            value: RefCell::new(Some(Rc::new(Tensor { ty, data: block.data, present: block.present }))),
+            pending: 0,
+        })))
+    }
+
     /// Checks that `others` live where `self` does (compute follows data).
     /// A 0-d array of the host combines with arrays on a team of the same device: it is
     /// replicated on every rank (a reduction of a team array is such an array). Bare scalars

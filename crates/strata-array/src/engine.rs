@@ -89,13 +89,7 @@ fn prepare(p: Program) -> Result<Rc<Compiled>> {
         message: d.first().map(|d| d.message.clone()).unwrap_or_default(),
         program: p.module.to_string(),
     })?;
-    let fingerprint = {
-        use std::hash::{Hash, Hasher};
-        // SipHash with fixed keys: the same digest in every process of the job.
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        key.hash(&mut h);
-        h.finish()
-    };
+    let fingerprint = fingerprint(&key);
     let c = Rc::new(Compiled {
         fingerprint,
         module: p.module,
@@ -106,6 +100,15 @@ fn prepare(p: Program) -> Result<Rc<Compiled>> {
     });
     CACHE.with(|cache| cache.borrow_mut().insert(key, c.clone()));
     Ok(c)
+}
+
+/// A digest of a program's structure key, the same in every process of a job (SipHash with
+/// fixed keys).
+pub(crate) fn fingerprint(key: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    key.hash(&mut h);
+    h.finish()
 }
 
 /// `c` prepared by the engine for backend `b`.

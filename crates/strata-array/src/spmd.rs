@@ -182,6 +182,141 @@ pub(crate) fn distributed(on_team: bool) -> bool {
 /// compared first, so ranks that diverged (a team operation inside `if rank == 0:`, a shape
 /// computed from the rank) get an error instead of waiting in mismatched collectives.
 pub(crate) fn run(dist: &Distribution, inputs: &[Rc<Tensor>], backend: Backend, fingerprint: u64) -> Result<Tensor> {
+    let outputs = run_job(dist, Given::Blocks(inputs), backend, fingerprint)?;
+    let out = outputs.into_iter().next().ok_or_else(|| ArrayError::Run("the program has no result".into()))?;
+    match out.block {
+        Some((level, owned, _)) => owned_block(out.value, level, owned),
+        None => out.value.into_tensor().map_err(|e| ArrayError::Run(e.to_string())),
+    }
+}
+
+/// This rank's rows `owned` of a distributed result's held value: the value itself when it
+/// holds exactly them (kept, not copied).
+fn owned_block(value: Value, level: usize, owned: Interval) -> Result<Tensor> {
+    match value {
+        Value::Tensor(t) if t.ty.levels[level].interval == owned => Ok(t),
+        v => job::dense(&v).and_then(|t| job::owned_rows(&t, level, owned)).map_err(ArrayError::Run),
+    }
+}
+
+/// A result of [`PlannedEntry::run`] on this rank.
+#[derive(Debug)]
+pub enum EntryResult {
+    /// A result distributed along its first level: a team array holding this rank's block.
+    Team(Array),
+    /// A replicated result (or one distributed along a later level, gathered): the whole value.
+    Whole(Value),
+}
+
+/// An entry of a verified module planned for the joined job's ranks (as `strata run --ranks N`
+/// plans it), to run on values this process holds, as many times as a loop calls it.
+pub struct PlannedEntry {
+    dist: Distribution,
+    /// The entry's parameters' names, in order (a stage asks for its inputs by name).
+    params: Vec<String>,
+    /// A digest of the entry's structure: ranks running different entries get an error, not a
+    /// hang.
+    fingerprint: u64,
+}
+
+impl PlannedEntry {
+    /// Plans `entry` of `module` (verified; `types` its arena) over the joined job's ranks.
+    ///
+    /// # Errors
+    /// No job was joined, or the entry cannot run distributed (the planner's reason).
+    pub fn new(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Result<PlannedEntry> {
+        let comm = comm().ok_or_else(|| ArrayError::Run("no MPI job was joined (spmd::init)".into()))?;
+        let dist = Distribution::new(module, types, entry, comm.size)
+            .map_err(|e| ArrayError::Run(format!("`@{}` cannot run distributed: {e}", module.functions[entry].name)))?;
+        let fingerprint = engine::fingerprint(&strata_engine::structure_key(module, types, entry));
+        let f = &module.functions[entry];
+        let params = f.params.iter().map(|&p| f.exprs[p].name.clone()).collect();
+        Ok(PlannedEntry { dist, params, fingerprint })
+    }
+
+    /// Runs the entry on this rank: `args` are the parameters' values in order (see
+    /// [`entry_argument`]; `None` for an `out` parameter that starts as zeros). Results by name.
+    ///
+    /// # Errors
+    /// A rank failed (every rank gets the error).
+    pub fn run(&self, args: &[Option<Value>], backend: Backend) -> Result<Vec<(String, EntryResult)>> {
+        let comm = comm().ok_or_else(|| ArrayError::Run("no MPI job was joined (spmd::init)".into()))?;
+        let outputs =
+            run_job(&self.dist, Given::Named { names: &self.params, values: args }, backend, self.fingerprint)?;
+        let mut results = Vec::with_capacity(outputs.len());
+        for out in outputs {
+            let r = match out.block {
+                Some((0, owned, global)) => {
+                    let block = owned_block(out.value, 0, owned)?;
+                    EntryResult::Team(Array::from_entry_block(block, &global)?)
+                }
+                Some((level, owned, global)) => {
+                    let t = job::dense(&out.value).map_err(ArrayError::Run)?;
+                    let whole = job::allgather(&comm, &t, level, owned, &global);
+                    EntryResult::Whole(Value::Tensor(job::agree(&comm, whole).map_err(|f| failure(&comm, f))?))
+                }
+                None => EntryResult::Whole(out.value),
+            };
+            results.push((out.name, r));
+        }
+        Ok(results)
+    }
+}
+
+/// The value of an entry parameter of type `ty` (its global type) from an array: a team
+/// array's block (its rows at the parameter's coordinates) or a host array whole. The array's
+/// shape must be the parameter's extents and its dtype the parameter's element.
+///
+/// # Errors
+/// A shape or dtype that differs (`what` names the parameter), or an evaluation that fails.
+pub fn entry_argument(x: &Array, what: &str, ty: &ValueType) -> Result<Value> {
+    let shape: Vec<usize> = ty.levels.iter().map(|l| l.interval.len() as usize).collect();
+    let element = strata_runtime::ElemType::Scalar(x.dtype());
+    if x.shape() != shape.as_slice() || ty.element != element || !ty.is_tensor {
+        return Err(ArrayError::Data(format!(
+            "argument `{what}`: an array of shape {:?} and dtype {}, but the parameter is {}",
+            x.shape(),
+            x.dtype(),
+            describe(ty)
+        )));
+    }
+    if x.on_team() && ty.levels.first().map(|l| l.format) != Some(strata_ir::LevelFormat::Block) {
+        return Err(ArrayError::Data(format!(
+            "argument `{what}`: a team array, but the parameter ({}) is not distributed along its first level \
+             (declare that level `block` on a team, or pass the array gathered: np.asarray({what}))",
+            describe(ty)
+        )));
+    }
+    let t = x.eval()?;
+    let mut levels = ty.levels.clone();
+    for (l, have) in levels.iter_mut().zip(&t.ty.levels) {
+        // The held rows, moved from the array's 0-based positions to the parameter's interval.
+        l.interval = Interval::new(have.interval.start + l.interval.start, have.interval.stop + l.interval.start);
+    }
+    let held = ValueType { levels, ..ty.clone() };
+    Ok(Value::Tensor(Tensor { ty: held, data: t.data.clone(), present: t.present.clone() }))
+}
+
+/// A parameter's type as its diagnostics show it: `I[-1:65] block, J[0:64] of f64`.
+fn describe(ty: &ValueType) -> String {
+    let levels: Vec<String> = ty
+        .levels
+        .iter()
+        .map(|l| {
+            let block = if l.format == strata_ir::LevelFormat::Block { " block" } else { "" };
+            format!("{}{}{block}", l.name, l.interval)
+        })
+        .collect();
+    match &ty.element {
+        strata_runtime::ElemType::Scalar(s) if ty.is_tensor => format!("{} of {s}", levels.join(", ")),
+        strata_runtime::ElemType::Scalar(s) => format!("a scalar {s}"),
+        _ => "a tensor of tuples or tensors".to_string(),
+    }
+}
+
+/// Runs `dist` on this rank with the parameters' values `given`, after checking that every rank
+/// runs the same program (`fingerprint`).
+fn run_job(dist: &Distribution, given: Given<'_>, backend: Backend, fingerprint: u64) -> Result<Vec<job::Output>> {
     let comm = comm().expect("a joined job");
     let mut root = fingerprint.to_ne_bytes();
     let same = comm.bcast(&mut root, 0).map_err(|e| e.to_string()).and_then(|()| match u64::from_ne_bytes(root) {
@@ -192,7 +327,7 @@ pub(crate) fn run(dist: &Distribution, inputs: &[Rc<Tensor>], backend: Backend, 
             .to_string()),
     });
     job::agree(&comm, same).map_err(|f| failure(&comm, f))?;
-    let mut rank_io = FrontEndRank { inputs, backend };
+    let mut rank_io = FrontEndRank { given, backend };
     let mut clock = job::Clock::default();
     let outputs = job::run(&comm, dist, &mut rank_io, 0, &mut clock).map_err(|f| failure(&comm, f))?;
     TOTALS.with(|t| {
@@ -204,15 +339,7 @@ pub(crate) fn run(dist: &Distribution, inputs: &[Rc<Tensor>], backend: Backend, 
         v.combine_s += clock.combine_s;
         t.set(v);
     });
-    let out = outputs.into_iter().next().ok_or_else(|| ArrayError::Run("the program has no result".into()))?;
-    match out.block {
-        // The local result is the owned block itself (no halo rows): kept, not copied.
-        Some((level, owned, _)) => match out.value {
-            Value::Tensor(t) if t.ty.levels[level].interval == owned => Ok(t),
-            v => job::dense(&v).and_then(|t| job::owned_rows(&t, level, owned)).map_err(ArrayError::Run),
-        },
-        None => out.value.into_tensor().map_err(|e| ArrayError::Run(e.to_string())),
-    }
+    Ok(outputs)
 }
 
 /// The whole of a team array on every rank (a collective call).
@@ -247,17 +374,38 @@ fn failure(comm: &Comm, f: Failed) -> ArrayError {
     ArrayError::Run(job::shared_failure(comm, &f))
 }
 
+/// The values a rank's run starts from: the blocks of a traced program's arrays (by position),
+/// or an entry's arguments (by name: a stage takes some of the entry's parameters).
+enum Given<'a> {
+    Blocks(&'a [Rc<Tensor>]),
+    Named { names: &'a [String], values: &'a [Option<Value>] },
+}
+
 /// The front end's side of a rank's run: its arrays' values, and local programs run natively
 /// where they compile (else in the interpreter), as the thread's [`Backend`] says.
 struct FrontEndRank<'a> {
-    inputs: &'a [Rc<Tensor>],
+    given: Given<'a>,
     backend: Backend,
 }
 
 impl job::Rank for FrontEndRank<'_> {
     fn input(&mut self, input: job::Input<'_>) -> job::Step<Value> {
-        let t = self.inputs.get(input.index).ok_or_else(|| format!("no value for `{}`", input.name))?;
-        input.held_from_owned(t).map(Value::Tensor)
+        let missing = || format!("no value for `{}`", input.name);
+        match &self.given {
+            Given::Blocks(blocks) => {
+                input.held_from_owned(blocks.get(input.index).ok_or_else(missing)?).map(Value::Tensor)
+            }
+            Given::Named { names, values } => {
+                let k = names.iter().position(|n| n == input.name).ok_or_else(missing)?;
+                match values.get(k).ok_or_else(missing)? {
+                    Some(Value::Tensor(t)) => input.held_from_owned(t).map(Value::Tensor),
+                    Some(v) if input.block.is_none() => Ok(v.clone()),
+                    Some(_) => Err(format!("`{}`: a distributed parameter takes a dense value", input.name)),
+                    None if input.output => Ok(Value::Tensor(Tensor::zeros(input.held))),
+                    None => Err(missing()),
+                }
+            }
+        }
     }
 
     fn execute(

@@ -104,6 +104,9 @@ pub struct BlockParam {
     pub owned: Vec<Interval>,
     /// What each rank holds: its block and the halo it reads of its neighbors' blocks.
     pub held: Vec<Interval>,
+    /// What each rank reads of it (within `held`, which also has the rank's whole block; an
+    /// empty interval when it reads nothing).
+    pub read: Vec<Interval>,
     /// Sparse or ragged: held as storage, exactly the rank's own rows (no exchange).
     pub stored: bool,
 }
@@ -878,17 +881,16 @@ impl Plan {
             let block = block_level(types, e.ty).or_else(|| collected.get(&p.index()).cloned());
             let Some((level, dim, global)) = block else { continue };
             let owned = block_partition(global, ranks as u32);
-            let held = (0..ranks)
-                .map(|r| {
-                    if output {
-                        return owned[r];
-                    }
-                    let n = held[r][i].get(&dim).copied().unwrap_or(owned[r]).intersect(global);
-                    hull(owned[r], n)
+            let read: Vec<Interval> = (0..ranks)
+                .map(|r| match output {
+                    true => owned[r],
+                    false => held[r][i].get(&dim).copied().unwrap_or(owned[r]).intersect(global),
                 })
                 .collect();
+            let held = (0..ranks).map(|r| hull(owned[r], read[r])).collect();
             let stored = tensor(types, e.ty).is_some_and(|t| t.levels.iter().any(|l| !l.format.is_dense_like()));
-            let param = BlockParam { index: i, name: e.name.clone(), output, level, dim, global, owned, held, stored };
+            let param =
+                BlockParam { index: i, name: e.name.clone(), output, level, dim, global, owned, held, read, stored };
             check_stored_rows(types, e.ty, &param, &indirect)?;
             params.push(param);
         }
@@ -973,6 +975,8 @@ impl Plan {
             }
         }
         let f = &module.functions[entry];
+        self.cut_assignments(&mut m.functions[entry], types, rank);
+        self.read_only_needed_rows(&mut m.functions[entry], rank);
         for (_, s) in f.body.iter() {
             if let Statement::Assign { target, value, .. } = s {
                 if !self.collected.contains_key(&target.index()) {
@@ -1022,6 +1026,86 @@ impl Plan {
             rank,
             message: d.iter().map(|d| d.message.clone()).collect::<Vec<_>>().join("; "),
         })
+    }
+}
+
+impl Plan {
+    /// Cuts the region of every assignment into a distributed output (`%out[I[1:63], J[1:63]]
+    /// <- …`) to the rows `rank` owns: each rank writes its part of the region (an empty one
+    /// where the region misses its rows).
+    fn cut_assignments(&self, f: &mut Function, types: &TypeArena, rank: usize) {
+        let params = f.params.clone();
+        let mut cuts = Vec::new();
+        for (h, s) in f.body.iter() {
+            let Statement::Assign { target, domain: Some(domain), .. } = s else { continue };
+            let Some(i) = params.iter().position(|p| p == target) else { continue };
+            let Some(b) = self.params.iter().find(|b| b.index == i) else { continue };
+            let Some((_, dim, _)) = block_level(types, f.exprs[*target].ty) else { continue };
+            let owned = b.owned[rank];
+            let cut: Vec<_> = domain
+                .iter()
+                .map(|(d, iv)| match *d == dim {
+                    true => {
+                        let within = iv.intersect(owned);
+                        let start = within.start.clamp(owned.start, owned.stop);
+                        (d.clone(), Interval::new(start, within.stop.max(start)))
+                    }
+                    false => (d.clone(), *iv),
+                })
+                .collect();
+            cuts.push((h, cut));
+        }
+        for (h, cut) in cuts {
+            if let Statement::Assign { domain, .. } = &mut f.body[h] {
+                *domain = Some(cut);
+            }
+        }
+    }
+}
+
+impl Plan {
+    /// Reads of a parameter along a positional block level (the array front end's `_0`) cut to
+    /// the rows `rank` reads of it: it holds its whole block too, and positional levels combine
+    /// by extent, not by interval (`a[1:-1] + b` over blocks of 34 and 32 rows at 4 ranks: the
+    /// rank reads 7 rows of its 8 of `b`). Named levels intersect by interval: left as they are.
+    fn read_only_needed_rows(&self, f: &mut Function, rank: usize) {
+        for b in &self.params {
+            let (read, held) = (b.read[rank], b.held[rank]);
+            if b.output || b.stored || b.dim.position().is_none() || read == held {
+                continue;
+            }
+            let read = if read.is_empty() { Interval::new(held.start, held.start) } else { read };
+            let p = f.params[b.index];
+            let span = *f.exprs.meta(p);
+            let e = strata_ir::Expr {
+                name: format!("{}.read", f.exprs[p].name),
+                ty: f.exprs[p].ty,
+                kind: ExprKind::Op(Op::Subset { arg: p, domain: vec![(b.dim.clone(), read)] }),
+            };
+            let cut = f.exprs.append(e, span);
+            let users: Vec<_> = f.exprs.iter().map(|(v, _)| v).filter(|&v| v != cut).collect();
+            for v in users {
+                if let ExprKind::Op(op) = &mut f.exprs[v].kind {
+                    op.operands_mut().into_iter().filter(|o| **o == p).for_each(|o| *o = cut);
+                }
+            }
+            let mut body = strata_entity::Arena::new();
+            let mut first = true;
+            for (s, stmt) in f.body.iter() {
+                let meta = f.body.meta(s).clone();
+                if std::mem::take(&mut first) {
+                    body.append(Statement::Let(cut), meta.clone());
+                }
+                let mut stmt = stmt.clone();
+                match &mut stmt {
+                    Statement::Assign { value, .. } if *value == p => *value = cut,
+                    Statement::Return(vs) => vs.iter_mut().filter(|v| **v == p).for_each(|v| *v = cut),
+                    _ => {}
+                }
+                body.append(stmt, meta);
+            }
+            f.body = body;
+        }
     }
 }
 

@@ -22,5 +22,5 @@ mod timings;
 pub use backend::Backend;
 pub use error::ExecuteError;
 pub use key::structure as structure_key;
-pub use prepared::{prepare, Executed, Options, Prepared};
+pub use prepared::{prepare, prepared_count, Executed, Options, Prepared};
 pub use timings::{median, Timings};

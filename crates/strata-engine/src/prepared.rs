@@ -84,6 +84,12 @@ fn memo() -> &'static Memo {
     MEMO.get_or_init(Default::default)
 }
 
+/// How many programs this process has prepared (each once: a loop that prepares again finds
+/// them; a count that grows with the steps is a loop that compiles every step).
+pub fn prepared_count() -> usize {
+    memo().lock().unwrap_or_else(|e| e.into_inner()).len()
+}
+
 /// Prepares `entry` of `module` (verified; `types` its arena) with `options`, or finds it
 /// prepared: an entry with several results becomes the program writing them
 /// ([`strata_verify::results_as_outputs`]; its arguments are then its parameters and those

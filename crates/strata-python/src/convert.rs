@@ -94,6 +94,21 @@ impl Arg<'_> {
         matches!(self, Arg::Numpy(NumpyArg { lent: Some(_), .. }))
     }
 
+    /// The argument as a value of its own (a numpy array's buffer copied).
+    pub fn into_value(self) -> Value {
+        match self {
+            Arg::Value(v) => v,
+            Arg::Numpy(n) => {
+                let whole = n.whole.into_inner();
+                Value::Tensor(whole.unwrap_or_else(|| Tensor {
+                    ty: n.ty.clone(),
+                    data: Data::Scalars(n.view.to_column()),
+                    present: None,
+                }))
+            }
+        }
+    }
+
     /// A static extent of the type the value does not have (see `Value::extent_mismatch`).
     pub fn extent_mismatch(&self) -> Option<String> {
         match self {

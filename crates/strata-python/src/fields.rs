@@ -23,8 +23,8 @@ use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple};
 
 use strata_entity::Handle;
 use strata_ir::{
-    algebra, BinaryOp, DimName, Einsum, Function, FunctionKind, Init, Interval, Literal, Mode, Module, Op, ParamMode,
-    PermKind, Scalar, Type, UnaryOp, Value,
+    algebra, BinaryOp, Device, DimName, Einsum, Function, FunctionKind, Init, Interval, Level, LevelFormat, Literal,
+    Mode, Module, Op, ParamMode, PermKind, Placement, Scalar, Team, Type, UnaryOp, Value,
 };
 use strata_verify::build::{BuildError, FunctionBuilder, ModuleBuilder};
 
@@ -203,19 +203,34 @@ fn operand(k: usize) -> Value {
 }
 
 /// A leaf: a parameter of element `element` over `dims` (`(name, start, stop)`), standing for
-/// `payload`.
+/// `payload`; with `team`, distributed in blocks of its first dimension over every rank of the
+/// job (`team = world`: a GT4Py field on `strata.world`).
 #[pyfunction]
+#[pyo3(signature = (element, dims, payload, team = false))]
 pub fn field_param(
     element: &Bound<'_, PyAny>,
     dims: Vec<(String, i64, i64)>,
     payload: Option<Py<PyAny>>,
+    team: bool,
 ) -> PyResult<FieldValue> {
     let ty = LIB.with(|lib| {
         let mut lib = lib.borrow_mut();
         let e = element_type(&mut lib, element)?;
         let dims: Vec<(DimName, Interval)> =
             dims.into_iter().map(|(n, a, b)| (DimName::new(n), Interval::new(a, b))).collect();
-        Ok::<_, PyErr>(lib.dense(e, &dims))
+        if !team || dims.is_empty() {
+            return Ok::<_, PyErr>(lib.dense(e, &dims));
+        }
+        let levels = dims
+            .iter()
+            .enumerate()
+            .map(|(k, (n, iv))| {
+                let format = if k == 0 { LevelFormat::Block } else { LevelFormat::Dense };
+                Level { name: n.clone(), interval: *iv, format }
+            })
+            .collect();
+        let placement = Placement { device: Device::Cpu, team: Some(Team { ranks: Team::WORLD }) };
+        Ok(lib.tensor(e, levels, placement))
     })?;
     Ok(FieldValue(Rc::new(Node { op: None, args: Vec::new(), ty, payload, thread: std::thread::current().id() })))
 }

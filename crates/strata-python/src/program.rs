@@ -6,6 +6,7 @@ use pyo3::types::PyDict;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use strata_array::spmd;
 use strata_engine::{Backend, ExecuteError, Options, Prepared};
 use strata_entity::Handle;
 use strata_ir::{ExprKind, Function, Module, ParamMode, TypeArena};
@@ -24,6 +25,8 @@ pub struct Program {
     /// Entries prepared by earlier calls, by entry, backend and threads: a call after the first
     /// runs the loaded code without lowering, emitting or hashing anything again.
     prepared: Mutex<HashMap<PreparedKey, Arc<Prepared>>>,
+    /// Entries over teams planned for the joined MPI job, by entry (at their first call).
+    planned: Mutex<HashMap<String, Arc<spmd::PlannedEntry>>>,
 }
 
 /// An entry's name, the backend and the thread count it was prepared for.
@@ -45,6 +48,7 @@ pub fn compile(text: &str, name: &str) -> PyResult<Program> {
         source: text.to_string(),
         name: name.to_string(),
         prepared: Mutex::default(),
+        planned: Mutex::default(),
     })
 }
 
@@ -56,7 +60,14 @@ impl Program {
         let info = strata_verify::verify(&module).map_err(|d| {
             VerifyError::new_err(strata_report::render(name, &source, &d, false).trim_end().to_string())
         })?;
-        Ok(Program { module, types: info.types, source, name: name.to_string(), prepared: Mutex::default() })
+        Ok(Program {
+            module,
+            types: info.types,
+            source,
+            name: name.to_string(),
+            prepared: Mutex::default(),
+            planned: Mutex::default(),
+        })
     }
 
     fn entry(&self, name: &str) -> PyResult<Handle<Function>> {
@@ -109,29 +120,7 @@ impl Program {
     ) -> PyResult<Vec<(String, Py<PyAny>)>> {
         let (module, h) = (prepared.module(), prepared.entry());
         let f = &module.functions[h];
-        let mut missing = Vec::new();
-        for (&p, obj) in f.params.iter().zip(objects) {
-            let e = &f.exprs[p];
-            // An `out` parameter starts as the caller's `out=` array (the elements the
-            // program does not write keep their values), else as zeros.
-            if obj.is_none() && e.kind != ExprKind::Param(ParamMode::Out) {
-                missing.push(format!("`{}`", e.name));
-            }
-        }
-        if !missing.is_empty() || objects.len() != f.params.len() {
-            if objects.len() > f.params.len() {
-                return Err(ArgumentError::new_err(format!(
-                    "`@{}` takes {} arguments, got {}",
-                    f.name,
-                    f.params.len(),
-                    objects.len()
-                )));
-            }
-            for &p in &f.params[objects.len().min(f.params.len())..] {
-                missing.push(format!("`{}`", f.exprs[p].name));
-            }
-            return Err(ArgumentError::new_err(format!("missing argument {} of `@{}`", missing.join(", "), f.name)));
-        }
+        check_arguments(f, objects)?;
         let mut values = Vec::with_capacity(objects.len());
         for ((&p, obj), ty) in f.params.iter().zip(objects).zip(types) {
             let e = &f.exprs[p];
@@ -171,6 +160,62 @@ impl Program {
         Ok(out)
     }
 
+    /// Whether a call of `entry` runs as a distributed job: a job was joined and the entry's
+    /// parameters or results live on a team.
+    fn runs_on_team(&self, entry: &str) -> bool {
+        spmd::joined().is_some() && self.on_team(entry)
+    }
+
+    /// Runs `entry` as a distributed job on this rank (every rank calls it): a team array's
+    /// block, or a value every rank holds, for each parameter on a team; results distributed
+    /// along their first level come back as team arrays (`strata.array_api`), others whole.
+    /// The plan is made at the first call and kept: a time loop plans and compiles once.
+    fn run_on_team(
+        &self,
+        py: Python<'_>,
+        entry: &str,
+        backend: Backend,
+        objects: &[Option<Bound<'_, PyAny>>],
+    ) -> PyResult<Vec<(String, Py<PyAny>)>> {
+        let h = self.entry(entry)?;
+        check_arguments(&self.module.functions[h], objects)?;
+        let planned = self.planned.lock().unwrap_or_else(|e| e.into_inner()).get(entry).cloned();
+        let planned = match planned {
+            Some(p) => p,
+            None => {
+                let p = spmd::PlannedEntry::new(&self.module, &self.types, h);
+                let p = Arc::new(p.map_err(|e| RunError::new_err(e.to_string()))?);
+                self.planned.lock().unwrap_or_else(|e| e.into_inner()).insert(entry.to_string(), p.clone());
+                p
+            }
+        };
+        let f = &self.module.functions[h];
+        let mut args = Vec::with_capacity(f.params.len());
+        for (&p, obj) in f.params.iter().zip(objects) {
+            let e = &f.exprs[p];
+            let ty = self.param_type(f, p);
+            let arg = match obj {
+                None => None,
+                Some(obj) => Some(match obj.cast::<crate::array_api::PyArr>() {
+                    Ok(a) => spmd::entry_argument(&a.borrow().0, &e.name, &ty)
+                        .map_err(|e| ArgumentError::new_err(e.to_string()))?,
+                    Err(_) => convert::to_arg(obj, &e.name, &ty, false)?.into_value(),
+                }),
+            };
+            args.push(arg);
+        }
+        let ran = planned.run(&args, backend).map_err(|e| RunError::new_err(e.to_string()))?;
+        ran.into_iter()
+            .map(|(name, r)| {
+                let obj = match r {
+                    spmd::EntryResult::Team(a) => Py::new(py, crate::array_api::PyArr(a))?.into_any(),
+                    spmd::EntryResult::Whole(v) => convert::to_python(py, &name, v)?,
+                };
+                Ok((name, obj))
+            })
+            .collect()
+    }
+
     fn run_error(&self, e: ExecuteError) -> PyErr {
         match e {
             ExecuteError::Program(d) => {
@@ -179,6 +224,35 @@ impl Program {
             other => RunError::new_err(other.to_string()),
         }
     }
+}
+
+/// Every parameter of `f` but an `out` one has an object, and there are no more objects than
+/// parameters.
+fn check_arguments(f: &Function, objects: &[Option<Bound<'_, PyAny>>]) -> PyResult<()> {
+    let mut missing = Vec::new();
+    for (&p, obj) in f.params.iter().zip(objects) {
+        let e = &f.exprs[p];
+        // An `out` parameter starts as the caller's `out=` array (the elements the
+        // program does not write keep their values), else as zeros.
+        if obj.is_none() && e.kind != ExprKind::Param(ParamMode::Out) {
+            missing.push(format!("`{}`", e.name));
+        }
+    }
+    if missing.is_empty() && objects.len() == f.params.len() {
+        return Ok(());
+    }
+    if objects.len() > f.params.len() {
+        return Err(ArgumentError::new_err(format!(
+            "`@{}` takes {} arguments, got {}",
+            f.name,
+            f.params.len(),
+            objects.len()
+        )));
+    }
+    for &p in &f.params[objects.len().min(f.params.len())..] {
+        missing.push(format!("`{}`", f.exprs[p].name));
+    }
+    Err(ArgumentError::new_err(format!("missing argument {} of `@{}`", missing.join(", "), f.name)))
 }
 
 #[pymethods]
@@ -221,6 +295,15 @@ impl Program {
         }
     }
 
+    /// Whether some parameter or result of `entry` lives on a team (under `mpirun` its calls
+    /// run as distributed jobs).
+    fn on_team(&self, entry: &str) -> bool {
+        let Ok(h) = self.entry(entry) else { return false };
+        let f = &self.module.functions[h];
+        let on_team = |ty| ValueType::from_ir(&self.types, ty).placement.team.is_some();
+        f.params.iter().any(|&p| on_team(f.exprs[p].ty)) || f.result().is_some_and(on_team)
+    }
+
     /// The names of `entry`'s inputs (parameters that are not `out`), in order.
     fn inputs(&self, entry: &str) -> PyResult<Vec<String>> {
         let f = &self.module.functions[self.entry(entry)?];
@@ -254,10 +337,14 @@ impl Program {
         threads: Option<usize>,
     ) -> PyResult<Vec<(String, Py<PyAny>)>> {
         let backend = Backend::parse(backend).map_err(ArgumentError::new_err)?;
-        // An entry with several results runs as the program writing them.
-        let prepared = self.prepared(py, entry, backend, threads)?;
-        let (module, h) = (prepared.module(), prepared.entry());
-        let f = &module.functions[h];
+        // On a team, the entry as written runs distributed (`threads`: each rank's share of its
+        // node's cores); else an entry with several results runs as the program writing them.
+        let team = self.runs_on_team(entry);
+        let prepared = if team { None } else { Some(self.prepared(py, entry, backend, threads)?) };
+        let f = match &prepared {
+            Some(p) => &p.module().functions[p.entry()],
+            None => &self.module.functions[self.entry(entry)?],
+        };
         for key in args.keys() {
             let key: String = key.extract()?;
             let known = f.params.iter().any(|&p| f.exprs[p].name == key);
@@ -274,7 +361,10 @@ impl Program {
         for &p in &f.params {
             objects.push(args.get_item(&f.exprs[p].name)?);
         }
-        self.run_objects(py, &prepared, &self.param_types(&prepared), &objects)
+        match &prepared {
+            Some(p) => self.run_objects(py, p, &self.param_types(p), &objects),
+            None => self.run_on_team(py, entry, backend, &objects),
+        }
     }
 
     /// `entry` prepared once for `backend` and `threads`, to be called with its arguments in
@@ -282,12 +372,19 @@ impl Program {
     #[pyo3(signature = (entry, backend = "auto", threads = None))]
     fn bind(slf: &Bound<'_, Self>, entry: &str, backend: &str, threads: Option<usize>) -> PyResult<Runner> {
         let backend = Backend::parse(backend).map_err(ArgumentError::new_err)?;
-        let prepared = slf.get().prepared(slf.py(), entry, backend, threads)?;
+        let program = slf.get();
+        if program.runs_on_team(entry) {
+            let f = &program.module.functions[program.entry(entry)?];
+            let params = f.params.iter().map(|&p| f.exprs[p].name.clone()).collect();
+            let call = Call::Team { entry: entry.to_string(), backend };
+            return Ok(Runner { program: slf.clone().unbind(), call, params });
+        }
+        let prepared = program.prepared(slf.py(), entry, backend, threads)?;
         let module = prepared.module();
         let f = &module.functions[prepared.entry()];
         let params = f.params.iter().map(|&p| f.exprs[p].name.clone()).collect();
-        let types = slf.get().param_types(&prepared);
-        Ok(Runner { program: slf.clone().unbind(), prepared, params, types })
+        let types = program.param_types(&prepared);
+        Ok(Runner { program: slf.clone().unbind(), call: Call::Local { prepared, types }, params })
     }
 }
 
@@ -296,10 +393,20 @@ impl Program {
 #[pyclass(module = "strata._strata", frozen)]
 pub struct Runner {
     program: Py<Program>,
-    prepared: Arc<Prepared>,
+    call: Call,
     params: Vec<String>,
-    /// The parameters' runtime types (made once, not per call).
-    types: Vec<ValueType>,
+}
+
+/// How a [`Runner`] runs its entry.
+enum Call {
+    /// In this process, prepared once.
+    Local {
+        prepared: Arc<Prepared>,
+        /// The parameters' runtime types (made once, not per call).
+        types: Vec<ValueType>,
+    },
+    /// As a distributed job over the joined job's ranks (planned at the first call).
+    Team { entry: String, backend: Backend },
 }
 
 #[pymethods]
@@ -316,6 +423,10 @@ impl Runner {
     fn __call__(&self, py: Python<'_>, args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<Vec<(String, Py<PyAny>)>> {
         let objects: Vec<Option<Bound<'_, PyAny>>> =
             args.iter().map(|a| if a.is_none() { None } else { Some(a) }).collect();
-        self.program.get().run_objects(py, &self.prepared, &self.types, &objects)
+        let program = self.program.get();
+        match &self.call {
+            Call::Local { prepared, types } => program.run_objects(py, prepared, types, &objects),
+            Call::Team { entry, backend } => program.run_on_team(py, entry, *backend, &objects),
+        }
     }
 }

@@ -111,7 +111,9 @@ fn load(path: std::path::PathBuf, device: String, ranks: u32) -> PyResult<PyArr>
 }
 
 /// This rank's distributed runs so far: `{"runs", "exchange_s", "halo_bytes", "read_s",
-/// "combine_s"}` (seconds and bytes summed over the runs; a loop's share is a difference).
+/// "combine_s"}` (seconds and bytes summed over the runs; a loop's share is a difference), and
+/// `"prepared"`: the programs this process has prepared (compiled, or loaded from the cache),
+/// which a loop that plans and compiles once does not increase after its first step.
 #[pyfunction]
 fn totals(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
     let t = spmd::totals();
@@ -121,6 +123,7 @@ fn totals(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
     d.set_item("halo_bytes", t.halo_bytes)?;
     d.set_item("read_s", t.read_s)?;
     d.set_item("combine_s", t.combine_s)?;
+    d.set_item("prepared", strata_engine::prepared_count())?;
     Ok(d)
 }
 

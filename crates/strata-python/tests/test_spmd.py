@@ -162,6 +162,26 @@ def test_ranks_that_trace_different_programs_get_an_error_not_a_hang(mpirun):
     assert "differs from rank 0's" in out.stdout and "sum" not in out.stdout
 
 
+@pytest.mark.parametrize("ranks", [None, 1, 2, 3, 4])
+def test_entries_of_a_module_take_team_arrays_in_a_time_loop(mpirun, ranks):
+    """`strata.compile(...)` entries over `team = world` types called with team arrays: each
+    rank its block, halos inside, results team arrays, equal to numpy step for step; planned
+    and compiled once."""
+    out = run(mpirun, ranks, "entries.py")
+    assert out.stdout.count("entries ok") == (ranks or 1), out.stdout
+
+
+@pytest.mark.parametrize("ranks", [None, 1, 2, 3, 4])
+def test_gt4py_programs_run_unchanged_on_team_fields(mpirun, ranks):
+    """GT4Py programs on `strata.gt4py.backend` with fields made on `strata.world`: a
+    120-step diffusion bit for bit against numpy, compiled once; an unstructured neighbor sum
+    through team-distributed tables."""
+    pytest.importorskip("gt4py.next")
+    out = run(mpirun, ranks, "gt4py_fields.py")
+    assert out.stdout.count("diffusion ok") == (ranks or 1), out.stdout
+    assert out.stdout.count("unstructured ok") == (ranks or 1), out.stdout
+
+
 @pytest.mark.parametrize("ranks", [None, 2, 4])
 def test_edge_cases_of_team_arrays_match_numpy(mpirun, ranks):
     for r in reports(run(mpirun, ranks, "edges.py"), ranks):

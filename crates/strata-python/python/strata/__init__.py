@@ -43,7 +43,9 @@ import numpy as np
 from ._strata import ArgumentError, Error, ParseError, Program, RunError, VerifyError
 from ._strata import __version__
 from ._strata import compile as _compile
+from ._strata import array as _array_ext
 from . import fields as _fields
+from . import placement as _placement
 from .placement import Place, Team, load_array, save, world
 from .fields import *  # noqa: F401,F403 - fields over named dimensions are part of the package's API
 
@@ -106,6 +108,9 @@ class Entry:
                inspect.Parameter("threads", kw, default=None)]
         )
         self._param_info = {p["name"]: p for p in self.signature["params"]}
+        self._on_team = program.on_team(name)
+        # Results distributed along their first dimension (team arrays when the call is on a team).
+        self._team_results = {p["name"] for p in self.signature["results"] if (p.get("dims") or [{}])[0].get("format") == "block"}
         file, line = program.location(name)
         self.__doc__ = self._describe(file, line)
 
@@ -137,6 +142,14 @@ class Entry:
             if k in given:
                 raise ArgumentError(f"argument `{k}` of `@{self.__name__}` given twice")
             given[k] = v
+        team_args = False
+        if self._on_team:
+            _placement._join()  # under a launcher, the team's calls run distributed
+            if _placement._spmd.joined():
+                return self._call_on_team(given, backend, threads, out)
+            # A team of one (no launcher): the call runs here; its distributed results are team
+            # arrays all the same when it was given some, so a script runs alike on 1 and P ranks.
+            team_args = any(getattr(getattr(v, "device", None), "team", None) is not None for v in given.values())
         values = {k: _unwrap(self._argument(k, v)) for k, v in given.items()}
         targets = _out_targets(self.__name__, self._outputs, out)
         # A program's `out` parameters start as the caller's arrays: what it does not write
@@ -146,6 +159,29 @@ class Entry:
         ordered = [_wrap(results[n]) for n in self._outputs]
         if targets:
             ordered = _write_out(self.__name__, self._outputs, ordered, targets)
+        if team_args:
+            from .array_api import asarray
+
+            ordered = [asarray(r, device=world) if n in self._team_results else r for n, r in zip(self._outputs, ordered)]
+        if len(ordered) == 1:
+            return ordered[0]
+        return self._results(*ordered)
+
+    def _call_on_team(self, given: Dict[str, Any], backend: str, threads: Optional[int], out: Any) -> Any:
+        """A call under a launcher of an entry whose values live on a team: a distributed run
+        (every rank calls it). A `strata.array_api` team array passes its block (nothing is
+        gathered); a numpy array every rank holds passes its rows. Results distributed along
+        their first level come back as team arrays; the others whole, as numpy arrays."""
+        from .array_api import Array, _wrap as _wrap_array
+
+        if out is not None:
+            raise ArgumentError(
+                f"`@{self.__name__}` runs on a team: its results come back as team arrays, so `out=` (writing numpy "
+                f"arrays in place) does not apply; pass an out parameter's initial value by name (`{self._outputs[0]}=…`)"
+            )
+        values = {k: v._x if isinstance(v, Array) else _unwrap(self._argument(k, v)) for k, v in given.items()}
+        results = dict(self._program.run(self.__name__, values, backend, threads))
+        ordered = [_wrap_array(r) if isinstance(r, _array_ext.Array) else _wrap(r) for r in (results[n] for n in self._outputs)]
         if len(ordered) == 1:
             return ordered[0]
         return self._results(*ordered)

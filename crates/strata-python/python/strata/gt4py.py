@@ -33,6 +33,8 @@ import numpy as np
 
 from gt4py.next import backend as _next_backend
 from gt4py.next import common as _common
+from gt4py.next import constructors as _constructors
+from gt4py.next.embedded import nd_array_field as _nd_array_field
 from gt4py.next import custom_layout_allocators as _allocators
 from gt4py.next.iterator import ir as _itir
 from gt4py.next.iterator.ir_utils import domain_utils as _domain_utils
@@ -41,10 +43,11 @@ from gt4py.next.otf import workflow as _workflow
 from gt4py.next.type_system import type_specifications as _ts
 
 from . import _strata
+from . import placement as _placement
 from ._strata import Error, VerifyError
 from .fields import _DTYPES, Field
 
-__all__ = ["GTIRError", "backend"]
+__all__ = ["GTIRError", "as_field", "backend", "empty", "full", "ones", "zeros"]
 
 
 class GTIRError(Error):
@@ -176,6 +179,8 @@ class _Executable:
         hit = self._fields.get(id(a))
         if hit is not None and hit[0]() is a:
             return hit[1][0]
+        if t is _TeamField:
+            return ("team", _levels(a), a.dtype.scalar_type)
         # Numbers first: `isinstance(x, Field)` checks a runtime protocol (~0.1 ms a call).
         if not isinstance(a, (np.generic, int, bool, complex)) and isinstance(a, _common.Field):
             return self._field(a)[0]
@@ -205,8 +210,19 @@ class _Executable:
                 values.append(self._table(np.asarray(offset_provider[name].ndarray))[lo:hi])
                 continue
             a = _select(args, path)
-            values.append(np.asarray(a, dtype=scalar) if scalar is not None else self._field(a)[2])
-        outs = [self._field(_select(args, path)) for path in targets]
+            if scalar is not None:
+                values.append(np.asarray(a, dtype=scalar))
+            else:
+                values.append(a.ndarray._x if type(a) is _TeamField else self._field(a)[2])
+        fields = [_select(args, path) for path in targets]
+        if any(type(f) is _TeamField for f in fields):
+            # A distributed run (every rank calls it): each output's new value replaces the
+            # field's team array (its rows stay on their ranks).
+            written = runner(*(f.ndarray._x for f in fields), *values)
+            for (_, w), f in zip(written, fields):
+                f.ndarray._x = w
+            return
+        outs = [self._field(f) for f in fields]
         # A program checking computed table entries as it runs writes copies, kept only when it
         # succeeds: an error leaves the user's outputs as they were.
         buffers = [np.array(f[2]) if checked_while_running else f[2] for f in outs]
@@ -281,6 +297,11 @@ def _stored(levels: List[Tuple[str, int, int]], a: np.ndarray) -> List[Tuple[str
     return [*levels[:-1], (name, start, start + extent)]
 
 
+def _flat(args: Sequence[Any]) -> List[Any]:
+    """The arguments with tuples unpacked."""
+    return [x for a in args for x in (_flat(a) if isinstance(a, tuple) else (a,))]
+
+
 def _select(args: Sequence[Any], path: Tuple[int, ...]) -> Any:
     a = args[path[0]]
     for k in path[1:]:
@@ -291,6 +312,90 @@ def _select(args: Sequence[Any], path: Tuple[int, ...]) -> Any:
 def _row_major(dims: Sequence[Any]) -> Tuple[int, ...]:
     """The layout map of a row-major buffer (the last dimension innermost)."""
     return tuple(range(len(dims)))
+
+
+def _levels(a: Any) -> Tuple[Tuple[str, int, int], ...]:
+    """A field's dimensions with their ranges, in the domain's order."""
+    return tuple((d.value, r.start, r.stop) for d, r in zip(a.domain.dims, a.domain.ranges))
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _TeamField(_nd_array_field.NumPyArrayField):
+    """A field resident on a team under `mpirun` (`device=strata.world` in this module's
+    constructors): its array is a `strata.array_api` team array, so each rank holds the block
+    of the first dimension's rows it owns. Programs on `strata.gt4py.backend` run on the blocks
+    as distributed jobs (halo exchanges from the shifts); `asnumpy()` and `np.asarray` gather
+    the whole field on every rank (call them on every rank)."""
+
+    def __repr__(self) -> str:
+        return f"<strata team field {self.domain} of {self.dtype.scalar_type.__name__} on strata.world>"
+
+
+def _team(device: Any) -> bool:
+    """Whether `device` places a field on a team of a joined job (a team of one without a
+    launcher is the host: the field is a numpy one)."""
+    p = _placement.place_of(device)
+    if p is None or p.team is None:
+        return False
+    if p.device != "cpu":
+        raise ValueError(f"device {p.device!r}: Strata's fields live on the host (`cpu`)")
+    _placement._join()
+    return _placement._spmd.joined()
+
+
+def _team_field(domain: Any, array: Any) -> "_TeamField":
+    from . import array_api as xp
+
+    domain = _common.domain(domain)
+    if len(domain) == 0 or tuple(len(r) for r in domain.ranges) != tuple(array.shape):
+        raise ValueError(f"data of shape {tuple(array.shape)} for a field over {domain} (shape "
+                         f"{tuple(len(r) for r in domain.ranges)})")
+    if domain.dims[0].kind == _common.DimensionKind.LOCAL:
+        raise ValueError(f"a team field is distributed along its first dimension, but {domain.dims[0].value} is local")
+    return _TeamField(domain, xp.asarray(array, device=_placement.world))
+
+
+def as_field(domain: Any, data: Any, dtype: Any = None, *, device: Any = None) -> Any:
+    """`gtx.as_field(domain, data, dtype)` for this backend: a row-major field read and written
+    in place; with `device=strata.world` under `mpirun`, a team field each rank holding only
+    its block of rows of the first dimension (every rank passes the same `data`, or a
+    `strata.array_api` team array). Without a launcher the team is this process: a numpy field."""
+    if not _team(device):
+        return _constructors.as_field(domain, np.asarray(data), dtype, allocator=allocator)
+    from . import array_api as xp
+
+    a = data if isinstance(data, xp.Array) else np.asarray(data, dtype=dtype)
+    if dtype is not None and np.dtype(a.dtype) != np.dtype(dtype):
+        a = xp.astype(xp.asarray(a, device=_placement.world), np.dtype(dtype))
+    return _team_field(domain, a)
+
+
+def full(domain: Any, fill_value: Any, dtype: Any = None, *, device: Any = None) -> Any:
+    """`gtx.full` for this backend (`device=strata.world`: see `as_field`); a team field is
+    made on each rank's block, never whole."""
+    if not _team(device):
+        return _constructors.full(domain, fill_value, dtype, allocator=allocator)
+    from . import array_api as xp
+
+    domain = _common.domain(domain)
+    d = np.dtype(dtype) if dtype is not None else np.asarray(fill_value).dtype
+    shape = tuple(len(r) for r in domain.ranges)
+    return _team_field(domain, xp.full(shape, fill_value, dtype=d, device=_placement.world))
+
+
+def zeros(domain: Any, dtype: Any = np.float64, *, device: Any = None) -> Any:
+    """`gtx.zeros` for this backend (`device=strata.world`: see `as_field`)."""
+    return full(domain, 0, np.dtype(dtype), device=device)
+
+
+def ones(domain: Any, dtype: Any = np.float64, *, device: Any = None) -> Any:
+    """`gtx.ones` for this backend (`device=strata.world`: see `as_field`)."""
+    return full(domain, 1, np.dtype(dtype), device=device)
+
+
+def empty(domain: Any, dtype: Any = np.float64, *, device: Any = None) -> Any:
+    """`gtx.empty` for this backend: zeros (`device=strata.world`: see `as_field`)."""
+    return full(domain, 0, np.dtype(dtype), device=device)
 
 
 #: Fields allocated for this backend (`gtx.zeros(domain, allocator=strata.gt4py.backend)`) are
@@ -403,6 +508,8 @@ def _build(make: Any, *args: Any) -> Any:
 class _Lowering:
     def __init__(self, program: _itir.Program, args: Sequence[Any], offset_provider: Any):
         self.program, self.args, self.offset_provider = program, args, offset_provider
+        # Whether some field lives on a team (`device=strata.world`): a distributed program.
+        self.team = any(type(a) is _TeamField for a in _flat(args))
         self.env: Dict[str, Any] = {}
         self.assignments: List[Tuple[Field, Field, Any]] = []
         self.targets: List[Tuple[int, ...]] = []
@@ -437,6 +544,13 @@ class _Lowering:
     def _param(self, a: Any, path: Tuple[int, ...]) -> Any:
         if isinstance(a, tuple):
             return tuple(self._param(x, (*path, k)) for k, x in enumerate(a))
+        if type(a) is _TeamField:
+            # Distributed in blocks of its first dimension over the job's ranks: the program's
+            # shifts along it become halo exchanges.
+            dtype = np.dtype(a.dtype.scalar_type)
+            leaf = Field(_strata.field_param(_DTYPES[dtype], list(_levels(a)), _GTArg(path), True))
+            leaf._gt_path, leaf._gt_leaf = path, leaf
+            return leaf
         if isinstance(a, _common.Field):
             dtype = np.dtype(a.dtype.scalar_type)
             if dtype not in _DTYPES:
@@ -842,7 +956,9 @@ class _Lowering:
             return self.tables[key]
         levels = [(dst, lo, hi), (f"NB_{c.codomain.value}", 0, a.shape[1])]  # see `_Executable._table`
         path = name if (lo, hi) == (0, a.shape[0]) else (name, lo, hi)
-        leaf = Field(_strata.field_param(_DTYPES[a.dtype], levels, _GTArg(path)))
+        # A program over team fields reads its tables on the team too: each rank the rows of
+        # its own elements (every rank holds the connectivity; the run takes its rows).
+        leaf = Field(_strata.field_param(_DTYPES[a.dtype], levels, _GTArg(path), self.team))
         self.tables[key] = leaf
         return leaf
 
