@@ -421,6 +421,41 @@ fn tuple_inputs_and_outputs_equal_one_process() {
     }
 }
 
+/// Assignments to regions of a distributed output (`%out[I[1:19], J[1:5]] <- …`, as GT4Py's
+/// domains lower): each rank writes its rows of each region (none where a region misses them),
+/// later assignments over earlier ones; equal to one process at 1–4 ranks.
+#[test]
+fn assignments_to_regions_of_a_distributed_output_equal_one_process() {
+    require_mpi();
+    let d = tmp("regions");
+    let prog = d.join("regions.strata");
+    std::fs::write(
+        &prog,
+        "!U = tensor<f64, I[0:20] block, J[0:6], team = world>\n\
+         program @main(%out: out !U, %u: !U) {\n  \
+         %ip = cartesian_shift(%u, dim = I, offset = 1) : tensor<f64, I[-1:19] block, J[0:6], team = world>\n  \
+         %im = cartesian_shift(%u, dim = I, offset = -1) : tensor<f64, I[1:21] block, J[0:6], team = world>\n  \
+         %s = plus(%ip, %im) : tensor<f64, I[1:19] block, J[0:6], team = world>\n  \
+         %v = subset(%s, domain = [I[1:19], J[1:5]]) : tensor<f64, I[1:19] block, J[1:5], team = world>\n  \
+         %w = subset(%u, domain = [I[0:2], J[0:6]]) : tensor<f64, I[0:2] block, J[0:6], team = world>\n  \
+         %out[I[0:2], J[0:6]] <- %w\n  \
+         %out[I[1:19], J[1:5]] <- %v\n}\n",
+    )
+    .unwrap();
+    let prog = prog.display().to_string();
+    let run = |extra: &[&str], out: &Path| {
+        let o = format!("out={}", out.display());
+        let mut v = vec!["run", prog.as_str(), "--arg", "u=random:3", "--out", &o];
+        v.extend_from_slice(extra);
+        ok(&strata(&v));
+        std::fs::read(out).unwrap()
+    };
+    let single = run(&[], &d.join("single.npy"));
+    for n in ["1", "2", "3", "4"] {
+        assert!(run(&["--ranks", n], &d.join(format!("r{n}.npy"))) == single, "{n} ranks differ from one process");
+    }
+}
+
 /// A sparse matrix and a ragged tensor distributed by rows: each rank reads its rows of the
 /// `.npz` (CSR at offsets), computes on them as storage, and sparse and ragged results are
 /// gathered on rank 0 as storage and written as one `.npz` — byte for byte the single-process

@@ -950,9 +950,7 @@ impl Plan {
                     let block = block_level(types, module.functions[*fh].exprs[*arg].ty).map(|(_, d, _)| d);
                     let domain = domain
                         .iter()
-                        .map(|(d, cut)| {
-                            (d.clone(), if Some(d) == block.as_ref() { rows.intersect(*cut) } else { *cut })
-                        })
+                        .map(|(d, cut)| (d.clone(), if Some(d) == block.as_ref() { cut_to(*cut, rows) } else { *cut }))
                         .collect();
                     func.exprs[*v].kind = ExprKind::Op(Op::Subset { arg: *arg, domain });
                 }
@@ -1042,17 +1040,8 @@ impl Plan {
             let Some(b) = self.params.iter().find(|b| b.index == i) else { continue };
             let Some((_, dim, _)) = block_level(types, f.exprs[*target].ty) else { continue };
             let owned = b.owned[rank];
-            let cut: Vec<_> = domain
-                .iter()
-                .map(|(d, iv)| match *d == dim {
-                    true => {
-                        let within = iv.intersect(owned);
-                        let start = within.start.clamp(owned.start, owned.stop);
-                        (d.clone(), Interval::new(start, within.stop.max(start)))
-                    }
-                    false => (d.clone(), *iv),
-                })
-                .collect();
+            let cut: Vec<_> =
+                domain.iter().map(|(d, iv)| (d.clone(), if *d == dim { cut_to(*iv, owned) } else { *iv })).collect();
             cuts.push((h, cut));
         }
         for (h, cut) in cuts {
@@ -1107,6 +1096,14 @@ impl Plan {
             f.body = body;
         }
     }
+}
+
+/// The part of `iv` within `rows`; where they do not meet, an empty interval at a bound of
+/// `rows` (a region or a subset of no rows on this rank, still a valid interval).
+fn cut_to(iv: Interval, rows: Interval) -> Interval {
+    let within = iv.intersect(rows);
+    let start = within.start.clamp(rows.start, rows.stop.max(rows.start));
+    Interval::new(start, within.stop.max(start))
 }
 
 /// Makes `f` return `rank`'s part of `p`: the reduction or scan over the rows the rank owns

@@ -171,6 +171,14 @@ def test_entries_of_a_module_take_team_arrays_in_a_time_loop(mpirun, ranks):
     assert out.stdout.count("entries ok") == (ranks or 1), out.stdout
 
 
+@pytest.mark.parametrize("ranks", [None, 2, 3])
+def test_fields_on_the_team_evaluate_distributed(mpirun, ranks):
+    """`strata.field(..., device=strata.world)`: expressions and a stencil in a time loop on
+    each rank's rows, equal to numpy; the stencil compiles once."""
+    out = run(mpirun, ranks, "fields.py")
+    assert out.stdout.count("fields ok") == (ranks or 1), out.stdout
+
+
 @pytest.mark.parametrize("ranks", [None, 1, 2, 3, 4])
 def test_gt4py_programs_run_unchanged_on_team_fields(mpirun, ranks):
     """GT4Py programs on `strata.gt4py.backend` with fields made on `strata.world`: a

@@ -199,25 +199,29 @@ class Field:
 
     __array_priority__ = 100  # numpy scalars on the left defer to Field's reflected operators
 
-    def __init__(self, value: "_strata.FieldValue", array: Optional[np.ndarray] = None):
+    def __init__(self, value: "_strata.FieldValue", array: Optional[np.ndarray] = None, team: Any = None):
         self._v = value
         self._array = array
+        # A field on `strata.world` under a launcher: the `strata.array_api` team array holding
+        # this rank's rows of its first dimension (`array` is then `None`).
+        self._team = team
         self._structure: Optional[tuple] = None
         self._contiguous: Optional[bool] = None
 
     @staticmethod
-    def _leaf(array: Any, levels: Levels, dtype: Any = None) -> "Field":
-        """A parameter over `levels` standing for `array` (a numpy array, or a stencil
-        argument's `_Arg`)."""
+    def _leaf(array: Any, levels: Levels, dtype: Any = None, team: bool = False) -> "Field":
+        """A parameter over `levels` standing for `array` (a numpy array, a team array's block,
+        or a stencil argument's `_Arg`); with `team`, distributed by blocks of its first
+        dimension over the job's ranks."""
         dtype = np.dtype(dtype if dtype is not None else array.dtype)
-        value = _strata.field_param(_DTYPES[dtype], [tuple(l) for l in levels], array)
+        value = _strata.field_param(_DTYPES[dtype], [tuple(l) for l in levels], array, team)
         return Field(value, array if isinstance(array, np.ndarray) else None)
 
     def _key(self) -> tuple:
-        """What a stencil's compiled program depends on: the intervals and the dtype (kept, a
-        field never changes)."""
+        """What a stencil's compiled program depends on: the intervals, the dtype and whether
+        it lives on a team (kept, a field never changes)."""
         if self._structure is None:
-            self._structure = ("field", tuple(self._v.dims), self._v.element)
+            self._structure = ("field", tuple(self._v.dims), self._v.element, self._team is not None)
         return self._structure
 
     def _in_place(self) -> bool:
@@ -331,8 +335,9 @@ class Field:
     # ---- evaluation ----
 
     def numpy(self, backend: str = "auto") -> np.ndarray:
-        """Evaluates the field over its domain (an array indexed from each interval's start)."""
-        return evaluate(self, backend=backend)
+        """Evaluates the field over its domain (an array indexed from each interval's start);
+        a field on a team is gathered on every rank (call it on every rank)."""
+        return np.asarray(evaluate(self, backend=backend))
 
     def __array__(self, dtype=None, copy=None):
         a = self.numpy()
@@ -404,20 +409,46 @@ def _as_field(x: Any, dtype: Any) -> Field:
     raise FieldError(f"cannot combine a field with `{type(x).__name__}`")
 
 
-def field(array: Any, *domain: Range) -> Field:
+def field(array: Any, *domain: Range, device: Any = None) -> Field:
     """A numpy array as a field on the given intervals, one per array dimension, in order:
-    `strata.field(a, I[-1:6], J[-1:8], K[0:9])` needs `a.shape == (7, 9, 9)`."""
-    a = np.asarray(array)
-    if a.dtype not in _DTYPES:
-        raise FieldError(f"fields hold {', '.join(str(d) for d in _DTYPES)}, not {a.dtype}")
-    if len(domain) != a.ndim or any(not isinstance(r, Range) for r in domain):
-        raise FieldError(f"an array of {a.ndim} dimensions needs {a.ndim} intervals (`I[a:b]`), got {domain!r}")
+    `strata.field(a, I[-1:6], J[-1:8], K[0:9])` needs `a.shape == (7, 9, 9)`.
+
+    `device=strata.world` under `mpirun` places the field on the team: each rank keeps only its
+    block of rows of the first dimension (every rank passes the same array, or a
+    `strata.array_api` team array), and expressions over it evaluate as distributed jobs,
+    returning team arrays (`.numpy()` gathers). Without a launcher the team is this process."""
+    team = _team_array(array, device)
+    a = team if team is not None else np.asarray(array)
+    dtype = np.dtype(a.dtype)
+    if dtype not in _DTYPES:
+        raise FieldError(f"fields hold {', '.join(str(d) for d in _DTYPES)}, not {dtype}")
+    if len(domain) != len(a.shape) or any(not isinstance(r, Range) for r in domain):
+        raise FieldError(f"an array of {len(a.shape)} dimensions needs {len(a.shape)} intervals (`I[a:b]`), got {domain!r}")
     shape = tuple(len(r) for r in domain)
-    if a.shape != shape:
-        raise FieldError(f"the array has shape {a.shape}, but {', '.join(map(repr, domain))} has shape {shape}")
+    if tuple(a.shape) != shape:
+        raise FieldError(f"the array has shape {tuple(a.shape)}, but {', '.join(map(repr, domain))} has shape {shape}")
     if len({r.name for r in domain}) != len(domain):
         raise FieldError(f"a dimension appears twice in {domain!r}")
-    return Field._leaf(a, list(domain))
+    if team is None:
+        return Field._leaf(a, list(domain))
+    f = Field(_strata.field_param(_DTYPES[dtype], [tuple(l) for l in domain], team._x, True), None, team)
+    return f
+
+
+def _team_array(array: Any, device: Any) -> Any:
+    """The `strata.array_api` team array a field on `device` holds, or `None` for a field on
+    the host (no team, or no launcher: a team of one is this process)."""
+    from . import array_api as xp
+    from . import placement
+
+    p = placement.place_of(device)
+    on_team = isinstance(array, xp.Array) and array._x.team is not None
+    if (p is None or p.team is None) and not on_team:
+        return None
+    placement._join()
+    if not placement._spmd.joined():
+        return None
+    return array if on_team else xp.asarray(np.asarray(array), device=placement.world)
 
 
 def where(condition: Field, a: Any, b: Any) -> Field:
@@ -552,12 +583,14 @@ def evaluate(f: Field, out: Optional[Field] = None, backend: str = "auto") -> np
         _out_array(out)
     if f._v.is_leaf and out is None and f.array is not None:
         return f.array
+    if f._v.is_leaf and out is None and f._team is not None:
+        return f._team
     program, payloads, whole = _program(f, out)
     if out is None and not f.levels and not payloads:
         raise FieldError("a constant has no domain to evaluate over; combine it with a field")
     runner = program.bind("fields", backend)
     if out is None:
-        return runner(*payloads)[0][1]
+        return _result(runner(*payloads)[0][1])
     return _run_into(lambda buffer: runner(buffer, *payloads)[0][1], out, whole)
 
 
@@ -577,8 +610,20 @@ def _run_into(run: Any, out: Field, whole: bool) -> np.ndarray:
     return target
 
 
+def _result(r: Any) -> Any:
+    """A program's result as users see it: a team array's block wrapped as a
+    `strata.array_api` team array, a numpy array as it is."""
+    if isinstance(r, _strata.array.Array):
+        from .array_api import _wrap
+
+        return _wrap(r)
+    return r
+
+
 def _out_array(out: Any) -> np.ndarray:
     """The array of `out`, which must be a field made with `strata.field` on an array."""
+    if isinstance(out, Field) and out._team is not None:
+        raise FieldError("`out` on a team: a team field is not written in place; use the result (a team array)")
     if not isinstance(out, Field) or out.array is None:
         raise FieldError("`out` must be a field made with `strata.field` on an array")
     return out.array
@@ -649,7 +694,7 @@ class Stencil:
             if type(a) is float:
                 key.append(_FLOAT_KEY)
             elif isinstance(a, Field):
-                if a._array is None:
+                if a._array is None and a._team is None:
                     raise FieldError("a stencil's field arguments are fields made with `strata.field` on arrays")
                 key.append(a._key())
             elif isinstance(a, (float, np.floating)) and not isinstance(a, bool):
@@ -664,7 +709,7 @@ class Stencil:
         placeholders = []
         for i, (a, k) in enumerate(zip(args, key)):
             if k[0] == "field":
-                placeholders.append(Field._leaf(_Arg(i), a.levels, a.dtype))
+                placeholders.append(Field._leaf(_Arg(i), a.levels, a.dtype, a._team is not None))
             elif k[0] == "float":
                 placeholders.append(_ScalarArg(i))
             else:
@@ -711,13 +756,14 @@ class Stencil:
             if i is None:
                 values.append(captured)
             elif scalar is None:
-                values.append(args[i]._array)
+                a = args[i]
+                values.append(a._array if a._team is None else a._team._x)
             else:
                 a = args[i]
                 # A Python float goes as it is (converted to the parameter's type when read).
                 values.append(a if type(a) is float else np.asarray(a, dtype=scalar))
         if out is None:
-            return runner(*values)[0][1]
+            return _result(runner(*values)[0][1])
         if in_place:
             written = runner(target, *values)[0][1]
             if written is not target:  # not native: the run returned a copy
