@@ -1,6 +1,9 @@
-//! Combining the ranks' partials of a collective ([`crate::stages`]): gathered on rank 0,
-//! folded in rank order `((p₀ ⊕ p₁) ⊕ p₂) ⊕ …`, and broadcast, so every rank holds the same
-//! bits whatever MPI's own reduction order would be.
+//! Combining the ranks' partials of a collective ([`crate::stages`]) in a fixed pairwise tree
+//! over the ranks, then a broadcast: `log₂ P` rounds, in round `r` rank `k·2ʳ⁺¹` combining
+//! its value with rank `k·2ʳ⁺¹ + 2ʳ`'s as `mine ⊕ theirs` — for 4 ranks `(p₀ ⊕ p₁) ⊕ (p₂ ⊕ p₃)`.
+//! The order is fixed by the rank count alone (never MPI's choice), and rank 0's result is
+//! broadcast, so every rank holds the same bits, run after run. A float sum still depends on
+//! the rank count: each partial sums its own rank's block.
 
 use strata_ir::BinaryOp;
 use strata_runtime::{Data, Tensor};
@@ -8,29 +11,55 @@ use strata_runtime::{Data, Tensor};
 use crate::slab;
 use crate::Comm;
 
+/// The tag of the tree's messages: within the 32767 MPI guarantees, apart from the scans'
+/// carries (32767) and the MPI layer's own collectives (32766).
+const REDUCE_TAG: i32 = 32765;
+
 /// Replaces `t` (this rank's partial; the same type on every rank) by the combination of every
-/// rank's partial with `op`.
+/// rank's partial with `op`, in the tree of the module docs.
 ///
 /// # Errors
 /// An MPI failure, a partial that is not a tensor of scalars, or `op` failing on the values.
+/// A rank that fails to combine still takes part in the broadcast, so no rank waits forever.
 pub fn combine(comm: &Comm, t: &mut Tensor, op: BinaryOp) -> Result<(), String> {
     if !matches!(t.data, Data::Scalars(_)) || t.present.is_some() {
         return Err("a reduction over a block level combines tensors of scalars only".into());
     }
-    let n = slab::bytes(t).len();
-    let all = comm.gatherv(slab::bytes(t), &vec![n; comm.size], 0).map_err(|e| e.to_string())?;
-    if let Some(all) = all {
-        // Rank 0's own partial is p₀.
-        let mut part = t.clone();
-        let Data::Scalars(mine) = &mut t.data else { unreachable!("checked above") };
-        for k in 1..comm.size {
-            slab::bytes_mut(&mut part).copy_from_slice(&all[k * n..(k + 1) * n]);
-            let Data::Scalars(p) = &part.data else { unreachable!("a clone") };
+    let combined = tree(comm, t, op);
+    let sent = comm.bcast(slab::bytes_mut(t), 0).map_err(|e| e.to_string());
+    combined.and(sent)
+}
+
+/// The tree's rounds on this rank: rank 0 ends with every partial combined. A rank whose
+/// combination fails still passes its value on (its partner waits for it) and reports after.
+fn tree(comm: &Comm, t: &mut Tensor, op: BinaryOp) -> Result<(), String> {
+    let (rank, size) = (comm.rank, comm.size);
+    let mut failed = None;
+    let mut theirs = t.clone();
+    let mut step = 1;
+    while step < size {
+        if rank % (2 * step) == step {
+            // This rank's value is complete for its subtree: to its left partner, then done.
+            comm.exchange(&[(rank - step, slab::bytes(t))], &mut [], REDUCE_TAG).map_err(|e| e.to_string())?;
+            break;
+        }
+        let partner = rank + step;
+        if partner < size {
+            comm.exchange(&[], &mut [(partner, slab::bytes_mut(&mut theirs))], REDUCE_TAG)
+                .map_err(|e| e.to_string())?;
+            let (Data::Scalars(mine), Data::Scalars(p)) = (&mut t.data, &theirs.data) else {
+                unreachable!("checked by `combine`")
+            };
             for i in 0..mine.len() {
-                let v = mine.get(i).binary(op, p.get(i)).map_err(|e| e.to_string())?;
-                mine.set(i, v);
+                match mine.get(i).binary(op, p.get(i)) {
+                    Ok(v) => mine.set(i, v),
+                    Err(e) => {
+                        failed.get_or_insert(e.to_string());
+                    }
+                }
             }
         }
+        step *= 2;
     }
-    comm.bcast(slab::bytes_mut(t), 0).map_err(|e| e.to_string())
+    failed.map_or(Ok(()), Err)
 }
