@@ -87,6 +87,50 @@ fn scans_along_the_distributed_dimension_equal_the_single_process_run() {
     assert!(lowered.contains("rank 0 -> rank 1: I[19:20]"), "{lowered}");
 }
 
+/// Scans `acc ⊕ x` with an exact `⊕` (integers: sums, maxima) run on every rank at once and add
+/// the carries of the ranks before afterwards: byte for byte one process, forward and backward,
+/// with ranks holding no rows (3 rows over 4 ranks).
+#[test]
+fn integer_scans_run_on_every_rank_at_once_and_equal_one_process() {
+    require_mpi();
+    let d = tmp("intscan");
+    for (rows, name) in [(40, "many"), (3, "few")] {
+        let prog = d.join(format!("{name}.strata"));
+        std::fs::write(
+            &prog,
+            format!(
+                "!F = tensor<i64, I[0:{rows}] block, J[0:5], team = world>\n\
+                 !C = tensor<i64, J[0:5], team = world>\n\
+                 func @add(%s: !C, %x: !C) -> !C {{\n  %r = plus(%s, %x) : !C\n  return %r\n}}\n\
+                 func @top(%s: !C, %x: !C) -> !C {{\n  %r = maximum(%x, %s) : !C\n  return %r\n}}\n\
+                 program @main(%x: !F, %up: out !F, %down: out !F, %best: out !F) {{\n  \
+                 %u = scan(@add, %x, dim = I, forward = true, init = 7) : !F\n  \
+                 %d = scan(@add, %x, dim = I, forward = false, init = 0) : !F\n  \
+                 %b = scan(@top, %x, dim = I, forward = true, init = -5) : !F\n  \
+                 %up <- %u\n  %down <- %d\n  %best <- %b\n}}\n"
+            ),
+        )
+        .unwrap();
+        let prog = prog.display().to_string();
+        for out in ["up", "down", "best"] {
+            let run = |extra: &[&str], path: &Path| {
+                let o = format!("{out}={}", path.display());
+                let mut v = vec!["run", prog.as_str(), "--arg", "x=random:5", "--out", &o];
+                v.extend_from_slice(extra);
+                ok(&strata(&v));
+                std::fs::read(path).unwrap()
+            };
+            let single = run(&[], &d.join(format!("{name}-{out}.npy")));
+            for n in ["2", "3", "4"] {
+                let got = run(&["--ranks", n], &d.join(format!("{name}-{out}-r{n}.npy")));
+                assert!(got == single, "{name}: `{out}` on {n} ranks differs from one process");
+            }
+        }
+        let lowered = ok(&strata(&["lower", "--to", "dist", "--ranks", "3", &prog]));
+        assert!(lowered.contains("scans `%u` along `I` on every rank at once (increasing)"), "{lowered}");
+    }
+}
+
 #[test]
 fn distribute_and_collect_run_on_the_declared_team() {
     same_on_ranks("placement/distributed_axpy.strata", &["x=random:1", "y=random:2"], "out", Some(4));

@@ -179,6 +179,11 @@ pub enum PartialStart {
         chain: Vec<usize>,
         /// The scan's direction.
         forward: bool,
+        /// The payload is `acc ⊕ x` with an exact `⊕` (on integers or booleans) and its
+        /// identity: the ranks scan their rows at once from the identity, and each adds the
+        /// ranks' last states before it (combined in chain order) to its rows afterwards —
+        /// the same bits as one process, without the chain's wait.
+        monoid: Option<(strata_ir::BinaryOp, strata_ir::Literal)>,
     },
 }
 
@@ -742,7 +747,7 @@ fn partial_of(module: &Module, types: &TypeArena, entry: Handle<Function>, ranks
         Statement::Return(vs) if vs.len() == 1 => Some(vs[0]),
         _ => None,
     })?;
-    if let ExprKind::Op(op @ Op::Scan { args, forward, .. }) = &f.exprs[value].kind {
+    if let ExprKind::Op(op @ Op::Scan { func, args, forward, .. }) = &f.exprs[value].kind {
         let dim = crate::stages::scanned_block(f, types, op, value)?;
         let iv = tensor(types, f.exprs[value].ty)?.level(&dim)?.interval;
         let blocks = block_partition(iv, ranks as u32);
@@ -755,7 +760,11 @@ fn partial_of(module: &Module, types: &TypeArena, entry: Handle<Function>, ranks
             chain.reverse();
         }
         let param = *f.params.last()?;
-        return Some(Partial { value, owned, start: PartialStart::Carry { param, chain, forward: *forward } });
+        let monoid = strata_ir::element_scalar(types, f.exprs[value].ty)
+            .filter(|s| s.is_integer() || *s == strata_ir::Scalar::Bool)
+            .and_then(|s| crate::stages::folding_op(module, *func, s));
+        let start = PartialStart::Carry { param, chain, forward: *forward, monoid };
+        return Some(Partial { value, owned, start });
     }
     let ExprKind::Op(op @ Op::MapReduce { func, args, .. }) = &f.exprs[value].kind else { return None };
     let contracted = crate::stages::contracted_blocks(f, types, op);

@@ -360,10 +360,22 @@ impl std::fmt::Display for Distribution {
             if n > 1 {
                 let what = match &s.stage.collective {
                     Some(Collective::Reduce { name, combine, .. }) => format!(
-                        "returns each rank's partial of `%{name}`, combined with `{}` in rank order on rank 0 and \
-                         broadcast",
+                        "returns each rank's partial of `%{name}`, combined with `{}` in a pairwise tree over the \
+                         ranks and broadcast",
                         combine.keyword()
                     ),
+                    Some(Collective::Carry { name, dim, forward, .. })
+                        if matches!(
+                            &s.plan.partial,
+                            Some(crate::Partial { start: crate::PartialStart::Carry { monoid: Some(_), .. }, .. })
+                        ) =>
+                    {
+                        format!(
+                            "scans `%{name}` along `{dim}` on every rank at once ({}), then adds to each rank's rows \
+                             the last states of the ranks before it",
+                            if *forward { "increasing" } else { "decreasing" }
+                        )
+                    }
                     Some(Collective::Carry { name, dim, forward, carry }) => format!(
                         "scans `%{name}` along `{dim}` rank after rank ({}), each rank starting from the state \
                          the previous one ended with (`%{carry}`)",

@@ -332,9 +332,13 @@ fn carried_scan(
     run: impl FnOnce(&[Value]) -> Step<Vec<(String, Value)>>,
 ) -> Step<Vec<(String, Value)>> {
     let rank = comm.rank;
-    let (PartialStart::Carry { param, chain, forward }, Some((_, dim, owned))) = (&p.start, p.owned.first()) else {
+    let (PartialStart::Carry { param, chain, forward, monoid }, Some((_, dim, owned))) = (&p.start, p.owned.first())
+    else {
         return run(args);
     };
+    if let Some((op, identity)) = monoid {
+        return concurrent_scan(comm, (*op, identity), chain, (dim, owned, *forward), (f, *param), args, run);
+    }
     let Some(at) = chain.iter().position(|&r| r == rank) else { return run(args) };
     let k = f.params.iter().position(|q| q == param).ok_or("the scan's carry parameter is missing")?;
     let Value::Tensor(state) = &mut args[k] else { return Err("the scan's state is not a dense tensor".into()) };
@@ -359,6 +363,107 @@ fn carried_scan(
         comm.exchange(&[(next, bytes.as_slice())], &mut [], tag).map_err(|e| e.to_string())?;
     }
     ran
+}
+
+/// Runs a stage ending in a scan `acc ⊕ x` along a block level with an exact `⊕`
+/// ([`PartialStart::Carry`]'s `monoid`): every rank of the `chain` scans its rows at once, from
+/// the identity (the first from the scan's own initial value); the ranks' last states are
+/// gathered on every rank; each rank then combines those of the ranks before it in chain order
+/// (its carry `c`) and makes each of its rows `c ⊕ row`. Exact `⊕` (integers, booleans) make
+/// this the single-process result bit for bit. Every rank takes part in the gathering, a rank
+/// whose run failed with zeros (the failure is agreed on afterwards).
+fn concurrent_scan(
+    comm: &Comm,
+    (op, identity): (strata_ir::BinaryOp, &strata_ir::Literal),
+    chain: &[usize],
+    (dim, owned, forward): (&strata_ir::DimName, &[Interval], bool),
+    (f, param): (&Function, strata_ir::Value),
+    args: &mut [Value],
+    run: impl FnOnce(&[Value]) -> Step<Vec<(String, Value)>>,
+) -> Step<Vec<(String, Value)>> {
+    let rank = comm.rank;
+    let k = f.params.iter().position(|&q| q == param).ok_or("the scan's carry parameter is missing")?;
+    let Value::Tensor(state) = &mut args[k] else { return Err("the scan's state is not a dense tensor".into()) };
+    let mut carry = state.clone();
+    let Some(scalar) = (match &carry.ty.element {
+        strata_runtime::ElemType::Scalar(s) => Some(*s),
+        _ => None,
+    }) else {
+        return Err("a concurrent scan's state holds scalars".into());
+    };
+    let unit = strata_runtime::Sv::from_literal(identity, scalar).ok_or("the fold's identity does not fit its type")?;
+    let fill = |t: &mut Tensor| {
+        if let strata_runtime::Data::Scalars(c) = &mut t.data {
+            (0..c.len()).for_each(|i| c.set(i, unit));
+        }
+    };
+    // Ranks after the chain's first start from the identity (the first, from the scan's own
+    // initial value, which its program reads instead of the parameter).
+    fill(state);
+    let at = chain.iter().position(|&r| r == rank);
+    let mut ran = run(args);
+    let size = slab::all_bytes(&carry).len();
+    let last = match (&ran, at) {
+        (Ok(values), Some(_)) => values.first().and_then(|(_, v)| match v {
+            Value::Tensor(t) => {
+                let level = t.ty.levels.iter().position(|l| l.name == *dim)?;
+                let rows = owned[rank];
+                let row = if forward { rows.stop - 1 } else { rows.start };
+                Some(slab::pack(t, level, Interval::new(row, row + 1)))
+            }
+            Value::Stored(_) => None,
+        }),
+        _ => None,
+    };
+    let mine = last.filter(|b| b.len() == size).unwrap_or_else(|| vec![0u8; size]);
+    let mut all = comm.gatherv(&mine, &vec![size; comm.size], 0).map_err(|e| e.to_string())?.unwrap_or_default();
+    all.resize(size * comm.size, 0);
+    comm.bcast(&mut all, 0).map_err(|e| e.to_string())?;
+    let (Some(at), Ok(values)) = (at, &mut ran) else { return ran };
+    if at == 0 {
+        return ran;
+    }
+    // The carry: the last states of the ranks before this one, in chain order.
+    fill(&mut carry);
+    let mut theirs = carry.clone();
+    for &r in &chain[..at] {
+        slab::set_all_bytes(&mut theirs, &all[r * size..(r + 1) * size]);
+        combine_into(&mut carry, &theirs, op)?;
+    }
+    let Some((_, Value::Tensor(t))) = values.first_mut() else {
+        return Err("a scan's result is not a dense tensor".into());
+    };
+    let level = t.ty.levels.iter().position(|l| l.name == *dim).ok_or("the scan's level is missing")?;
+    add_carry(t, level, &carry, op)?;
+    ran
+}
+
+/// `acc ← acc ⊕ x`, elementwise (tensors of one type).
+fn combine_into(acc: &mut Tensor, x: &Tensor, op: strata_ir::BinaryOp) -> Step<()> {
+    let (strata_runtime::Data::Scalars(a), strata_runtime::Data::Scalars(b)) = (&mut acc.data, &x.data) else {
+        return Err("a scan's state holds scalars".into());
+    };
+    for i in 0..a.len() {
+        a.set(i, a.get(i).binary(op, b.get(i)).map_err(|e| e.to_string())?);
+    }
+    Ok(())
+}
+
+/// Each element `y` of `t` becomes `c ⊕ y`, `c` the element of `carry` (a cross-section of `t`
+/// along `level`, laid out without it) at its position.
+fn add_carry(t: &mut Tensor, level: usize, carry: &Tensor, op: strata_ir::BinaryOp) -> Step<()> {
+    let extents: Vec<usize> = t.ty.levels.iter().map(|l| l.interval.len() as usize).collect();
+    let inner: usize = extents[level + 1..].iter().product();
+    let along = extents[level];
+    let (strata_runtime::Data::Scalars(y), strata_runtime::Data::Scalars(c)) = (&mut t.data, &carry.data) else {
+        return Err("a scan's result holds scalars".into());
+    };
+    for i in 0..y.len() {
+        let (outer, within) = (i / (along * inner), i % inner);
+        let v = c.get(outer * inner + within).binary(op, y.get(i)).map_err(|e| e.to_string())?;
+        y.set(i, v);
+    }
+    Ok(())
 }
 
 /// The tag of a scan's carry, passed rank to rank: MPI guarantees tags up to 32767 only
