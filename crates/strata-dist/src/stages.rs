@@ -301,6 +301,9 @@ pub struct PlannedStage {
     /// This process's rank and its local program, made on the first run: a rank's program
     /// does not change between runs of the stage (a time loop specializes it once).
     pub(crate) local: std::sync::OnceLock<(usize, LocalProgram)>,
+    /// What the unstructured inspector found on the last run (reused while the tables are the
+    /// same).
+    pub(crate) inspected: crate::job::InspectorCache,
 }
 
 /// A rank's local program and its entry, or why it could not be made.
@@ -347,7 +350,8 @@ impl Distribution {
                 })?
                 .types;
             let plan = Plan::new(&stage.module, &types, stage.entry, ranks)?;
-            planned.push(PlannedStage { stage, types, plan, local: std::sync::OnceLock::new() });
+            let (local, inspected) = (std::sync::OnceLock::new(), Default::default());
+            planned.push(PlannedStage { stage, types, plan, local, inspected });
         }
         Ok(Distribution(planned))
     }

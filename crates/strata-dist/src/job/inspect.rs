@@ -19,12 +19,56 @@ fn destination_level(ty: &ValueType) -> usize {
     ty.levels.iter().position(|l| l.name.table_source().is_none()).unwrap_or(0)
 }
 
-/// Runs the inspector on this rank and fetches every input's needed rows: returns the local
-/// program at the rows needed and its arguments. `read` holds this rank's owned rows of every
-/// input (in the static plan's local types).
+/// What the inspector found for one stage on this rank, kept for the next runs while the
+/// tables are the same: the plan with each input held on the hull of its needed rows, the
+/// needed rows, the local program at those rows and the fetch of each input.
+#[derive(Debug)]
+pub(crate) struct Inspected {
+    /// A digest of the tables' rows this rank read (with their types).
+    digest: u64,
+    plan: Plan,
+    needs: Vec<RowSet>,
+    local: (Module, Handle<Function>),
+    fetches: Vec<(usize, FetchPlan)>,
+}
+
+/// A stage's last [`Inspected`], per process (a time loop's later steps reuse it: the
+/// inspector's rounds, its all-to-alls and the local program are made once while the tables
+/// do not change).
+#[derive(Debug, Default)]
+pub struct InspectorCache(std::sync::Mutex<Option<std::sync::Arc<Inspected>>>);
+
+impl Clone for InspectorCache {
+    /// A clone starts empty (a cache belongs to the stage it was filled for).
+    fn clone(&self) -> Self {
+        InspectorCache::default()
+    }
+}
+
+/// A digest of the rows of the tables (`tables`: parameter positions) this rank read: SipHash
+/// with fixed keys over their types and bytes.
+fn tables_digest(read: &[Value], tables: &BTreeSet<usize>) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for &p in tables {
+        p.hash(&mut h);
+        if let Value::Tensor(t) = &read[p] {
+            format!("{:?}", t.ty).hash(&mut h);
+            slab::bytes(t).hash(&mut h);
+            t.present.hash(&mut h);
+        }
+    }
+    h.finish()
+}
+
+/// Runs the inspector on this rank (or reuses what it found, when no rank's tables changed
+/// since the stage's last run) and fetches every input's needed rows: returns the local program
+/// at the rows needed and its arguments. `read` holds this rank's owned rows of every input (in
+/// the static plan's local types).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn prepare(
     comm: &Comm,
+    cache: &InspectorCache,
     module: &Module,
     types: &TypeArena,
     entry: Handle<Function>,
@@ -34,17 +78,80 @@ pub(super) fn prepare(
     clock: &mut Clock,
 ) -> Result<(Module, Handle<Function>, Vec<Value>), Failed> {
     let rank = comm.rank;
-    let f = &module.functions[entry];
-    let global = |p: usize| ValueType::from_ir(types, f.exprs[f.params[p]].ty);
-    let block = |plan: &Plan, p: usize| plan.params.iter().position(|b| b.index == p);
     let t = comm.wtime();
-    // The tables' rows this rank holds (a replicated table: all of them).
     let tables: BTreeSet<usize> = plan.indirect.iter().map(|s| s.table_param).collect();
     // Neighbor tables (not gather indices): `-1` skips.
     let skips: BTreeSet<usize> =
         plan.indirect.iter().filter(|s| s.kind == Indirection::Neighbor).map(|s| s.table_param).collect();
+    let digest = tables_digest(&read, &tables);
+    let kept = cache.0.lock().unwrap_or_else(|e| e.into_inner()).clone().filter(|i| i.digest == digest);
+    // Every rank must take the same way (the inspector's rounds are collective).
+    let changed = agree(comm, comm.max_i64(i64::from(kept.is_none())).map_err(|e| e.to_string()))?;
+    let found = match kept {
+        Some(kept) if changed == 0 => kept,
+        _ => {
+            let found = std::sync::Arc::new(inspect(comm, module, types, entry, plan, &read, &tables, &skips, digest)?);
+            *cache.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(found.clone());
+            found
+        }
+    };
+    let Inspected { plan, needs, local: (local, local_entry), fetches, .. } = &*found;
+    let lf = &local.functions[*local_entry];
+    let mut args = read.clone();
+    for (k, b) in plan.params.iter().enumerate() {
+        if b.output {
+            continue;
+        }
+        let Value::Tensor(old) = &read[b.index] else { continue };
+        let mut held = Tensor::zeros(&ValueType::from_ir(&local.types, lf.exprs[lf.params[b.index]].ty));
+        let owned = b.owned[rank];
+        let mut copied = vec![owned];
+        if skips.contains(&b.index) {
+            // Table rows not needed reach nothing (their entries may point at rows this rank
+            // does not hold): the skip value -1, in any width. (Gather indices keep every
+            // row the rank owns: the rows it computes.)
+            slab::bytes_mut(&mut held).fill(0xff);
+            copied = needs[k].within(owned).runs().to_vec();
+        }
+        for rows in copied {
+            slab::unpack(&mut held, b.level, rows, &slab::pack(old, b.level, rows));
+        }
+        args[b.index] = Value::Tensor(held);
+    }
+    clock.read_s += comm.wtime() - t;
+    // The exchange of exactly the rows needed, planned once, run like the halo exchange
+    // (repeated for timing). Rows are served from what was read: a table's held copy keeps
+    // only the rows this rank needs.
+    for (k, fetch) in fetches {
+        let b = &plan.params[*k];
+        let (Value::Tensor(held), Value::Tensor(mine)) = (&mut args[b.index], &read[b.index]) else { continue };
+        timed_exchange(comm, fetch, Some(mine), held, super::halo_tag(b.index), repeat, clock)?;
+    }
+    Ok((local.clone(), *local_entry, args))
+}
+
+/// The inspector's rounds on this rank: the rows every input needs, with the tables' entries
+/// fetched from their owners until no rank misses any; then the plan at those rows, the local
+/// program and each input's fetch.
+#[allow(clippy::too_many_arguments)]
+fn inspect(
+    comm: &Comm,
+    module: &Module,
+    types: &TypeArena,
+    entry: Handle<Function>,
+    plan: &Plan,
+    read: &[Value],
+    tables: &BTreeSet<usize>,
+    skips: &BTreeSet<usize>,
+    digest: u64,
+) -> Result<Inspected, Failed> {
+    let rank = comm.rank;
+    let f = &module.functions[entry];
+    let global = |p: usize| ValueType::from_ir(types, f.exprs[f.params[p]].ty);
+    let block = |plan: &Plan, p: usize| plan.params.iter().position(|b| b.index == p);
+    // The tables' rows this rank holds (a replicated table: all of them).
     let mut known = KnownTables::default();
-    for &p in &tables {
+    for &p in tables {
         let Value::Tensor(t) = &read[p] else { continue };
         let level = destination_level(&t.ty);
         let whole = global(p).levels[level].interval;
@@ -62,7 +169,7 @@ pub(super) fn prepare(
         if more == 0 {
             break needs;
         }
-        for &p in &tables {
+        for &p in tables {
             let (Some(k), Value::Tensor(have)) = (block(&plan, p), &read[p]) else { continue };
             let b = &plan.params[k];
             let want = missing.get(&p).cloned().unwrap_or_default();
@@ -83,39 +190,12 @@ pub(super) fn prepare(
             b.held[rank] = rows::hull(b.owned[rank], need.hull());
         }
     }
-    let (local, local_entry) = agree(comm, plan.local_module(module, types, entry, rank).map_err(|e| e.to_string()))?;
-    let lf = &local.functions[local_entry];
-    let mut args = read.clone();
-    let mut plans = Vec::new();
+    let local = agree(comm, plan.local_module(module, types, entry, rank).map_err(|e| e.to_string()))?;
+    let mut fetches = Vec::new();
     for (k, b) in plan.params.iter().enumerate() {
-        if b.output {
-            continue;
+        if !b.output && matches!(read[b.index], Value::Tensor(_)) {
+            fetches.push((k, agree(comm, FetchPlan::new(comm, b, &needs[k]).map_err(|e| e.to_string()))?));
         }
-        let Value::Tensor(old) = &read[b.index] else { continue };
-        let mut held = Tensor::zeros(&ValueType::from_ir(&local.types, lf.exprs[lf.params[b.index]].ty));
-        let owned = b.owned[rank];
-        let mut copied = vec![owned];
-        if skips.contains(&b.index) {
-            // Table rows not needed reach nothing (their entries may point at rows this rank
-            // does not hold): the skip value -1, in any width. (Gather indices keep every
-            // row the rank owns: the rows it computes.)
-            slab::bytes_mut(&mut held).fill(0xff);
-            copied = needs[k].within(owned).runs().to_vec();
-        }
-        for rows in copied {
-            slab::unpack(&mut held, b.level, rows, &slab::pack(old, b.level, rows));
-        }
-        args[b.index] = Value::Tensor(held);
-        plans.push((k, agree(comm, FetchPlan::new(comm, b, &needs[k]).map_err(|e| e.to_string()))?));
     }
-    clock.read_s += comm.wtime() - t;
-    // The exchange of exactly the rows needed, planned once above, run like the halo exchange
-    // (repeated for timing). Rows are served from what was read: a table's held copy keeps
-    // only the rows this rank needs.
-    for (k, fetch) in &plans {
-        let b = &plan.params[*k];
-        let (Value::Tensor(held), Value::Tensor(mine)) = (&mut args[b.index], &read[b.index]) else { continue };
-        timed_exchange(comm, fetch, Some(mine), held, super::halo_tag(b.index), repeat, clock)?;
-    }
-    Ok((local, local_entry, args))
+    Ok(Inspected { digest, plan, needs, local, fetches })
 }

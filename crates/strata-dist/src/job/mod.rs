@@ -17,6 +17,8 @@ use crate::exchange::FetchPlan;
 use crate::{slab, BlockParam, Collective, Comm, Distribution, PartialStart, Plan, PlannedStage};
 
 mod inspect;
+
+pub use inspect::InspectorCache;
 mod output;
 mod spare;
 mod stored;
@@ -281,7 +283,8 @@ fn run_stage(
     clock.read_s += comm.wtime() - t;
     if !plan.indirect.is_empty() {
         // Neighbor shifts of distributed sources: the rows to hold come from the tables.
-        let (local, local_entry, args) = inspect::prepare(comm, module, types, entry, plan, owned_args, repeat, clock)?;
+        let (local, local_entry, args) =
+            inspect::prepare(comm, &ps.inspected, module, types, entry, plan, owned_args, repeat, clock)?;
         return finish(comm, plan, f, &local, local_entry, args, rank_io);
     }
     // The halo exchange: every held row another rank owns.
