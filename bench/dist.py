@@ -1,10 +1,11 @@
 """Distributed benchmark: the laplacian of the laplacian and the nabla (on a partitioned mesh)
 on 1 and 2 MPI ranks (strong and weak scaling) against the same program in one process at 1 and 2 threads and against mpi4py + numpy
 with a hand-written halo exchange; then a 500-step diffusion simulation from Python with team
-arrays resident across steps (bench/dist_sim.py) against numpy and mpi4py + numpy. The
+arrays resident across steps (bench/dist_sim.py) against numpy and mpi4py + numpy, and the
+laplacian of laplacian and the nabla called from Python on team arrays (bench/dist_resident.py). The
 machine's STREAM bandwidth and this MPI's α and β are measured in the same run, and the α-β
 model is extrapolated to 1,024 ranks.
-    bench/dist [--runs N] [--json PATH] [--only-sim]"""
+    bench/dist [--runs N] [--json PATH] [--only-sim] [--only-resident]"""
 import argparse
 import json
 import math
@@ -172,6 +173,83 @@ def nabla_rows(a, tmp, triad):
     return rows
 
 
+# --- resident fields from Python: an entry called in a loop on team arrays ------------------
+
+RESIDENT_CALLS = 12
+
+
+def resident_run(py, prog, entry, inputs, ranks=None, threads=None, stage=None):
+    """The slowest rank's first call and median later call of bench/dist_resident.py."""
+    cmd = [py, str(HERE / "dist_resident.py"), str(prog), entry, str(inputs), str(RESIDENT_CALLS)]
+    if ranks is not None:
+        cmd = mpirun() + ["-n", str(ranks)] + cmd
+    env = dict(os.environ)
+    if stage:
+        env["PYTHONPATH"] = stage
+    if threads is not None:
+        env["STRATA_NUM_THREADS"] = str(threads)
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
+    decoder, text, reps = json.JSONDecoder(), out.stdout, []
+    at = text.find('{"rank"')
+    while at >= 0:
+        obj, end = decoder.raw_decode(text, at)
+        reps.append(obj)
+        at = text.find('{"rank"', end)
+    return max(r["first_s"] for r in reps), max(r["step_s"] for r in reps)
+
+
+def resident_rows(a, tmp, triad):
+    """The laplacian of laplacian and the nabla (strong-scaling sizes) from Python with their
+    fields resident: one process with numpy arrays at 1 and 2 threads, 1 and 2 ranks with team
+    arrays (plan, inspector and kernels made at the first call), against the mpi4py + numpy
+    peers' steps."""
+    import numpy as np
+
+    stage = os.environ.get("STRATA_PYTHONPATH")
+    rows = []
+    ni, nj, nk = LOCAL
+    d = tmp / "resident_laplap"
+    d.mkdir(exist_ok=True)
+    np.save(d / "x.npy", np.random.default_rng(1).random((ni + 4, nj + 4, nk)))
+    prog = d / "laplap.strata"
+    prog.write_text(program(ni, nj, nk))
+    nprog, _, nd, nv, ne = nabla_case(*NABLA_MESH, tmp)
+    cases = [("laplap", prog, "laplap", d, [ni, nj, nk], 16 * ni * nj * nk,
+              lambda: peer(a.python, 2, (ni, nj, nk), a.runs)[0]),
+             ("nabla", nprog, "nabla", nd, [nv, ne],
+              nv * 8 + 2 * ne * 8 + nv * 7 * 8 + nv * 8 + ne * 2 * 4 + nv * 7 * 4 + 2 * nv * 8,
+              lambda: nabla_peer(a.python, 2, nd, a.runs)[0])]
+    for workload, p_, entry, inputs, shape, bytes_moved, peer2 in cases:
+        configs = [("strata 1 process, 1 thread (numpy in)", None, 1, 1),
+                   ("strata 1 process, 2 threads (numpy in)", None, 2, 1),
+                   ("strata 1 rank x 1 thread (team arrays)", 1, 1, 1),
+                   ("strata 2 ranks x 1 thread (team arrays)", 2, 1, 2)]
+        for name, ranks, threads, size in configs:
+            first, step = resident_run(a.python, p_, entry, inputs, ranks, threads, stage)
+            rows.append({"workload": workload, "impl": name, "ranks": size, "shape": shape, "first_s": first,
+                         "median_s": step, "gbps": bytes_moved / step / 1e9,
+                         "fraction_of_triad": bytes_moved / step / 1e9 / triad})
+        t = peer2()
+        rows.append({"workload": workload, "impl": "mpi4py+numpy 2 ranks", "ranks": 2, "shape": shape, "first_s": None,
+                     "median_s": t, "gbps": bytes_moved / t / 1e9, "fraction_of_triad": bytes_moved / t / 1e9 / triad})
+    return rows
+
+
+def print_resident(rows):
+    print(f"resident fields from Python: an entry called {RESIDENT_CALLS} times (slowest rank; median of the calls "
+          f"after the first):")
+    print(f"  {'work':6} {'impl':40} {'1st call ms':>11} {'call ms':>8} {'GB/s':>6} {'of triad':>8}")
+    for r in rows:
+        first = f"{r['first_s'] * 1e3:11.1f}" if r["first_s"] is not None else f"{'':>11}"
+        print(f"  {r['workload']:6} {r['impl']:40} {first} {r['median_s'] * 1e3:8.3f} {r['gbps']:6.1f} "
+              f"{r['fraction_of_triad']:8.2f}")
+    for w in sorted({r["workload"] for r in rows}):
+        by = {r["impl"]: r["median_s"] for r in rows if r["workload"] == w}
+        two = by["strata 2 ranks x 1 thread (team arrays)"]
+        print(f"  {w}: 2 ranks vs the 2-thread single process {by['strata 1 process, 2 threads (numpy in)'] / two:.2f}x "
+              f"(target >= 0.9); vs mpi4py+numpy at 2 ranks {by['mpi4py+numpy 2 ranks'] / two:.2f}x (target >= 5)")
+
+
 # --- a simulation from Python: team arrays resident across steps ---------------------------
 
 SIM = (1024, 500)  # grid points per side, steps
@@ -266,6 +344,7 @@ def main(argv):
     p.add_argument("--json")
     p.add_argument("--skip-nabla", action="store_true", help="only the laplacian of laplacian")
     p.add_argument("--only-sim", action="store_true", help="only the simulation from Python")
+    p.add_argument("--only-resident", action="store_true", help="only the entries called from Python on team arrays")
     a = p.parse_args(argv)
     tmp = Path(tempfile.mkdtemp(prefix="strata-bench-dist-"))
     build = tmp / "probes"
@@ -274,6 +353,13 @@ def main(argv):
     triad = next(r["gbps"] for r in limits if r["workload"] == "stream_triad")
     ab = json.loads(subprocess.run(mpirun() + ["-n", "2", a.python, str(HERE / "dist_alpha_beta.py")], check=True,
                                    capture_output=True, text=True).stdout.strip().splitlines()[-1])
+    if a.only_resident:
+        res = resident_rows(a, tmp, triad)
+        print(f"STREAM triad (2 threads): {triad:.1f} GB/s")
+        print_resident(res)
+        if a.json:
+            Path(a.json).write_text(json.dumps({"stream_triad_gbps": triad, "resident": res}, indent=1) + "\n")
+        return
     if a.only_sim:
         sim = sim_rows(a, triad, ab)
         print(f"STREAM triad (2 threads): {triad:.1f} GB/s;  MPI α = {ab['alpha_s'] * 1e6:.2f} µs, "
@@ -303,6 +389,7 @@ def main(argv):
     if not a.skip_nabla:
         rows += nabla_rows(a, tmp, triad)
     sim = sim_rows(a, triad, ab)
+    resident = [] if a.skip_nabla else resident_rows(a, tmp, triad)
 
     # The target: 2 ranks against the 2-thread single process, same global size.
     def find(scaling, ranks, prefix, workload="laplap"):
@@ -332,7 +419,7 @@ def main(argv):
         local = t_c1 / p_
         strong.append({"ranks": p_, "efficiency": local / (local + t_x + t_red)})
     below = next((m["ranks"] for m in strong if m["efficiency"] < 0.9), None)
-    result = {"stream_triad_gbps": triad, "alpha_beta": ab, "rows": rows, "simulation": sim,
+    result = {"stream_triad_gbps": triad, "alpha_beta": ab, "rows": rows, "simulation": sim, "resident": resident,
               "two_ranks_over_two_threads": ratios,
               "model": {"local_shape": list(LOCAL), "compute_s": t_c, "halo_bytes": halo, "points": model,
                         "strong": strong, "strong_below_90_at": below}}
@@ -352,6 +439,8 @@ def main(argv):
     print(f"model (strong, global {LOCAL}, 1-rank compute {t_c1 * 1e3:.2f} ms): " + ", ".join(
         f"{m['ranks']}: {m['efficiency']:.2f}" for m in strong) + f"; below 90 % from {below} ranks")
     print_sim(sim)
+    if resident:
+        print_resident(resident)
     if a.json:
         Path(a.json).write_text(json.dumps(result, indent=1) + "\n")
 
