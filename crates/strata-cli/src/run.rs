@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use strata_entity::Handle;
 use strata_interp::Interpreter;
-use strata_ir::{ExprKind, Function, FunctionKind, Module, ParamMode, Scalar};
+use strata_ir::{ExprKind, Function, FunctionKind, Interval, Module, ParamMode, Scalar};
 use strata_runtime::{Column, Data, ElemType, Sv, Tensor, Value, ValueType};
 
 /// Where an argument's value comes from (`--arg NAME=SPEC`).
@@ -113,6 +113,55 @@ fn make_tensor(name: &str, ty: &ValueType, source: &ArgSource) -> Result<Tensor,
             })
         }
     }
+}
+
+/// The rows `rows` of level `level` of what `source` (`random:`, `zeros`, `ones`) makes for a
+/// dense value of type `ty` (the whole value's type): the same values as [`make_arg`] makes
+/// there, held for those rows only. `random:` draws the whole sequence in order and keeps the
+/// rows' values, so memory is the rows' and the values do not depend on the rank count.
+///
+/// A file (of tuple elements: the scalar ones are read by rows) is read whole and cut.
+///
+/// # Errors
+/// An unreadable file, or an element type `fill` refuses.
+pub fn make_rows(
+    name: &str,
+    ty: &ValueType,
+    level: usize,
+    rows: Interval,
+    source: &ArgSource,
+) -> Result<Tensor, String> {
+    let mut part = ty.clone();
+    part.levels[level].interval = rows;
+    let (ArgSource::Random(seed), Some(scalar)) = (source, ty.element.scalar()) else {
+        return match source {
+            ArgSource::Zeros | ArgSource::Ones => make_tensor(name, &part, source),
+            // A file of tuple elements (an `.npz`), random tuple or tensor elements: made
+            // whole and cut.
+            _ => Ok(strata_dist::slab::slice(&make_tensor(name, ty, source)?, level, rows)),
+        };
+    };
+    let extents: Vec<usize> = ty.levels.iter().map(|l| l.interval.len() as usize).collect();
+    let (inner, along) = (extents[level + 1..].iter().product::<usize>(), extents[level]);
+    let first = (rows.start - ty.levels[level].interval.start) as usize;
+    let keep = first..first + rows.len() as usize;
+    let total: usize = extents.iter().product();
+    let mut rng = strata_runtime::random::XorShift::new(*seed);
+    let mut held = Tensor::zeros(&part);
+    let Data::Scalars(column) = &mut held.data else { unreachable!("a tensor of scalars") };
+    let mut at = 0;
+    for e in 0..total {
+        let v = if scalar.is_float() {
+            Sv::from_f64(scalar, rng.unit())
+        } else {
+            Sv::from_i128(scalar, rng.below(if scalar == Scalar::Bool { 2 } else { 10 }) as i128)
+        };
+        if keep.contains(&(e / inner % along)) {
+            column.set(at, v);
+            at += 1;
+        }
+    }
+    Ok(held)
 }
 
 /// numpy-like text for a value: the full array when small, a summary when large (a value held

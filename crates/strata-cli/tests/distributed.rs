@@ -500,6 +500,37 @@ fn assignments_to_regions_of_a_distributed_output_equal_one_process() {
     }
 }
 
+/// Each rank's peak memory stays near its share of the data: a stencil over 67 MB in and out,
+/// its input from `random:`, `zeros` or a file made or read for the rank's rows only, its
+/// output written from the block — peak ≤ 1.2 × (input + output) / P + a fixed 40 MB, at 2
+/// and 4 ranks (`--timings` reports the largest `VmHWM` over the ranks).
+#[test]
+fn each_rank_holds_its_share_of_inputs_and_outputs() {
+    require_mpi();
+    let d = tmp("memory");
+    let prog = d.join("lap.strata");
+    let text = std::fs::read_to_string(root().join("examples/distributed/laplacian.strata")).unwrap();
+    let text = text.replace("65]", "1025]").replace("64]", "1024]").replace("66]", "1026]");
+    std::fs::write(&prog, text).unwrap();
+    let prog = prog.display().to_string();
+    let bytes = |n: f64| n * n * 8.0 * 8.0;
+    let data = bytes(1026.0) + bytes(1024.0);
+    for source in ["random:1", "zeros"] {
+        for ranks in ["2", "4"] {
+            let t = d.join(format!("t{ranks}.json"));
+            let out = format!("out={}", d.join("out.npy").display());
+            let timings = t.display().to_string();
+            let arg = format!("inp={source}");
+            ok(&strata(&["run", "--ranks", ranks, &prog, "--arg", &arg, "--out", &out, "--timings", &timings]));
+            let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&t).unwrap()).unwrap();
+            let peak = report["peak_rss_bytes"].as_f64().unwrap();
+            let share = data / ranks.parse::<f64>().unwrap();
+            let bound = 1.2 * share + 40e6;
+            assert!(peak > 0.5 * share && peak <= bound, "{source} at {ranks} ranks: peak {peak} B, bound {bound} B");
+        }
+    }
+}
+
 /// A sparse matrix and a ragged tensor distributed by rows: each rank reads its rows of the
 /// `.npz` (CSR at offsets), computes on them as storage, and sparse and ragged results are
 /// gathered on rank 0 as storage and written as one `.npz` — byte for byte the single-process

@@ -365,7 +365,7 @@ pub fn run_rank(file: &Path, opts: &RunOptions) -> i32 {
     let exchange_s = med(&clock.exchange_s);
     // The slowest rank's medians (every rank takes part): a step of the job takes as long as
     // its slowest rank, as an mpi4py program timing `MPI.Wtime` on every rank reports.
-    let mut slowest = [exchange_s, run_s, exchange_s + run_s].map(f64::to_ne_bytes).concat();
+    let mut slowest = [exchange_s, run_s, exchange_s + run_s, peak_rss_bytes() as f64].map(f64::to_ne_bytes).concat();
     if opts.time || opts.timings.is_some() {
         or_exit(
             &comm,
@@ -391,6 +391,7 @@ pub fn run_rank(file: &Path, opts: &RunOptions) -> i32 {
             "slowest_exchange_s": slowest[0],
             "slowest_run_s": slowest[1],
             "slowest_step_s": slowest[2],
+            "peak_rss_bytes": slowest[3] as u64,
         });
         let report = format!("{report}\n");
         if opts.time {
@@ -415,6 +416,14 @@ pub fn run_rank(file: &Path, opts: &RunOptions) -> i32 {
     }
     let _ = comm.finalize();
     0
+}
+
+/// This process's peak resident memory so far (`VmHWM` of /proc/self/status; 0 where there is
+/// none): the timings report the largest over the ranks.
+fn peak_rss_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kb = status.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.trim().strip_suffix("kB"));
+    kb.and_then(|v| v.trim().parse::<u64>().ok()).map_or(0, |k| k * 1024)
 }
 
 /// Sources name parameters, and no output overwrites an input.
@@ -468,10 +477,11 @@ fn owned_arg(input: &job::Input<'_>, source: Option<ArgSource>) -> job::Step<Val
             slab::read_rows(&path, name, input.global, b.level, b.owned[rank], &mut held)?;
             Ok(Value::Tensor(held))
         }
+        // `random:`, `zeros`, `ones`: made for the owned rows only (the values the whole
+        // value has there).
         (Some(b), Some(src)) => {
-            let whole = run::make_arg(name, &with_interval(local, b.level, b.global), &src)?;
-            let Value::Tensor(whole) = whole else { return Err(format!("`{name}`: a distributed argument is dense")) };
-            input.held_from_owned(&whole).map(Value::Tensor)
+            let mine = run::make_rows(name, &with_interval(local, b.level, b.global), b.level, b.owned[rank], &src)?;
+            input.held_from_owned(&mine).map(Value::Tensor)
         }
         (None, Some(src)) => run::make_arg(name, local, &src),
         (Some(b), None) => Ok(Value::Tensor(Tensor::zeros(&with_interval(local, b.level, b.owned[rank])))),
