@@ -239,7 +239,7 @@ impl PlannedEntry {
     ///
     /// # Errors
     /// A rank failed (every rank gets the error).
-    pub fn run(&self, args: &[Option<Value>], backend: Backend) -> Result<Vec<(String, EntryResult)>> {
+    pub fn run(&self, args: &[Option<EntryArg>], backend: Backend) -> Result<Vec<(String, EntryResult)>> {
         let comm = comm().ok_or_else(|| ArrayError::Run("no MPI job was joined (spmd::init)".into()))?;
         let outputs =
             run_job(&self.dist, Given::Named { names: &self.params, values: args }, backend, self.fingerprint)?;
@@ -269,7 +269,7 @@ impl PlannedEntry {
 ///
 /// # Errors
 /// A shape or dtype that differs (`what` names the parameter), or an evaluation that fails.
-pub fn entry_argument(x: &Array, what: &str, ty: &ValueType) -> Result<Value> {
+pub fn entry_argument(x: &Array, what: &str, ty: &ValueType) -> Result<EntryArg> {
     let shape: Vec<usize> = ty.levels.iter().map(|l| l.interval.len() as usize).collect();
     let element = strata_runtime::ElemType::Scalar(x.dtype());
     if x.shape() != shape.as_slice() || ty.element != element || !ty.is_tensor {
@@ -287,14 +287,28 @@ pub fn entry_argument(x: &Array, what: &str, ty: &ValueType) -> Result<Value> {
             describe(ty)
         )));
     }
-    let t = x.eval()?;
+    let block = x.eval()?;
     let mut levels = ty.levels.clone();
-    for (l, have) in levels.iter_mut().zip(&t.ty.levels) {
+    for (l, have) in levels.iter_mut().zip(&block.ty.levels) {
         // The held rows, moved from the array's 0-based positions to the parameter's interval.
         l.interval = Interval::new(have.interval.start + l.interval.start, have.interval.stop + l.interval.start);
     }
-    let held = ValueType { levels, ..ty.clone() };
-    Ok(Value::Tensor(Tensor { ty: held, data: t.data.clone(), present: t.present.clone() }))
+    Ok(EntryArg::Array { block, ty: ValueType { levels, ..ty.clone() } })
+}
+
+/// An argument of [`PlannedEntry::run`].
+#[derive(Debug)]
+pub enum EntryArg {
+    /// An array's value ([`entry_argument`]): a team array's block, or a host array whole, read
+    /// as `ty` (the rows it holds at the parameter's coordinates) without a copy.
+    Array {
+        /// The array's value.
+        block: Rc<Tensor>,
+        /// Its type at the parameter's coordinates.
+        ty: ValueType,
+    },
+    /// A value every rank holds whole (from Python: a numpy array, a number).
+    Value(Value),
 }
 
 /// A parameter's type as its diagnostics show it: `I[-1:65] block, J[0:64] of f64`.
@@ -378,7 +392,7 @@ fn failure(comm: &Comm, f: Failed) -> ArrayError {
 /// or an entry's arguments (by name: a stage takes some of the entry's parameters).
 enum Given<'a> {
     Blocks(&'a [Rc<Tensor>]),
-    Named { names: &'a [String], values: &'a [Option<Value>] },
+    Named { names: &'a [String], values: &'a [Option<EntryArg>] },
 }
 
 /// The front end's side of a rank's run: its arrays' values, and local programs run natively
@@ -398,9 +412,12 @@ impl job::Rank for FrontEndRank<'_> {
             Given::Named { names, values } => {
                 let k = names.iter().position(|n| n == input.name).ok_or_else(missing)?;
                 match values.get(k).ok_or_else(missing)? {
-                    Some(Value::Tensor(t)) => input.held_from_owned(t).map(Value::Tensor),
-                    Some(v) if input.block.is_none() => Ok(v.clone()),
-                    Some(_) => Err(format!("`{}`: a distributed parameter takes a dense value", input.name)),
+                    Some(EntryArg::Array { block, ty }) => input.held_from(ty, block).map(Value::Tensor),
+                    Some(EntryArg::Value(Value::Tensor(t))) => input.held_from_owned(t).map(Value::Tensor),
+                    Some(EntryArg::Value(v)) if input.block.is_none() => Ok(v.clone()),
+                    Some(EntryArg::Value(_)) => {
+                        Err(format!("`{}`: a distributed parameter takes a dense value", input.name))
+                    }
                     None if input.output => Ok(Value::Tensor(Tensor::zeros(input.held))),
                     None => Err(missing()),
                 }

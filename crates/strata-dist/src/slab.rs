@@ -106,9 +106,14 @@ pub fn unpack(t: &mut Tensor, level: usize, rows: Interval, packed: &[u8]) {
 /// Copies `rows` of level `level` from `src` into the same rows of `dst` (both hold them; the
 /// other levels agree): run by run, without an intermediate buffer.
 pub fn copy_rows(src: &Tensor, dst: &mut Tensor, level: usize, rows: Interval) {
+    copy_rows_as(&src.ty, &src.data, dst, level, rows);
+}
+
+/// [`copy_rows`] from `src` read as a value of type `src_ty` (its layout, at other coordinates).
+pub fn copy_rows_as(src_ty: &ValueType, src: &Data, dst: &mut Tensor, level: usize, rows: Interval) {
     let dst_ty = dst.ty.clone();
-    for (s, d) in columns(&src.data).into_iter().zip(columns_mut(&mut dst.data)) {
-        let (gs, gd) = (column_rows(&src.ty, level, s), column_rows(&dst_ty, level, d));
+    for (s, d) in columns(src).into_iter().zip(columns_mut(&mut dst.data)) {
+        let (gs, gd) = (column_rows(src_ty, level, s), column_rows(&dst_ty, level, d));
         let (from, to) = (column_bytes(s), column_bytes_mut(d));
         for ((so, len), (dof, _)) in gs.runs(rows).zip(gd.runs(rows)) {
             to[dof..dof + len].copy_from_slice(&from[so..so + len]);

@@ -199,7 +199,7 @@ impl Program {
                 Some(obj) => Some(match obj.cast::<crate::array_api::PyArr>() {
                     Ok(a) => spmd::entry_argument(&a.borrow().0, &e.name, &ty)
                         .map_err(|e| ArgumentError::new_err(e.to_string()))?,
-                    Err(_) => convert::to_arg(obj, &e.name, &ty, false)?.into_value(),
+                    Err(_) => spmd::EntryArg::Value(convert::to_arg(obj, &e.name, &ty, false)?.into_value()),
                 }),
             };
             args.push(arg);

@@ -45,20 +45,21 @@ impl Clone for InspectorCache {
     }
 }
 
-/// A digest of the rows of the tables (`tables`: parameter positions) this rank read: SipHash
-/// with fixed keys over their types and bytes.
+/// A digest of the rows of the tables (`tables`: parameter positions) this rank read: XXH3 over
+/// their types, bytes and presence masks.
 fn tables_digest(read: &[Value], tables: &BTreeSet<usize>) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
+    let mut h = xxhash_rust::xxh3::Xxh3Default::new();
     for &p in tables {
-        p.hash(&mut h);
+        h.update(&p.to_le_bytes());
         if let Value::Tensor(t) = &read[p] {
-            format!("{:?}", t.ty).hash(&mut h);
-            slab::bytes(t).hash(&mut h);
-            t.present.hash(&mut h);
+            h.update(format!("{:?}", t.ty).as_bytes());
+            h.update(slab::bytes(t));
+            if let Some(present) = &t.present {
+                h.update(&present.iter().map(|&b| u8::from(b)).collect::<Vec<u8>>());
+            }
         }
     }
-    h.finish()
+    h.digest()
 }
 
 /// Runs the inspector on this rank (or reuses what it found, when no rank's tables changed
@@ -97,7 +98,18 @@ pub(super) fn prepare(
     };
     let Inspected { plan, needs, local: (local, local_entry), fetches, .. } = &*found;
     let lf = &local.functions[*local_entry];
-    let mut args = read.clone();
+    // The arguments: a held block for each distributed input (made below; what was read stays
+    // in `read`, serving other ranks' fetches), every other value moved over.
+    let mut read = read;
+    let held_inputs: BTreeSet<usize> = plan.params.iter().filter(|b| !b.output).map(|b| b.index).collect();
+    let mut args: Vec<Value> = Vec::with_capacity(read.len());
+    for (p, v) in read.iter_mut().enumerate() {
+        args.push(match (held_inputs.contains(&p), &*v) {
+            (true, Value::Tensor(_)) => placeholder(),
+            (true, _) => v.clone(),
+            (false, _) => std::mem::replace(v, placeholder()),
+        });
+    }
     for (k, b) in plan.params.iter().enumerate() {
         if b.output {
             continue;
@@ -128,6 +140,17 @@ pub(super) fn prepare(
         timed_exchange(comm, fetch, Some(mine), held, super::halo_tag(b.index), repeat, clock)?;
     }
     Ok((local.clone(), *local_entry, args))
+}
+
+/// A value standing in for one moved elsewhere (a 0-d `bool`).
+fn placeholder() -> Value {
+    let ty = ValueType {
+        levels: Vec::new(),
+        placement: strata_ir::Placement::HOST,
+        element: strata_runtime::ElemType::Scalar(strata_ir::Scalar::Bool),
+        is_tensor: false,
+    };
+    Value::Tensor(Tensor::zeros(&ty))
 }
 
 /// The inspector's rounds on this rank: the rows every input needs, with the tables' entries

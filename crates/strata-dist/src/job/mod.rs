@@ -118,26 +118,34 @@ impl Input<'_> {
     /// A held tensor with this rank's owned rows taken from `mine` (which holds at least them;
     /// the halo rows are zeros until the exchange fills them).
     pub fn held_from_owned(&self, mine: &Tensor) -> Step<Tensor> {
-        let Some(b) = self.block else { return Ok(mine.clone()) };
+        self.held_from(&mine.ty, mine)
+    }
+
+    /// [`Input::held_from_owned`] from `mine` read as a value of type `ty` (its layout at the
+    /// parameter's coordinates: a front end's array, not copied to be retyped).
+    pub fn held_from(&self, ty: &ValueType, mine: &Tensor) -> Step<Tensor> {
+        let Some(b) = self.block else {
+            return Ok(Tensor { ty: ty.clone(), data: mine.data.clone(), present: mine.present.clone() });
+        };
         let rows = b.owned[self.rank];
-        let have = mine.ty.levels.get(b.level).map(|l| l.interval);
+        let have = ty.levels.get(b.level).map(|l| l.interval);
         if have.is_none_or(|h| !h.contains(rows)) {
             return Err(format!("`{}`: this rank's value does not hold its block {rows}", self.name));
         }
         // A buffer an earlier run held (every row is overwritten: the owned ones here, the
         // others by the halo exchange that follows).
         if let Some(mut held) = spare::take(self.held).filter(|_| mine.present.is_none()) {
-            slab::copy_rows(mine, &mut held, b.level, rows);
+            slab::copy_rows_as(ty, &mine.data, &mut held, b.level, rows);
             return Ok(held);
         }
-        // Holding exactly its block (no halo): the same buffer, retyped as the local program's.
-        let same_rows = mine.ty.levels.len() == self.held.levels.len()
-            && mine.ty.levels.iter().zip(&self.held.levels).all(|(a, b)| a.name == b.name && a.interval == b.interval);
-        if same_rows && mine.ty.element == self.held.element && mine.present.is_none() {
-            return Ok(Tensor { ty: self.held.clone(), ..mine.clone() });
+        // Holding exactly its block (no halo): the same values, typed as the local program's.
+        let same_rows = ty.levels.len() == self.held.levels.len()
+            && ty.levels.iter().zip(&self.held.levels).all(|(a, b)| a.name == b.name && a.interval == b.interval);
+        if same_rows && ty.element == self.held.element && mine.present.is_none() {
+            return Ok(Tensor { ty: self.held.clone(), data: mine.data.clone(), present: None });
         }
         let mut held = Tensor::zeros(self.held);
-        slab::copy_rows(mine, &mut held, b.level, rows);
+        slab::copy_rows_as(ty, &mine.data, &mut held, b.level, rows);
         Ok(held)
     }
 }
