@@ -32,7 +32,7 @@ pub(crate) struct Inspected {
     fetches: Vec<(usize, FetchPlan)>,
 }
 
-/// A stage's last [`Inspected`], per process (a time loop's later steps reuse it: the
+/// What the inspector last found for a stage, per process (a time loop's later steps reuse it: the
 /// inspector's rounds, its all-to-alls and the local program are made once while the tables
 /// do not change).
 #[derive(Debug, Default)]
