@@ -173,6 +173,18 @@ def nabla_rows(a, tmp, triad):
     return rows
 
 
+def rank_reports(text):
+    """Every rank's JSON report (`{"rank": …}`) in a job's output: mpirun forwards the ranks'
+    lines as they come, so two may share a line."""
+    decoder, reps = json.JSONDecoder(), []
+    at = text.find('{"rank"')
+    while at >= 0:
+        obj, end = decoder.raw_decode(text, at)
+        reps.append(obj)
+        at = text.find('{"rank"', end)
+    return reps
+
+
 # --- resident fields from Python: an entry called in a loop on team arrays ------------------
 
 RESIDENT_CALLS = 12
@@ -189,12 +201,7 @@ def resident_run(py, prog, entry, inputs, ranks=None, threads=None, stage=None):
     if threads is not None:
         env["STRATA_NUM_THREADS"] = str(threads)
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
-    decoder, text, reps = json.JSONDecoder(), out.stdout, []
-    at = text.find('{"rank"')
-    while at >= 0:
-        obj, end = decoder.raw_decode(text, at)
-        reps.append(obj)
-        at = text.find('{"rank"', end)
+    reps = rank_reports(out.stdout)
     return max(r["first_s"] for r in reps), max(r["step_s"] for r in reps)
 
 
@@ -271,13 +278,7 @@ def sim_run(py, impl, n, steps, ranks=None, threads=None, stage=None):
     t = time.perf_counter()
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t
-    decoder, text, reps = json.JSONDecoder(), out.stdout, []
-    at = text.find('{"rank"')
-    while at >= 0:
-        obj, end = decoder.raw_decode(text, at)
-        reps.append(obj)
-        at = text.find('{"rank"', end)
-    return reps, wall
+    return rank_reports(out.stdout), wall
 
 
 def sim_rows(a, triad, ab):

@@ -248,8 +248,8 @@ impl Array {
         })
     }
 
-    /// A team array holding this rank's block `t` (rows of the first axis) of an array of
-    /// `shape` (under [`crate::spmd`]).
+    /// An array of `shape` holding `t`: a team array's block (rows of the first axis, under
+    /// [`crate::spmd`]) or a whole value.
     pub(crate) fn from_block(t: Tensor, shape: &[usize], place: Place) -> Array {
         let ElemType::Scalar(dtype) = t.ty.element else { unreachable!("a block of an array holds scalars") };
         Array(Rc::new(Node {
@@ -276,15 +276,7 @@ impl Array {
             data = strata_dist::slab::slice(&Tensor { ty: ty.clone(), data, present: None }, 0, rows).data;
             ty.levels[0].interval = rows;
         }
-        Ok(Array(Rc::new(Node {
-            shape,
-            dtype,
-            place,
-            op: RefCell::new(None),
-            kind: Kind::Array,
-            value: RefCell::new(Some(Rc::new(Tensor { ty, data, present: None }))),
-            pending: 0,
-        })))
+        Ok(Array::from_block(Tensor { ty, data, present: None }, &shape, place))
     }
 
     /// A team array from this rank's block of an entry's result distributed along its first
@@ -302,15 +294,7 @@ impl Array {
         let mut ty = value_type(&shape, dtype, &place);
         let (start, rows) = (global.levels[0].interval.start, block.ty.levels[0].interval);
         ty.levels[0].interval = Interval::new(rows.start - start, rows.stop - start);
-        Ok(Array(Rc::new(Node {
-            shape,
-            dtype,
-            place,
-            op: RefCell::new(None),
-            kind: Kind::Array,
-            value: RefCell::new(Some(Rc::new(Tensor { ty, data: block.data, present: block.present }))),
-            pending: 0,
-        })))
+        Ok(Array::from_block(Tensor { ty, data: block.data, present: block.present }, &shape, place))
     }
 
     /// Checks that `others` live where `self` does (compute follows data).
