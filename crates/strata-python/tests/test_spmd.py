@@ -141,6 +141,16 @@ def test_strata_launch_runs_a_script_on_ranks(strata_exe, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["u.npy"]
 
 
+def test_the_gt4py_example_runs_on_ranks(strata_exe):
+    pytest.importorskip("gt4py.next")
+    out = subprocess.run(
+        [strata_exe, "launch", "--ranks", "2", sys.executable, str(ROOT / "examples/python/gt4py_diffusion.py"),
+         "--n", "64", "--steps", "30", "--check"],
+        capture_output=True, text=True, timeout=300, env=dict(os.environ, STRATA_NUM_THREADS="1"))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "on 2 rank(s)" in out.stdout and "equal to numpy bit for bit" in out.stdout, out.stdout
+
+
 def test_strata_launch_names_a_killed_rank(strata_exe):
     out = subprocess.run([strata_exe, "launch", "--ranks", "2", sys.executable, str(SCRIPTS / "killed.py")],
                          capture_output=True, text=True, timeout=120)
