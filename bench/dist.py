@@ -190,9 +190,12 @@ def rank_reports(text):
 RESIDENT_CALLS = 12
 
 
-def resident_run(py, prog, entry, inputs, ranks=None, threads=None, stage=None):
-    """The slowest rank's first call and median later call of bench/dist_resident.py."""
-    cmd = [py, str(HERE / "dist_resident.py"), str(prog), entry, str(inputs), str(RESIDENT_CALLS)]
+def python_job(cmd, ranks=None, threads=None, stage=None):
+    """Runs a Python benchmark script `cmd` alone (`ranks` None) or under mpirun, with the
+    staged package (`stage`) and `threads` per process: every rank's JSON report and the wall
+    time from launch to exit."""
+    import time
+
     if ranks is not None:
         cmd = mpirun() + ["-n", str(ranks)] + cmd
     env = dict(os.environ)
@@ -200,8 +203,15 @@ def resident_run(py, prog, entry, inputs, ranks=None, threads=None, stage=None):
         env["PYTHONPATH"] = stage
     if threads is not None:
         env["STRATA_NUM_THREADS"] = str(threads)
+    t = time.perf_counter()
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
-    reps = rank_reports(out.stdout)
+    return rank_reports(out.stdout), time.perf_counter() - t
+
+
+def resident_run(py, prog, entry, inputs, ranks=None, threads=None, stage=None):
+    """The slowest rank's first call and median later call of bench/dist_resident.py."""
+    cmd = [py, str(HERE / "dist_resident.py"), str(prog), entry, str(inputs), str(RESIDENT_CALLS)]
+    reps, _ = python_job(cmd, ranks, threads, stage)
     return max(r["first_s"] for r in reps), max(r["step_s"] for r in reps)
 
 
@@ -265,20 +275,7 @@ SIM = (1024, 500)  # grid points per side, steps
 def sim_run(py, impl, n, steps, ranks=None, threads=None, stage=None):
     """One run of bench/dist_sim.py: every rank's JSON report and the end-to-end wall time
     (launch to exit, as the user waits for it)."""
-    import time
-
-    cmd = [py, str(HERE / "dist_sim.py"), "--impl", impl, str(n), str(steps)]
-    if ranks is not None:
-        cmd = mpirun() + ["-n", str(ranks)] + cmd
-    env = dict(os.environ)
-    if stage:
-        env["PYTHONPATH"] = stage
-    if threads is not None:
-        env["STRATA_NUM_THREADS"] = str(threads)
-    t = time.perf_counter()
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
-    wall = time.perf_counter() - t
-    return rank_reports(out.stdout), wall
+    return python_job([py, str(HERE / "dist_sim.py"), "--impl", impl, str(n), str(steps)], ranks, threads, stage)
 
 
 def sim_rows(a, triad, ab):

@@ -225,8 +225,7 @@ impl PlannedEntry {
     /// # Errors
     /// No job was joined, or the entry cannot run distributed (the planner's reason).
     pub fn new(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Result<PlannedEntry> {
-        let comm = comm().ok_or_else(|| ArrayError::Run("no MPI job was joined (spmd::init)".into()))?;
-        let dist = Distribution::new(module, types, entry, comm.size)
+        let dist = Distribution::new(module, types, entry, joined_comm()?.size)
             .map_err(|e| ArrayError::Run(format!("`@{}` cannot run distributed: {e}", module.functions[entry].name)))?;
         let fingerprint = engine::fingerprint(&strata_engine::structure_key(module, types, entry));
         let f = &module.functions[entry];
@@ -240,7 +239,7 @@ impl PlannedEntry {
     /// # Errors
     /// A rank failed (every rank gets the error).
     pub fn run(&self, args: &[Option<EntryArg>], backend: Backend) -> Result<Vec<(String, EntryResult)>> {
-        let comm = comm().ok_or_else(|| ArrayError::Run("no MPI job was joined (spmd::init)".into()))?;
+        let comm = joined_comm()?;
         let outputs =
             run_job(&self.dist, Given::Named { names: &self.params, values: args }, backend, self.fingerprint)?;
         let mut results = Vec::with_capacity(outputs.len());
@@ -261,6 +260,11 @@ impl PlannedEntry {
         }
         Ok(results)
     }
+}
+
+/// The job, or an error saying none was joined.
+fn joined_comm() -> Result<Rc<Comm>> {
+    comm().ok_or_else(|| ArrayError::Run("no MPI job was joined (spmd::init)".into()))
 }
 
 /// The value of an entry parameter of type `ty` (its global type) from an array: a team

@@ -104,13 +104,7 @@ fn make_tensor(name: &str, ty: &ValueType, source: &ArgSource) -> Result<Tensor,
         ArgSource::Ones => fill(ty, |s| Sv::from_i128(s, 1)),
         ArgSource::Random(seed) => {
             let mut rng = strata_runtime::random::XorShift::new(*seed);
-            fill(ty, |s| {
-                if s.is_float() {
-                    Sv::from_f64(s, rng.unit())
-                } else {
-                    Sv::from_i128(s, rng.below(if s == Scalar::Bool { 2 } else { 10 }) as i128)
-                }
-            })
+            fill(ty, |s| random_value(&mut rng, s))
         }
     }
 }
@@ -151,17 +145,23 @@ pub fn make_rows(
     let Data::Scalars(column) = &mut held.data else { unreachable!("a tensor of scalars") };
     let mut at = 0;
     for e in 0..total {
-        let v = if scalar.is_float() {
-            Sv::from_f64(scalar, rng.unit())
-        } else {
-            Sv::from_i128(scalar, rng.below(if scalar == Scalar::Bool { 2 } else { 10 }) as i128)
-        };
+        let v = random_value(&mut rng, scalar);
         if keep.contains(&(e / inner % along)) {
             column.set(at, v);
             at += 1;
         }
     }
     Ok(held)
+}
+
+/// The next value of `random:` for an element of type `s`: uniform in [0, 1) for floats,
+/// 0–9 for integers, either boolean.
+fn random_value(rng: &mut strata_runtime::random::XorShift, s: Scalar) -> Sv {
+    if s.is_float() {
+        Sv::from_f64(s, rng.unit())
+    } else {
+        Sv::from_i128(s, rng.below(if s == Scalar::Bool { 2 } else { 10 }) as i128)
+    }
 }
 
 /// numpy-like text for a value: the full array when small, a summary when large (a value held

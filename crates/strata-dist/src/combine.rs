@@ -47,19 +47,32 @@ fn tree(comm: &Comm, t: &mut Tensor, op: BinaryOp) -> Result<(), String> {
         if partner < size {
             comm.exchange(&[], &mut [(partner, slab::bytes_mut(&mut theirs))], REDUCE_TAG)
                 .map_err(|e| e.to_string())?;
-            let (Data::Scalars(mine), Data::Scalars(p)) = (&mut t.data, &theirs.data) else {
-                unreachable!("checked by `combine`")
-            };
-            for i in 0..mine.len() {
-                match mine.get(i).binary(op, p.get(i)) {
-                    Ok(v) => mine.set(i, v),
-                    Err(e) => {
-                        failed.get_or_insert(e.to_string());
-                    }
-                }
+            if let Err(e) = fold_into(t, &theirs, op) {
+                failed.get_or_insert(e);
             }
         }
         step *= 2;
+    }
+    failed.map_or(Ok(()), Err)
+}
+
+/// `acc ← acc ⊕ x`, elementwise (tensors of scalars of one type): every element is combined;
+/// the first failure of `⊕` is returned after (its element keeps `acc`'s value).
+///
+/// # Errors
+/// A value that is not a tensor of scalars, or `op` failing on an element.
+pub fn fold_into(acc: &mut Tensor, x: &Tensor, op: BinaryOp) -> Result<(), String> {
+    let (Data::Scalars(a), Data::Scalars(b)) = (&mut acc.data, &x.data) else {
+        return Err("a combination of tensors of scalars only".into());
+    };
+    let mut failed = None;
+    for i in 0..a.len() {
+        match a.get(i).binary(op, b.get(i)) {
+            Ok(v) => a.set(i, v),
+            Err(e) => {
+                failed.get_or_insert(e.to_string());
+            }
+        }
     }
     failed.map_or(Ok(()), Err)
 }

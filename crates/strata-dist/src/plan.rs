@@ -1034,9 +1034,7 @@ impl Plan {
             message: d.iter().map(|d| d.message.clone()).collect::<Vec<_>>().join("; "),
         })
     }
-}
 
-impl Plan {
     /// Cuts the region of every assignment into a distributed output (`%out[I[1:63], J[1:63]]
     /// <- …`) to the rows `rank` owns: each rank writes its part of the region (an empty one
     /// where the region misses its rows).
@@ -1059,9 +1057,7 @@ impl Plan {
             }
         }
     }
-}
 
-impl Plan {
     /// Reads of a parameter along a positional block level (the array front end's `_0`) cut to
     /// the rows `rank` reads of it: it holds its whole block too, and positional levels combine
     /// by extent, not by interval (`a[1:-1] + b` over blocks of 34 and 32 rows at 4 ranks: the

@@ -88,6 +88,13 @@ pub struct NumpyArg<'a> {
     whole: std::sync::OnceLock<Tensor>,
 }
 
+impl NumpyArg<'_> {
+    /// The array's values as a tensor of their own (a copy of the buffer).
+    fn copied(&self) -> Tensor {
+        Tensor { ty: self.ty.clone(), data: Data::Scalars(self.view.to_column()), present: None }
+    }
+}
+
 impl Arg<'_> {
     /// Whether a native run writes this argument in place (an `out` parameter's array).
     pub fn lent(&self) -> bool {
@@ -98,14 +105,7 @@ impl Arg<'_> {
     pub fn into_value(self) -> Value {
         match self {
             Arg::Value(v) => v,
-            Arg::Numpy(n) => {
-                let whole = n.whole.into_inner();
-                Value::Tensor(whole.unwrap_or_else(|| Tensor {
-                    ty: n.ty.clone(),
-                    data: Data::Scalars(n.view.to_column()),
-                    present: None,
-                }))
-            }
+            Arg::Numpy(mut n) => Value::Tensor(n.whole.take().unwrap_or_else(|| n.copied())),
         }
     }
 
@@ -128,11 +128,7 @@ impl Argument for Arg<'_> {
     fn tensor(&self) -> Option<&Tensor> {
         match self {
             Arg::Value(v) => v.tensor(),
-            Arg::Numpy(n) => Some(n.whole.get_or_init(|| Tensor {
-                ty: n.ty.clone(),
-                data: Data::Scalars(n.view.to_column()),
-                present: None,
-            })),
+            Arg::Numpy(n) => Some(n.whole.get_or_init(|| n.copied())),
         }
     }
     fn stored(&self) -> Option<&Stored> {

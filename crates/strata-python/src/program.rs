@@ -166,21 +166,11 @@ impl Program {
         spmd::joined().is_some() && self.on_team(entry)
     }
 
-    /// Runs `entry` as a distributed job on this rank (every rank calls it): a team array's
-    /// block, or a value every rank holds, for each parameter on a team; results distributed
-    /// along their first level come back as team arrays (`strata.array_api`), others whole.
-    /// The plan is made at the first call and kept: a time loop plans and compiles once.
-    fn run_on_team(
-        &self,
-        py: Python<'_>,
-        entry: &str,
-        backend: Backend,
-        objects: &[Option<Bound<'_, PyAny>>],
-    ) -> PyResult<Vec<(String, Py<PyAny>)>> {
+    /// `entry` planned for the joined job, by its first call (kept for the next ones).
+    fn planned(&self, entry: &str) -> PyResult<TeamEntry> {
         let h = self.entry(entry)?;
-        check_arguments(&self.module.functions[h], objects)?;
-        let planned = self.planned.lock().unwrap_or_else(|e| e.into_inner()).get(entry).cloned();
-        let planned = match planned {
+        let kept = self.planned.lock().unwrap_or_else(|e| e.into_inner()).get(entry).cloned();
+        let planned = match kept {
             Some(p) => p,
             None => {
                 let p = spmd::PlannedEntry::new(&self.module, &self.types, h);
@@ -190,21 +180,38 @@ impl Program {
             }
         };
         let f = &self.module.functions[h];
+        let types = f.params.iter().map(|&p| self.param_type(f, p)).collect();
+        Ok(TeamEntry { entry: h, planned, types })
+    }
+
+    /// Runs a planned entry as a distributed job on this rank (every rank calls it): a team
+    /// array's block, or a value every rank holds, for each parameter on a team; results
+    /// distributed along their first level come back as team arrays (`strata.array_api`),
+    /// others whole. The plan is made at the first call and kept: a time loop plans and
+    /// compiles once.
+    fn run_on_team(
+        &self,
+        py: Python<'_>,
+        team: &TeamEntry,
+        backend: Backend,
+        objects: &[Option<Bound<'_, PyAny>>],
+    ) -> PyResult<Vec<(String, Py<PyAny>)>> {
+        let f = &self.module.functions[team.entry];
+        check_arguments(f, objects)?;
         let mut args = Vec::with_capacity(f.params.len());
-        for (&p, obj) in f.params.iter().zip(objects) {
+        for ((&p, obj), ty) in f.params.iter().zip(objects).zip(&team.types) {
             let e = &f.exprs[p];
-            let ty = self.param_type(f, p);
             let arg = match obj {
                 None => None,
                 Some(obj) => Some(match obj.cast::<crate::array_api::PyArr>() {
-                    Ok(a) => spmd::entry_argument(&a.borrow().0, &e.name, &ty)
+                    Ok(a) => spmd::entry_argument(&a.borrow().0, &e.name, ty)
                         .map_err(|e| ArgumentError::new_err(e.to_string()))?,
-                    Err(_) => spmd::EntryArg::Value(convert::to_arg(obj, &e.name, &ty, false)?.into_value()),
+                    Err(_) => spmd::EntryArg::Value(convert::to_arg(obj, &e.name, ty, false)?.into_value()),
                 }),
             };
             args.push(arg);
         }
-        let ran = planned.run(&args, backend).map_err(|e| RunError::new_err(e.to_string()))?;
+        let ran = team.planned.run(&args, backend).map_err(|e| RunError::new_err(e.to_string()))?;
         ran.into_iter()
             .map(|(name, r)| {
                 let obj = match r {
@@ -363,7 +370,7 @@ impl Program {
         }
         match &prepared {
             Some(p) => self.run_objects(py, p, &self.param_types(p), &objects),
-            None => self.run_on_team(py, entry, backend, &objects),
+            None => self.run_on_team(py, &self.planned(entry)?, backend, &objects),
         }
     }
 
@@ -376,7 +383,7 @@ impl Program {
         if program.runs_on_team(entry) {
             let f = &program.module.functions[program.entry(entry)?];
             let params = f.params.iter().map(|&p| f.exprs[p].name.clone()).collect();
-            let call = Call::Team { entry: entry.to_string(), backend };
+            let call = Call::Team { team: program.planned(entry)?, backend };
             return Ok(Runner { program: slf.clone().unbind(), call, params });
         }
         let prepared = program.prepared(slf.py(), entry, backend, threads)?;
@@ -405,8 +412,16 @@ enum Call {
         /// The parameters' runtime types (made once, not per call).
         types: Vec<ValueType>,
     },
-    /// As a distributed job over the joined job's ranks (planned at the first call).
-    Team { entry: String, backend: Backend },
+    /// As a distributed job over the joined job's ranks, planned once.
+    Team { team: TeamEntry, backend: Backend },
+}
+
+/// An entry planned for the joined job's ranks, with its parameters' runtime types (made once,
+/// not per call).
+struct TeamEntry {
+    entry: Handle<Function>,
+    planned: Arc<spmd::PlannedEntry>,
+    types: Vec<ValueType>,
 }
 
 #[pymethods]
@@ -426,7 +441,7 @@ impl Runner {
         let program = self.program.get();
         match &self.call {
             Call::Local { prepared, types } => program.run_objects(py, prepared, types, &objects),
-            Call::Team { entry, backend } => program.run_on_team(py, entry, *backend, &objects),
+            Call::Team { team, backend } => program.run_on_team(py, team, *backend, &objects),
         }
     }
 }

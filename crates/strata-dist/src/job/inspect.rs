@@ -45,6 +45,13 @@ impl Clone for InspectorCache {
     }
 }
 
+impl Inspected {
+    /// The local program at the rows this rank needs, and its entry.
+    pub(super) fn local(&self) -> (&Module, Handle<Function>) {
+        (&self.local.0, self.local.1)
+    }
+}
+
 /// A digest of the rows of the tables (`tables`: parameter positions) this rank read: XXH3 over
 /// their types, bytes and presence masks.
 fn tables_digest(read: &[Value], tables: &BTreeSet<usize>) -> u64 {
@@ -63,8 +70,8 @@ fn tables_digest(read: &[Value], tables: &BTreeSet<usize>) -> u64 {
 }
 
 /// Runs the inspector on this rank (or reuses what it found, when no rank's tables changed
-/// since the stage's last run) and fetches every input's needed rows: returns the local program
-/// at the rows needed and its arguments. `read` holds this rank's owned rows of every input (in
+/// since the stage's last run) and fetches every input's needed rows: returns what it found
+/// (the local program at the rows needed: [`Inspected::local`]) and the program's arguments. `read` holds this rank's owned rows of every input (in
 /// the static plan's local types).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn prepare(
@@ -77,7 +84,7 @@ pub(super) fn prepare(
     read: Vec<Value>,
     repeat: usize,
     clock: &mut Clock,
-) -> Result<(Module, Handle<Function>, Vec<Value>), Failed> {
+) -> Result<(std::sync::Arc<Inspected>, Vec<Value>), Failed> {
     let rank = comm.rank;
     let t = comm.wtime();
     let tables: BTreeSet<usize> = plan.indirect.iter().map(|s| s.table_param).collect();
@@ -139,7 +146,7 @@ pub(super) fn prepare(
         let (Value::Tensor(held), Value::Tensor(mine)) = (&mut args[b.index], &read[b.index]) else { continue };
         timed_exchange(comm, fetch, Some(mine), held, super::halo_tag(b.index), repeat, clock)?;
     }
-    Ok((local.clone(), *local_entry, args))
+    Ok((found.clone(), args))
 }
 
 /// A value standing in for one moved elsewhere (a 0-d `bool`).

@@ -291,9 +291,10 @@ fn run_stage(
     clock.read_s += comm.wtime() - t;
     if !plan.indirect.is_empty() {
         // Neighbor shifts of distributed sources: the rows to hold come from the tables.
-        let (local, local_entry, args) =
+        let (found, args) =
             inspect::prepare(comm, &ps.inspected, module, types, entry, plan, owned_args, repeat, clock)?;
-        return finish(comm, plan, f, &local, local_entry, args, rank_io);
+        let (local, local_entry) = found.local();
+        return finish(comm, plan, f, local, local_entry, args, rank_io);
     }
     // The halo exchange: every held row another rank owns.
     let mut args = Vec::with_capacity(owned_args.len());
@@ -362,14 +363,7 @@ fn carried_scan(
     }
     let ran = run(args);
     if let Some(&next) = chain.get(at + 1) {
-        let last = ran.as_ref().ok().and_then(|values| {
-            let Some((_, Value::Tensor(t))) = values.first() else { return None };
-            let level = t.ty.levels.iter().position(|l| l.name == *dim)?;
-            let rows = owned[rank];
-            // The last row in the scan's direction: a cross-section, laid out as the carry.
-            let k = if *forward { rows.stop - 1 } else { rows.start };
-            Some(slab::pack(t, level, Interval::new(k, k + 1)))
-        });
+        let last = ran.as_ref().ok().and_then(|values| last_state(values, dim, owned[rank], *forward));
         let bytes = last.unwrap_or_else(|| vec![0u8; size]);
         comm.exchange(&[(next, bytes.as_slice())], &mut [], tag).map_err(|e| e.to_string())?;
     }
@@ -415,15 +409,7 @@ fn concurrent_scan(
     let mut ran = run(args);
     let size = slab::all_bytes(&carry).len();
     let last = match (&ran, at) {
-        (Ok(values), Some(_)) => values.first().and_then(|(_, v)| match v {
-            Value::Tensor(t) => {
-                let level = t.ty.levels.iter().position(|l| l.name == *dim)?;
-                let rows = owned[rank];
-                let row = if forward { rows.stop - 1 } else { rows.start };
-                Some(slab::pack(t, level, Interval::new(row, row + 1)))
-            }
-            Value::Stored(_) => None,
-        }),
+        (Ok(values), Some(_)) => last_state(values, dim, owned[rank], forward),
         _ => None,
     };
     let mine = last.filter(|b| b.len() == size).unwrap_or_else(|| vec![0u8; size]);
@@ -439,7 +425,7 @@ fn concurrent_scan(
     let mut theirs = carry.clone();
     for &r in &chain[..at] {
         slab::set_all_bytes(&mut theirs, &all[r * size..(r + 1) * size]);
-        combine_into(&mut carry, &theirs, op)?;
+        crate::combine::fold_into(&mut carry, &theirs, op)?;
     }
     let Some((_, Value::Tensor(t))) = values.first_mut() else {
         return Err("a scan's result is not a dense tensor".into());
@@ -449,15 +435,13 @@ fn concurrent_scan(
     ran
 }
 
-/// `acc ← acc ⊕ x`, elementwise (tensors of one type).
-fn combine_into(acc: &mut Tensor, x: &Tensor, op: strata_ir::BinaryOp) -> Step<()> {
-    let (strata_runtime::Data::Scalars(a), strata_runtime::Data::Scalars(b)) = (&mut acc.data, &x.data) else {
-        return Err("a scan's state holds scalars".into());
-    };
-    for i in 0..a.len() {
-        a.set(i, a.get(i).binary(op, b.get(i)).map_err(|e| e.to_string())?);
-    }
-    Ok(())
+/// The last row in a scan's direction of its result (the first of a stage's `values`) on
+/// this rank's `rows`: a cross-section, laid out as the scan's carry.
+fn last_state(values: &[(String, Value)], dim: &strata_ir::DimName, rows: Interval, forward: bool) -> Option<Vec<u8>> {
+    let Some((_, Value::Tensor(t))) = values.first() else { return None };
+    let level = t.ty.levels.iter().position(|l| l.name == *dim)?;
+    let row = if forward { rows.stop - 1 } else { rows.start };
+    Some(slab::pack(t, level, Interval::new(row, row + 1)))
 }
 
 /// Each element `y` of `t` becomes `c ⊕ y`, `c` the element of `carry` (a cross-section of `t`

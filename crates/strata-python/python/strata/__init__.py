@@ -144,8 +144,7 @@ class Entry:
             given[k] = v
         team_args = False
         if self._on_team:
-            _placement._join()  # under a launcher, the team's calls run distributed
-            if _placement._spmd.joined():
+            if _placement._distributed():  # under a launcher, the team's calls run distributed
                 return self._call_on_team(given, backend, threads, out)
             # A team of one (no launcher): the call runs here; its distributed results are team
             # arrays all the same when it was given some, so a script runs alike on 1 and P ranks.

@@ -431,7 +431,8 @@ def field(array: Any, *domain: Range, device: Any = None) -> Field:
         raise FieldError(f"a dimension appears twice in {domain!r}")
     if team is None:
         return Field._leaf(a, list(domain))
-    f = Field(_strata.field_param(_DTYPES[dtype], [tuple(l) for l in domain], team._x, True), None, team)
+    f = Field._leaf(team._x, list(domain), dtype, team=True)
+    f._team = team
     return f
 
 
@@ -445,8 +446,7 @@ def _team_array(array: Any, device: Any) -> Any:
     on_team = isinstance(array, xp.Array) and array._x.team is not None
     if (p is None or p.team is None) and not on_team:
         return None
-    placement._join()
-    if not placement._spmd.joined():
+    if not placement._distributed():
         return None
     return array if on_team else xp.asarray(np.asarray(array), device=placement.world)
 

@@ -160,8 +160,7 @@ class _Executable:
             return hit[1]
         view = _in_memory_order(a.ndarray)
         storage, extent = _storage(view)
-        levels = tuple((d.value, r.start, r.stop) for d, r in zip(a.domain.dims, a.domain.ranges))
-        described = (("field", levels, _memory_order(a.ndarray), extent, a.dtype.scalar_type), view, storage)
+        described = (("field", _levels(a), _memory_order(a.ndarray), extent, a.dtype.scalar_type), view, storage)
         fields, key = self._fields, id(a)
         # Forgotten when the field goes (the views hold its buffer).
         fields[key] = (weakref.ref(a, lambda _: fields.pop(key, None)), described)
@@ -339,8 +338,7 @@ def _team(device: Any) -> bool:
         return False
     if p.device != "cpu":
         raise ValueError(f"device {p.device!r}: Strata's fields live on the host (`cpu`)")
-    _placement._join()
-    return _placement._spmd.joined()
+    return _placement._distributed()
 
 
 def _team_field(domain: Any, array: Any) -> "_TeamField":

@@ -143,6 +143,13 @@ def _join() -> tuple:
     return _joined
 
 
+def _distributed() -> bool:
+    """Whether this process runs in a job under a launcher (joining it on first use): team
+    values are then distributed over its ranks; without one the team is this process."""
+    _join()
+    return _spmd.joined()
+
+
 def _install_abort_on_error() -> None:
     """An uncaught exception on one rank prints its traceback (with the rank) and ends every
     rank: the others would otherwise wait for it forever in their next collective."""
