@@ -88,12 +88,14 @@ fn scans_along_the_distributed_dimension_equal_the_single_process_run() {
 }
 
 /// Scans `acc ⊕ x` with an exact `⊕` (integers: sums, maxima) run on every rank at once and add
-/// the carries of the ranks before afterwards: byte for byte one process, forward and backward,
-/// with ranks holding no rows (3 rows over 4 ranks).
+/// the carries of the ranks before afterwards: the running sums and maxima computed here (the
+/// oracle), and byte for byte one process, forward and backward, with ranks holding no rows (3
+/// rows over 4 ranks).
 #[test]
 fn integer_scans_run_on_every_rank_at_once_and_equal_one_process() {
     require_mpi();
     let d = tmp("intscan");
+    const COLS: usize = 5;
     for (rows, name) in [(40, "many"), (3, "few")] {
         let prog = d.join(format!("{name}.strata"));
         std::fs::write(
@@ -112,12 +114,34 @@ fn integer_scans_run_on_every_rank_at_once_and_equal_one_process() {
         )
         .unwrap();
         let prog = prog.display().to_string();
+        // Values of both signs, not monotone along I (the maxima change inside blocks).
+        let x: Vec<i64> = (0..rows * COLS).map(|k| ((k as i64 * 37) % 23) - 11).collect();
+        let input = d.join(format!("{name}-x.npy"));
+        write_i64(&input, COLS, &x);
+        let at = |i: usize, j: usize| x[i * COLS + j];
+        let mut want = std::collections::HashMap::new();
+        let (mut up, mut down, mut best) = (vec![0; x.len()], vec![0; x.len()], vec![0; x.len()]);
+        for j in 0..COLS {
+            let (mut s, mut m) = (7, -5);
+            for i in 0..rows {
+                s += at(i, j);
+                m = m.max(at(i, j));
+                (up[i * COLS + j], best[i * COLS + j]) = (s, m);
+            }
+            let mut s = 0;
+            for i in (0..rows).rev() {
+                s += at(i, j);
+                down[i * COLS + j] = s;
+            }
+        }
+        want.extend([("up", up), ("down", down), ("best", best)]);
         for out in ["up", "down", "best"] {
             let run = |extra: &[&str], path: &Path| {
-                let o = format!("{out}={}", path.display());
-                let mut v = vec!["run", prog.as_str(), "--arg", "x=random:5", "--out", &o];
+                let (o, a) = (format!("{out}={}", path.display()), format!("x={}", input.display()));
+                let mut v = vec!["run", prog.as_str(), "--arg", &a, "--out", &o];
                 v.extend_from_slice(extra);
                 ok(&strata(&v));
+                assert_eq!(read_i64(path, COLS, x.len()), want[out], "{name}: `{out}` {extra:?}");
                 std::fs::read(path).unwrap()
             };
             let single = run(&[], &d.join(format!("{name}-{out}.npy")));
@@ -641,19 +665,36 @@ fn a_positional_concat_over_blocks_is_a_clear_error() {
 
 /// Writes an `int64` index array of `rows` × 1 as `.npy` (gather indices).
 fn write_indices(path: &Path, entries: &[i64]) {
+    write_i64(path, 1, entries);
+}
+
+/// The type of an `int64` array of `entries` values in rows of `cols`.
+fn i64_type(cols: usize, entries: usize) -> strata_runtime::ValueType {
     use strata_ir::{DimName, Interval, Level};
-    use strata_runtime::{Column, Data, ElemType, Tensor, ValueType};
-    let ty = ValueType {
+    strata_runtime::ValueType {
         levels: vec![
-            Level::dense(DimName::positional(0), Interval::from_len(entries.len() as u64)),
-            Level::dense(DimName::positional(1), Interval::from_len(1)),
+            Level::dense(DimName::positional(0), Interval::from_len((entries / cols) as u64)),
+            Level::dense(DimName::positional(1), Interval::from_len(cols as u64)),
         ],
         placement: strata_ir::Placement::HOST,
-        element: ElemType::Scalar(strata_ir::Scalar::I64),
+        element: strata_runtime::ElemType::Scalar(strata_ir::Scalar::I64),
         is_tensor: true,
-    };
+    }
+}
+
+/// Writes `entries` as an `int64` array in rows of `cols` (`.npy`).
+fn write_i64(path: &Path, cols: usize, entries: &[i64]) {
+    use strata_runtime::{Column, Data, Tensor};
+    let ty = i64_type(cols, entries.len());
     let t = Tensor { ty, data: Data::Scalars(Column::I64(entries.to_vec())), present: None };
     strata_runtime::npy::write_value(path, "indices", &t).unwrap();
+}
+
+/// Reads an `int64` array of `entries` values in rows of `cols` (`.npy`).
+fn read_i64(path: &Path, cols: usize, entries: usize) -> Vec<i64> {
+    let t = strata_runtime::npy::read_value(path, "result", &i64_type(cols, entries)).unwrap();
+    let strata_runtime::Data::Scalars(strata_runtime::Column::I64(v)) = t.data else { panic!("int64 values") };
+    v
 }
 
 /// Gathers over distributed operands at 1–4 ranks, byte for byte the single-process run:
