@@ -10,7 +10,9 @@ interpreter and on the native backend and compares.
 Comparison (`tol`): "exact" — equal values, NaN where NaN, same dtype and shape; "ulp" —
 floats within 4 units in the last place (math functions that are not correctly rounded);
 "sum" — floats within 1e-12 (f64) / 1e-5 (f32) of the largest magnitude (reductions summed
-in another order than numpy's pairwise summation).
+in another order than numpy's pairwise summation); "cplx" — complex values within 8 units of
+the part type's epsilon times the modulus numpy gives (complex functions, whose parts may cancel),
+non-finite parts equal. Complex numbers compare part by part under the other tolerances.
 """
 
 import itertools
@@ -49,6 +51,8 @@ def encode(name, key, v):
             return {"bool": x}
         if isinstance(x, int):
             return {"int": x}
+        if isinstance(x, complex):
+            return {"complex": [repr(x.real), repr(x.imag)]}
         return {"float": repr(float(x))}
     if isinstance(v, tuple):
         return [encode(name, f"{key}{i}", x) for i, x in enumerate(v)]
@@ -408,6 +412,71 @@ for x, axis, include_initial in [(arr((3, 4)), 1, False), (arr((3, 4), "int8", -
     case("cumulative_sum", lambda x, axis, include_initial: np.cumulative_sum(x, axis=axis, include_initial=include_initial), tol="sum", x=x, axis=axis, include_initial=include_initial)
 for x, axis, include_initial in [(arr((3, 4), "float64", -2, 2), 1, False), (arr((3, 4), "int8", -3, 3), 0, True), (arr((5,), "uint16", 0, 9), None, True), (arr((2, 3, 2), "float32", -1.5, 1.5), -2, False), (np.zeros((0, 2)), 0, True), (np.array([2.0, np.inf, 0.0, np.nan]), None, False)]:
     case("cumulative_prod", lambda x, axis, include_initial: np.cumulative_prod(x, axis=axis, include_initial=include_initial), tol="sum", x=x, axis=axis, include_initial=include_initial)
+
+# ---- complex dtypes ------------------------------------------------------------------------
+CSPECIAL = [0.0, -0.0, 1.0, -1.5, 2.5, np.inf, -np.inf, np.nan]
+
+
+def carr(shape, dtype="complex128"):
+    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+
+
+def cgrid(dtype):
+    """Every pair of special parts (the standard's special-case tables), then ordinary values."""
+    z = np.array([complex(r, i) for r in CSPECIAL for i in CSPECIAL] + list(carr(16)), dtype="complex128")
+    return z.astype(dtype).reshape(8, 10)
+
+
+COMPLEX_UNARY = dict(UNARY_FLOAT)
+for op, f in COMPLEX_UNARY.items():
+    for dt in ["complex128", "complex64"]:
+        case(op, lambda x, f=f: f(x), tol="cplx", x=carr((3, 5), dt))
+# Special values: the parts C's Annex G and numpy agree on (NaN signs and the sign of a zero
+# part may differ between implementations, so only finite-or-not and NaN-ness is compared).
+for op, f in COMPLEX_UNARY.items():
+    case(op, lambda x, f=f: f(x), tol="special", x=cgrid("complex128"))
+# `sign` is checked on ordinary values: numpy's sign(inf + nan j) is 1, the standard's NaN + NaN j
+# (crates/strata-python/tests/test_array_api.py checks the standard's special cases).
+case("sign", np.sign, tol="ulp", x=np.concatenate([carr((12,)), [0j, -0.0 + 0j, 3 + 4j, complex(np.inf, 1.0)]]))
+for op, f in {"abs": np.abs, "negative": np.negative, "positive": np.positive, "square": np.square,
+              "round": np.round, "isnan": np.isnan, "isinf": np.isinf,
+              "isfinite": np.isfinite, "conj": np.conj, "real": np.real, "imag": np.imag}.items():
+    for dt in ["complex128", "complex64"]:
+        case(op, lambda x, f=f: f(x), tol="ulp", x=cgrid(dt))
+for op, f in {"add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,
+              "equal": np.equal, "not_equal": np.not_equal}.items():
+    # numpy's loops may fuse a product's multiply-add (FMA), which moves a cancelling part by
+    # more than an ulp of itself: "special"/"cplx" bound the error by the modulus instead.
+    exact = op in ("equal", "not_equal")
+    for dt in ["complex128", "complex64"]:
+        case(op, f, tol="exact" if exact else "special", x1=cgrid(dt), x2=carr((10,), dt))
+    tol = "exact" if exact else "cplx"
+    case(op, f, tol=tol, x1=carr((2, 3)), x2=Scalar(2))
+    case(op, f, tol=tol, x1=carr((2, 3), "complex64"), x2=Scalar(1.5 - 2j))
+    case(op, f, tol=tol, x1=Scalar(0.5j), x2=arr((3,), "float32"))
+    case(op, f, tol=tol, x1=arr((2, 3), "int16"), x2=Scalar(1 + 1j))
+    case(op, f, tol=tol, x1=carr((4,), "complex64"), x2=arr((3, 1), "float64"))
+case("pow", np.pow, tol="cplx", x1=carr((3, 4)), x2=carr((4,)))
+case("pow", np.pow, tol="cplx", x1=carr((3, 4), "complex64"), x2=Scalar(2.0))
+for a in ["complex64", "complex128"]:
+    for b in DTYPES + ["complex64", "complex128"]:
+        case("result_type", lambda a, b: np.dtype(np.result_type(a, b)).name, name=f"rt_{a}_{b}", a=a, b=b)
+        x = carr((3, 1), a)
+        y = carr((4,), b) if b.startswith("complex") else arr((4,), b, 0, 5)
+        case("add", np.add, tol="cplx", name=f"add_{a}_{b}", x1=x, x2=y)
+for src, dst in [("float64", "complex64"), ("float32", "complex128"), ("int32", "complex128"), ("bool", "complex64"), ("complex64", "complex128"), ("complex128", "complex64"), ("complex128", "bool")]:
+    x = carr((3, 4), src) if src.startswith("complex") else arr((3, 4), src, -300, 300)
+    case("astype", lambda x, dtype: x.astype(dtype), x=x, dtype=dst)
+for ax in [None, 0, 1]:
+    for dt in ["complex128", "complex64"]:
+        x = carr((4, 6), dt)
+        for op, f in {"sum": np.sum, "prod": np.prod, "mean": np.mean}.items():
+            case(op, lambda x, axis, keepdims, ax=ax, f=f: f(x, axis=ax, keepdims=keepdims), tol="sum", x=x, axis=[ax] if isinstance(ax, int) else ax, keepdims=False)
+for dt in ["complex128", "complex64"]:
+    case("matmul", np.matmul, tol="sum", x1=carr((3, 4), dt), x2=carr((4, 5), dt))
+    case("vecdot", lambda x1, x2, axis: np.vecdot(x1, x2, axis=axis), tol="sum", x1=carr((3, 4), dt), x2=carr((4,), dt), axis=-1)
+case("matmul", np.matmul, tol="sum", x1=carr((2, 3)), x2=arr((3, 2), "float32"))
+case("finfo", lambda dtype: np.array([np.finfo(dtype).bits, np.finfo(dtype).eps, np.finfo(dtype).max, np.finfo(dtype).min, np.finfo(dtype).smallest_normal]), dtype="complex64")
 
 with open(os.path.join(OUT, "cases.json"), "w") as f:
     json.dump(CASES, f, indent=0)

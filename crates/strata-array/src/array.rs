@@ -437,8 +437,8 @@ pub(crate) fn ir_type(mb: &mut ModuleBuilder, shape: &[usize], dtype: DType, pla
 pub(crate) fn literal(v: f64, dtype: DType) -> Literal {
     match dtype {
         Scalar::Bool => Literal::Bool(v != 0.0),
-        Scalar::F32 => Literal::Float(v as f32 as f64),
-        d if d.is_float() => Literal::Float(v),
+        Scalar::F32 | Scalar::C64 => Literal::Float(v as f32 as f64),
+        d if d.is_inexact() => Literal::Float(v),
         d => Literal::Int(strata_runtime::Sv::from_f64(d, v).as_i128() as i64),
     }
 }
@@ -446,7 +446,7 @@ pub(crate) fn literal(v: f64, dtype: DType) -> Literal {
 /// An integer literal of type `dtype` (wrapped to the type).
 pub(crate) fn int_literal(v: i128, dtype: DType) -> Literal {
     match dtype {
-        d if d.is_float() => Literal::Float(v as f64),
+        d if d.is_inexact() => Literal::Float(v as f64),
         Scalar::Bool => Literal::Bool(v != 0),
         d => Literal::Int(strata_runtime::Sv::from_i128(d, v).as_i128() as i64),
     }

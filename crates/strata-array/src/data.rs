@@ -47,6 +47,8 @@ element!(u32, U32);
 element!(u64, U64);
 element!(f32, F32);
 element!(f64, F64);
+element!(num_complex::Complex32, C64);
+element!(num_complex::Complex64, C128);
 
 impl Array {
     /// An array of `shape` holding `data` in row-major (C) order, on the host.
@@ -175,25 +177,11 @@ impl Array {
             .map_err(|e| ArrayError::Data(format!("`{}` is not a .npy file: {e}", path.display())))?;
         let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
         let descr = npy.dtype().descr();
-        let code = descr.trim_matches(['\'', '"']).trim_start_matches(['<', '>', '|', '=']);
-        let dtype = match code {
-            "b1" => strata_ir::Scalar::Bool,
-            "i1" => strata_ir::Scalar::I8,
-            "i2" => strata_ir::Scalar::I16,
-            "i4" => strata_ir::Scalar::I32,
-            "i8" => strata_ir::Scalar::I64,
-            "u1" => strata_ir::Scalar::U8,
-            "u2" => strata_ir::Scalar::U16,
-            "u4" => strata_ir::Scalar::U32,
-            "u8" => strata_ir::Scalar::U64,
-            "f4" => strata_ir::Scalar::F32,
-            "f8" => strata_ir::Scalar::F64,
-            _ => {
-                return Err(ArrayError::Data(format!(
-                    "`{}` holds dtype `{descr}`, which Strata arrays do not support",
-                    path.display()
-                )))
-            }
+        let Some(dtype) = strata_runtime::npy::scalar_of_descr(descr.trim_matches(['\'', '"'])) else {
+            return Err(ArrayError::Data(format!(
+                "`{}` holds dtype `{descr}`, which Strata arrays do not support",
+                path.display()
+            )));
         };
         if place.team.is_some() && shape.is_empty() {
             return Err(ArrayError::Data(format!(

@@ -4,7 +4,9 @@
 //! and floats among themselves. Where it is silent (mixed signed/unsigned of equal width,
 //! integers with floats), Strata follows numpy 2 (NEP 50): `u64 ⊕ i64 → f64`, an integer of
 //! at most 16 bits with `f32` stays `f32`, wider integers with `f32` give `f64`, and `bool`
-//! with anything gives the other type. Python scalars are *weak*: `x + 1` keeps `x`'s dtype
+//! with anything gives the other type. A complex dtype with another dtype gives the complex
+//! dtype whose parts are the promotion of its parts' dtype with the other (`c64 ⊕ f64 → c128`,
+//! `c64 ⊕ i16 → c64`, numpy's rule where the standard is silent). Python scalars are *weak*: `x + 1` keeps `x`'s dtype
 //! (see [`Weak`]).
 
 use strata_ir::Scalar;
@@ -18,6 +20,8 @@ pub type DType = Scalar;
 pub const DEFAULT_INT: DType = Scalar::I64;
 /// The default floating-point dtype.
 pub const DEFAULT_FLOAT: DType = Scalar::F64;
+/// The default complex dtype.
+pub const DEFAULT_COMPLEX: DType = Scalar::C128;
 
 /// A Python-style scalar operand: weakly typed, it takes the array's dtype where it fits.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -28,15 +32,27 @@ pub enum Weak {
     Int(i64),
     /// A float literal.
     Float(f64),
+    /// A complex literal: real and imaginary parts.
+    Complex(f64, f64),
 }
 
 impl Weak {
-    /// The value as a float.
+    /// The value as a float (a complex value's real part).
     pub fn as_f64(self) -> f64 {
         match self {
             Weak::Bool(b) => b as u8 as f64,
             Weak::Int(i) => i as f64,
-            Weak::Float(x) => x,
+            Weak::Float(x) | Weak::Complex(x, _) => x,
+        }
+    }
+
+    /// The value as a scalar of `dtype` (the imaginary part kept for a complex `dtype`).
+    pub fn value(self, dtype: DType) -> strata_runtime::Sv {
+        use strata_runtime::Sv;
+        match self {
+            Weak::Complex(re, im) => Sv::C128(num_complex::Complex64::new(re, im)).cast(dtype),
+            Weak::Int(i) => Sv::from_i128(dtype, i as i128),
+            other => Sv::from_f64(dtype, other.as_f64()),
         }
     }
 
@@ -48,8 +64,11 @@ impl Weak {
             Weak::Bool(_) => array,
             Weak::Int(_) if array == Scalar::Bool => DEFAULT_INT,
             Weak::Int(_) => array,
-            Weak::Float(_) if !array.is_float() => DEFAULT_FLOAT,
+            Weak::Float(_) if !array.is_inexact() => DEFAULT_FLOAT,
             Weak::Float(_) => array,
+            Weak::Complex(..) if array.is_complex() => array,
+            Weak::Complex(..) if array == Scalar::F32 => Scalar::C64,
+            Weak::Complex(..) => DEFAULT_COMPLEX,
         }
     }
 
@@ -59,6 +78,7 @@ impl Weak {
             Weak::Bool(_) => Scalar::Bool,
             Weak::Int(_) => DEFAULT_INT,
             Weak::Float(_) => DEFAULT_FLOAT,
+            Weak::Complex(..) => DEFAULT_COMPLEX,
         }
     }
 }
@@ -86,6 +106,10 @@ pub fn promote(op: &'static str, a: DType, b: DType) -> Result<DType> {
     Ok(match (a, b) {
         _ if a == b => a,
         (Bool, x) | (x, Bool) => x,
+        (c, x) | (x, c) if c.is_complex() => {
+            let parts = promote(op, c.real_part(), x.real_part())?;
+            parts.complex_of().ok_or_else(|| dtype_error(op, "no complex dtype for these parts"))?
+        }
         (F32, F64) | (F64, F32) => F64,
         (f, i) | (i, f) if f.is_float() && !i.is_float() => {
             if f == F32 && width(i) <= 2 {
@@ -174,16 +198,17 @@ pub struct IntInfo {
     pub dtype: DType,
 }
 
-/// `finfo(dtype)` for `f32` and `f64`.
+/// `finfo(dtype)` for `f32` and `f64`; a complex dtype gives its parts' (the standard's
+/// rule: `finfo(complex64).dtype` is `float32`).
 pub fn finfo(d: DType) -> Result<FloatInfo> {
-    match d {
+    match d.real_part() {
         Scalar::F32 => Ok(FloatInfo {
             bits: 32,
             eps: f32::EPSILON as f64,
             max: f32::MAX as f64,
             min: f32::MIN as f64,
             smallest_normal: f32::MIN_POSITIVE as f64,
-            dtype: d,
+            dtype: Scalar::F32,
         }),
         Scalar::F64 => Ok(FloatInfo {
             bits: 64,
@@ -191,7 +216,7 @@ pub fn finfo(d: DType) -> Result<FloatInfo> {
             max: f64::MAX,
             min: f64::MIN,
             smallest_normal: f64::MIN_POSITIVE,
-            dtype: d,
+            dtype: Scalar::F64,
         }),
         _ => Err(dtype_error("finfo", format!("{} is not a floating-point dtype", d.numpy_name()))),
     }
@@ -220,7 +245,7 @@ pub enum Kind {
     Integral,
     /// `f32`, `f64`.
     RealFloating,
-    /// Complex floats (Strata has none).
+    /// `c64`, `c128`.
     ComplexFloating,
     /// Integers and floats.
     Numeric,
@@ -253,7 +278,7 @@ pub fn isdtype(d: DType, kinds: &[Kind]) -> bool {
         Kind::UnsignedInteger => d.is_integer() && !d.is_signed(),
         Kind::Integral => d.is_integer(),
         Kind::RealFloating => d.is_float(),
-        Kind::ComplexFloating => false,
+        Kind::ComplexFloating => d.is_complex(),
         Kind::Numeric => d != Scalar::Bool,
         Kind::Exactly(e) => d == *e,
     })

@@ -50,7 +50,11 @@ impl Args<'_> {
         if let Some(i) = v.get("int") {
             return Some(Weak::Int(i.as_i64()?));
         }
-        v.get("float").map(|f| Weak::Float(f.as_str().expect("float as text").parse().expect("a float")))
+        let float = |f: &Value| -> f64 { f.as_str().expect("float as text").parse().expect("a float") };
+        if let Some(c) = v.get("complex") {
+            return Some(Weak::Complex(float(&c[0]), float(&c[1])));
+        }
+        v.get("float").map(|f| Weak::Float(float(f)))
     }
     fn weak(&self, k: &str) -> Weak {
         Args::weak_of(self.get(k)).unwrap_or_else(|| panic!("`{k}` is not a scalar"))
@@ -364,29 +368,30 @@ fn compare(got: &Array, want_file: &Path, tol: &str) -> Option<String> {
         _ => unreachable!(),
     };
     let (Data::Scalars(gc), Data::Scalars(wc)) = (&g.data, &w.data) else { unreachable!() };
-    let is_f32 = got.dtype() == strata_ir::Scalar::F32;
-    let maxabs = (0..wc.len()).map(|i| wc.get(i).as_f64().abs()).filter(|x| x.is_finite()).fold(0.0, f64::max);
+    let is_f32 = got.dtype().real_part() == strata_ir::Scalar::F32;
+    let maxabs = (0..wc.len()).map(|i| wc.get(i).as_c128().norm()).filter(|x| x.is_finite()).fold(0.0, f64::max);
+    let eps = if is_f32 { f32::EPSILON as f64 } else { f64::EPSILON };
     for i in 0..wc.len() {
         let (x, y) = (gc.get(i), wc.get(i));
         let ok = match (x, y) {
-            (Sv::F32(_) | Sv::F64(_), _) => {
-                let (a, b) = (x.as_f64(), y.as_f64());
-                if tol == "zero" && a == 0.0 && b == 0.0 {
-                    true
-                } else if a.is_nan()
-                    || b.is_nan()
-                    || a.is_infinite()
-                    || b.is_infinite()
-                    || tol == "exact"
-                    || tol == "zero"
-                {
-                    a == b && a.is_sign_negative() == b.is_sign_negative() || (a.is_nan() && b.is_nan())
-                } else if tol == "ulp" {
-                    a == b || ulps(a, b, is_f32) <= 4.0
-                } else {
-                    (a - b).abs() <= maxabs * if is_f32 { 1e-5 } else { 1e-12 }
-                }
+            (Sv::C64(_) | Sv::C128(_), _) if tol == "special" => {
+                // Which parts are NaN, infinite or finite (signs of NaN and zero parts, and the
+                // digits, differ among correct implementations of Annex G).
+                let class = |v: f64| (v.is_nan(), v.is_infinite());
+                let (a, b) = (x.as_c128(), y.as_c128());
+                let finite = a.re.is_finite() && a.im.is_finite() && b.re.is_finite() && b.im.is_finite();
+                (class(a.re), class(a.im)) == (class(b.re), class(b.im))
+                    && (!finite || (a - b).norm() <= 8.0 * eps * b.norm().max(1.0))
             }
+            (Sv::C64(_) | Sv::C128(_), _) if tol == "cplx" => {
+                let (a, b) = (x.as_c128(), y.as_c128());
+                (a - b).norm() <= 8.0 * eps * b.norm()
+            }
+            (Sv::C64(_) | Sv::C128(_), _) => {
+                let (a, b) = (x.as_c128(), y.as_c128());
+                part_ok(a.re, b.re, tol, is_f32, maxabs) && part_ok(a.im, b.im, tol, is_f32, maxabs)
+            }
+            (Sv::F32(_) | Sv::F64(_), _) => part_ok(x.as_f64(), y.as_f64(), tol, is_f32, maxabs),
             _ => x == y,
         };
         if !ok {
@@ -394,6 +399,19 @@ fn compare(got: &Array, want_file: &Path, tol: &str) -> Option<String> {
         }
     }
     None
+}
+
+/// Whether the float `a` is numpy's `b` under tolerance `tol` (see the oracle's docs).
+fn part_ok(a: f64, b: f64, tol: &str, is_f32: bool, maxabs: f64) -> bool {
+    if tol == "zero" && a == 0.0 && b == 0.0 {
+        true
+    } else if a.is_nan() || b.is_nan() || a.is_infinite() || b.is_infinite() || tol == "exact" || tol == "zero" {
+        a == b && a.is_sign_negative() == b.is_sign_negative() || (a.is_nan() && b.is_nan())
+    } else if tol == "ulp" {
+        a == b || ulps(a, b, is_f32) <= 4.0
+    } else {
+        (a - b).abs() <= maxabs * if is_f32 { 1e-5 } else { 1e-12 }
+    }
 }
 
 fn run_case(dir: &Path, case: &Value) -> Option<String> {

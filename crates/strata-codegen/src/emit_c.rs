@@ -47,6 +47,8 @@ pub fn c_type(s: Scalar) -> &'static str {
         Scalar::U64 => "uint64_t",
         Scalar::F32 => "float",
         Scalar::F64 => "double",
+        Scalar::C64 => "float _Complex",
+        Scalar::C128 => "double _Complex",
     }
 }
 

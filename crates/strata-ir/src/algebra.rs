@@ -5,8 +5,8 @@
 
 use crate::{BinaryOp, BuiltinRing, Scalar};
 
-/// The smallest and largest value of an integer type (`index` is 64-bit); `None` for floats and
-/// `bool`.
+/// The smallest and largest value of an integer type (`index` is 64-bit); `None` for floats,
+/// complex types and `bool`.
 pub fn int_range(s: Scalar) -> Option<(i128, i128)> {
     Some(match s {
         Scalar::I8 => (i8::MIN.into(), i8::MAX.into()),
@@ -17,11 +17,12 @@ pub fn int_range(s: Scalar) -> Option<(i128, i128)> {
         Scalar::U16 => (0, u16::MAX.into()),
         Scalar::U32 => (0, u32::MAX.into()),
         Scalar::U64 => (0, u64::MAX.into()),
-        Scalar::Bool | Scalar::F32 | Scalar::F64 => return None,
+        Scalar::Bool | Scalar::F32 | Scalar::F64 | Scalar::C64 | Scalar::C128 => return None,
     })
 }
 
-/// A constant of some scalar type, by kind (converted to the type by each backend).
+/// A constant of some scalar type, by kind (converted to the type by each backend; a `Float`
+/// of a complex type is its real part, with a zero imaginary part).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Constant {
     /// A float (±∞ included).
@@ -53,7 +54,10 @@ pub fn highest(s: Scalar) -> Constant {
 /// The identity of the folding operation `op` on `s` (`x op identity = x` for every `x`), if
 /// it has one there.
 pub fn identity(op: BinaryOp, s: Scalar) -> Option<Constant> {
-    let zero = if s.is_float() {
+    if s.is_complex() && !matches!(op, BinaryOp::Plus | BinaryOp::Multiplies) {
+        return None;
+    }
+    let zero = if s.is_inexact() {
         Constant::Float(0.0)
     } else if s == Scalar::Bool {
         Constant::Bool(false)
@@ -62,7 +66,7 @@ pub fn identity(op: BinaryOp, s: Scalar) -> Option<Constant> {
     };
     Some(match op {
         BinaryOp::Plus | BinaryOp::BitOr | BinaryOp::BitXor => zero,
-        BinaryOp::Multiplies if s.is_float() => Constant::Float(1.0),
+        BinaryOp::Multiplies if s.is_inexact() => Constant::Float(1.0),
         BinaryOp::Multiplies if s == Scalar::Bool => return None,
         BinaryOp::Multiplies => Constant::Int(1),
         BinaryOp::Maximum => lowest(s),
@@ -121,6 +125,8 @@ mod tests {
         assert_eq!(identity(BinaryOp::BitAnd, Scalar::U8), Some(Constant::Int(255)));
         assert_eq!(identity(BinaryOp::BitAnd, Scalar::I32), Some(Constant::Int(-1)));
         assert_eq!(identity(BinaryOp::Minus, Scalar::F64), None);
+        assert_eq!(identity(BinaryOp::Multiplies, Scalar::C64), Some(Constant::Float(1.0)));
+        assert_eq!(identity(BinaryOp::Maximum, Scalar::C128), None);
         assert_eq!(BuiltinRing::MaxPlus.zero(Scalar::F64), Constant::Float(f64::NEG_INFINITY));
         assert_eq!(BuiltinRing::MinPlus.zero(Scalar::I64), Constant::Int(i64::MAX as i128));
         assert_eq!(BuiltinRing::OrAnd.zero(Scalar::Bool), Constant::Bool(false));

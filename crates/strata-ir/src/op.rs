@@ -110,6 +110,12 @@ keyword_enum! {
         SignBit = "signbit",
         /// Bitwise complement (integers; logical not on `bool`).
         BitNot = "bit_not",
+        /// The real part (numeric → the real type of its parts; a real value is its own).
+        Real = "real",
+        /// The imaginary part (numeric → the real type of its parts; zero for a real value).
+        Imag = "imag",
+        /// The complex conjugate (numeric; a real value is its own).
+        Conj = "conj",
     }
 }
 
@@ -118,9 +124,11 @@ keyword_enum! {
 pub enum UnaryDomain {
     /// `bool` only.
     Bool,
-    /// Any numeric type.
+    /// Any numeric type (complex included).
     Numeric,
-    /// Float types only.
+    /// Real and complex floating types.
+    Inexact,
+    /// Real floating types only.
     Float,
     /// Integer types and `bool`.
     Bits,
@@ -131,17 +139,43 @@ impl UnaryOp {
     pub fn domain(self) -> UnaryDomain {
         match self {
             UnaryOp::Not => UnaryDomain::Bool,
-            UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Sign | UnaryOp::IsNan | UnaryOp::IsInf | UnaryOp::IsFinite => {
-                UnaryDomain::Numeric
-            }
+            UnaryOp::Neg
+            | UnaryOp::Abs
+            | UnaryOp::Sign
+            | UnaryOp::IsNan
+            | UnaryOp::IsInf
+            | UnaryOp::IsFinite
+            | UnaryOp::Real
+            | UnaryOp::Imag
+            | UnaryOp::Conj => UnaryDomain::Numeric,
             UnaryOp::BitNot => UnaryDomain::Bits,
-            _ => UnaryDomain::Float,
+            UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Trunc | UnaryOp::Cbrt | UnaryOp::Gamma | UnaryOp::SignBit => {
+                UnaryDomain::Float
+            }
+            _ => UnaryDomain::Inexact,
         }
     }
 
-    /// Whether the op is only defined on floats.
+    /// Whether the op is only defined on (real or complex) floats.
     pub fn float_only(self) -> bool {
-        self.domain() == UnaryDomain::Float
+        matches!(self.domain(), UnaryDomain::Float | UnaryDomain::Inexact)
+    }
+
+    /// Whether the result on a complex operand is the real type of its parts (`abs`, `real`,
+    /// `imag`); on other operands these keep the operand type.
+    pub fn drops_imaginary(self) -> bool {
+        matches!(self, UnaryOp::Abs | UnaryOp::Real | UnaryOp::Imag)
+    }
+
+    /// The result's element type on an operand of type `s` (after the domain check).
+    pub fn result(self, s: Scalar) -> Scalar {
+        if self.is_test() {
+            Scalar::Bool
+        } else if self.drops_imaginary() {
+            s.real_part()
+        } else {
+            s
+        }
     }
 
     /// Whether the result is `bool` (a test) rather than the operand type.
@@ -252,6 +286,20 @@ impl BinaryOp {
         matches!(
             self,
             BinaryOp::Atan2 | BinaryOp::Hypot | BinaryOp::CopySign | BinaryOp::LogAddExp | BinaryOp::NextAfter
+        )
+    }
+
+    /// Whether the op is defined on complex operands: `+ - * / **`, `eq` and `ne`.
+    pub fn takes_complex(self) -> bool {
+        matches!(
+            self,
+            BinaryOp::Plus
+                | BinaryOp::Minus
+                | BinaryOp::Multiplies
+                | BinaryOp::Divides
+                | BinaryOp::Power
+                | BinaryOp::Eq
+                | BinaryOp::Ne
         )
     }
 

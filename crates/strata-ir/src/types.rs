@@ -40,13 +40,17 @@ pub enum Scalar {
     F32,
     /// `f64`
     F64,
+    /// `c64`: a complex number of two `f32` (real part first, as C's `float _Complex`).
+    C64,
+    /// `c128`: a complex number of two `f64` (real part first, as C's `double _Complex`).
+    C128,
     /// `index`: a signed 64-bit position or extent.
     Index,
 }
 
 impl Scalar {
     /// Every scalar type, in the order the text format lists them.
-    pub const ALL: [Scalar; 12] = [
+    pub const ALL: [Scalar; 14] = [
         Scalar::Bool,
         Scalar::I8,
         Scalar::I16,
@@ -58,6 +62,8 @@ impl Scalar {
         Scalar::U64,
         Scalar::F32,
         Scalar::F64,
+        Scalar::C64,
+        Scalar::C128,
         Scalar::Index,
     ];
 
@@ -75,6 +81,8 @@ impl Scalar {
             Scalar::U64 => "u64",
             Scalar::F32 => "f32",
             Scalar::F64 => "f64",
+            Scalar::C64 => "c64",
+            Scalar::C128 => "c128",
             Scalar::Index => "index",
         }
     }
@@ -98,6 +106,8 @@ impl Scalar {
             Scalar::U64 => "uint64",
             Scalar::F32 => "float32",
             Scalar::F64 => "float64",
+            Scalar::C64 => "complex64",
+            Scalar::C128 => "complex128",
         }
     }
 
@@ -107,18 +117,48 @@ impl Scalar {
             Scalar::Bool | Scalar::I8 | Scalar::U8 => 1,
             Scalar::I16 | Scalar::U16 => 2,
             Scalar::I32 | Scalar::U32 | Scalar::F32 => 4,
-            Scalar::I64 | Scalar::U64 | Scalar::F64 | Scalar::Index => 8,
+            Scalar::I64 | Scalar::U64 | Scalar::F64 | Scalar::C64 | Scalar::Index => 8,
+            Scalar::C128 => 16,
         }
     }
 
-    /// `f32` or `f64`.
+    /// `f32` or `f64` (the real floating types).
     pub fn is_float(self) -> bool {
         matches!(self, Scalar::F32 | Scalar::F64)
     }
 
-    /// Any integer type, `index` included (not `bool`).
+    /// `c64` or `c128`.
+    pub fn is_complex(self) -> bool {
+        matches!(self, Scalar::C64 | Scalar::C128)
+    }
+
+    /// A real or complex floating type: the types the transcendental builtins take.
+    pub fn is_inexact(self) -> bool {
+        self.is_float() || self.is_complex()
+    }
+
+    /// The type of a complex type's parts (`c64` → `f32`, `c128` → `f64`); other types are
+    /// their own real type.
+    pub fn real_part(self) -> Scalar {
+        match self {
+            Scalar::C64 => Scalar::F32,
+            Scalar::C128 => Scalar::F64,
+            s => s,
+        }
+    }
+
+    /// The complex type whose parts are this float type (`f32` → `c64`, `f64` → `c128`).
+    pub fn complex_of(self) -> Option<Scalar> {
+        match self {
+            Scalar::F32 | Scalar::C64 => Some(Scalar::C64),
+            Scalar::F64 | Scalar::C128 => Some(Scalar::C128),
+            _ => None,
+        }
+    }
+
+    /// Any integer type, `index` included (not `bool`, floats or complex).
     pub fn is_integer(self) -> bool {
-        !self.is_float() && self != Scalar::Bool
+        !self.is_inexact() && self != Scalar::Bool
     }
 
     /// The signed integer types (`index` included).

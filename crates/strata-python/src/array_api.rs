@@ -62,7 +62,7 @@ fn place(device: Option<Dev>) -> Place {
     }
 }
 
-/// A Python scalar (bool, int, float) as a weak operand.
+/// A Python scalar (bool, int, float, complex) as a weak operand.
 fn weak(v: &Bound<'_, PyAny>) -> R<Weak> {
     if let Ok(b) = v.cast::<pyo3::types::PyBool>() {
         return Ok(Weak::Bool(b.is_true()));
@@ -74,6 +74,9 @@ fn weak(v: &Bound<'_, PyAny>) -> R<Weak> {
     }
     if v.is_instance_of::<pyo3::types::PyInt>() {
         return Err(PyValueError::new_err(format!("the integer {v} does not fit 64 bits")));
+    }
+    if let Ok(c) = v.cast::<pyo3::types::PyComplex>() {
+        return Ok(Weak::Complex(c.real(), c.imag()));
     }
     v.extract::<f64>()
         .map(Weak::Float)
@@ -157,6 +160,8 @@ impl PyArr {
             S::U64 => out!(u64),
             S::F32 => out!(f32),
             S::F64 => out!(f64),
+            S::C64 => out!(num_complex::Complex32),
+            S::C128 => out!(num_complex::Complex64),
         })
     }
 }
@@ -185,6 +190,8 @@ macro_rules! numpy_values {
             "uint64" => read!(u64),
             "float32" => read!(f32),
             "float64" => read!(f64),
+            "complex64" => read!(num_complex::Complex32),
+            "complex128" => read!(num_complex::Complex64),
             other => return Err(PyTypeError::new_err(format!("dtype {other} is not an array-API dtype Strata has"))),
         }
     }};

@@ -36,6 +36,8 @@ macro_rules! by_scalar {
             Scalar::U64 => $m!(u64),
             Scalar::F32 => $m!(f32),
             Scalar::F64 => $m!(f64),
+            Scalar::C64 => $m!(num_complex::Complex32),
+            Scalar::C128 => $m!(num_complex::Complex64),
         }
     };
 }
@@ -64,6 +66,8 @@ fn scalar_of(d: &Bound<'_, numpy::PyArrayDescr>) -> Option<Scalar> {
         (b'u', 8) => Scalar::U64,
         (b'f', 4) => Scalar::F32,
         (b'f', 8) => Scalar::F64,
+        (b'c', 8) => Scalar::C64,
+        (b'c', 16) => Scalar::C128,
         _ => return None,
     })
 }
@@ -249,6 +253,8 @@ fn column(obj: &Bound<'_, PyAny>, what: &str, scalar: Scalar, shape: &[usize]) -
         Scalar::U64 => read!(u64, U64),
         Scalar::F32 => read!(f32, F32),
         Scalar::F64 => read!(f64, F64),
+        Scalar::C64 => read!(num_complex::Complex32, C64),
+        Scalar::C128 => read!(num_complex::Complex64, C128),
     })
 }
 
@@ -397,10 +403,16 @@ fn python_number(obj: &Bound<'_, PyAny>, what: &str, s: Scalar) -> PyResult<Opti
         return Ok(Some(Sv::from_f64(s, v as f64)));
     }
     if obj.is_exact_instance_of::<PyFloat>() {
-        if !s.is_float() {
+        if !s.is_inexact() {
             return Err(refused("float"));
         }
         return Ok(Some(Sv::from_f64(s, obj.extract()?)));
+    }
+    if let Ok(c) = obj.cast_exact::<pyo3::types::PyComplex>() {
+        if !s.is_complex() {
+            return Err(refused("complex"));
+        }
+        return Ok(Some(Sv::C128(num_complex::Complex64::new(c.real(), c.imag())).cast(s)));
     }
     Ok(None)
 }
@@ -480,6 +492,8 @@ fn array(py: Python<'_>, col: Column, shape: &[usize]) -> PyResult<Py<PyAny>> {
         Column::U64(v) => arr!(v),
         Column::F32(v) => arr!(v),
         Column::F64(v) => arr!(v),
+        Column::C64(v) => arr!(v),
+        Column::C128(v) => arr!(v),
     })
 }
 

@@ -150,7 +150,7 @@ fn literal(value: &Bound<'_, PyAny>, s: Scalar) -> PyResult<Literal> {
     }
     Ok(match s {
         Scalar::Bool => Literal::Bool(value.is_truthy()?),
-        s if s.is_float() => Literal::Float(value.extract::<f64>()?),
+        s if s.is_inexact() => Literal::Float(value.extract::<f64>()?),
         _ if value.is_instance_of::<PyBool>() || value.is_instance_of::<PyInt>() => Literal::Int(value.extract()?),
         _ if value.is_instance_of::<PyFloat>() => {
             let x: f64 = value.extract()?;

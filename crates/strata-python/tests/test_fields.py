@@ -228,6 +228,9 @@ def test_fields_dropped_on_another_thread_and_refused_there():
     t.join()
     assert errors == ["a field expression is used on a thread other than the one that built it"]
 
+    # Garbage other tests left in reference cycles (their arrays belong to this thread) is
+    # collected here first, so the other thread's collection frees only the field below.
+    gc.collect()
     unraisable = []
     old, sys.unraisablehook = sys.unraisablehook, unraisable.append
     try:

@@ -24,7 +24,7 @@ macro_rules! elements {
     };
 }
 elements!(bool => Bool, i8 => I8, i16 => I16, i32 => I32, i64 => I64, u8 => U8, u16 => U16, u32 => U32,
-          u64 => U64, f32 => F32, f64 => F64);
+          u64 => U64, f32 => F32, f64 => F64, num_complex::Complex32 => C64, num_complex::Complex64 => C128);
 
 /// A read-only view of `len` values of type `scalar` that stay valid and unchanged for `'a`.
 #[derive(Clone, Copy, Debug)]
@@ -111,6 +111,8 @@ impl<'a> ColumnRef<'a> {
             Scalar::U64 => at!(u64, U64),
             Scalar::F32 => at!(f32, F32),
             Scalar::F64 => at!(f64, F64),
+            Scalar::C64 => at!(num_complex::Complex32, C64),
+            Scalar::C128 => at!(num_complex::Complex64, C128),
         }
     }
 

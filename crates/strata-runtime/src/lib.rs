@@ -13,6 +13,7 @@
 
 pub mod aligned;
 pub mod column_ref;
+pub mod complex;
 pub mod dist;
 pub mod npy;
 pub mod random;

@@ -75,10 +75,13 @@ pub fn descr(s: Scalar) -> &'static str {
         Scalar::U64 => "<u8",
         Scalar::F32 => "<f4",
         Scalar::F64 => "<f8",
+        Scalar::C64 => "<c8",
+        Scalar::C128 => "<c16",
     }
 }
 
-fn scalar_of_descr(descr: &str) -> Option<Scalar> {
+/// The scalar type of numpy's type string (`<f8`, `|b1`, `<c16`, …), if Strata has it.
+pub fn scalar_of_descr(descr: &str) -> Option<Scalar> {
     let body = descr.trim_start_matches(['<', '>', '|', '=']);
     Some(match body {
         "b1" => Scalar::Bool,
@@ -92,6 +95,8 @@ fn scalar_of_descr(descr: &str) -> Option<Scalar> {
         "u8" => Scalar::U64,
         "f4" => Scalar::F32,
         "f8" => Scalar::F64,
+        "c8" => Scalar::C64,
+        "c16" => Scalar::C128,
         _ => return None,
     })
 }
@@ -142,6 +147,8 @@ pub(crate) fn read_column<R: std::io::Read>(
         Scalar::U64 => read!(u64, U64),
         Scalar::F32 => read!(f32, F32),
         Scalar::F64 => read!(f64, F64),
+        Scalar::C64 => read!(num_complex::Complex32, C64),
+        Scalar::C128 => read!(num_complex::Complex64, C128),
     };
     // A file longer than its header says is not what it claims to be (a truncated write of
     // another array, a concatenation): refused like a short one.
@@ -187,6 +194,8 @@ pub(crate) fn write_column<W: std::io::Write>(w: W, col: &Column, shape: &[u64])
         Column::U64(v) => write!(v, u64),
         Column::F32(v) => write!(v, f32),
         Column::F64(v) => write!(v, f64),
+        Column::C64(v) => write!(v, num_complex::Complex32),
+        Column::C128(v) => write!(v, num_complex::Complex64),
     }
 }
 

@@ -7,7 +7,10 @@
 
 use std::fmt;
 
+use num_complex::{Complex32, Complex64};
 use strata_ir::{BinaryOp, Literal, Scalar, UnaryOp};
+
+use crate::complex;
 
 /// One scalar value with its type.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -34,6 +37,10 @@ pub enum Sv {
     F32(f32),
     /// `f64`
     F64(f64),
+    /// `c64`
+    C64(Complex32),
+    /// `c128`
+    C128(Complex64),
     /// `index`
     Index(i64),
 }
@@ -132,6 +139,8 @@ impl Sv {
             Sv::U64(_) => Scalar::U64,
             Sv::F32(_) => Scalar::F32,
             Sv::F64(_) => Scalar::F64,
+            Sv::C64(_) => Scalar::C64,
+            Sv::C128(_) => Scalar::C128,
             Sv::Index(_) => Scalar::Index,
         }
     }
@@ -148,6 +157,8 @@ impl Sv {
             Sv::Bool(b) => !b,
             Sv::F32(x) => x == 0.0,
             Sv::F64(x) => x == 0.0,
+            Sv::C64(z) => z.re == 0.0 && z.im == 0.0,
+            Sv::C128(z) => z.re == 0.0 && z.im == 0.0,
             other => other.as_i128() == 0,
         }
     }
@@ -166,6 +177,8 @@ impl Sv {
             Scalar::U64 => Sv::U64(v as u64),
             Scalar::F32 => Sv::F32(v as f32),
             Scalar::F64 => Sv::F64(v as f64),
+            Scalar::C64 => Sv::C64(Complex32::new(v as f32, 0.0)),
+            Scalar::C128 => Sv::C128(Complex64::new(v as f64, 0.0)),
             Scalar::Index => Sv::Index(v as i64),
         }
     }
@@ -194,6 +207,8 @@ impl Sv {
             Scalar::U64 => Sv::U64(v as u64),
             Scalar::F32 => Sv::F32(v as f32),
             Scalar::F64 => Sv::F64(v),
+            Scalar::C64 => Sv::C64(Complex32::new(v as f32, 0.0)),
+            Scalar::C128 => Sv::C128(Complex64::new(v, 0.0)),
             Scalar::Index => Sv::Index(v as i64),
         }
     }
@@ -203,22 +218,33 @@ impl Sv {
         match (lit, s) {
             (Literal::Bool(b), Scalar::Bool) => Some(Sv::Bool(*b)),
             (Literal::Int(i), s) if s != Scalar::Bool => Some(Sv::from_i128(s, *i as i128)),
-            (Literal::Float(x), s) if s.is_float() => Some(Sv::from_f64(s, *x)),
+            (Literal::Float(x), s) if s.is_inexact() => Some(Sv::from_f64(s, *x)),
             _ => None,
         }
     }
 
-    /// The value as a float.
+    /// The value as a float (a complex value's real part).
     pub fn as_f64(self) -> f64 {
         match self {
             Sv::Bool(b) => b as u8 as f64,
             Sv::F32(x) => x as f64,
             Sv::F64(x) => x,
+            Sv::C64(z) => z.re as f64,
+            Sv::C128(z) => z.re,
             other => other.as_i128() as f64,
         }
     }
 
-    /// The value as a wide integer (floats truncate).
+    /// The value as a complex number of `f64` parts (a real value's imaginary part is 0).
+    pub fn as_c128(self) -> Complex64 {
+        match self {
+            Sv::C64(z) => Complex64::new(z.re as f64, z.im as f64),
+            Sv::C128(z) => z,
+            other => Complex64::new(other.as_f64(), 0.0),
+        }
+    }
+
+    /// The value as a wide integer (floats truncate; a complex value's real part).
     pub fn as_i128(self) -> i128 {
         match self {
             Sv::Bool(b) => b as i128,
@@ -232,12 +258,23 @@ impl Sv {
             Sv::U64(v) => v as i128,
             Sv::F32(x) => x as i128,
             Sv::F64(x) => x as i128,
+            Sv::C64(z) => z.re as i128,
+            Sv::C128(z) => z.re as i128,
         }
     }
 
-    /// Conversion to another scalar type (`cast`).
+    /// Conversion to another scalar type (`cast`): to a complex type, the value with a zero
+    /// imaginary part; from one, to `bool` whether it is nonzero (the verifier refuses other
+    /// casts that drop an imaginary part; the real part is taken if one runs anyway).
     pub fn cast(self, to: Scalar) -> Sv {
         match self {
+            _ if to == Scalar::C64 => {
+                let z = self.as_c128();
+                Sv::C64(Complex32::new(z.re as f32, z.im as f32))
+            }
+            _ if to == Scalar::C128 => Sv::C128(self.as_c128()),
+            Sv::C64(_) | Sv::C128(_) if to == Scalar::Bool => Sv::Bool(!self.is_zero()),
+            Sv::C64(_) | Sv::C128(_) => Sv::from_f64(to, self.as_f64()),
             Sv::F32(_) | Sv::F64(_) => Sv::from_f64(to, self.as_f64()),
             _ if to.is_float() => Sv::from_f64(to, self.as_f64()),
             _ => Sv::from_i128(to, self.as_i128()),
@@ -255,6 +292,24 @@ impl Sv {
     /// Applies a unary builtin (operand type checked by the verifier).
     pub fn unary(self, op: UnaryOp) -> Sv {
         match (op, self) {
+            (op, Sv::C64(z)) => {
+                let r = complex::unary32(op, z);
+                match op.result(Scalar::C64) {
+                    Scalar::C64 => Sv::C64(r),
+                    Scalar::Bool => Sv::Bool(r.re != 0.0),
+                    _ => Sv::F32(r.re),
+                }
+            }
+            (op, Sv::C128(z)) => {
+                let r = complex::unary64(op, z);
+                match op.result(Scalar::C128) {
+                    Scalar::C128 => Sv::C128(r),
+                    Scalar::Bool => Sv::Bool(r.re != 0.0),
+                    _ => Sv::F64(r.re),
+                }
+            }
+            (UnaryOp::Real | UnaryOp::Conj, v) => v,
+            (UnaryOp::Imag, v) => Sv::zero(v.scalar()),
             (UnaryOp::Not, Sv::Bool(b)) => Sv::Bool(!b),
             (UnaryOp::Neg, Sv::F32(x)) => Sv::F32(-x),
             (UnaryOp::Neg, Sv::F64(x)) => Sv::F64(-x),
@@ -297,6 +352,11 @@ impl Sv {
     pub fn binary(self, op: BinaryOp, other: Sv) -> Result<Sv, ScalarError> {
         use strata_ir::BinaryClass::*;
         match op.class() {
+            Comparison if self.scalar().is_complex() => {
+                let (a, b) = (self.as_c128(), other.as_c128());
+                let eq = a.re == b.re && a.im == b.im;
+                Ok(Sv::Bool(if op == BinaryOp::Ne { !eq } else { eq }))
+            }
             Comparison => Ok(Sv::Bool(self.compare(op, other))),
             Logical => {
                 let (a, b) = (self.as_bool().unwrap_or(false), other.as_bool().unwrap_or(false));
@@ -316,6 +376,20 @@ impl Sv {
                 (a, _) => a,
             }),
             Arithmetic => Ok(match (self, other) {
+                (Sv::C64(a), Sv::C64(b)) => Sv::C64(match op {
+                    BinaryOp::Plus => a + b,
+                    BinaryOp::Minus => a - b,
+                    BinaryOp::Multiplies => complex::mul32(a, b),
+                    BinaryOp::Divides => complex::div32(a, b),
+                    _ => complex::pow32(a, b),
+                }),
+                (Sv::C128(a), Sv::C128(b)) => Sv::C128(match op {
+                    BinaryOp::Plus => a + b,
+                    BinaryOp::Minus => a - b,
+                    BinaryOp::Multiplies => complex::mul64(a, b),
+                    BinaryOp::Divides => complex::div64(a, b),
+                    _ => complex::pow64(a, b),
+                }),
                 (Sv::F32(a), Sv::F32(b)) => Sv::F32(float_arith!(op, a, b)),
                 (Sv::F64(a), Sv::F64(b)) => Sv::F64(float_arith!(op, a, b)),
                 (Sv::I8(a), Sv::I8(b)) => Sv::I8(int_arith!(op, a, b, "i8")),
@@ -525,7 +599,10 @@ fn float_unary(op: UnaryOp, x: f64) -> f64 {
         | UnaryOp::IsInf
         | UnaryOp::IsFinite
         | UnaryOp::SignBit
-        | UnaryOp::BitNot => x,
+        | UnaryOp::BitNot
+        | UnaryOp::Real
+        | UnaryOp::Imag
+        | UnaryOp::Conj => x,
     }
 }
 
@@ -535,6 +612,8 @@ impl fmt::Display for Sv {
             Sv::Bool(b) => write!(f, "{}", if *b { "True" } else { "False" }),
             Sv::F32(x) => write!(f, "{x}"),
             Sv::F64(x) => write!(f, "{x}"),
+            Sv::C64(z) => write!(f, "({}{:+}j)", z.re, z.im),
+            Sv::C128(z) => write!(f, "({}{:+}j)", z.re, z.im),
             other => write!(f, "{}", other.as_i128()),
         }
     }
@@ -565,6 +644,10 @@ pub enum Column {
     F32(Vec<f32>),
     /// `f64`
     F64(Vec<f64>),
+    /// `c64`
+    C64(Vec<Complex32>),
+    /// `c128`
+    C128(Vec<Complex64>),
     /// `index`
     Index(Vec<i64>),
 }
@@ -583,6 +666,8 @@ macro_rules! column_dispatch {
             Column::U64($v) => $body,
             Column::F32($v) => $body,
             Column::F64($v) => $body,
+            Column::C64($v) => $body,
+            Column::C128($v) => $body,
             Column::Index($v) => $body,
         }
     };
@@ -613,6 +698,8 @@ impl Column {
             Scalar::U64 => Column::U64(vec![0; n]),
             Scalar::F32 => Column::F32(vec![0.0; n]),
             Scalar::F64 => Column::F64(vec![0.0; n]),
+            Scalar::C64 => Column::C64(vec![Complex32::new(0.0, 0.0); n]),
+            Scalar::C128 => Column::C128(vec![Complex64::new(0.0, 0.0); n]),
             Scalar::Index => Column::Index(vec![0; n]),
         }
     }
@@ -640,6 +727,8 @@ impl Column {
             Column::U64(_) => Scalar::U64,
             Column::F32(_) => Scalar::F32,
             Column::F64(_) => Scalar::F64,
+            Column::C64(_) => Scalar::C64,
+            Column::C128(_) => Scalar::C128,
             Column::Index(_) => Scalar::Index,
         }
     }
@@ -673,6 +762,8 @@ impl Column {
             Column::U64(v) => Sv::U64(v[i]),
             Column::F32(v) => Sv::F32(v[i]),
             Column::F64(v) => Sv::F64(v[i]),
+            Column::C64(v) => Sv::C64(v[i]),
+            Column::C128(v) => Sv::C128(v[i]),
             Column::Index(v) => Sv::Index(v[i]),
         }
     }
@@ -692,6 +783,8 @@ impl Column {
             (Column::U64(v), Sv::U64(x)) => v[i] = x,
             (Column::F32(v), Sv::F32(x)) => v[i] = x,
             (Column::F64(v), Sv::F64(x)) => v[i] = x,
+            (Column::C64(v), Sv::C64(x)) => v[i] = x,
+            (Column::C128(v), Sv::C128(x)) => v[i] = x,
             (Column::Index(v), Sv::Index(x)) => v[i] = x,
             _ => unreachable!("cast to the column type"),
         }
@@ -716,6 +809,8 @@ impl Column {
             (Column::U64(d), Column::U64(s)) => d[at..at + s.len()].copy_from_slice(s),
             (Column::F32(d), Column::F32(s)) => d[at..at + s.len()].copy_from_slice(s),
             (Column::F64(d), Column::F64(s)) => d[at..at + s.len()].copy_from_slice(s),
+            (Column::C64(d), Column::C64(s)) => d[at..at + s.len()].copy_from_slice(s),
+            (Column::C128(d), Column::C128(s)) => d[at..at + s.len()].copy_from_slice(s),
             (Column::Index(d), Column::Index(s)) => d[at..at + s.len()].copy_from_slice(s),
             _ => panic!("copy_from between columns of different types"),
         }
@@ -735,6 +830,8 @@ impl Column {
             Column::U64(v) => Column::U64(v[range].to_vec()),
             Column::F32(v) => Column::F32(v[range].to_vec()),
             Column::F64(v) => Column::F64(v[range].to_vec()),
+            Column::C64(v) => Column::C64(v[range].to_vec()),
+            Column::C128(v) => Column::C128(v[range].to_vec()),
             Column::Index(v) => Column::Index(v[range].to_vec()),
         }
     }

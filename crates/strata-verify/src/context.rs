@@ -210,7 +210,7 @@ impl<'m> Cx<'m> {
         match (&self.types[ty], lit) {
             (Type::Scalar(s), Literal::Bool(_)) => *s == Scalar::Bool,
             (Type::Scalar(s), Literal::Int(i)) => s.is_numeric() && int_fits(*s, *i),
-            (Type::Scalar(s), Literal::Float(_)) => s.is_float(),
+            (Type::Scalar(s), Literal::Float(_)) => s.is_inexact(),
             (Type::Tuple(fields), Literal::Tuple(items)) => {
                 fields.len() == items.len() && fields.iter().zip(items).all(|(f, i)| self.literal_fits(i, *f))
             }

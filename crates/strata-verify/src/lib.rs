@@ -99,7 +99,7 @@ fn verify_ring(
     let fits = match r.zero {
         strata_ir::Literal::Bool(_) => r.element == strata_ir::Scalar::Bool,
         strata_ir::Literal::Int(i) => r.element.is_numeric() && context::int_fits(r.element, i),
-        strata_ir::Literal::Float(_) => r.element.is_float(),
+        strata_ir::Literal::Float(_) => r.element.is_inexact(),
         strata_ir::Literal::Tuple(_) => false,
     };
     if !fits {

@@ -36,6 +36,12 @@ impl From<i64> for Operand<'_> {
     }
 }
 
+impl From<num_complex::Complex64> for Operand<'_> {
+    fn from(z: num_complex::Complex64) -> Self {
+        Operand::Scalar(Weak::Complex(z.re, z.im))
+    }
+}
+
 impl From<bool> for Operand<'_> {
     fn from(x: bool) -> Self {
         Operand::Scalar(Weak::Bool(x))
@@ -77,7 +83,7 @@ fn promoted(op: &'static str, a: Operand, b: Operand) -> Result<(Array, Array, D
 /// with `f32` where numpy would pick `f16`).
 pub(crate) fn float_for(d: DType) -> DType {
     match d {
-        Scalar::F32 | Scalar::F64 => d,
+        Scalar::F32 | Scalar::F64 | Scalar::C64 | Scalar::C128 => d,
         _ if d.size_bytes() <= 2 => Scalar::F32,
         _ => Scalar::F64,
     }
@@ -97,14 +103,29 @@ fn numeric_binary(op: &'static str, kw: &str, a: Operand, b: Operand) -> Result<
     elementwise(op, kw, &[&x, &y], d)
 }
 
+/// A binary function the standard defines on real numbers only (ordering, floor division).
+fn real_binary(op: &'static str, kw: &str, a: Operand, b: Operand) -> Result<Array> {
+    let (x, y, d) = promoted(op, a, b)?;
+    need(op, d != Scalar::Bool && !d.is_complex(), d, "real-valued dtypes")?;
+    elementwise(op, kw, &[&x, &y], d)
+}
+
 fn float_binary(op: &'static str, kw: &str, a: Operand, b: Operand) -> Result<Array> {
     let (x, y, d) = promoted(op, a, b)?;
+    need(op, !d.is_complex(), d, "real-valued dtypes")?;
     let f = float_for(d);
     elementwise(op, kw, &[&cast(&x, f), &cast(&y, f)], f)
 }
 
 fn comparison(op: &'static str, kw: &str, a: Operand, b: Operand) -> Result<Array> {
     let (x, y, _) = promoted(op, a, b)?;
+    elementwise(op, kw, &[&x, &y], Scalar::Bool)
+}
+
+/// `<`, `<=`, `>`, `>=`: complex numbers have no order.
+fn ordering(op: &'static str, kw: &str, a: Operand, b: Operand) -> Result<Array> {
+    let (x, y, d) = promoted(op, a, b)?;
+    need(op, !d.is_complex(), d, "real-valued dtypes")?;
     elementwise(op, kw, &[&x, &y], Scalar::Bool)
 }
 
@@ -156,13 +177,13 @@ binaries! {
     /// `a * b`.
     multiply => numeric_binary("multiplies");
     /// `floor(a / b)`; an integer divisor 0 gives 0 (numpy).
-    floor_divide => numeric_binary("floor_divide");
+    floor_divide => real_binary("floor_divide");
     /// `a - floor_divide(a, b) * b`, with the sign of `b`; an integer divisor 0 gives 0.
-    remainder => numeric_binary("remainder");
+    remainder => real_binary("remainder");
     /// The larger, NaN if either is.
-    maximum => numeric_binary("maximum");
+    maximum => real_binary("maximum");
     /// The smaller, NaN if either is.
-    minimum => numeric_binary("minimum");
+    minimum => real_binary("minimum");
     /// The angle of `(b, a)`.
     atan2 => float_binary("atan2");
     /// `sqrt(a² + b²)`.
@@ -178,13 +199,13 @@ binaries! {
     /// `a != b`.
     not_equal => comparison("ne");
     /// `a < b`.
-    less => comparison("less");
+    less => ordering("less");
     /// `a <= b`.
-    less_equal => comparison("less_equal");
+    less_equal => ordering("less_equal");
     /// `a > b`.
-    greater => comparison("greater");
+    greater => ordering("greater");
     /// `a >= b`.
-    greater_equal => comparison("greater_equal");
+    greater_equal => ordering("greater_equal");
     /// Bitwise and.
     bitwise_and => bits_binary("bit_and", true);
     /// Bitwise or.
@@ -206,7 +227,7 @@ binaries! {
 /// `a / b`: true division; integer operands are divided as floats (`f64`, numpy's choice).
 pub fn divide<'a>(a: impl Into<Operand<'a>>, b: impl Into<Operand<'a>>) -> Result<Array> {
     let (x, y, d) = promoted("divide", a.into(), b.into())?;
-    let f = if d.is_float() { d } else { Scalar::F64 };
+    let f = if d.is_inexact() { d } else { Scalar::F64 };
     elementwise("divide", "divides", &[&cast(&x, f), &cast(&y, f)], f)
 }
 
@@ -268,8 +289,9 @@ float_unaries! {
 macro_rules! roundings {
     ($($(#[$m:meta])* $name:ident => $kw:literal;)*) => {$(
         $(#[$m])*
-        /// Integers are returned unchanged.
+        /// Integers are returned unchanged; complex numbers are refused.
         pub fn $name(x: &Array) -> Result<Array> {
+            need(stringify!($name), !x.dtype().is_complex(), x.dtype(), "real-valued dtypes")?;
             if x.dtype().is_float() { unary(stringify!($name), $kw, x, x.dtype()) } else { Ok(x.clone()) }
         }
     )*};
@@ -282,13 +304,22 @@ roundings! {
     ceil => "ceil";
     /// Rounds toward zero.
     trunc => "trunc";
-    /// Rounds to the nearest integer, ties to even.
-    round => "round";
 }
 
-/// `|x|`.
+/// Rounds to the nearest integer, ties to even (both parts of a complex number); integers are
+/// returned unchanged.
+pub fn round(x: &Array) -> Result<Array> {
+    if x.dtype().is_inexact() {
+        unary("round", "round", x, x.dtype())
+    } else {
+        Ok(x.clone())
+    }
+}
+
+/// `|x|` (a complex number's modulus, of its parts' dtype).
 pub fn abs(x: &Array) -> Result<Array> {
-    numeric_unary("abs", "abs", x)
+    need("abs", x.dtype() != Scalar::Bool, x.dtype(), "numeric dtypes")?;
+    unary("abs", "abs", x, x.dtype().real_part())
 }
 
 /// `-x` (wrapping for integers).
@@ -307,7 +338,7 @@ pub fn square(x: &Array) -> Result<Array> {
     multiply(x, x)
 }
 
-/// −1, 0 or 1 (NaN stays NaN).
+/// −1, 0 or 1 (NaN stays NaN); `z / |z|` for a complex `z` (0 for 0).
 pub fn sign(x: &Array) -> Result<Array> {
     numeric_unary("sign", "sign", x)
 }
@@ -329,6 +360,7 @@ pub fn isfinite(x: &Array) -> Result<Array> {
 
 /// Whether the sign bit is set (`x < 0` for integers).
 pub fn signbit(x: &Array) -> Result<Array> {
+    need("signbit", !x.dtype().is_complex(), x.dtype(), "real-valued dtypes")?;
     if x.dtype().is_float() {
         unary("signbit", "signbit", x, Scalar::Bool)
     } else {
@@ -356,25 +388,48 @@ pub fn bitwise_invert(x: &Array) -> Result<Array> {
     unary("bitwise_invert", "bit_not", x, d)
 }
 
-/// The complex conjugate: the value itself for the real dtypes Strata has.
+/// The complex conjugate (the value itself for real dtypes).
 pub fn conj(x: &Array) -> Result<Array> {
-    Ok(x.clone())
+    if x.dtype().is_complex() {
+        unary("conj", "conj", x, x.dtype())
+    } else {
+        Ok(x.clone())
+    }
 }
 
-/// The real part: the value itself for real dtypes.
+/// The real part, of the parts' dtype (the value itself for real dtypes).
 pub fn real(x: &Array) -> Result<Array> {
-    Ok(x.clone())
+    if x.dtype().is_complex() {
+        unary("real", "real", x, x.dtype().real_part())
+    } else {
+        Ok(x.clone())
+    }
 }
 
-/// The imaginary part: zeros for real dtypes.
+/// The imaginary part, of the parts' dtype (zeros for real dtypes).
 pub fn imag(x: &Array) -> Result<Array> {
-    super::creation::zeros_like(x)
+    if x.dtype().is_complex() {
+        unary("imag", "imag", x, x.dtype().real_part())
+    } else {
+        super::creation::zeros_like(x)
+    }
 }
 
-/// Converts to `dtype` (float → integer truncates toward zero and saturates; NaN gives 0).
+/// Converts to `dtype` (float → integer truncates toward zero and saturates; NaN gives 0; a
+/// real value becomes a complex one with a zero imaginary part). A complex array converts only
+/// to a complex dtype or `bool` (the standard: take `real`, `imag` or `abs` first).
 pub fn astype(x: &Array, dtype: DType) -> Result<Array> {
     if dtype == Scalar::Index {
         return Err(dtype_error("astype", "`index` is not an array dtype"));
+    }
+    if x.dtype().is_complex() && !dtype.is_complex() && dtype != Scalar::Bool {
+        return Err(dtype_error(
+            "astype",
+            format!(
+                "a complex array does not convert to {}: take real(x), imag(x) or abs(x) first",
+                dtype.numpy_name()
+            ),
+        ));
     }
     Ok(cast(x, dtype))
 }
@@ -387,6 +442,7 @@ pub fn where_<'a>(cond: &Array, a: impl Into<Operand<'a>>, b: impl Into<Operand<
 
 /// `min(max(x, lo), hi)` where given; NaN stays NaN. The bounds take `x`'s dtype (array API).
 pub fn clip(x: &Array, min: Option<Operand>, max: Option<Operand>) -> Result<Array> {
+    need("clip", !x.dtype().is_complex(), x.dtype(), "real-valued dtypes")?;
     let bound = |o: Operand| -> Array {
         match o {
             Operand::Array(a) => cast(a, x.dtype()),

@@ -24,11 +24,36 @@ use crate::error::{invalid, Result};
 enum Keys {
     Float(Vec<f64>),
     Int(Vec<i128>),
+    /// Real part, then imaginary part (numpy's order of complex numbers; a NaN in either part
+    /// sorts last).
+    Complex(Vec<(f64, f64)>),
+}
+
+fn float_cmp(a: f64, b: f64) -> Ordering {
+    match (a.is_nan(), b.is_nan()) {
+        (true, true) => Ordering::Equal,
+        (true, false) => Ordering::Greater,
+        (false, true) => Ordering::Less,
+        _ => a.partial_cmp(&b).expect("no NaN"),
+    }
 }
 
 impl Keys {
     fn of(c: &Column) -> Keys {
-        if c.scalar().is_float() {
+        if c.scalar().is_complex() {
+            Keys::Complex(
+                (0..c.len())
+                    .map(|i| {
+                        let z = c.get(i).as_c128();
+                        if z.re.is_nan() || z.im.is_nan() {
+                            (f64::NAN, f64::NAN)
+                        } else {
+                            (z.re, z.im)
+                        }
+                    })
+                    .collect(),
+            )
+        } else if c.scalar().is_float() {
             Keys::Float((0..c.len()).map(|i| c.get(i).as_f64()).collect())
         } else {
             Keys::Int((0..c.len()).map(|i| c.get(i).as_i128()).collect())
@@ -45,18 +70,18 @@ impl Keys {
     fn cmp_with(&self, i: usize, other: &Keys, j: usize) -> Ordering {
         match (self, other) {
             (Keys::Int(k), Keys::Int(l)) => k[i].cmp(&l[j]),
-            (Keys::Float(k), Keys::Float(l)) => match (k[i].is_nan(), l[j].is_nan()) {
-                (true, true) => Ordering::Equal,
-                (true, false) => Ordering::Greater,
-                (false, true) => Ordering::Less,
-                _ => k[i].partial_cmp(&l[j]).expect("no NaN"),
-            },
+            (Keys::Float(k), Keys::Float(l)) => float_cmp(k[i], l[j]),
+            (Keys::Complex(k), Keys::Complex(l)) => float_cmp(k[i].0, l[j].0).then_with(|| float_cmp(k[i].1, l[j].1)),
             _ => unreachable!("keys of one dtype"),
         }
     }
 
     fn is_nan(&self, i: usize) -> bool {
-        matches!(self, Keys::Float(k) if k[i].is_nan())
+        match self {
+            Keys::Float(k) => k[i].is_nan(),
+            Keys::Complex(k) => k[i].0.is_nan(),
+            Keys::Int(_) => false,
+        }
     }
 }
 
@@ -77,6 +102,7 @@ fn lane_orders(
     if x.ndim() == 0 {
         return Err(invalid(op, "0-d arrays cannot be sorted"));
     }
+    super::need_real(op, x.dtype())?;
     let axis = Array::axis(op, axis, x.ndim())?;
     let t = x.eval_whole()?;
     let keys = Keys::of(column(&t));
@@ -249,6 +275,7 @@ pub fn searchsorted(x1: &Array, x2: &Array, right: bool) -> Result<Array> {
     }
     Array::same_place("searchsorted", &[x1, x2])?;
     let d = crate::dtype::promote("searchsorted", x1.dtype(), x2.dtype())?;
+    super::need_real("searchsorted", d)?;
     let (a, b) = (super::cast(x1, d).eval_whole()?, super::cast(x2, d).eval_whole()?);
     let (ka, kb) = (Keys::of(column(&a)), Keys::of(column(&b)));
     let n = x1.size();

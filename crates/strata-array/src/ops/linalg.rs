@@ -125,7 +125,7 @@ pub fn tensordot(a: &Array, b: &Array, axes: Axes) -> Result<Array> {
     dot_general("tensordot", a, b, (&xa, &xb), 0, shape)
 }
 
-/// `sum(a * b, axis)` over broadcast operands (the conjugate is the value for real dtypes).
+/// `sum(conj(a) * b, axis)` over broadcast operands.
 pub fn vecdot(a: &Array, b: &Array, axis: isize) -> Result<Array> {
     let shape = broadcast_shapes("vecdot", &[a.shape(), b.shape()])?;
     if shape.is_empty() {
@@ -151,7 +151,7 @@ pub fn vecdot(a: &Array, b: &Array, axis: isize) -> Result<Array> {
             format!("axis {axis} has extent {} in {:?} but {} in {:?}", ext(a, ea), a.shape(), ext(b, eb), b.shape()),
         ));
     }
-    let p = super::elementwise::multiply(a, b)?;
+    let p = super::elementwise::multiply(&super::elementwise::conj(a)?, b)?;
     let d = p.dtype();
     super::statistics::sum(&p, Some(&[ax as isize]), Some(d), false)
 }

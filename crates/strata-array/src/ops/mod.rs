@@ -134,6 +134,14 @@ pub(crate) fn collected(x: &Array) -> Array {
     Array::traced_blockwise(Op::Collect { arg: operand(0) }, vec![x.clone()], x.shape().to_vec(), x.dtype(), place)
 }
 
+/// An error unless `d` is real-valued: the standard orders, clips and bounds real numbers only.
+pub(crate) fn need_real(op: &'static str, d: DType) -> Result<()> {
+    if d.is_complex() {
+        return Err(crate::error::dtype_error(op, format!("defined on real-valued dtypes, not on {}", d.numpy_name())));
+    }
+    Ok(())
+}
+
 /// `place` without its team: where creation functions compute before distributing.
 pub(crate) fn untiled(place: &Place) -> Place {
     Place { device: place.device.clone(), team: None }
@@ -147,8 +155,8 @@ pub(crate) fn untiled(place: &Place) -> Place {
 /// holds it, and a time loop over team arrays too runs one program whatever `dt` is.
 pub(crate) fn weak_operand(w: Weak, dtype: DType, place: &Place) -> Array {
     match w {
-        Weak::Float(v) if dtype.is_float() => {
-            let col = strata_runtime::Column::from_fn(dtype, 1, |_| strata_runtime::Sv::from_f64(dtype, v));
+        Weak::Float(_) | Weak::Complex(..) if dtype.is_inexact() => {
+            let col = strata_runtime::Column::from_fn(dtype, 1, |_| w.value(dtype));
             Array::from_column(&[], col, untiled(place)).expect("one element for shape []")
         }
         _ => weak_constant(w, dtype, place),
@@ -159,6 +167,7 @@ pub(crate) fn weak_operand(w: Weak, dtype: DType, place: &Place) -> Array {
 pub(crate) fn weak_constant(w: Weak, dtype: DType, place: &Place) -> Array {
     match w {
         Weak::Int(i) => constant_literal(crate::array::int_literal(i as i128, dtype), dtype, place),
+        Weak::Complex(..) if dtype.is_complex() => weak_operand(w, dtype, place),
         _ => constant(w.as_f64(), dtype, place),
     }
 }

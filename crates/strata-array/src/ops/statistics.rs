@@ -70,6 +70,7 @@ pub fn prod(x: &Array, axes: Option<&[isize]>, dtype: Option<DType>, keepdims: b
 
 fn extreme(op: &'static str, x: &Array, axes: Option<&[isize]>, keepdims: bool, largest: bool) -> Result<Array> {
     let axes = Array::axes(op, axes, x.ndim())?;
+    super::need_real(op, x.dtype())?;
     if x.dtype() == Scalar::Bool {
         return Err(dtype_error(op, "defined on numeric dtypes, not on bool"));
     }
@@ -123,7 +124,7 @@ pub fn mean(x: &Array, axes: Option<&[isize]>, keepdims: bool) -> Result<Array> 
     if x.dtype() == Scalar::Bool {
         return Err(dtype_error("mean", "defined on numeric dtypes, not on bool"));
     }
-    let f = if x.dtype().is_float() { x.dtype() } else { Scalar::F64 };
+    let f = if x.dtype().is_inexact() { x.dtype() } else { Scalar::F64 };
     let s = sum(&cast(x, f), axes, Some(f), keepdims)?;
     let n = super::constant(count(x, &ax) as f64, f, x.place());
     elementwise("mean", "divides", &[&s, &n], f)
@@ -136,6 +137,7 @@ pub fn var(x: &Array, axes: Option<&[isize]>, correction: f64, keepdims: bool) -
     if x.dtype() == Scalar::Bool {
         return Err(dtype_error("var", "defined on numeric dtypes, not on bool"));
     }
+    super::need_real("var", x.dtype())?;
     let f = if x.dtype().is_float() { x.dtype() } else { Scalar::F64 };
     let xf = cast(x, f);
     let m = mean(&xf, axes, true)?;
@@ -234,6 +236,7 @@ fn running(
 }
 
 fn arg_extreme(op: &'static str, x: &Array, axis: Option<isize>, keepdims: bool, largest: bool) -> Result<Array> {
+    super::need_real(op, x.dtype())?;
     if x.dtype() == Scalar::Bool {
         return arg_extreme(op, &cast(x, Scalar::U8), axis, keepdims, largest);
     }

@@ -43,6 +43,8 @@ pub(super) fn literal(v: Sv) -> String {
         Sv::Bool(b) => (b as u8).to_string(),
         Sv::F64(x) => float_lit(x, ""),
         Sv::F32(x) => float_lit(x as f64, "f"),
+        Sv::C64(z) => format!("CMPLXF({}, {})", float_lit(z.re as f64, "f"), float_lit(z.im as f64, "f")),
+        Sv::C128(z) => format!("CMPLX({}, {})", float_lit(z.re, ""), float_lit(z.im, "")),
         Sv::I64(x) | Sv::Index(x) => {
             if x == i64::MIN {
                 "INT64_MIN".into()
@@ -304,6 +306,9 @@ impl Emitter<'_> {
     }
 
     pub(super) fn unary(&self, op: UnaryOp, a: &str, s: Scalar) -> String {
+        if s.is_complex() {
+            return complex_unary(op, a, s);
+        }
         let f32 = s == Scalar::F32;
         let m = |name: &str| format!("{name}{}({a})", if f32 { "f" } else { "" });
         match op {
@@ -361,6 +366,8 @@ impl Emitter<'_> {
             UnaryOp::SignBit => format!("((uint8_t)(signbit({a}) != 0))"),
             UnaryOp::BitNot if s == Scalar::Bool => format!("((uint8_t)!({a}))"),
             UnaryOp::BitNot => format!("(({})~({a}))", c_type(s)),
+            UnaryOp::Real | UnaryOp::Conj => a.to_string(),
+            UnaryOp::Imag => format!("((void)({a}), ({})0)", c_type(s)),
         }
     }
 
@@ -369,6 +376,19 @@ impl Emitter<'_> {
         let u = unsigned_of(s);
         let wrap = |sym: &str| format!("(({t})(({u})({a}) {sym} ({u})({b})))");
         let cmp = |sym: &str| format!("((uint8_t)(({a}) {sym} ({b})))");
+        if s.is_complex() {
+            // The verifier admits `+ - * / **`, `eq` and `ne` on complex operands.
+            let f = if s == Scalar::C64 { "f" } else { "" };
+            return match op {
+                BinaryOp::Plus => format!("(({a}) + ({b}))"),
+                BinaryOp::Minus => format!("(({a}) - ({b}))"),
+                BinaryOp::Multiplies => format!("strata_cmul{f}(({a}), ({b}))"),
+                BinaryOp::Divides => format!("strata_cdiv{f}(({a}), ({b}))"),
+                BinaryOp::Power => format!("cpow{f}(({a}), ({b}))"),
+                BinaryOp::Ne => cmp("!="),
+                _ => cmp("=="),
+            };
+        }
         match op {
             BinaryOp::Plus if s.is_float() => format!("(({a}) + ({b}))"),
             BinaryOp::Minus if s.is_float() => format!("(({a}) - ({b}))"),
@@ -447,7 +467,7 @@ pub(super) fn cast(a: &str, from: Scalar, to: Scalar) -> String {
     if to == Scalar::Bool {
         return format!("((uint8_t)(({a}) != 0))");
     }
-    if from.is_float() && !to.is_float() {
+    if from.is_float() && !to.is_inexact() {
         let f = match to {
             Scalar::I8 => "strata_f2i8",
             Scalar::I16 => "strata_f2i16",
@@ -461,8 +481,56 @@ pub(super) fn cast(a: &str, from: Scalar, to: Scalar) -> String {
         return format!("{f}((double)({a}))");
     }
     // Integer to integer wraps (through the unsigned type of the target width).
-    if !from.is_float() && !to.is_float() {
+    if !from.is_inexact() && !to.is_inexact() {
         return format!("(({})({})({a}))", c_type(to), unsigned_of(to));
     }
     format!("(({})({a}))", c_type(to))
+}
+
+/// A unary builtin on a complex operand, as `strata_runtime::complex` computes it: C's complex
+/// functions, and the prelude's `strata_c*` helpers where C has none.
+fn complex_unary(op: UnaryOp, a: &str, s: Scalar) -> String {
+    let f = if s == Scalar::C64 { "f" } else { "" };
+    let c = |name: &str| format!("c{name}{f}({a})");
+    let helper = |name: &str| format!("strata_c{name}{f}({a})");
+    match op {
+        UnaryOp::Neg => format!("(-({a}))"),
+        UnaryOp::Conj => format!("conj{f}({a})"),
+        UnaryOp::Real => format!("creal{f}({a})"),
+        UnaryOp::Imag => format!("cimag{f}({a})"),
+        UnaryOp::Abs => helper("abs"),
+        UnaryOp::IsNan => helper("isnan"),
+        UnaryOp::IsInf => helper("isinf"),
+        UnaryOp::IsFinite => helper("isfinite"),
+        UnaryOp::Round => helper("round"),
+        UnaryOp::Sign => helper("sign"),
+        UnaryOp::Log2 => helper("log2"),
+        UnaryOp::Log10 => helper("log10"),
+        UnaryOp::Expm1 => helper("expm1"),
+        UnaryOp::Log1p => helper("log1p"),
+        UnaryOp::Sqrt => c("sqrt"),
+        UnaryOp::Exp => c("exp"),
+        UnaryOp::Log => c("log"),
+        UnaryOp::Sin => c("sin"),
+        UnaryOp::Cos => c("cos"),
+        UnaryOp::Tan => c("tan"),
+        UnaryOp::Sinh => c("sinh"),
+        UnaryOp::Cosh => c("cosh"),
+        UnaryOp::Tanh => c("tanh"),
+        UnaryOp::Asin => c("asin"),
+        UnaryOp::Acos => c("acos"),
+        UnaryOp::Atan => c("atan"),
+        UnaryOp::Asinh => c("asinh"),
+        UnaryOp::Acosh => c("acosh"),
+        UnaryOp::Atanh => c("atanh"),
+        // Refused on complex operands by the verifier.
+        UnaryOp::Not
+        | UnaryOp::Floor
+        | UnaryOp::Ceil
+        | UnaryOp::Trunc
+        | UnaryOp::Cbrt
+        | UnaryOp::Gamma
+        | UnaryOp::SignBit
+        | UnaryOp::BitNot => a.to_string(),
+    }
 }

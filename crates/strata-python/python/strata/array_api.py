@@ -15,7 +15,7 @@ compiles it, cached by structure and shapes — and runs it. Semantics are the s
 Under `mpirun`, `device=strata.world` distributes an array over the ranks along its first axis
 (`strata.placement` says what runs where).
 
-Not here (docs/python.md): complex dtypes, the `linalg` and `fft` extensions, `__setitem__`
+Not here (docs/python.md): the `linalg` and `fft` extensions, `__setitem__`
 with steps, masks or index arrays (it assigns in numpy on the gathered array), indexing by
 several integer arrays at once, devices other than the host.
 """
@@ -38,6 +38,7 @@ bool = np.dtype("bool")  # noqa: A001 - the standard's name
 int8, int16, int32, int64 = (np.dtype(n) for n in ("int8", "int16", "int32", "int64"))
 uint8, uint16, uint32, uint64 = (np.dtype(n) for n in ("uint8", "uint16", "uint32", "uint64"))
 float32, float64 = np.dtype("float32"), np.dtype("float64")
+complex64, complex128 = np.dtype("complex64"), np.dtype("complex128")
 
 e, pi, inf, nan, newaxis = math.e, math.pi, math.inf, math.nan, None
 
@@ -45,7 +46,7 @@ cache_stats = _a.cache_stats
 """This thread's program cache counters (`hits`, `misses`: programs verified and prepared,
 `native_runs`, `interpreted_runs`, `distributed_runs`): what a loop compiles, for tuning."""
 
-_DTYPES = (bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64)
+_DTYPES = (bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64, complex64, complex128)
 
 
 def _dt(dtype: Any) -> Optional[str]:
@@ -69,12 +70,10 @@ def _scalar(v: Any) -> Any:
     """A Python scalar from a Python or numpy scalar (arrays pass through)."""
     if isinstance(v, Array):
         return v._x
-    if isinstance(v, (builtins.bool, int, float)):
+    if isinstance(v, (builtins.bool, int, float, complex)):
         return v
     if isinstance(v, np.generic):
         return v.item()
-    if isinstance(v, complex):
-        raise TypeError("complex scalars are not supported")
     return asarray(v)._x
 
 
@@ -421,15 +420,16 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: Optiona
         return _moved(_wrap(obj._x) if copy else obj, device)
     if copy is False and not isinstance(obj, np.ndarray):
         raise ValueError("asarray(copy=False) needs an array it can share (the data is copied into Strata)")
-    if isinstance(obj, (builtins.bool, int, float)) and dtype is None:
-        d = bool if isinstance(obj, builtins.bool) else (int64 if isinstance(obj, int) else float64)
+    if isinstance(obj, (builtins.bool, int, float, complex)) and dtype is None:
+        d = (bool if isinstance(obj, builtins.bool) else int64 if isinstance(obj, int)
+             else float64 if isinstance(obj, float) else complex128)
         a = np.asarray(obj, dtype=d)
     else:
         a = np.asarray(obj, dtype=None if dtype is None else np.dtype(dtype))
         if a.dtype == np.float16:
             a = a.astype(np.float32)
-    if a.dtype.kind == "c":
-        raise TypeError("complex dtypes are not supported")
+    if a.dtype.kind == "c" and a.dtype not in (complex64, complex128):
+        raise TypeError(f"{a.dtype} is not an array-API dtype Strata has")
     p = _placement.place_of(device)
     if a.ndim == 0 and p is not None and p.team is not None:
         p = _placement.Place(p.device)  # a 0-d array is replicated on every rank, never partitioned
@@ -861,8 +861,8 @@ def tensordot(x1: Array, x2: Array, /, *, axes=2) -> Array:
 
 
 def vecdot(x1: Array, x2: Array, /, *, axis: int = -1) -> Array:
-    """The dot product of vectors along `axis` (the conjugate of `x1` for complex, which Strata does
-    not have yet), broadcast over the other axes."""
+    """The dot product of vectors along `axis` (`sum(conj(x1) * x2)`), broadcast over the other
+    axes."""
     return _wrap(_a.vecdot(x1._x, x2._x, axis))
 
 
@@ -873,7 +873,7 @@ def result_type(*arrays_and_dtypes) -> np.dtype:
     """The dtype the standard's promotion rules give for these arrays and dtypes (Python scalars are
     weak: they take the arrays' kind's dtype)."""
     names = [(a.dtype if isinstance(a, Array) else np.dtype(a)).name for a in arrays_and_dtypes
-             if not isinstance(a, (builtins.bool, int, float))]
+             if not isinstance(a, (builtins.bool, int, float, complex))]
     if not names:
         raise TypeError("result_type needs at least one array or dtype")
     return np.dtype(_a.result_type(names))
@@ -926,8 +926,8 @@ _KINDS = {
     "unsigned integer": (uint8, uint16, uint32, uint64),
     "integral": (int8, int16, int32, int64, uint8, uint16, uint32, uint64),
     "real floating": (float32, float64),
-    "complex floating": (),
-    "numeric": (int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64),
+    "complex floating": (complex64, complex128),
+    "numeric": (int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64, complex64, complex128),
 }
 
 
@@ -952,7 +952,7 @@ class _Info:
         return ["cpu"]
 
     def default_dtypes(self, *, device=None):
-        return {"real floating": float64, "complex floating": None, "integral": int64, "indexing": int64}
+        return {"real floating": float64, "complex floating": complex128, "integral": int64, "indexing": int64}
 
     def dtypes(self, *, device=None, kind=None):
         if kind is None:

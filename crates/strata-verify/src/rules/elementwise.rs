@@ -28,7 +28,8 @@ pub(crate) fn unary(cx: &mut Cx, op: UnaryOp, arg: Value) -> RuleResult {
     let (ok, wanted) = match op.domain() {
         UnaryDomain::Bool => (s == Scalar::Bool, "`bool`"),
         UnaryDomain::Numeric => (s.is_numeric(), "a numeric type"),
-        UnaryDomain::Float => (s.is_float(), "a float type"),
+        UnaryDomain::Inexact => (s.is_inexact(), "real and complex float types"),
+        UnaryDomain::Float => (s.is_float(), "real float types"),
         UnaryDomain::Bits => (s == Scalar::Bool || s.is_integer(), "integer types and `bool`"),
     };
     if !ok {
@@ -40,14 +41,14 @@ pub(crate) fn unary(cx: &mut Cx, op: UnaryOp, arg: Value) -> RuleResult {
             format!("`{s}` operand"),
         );
         let d = cx.with_operand(d, arg);
-        return Err(if op.float_only() {
+        return Err(if op.float_only() && !s.is_complex() {
             Box::new(d.with_help("convert first, e.g. `cast(%x, to = f64)`"))
         } else {
             d
         });
     }
     let (levels, placement, any) = broadcast(cx, &[arg], SparseMerge::Intersect)?;
-    let el = if op.is_test() { cx.scalar(Scalar::Bool) } else { cx.element(arg) };
+    let el = cx.scalar(op.result(s));
     Ok(cx.tensor_or_element(any, el, levels, placement))
 }
 
@@ -65,7 +66,8 @@ pub(crate) fn binary(cx: &mut Cx, op: BinaryOp, lhs: Value, rhs: Value) -> RuleR
     }
     let class = op.class();
     let (ok, wanted) = match class {
-        _ if op.float_only() => (a.is_float(), "float types"),
+        _ if op.float_only() => (a.is_float(), "real float types"),
+        _ if a.is_complex() && !op.takes_complex() => (false, "real numeric types"),
         BinaryClass::Arithmetic => (a.is_numeric(), "numeric types"),
         BinaryClass::Logical => (a == Scalar::Bool, "`bool`"),
         BinaryClass::Bitwise if op.integer_only() => (a.is_integer(), "integer types"),
@@ -118,7 +120,16 @@ pub(crate) fn select(cx: &mut Cx, cond: Value, on_true: Value, on_false: Value) 
 }
 
 pub(crate) fn cast(cx: &mut Cx, arg: Value, to: Scalar) -> RuleResult {
-    scalar_element(cx, arg, "cast")?;
+    let from = scalar_element(cx, arg, "cast")?;
+    if from.is_complex() && !to.is_complex() && to != Scalar::Bool {
+        let d = cx.error(
+            "strata::verify::complex_to_real_cast",
+            format!("`cast` from `{from}` to `{to}` would drop the imaginary part"),
+            format!("`{from}` operand"),
+        );
+        let d = cx.with_operand(d, arg);
+        return Err(Box::new(d.with_help("take the part you mean first: `real(%x)`, `imag(%x)` or `abs(%x)`")));
+    }
     let (levels, placement, any) = broadcast(cx, &[arg], SparseMerge::Intersect)?;
     let el = cx.scalar(to);
     Ok(cx.tensor_or_element(any, el, levels, placement))
@@ -326,7 +337,7 @@ fn literal_like(cx: &mut Cx, l: &strata_ir::Literal, peer: Handle<Type>) -> Hand
         }
         Literal::Bool(_) => cx.scalar(Scalar::Bool),
         Literal::Int(_) => cx.scalar(scalar.filter(|s| s.is_numeric()).unwrap_or(Scalar::I64)),
-        Literal::Float(_) => cx.scalar(scalar.filter(|s| s.is_float()).unwrap_or(Scalar::F64)),
+        Literal::Float(_) => cx.scalar(scalar.filter(|s| s.is_inexact()).unwrap_or(Scalar::F64)),
     }
 }
 
