@@ -111,6 +111,11 @@ def distributed_stencils(strata, work, rng):
     expect("distributed/prefix_sum.running", out["running"], np.cumsum(x, axis=0))
     expect("distributed/prefix_sum.from_end", out["from_end"], np.cumsum(x[::-1], axis=0)[::-1])
     expect("distributed/prefix_sum.difference", out["difference"], x[1:])
+    # Complex values move through the halo exchange like any other.
+    z = rng.standard_normal((64, 8)) + 1j * rng.standard_normal((64, 8))
+    w = np.array(0.2 - 0.3j)
+    out = run(strata, "distributed/complex_phase.strata", work, {"z": z, "w": w}, {"result": ".npy"})["result"]
+    expect("distributed/complex_phase", out, np.exp((z[2:] + z[:-2]) * w))
     # Reductions over I: collectives combining the ranks' partials.
     x = rng.standard_normal((50, 6))
     outs = {"colsum": ".npy", "scaled": ".npy", "energy": ".npy"}

@@ -159,6 +159,9 @@ pub fn make_rows(
 fn random_value(rng: &mut strata_runtime::random::XorShift, s: Scalar) -> Sv {
     if s.is_float() {
         Sv::from_f64(s, rng.unit())
+    } else if s.is_complex() {
+        let (re, im) = (rng.unit(), rng.unit());
+        Sv::C128(num_complex::Complex64::new(re, im)).cast(s)
     } else {
         Sv::from_i128(s, rng.below(if s == Scalar::Bool { 2 } else { 10 }) as i128)
     }

@@ -61,6 +61,11 @@ fn laplacian_equals_the_single_process_run_on_1_to_4_ranks() {
 }
 
 #[test]
+fn a_complex_stencil_equals_the_single_process_run_on_1_to_4_ranks() {
+    same_on_ranks("distributed/complex_phase.strata", &["z=random:1", "w=random:2"], "result", None);
+}
+
+#[test]
 fn laplacian_of_laplacian_equals_the_single_process_run_on_1_to_4_ranks() {
     same_on_ranks("distributed/laplacian_of_laplacian.strata", &["inp=random:2"], "out", None);
 }
