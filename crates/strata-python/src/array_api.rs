@@ -680,6 +680,57 @@ fn tensordot(a: &PyArr, b: &PyArr, axes: &Bound<'_, PyAny>) -> R {
     wrap(sa::tensordot(&a.0, &b.0, axes))
 }
 
+/// The `linalg` extension's factorizations by name (`cholesky`, `det`, `slogdet`, `inv`,
+/// `eigh`, `eigvalsh`, `qr`, `svd`, `svdvals`, `matrix_rank`, `pinv`): one array, or a tuple
+/// for the factorizations with several results. `flag` is `upper` (cholesky), `complete`
+/// (qr) or `full_matrices` (svd); `rtol` the cutoff of `matrix_rank` and `pinv`.
+#[pyfunction]
+#[pyo3(signature = (name, x, flag = false, rtol = None))]
+fn factorize(name: &str, x: &PyArr, flag: bool, rtol: Option<f64>) -> R<Vec<PyArr>> {
+    let x = &x.0;
+    let one = |r: sa::Result<sa::Array>| r.map(|a| vec![PyArr(a)]).map_err(err);
+    let two = |r: sa::Result<(sa::Array, sa::Array)>| r.map(|(a, b)| vec![PyArr(a), PyArr(b)]).map_err(err);
+    match name {
+        "cholesky" => one(sa::cholesky(x, flag)),
+        "det" => one(sa::det(x)),
+        "slogdet" => two(sa::slogdet(x)),
+        "inv" => one(sa::inv(x)),
+        "eigh" => two(sa::eigh(x, true).map(|(w, v)| (w, v.expect("eigenvectors asked for")))),
+        "eigvalsh" => one(sa::eigh(x, false).map(|(w, _)| w)),
+        "qr" => two(sa::qr(x, flag)),
+        "svd" => {
+            let (u, s, vh) = sa::svd(x, flag, true).map_err(err)?;
+            Ok(vec![PyArr(u.expect("vectors asked for")), PyArr(s), PyArr(vh.expect("vectors asked for"))])
+        }
+        "svdvals" => one(sa::svd(x, false, false).map(|(_, s, _)| s)),
+        "matrix_rank" => one(sa::matrix_rank(x, rtol)),
+        "pinv" => one(sa::pinv(x, rtol)),
+        other => Err(PyValueError::new_err(format!("no factorization `{other}`"))),
+    }
+}
+
+/// `linalg.solve(x1, x2)`.
+#[pyfunction]
+fn solve(x1: &PyArr, x2: &PyArr) -> R {
+    wrap(sa::solve(&x1.0, &x2.0))
+}
+
+/// One-axis transforms of the `fft` extension: `fft`, `ifft`, `rfft`, `irfft` of `x` along
+/// `axis` over `n` points with normalization `norm`.
+#[pyfunction]
+#[pyo3(signature = (name, x, n, axis, norm))]
+fn transform(name: &str, x: &PyArr, n: Option<usize>, axis: isize, norm: &str) -> R {
+    let norm = sa::fft::Norm::from_name(norm).ok_or_else(|| {
+        PyValueError::new_err(format!("norm {norm:?}: expected \"backward\", \"ortho\" or \"forward\""))
+    })?;
+    match name {
+        "fft" => wrap(sa::fft::fft(&x.0, n, axis, norm, false)),
+        "ifft" => wrap(sa::fft::fft(&x.0, n, axis, norm, true)),
+        "rfft" => wrap(sa::fft::rfft(&x.0, n, axis, norm)),
+        _ => wrap(sa::fft::irfft(&x.0, n, axis, norm)),
+    }
+}
+
 /// `vecdot(a, b, axis)`.
 #[pyfunction]
 fn vecdot(a: &PyArr, b: &PyArr, axis: isize) -> R {
@@ -767,6 +818,9 @@ pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(matmul, &m)?,
         wrap_pyfunction!(tensordot, &m)?,
         wrap_pyfunction!(vecdot, &m)?,
+        wrap_pyfunction!(factorize, &m)?,
+        wrap_pyfunction!(solve, &m)?,
+        wrap_pyfunction!(transform, &m)?,
         wrap_pyfunction!(result_type, &m)?,
         wrap_pyfunction!(can_cast, &m)?,
         wrap_pyfunction!(cache_stats, &m)?,

@@ -1,10 +1,13 @@
 //! The array-API operations, by the standard's sections. Each is defined through the core IR
 //! (one or more traced Strata ops) or, where the result's shape depends on the data or the
-//! algorithm is not a loop nest (sort, unique, nonzero, boolean masks), as a named runtime
-//! kernel ([`kernels`]) that evaluates its operand first.
+//! algorithm is not a loop nest (sort, unique, nonzero, boolean masks, the factorizations of
+//! [`decompositions`], the transforms of [`fft`]), as a named runtime kernel that evaluates
+//! its operand first.
 
 pub mod creation;
+pub mod decompositions;
 pub mod elementwise;
+pub mod fft;
 pub mod indexing;
 pub mod kernels;
 pub mod linalg;
@@ -13,6 +16,7 @@ pub mod placement;
 pub mod statistics;
 
 pub use creation::*;
+pub use decompositions::*;
 pub use elementwise::*;
 pub use indexing::*;
 pub use kernels::*;

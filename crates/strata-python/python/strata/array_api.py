@@ -15,7 +15,11 @@ compiles it, cached by structure and shapes — and runs it. Semantics are the s
 Under `mpirun`, `device=strata.world` distributes an array over the ranks along its first axis
 (`strata.placement` says what runs where).
 
-Not here (docs/python.md): the `linalg` and `fft` extensions, `__setitem__`
+The `linalg` and `fft` extensions are `xp.linalg` and `xp.fft` (strata.array_api_linalg,
+strata.array_api_fft): loop nests traced like the rest, factorizations and transforms as runtime
+kernels.
+
+Not here (docs/python.md): `__setitem__`
 with steps, masks or index arrays (it assigns in numpy on the gathered array), indexing by
 several integer arrays at once, devices other than the host.
 """
@@ -1005,3 +1009,9 @@ def broadcast_shapes(*shapes) -> Tuple[int, ...]:
             elif n not in (1, out[-k]):
                 raise ValueError(f"shapes {shapes} cannot be broadcast together")
     return tuple(out)
+
+
+# ---- extensions (imported last: they use this module's names) ----
+
+from . import array_api_fft as fft  # noqa: E402
+from . import array_api_linalg as linalg  # noqa: E402

@@ -1,0 +1,229 @@
+"""The `linalg` and `fft` extensions of strata.array_api against array_api_strict (numpy's LAPACK
+and pocketfft underneath) on hypothesis-generated stacks, dtypes, sizes and options.
+
+Factorizations whose factors are unique only up to signs or phases (eigenvectors, singular
+vectors, QR) are checked by what defines them: reconstruction and orthonormality.
+"""
+
+import math
+
+import array_api_strict as xs
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import strata.array_api as xp
+
+SETTINGS = settings(max_examples=25, deadline=None)
+DTYPES = ["float64", "float32", "complex128", "complex64"]
+
+
+def tol(dtype):
+    return 2e-3 if dtype in ("float32", "complex64") else 1e-9
+
+
+@st.composite
+def stacks(draw, square=True, dtypes=DTYPES):
+    """A stack of matrices (batch of 0-2 dims) with random entries, well conditioned."""
+    dtype = draw(st.sampled_from(dtypes))
+    batch = draw(st.lists(st.integers(1, 3), min_size=0, max_size=2))
+    m = draw(st.integers(1, 5))
+    n = m if square else draw(st.integers(1, 5))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    a = rng.standard_normal((*batch, m, n))
+    if dtype.startswith("complex"):
+        a = a + 1j * rng.standard_normal((*batch, m, n))
+    if square:
+        a = a + 3 * m * np.eye(m)  # diagonally dominant: far from singular
+    return a.astype(dtype)
+
+
+def close(got, want, dtype, scale=1.0):
+    g, w = np.asarray(got.to_numpy()), np.asarray(want)
+    assert g.shape == w.shape, (g.shape, w.shape)
+    assert g.dtype == w.dtype, (g.dtype, w.dtype)
+    t = tol(dtype) * max(1.0, scale)
+    np.testing.assert_allclose(g, w, rtol=t, atol=t)
+
+
+def agree(ours, theirs, dtype, scale=1.0):
+    """`ours()` equals `theirs()`, or both raise `ValueError`."""
+    try:
+        want = np.asarray(theirs())
+    except ValueError:
+        with pytest.raises(ValueError):
+            ours()
+        return
+    close(ours(), want, dtype, scale)
+
+
+def hermitian(a):
+    return a @ np.conj(np.swapaxes(a, -1, -2)) + np.eye(a.shape[-1], dtype=a.dtype)
+
+
+@SETTINGS
+@given(stacks(), st.sampled_from(["det", "inv", "eigvalsh", "svdvals", "cholesky", "slogdet", "pinv", "matrix_rank"]))
+def test_factorizations_match_lapack(a, name):
+    d = str(a.dtype)
+    x = hermitian(a) if name in ("eigvalsh", "cholesky") else a
+    got, want = getattr(xp.linalg, name)(xp.asarray(x)), getattr(xs.linalg, name)(xs.asarray(x))
+    scale = float(np.abs(x).max()) ** x.shape[-1] if name == "det" else float(np.abs(x).max())
+    if name == "slogdet":
+        close(got.sign, np.asarray(want.sign), d)
+        close(got.logabsdet, np.asarray(want.logabsdet), d, scale=abs(float(np.max(np.asarray(want.logabsdet)))))
+    else:
+        close(got, np.asarray(want), d, scale=scale)
+
+
+@SETTINGS
+@given(stacks(), st.booleans())
+def test_solve_with_vectors_and_broadcast_batches(a, vector):
+    rng = np.random.default_rng(1)
+    n = a.shape[-1]
+    b = rng.standard_normal((n,) if vector else (n, 2)).astype(a.dtype)
+    close(xp.linalg.solve(xp.asarray(a), xp.asarray(b)), np.asarray(xs.linalg.solve(xs.asarray(a), xs.asarray(b))), str(a.dtype))
+
+
+@SETTINGS
+@given(stacks(square=False), st.booleans())
+def test_svd_and_qr_reconstruct_with_orthonormal_factors(a, full):
+    d, (m, n) = str(a.dtype), a.shape[-2:]
+    u, s, vh = xp.linalg.svd(xp.asarray(a), full_matrices=full)
+    k = min(m, n)
+    assert u.shape == (*a.shape[:-2], m, m if full else k) and vh.shape == (*a.shape[:-2], n if full else k, n)
+    un, sn, vhn = u.to_numpy(), s.to_numpy(), vh.to_numpy()
+    close(s, np.linalg.svd(a, compute_uv=False), d)
+    recon = (un[..., :, :k] * sn[..., None, :]) @ vhn[..., :k, :]
+    np.testing.assert_allclose(recon, a, rtol=tol(d), atol=tol(d) * 10)
+    q, r = xp.linalg.qr(xp.asarray(a), mode="complete" if full else "reduced")
+    qn, rn = q.to_numpy(), r.to_numpy()
+    np.testing.assert_allclose(qn @ rn, a, rtol=tol(d), atol=tol(d) * 10)
+    eye = np.eye(qn.shape[-1])
+    np.testing.assert_allclose(np.conj(np.swapaxes(qn, -1, -2)) @ qn, np.broadcast_to(eye, qn.shape[:-2] + eye.shape), atol=tol(d) * 10)
+    assert np.allclose(np.tril(rn, -1), 0)
+
+
+@SETTINGS
+@given(stacks())
+def test_eigh_reconstructs(a):
+    d = str(a.dtype)
+    h = hermitian(a)
+    w, v = xp.linalg.eigh(xp.asarray(h))
+    wn, vn = w.to_numpy(), v.to_numpy()
+    assert wn.dtype == np.finfo(a.dtype).dtype and np.all(np.diff(wn, axis=-1) >= -tol(d))
+    recon = (vn * wn[..., None, :]) @ np.conj(np.swapaxes(vn, -1, -2))
+    np.testing.assert_allclose(recon, h, rtol=tol(d), atol=tol(d) * float(np.abs(h).max()))
+
+
+@SETTINGS
+@given(stacks(square=False), st.data())
+def test_traced_linear_algebra(a, data):
+    d = str(a.dtype)
+    x, s = xp.asarray(a), xs.asarray(a)
+    offset = data.draw(st.integers(-2, 2))
+    close(xp.linalg.trace(x, offset=offset), np.asarray(xs.linalg.trace(s, offset=offset)), d)
+    close(xp.linalg.diagonal(x, offset=offset), np.asarray(xs.linalg.diagonal(s, offset=offset)), d)
+    ordv = data.draw(st.sampled_from([2, 1, math.inf, -math.inf, 0, 3]))
+    close(xp.linalg.vector_norm(x, axis=-1, ord=ordv), np.asarray(xs.linalg.vector_norm(s, axis=-1, ord=ordv)), d)
+    ordm = data.draw(st.sampled_from(["fro", "nuc", 1, -1, 2, -2, math.inf, -math.inf]))
+    keep = data.draw(st.booleans())
+    close(xp.linalg.matrix_norm(x, ord=ordm, keepdims=keep), np.asarray(xs.linalg.matrix_norm(s, ord=ordm, keepdims=keep)), d)
+    v1, v2 = a.reshape(-1)[:4], a.reshape(-1)[-3:]
+    close(xp.linalg.outer(xp.asarray(v1), xp.asarray(v2)), np.asarray(xs.linalg.outer(xs.asarray(v1), xs.asarray(v2))), d)
+    if a.shape[-1] == a.shape[-2]:
+        p = data.draw(st.integers(-2, 4))
+        sq = a + 3 * a.shape[-1] * np.eye(a.shape[-1], dtype=a.dtype)
+        got = xp.linalg.matrix_power(xp.asarray(sq), p)
+        close(got, np.asarray(xs.linalg.matrix_power(xs.asarray(sq), p)), d, scale=float(np.abs(sq).max()) ** max(p, 0))
+
+
+def test_cross_tensordot_vecdot_and_refusals():
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((4, 3)), rng.standard_normal((4, 3))
+    close(xp.linalg.cross(xp.asarray(a), xp.asarray(b)), np.cross(a, b), "float64")
+    close(xp.linalg.cross(xp.asarray(a.T), xp.asarray(b.T), axis=0), np.cross(a.T, b.T, axis=0), "float64")
+    close(xp.linalg.tensordot(xp.asarray(a), xp.asarray(b.T), axes=1), np.tensordot(a, b.T, axes=1), "float64")
+    close(xp.linalg.vecdot(xp.asarray(a), xp.asarray(b)), np.vecdot(a, b), "float64")
+    with pytest.raises(TypeError):
+        xp.linalg.inv(xp.asarray(np.eye(2, dtype=np.int64)))
+    with pytest.raises(ValueError):
+        xp.linalg.det(xp.asarray(np.ones((2, 3))))
+    with pytest.raises(ValueError):
+        xp.linalg.cholesky(xp.asarray(np.array([[1.0, 2.0], [2.0, 1.0]])))
+    with pytest.raises(ValueError):
+        xp.linalg.inv(xp.asarray(np.ones(3)))
+    with pytest.raises(ValueError):
+        xp.linalg.qr(xp.asarray(np.eye(2)), mode="r")
+
+
+@st.composite
+def signals(draw, complex_input=True):
+    dtype = draw(st.sampled_from(["complex128", "complex64"] if complex_input else ["float64", "float32"]))
+    shape = draw(st.lists(st.integers(1, 7), min_size=1, max_size=3))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    x = rng.standard_normal(shape)
+    if complex_input:
+        x = x + 1j * rng.standard_normal(shape)
+    return x.astype(dtype)
+
+
+NORMS = st.sampled_from(["backward", "ortho", "forward"])
+
+
+@SETTINGS
+@given(signals(), st.data(), NORMS)
+def test_complex_transforms(x, data, norm):
+    d = str(x.dtype)
+    axis = data.draw(st.integers(-x.ndim, x.ndim - 1))
+    n = data.draw(st.none() | st.integers(1, 9))
+    for name in ("fft", "ifft"):
+        close(getattr(xp.fft, name)(xp.asarray(x), n=n, axis=axis, norm=norm),
+              np.asarray(getattr(xs.fft, name)(xs.asarray(x), n=n, axis=axis, norm=norm)), d, scale=x.shape[axis])
+    for name in ("irfft", "hfft"):  # one input and no `n` is 0 points: an error for both
+        agree(lambda: getattr(xp.fft, name)(xp.asarray(x), n=n, axis=axis, norm=norm),
+              lambda: getattr(xs.fft, name)(xs.asarray(x), n=n, axis=axis, norm=norm), d, scale=x.shape[axis])
+    axes = tuple(range(x.ndim))[-2:]
+    for name in ("fftn", "ifftn"):
+        close(getattr(xp.fft, name)(xp.asarray(x), axes=axes, norm=norm),
+              np.asarray(getattr(xs.fft, name)(xs.asarray(x), axes=axes, norm=norm)), d, scale=x.size)
+    close(xp.fft.fftshift(xp.asarray(x)), np.asarray(xs.fft.fftshift(xs.asarray(x))), d)
+    close(xp.fft.ifftshift(xp.asarray(x), axes=axis), np.asarray(xs.fft.ifftshift(xs.asarray(x), axes=axis)), d)
+
+
+@SETTINGS
+@given(signals(complex_input=False), st.data(), NORMS)
+def test_real_transforms(x, data, norm):
+    d = str(x.dtype)
+    axis = data.draw(st.integers(-x.ndim, x.ndim - 1))
+    n = data.draw(st.none() | st.integers(1, 9))
+    for name in ("rfft", "ihfft"):
+        close(getattr(xp.fft, name)(xp.asarray(x), n=n, axis=axis, norm=norm),
+              np.asarray(getattr(xs.fft, name)(xs.asarray(x), n=n, axis=axis, norm=norm)), d, scale=x.shape[axis])
+    axes = tuple(range(x.ndim))
+    spectrum = xs.fft.rfftn(xs.asarray(x), axes=axes, norm=norm)
+    close(xp.fft.rfftn(xp.asarray(x), axes=axes, norm=norm), np.asarray(spectrum), d, scale=x.size)
+    s = x.shape
+    back = xp.fft.irfftn(xp.asarray(np.asarray(spectrum)), s=s, axes=axes, norm=norm)
+    close(back, np.asarray(xs.fft.irfftn(spectrum, s=s, axes=axes, norm=norm)), d, scale=x.size)
+
+
+def test_frequencies_and_refusals():
+    for n in (1, 2, 7, 8):
+        for dd in (1.0, 0.25):
+            close(xp.fft.fftfreq(n, d=dd), np.asarray(xs.fft.fftfreq(n, d=dd)), "float64")
+            close(xp.fft.rfftfreq(n, d=dd), np.asarray(xs.fft.rfftfreq(n, d=dd)), "float64")
+    with pytest.raises(TypeError):
+        xp.fft.fft(xp.asarray([1, 2, 3]))
+    with pytest.raises(TypeError):
+        xp.fft.rfft(xp.asarray([1j, 2j]))
+    with pytest.raises(ValueError):
+        xp.fft.fft(xp.asarray([1.0j]), n=0)
+    with pytest.raises(ValueError):
+        xp.fft.fft(xp.asarray([1.0j]), norm="sideways")
+    # A loop of equal-length transforms plans once: the same results every call.
+    z = xp.asarray(np.exp(2j * np.pi * np.arange(16) / 16))
+    first = xp.fft.fft(z).to_numpy()
+    for _ in range(3):
+        np.testing.assert_array_equal(xp.fft.fft(z).to_numpy(), first)
+    assert abs(first[1] - 16) < 1e-12
