@@ -14,7 +14,11 @@ prints medians, ratios and the fraction of the machine's measured memory bandwid
 - reuse: `y = y*y + y` repeated 5, 10 and 50 times (cold compile into an empty kernel cache,
   then a run), against numpy;
 - lapk: `lap^k` for k = 1..5 on 64^3 and 256x256x64 fields, warm, against numpy;
-- overhead: a cached `Program` call on a tiny input, next to a numpy ufunc call.
+- overhead: a cached `Program` call on a tiny input, next to a numpy ufunc call;
+- array: `strata.array_api`'s per-call cost (an 8-element add, evaluated) next to numpy's, and
+  its `linalg` and `fft` kernels (solve, inv, eigh, svd on 1024x1024; fft of 2^20 complex
+  values) against numpy's LAPACK (OpenBLAS) and pocketfft, with the solve's fraction of the
+  machine's measured FMA peak.
 
 bench/run runs this file with `python -O`, as GT4Py asks of performance runs (without it
 every GT4Py program call validates its arguments: ~0.3 ms per call, for gtfn and for
@@ -266,6 +270,53 @@ def overhead(strata, runs: int) -> list[dict]:
     return [row("overhead", "a cached Program call (8 elements) vs np.add", ts, tn, extra="(target: <= 10 us above the run)")]
 
 
+def array_kernels(runs: int, peak_gflops: float | None) -> list[dict]:
+    import strata.array_api as xp
+
+    out = []
+    x8, y8 = xp.asarray(np.arange(8.0)), xp.asarray(np.ones(8))
+    a8, b8 = np.arange(8.0), np.ones(8)
+    calls = 2000
+
+    def many_strata():
+        for _ in range(calls):
+            (x8 + y8).to_numpy()
+
+    def many_numpy():
+        for _ in range(calls):
+            np.add(a8, b8)
+
+    ts, tn = median_time(many_strata, runs) / calls, median_time(many_numpy, runs) / calls
+    out.append(row("array", "xp.add of 8 elements, evaluated, vs np.add", ts, tn,
+                   extra=f"({(ts - tn) * 1e6:.1f} us above numpy; target <= 3 us)"))
+    n = 1024
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((n, n)) + n * np.eye(n)
+    b = rng.standard_normal(n)
+    sym = a + a.T
+    xa, xb, xs = xp.asarray(a), xp.asarray(b), xp.asarray(sym)
+    np.testing.assert_allclose(xp.linalg.solve(xa, xb).to_numpy(), np.linalg.solve(a, b), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(xp.linalg.eigvalsh(xs).to_numpy(), np.linalg.eigvalsh(sym), rtol=1e-9, atol=1e-9)
+    for what, fs, fn in [
+        ("linalg.solve 1024^2", lambda: xp.linalg.solve(xa, xb).to_numpy(), lambda: np.linalg.solve(a, b)),
+        ("linalg.inv 1024^2", lambda: xp.linalg.inv(xa).to_numpy(), lambda: np.linalg.inv(a)),
+        ("linalg.eigh 1024^2", lambda: [r.to_numpy() for r in xp.linalg.eigh(xs)], lambda: np.linalg.eigh(sym)),
+        ("linalg.svd 1024^2", lambda: [r.to_numpy() for r in xp.linalg.svd(xa)], lambda: np.linalg.svd(a)),
+    ]:
+        ts, tn = median_time(fs, max(3, runs // 2)), median_time(fn, max(3, runs // 2))
+        extra = "(target: numpy / strata >= 0.83)"
+        if what.startswith("linalg.solve") and peak_gflops:
+            extra += f"  {2 * n**3 / 3 / ts / 1e9:.1f} GFLOP/s = {2 * n**3 / 3 / ts / 1e9 / peak_gflops:.0%} of the FMA peak"
+        out.append(row("array", what, ts, tn, peer="numpy", extra=extra))
+    z = rng.standard_normal(1 << 20) + 1j * rng.standard_normal(1 << 20)
+    xz = xp.asarray(z)
+    np.testing.assert_allclose(xp.fft.fft(xz).to_numpy(), np.fft.fft(z), rtol=1e-9, atol=1e-6)
+    ts = median_time(lambda: xp.fft.fft(xz).to_numpy(), runs)
+    tn = median_time(lambda: np.fft.fft(z), runs)
+    out.append(row("array", "fft of 2^20 complex128", ts, tn, extra="(target: numpy / strata >= 0.67)"))
+    return out
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="bench/loops.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--strata", required=True, help="the strata binary")
@@ -280,9 +331,11 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as d:
         limits = runner.probe_limits(threads, Path(d))
     triad = next((r["gbps"] for r in limits if r["workload"] == "stream_triad"), None)
+    peak = next((r["gflops"] for r in limits if r["workload"] == "fma_peak_f64"), None)
     print(f"loops: {threads} thread(s), STREAM triad {triad:.1f} GB/s; medians of {a.runs} runs" if triad else "loops:")
     records = []
     records += overhead(strata, a.runs)
+    records += array_kernels(a.runs, peak)
     records += reuse(a.runs)
     records += lapk(strata, a.runs, triad)
     records += power(a.runs)
