@@ -654,3 +654,48 @@ def test_complex_special_cases_of_the_standard():
     assert a[0] == inf and a[1] == inf and math.isnan(a[2])
     assert xp.isinf(xp.asarray(complex(nan, inf))) and xp.isnan(xp.asarray(complex(1.0, nan)))
     assert not xp.isfinite(xp.asarray(complex(1.0, inf)))
+
+
+def test_complex_arrays_through_every_family():
+    """Creation, manipulation, indexing, sets, searching and statistics keep both parts (a fill
+    value's imaginary part and `nonzero` of a purely imaginary number were once lost)."""
+    z = xp.asarray(np.array([1 + 2j, -3j, 0j, 2.5 + 0j]))
+    zn = z.to_numpy()
+    m = [True, False, True, False]
+    cases = {
+        "full": (xp.full((2,), 1 + 2j), np.full((2,), 1 + 2j)),
+        "full_like": (xp.full_like(z, 2j), np.full_like(zn, 2j)),
+        "zeros": (xp.zeros(3, dtype=xp.complex64), np.zeros(3, dtype=np.complex64)),
+        "eye": (xp.eye(3, k=1, dtype=xp.complex64), np.eye(3, k=1, dtype=np.complex64)),
+        "linspace": (xp.linspace(0, 1 + 1j, 5), np.linspace(0, 1 + 1j, 5)),
+        "linspace c64": (xp.linspace(1, 2, 4, dtype=xp.complex64), np.linspace(1, 2, 4, dtype=np.complex64)),
+        "asarray": (xp.asarray([1 + 2j, 3]), np.asarray([1 + 2j, 3])),
+        "concat": (xp.concat([z, z]), np.concatenate([zn, zn])),
+        "stack": (xp.stack([z, z], axis=1), np.stack([zn, zn], axis=1)),
+        "slice": (z[1:3], zn[1:3]),
+        "mask": (z[xp.asarray(m)], zn[m]),
+        "take": (xp.take(z, xp.asarray([3, 0])), zn[[3, 0]]),
+        "where": (xp.where(xp.asarray(m), z, 0), np.where(m, zn, 0)),
+        "cumulative_sum": (xp.cumulative_sum(z), np.cumsum(zn)),
+        "cumulative_prod": (xp.cumulative_prod(z), np.cumprod(zn)),
+        "unique_values": (xp.unique_values(xp.concat([z, z])), np.unique(np.concatenate([zn, zn]))),
+        "nonzero": (xp.nonzero(z)[0], np.nonzero(zn)[0]),
+        "any": (xp.any(z), np.any(zn)),
+        "all": (xp.all(z), np.all(zn)),
+        "count_nonzero": (xp.count_nonzero(z), np.count_nonzero(zn)),
+        "isin": (xp.isin(z, xp.asarray([-3j])), np.isin(zn, [-3j])),
+        "tril": (xp.tril(xp.reshape(z, (2, 2))), np.tril(zn.reshape(2, 2))),
+        "roll": (xp.roll(z, 1), np.roll(zn, 1)),
+        "flip": (xp.flip(z), np.flip(zn)),
+        "repeat": (xp.repeat(z, 2), np.repeat(zn, 2)),
+        "diff": (xp.diff(z), np.diff(zn)),
+        "reciprocal": (xp.reciprocal(z + 1), np.reciprocal(zn + 1)),
+    }
+    for name, (got, want) in cases.items():
+        g, w = got.to_numpy(), np.asarray(want)
+        assert g.dtype == w.dtype and g.shape == w.shape, name
+        np.testing.assert_allclose(g, w, rtol=1e-6, err_msg=name)
+    with pytest.raises(TypeError):
+        xp.full((2,), 1j, dtype=xp.float64)
+    z[0] = 5j
+    assert z.to_numpy()[0] == 5j

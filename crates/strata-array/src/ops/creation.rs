@@ -6,7 +6,7 @@ use strata_ir::{DimName, Literal, Op, Scalar};
 use super::{broadcast_in_dim, cast, constant, elementwise, placed, to_shape, untiled};
 use crate::array::{literal, operand, Array, Place};
 use crate::dtype::{DType, Weak, DEFAULT_FLOAT, DEFAULT_INT};
-use crate::error::{invalid, Result};
+use crate::error::{dtype_error, invalid, Result};
 
 fn check_place(op: &'static str, place: &Place, shape: &[usize]) -> Result<()> {
     if let Some(r) = place.team {
@@ -22,6 +22,14 @@ fn check_place(op: &'static str, place: &Place, shape: &[usize]) -> Result<()> {
 pub fn full(shape: &[usize], value: Weak, dtype: Option<DType>, place: &Place) -> Result<Array> {
     check_place("full", place, shape)?;
     let dtype = dtype.unwrap_or(value.default_dtype());
+    if let Weak::Complex(..) = value {
+        if !dtype.is_complex() {
+            return Err(dtype_error("full", format!("a complex fill value for dtype {}", dtype.numpy_name())));
+        }
+        // No literal holds a complex number: a 0-d array of the value, broadcast.
+        let z = super::weak_operand(value, dtype, &untiled(place));
+        return Ok(placed(super::manipulation::broadcast_to(&z, shape)?, place));
+    }
     let lit = match value {
         Weak::Int(i) => crate::array::int_literal(i as i128, dtype),
         _ => literal(value.as_f64(), dtype),

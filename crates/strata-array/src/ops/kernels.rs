@@ -228,8 +228,8 @@ pub fn nonzero(x: &Array) -> Result<Vec<Array>> {
     }
     let t = x.eval_whole()?;
     let col = column(&t);
-    let hits: Vec<usize> =
-        (0..col.len()).filter(|&i| col.get(i).as_f64() != 0.0 || col.get(i).as_f64().is_nan()).collect();
+    // NaN is not zero; a complex number is zero only if both parts are.
+    let hits: Vec<usize> = (0..col.len()).filter(|&i| !col.get(i).is_zero()).collect();
     let strides = strata_runtime::strides(x.shape());
     (0..x.ndim())
         .map(|d| {

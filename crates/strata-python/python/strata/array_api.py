@@ -508,7 +508,15 @@ def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None) -> Array:
 
 
 def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True) -> Array:
-    """`num` evenly spaced values from `start` to `stop` (`stop` included unless `endpoint=False`)."""
+    """`num` evenly spaced values from `start` to `stop` (`stop` included unless `endpoint=False`);
+    complex bounds or a complex `dtype` space the real and imaginary parts alike."""
+    d = None if dtype is None else np.dtype(dtype)
+    if isinstance(start, complex) or isinstance(stop, complex) or (d is not None and d.kind == "c"):
+        parts = None if d is None else (float32 if d == complex64 else float64)
+        re = linspace(complex(start).real, complex(stop).real, num, dtype=parts, device=device, endpoint=endpoint)
+        im = linspace(complex(start).imag, complex(stop).imag, num, dtype=parts, device=device, endpoint=endpoint)
+        z = re + im * (1j)
+        return z if d is None else astype(z, d)
     return _wrap(_a.linspace(float(start), float(stop), int(num), endpoint, _dt(dtype), _dev(device)))
 
 
