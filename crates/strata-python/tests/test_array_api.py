@@ -697,5 +697,9 @@ def test_complex_arrays_through_every_family():
         np.testing.assert_allclose(g, w, rtol=1e-6, err_msg=name)
     with pytest.raises(TypeError):
         xp.full((2,), 1j, dtype=xp.float64)
+    with pytest.raises(TypeError):
+        xp.arange(1j)
+    with pytest.raises(TypeError):
+        xp.clip(xp.asarray([1.0, 2.0]), 1j)
     z[0] = 5j
     assert z.to_numpy()[0] == 5j

@@ -97,6 +97,9 @@ pub fn arange(start: Weak, stop: Option<Weak>, step: Weak, dtype: Option<DType>,
         Some(s) => (start, s),
         None => (Weak::Int(0), start),
     };
+    if [start, stop, step].iter().any(|w| matches!(w, Weak::Complex(..))) {
+        return Err(dtype_error("arange", "start, stop and step must be real numbers"));
+    }
     let all_int = [start, stop, step].iter().all(|w| matches!(w, Weak::Int(_) | Weak::Bool(_)));
     let dtype = dtype.unwrap_or(if all_int { DEFAULT_INT } else { DEFAULT_FLOAT });
     let (a, b, s) = (start.as_f64(), stop.as_f64(), step.as_f64());

@@ -443,6 +443,15 @@ pub fn where_<'a>(cond: &Array, a: impl Into<Operand<'a>>, b: impl Into<Operand<
 /// `min(max(x, lo), hi)` where given; NaN stays NaN. The bounds take `x`'s dtype (array API).
 pub fn clip(x: &Array, min: Option<Operand>, max: Option<Operand>) -> Result<Array> {
     need("clip", !x.dtype().is_complex(), x.dtype(), "real-valued dtypes")?;
+    for o in [&min, &max].into_iter().flatten() {
+        let complex = match o {
+            Operand::Array(a) => a.dtype().is_complex(),
+            Operand::Scalar(w) => matches!(w, Weak::Complex(..)),
+        };
+        if complex {
+            return Err(dtype_error("clip", "the bounds must be real numbers, not complex ones"));
+        }
+    }
     let bound = |o: Operand| -> Array {
         match o {
             Operand::Array(a) => cast(a, x.dtype()),
