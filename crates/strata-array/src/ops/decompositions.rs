@@ -440,10 +440,14 @@ pub fn solve(x1: &Array, x2: &Array) -> Result<Array> {
             }
             pos
         };
+        // Each matrix of `x1` is factorized once, however many right-hand sides broadcast
+        // against it.
+        let mut lus: Vec<Option<faer::linalg::solvers::PartialPivLu<T>>> = (0..a.count()).map(|_| None).collect();
         let mut out = Vec::with_capacity(count * a.n * b.n);
         for k in 0..count {
             let rhs = b.matrix::<T>(source(b, k));
-            push(&mut out, a.matrix::<T>(source(a, k)).partial_piv_lu().solve(&rhs).as_ref(), false);
+            let lu = lus[source(a, k)].get_or_insert_with(|| a.matrix::<T>(source(a, k)).partial_piv_lu());
+            push(&mut out, lu.solve(&rhs).as_ref(), false);
         }
         let tail: Vec<usize> = if vector { vec![a.n] } else { vec![a.n, b.n] };
         let shape: Vec<usize> = batch.iter().chain(&tail).copied().collect();

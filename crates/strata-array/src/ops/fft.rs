@@ -62,7 +62,9 @@ thread_local! {
 /// A precision rustfft computes in, with its complex column.
 trait Precision: FftNum + num_complex::ComplexFloat<Real = Self> {
     fn plan(n: usize, inverse: bool) -> Arc<dyn Fft<Self>>;
-    fn read(c: &Column, i: usize) -> Complex<Self>;
+    /// The column's values as complex numbers of this precision: borrowed when the column holds
+    /// them already, else converted once (a real input, or the other precision).
+    fn complex_values(c: &Column) -> std::borrow::Cow<'_, [Complex<Self>]>;
     fn complex_column(v: Vec<Complex<Self>>) -> Column;
     fn real_column(v: Vec<Self>) -> Column;
     fn of_f64(x: f64) -> Self;
@@ -81,9 +83,16 @@ macro_rules! precision {
                     }
                 })
             }
-            fn read(c: &Column, i: usize) -> Complex<$t> {
-                let z = c.get(i).as_c128();
-                Complex::new(z.re as $t, z.im as $t)
+            fn complex_values(c: &Column) -> std::borrow::Cow<'_, [Complex<$t>]> {
+                match c {
+                    Column::$cv(v) => std::borrow::Cow::Borrowed(v),
+                    _ => (0..c.len())
+                        .map(|i| {
+                            let z = c.get(i).as_c128();
+                            Complex::new(z.re as $t, z.im as $t)
+                        })
+                        .collect(),
+                }
             }
             fn complex_column(v: Vec<Complex<$t>>) -> Column {
                 Column::$cv(v)
@@ -117,6 +126,7 @@ fn lanes<T: Precision>(x: &Array, axis: usize, n: usize, kind: Kind, norm: Norm)
     let shape = x.shape().to_vec();
     let t = x.eval_whole()?;
     let Data::Scalars(col) = &t.data else { unreachable!("arrays hold scalars") };
+    let input = T::complex_values(col);
     let (outer, len_in, inner) =
         (shape[..axis].iter().product::<usize>(), shape[axis], shape[axis + 1..].iter().product::<usize>());
     let out_len = match kind {
@@ -145,7 +155,7 @@ fn lanes<T: Precision>(x: &Array, axis: usize, n: usize, kind: Kind, norm: Norm)
                     // The Hermitian spectrum from its first n/2 + 1 entries.
                     let half = (n / 2 + 1).min(len_in);
                     for (k, slot) in buf.iter_mut().enumerate().take(half) {
-                        *slot = T::read(col, at(o, k, r, len_in));
+                        *slot = input[at(o, k, r, len_in)];
                     }
                     for k in 1..n.div_ceil(2) {
                         if k < half {
@@ -155,7 +165,7 @@ fn lanes<T: Precision>(x: &Array, axis: usize, n: usize, kind: Kind, norm: Norm)
                 }
                 _ => {
                     for (k, slot) in buf.iter_mut().enumerate().take(n.min(len_in)) {
-                        *slot = T::read(col, at(o, k, r, len_in));
+                        *slot = input[at(o, k, r, len_in)];
                     }
                 }
             }
