@@ -123,6 +123,16 @@ pub(crate) struct Node {
     pub pending: u32,
 }
 
+impl Drop for Node {
+    /// The value's memory, when nothing else holds it, is kept for a later run's output
+    /// ([`strata_engine::recycle`]): a loop's next state reuses the last one's buffer.
+    fn drop(&mut self) {
+        if let Some(Ok(t)) = self.value.get_mut().take().map(Rc::try_unwrap) {
+            strata_engine::recycle(t);
+        }
+    }
+}
+
 /// The longest chain of unevaluated operations an array may end before it is evaluated on its
 /// own: a loop that never reads its state (`u = u + dt * (roll(u, 1) - u)` for 1,000 steps)
 /// then runs one program of a fixed size every few steps — compiled once, its scalars

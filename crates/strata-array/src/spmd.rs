@@ -32,7 +32,8 @@ use strata_runtime::{Tensor, Value, ValueType};
 use crate::array::{value_type, Array, Place};
 use crate::engine::{self, Backend};
 use crate::error::{ArrayError, Result};
-use strata_engine::Options;
+use std::sync::Arc;
+use strata_engine::{Options, Prepared};
 
 thread_local! {
     static COMM: RefCell<Option<Rc<Comm>>> = const { RefCell::new(None) };
@@ -336,13 +337,20 @@ fn describe(ty: &ValueType) -> String {
 /// runs the same program (`fingerprint`).
 fn run_job(dist: &Distribution, given: Given<'_>, backend: Backend, fingerprint: u64) -> Result<Vec<job::Output>> {
     let comm = comm().expect("a joined job");
-    let mut root = fingerprint.to_ne_bytes();
-    let same = comm.bcast(&mut root, 0).map_err(|e| e.to_string()).and_then(|()| match u64::from_ne_bytes(root) {
-        r if r == fingerprint => Ok(()),
-        _ => Err("this rank's program over team arrays differs from rank 0's: every rank must apply the same \
+    // One all-reduce: the largest fingerprint and the largest complement are this rank's own
+    // exactly when every rank has the same.
+    let mut both = [fingerprint, !fingerprint].map(u64::to_ne_bytes).concat();
+    let reduced = comm.allreduce(&mut both, strata_dist::comm::ReduceType::U64, strata_dist::comm::ReduceOp::Max);
+    let same = reduced.map_err(|e| e.to_string()).and_then(|()| {
+        match both == [fingerprint, !fingerprint].map(u64::to_ne_bytes).concat() {
+            true => Ok(()),
+            false => {
+                Err("this rank's program over team arrays differs from another rank's: every rank must apply the same \
                   operations to team arrays in the same order, with the same shapes and dtypes (a team operation \
                   under `if strata.world.rank == …`, or a shape that depends on the rank, makes them differ)"
-            .to_string()),
+                    .to_string())
+            }
+        }
     });
     job::agree(&comm, same).map_err(|f| failure(&comm, f))?;
     let mut rank_io = FrontEndRank { given, backend };
@@ -394,6 +402,7 @@ fn failure(comm: &Comm, f: Failed) -> ArrayError {
 
 /// The values a rank's run starts from: the blocks of a traced program's arrays (by position),
 /// or an entry's arguments (by name: a stage takes some of the entry's parameters).
+#[derive(Clone, Copy)]
 enum Given<'a> {
     Blocks(&'a [Rc<Tensor>]),
     Named { names: &'a [String], values: &'a [Option<EntryArg>] },
@@ -406,41 +415,41 @@ struct FrontEndRank<'a> {
     backend: Backend,
 }
 
-impl job::Rank for FrontEndRank<'_> {
-    fn input(&mut self, input: job::Input<'_>) -> job::Step<Value> {
+impl<'a> job::Rank<'a> for FrontEndRank<'a> {
+    fn input(&mut self, input: job::Input<'_>) -> job::Step<job::Arg<'a>> {
         let missing = || format!("no value for `{}`", input.name);
-        match &self.given {
-            Given::Blocks(blocks) => {
-                input.held_from_owned(blocks.get(input.index).ok_or_else(missing)?).map(Value::Tensor)
-            }
+        match self.given {
+            Given::Blocks(blocks) => input.held_from_owned(blocks.get(input.index).ok_or_else(missing)?),
             Given::Named { names, values } => {
                 let k = names.iter().position(|n| n == input.name).ok_or_else(missing)?;
                 match values.get(k).ok_or_else(missing)? {
-                    Some(EntryArg::Array { block, ty }) => input.held_from(ty, block).map(Value::Tensor),
-                    Some(EntryArg::Value(Value::Tensor(t))) => input.held_from_owned(t).map(Value::Tensor),
-                    Some(EntryArg::Value(v)) if input.block.is_none() => Ok(v.clone()),
+                    Some(EntryArg::Array { block, ty }) => input.held_from(ty, block),
+                    Some(EntryArg::Value(Value::Tensor(t))) => input.held_from_owned(t),
+                    Some(EntryArg::Value(v)) if input.block.is_none() => Ok(job::Arg::Value(v.clone())),
                     Some(EntryArg::Value(_)) => {
                         Err(format!("`{}`: a distributed parameter takes a dense value", input.name))
                     }
-                    None if input.output => Ok(Value::Tensor(Tensor::zeros(input.held))),
+                    None if input.output => Ok(job::Arg::Value(Value::Tensor(Tensor::zeros(input.held)))),
                     None => Err(missing()),
                 }
             }
         }
     }
 
-    fn execute(
-        &mut self,
-        module: &Module,
-        types: &TypeArena,
-        entry: Handle<Function>,
-        args: &[Value],
-    ) -> job::Step<Vec<(String, Value)>> {
+    fn execute(&mut self, local: job::Local<'_>, args: &[job::Arg<'_>]) -> job::Step<Vec<(String, Value)>> {
         let threads = Some(strata_dist::comm::threads_per_rank());
         let options = Options { backend: self.backend, threads, ..Options::default() };
-        let prepared =
-            strata_engine::prepare(module, types, entry, &options).map_err(|e| engine::run_error(e).to_string())?;
-        let ran = prepared.run(args).map_err(|e| engine::run_error(e).to_string())?;
+        // Prepared once per stage (a time loop's later steps skip the engine's lookup, which
+        // hashes the whole local program).
+        let kept = local.memo.get_or_try(
+            |(o, _): &(Options, Arc<Prepared>)| *o == options,
+            || {
+                strata_engine::prepare(local.module, local.types(), local.entry, &options)
+                    .map(|p| (options.clone(), p))
+                    .map_err(|e| engine::run_error(e).to_string())
+            },
+        )?;
+        let ran = kept.1.run(args).map_err(|e| engine::run_error(e).to_string())?;
         Ok(ran.values)
     }
 }

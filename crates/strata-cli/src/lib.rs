@@ -356,11 +356,11 @@ pub fn cmd_run(file: &Path, opts: &RunOptions) -> i32 {
 
 /// Prepares `entry` with `backend` and the threads of `opts`, and runs it on `args` (repeated
 /// `opts.repeat` more times natively, for timings).
-pub(crate) fn execute(
+pub(crate) fn execute<T: strata_runtime::Argument>(
     module: &Module,
     types: &strata_ir::TypeArena,
     entry: strata_entity::Handle<strata_ir::Function>,
-    args: &[strata_runtime::Value],
+    args: &[T],
     backend: strata_engine::Backend,
     opts: &RunOptions,
 ) -> Result<strata_engine::Executed, strata_engine::ExecuteError> {

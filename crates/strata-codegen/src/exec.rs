@@ -691,7 +691,18 @@ pub(crate) fn reusable_column(scalar: strata_ir::Scalar, len: usize) -> Column {
     })
 }
 
-/// Large buffers freed by finished runs, kept for the next run's outputs: a fresh mapping of
+/// Keeps the values of a tensor its owner no longer needs for the outputs of later runs, when
+/// they are a large buffer of scalars (else they are freed). A front end hands back an
+/// evaluated array's values when the array is dropped: a time loop's next state is then
+/// written into the previous state's memory — no page faults, and no 16 MiB free chunk that
+/// small allocations split, so that the next state's `malloc` grows the heap instead.
+pub fn recycle(t: strata_runtime::Tensor) {
+    if let (strata_runtime::Data::Scalars(c), None) = (t.data, t.present) {
+        pool::give_back(c);
+    }
+}
+
+/// Large buffers freed by finished runs (or [`recycle`]d), kept for the next run's outputs: a fresh mapping of
 /// many MiB pays a page fault per page on first touch, a reused one none (numpy's allocator
 /// gets the same effect from malloc's free lists below 32 MiB).
 mod pool {
@@ -702,6 +713,9 @@ mod pool {
     /// At most this many buffers are kept (the oldest is freed first).
     const KEPT: usize = 8;
 
+    /// Smaller buffers are freed (malloc's free lists serve them well).
+    const MIN_BYTES: usize = 1 << 20;
+
     static FREE: Mutex<Vec<Column>> = Mutex::new(Vec::new());
 
     fn bytes(c: &Column) -> usize {
@@ -710,7 +724,7 @@ mod pool {
 
     /// Keeps `c` for reuse if it is large (else frees it).
     pub fn give_back(c: Column) {
-        if bytes(&c) < 4 * super::HUGE_PAGE {
+        if bytes(&c) < MIN_BYTES {
             return;
         }
         let mut free = FREE.lock().unwrap_or_else(|e| e.into_inner());

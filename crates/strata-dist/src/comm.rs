@@ -42,6 +42,14 @@ pub enum CommError {
         /// MPI's text for the error code.
         text: String,
     },
+    /// Rows received that no held buffer holds (a plan that does not match the buffers).
+    #[error("internal: rows {rows} received from rank {from} fit no held buffer")]
+    Unplaced {
+        /// The rows.
+        rows: strata_ir::Interval,
+        /// The sender.
+        from: usize,
+    },
 }
 
 /// Whether this process was started by an MPI launcher (`mpirun`, `mpiexec`, `srun`).
@@ -56,9 +64,14 @@ pub fn threads_per_rank() -> usize {
     if env > 0 {
         return env;
     }
-    let local = std::env::var("OMPI_COMM_WORLD_LOCAL_SIZE").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(1);
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    (cores / local.max(1)).max(1)
+    // Read once: `available_parallelism` reads the cgroup's quota files (tens of µs, every
+    // run of a time loop).
+    static SHARE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *SHARE.get_or_init(|| {
+        let local = std::env::var("OMPI_COMM_WORLD_LOCAL_SIZE").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(1);
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        (cores / local.max(1)).max(1)
+    })
 }
 
 /// The MPI C compiler: `$STRATA_MPICC`, else `mpicc`.

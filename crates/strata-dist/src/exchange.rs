@@ -4,7 +4,7 @@
 //! point-to-point messages that move them.
 
 use strata_ir::Interval;
-use strata_runtime::Tensor;
+use strata_runtime::{Data, Tensor, ValueType};
 
 use crate::plan::BlockParam;
 use crate::rows::RowSet;
@@ -64,36 +64,56 @@ impl FetchPlan {
     /// Runs the exchange in place: serves rows `held` owns and places the rows received into
     /// it; returns the bytes received.
     pub fn run(&self, comm: &Comm, held: &mut Tensor, tag: i32) -> Result<usize, CommError> {
-        let sends = self.pack(held);
-        self.exchange(comm, &sends, held, tag)
+        let sends = self.pack(&held.ty, &held.data);
+        self.exchange(comm, &sends, std::slice::from_mut(held), tag)
     }
 
     /// Runs the exchange from `from` (this rank's rows) into `into` (which holds the rows
     /// received); returns the bytes received.
     pub fn run_into(&self, comm: &Comm, from: &Tensor, into: &mut Tensor, tag: i32) -> Result<usize, CommError> {
-        let sends = self.pack(from);
-        self.exchange(comm, &sends, into, tag)
+        let sends = self.pack(&from.ty, &from.data);
+        self.exchange(comm, &sends, std::slice::from_mut(into), tag)
     }
 
-    fn pack(&self, from: &Tensor) -> Vec<(usize, Vec<u8>)> {
+    /// Runs the exchange from `from` (this rank's rows: a type and its values) into `pieces`,
+    /// each holding some of the rows received ([`crate::Strips`]); returns the bytes received.
+    pub fn run_into_pieces(
+        &self,
+        comm: &Comm,
+        from: (&ValueType, &Data),
+        pieces: &mut [Tensor],
+        tag: i32,
+    ) -> Result<usize, CommError> {
+        let sends = self.pack(from.0, from.1);
+        self.exchange(comm, &sends, pieces, tag)
+    }
+
+    fn pack(&self, ty: &ValueType, data: &Data) -> Vec<(usize, Vec<u8>)> {
         self.send
             .iter()
-            .map(|(to, runs)| (*to, runs.iter().flat_map(|r| slab::pack(from, self.level, *r)).collect()))
+            .map(|(to, runs)| (*to, runs.iter().flat_map(|r| slab::pack_as(ty, data, self.level, *r)).collect()))
             .collect()
     }
 
+    /// Sends `sends` and places each received run into the first of `into` holding its rows.
     fn exchange(
         &self,
         comm: &Comm,
         sends: &[(usize, Vec<u8>)],
-        into: &mut Tensor,
+        into: &mut [Tensor],
         tag: i32,
     ) -> Result<usize, CommError> {
-        let mut bufs: Vec<Vec<u8>> = self
-            .recv
-            .iter()
-            .map(|(_, runs)| vec![0u8; runs.iter().map(|r| slab::packed_len(into, self.level, *r)).sum()])
-            .collect();
+        let level = self.level;
+        let piece = |into: &[Tensor], r: &Interval| into.iter().position(|t| t.ty.levels[level].interval.contains(*r));
+        let mut bufs = Vec::with_capacity(self.recv.len());
+        for (from, runs) in &self.recv {
+            let mut len = 0;
+            for r in runs {
+                let k = piece(into, r).ok_or(CommError::Unplaced { rows: *r, from: *from })?;
+                len += slab::packed_len(&into[k], self.level, *r);
+            }
+            bufs.push(vec![0u8; len]);
+        }
         {
             let send_refs: Vec<(usize, &[u8])> = sends.iter().map(|(r, v)| (*r, v.as_slice())).collect();
             let mut recv_refs: Vec<(usize, &mut [u8])> =
@@ -104,8 +124,9 @@ impl FetchPlan {
         for ((_, runs), buf) in self.recv.iter().zip(&bufs) {
             let mut at = 0;
             for r in runs {
-                let len = slab::packed_len(into, self.level, *r);
-                slab::unpack(into, self.level, *r, &buf[at..at + len]);
+                let k = piece(into, r).expect("checked above");
+                let len = slab::packed_len(&into[k], self.level, *r);
+                slab::unpack(&mut into[k], self.level, *r, &buf[at..at + len]);
                 at += len;
             }
             received += buf.len();

@@ -28,8 +28,10 @@ pub mod plan;
 pub mod rows;
 pub mod slab;
 pub mod stages;
+pub mod strips;
 
 pub use comm::{launched_by_mpi, Comm, CommError};
 pub use plan::{BlockParam, IndirectShift, Partial, PartialStart, Plan, PlanError, Tables};
 pub use rows::{RowSet, Rows};
 pub use stages::{split, Collective, Distribution, PlannedStage, Stage};
+pub use strips::{Strip, Strips};

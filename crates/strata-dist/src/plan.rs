@@ -109,6 +109,8 @@ pub struct BlockParam {
     pub read: Vec<Interval>,
     /// Sparse or ragged: held as storage, exactly the rank's own rows (no exchange).
     pub stored: bool,
+    /// Its elements are scalars (not tuples or tensors).
+    pub scalar: bool,
 }
 
 impl BlockParam {
@@ -898,8 +900,20 @@ impl Plan {
                 .collect();
             let held = (0..ranks).map(|r| hull(owned[r], read[r])).collect();
             let stored = tensor(types, e.ty).is_some_and(|t| t.levels.iter().any(|l| !l.format.is_dense_like()));
-            let param =
-                BlockParam { index: i, name: e.name.clone(), output, level, dim, global, owned, held, read, stored };
+            let scalar = strata_ir::element_scalar(types, e.ty).is_some();
+            let param = BlockParam {
+                index: i,
+                name: e.name.clone(),
+                output,
+                level,
+                dim,
+                global,
+                owned,
+                held,
+                read,
+                stored,
+                scalar,
+            };
             check_stored_rows(types, e.ty, &param, &indirect)?;
             params.push(param);
         }
@@ -984,6 +998,8 @@ impl Plan {
         let f = &module.functions[entry];
         self.cut_assignments(&mut m.functions[entry], types, rank);
         self.read_only_needed_rows(&mut m.functions[entry], rank);
+        let strips = self.strips(rank, f.params.len());
+        crate::strips::join_strips(&mut m.functions[entry], &strips);
         for (_, s) in f.body.iter() {
             if let Statement::Assign { target, value, .. } = s {
                 if !self.collected.contains_key(&target.index()) {
@@ -1020,15 +1036,24 @@ impl Plan {
                 f.exprs[v].ty = localize(&mut types, f.exprs[v].ty, None);
             }
         }
-        let params: Vec<Handle<Type>> = f
+        // An input held as strips is its owned block; each strip is typed at its rows.
+        let mut params: Vec<Handle<Type>> = f
             .params
             .iter()
             .enumerate()
             .map(|(i, &p)| {
-                let held = self.params.iter().find(|b| b.index == i).map(|b| (b.level, b.held[rank]));
+                let held = match strips.iter().find(|s| s.index == i) {
+                    Some(s) => Some((s.level, s.owned)),
+                    None => self.params.iter().find(|b| b.index == i).map(|b| (b.level, b.held[rank])),
+                };
                 localize(&mut types, f.exprs[p].ty, held)
             })
             .collect();
+        for s in &strips {
+            for strip in s.strips() {
+                params.push(localize(&mut types, f.exprs[f.params[s.index]].ty, Some((s.level, strip.rows))));
+            }
+        }
         strata_verify::specialize(&m, &types, entry, &params).map_err(|d| PlanError::Local {
             rank,
             message: d.iter().map(|d| d.message.clone()).collect::<Vec<_>>().join("; "),
@@ -1077,28 +1102,8 @@ impl Plan {
                 kind: ExprKind::Op(Op::Subset { arg: p, domain: vec![(b.dim.clone(), read)] }),
             };
             let cut = f.exprs.append(e, span);
-            let users: Vec<_> = f.exprs.iter().map(|(v, _)| v).filter(|&v| v != cut).collect();
-            for v in users {
-                if let ExprKind::Op(op) = &mut f.exprs[v].kind {
-                    op.operands_mut().into_iter().filter(|o| **o == p).for_each(|o| *o = cut);
-                }
-            }
-            let mut body = strata_entity::Arena::new();
-            let mut first = true;
-            for (s, stmt) in f.body.iter() {
-                let meta = f.body.meta(s).clone();
-                if std::mem::take(&mut first) {
-                    body.append(Statement::Let(cut), meta.clone());
-                }
-                let mut stmt = stmt.clone();
-                match &mut stmt {
-                    Statement::Assign { value, .. } if *value == p => *value = cut,
-                    Statement::Return(vs) => vs.iter_mut().filter(|v| **v == p).for_each(|v| *v = cut),
-                    _ => {}
-                }
-                body.append(stmt, meta);
-            }
-            f.body = body;
+            crate::strips::redirect(f, p, cut);
+            crate::strips::prepend(f, &[cut]);
         }
     }
 }
@@ -1234,6 +1239,15 @@ impl fmt::Display for Plan {
                 }
             } else {
                 writeln!(f, "    halo exchange (non-blocking send/receive, before the run):")?;
+                let strips = (0..self.ranks).filter(|&r| self.strips(r, 0).iter().any(|s| s.index == p.index)).count();
+                if strips > 0 {
+                    writeln!(
+                        f,
+                        "      (into strips beside the block on {strips} of {} ranks: the block is read where it is, \
+                         the program joins block and strips with a `concat`)",
+                        self.ranks
+                    )?;
+                }
                 for (from, to, rows) in msgs {
                     writeln!(f, "      rank {from} -> rank {to}: {}{rows}", p.dim)?;
                 }

@@ -73,9 +73,14 @@ fn column_rows(ty: &ValueType, level: usize, c: &strata_runtime::Column) -> Rows
 
 /// Packs `rows` of `t` (level `level`) into one buffer (a tuple's fields one after another).
 pub fn pack(t: &Tensor, level: usize, rows: Interval) -> Vec<u8> {
+    pack_as(&t.ty, &t.data, level, rows)
+}
+
+/// [`pack`] of `data` read as a value of type `ty`.
+pub fn pack_as(ty: &ValueType, data: &Data, level: usize, rows: Interval) -> Vec<u8> {
     let mut out = Vec::new();
-    for c in columns(&t.data) {
-        let (g, src) = (column_rows(&t.ty, level, c), column_bytes(c));
+    for c in columns(data) {
+        let (g, src) = (column_rows(ty, level, c), column_bytes(c));
         for (off, len) in g.runs(rows) {
             out.extend_from_slice(&src[off..off + len]);
         }

@@ -304,6 +304,8 @@ pub struct PlannedStage {
     /// What the unstructured inspector found on the last run (reused while the tables are the
     /// same).
     pub(crate) inspected: crate::job::InspectorCache,
+    /// What the caller keeps with this process's local program ([`crate::job::Memo`]).
+    pub(crate) memo: crate::job::Memo,
 }
 
 /// A rank's local program and its entry, or why it could not be made.
@@ -351,7 +353,8 @@ impl Distribution {
                 .types;
             let plan = Plan::new(&stage.module, &types, stage.entry, ranks)?;
             let (local, inspected) = (std::sync::OnceLock::new(), Default::default());
-            planned.push(PlannedStage { stage, types, plan, local, inspected });
+            let memo = Default::default();
+            planned.push(PlannedStage { stage, types, plan, local, inspected, memo });
         }
         Ok(Distribution(planned))
     }

@@ -23,4 +23,5 @@ pub use backend::Backend;
 pub use error::ExecuteError;
 pub use key::structure as structure_key;
 pub use prepared::{prepare, prepared_count, Executed, Options, Prepared};
+pub use strata_codegen::exec::recycle;
 pub use timings::{median, Timings};

@@ -112,9 +112,10 @@ def test_each_rank_holds_its_share_of_a_time_loop(mpirun):
             block = r["block_mb"]
             # Making the array allocates the rank's block only (never the whole array).
             assert r["made_mb"] <= 1.2 * block + 1.0, r
-            # A step holds the state, its halo'd copy, the next state and the last step's
-            # operands: at most 4 blocks, plus 2 MiB for allocator slack.
-            assert r["loop_mb"] <= 4.1 * block + 2.0, r
+            # A step holds the state and the next state, as one process does: the block is
+            # read in place with its halo in strips, and the next state is written into the
+            # last one's memory (recycled). 2 blocks, plus 1 MiB for allocator slack.
+            assert r["loop_mb"] <= 2.05 * block + 1.0, r
             peak[ranks] = max(peak.get(ranks, 0.0), r["loop_mb"])
             sums.add(r["sum"])
     assert peak[4] <= 0.6 * peak[2] <= 0.6 * 0.6 * peak[1] * 1.2, peak
@@ -169,7 +170,7 @@ def test_ranks_that_trace_different_programs_get_an_error_not_a_hang(mpirun):
     out = run(mpirun, 2, "diverged.py", timeout=120)
     for rank in (0, 1):
         assert f"rank {rank} error:" in out.stdout, out.stdout + out.stderr
-    assert "differs from rank 0's" in out.stdout and "sum" not in out.stdout
+    assert "differs from another rank's" in out.stdout and "sum" not in out.stdout
 
 
 @pytest.mark.parametrize("ranks", [None, 1, 2, 3, 4])

@@ -245,20 +245,14 @@ struct CliRank<'a> {
     timings: crate::Timings,
 }
 
-impl job::Rank for CliRank<'_> {
-    fn input(&mut self, input: job::Input<'_>) -> job::Step<Value> {
+impl job::Rank<'static> for CliRank<'_> {
+    fn input(&mut self, input: job::Input<'_>) -> job::Step<job::Arg<'static>> {
         let src = self.sources.iter().find(|(n, _)| *n == input.name).map(|(_, s)| s.clone());
-        owned_arg(&input, src)
+        owned_arg(&input, src).map(job::Arg::Value)
     }
 
-    fn execute(
-        &mut self,
-        module: &Module,
-        types: &strata_ir::TypeArena,
-        entry: Handle<Function>,
-        args: &[Value],
-    ) -> job::Step<Vec<(String, Value)>> {
-        let (values, timings) = execute(module, types, entry, args, self.opts)?;
+    fn execute(&mut self, local: job::Local<'_>, args: &[job::Arg<'_>]) -> job::Step<Vec<(String, Value)>> {
+        let (values, timings) = execute(local.module, local.types(), local.entry, args, self.opts)?;
         self.timings = timings;
         Ok(values)
     }
@@ -481,7 +475,7 @@ fn owned_arg(input: &job::Input<'_>, source: Option<ArgSource>) -> job::Step<Val
         // value has there).
         (Some(b), Some(src)) => {
             let mine = run::make_rows(name, &with_interval(local, b.level, b.global), b.level, b.owned[rank], &src)?;
-            input.held_from_owned(&mine).map(Value::Tensor)
+            input.held_from_made(mine)
         }
         (None, Some(src)) => run::make_arg(name, local, &src),
         (Some(b), None) => Ok(Value::Tensor(Tensor::zeros(&with_interval(local, b.level, b.owned[rank])))),
@@ -500,7 +494,7 @@ fn execute(
     module: &Module,
     types: &strata_ir::TypeArena,
     entry: Handle<Function>,
-    args: &[Value],
+    args: &[job::Arg<'_>],
     opts: &RunOptions,
 ) -> job::Step<(Vec<(String, Value)>, crate::Timings)> {
     let backend = strata_engine::Backend::parse(&opts.backend)?;

@@ -30,6 +30,8 @@ pub(crate) struct Inspected {
     needs: Vec<RowSet>,
     local: (Module, Handle<Function>),
     fetches: Vec<(usize, FetchPlan)>,
+    /// What the caller keeps with the local program.
+    memo: super::Memo,
 }
 
 /// What the inspector last found for a stage, per process (a time loop's later steps reuse it: the
@@ -46,9 +48,9 @@ impl Clone for InspectorCache {
 }
 
 impl Inspected {
-    /// The local program at the rows this rank needs, and its entry.
-    pub(super) fn local(&self) -> (&Module, Handle<Function>) {
-        (&self.local.0, self.local.1)
+    /// The local program at the rows this rank needs.
+    pub(super) fn local(&self) -> super::Local<'_> {
+        super::Local { module: &self.local.0, entry: self.local.1, memo: &self.memo }
     }
 }
 
@@ -144,7 +146,8 @@ pub(super) fn prepare(
     for (k, fetch) in fetches {
         let b = &plan.params[*k];
         let (Value::Tensor(held), Value::Tensor(mine)) = (&mut args[b.index], &read[b.index]) else { continue };
-        timed_exchange(comm, fetch, Some(mine), held, super::halo_tag(b.index), repeat, clock)?;
+        let tag = super::halo_tag(b.index);
+        timed_exchange(comm, repeat, clock, || fetch.run_into(comm, mine, held, tag))?;
     }
     Ok((found.clone(), args))
 }
@@ -227,5 +230,5 @@ fn inspect(
             fetches.push((k, agree(comm, FetchPlan::new(comm, b, &needs[k]).map_err(|e| e.to_string()))?));
         }
     }
-    Ok(Inspected { digest, plan, needs, local, fetches })
+    Ok(Inspected { digest, plan, needs, local, fetches, memo: Default::default() })
 }

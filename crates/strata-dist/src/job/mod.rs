@@ -16,9 +16,13 @@ use strata_runtime::{Tensor, Value, ValueType};
 use crate::exchange::FetchPlan;
 use crate::{slab, BlockParam, Collective, Comm, Distribution, PartialStart, Plan, PlannedStage};
 
+mod arg;
 mod inspect;
+mod memo;
 
+pub use arg::Arg;
 pub use inspect::InspectorCache;
+pub use memo::Memo;
 mod output;
 mod spare;
 mod stored;
@@ -81,19 +85,33 @@ pub fn shared_failure(comm: &Comm, f: &Failed) -> String {
     format!("rank {from}: {}", String::from_utf8_lossy(&text))
 }
 
-/// What the caller supplies to a rank's run: inputs and the execution of local programs.
-pub trait Rank {
+/// What the caller supplies to a rank's run: inputs (values it holds for `'a`, lent to the run
+/// where they have the local parameter's layout) and the execution of local programs.
+pub trait Rank<'a> {
     /// This rank's value of an entry parameter ([`Input`]) that no earlier stage computed.
-    fn input(&mut self, input: Input<'_>) -> Step<Value>;
+    fn input(&mut self, input: Input<'_>) -> Step<Arg<'a>>;
 
-    /// Runs a local program on its arguments and returns its results by name.
-    fn execute(
-        &mut self,
-        module: &Module,
-        types: &TypeArena,
-        entry: Handle<Function>,
-        args: &[Value],
-    ) -> Step<Vec<(String, Value)>>;
+    /// Runs a local program on its arguments and returns its results by name; `memo` stays
+    /// with the program for its next runs (the caller may keep its prepared code there).
+    fn execute(&mut self, program: Local<'_>, args: &[Arg<'_>]) -> Step<Vec<(String, Value)>>;
+}
+
+/// A rank's local program, as [`Rank::execute`] runs it.
+#[derive(Clone, Copy)]
+pub struct Local<'a> {
+    /// The module.
+    pub module: &'a Module,
+    /// Its entry.
+    pub entry: Handle<Function>,
+    /// What the caller keeps with it between runs.
+    pub memo: &'a Memo,
+}
+
+impl Local<'_> {
+    /// The module's types.
+    pub fn types(&self) -> &TypeArena {
+        &self.module.types
+    }
 }
 
 /// One parameter of a stage, as [`Rank::input`] is asked for it.
@@ -115,39 +133,78 @@ pub struct Input<'a> {
 }
 
 impl Input<'_> {
-    /// A held tensor with this rank's owned rows taken from `mine` (which holds at least them;
-    /// the halo rows are zeros until the exchange fills them).
-    pub fn held_from_owned(&self, mine: &Tensor) -> Step<Tensor> {
+    /// This rank's argument from `mine` (which holds at least its owned rows): `mine` itself,
+    /// lent, where it has the local parameter's layout (a block held without halo, or as
+    /// [`crate::Strips`]); else a held buffer with the owned rows copied in (the halo rows are
+    /// zeros until the exchange fills them).
+    pub fn held_from_owned<'m>(&self, mine: &'m Tensor) -> Step<Arg<'m>> {
         self.held_from(&mine.ty, mine)
     }
 
     /// [`Input::held_from_owned`] from `mine` read as a value of type `ty` (its layout at the
     /// parameter's coordinates: a front end's array, not copied to be retyped).
-    pub fn held_from(&self, ty: &ValueType, mine: &Tensor) -> Step<Tensor> {
+    pub fn held_from<'m>(&self, ty: &ValueType, mine: &'m Tensor) -> Step<Arg<'m>> {
+        if let Some(b) = self.block {
+            let have = ty.levels.get(b.level).map(|l| l.interval);
+            if have.is_none_or(|h| !h.contains(b.owned[self.rank])) {
+                return Err(format!(
+                    "`{}`: this rank's value does not hold its block {}",
+                    self.name, b.owned[self.rank]
+                ));
+            }
+        }
+        if self.same_rows(ty) && mine.present.is_none() {
+            if let Some(lent) = Arg::lend(self.held, &mine.data) {
+                return Ok(lent);
+            }
+        }
+        Ok(Arg::Value(Value::Tensor(self.copied(ty, mine))))
+    }
+
+    /// [`Input::held_from_owned`] of a value this rank made for the run: kept (retyped) where
+    /// it has the local parameter's layout, else copied into a held buffer.
+    pub fn held_from_made(&self, mine: Tensor) -> Step<Value> {
+        if self.same_rows(&mine.ty) && mine.ty.element == self.held.element && mine.present.is_none() {
+            return Ok(Value::Tensor(Tensor { ty: self.held.clone(), ..mine }));
+        }
+        self.held_from_owned(&mine).map(Arg::into_value)
+    }
+
+    /// Whether a value of type `ty` holds exactly the held rows (of the block level, if any),
+    /// laid out as the held type.
+    fn same_rows(&self, ty: &ValueType) -> bool {
+        let rows = |t: &ValueType| self.block.map(|b| t.levels.get(b.level).map(|l| l.interval));
+        same_layout(ty, self.held) && rows(ty) == rows(self.held)
+    }
+
+    /// `mine` (read as `ty`) copied into a buffer of the held type: its owned rows, or all of
+    /// it for a replicated value.
+    fn copied(&self, ty: &ValueType, mine: &Tensor) -> Tensor {
         let Some(b) = self.block else {
-            return Ok(Tensor { ty: ty.clone(), data: mine.data.clone(), present: mine.present.clone() });
+            return Tensor { ty: ty.clone(), data: mine.data.clone(), present: mine.present.clone() };
         };
         let rows = b.owned[self.rank];
-        let have = ty.levels.get(b.level).map(|l| l.interval);
-        if have.is_none_or(|h| !h.contains(rows)) {
-            return Err(format!("`{}`: this rank's value does not hold its block {rows}", self.name));
-        }
         // A buffer an earlier run held (every row is overwritten: the owned ones here, the
         // others by the halo exchange that follows).
         if let Some(mut held) = spare::take(self.held).filter(|_| mine.present.is_none()) {
             slab::copy_rows_as(ty, &mine.data, &mut held, b.level, rows);
-            return Ok(held);
-        }
-        // Holding exactly its block (no halo): the same values, typed as the local program's.
-        let same_rows = ty.levels.len() == self.held.levels.len()
-            && ty.levels.iter().zip(&self.held.levels).all(|(a, b)| a.name == b.name && a.interval == b.interval);
-        if same_rows && ty.element == self.held.element && mine.present.is_none() {
-            return Ok(Tensor { ty: self.held.clone(), data: mine.data.clone(), present: None });
+            return held;
         }
         let mut held = Tensor::zeros(self.held);
         slab::copy_rows_as(ty, &mine.data, &mut held, b.level, rows);
-        Ok(held)
+        held
     }
+}
+
+/// Whether values of type `a` are laid out as values of type `b`: dense (or block) levels of the
+/// same extents, level by level (the intervals may differ: the same rows at other coordinates).
+fn same_layout(a: &ValueType, b: &ValueType) -> bool {
+    a.levels.len() == b.levels.len()
+        && a.levels
+            .iter()
+            .zip(&b.levels)
+            .all(|(x, y)| x.interval.len() == y.interval.len() && x.format.is_dense_like() && y.format.is_dense_like())
+        && a.is_tensor == b.is_tensor
 }
 
 /// Where a rank's time goes, summed over the stages.
@@ -178,10 +235,10 @@ pub struct Output {
 ///
 /// # Errors
 /// A phase that failed on any rank (every rank returns an error).
-pub fn run(
+pub fn run<'a>(
     comm: &Comm,
     dist: &Distribution,
-    rank_io: &mut dyn Rank,
+    rank_io: &mut dyn Rank<'a>,
     repeat: usize,
     clock: &mut Clock,
 ) -> Result<Vec<Output>, Failed> {
@@ -247,88 +304,131 @@ fn result_block(ps: &PlannedStage, rank: usize, size: usize) -> Option<(usize, I
 
 /// Runs one stage on this rank: its local program, its block of every input (supplied, or a
 /// collective's value from an earlier stage), the halo exchange, the run.
-fn run_stage(
+fn run_stage<'a>(
     comm: &Comm,
     ps: &PlannedStage,
     carried: &[(String, Value)],
-    rank_io: &mut dyn Rank,
+    rank_io: &mut dyn Rank<'a>,
     repeat: usize,
     clock: &mut Clock,
 ) -> Result<Vec<(String, Value)>, Failed> {
     let rank = comm.rank;
     let PlannedStage { stage, types, plan, .. } = ps;
     let (module, entry) = (&stage.module, stage.entry);
-    let local = agree(comm, ps.local_program(rank))?;
-    let (local, local_entry) = (&local.0, local.1);
-    let local_types = local.types.clone();
+    // The local program (made once) and, below, the inputs: agreed on together.
+    let made = ps.local_program(rank);
+    let unmade = (Module::default(), entry);
+    let (local, local_entry) = match &made {
+        Ok(l) => (&l.0, l.1),
+        Err(_) => (&unmade.0, unmade.1),
+    };
+    // Kept with the stage's program (a program made for another rank than the process's keeps
+    // nothing).
+    let scratch = Memo::default();
+    let memo = match &made {
+        Ok(std::borrow::Cow::Borrowed(_)) => &ps.memo,
+        _ => &scratch,
+    };
+    let local_types = &local.types;
     let f = &module.functions[entry];
-    let lf = &local.functions[local_entry];
     let t = comm.wtime();
     // Each rank's block of every input: supplied, or carried from an earlier stage.
-    let owned_args: Step<Vec<Value>> = (0..lf.params.len())
-        .map(|p| {
-            let e = &f.exprs[f.params[p]];
-            let global = ValueType::from_ir(types, e.ty);
-            let held = ValueType::from_ir(&local_types, lf.exprs[lf.params[p]].ty);
-            let input = Input {
-                index: p,
-                name: &e.name,
-                global: &global,
-                held: &held,
-                block: plan.params.iter().find(|b| b.index == p),
-                output: e.kind == ExprKind::Param(ParamMode::Out),
-                rank,
-            };
-            match carried.iter().find(|(n, _)| *n == e.name) {
-                // A distributed value of an earlier stage: its owned rows, in the held ones.
-                Some((_, Value::Tensor(mine))) => input.held_from_owned(mine).map(Value::Tensor),
-                Some((_, v)) => Ok(v.clone()),
-                None => rank_io.input(input),
-            }
-        })
-        .collect();
+    let owned_args: Step<Vec<Arg<'_>>> = made.as_ref().map_err(Clone::clone).and_then(|_| {
+        let lf = &local.functions[local_entry];
+        (0..f.params.len())
+            .map(|p| {
+                let e = &f.exprs[f.params[p]];
+                let global = ValueType::from_ir(types, e.ty);
+                let held = ValueType::from_ir(local_types, lf.exprs[lf.params[p]].ty);
+                let input = Input {
+                    index: p,
+                    name: &e.name,
+                    global: &global,
+                    held: &held,
+                    block: plan.params.iter().find(|b| b.index == p),
+                    output: e.kind == ExprKind::Param(ParamMode::Out),
+                    rank,
+                };
+                match carried.iter().find(|(n, _)| *n == e.name) {
+                    // A distributed value of an earlier stage: its owned rows, in the held ones.
+                    Some((_, Value::Tensor(mine))) => input.held_from_owned(mine),
+                    Some((_, v)) => Ok(Arg::Value(v.clone())),
+                    None => rank_io.input(input),
+                }
+            })
+            .collect()
+    });
+    // An input held as strips is its dense block.
+    let strips = plan.strips(rank, f.params.len());
+    let owned_args = owned_args.and_then(|args| match strips.iter().find(|s| args[s.index].dense().is_none()) {
+        Some(s) => {
+            Err(format!("internal: `{}` is held as strips but is not a dense block", f.exprs[f.params[s.index]].name))
+        }
+        None => Ok(args),
+    });
     let owned_args = agree(comm, owned_args)?;
     clock.read_s += comm.wtime() - t;
     if !plan.indirect.is_empty() {
         // Neighbor shifts of distributed sources: the rows to hold come from the tables.
-        let (found, args) =
-            inspect::prepare(comm, &ps.inspected, module, types, entry, plan, owned_args, repeat, clock)?;
-        let (local, local_entry) = found.local();
-        return finish(comm, plan, f, local, local_entry, args, rank_io);
+        let read = owned_args.into_iter().map(Arg::into_value).collect();
+        let (found, args) = inspect::prepare(comm, &ps.inspected, module, types, entry, plan, read, repeat, clock)?;
+        let local = found.local();
+        return finish(comm, plan, f, local, args.into_iter().map(Arg::Value).collect(), rank_io);
     }
-    // The halo exchange: every held row another rank owns.
-    let mut args = Vec::with_capacity(owned_args.len());
-    for (p, a) in owned_args.into_iter().enumerate() {
-        match (plan.params.iter().find(|b| b.index == p && !b.output), a) {
-            (Some(b), Value::Tensor(mut held)) => {
-                let halo = FetchPlan::halo(b, comm.rank);
-                timed_exchange(comm, &halo, None, &mut held, halo_tag(b.index), repeat, clock)?;
-                args.push(Value::Tensor(held));
+    // The halo exchange: every held row another rank owns, into the input's strips (its block
+    // stays where it is) or into its held buffer.
+    let mut args = owned_args;
+    let mut received: Vec<Arg<'_>> = Vec::new();
+    for b in plan.params.iter().filter(|b| !b.output) {
+        let halo = FetchPlan::halo(b, comm.rank);
+        let tag = halo_tag(b.index);
+        match strips.iter().find(|s| s.index == b.index) {
+            Some(s) => {
+                let lf = &local.functions[local_entry];
+                let mut pieces: Vec<Tensor> = s
+                    .strips()
+                    .map(|strip| Tensor::zeros(&ValueType::from_ir(local_types, lf.exprs[lf.params[strip.param]].ty)))
+                    .collect();
+                let block = args[b.index].dense().expect("checked with the inputs");
+                timed_exchange(comm, repeat, clock, || halo.run_into_pieces(comm, block, &mut pieces, tag))?;
+                received.extend(pieces.into_iter().map(|t| Arg::Value(Value::Tensor(t))));
             }
-            (_, a) => args.push(a),
+            // Receiving nothing (the rank's block is all it reads): its rows are served from
+            // where they are, lent or not.
+            None if halo.recv.is_empty() && args[b.index].dense().is_some() => {
+                let block = args[b.index].dense().expect("dense");
+                timed_exchange(comm, repeat, clock, || halo.run_into_pieces(comm, block, &mut [], tag))?;
+            }
+            None => {
+                if let Value::Tensor(held) = args[b.index].to_mut() {
+                    timed_exchange(comm, repeat, clock, || halo.run(comm, held, tag))?;
+                }
+            }
         }
     }
-    finish(comm, plan, f, local, local_entry, args, rank_io)
+    args.extend(received);
+    finish(comm, plan, f, Local { module: local, entry: local_entry, memo }, args, rank_io)
 }
 
 /// Runs a stage's local program on this rank's arguments (a scan's stage in the chain of ranks).
-fn finish(
+fn finish<'a>(
     comm: &Comm,
     plan: &Plan,
     f: &Function,
-    local: &Module,
-    local_entry: Handle<Function>,
-    mut args: Vec<Value>,
-    rank_io: &mut dyn Rank,
+    local: Local<'_>,
+    mut args: Vec<Arg<'_>>,
+    rank_io: &mut dyn Rank<'a>,
 ) -> Result<Vec<(String, Value)>, Failed> {
-    let local_types = &local.types;
     let ran = match &plan.partial {
         Some(p @ crate::Partial { start: PartialStart::Carry { .. }, .. }) => {
-            carried_scan(comm, p, f, &mut args, |args| rank_io.execute(local, local_types, local_entry, args))
+            carried_scan(comm, p, f, &mut args, |args| rank_io.execute(local, args))
         }
-        _ => rank_io.execute(local, local_types, local_entry, &args),
+        _ => rank_io.execute(local, &args),
     };
-    spare::keep(args);
+    spare::keep(args.into_iter().filter_map(|a| match a {
+        Arg::Value(v) => Some(v),
+        Arg::Lent { .. } => None,
+    }));
     agree(comm, ran)
 }
 
@@ -340,8 +440,8 @@ fn carried_scan(
     comm: &Comm,
     p: &crate::Partial,
     f: &Function,
-    args: &mut [Value],
-    run: impl FnOnce(&[Value]) -> Step<Vec<(String, Value)>>,
+    args: &mut [Arg<'_>],
+    run: impl FnOnce(&[Arg<'_>]) -> Step<Vec<(String, Value)>>,
 ) -> Step<Vec<(String, Value)>> {
     let rank = comm.rank;
     let (PartialStart::Carry { param, chain, forward, monoid }, Some((_, dim, owned))) = (&p.start, p.owned.first())
@@ -353,7 +453,7 @@ fn carried_scan(
     }
     let Some(at) = chain.iter().position(|&r| r == rank) else { return run(args) };
     let k = f.params.iter().position(|q| q == param).ok_or("the scan's carry parameter is missing")?;
-    let Value::Tensor(state) = &mut args[k] else { return Err("the scan's state is not a dense tensor".into()) };
+    let Value::Tensor(state) = args[k].to_mut() else { return Err("the scan's state is not a dense tensor".into()) };
     let size = slab::all_bytes(state).len();
     let tag = CARRY_TAG;
     if at > 0 {
@@ -383,12 +483,12 @@ fn concurrent_scan(
     chain: &[usize],
     (dim, owned, forward): (&strata_ir::DimName, &[Interval], bool),
     (f, param): (&Function, strata_ir::Value),
-    args: &mut [Value],
-    run: impl FnOnce(&[Value]) -> Step<Vec<(String, Value)>>,
+    args: &mut [Arg<'_>],
+    run: impl FnOnce(&[Arg<'_>]) -> Step<Vec<(String, Value)>>,
 ) -> Step<Vec<(String, Value)>> {
     let rank = comm.rank;
     let k = f.params.iter().position(|&q| q == param).ok_or("the scan's carry parameter is missing")?;
-    let Value::Tensor(state) = &mut args[k] else { return Err("the scan's state is not a dense tensor".into()) };
+    let Value::Tensor(state) = args[k].to_mut() else { return Err("the scan's state is not a dense tensor".into()) };
     let mut carry = state.clone();
     let Some(scalar) = (match &carry.ty.element {
         strata_runtime::ElemType::Scalar(s) => Some(*s),
@@ -471,24 +571,17 @@ fn halo_tag(index: usize) -> i32 {
     (index % CARRY_TAG as usize) as i32
 }
 
-/// Runs `fetch` into `held` (serving rows of `from`, else of `held` itself) `repeat + 1` times,
-/// timing each; the first run's bytes count as this rank's received halo.
-fn timed_exchange(
+/// Runs an exchange (`run`, returning the bytes received) `repeat + 1` times, timing each; the
+/// first run's bytes count as this rank's received halo.
+pub(crate) fn timed_exchange(
     comm: &Comm,
-    fetch: &FetchPlan,
-    from: Option<&Tensor>,
-    held: &mut Tensor,
-    tag: i32,
     repeat: usize,
     clock: &mut Clock,
+    mut run: impl FnMut() -> Result<usize, crate::CommError>,
 ) -> Result<(), Failed> {
     for k in 0..=repeat {
         let t = comm.wtime();
-        let ran = match from {
-            Some(from) => fetch.run_into(comm, from, held, tag),
-            None => fetch.run(comm, held, tag),
-        };
-        let bytes = agree(comm, ran.map_err(|e| e.to_string()))?;
+        let bytes = agree(comm, run().map_err(|e| e.to_string()))?;
         clock.exchange_s.push(comm.wtime() - t);
         if k == 0 {
             clock.halo_bytes += bytes;

@@ -34,7 +34,7 @@ pub(crate) fn take(ty: &ValueType) -> Option<Tensor> {
 
 /// Keeps the dense buffers among `values` (a run's arguments, no longer needed), and frees
 /// those no run took back for [`RUNS_KEPT`] runs.
-pub(crate) fn keep(values: Vec<Value>) {
+pub(crate) fn keep(values: impl IntoIterator<Item = Value>) {
     SPARE.with(|s| {
         let mut s = s.borrow_mut();
         for (age, _) in s.iter_mut() {

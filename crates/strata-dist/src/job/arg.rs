@@ -1,0 +1,156 @@
+//! A local program's argument on a rank: a value the run holds, or a block the caller keeps
+//! (a resident array's rows, an earlier stage's result) lent for the run and read in place as
+//! the local parameter's type — a time loop's state is not copied to be run.
+
+use std::sync::OnceLock;
+
+use strata_runtime::{Argument, ColumnRef, Data, Stored, Tensor, Value, ValueType};
+
+/// One argument of a rank's local program.
+#[derive(Debug)]
+pub enum Arg<'a> {
+    /// A value the run holds (read from a file, made, received, or copied).
+    Value(Value),
+    /// Dense scalars the caller keeps, read as `ty` (the same layout, at the parameter's
+    /// coordinates); the interpreter gets a copy, made once.
+    Lent {
+        /// The parameter's type on this rank.
+        ty: ValueType,
+        /// The caller's values.
+        data: &'a Data,
+        /// The copy the interpreter reads.
+        copy: OnceLock<Tensor>,
+    },
+}
+
+impl<'a> Arg<'a> {
+    /// `data` lent as a value of type `ty`, when it is dense scalars of `ty`'s length.
+    pub fn lend(ty: &ValueType, data: &'a Data) -> Option<Arg<'a>> {
+        let Data::Scalars(c) = data else { return None };
+        let fits = ty.element.scalar() == Some(c.scalar()) && c.len() == ty.len() && ty.is_tensor;
+        fits.then(|| Arg::Lent { ty: ty.clone(), data, copy: OnceLock::new() })
+    }
+
+    /// The type and values of a dense argument (a lent block, or a value's tensor).
+    pub fn dense(&self) -> Option<(&ValueType, &Data)> {
+        match self {
+            Arg::Value(Value::Tensor(t)) if t.present.is_none() => Some((&t.ty, &t.data)),
+            Arg::Value(_) => None,
+            Arg::Lent { ty, data, .. } => Some((ty, data)),
+        }
+    }
+
+    /// The argument as a value of its own (a lent block copied).
+    pub fn into_value(self) -> Value {
+        match self {
+            Arg::Value(v) => v,
+            Arg::Lent { ty, data, copy } => Value::Tensor(copy.into_inner().unwrap_or_else(|| copied(ty, data))),
+        }
+    }
+
+    /// The argument as a value this run may change (a lent block copied first).
+    pub fn to_mut(&mut self) -> &mut Value {
+        if let Arg::Lent { .. } = self {
+            let owned = std::mem::replace(self, Arg::Value(Value::Tensor(Tensor::zeros(&unit()))));
+            *self = Arg::Value(owned.into_value());
+        }
+        match self {
+            Arg::Value(v) => v,
+            Arg::Lent { .. } => unreachable!("made a value above"),
+        }
+    }
+}
+
+fn copied(ty: ValueType, data: &Data) -> Tensor {
+    Tensor { ty, data: data.clone(), present: None }
+}
+
+/// The type of a 0-d `bool` (a stand-in while a value is moved).
+fn unit() -> ValueType {
+    ValueType {
+        levels: Vec::new(),
+        placement: strata_ir::Placement::HOST,
+        element: strata_runtime::ElemType::Scalar(strata_ir::Scalar::Bool),
+        is_tensor: false,
+    }
+}
+
+impl From<Value> for Arg<'_> {
+    fn from(v: Value) -> Self {
+        Arg::Value(v)
+    }
+}
+
+impl Argument for Arg<'_> {
+    fn value_type(&self) -> &ValueType {
+        match self {
+            Arg::Value(v) => v.value_type(),
+            Arg::Lent { ty, .. } => ty,
+        }
+    }
+    fn tensor(&self) -> Option<&Tensor> {
+        match self {
+            Arg::Value(v) => v.tensor(),
+            Arg::Lent { ty, data, copy } => Some(copy.get_or_init(|| copied(ty.clone(), data))),
+        }
+    }
+    fn stored(&self) -> Option<&Stored> {
+        match self {
+            Arg::Value(v) => v.stored(),
+            Arg::Lent { .. } => None,
+        }
+    }
+    fn column(&self) -> Option<ColumnRef<'_>> {
+        match self {
+            Arg::Value(v) => v.column(),
+            Arg::Lent { data: Data::Scalars(c), .. } => Some(ColumnRef::of(c)),
+            Arg::Lent { .. } => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strata_ir::{Interval, Level, LevelFormat, Scalar};
+    use strata_runtime::{Column, ElemType};
+
+    fn vector(start: i64, values: Vec<f64>) -> Tensor {
+        let n = values.len() as i64;
+        let ty = ValueType {
+            levels: vec![Level {
+                name: strata_ir::DimName::new("I"),
+                interval: Interval::new(start, start + n),
+                format: LevelFormat::Dense,
+            }],
+            placement: strata_ir::Placement::HOST,
+            element: ElemType::Scalar(Scalar::F64),
+            is_tensor: true,
+        };
+        Tensor { ty, data: Data::Scalars(Column::F64(values)), present: None }
+    }
+
+    #[test]
+    fn a_lent_block_is_read_in_place_at_the_parameters_coordinates() {
+        let block = vector(0, vec![1.0, 2.0, 3.0]);
+        let at = vector(5, vec![0.0; 3]).ty;
+        let arg = Arg::lend(&at, &block.data).expect("same layout");
+        assert_eq!(arg.value_type().levels[0].interval, Interval::new(5, 8));
+        let Data::Scalars(c) = &block.data else { unreachable!("scalars") };
+        assert_eq!(arg.column().map(|v| v.as_ptr()), Some(c.as_ptr()));
+        // The interpreter's copy and an owned value carry the parameter's type.
+        assert_eq!(arg.tensor().map(|t| t.ty.levels[0].interval), Some(Interval::new(5, 8)));
+        let mut arg = arg;
+        let Value::Tensor(t) = arg.to_mut() else { panic!("a tensor") };
+        assert_eq!((t.ty.levels[0].interval, t.data.clone()), (Interval::new(5, 8), block.data.clone()));
+    }
+
+    #[test]
+    fn a_block_of_another_length_or_dtype_is_not_lent() {
+        let block = vector(0, vec![1.0, 2.0, 3.0]);
+        assert!(Arg::lend(&vector(0, vec![0.0; 4]).ty, &block.data).is_none());
+        let mut ints = vector(0, vec![0.0; 3]).ty;
+        ints.element = ElemType::Scalar(Scalar::I64);
+        assert!(Arg::lend(&ints, &block.data).is_none());
+    }
+}

@@ -1,0 +1,203 @@
+//! Halo strips: how a rank holds an input it reads beyond its own block.
+//!
+//! The rank keeps its owned block where the caller has it (a resident array's rows, read in
+//! place, never copied) and receives the rows it reads of its neighbors' blocks into small
+//! buffers of their own — the strip *below* the block and the strip *above* it, each a
+//! parameter of the local program appended after the entry's. The local program joins the
+//! three with a `concat` along the block level ahead of every use; the native backend's
+//! `split-pieces` pass turns the join into one loop nest per piece, each reading its piece in
+//! place. A time step therefore moves only the halo rows, and holds no second copy of the
+//! state (the block copied into a halo'd buffer cost a third of a stencil step's traffic and
+//! one block of memory).
+//!
+//! An input is held this way when it is dense scalars read beyond the rows the rank owns, and
+//! the stage has no neighbor shifts of distributed sources (whose rows the inspector plans at
+//! run time into one held buffer).
+
+use strata_ir::{DimName, ExprKind, Function, Interval, Op, ParamMode, Statement, Value};
+
+use crate::Plan;
+
+/// Rows of a halo strip and the local program's parameter holding them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Strip {
+    /// The rows (of the block level) it holds.
+    pub rows: Interval,
+    /// Its parameter's position in the local program.
+    pub param: usize,
+}
+
+/// An input held as its owned block plus strips on one rank.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Strips {
+    /// The input's parameter position (in the entry and in the local program).
+    pub index: usize,
+    /// The block level's position.
+    pub level: usize,
+    /// The block level's name.
+    pub dim: DimName,
+    /// The rows this rank owns (its block, the parameter's rows in the local program).
+    pub owned: Interval,
+    /// The rows below the block it reads, if any.
+    pub below: Option<Strip>,
+    /// The rows above the block it reads, if any.
+    pub above: Option<Strip>,
+}
+
+impl Strips {
+    /// The strips, below first.
+    pub fn strips(&self) -> impl Iterator<Item = Strip> + '_ {
+        self.below.iter().chain(&self.above).copied()
+    }
+}
+
+impl Plan {
+    /// The inputs `rank` holds as owned block plus strips, in parameter order; their strip
+    /// parameters follow the entry's `params` parameters in that order (below, then above).
+    pub fn strips(&self, rank: usize, params: usize) -> Vec<Strips> {
+        if !self.indirect.is_empty() {
+            return Vec::new();
+        }
+        let mut next = params;
+        let mut strip = |rows: Interval| {
+            (!rows.is_empty()).then(|| {
+                next += 1;
+                Strip { rows, param: next - 1 }
+            })
+        };
+        let mut out = Vec::new();
+        for b in &self.params {
+            let (owned, held) = (b.owned[rank], b.held[rank]);
+            if b.output || b.stored || !b.scalar || owned.is_empty() || held == owned || !held.contains(owned) {
+                continue;
+            }
+            let below = strip(Interval::new(held.start, owned.start));
+            let above = strip(Interval::new(owned.stop, held.stop));
+            out.push(Strips { index: b.index, level: b.level, dim: b.dim.clone(), owned, below, above });
+        }
+        out
+    }
+}
+
+/// Gives the local entry `f` (whose parameters are the entry's) a parameter per strip and makes
+/// every use of each input `s.index` read `concat(below, block, above)` instead, joined at the
+/// start of the body. The strip parameters take the input's type handle; the caller types
+/// them (and the block) at their rows.
+pub(crate) fn join_strips(f: &mut Function, strips: &[Strips]) {
+    let mut added = Vec::new();
+    for s in strips {
+        for strip in s.strips() {
+            let p = f.params[s.index];
+            let side = if strip.rows.stop <= s.owned.start { "below" } else { "above" };
+            let e = strata_ir::Expr {
+                name: format!("{}.{side}", f.exprs[p].name),
+                ty: f.exprs[p].ty,
+                kind: ExprKind::Param(ParamMode::In),
+            };
+            let span = *f.exprs.meta(p);
+            debug_assert_eq!(f.params.len(), strip.param, "strip parameters in order");
+            f.params.push(f.exprs.append(e, span));
+        }
+    }
+    for s in strips {
+        let p = f.params[s.index];
+        let mut args = Vec::with_capacity(3);
+        args.extend(s.below.map(|b| f.params[b.param]));
+        args.push(p);
+        args.extend(s.above.map(|b| f.params[b.param]));
+        let e = strata_ir::Expr {
+            name: format!("{}.halo", f.exprs[p].name),
+            ty: f.exprs[p].ty,
+            kind: ExprKind::Op(Op::Concat { args, dim: s.dim.clone(), mode: strata_ir::Mode::Copy }),
+        };
+        let span = *f.exprs.meta(p);
+        let joined = f.exprs.append(e, span);
+        redirect(f, p, joined);
+        added.push(joined);
+    }
+    prepend(f, &added);
+}
+
+/// Makes every use of `from` in `f` (operands, assigned and returned values) read `to`, except
+/// `to`'s own operands.
+pub(crate) fn redirect(f: &mut Function, from: Value, to: Value) {
+    let users: Vec<Value> = f.exprs.iter().map(|(v, _)| v).filter(|&v| v != to).collect();
+    for v in users {
+        if let ExprKind::Op(op) = &mut f.exprs[v].kind {
+            op.operands_mut().into_iter().filter(|o| **o == from).for_each(|o| *o = to);
+        }
+    }
+    let statements: Vec<_> = f.body.handles().collect();
+    for h in statements {
+        match &mut f.body[h] {
+            Statement::Assign { value, .. } if *value == from => *value = to,
+            Statement::Return(vs) => vs.iter_mut().filter(|v| **v == from).for_each(|v| *v = to),
+            _ => {}
+        }
+    }
+}
+
+/// Puts `let`s of `values` (in order) at the start of `f`'s body (with its first statement's
+/// location).
+pub(crate) fn prepend(f: &mut Function, values: &[Value]) {
+    let Some(first) = f.body.handles().next() else { return };
+    let meta = f.body.meta(first).clone();
+    let mut body = strata_entity::Arena::new();
+    for &v in values {
+        body.append(Statement::Let(v), meta.clone());
+    }
+    for (s, stmt) in f.body.iter() {
+        body.append(stmt.clone(), f.body.meta(s).clone());
+    }
+    f.body = body;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strata_runtime::ValueType;
+
+    const LAPLACIAN: &str = include_str!("../../../examples/distributed/laplacian.strata");
+
+    fn plan(
+        source: &str,
+        ranks: usize,
+    ) -> (strata_ir::Module, strata_ir::TypeArena, strata_entity::Handle<Function>, Plan) {
+        let m = strata_verify::parse(source).expect("parses");
+        let info = strata_verify::verify(&m).expect("verifies");
+        let entry = m.functions.handles().last().expect("an entry");
+        let plan = Plan::new(&m, &info.types, entry, ranks).expect("plans");
+        (m, info.types, entry, plan)
+    }
+
+    #[test]
+    fn a_halo_is_received_into_strips_beside_the_block() {
+        let (_, _, _, plan) = plan(LAPLACIAN, 3);
+        // `@laplacian(%out, %inp)`: `%inp` is read one row beyond each block.
+        let at = |rank| plan.strips(rank, 2);
+        let s = &at(1)[0];
+        assert_eq!((s.index, s.owned), (1, Interval::new(21, 43)));
+        assert_eq!(s.below, Some(Strip { rows: Interval::new(20, 21), param: 2 }));
+        assert_eq!(s.above, None);
+        // The first rank reads one row above its block, the last two below.
+        assert_eq!(at(0)[0].strips().collect::<Vec<_>>(), [Strip { rows: Interval::new(21, 22), param: 2 }]);
+        assert_eq!(at(2)[0].strips().collect::<Vec<_>>(), [Strip { rows: Interval::new(41, 43), param: 2 }]);
+        // One rank holds everything it reads: no strips.
+        assert!(self::plan(LAPLACIAN, 1).3.strips(0, 2).is_empty());
+    }
+
+    #[test]
+    fn the_local_program_reads_block_and_strips_in_place() {
+        let (m, types, entry, plan) = plan(LAPLACIAN, 3);
+        let (local, local_entry) = plan.local_module(&m, &types, entry, 1).expect("a local program");
+        let f = &local.functions[local_entry];
+        let names: Vec<&str> = f.params.iter().map(|&p| f.exprs[p].name.as_str()).collect();
+        assert_eq!(names, ["out", "inp", "inp.below"]);
+        let ty = |k: usize| ValueType::from_ir(&local.types, f.exprs[f.params[k]].ty).levels[0].interval;
+        assert_eq!((ty(1), ty(2)), (Interval::new(21, 43), Interval::new(20, 21)));
+        // Native code reads each piece where it is: one loop nest per piece, no joined copy.
+        let kernels = strata_codegen::lower(&local, &local.types, local_entry).expect("lowers").to_string();
+        assert!(kernels.contains("piece 1 of 2"), "{kernels}");
+        assert!(!kernels.contains("inp.halo"), "the join is not materialized:\n{kernels}");
+    }
+}
