@@ -10,9 +10,9 @@ use crate::plan::Indirection;
 use crate::{rows, slab, Comm, Plan, RowSet, Rows};
 use strata_entity::Handle;
 use strata_ir::{Function, Module, TypeArena};
-use strata_runtime::{Tensor, Value, ValueType};
+use strata_runtime::{Argument, Data, Tensor, Value, ValueType};
 
-use super::{agree, timed_exchange, Clock, Failed};
+use super::{agree, spare, timed_exchange, Arg, Clock, Failed};
 
 /// The level of a table's destination dimension (the one not tagged `NB_<Src>`).
 fn destination_level(ty: &ValueType) -> usize {
@@ -56,11 +56,16 @@ impl Inspected {
 
 /// A digest of the rows of the tables (`tables`: parameter positions) this rank read: XXH3 over
 /// their types, bytes and presence masks.
-fn tables_digest(read: &[Value], tables: &BTreeSet<usize>) -> u64 {
+fn tables_digest(read: &[Arg<'_>], tables: &BTreeSet<usize>) -> u64 {
     let mut h = xxhash_rust::xxh3::Xxh3Default::new();
     for &p in tables {
         h.update(&p.to_le_bytes());
-        if let Value::Tensor(t) = &read[p] {
+        if let Some((ty, data)) = read[p].dense() {
+            h.update(format!("{ty:?}").as_bytes());
+            if let Data::Scalars(c) = data {
+                h.update(slab::column_bytes(c));
+            }
+        } else if let Some(t) = read[p].tensor() {
             h.update(format!("{:?}", t.ty).as_bytes());
             h.update(slab::bytes(t));
             if let Some(present) = &t.present {
@@ -73,20 +78,21 @@ fn tables_digest(read: &[Value], tables: &BTreeSet<usize>) -> u64 {
 
 /// Runs the inspector on this rank (or reuses what it found, when no rank's tables changed
 /// since the stage's last run) and fetches every input's needed rows: returns what it found
-/// (the local program at the rows needed: [`Inspected::local`]) and the program's arguments. `read` holds this rank's owned rows of every input (in
-/// the static plan's local types).
+/// (the local program at the rows needed: [`Inspected::local`]) and the program's arguments.
+/// `read` holds this rank's owned rows of every input (in the static plan's local types; a
+/// resident block lent, not copied).
 #[allow(clippy::too_many_arguments)]
-pub(super) fn prepare(
+pub(super) fn prepare<'a>(
     comm: &Comm,
     cache: &InspectorCache,
     module: &Module,
     types: &TypeArena,
     entry: Handle<Function>,
     plan: &Plan,
-    read: Vec<Value>,
+    read: Vec<Arg<'a>>,
     repeat: usize,
     clock: &mut Clock,
-) -> Result<(std::sync::Arc<Inspected>, Vec<Value>), Failed> {
+) -> Result<(std::sync::Arc<Inspected>, Vec<Arg<'a>>), Failed> {
     let rank = comm.rank;
     let t = comm.wtime();
     let tables: BTreeSet<usize> = plan.indirect.iter().map(|s| s.table_param).collect();
@@ -110,21 +116,22 @@ pub(super) fn prepare(
     // The arguments: a held block for each distributed input (made below; what was read stays
     // in `read`, serving other ranks' fetches), every other value moved over.
     let mut read = read;
-    let held_inputs: BTreeSet<usize> = plan.params.iter().filter(|b| !b.output).map(|b| b.index).collect();
-    let mut args: Vec<Value> = Vec::with_capacity(read.len());
+    let held_inputs: BTreeSet<usize> =
+        plan.params.iter().filter(|b| !b.output && rows_of(&read[b.index]).is_some()).map(|b| b.index).collect();
+    let mut args: Vec<Arg<'a>> = Vec::with_capacity(read.len());
     for (p, v) in read.iter_mut().enumerate() {
-        args.push(match (held_inputs.contains(&p), &*v) {
-            (true, Value::Tensor(_)) => placeholder(),
-            (true, _) => v.clone(),
-            (false, _) => std::mem::replace(v, placeholder()),
+        args.push(match held_inputs.contains(&p) {
+            true => Arg::Value(placeholder()),
+            false => std::mem::replace(v, Arg::Value(placeholder())),
         });
     }
     for (k, b) in plan.params.iter().enumerate() {
-        if b.output {
-            continue;
-        }
-        let Value::Tensor(old) = &read[b.index] else { continue };
-        let mut held = Tensor::zeros(&ValueType::from_ir(&local.types, lf.exprs[lf.params[b.index]].ty));
+        let Some((ty, data)) = rows_of(&read[b.index]).filter(|_| held_inputs.contains(&b.index)) else { continue };
+        let held_ty = ValueType::from_ir(&local.types, lf.exprs[lf.params[b.index]].ty);
+        // A buffer an earlier run held, else fresh zeros: every row the program reads is
+        // written below (the owned ones copied, the others fetched; a table's unneeded rows
+        // set to the skip value).
+        let mut held = spare::take(&held_ty).unwrap_or_else(|| Tensor::zeros(&held_ty));
         let owned = b.owned[rank];
         let mut copied = vec![owned];
         if skips.contains(&b.index) {
@@ -135,9 +142,9 @@ pub(super) fn prepare(
             copied = needs[k].within(owned).runs().to_vec();
         }
         for rows in copied {
-            slab::unpack(&mut held, b.level, rows, &slab::pack(old, b.level, rows));
+            slab::copy_rows_as(ty, data, &mut held, b.level, rows);
         }
-        args[b.index] = Value::Tensor(held);
+        args[b.index] = Arg::Value(Value::Tensor(held));
     }
     clock.read_s += comm.wtime() - t;
     // The exchange of exactly the rows needed, planned once, run like the halo exchange
@@ -145,11 +152,22 @@ pub(super) fn prepare(
     // only the rows this rank needs.
     for (k, fetch) in fetches {
         let b = &plan.params[*k];
-        let (Value::Tensor(held), Value::Tensor(mine)) = (&mut args[b.index], &read[b.index]) else { continue };
+        let (Arg::Value(Value::Tensor(held)), Some(mine)) = (&mut args[b.index], rows_of(&read[b.index])) else {
+            continue;
+        };
         let tag = super::halo_tag(b.index);
-        timed_exchange(comm, repeat, clock, || fetch.run_into(comm, mine, held, tag))?;
+        let pieces = std::slice::from_mut(held);
+        timed_exchange(comm, repeat, clock, || fetch.run_into_pieces(comm, mine, pieces, tag))?;
     }
     Ok((found.clone(), args))
+}
+
+/// The type and values of a tensor argument (lent, or a value's, presence aside).
+fn rows_of<'v>(a: &'v Arg<'_>) -> Option<(&'v ValueType, &'v Data)> {
+    match a {
+        Arg::Value(Value::Tensor(t)) => Some((&t.ty, &t.data)),
+        _ => a.dense(),
+    }
 }
 
 /// A value standing in for one moved elsewhere (a 0-d `bool`).
@@ -173,7 +191,7 @@ fn inspect(
     types: &TypeArena,
     entry: Handle<Function>,
     plan: &Plan,
-    read: &[Value],
+    read: &[Arg<'_>],
     tables: &BTreeSet<usize>,
     skips: &BTreeSet<usize>,
     digest: u64,
@@ -185,7 +203,7 @@ fn inspect(
     // The tables' rows this rank holds (a replicated table: all of them).
     let mut known = KnownTables::default();
     for &p in tables {
-        let Value::Tensor(t) = &read[p] else { continue };
+        let Some(t) = read[p].tensor() else { continue };
         let level = destination_level(&t.ty);
         let whole = global(p).levels[level].interval;
         let rows = block(plan, p).map_or(whole, |k| plan.params[k].owned[rank]);
@@ -203,7 +221,7 @@ fn inspect(
             break needs;
         }
         for &p in tables {
-            let (Some(k), Value::Tensor(have)) = (block(&plan, p), &read[p]) else { continue };
+            let (Some(k), Some(have)) = (block(&plan, p), read[p].tensor()) else { continue };
             let b = &plan.params[k];
             let want = missing.get(&p).cloned().unwrap_or_default();
             let fetch = agree(comm, FetchPlan::new(comm, b, &want).map_err(|e| e.to_string()))?;
@@ -226,7 +244,7 @@ fn inspect(
     let local = agree(comm, plan.local_module(module, types, entry, rank).map_err(|e| e.to_string()))?;
     let mut fetches = Vec::new();
     for (k, b) in plan.params.iter().enumerate() {
-        if !b.output && matches!(read[b.index], Value::Tensor(_)) {
+        if !b.output && rows_of(&read[b.index]).is_some() {
             fetches.push((k, agree(comm, FetchPlan::new(comm, b, &needs[k]).map_err(|e| e.to_string()))?));
         }
     }

@@ -370,10 +370,9 @@ fn run_stage<'a>(
     clock.read_s += comm.wtime() - t;
     if !plan.indirect.is_empty() {
         // Neighbor shifts of distributed sources: the rows to hold come from the tables.
-        let read = owned_args.into_iter().map(Arg::into_value).collect();
-        let (found, args) = inspect::prepare(comm, &ps.inspected, module, types, entry, plan, read, repeat, clock)?;
-        let local = found.local();
-        return finish(comm, plan, f, local, args.into_iter().map(Arg::Value).collect(), rank_io);
+        let (found, args) =
+            inspect::prepare(comm, &ps.inspected, module, types, entry, plan, owned_args, repeat, clock)?;
+        return finish(comm, plan, f, found.local(), args, rank_io);
     }
     // The halo exchange: every held row another rank owns, into the input's strips (its block
     // stays where it is) or into its held buffer.
