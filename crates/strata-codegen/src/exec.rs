@@ -702,16 +702,22 @@ pub fn recycle(t: strata_runtime::Tensor) {
     }
 }
 
-/// Large buffers freed by finished runs (or [`recycle`]d), kept for the next run's outputs: a fresh mapping of
-/// many MiB pays a page fault per page on first touch, a reused one none (numpy's allocator
-/// gets the same effect from malloc's free lists below 32 MiB).
+/// Large buffers freed by finished runs (or [`recycle`]d), kept for the next run's outputs: a
+/// fresh mapping of many MiB pays a page fault per page on first touch, a reused one none
+/// (numpy's allocator gets the same effect from malloc's free lists below 32 MiB). What is
+/// kept is bounded ([`pool::KEPT`] buffers, [`pool::KEPT_BYTES`] in all), so memory a program
+/// dropped is not held long after a loop.
 mod pool {
     use std::sync::Mutex;
 
     use strata_runtime::Column;
 
     /// At most this many buffers are kept (the oldest is freed first).
-    const KEPT: usize = 8;
+    pub const KEPT: usize = 8;
+
+    /// At most this many bytes are kept in all (the oldest buffers are freed first; a larger
+    /// buffer alone is not kept).
+    pub const KEPT_BYTES: usize = 1 << 30;
 
     /// Smaller buffers are freed (malloc's free lists serve them well).
     const MIN_BYTES: usize = 1 << 20;
@@ -724,14 +730,14 @@ mod pool {
 
     /// Keeps `c` for reuse if it is large (else frees it).
     pub fn give_back(c: Column) {
-        if bytes(&c) < MIN_BYTES {
+        if bytes(&c) < MIN_BYTES || bytes(&c) > KEPT_BYTES {
             return;
         }
         let mut free = FREE.lock().unwrap_or_else(|e| e.into_inner());
-        if free.len() == KEPT {
+        free.push(c);
+        while free.len() > KEPT || free.iter().map(bytes).sum::<usize>() > KEPT_BYTES {
             free.remove(0);
         }
-        free.push(c);
     }
 
     /// A kept buffer of `len` elements of type `scalar`, with arbitrary content.
@@ -739,5 +745,25 @@ mod pool {
         let mut free = FREE.lock().unwrap_or_else(|e| e.into_inner());
         let at = free.iter().rposition(|c| c.scalar() == scalar && c.len() == len)?;
         Some(free.remove(at))
+    }
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn the_pool_keeps_a_bounded_number_of_buffers() {
+            // A length no other test uses (tests share the pool).
+            let len = (1 << 20) + 12_345;
+            for _ in 0..2 * KEPT {
+                give_back(Column::U8(vec![0; len]));
+            }
+            let kept = std::iter::from_fn(|| take(strata_ir::Scalar::U8, len)).count();
+            assert!((1..=KEPT).contains(&kept), "{kept}");
+            // Larger than the whole budget: freed at once. Smaller than worth keeping: too.
+            give_back(Column::U8(vec![0; KEPT_BYTES + 1]));
+            assert!(take(strata_ir::Scalar::U8, KEPT_BYTES + 1).is_none());
+            give_back(Column::U8(vec![0; 1000]));
+            assert!(take(strata_ir::Scalar::U8, 1000).is_none());
+        }
     }
 }
