@@ -54,7 +54,7 @@ impl FetchPlan {
     /// The halo exchange of `b` on rank `me`: the plan's messages, which every rank knows from
     /// the interval types (no requests needed).
     pub fn halo(b: &BlockParam, me: usize) -> FetchPlan {
-        let msgs = b.messages();
+        let msgs = b.messages_of(me);
         let pick = |side: fn(&(usize, usize, Interval)) -> (usize, usize)| -> Vec<(usize, Vec<Interval>)> {
             msgs.iter().filter(|m| side(m).0 == me).map(|m| (side(m).1, vec![m.2])).collect()
         };

@@ -128,6 +128,26 @@ impl BlockParam {
         }
         m
     }
+
+    /// The messages of the halo exchange that rank `me` sends or receives (those of
+    /// [`BlockParam::messages`] naming it): O(ranks), as every run of a stage asks for them.
+    pub fn messages_of(&self, me: usize) -> Vec<(usize, usize, Interval)> {
+        let mut m = Vec::new();
+        let ranks = 0..self.owned.len();
+        for from in ranks.clone().filter(|&r| r != me) {
+            let rows = self.held[me].intersect(self.owned[from]);
+            if !rows.is_empty() {
+                m.push((from, me, rows));
+            }
+        }
+        for to in ranks.filter(|&r| r != me) {
+            let rows = self.held[to].intersect(self.owned[me]);
+            if !rows.is_empty() {
+                m.push((me, to, rows));
+            }
+        }
+        m
+    }
 }
 
 /// The plan of one entry on `ranks` ranks.

@@ -187,6 +187,23 @@ mod tests {
     }
 
     #[test]
+    fn a_ranks_messages_are_those_naming_it() {
+        for ranks in [1, 2, 3, 5, 70] {
+            let (_, _, _, plan) = plan(LAPLACIAN, ranks);
+            for b in &plan.params {
+                let all = b.messages();
+                for me in 0..ranks {
+                    let mut mine = b.messages_of(me);
+                    let mut want: Vec<_> = all.iter().copied().filter(|m| m.0 == me || m.1 == me).collect();
+                    mine.sort_by_key(|m| (m.0, m.1, m.2.start));
+                    want.sort_by_key(|m| (m.0, m.1, m.2.start));
+                    assert_eq!(mine, want, "{ranks} ranks, rank {me}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn the_local_program_reads_block_and_strips_in_place() {
         let (m, types, entry, plan) = plan(LAPLACIAN, 3);
         let (local, local_entry) = plan.local_module(&m, &types, entry, 1).expect("a local program");
