@@ -339,17 +339,16 @@ fn run_job(dist: &Distribution, given: Given<'_>, backend: Backend, fingerprint:
     let comm = comm().expect("a joined job");
     // One all-reduce: the largest fingerprint and the largest complement are this rank's own
     // exactly when every rank has the same.
-    let mut both = [fingerprint, !fingerprint].map(u64::to_ne_bytes).concat();
+    let mine = [fingerprint, !fingerprint].map(u64::to_ne_bytes).concat();
+    let mut both = mine.clone();
     let reduced = comm.allreduce(&mut both, strata_dist::comm::ReduceType::U64, strata_dist::comm::ReduceOp::Max);
-    let same = reduced.map_err(|e| e.to_string()).and_then(|()| {
-        match both == [fingerprint, !fingerprint].map(u64::to_ne_bytes).concat() {
-            true => Ok(()),
-            false => {
-                Err("this rank's program over team arrays differs from another rank's: every rank must apply the same \
+    let same = reduced.map_err(|e| e.to_string()).and_then(|()| match both == mine {
+        true => Ok(()),
+        false => {
+            Err("this rank's program over team arrays differs from another rank's: every rank must apply the same \
                   operations to team arrays in the same order, with the same shapes and dtypes (a team operation \
                   under `if strata.world.rank == …`, or a shape that depends on the rank, makes them differ)"
-                    .to_string())
-            }
+                .to_string())
         }
     });
     job::agree(&comm, same).map_err(|f| failure(&comm, f))?;

@@ -746,6 +746,7 @@ mod pool {
         let at = free.iter().rposition(|c| c.scalar() == scalar && c.len() == len)?;
         Some(free.remove(at))
     }
+
     #[cfg(test)]
     mod tests {
         use super::*;

@@ -51,14 +51,12 @@ impl FetchPlan {
         Ok(FetchPlan { level: b.level, recv, send })
     }
 
-    /// The halo exchange of `b` on rank `me`: the plan's messages, which every rank knows from
-    /// the interval types (no requests needed).
+    /// The halo exchange of `b` on rank `me`: the plan's messages naming it, which every rank
+    /// knows from the interval types (no requests needed; O(ranks) per run).
     pub fn halo(b: &BlockParam, me: usize) -> FetchPlan {
-        let msgs = b.messages_of(me);
-        let pick = |side: fn(&(usize, usize, Interval)) -> (usize, usize)| -> Vec<(usize, Vec<Interval>)> {
-            msgs.iter().filter(|m| side(m).0 == me).map(|m| (side(m).1, vec![m.2])).collect()
-        };
-        FetchPlan { level: b.level, recv: pick(|m| (m.1, m.0)), send: pick(|m| (m.0, m.1)) }
+        let recv = b.received_by(me).map(|(from, _, rows)| (from, vec![rows])).collect();
+        let send = b.sent_by(me).map(|(_, to, rows)| (to, vec![rows])).collect();
+        FetchPlan { level: b.level, recv, send }
     }
 
     /// Runs the exchange in place: serves rows `held` owns and places the rows received into

@@ -117,36 +117,25 @@ impl BlockParam {
     /// The messages of the halo exchange: `(from, to, rows)` for every rank's rows another
     /// rank holds.
     pub fn messages(&self) -> Vec<(usize, usize, Interval)> {
-        let mut m = Vec::new();
-        for (to, held) in self.held.iter().enumerate() {
-            for (from, owned) in self.owned.iter().enumerate() {
-                let rows = held.intersect(*owned);
-                if from != to && !rows.is_empty() {
-                    m.push((from, to, rows));
-                }
-            }
-        }
-        m
+        (0..self.held.len()).flat_map(|to| self.received_by(to)).collect()
     }
 
-    /// The messages of the halo exchange that rank `me` sends or receives (those of
-    /// [`BlockParam::messages`] naming it): O(ranks), as every run of a stage asks for them.
-    pub fn messages_of(&self, me: usize) -> Vec<(usize, usize, Interval)> {
-        let mut m = Vec::new();
-        let ranks = 0..self.owned.len();
-        for from in ranks.clone().filter(|&r| r != me) {
-            let rows = self.held[me].intersect(self.owned[from]);
-            if !rows.is_empty() {
-                m.push((from, me, rows));
-            }
-        }
-        for to in ranks.filter(|&r| r != me) {
-            let rows = self.held[to].intersect(self.owned[me]);
-            if !rows.is_empty() {
-                m.push((me, to, rows));
-            }
-        }
-        m
+    /// The messages of the halo exchange rank `to` receives, by sender.
+    pub fn received_by(&self, to: usize) -> impl Iterator<Item = (usize, usize, Interval)> + '_ {
+        let held = self.held[to];
+        self.owned.iter().enumerate().filter(move |&(from, _)| from != to).filter_map(move |(from, owned)| {
+            let rows = held.intersect(*owned);
+            (!rows.is_empty()).then_some((from, to, rows))
+        })
+    }
+
+    /// The messages of the halo exchange rank `from` sends, by receiver.
+    pub fn sent_by(&self, from: usize) -> impl Iterator<Item = (usize, usize, Interval)> + '_ {
+        let owned = self.owned[from];
+        self.held.iter().enumerate().filter(move |&(to, _)| to != from).filter_map(move |(to, held)| {
+            let rows = held.intersect(owned);
+            (!rows.is_empty()).then_some((from, to, rows))
+        })
     }
 }
 

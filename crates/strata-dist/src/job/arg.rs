@@ -31,13 +31,26 @@ impl<'a> Arg<'a> {
         fits.then(|| Arg::Lent { ty: ty.clone(), data, copy: OnceLock::new() })
     }
 
-    /// The type and values of a dense argument (a lent block, or a value's tensor).
-    pub fn dense(&self) -> Option<(&ValueType, &Data)> {
+    /// The type and values of a tensor argument (lent, or a value's; a presence mask aside).
+    pub fn rows(&self) -> Option<(&ValueType, &Data)> {
         match self {
-            Arg::Value(Value::Tensor(t)) if t.present.is_none() => Some((&t.ty, &t.data)),
+            Arg::Value(Value::Tensor(t)) => Some((&t.ty, &t.data)),
             Arg::Value(_) => None,
             Arg::Lent { ty, data, .. } => Some((ty, data)),
         }
+    }
+
+    /// [`Arg::rows`] of a dense argument (no presence mask).
+    pub fn dense(&self) -> Option<(&ValueType, &Data)> {
+        match self {
+            Arg::Value(Value::Tensor(t)) if t.present.is_some() => None,
+            _ => self.rows(),
+        }
+    }
+
+    /// Moves the argument out, leaving a stand-in (a 0-d `bool`).
+    pub fn take(&mut self) -> Arg<'a> {
+        std::mem::replace(self, Arg::Value(placeholder()))
     }
 
     /// The argument as a value of its own (a lent block copied).
@@ -51,8 +64,7 @@ impl<'a> Arg<'a> {
     /// The argument as a value this run may change (a lent block copied first).
     pub fn to_mut(&mut self) -> &mut Value {
         if let Arg::Lent { .. } = self {
-            let owned = std::mem::replace(self, Arg::Value(Value::Tensor(Tensor::zeros(&unit()))));
-            *self = Arg::Value(owned.into_value());
+            *self = Arg::Value(self.take().into_value());
         }
         match self {
             Arg::Value(v) => v,
@@ -65,14 +77,15 @@ fn copied(ty: ValueType, data: &Data) -> Tensor {
     Tensor { ty, data: data.clone(), present: None }
 }
 
-/// The type of a 0-d `bool` (a stand-in while a value is moved).
-fn unit() -> ValueType {
-    ValueType {
+/// A value standing in for one moved elsewhere (a 0-d `bool`).
+pub(super) fn placeholder() -> Value {
+    let ty = ValueType {
         levels: Vec::new(),
         placement: strata_ir::Placement::HOST,
         element: strata_runtime::ElemType::Scalar(strata_ir::Scalar::Bool),
         is_tensor: false,
-    }
+    };
+    Value::Tensor(Tensor::zeros(&ty))
 }
 
 impl From<Value> for Arg<'_> {

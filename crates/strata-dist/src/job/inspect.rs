@@ -12,6 +12,7 @@ use strata_entity::Handle;
 use strata_ir::{Function, Module, TypeArena};
 use strata_runtime::{Argument, Data, Tensor, Value, ValueType};
 
+use super::arg::placeholder;
 use super::{agree, spare, timed_exchange, Arg, Clock, Failed};
 
 /// The level of a table's destination dimension (the one not tagged `NB_<Src>`).
@@ -60,17 +61,13 @@ fn tables_digest(read: &[Arg<'_>], tables: &BTreeSet<usize>) -> u64 {
     let mut h = xxhash_rust::xxh3::Xxh3Default::new();
     for &p in tables {
         h.update(&p.to_le_bytes());
-        if let Some((ty, data)) = read[p].dense() {
-            h.update(format!("{ty:?}").as_bytes());
-            if let Data::Scalars(c) = data {
-                h.update(slab::column_bytes(c));
-            }
-        } else if let Some(t) = read[p].tensor() {
-            h.update(format!("{:?}", t.ty).as_bytes());
-            h.update(slab::bytes(t));
-            if let Some(present) = &t.present {
-                h.update(&present.iter().map(|&b| u8::from(b)).collect::<Vec<u8>>());
-            }
+        let Some((ty, data)) = read[p].rows() else { continue };
+        h.update(format!("{ty:?}").as_bytes());
+        if let Data::Scalars(c) = data {
+            h.update(slab::column_bytes(c));
+        }
+        if let Arg::Value(Value::Tensor(Tensor { present: Some(present), .. })) = &read[p] {
+            h.update(&present.iter().map(|&b| u8::from(b)).collect::<Vec<u8>>());
         }
     }
     h.digest()
@@ -117,16 +114,16 @@ pub(super) fn prepare<'a>(
     // in `read`, serving other ranks' fetches), every other value moved over.
     let mut read = read;
     let held_inputs: BTreeSet<usize> =
-        plan.params.iter().filter(|b| !b.output && rows_of(&read[b.index]).is_some()).map(|b| b.index).collect();
+        plan.params.iter().filter(|b| !b.output && read[b.index].rows().is_some()).map(|b| b.index).collect();
     let mut args: Vec<Arg<'a>> = Vec::with_capacity(read.len());
     for (p, v) in read.iter_mut().enumerate() {
         args.push(match held_inputs.contains(&p) {
             true => Arg::Value(placeholder()),
-            false => std::mem::replace(v, Arg::Value(placeholder())),
+            false => v.take(),
         });
     }
     for (k, b) in plan.params.iter().enumerate() {
-        let Some((ty, data)) = rows_of(&read[b.index]).filter(|_| held_inputs.contains(&b.index)) else { continue };
+        let Some((ty, data)) = read[b.index].rows().filter(|_| held_inputs.contains(&b.index)) else { continue };
         let held_ty = ValueType::from_ir(&local.types, lf.exprs[lf.params[b.index]].ty);
         // A buffer an earlier run held, else fresh zeros: every row the program reads is
         // written below (the owned ones copied, the others fetched; a table's unneeded rows
@@ -152,7 +149,7 @@ pub(super) fn prepare<'a>(
     // only the rows this rank needs.
     for (k, fetch) in fetches {
         let b = &plan.params[*k];
-        let (Arg::Value(Value::Tensor(held)), Some(mine)) = (&mut args[b.index], rows_of(&read[b.index])) else {
+        let (Arg::Value(Value::Tensor(held)), Some(mine)) = (&mut args[b.index], read[b.index].rows()) else {
             continue;
         };
         let tag = super::halo_tag(b.index);
@@ -160,25 +157,6 @@ pub(super) fn prepare<'a>(
         timed_exchange(comm, repeat, clock, || fetch.run_into_pieces(comm, mine, pieces, tag))?;
     }
     Ok((found.clone(), args))
-}
-
-/// The type and values of a tensor argument (lent, or a value's, presence aside).
-fn rows_of<'v>(a: &'v Arg<'_>) -> Option<(&'v ValueType, &'v Data)> {
-    match a {
-        Arg::Value(Value::Tensor(t)) => Some((&t.ty, &t.data)),
-        _ => a.dense(),
-    }
-}
-
-/// A value standing in for one moved elsewhere (a 0-d `bool`).
-fn placeholder() -> Value {
-    let ty = ValueType {
-        levels: Vec::new(),
-        placement: strata_ir::Placement::HOST,
-        element: strata_runtime::ElemType::Scalar(strata_ir::Scalar::Bool),
-        is_tensor: false,
-    };
-    Value::Tensor(Tensor::zeros(&ty))
 }
 
 /// The inspector's rounds on this rank: the rows every input needs, with the tables' entries
@@ -244,7 +222,7 @@ fn inspect(
     let local = agree(comm, plan.local_module(module, types, entry, rank).map_err(|e| e.to_string()))?;
     let mut fetches = Vec::new();
     for (k, b) in plan.params.iter().enumerate() {
-        if !b.output && rows_of(&read[b.index]).is_some() {
+        if !b.output && read[b.index].rows().is_some() {
             fetches.push((k, agree(comm, FetchPlan::new(comm, b, &needs[k]).map_err(|e| e.to_string()))?));
         }
     }

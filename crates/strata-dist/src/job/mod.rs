@@ -315,58 +315,26 @@ fn run_stage<'a>(
     let rank = comm.rank;
     let PlannedStage { stage, types, plan, .. } = ps;
     let (module, entry) = (&stage.module, stage.entry);
-    // The local program (made once) and, below, the inputs: agreed on together.
+    let f = &module.functions[entry];
+    let t = comm.wtime();
+    // The local program (made once) and the inputs, agreed on together.
     let made = ps.local_program(rank);
-    let unmade = (Module::default(), entry);
-    let (local, local_entry) = match &made {
-        Ok(l) => (&l.0, l.1),
-        Err(_) => (&unmade.0, unmade.1),
+    let strips = plan.strips(rank, f.params.len());
+    let owned_args = match &made {
+        Ok(local) => stage_inputs(ps, local, carried, &strips, rank_io, rank),
+        Err(e) => Err(e.clone()),
     };
+    let owned_args = agree(comm, owned_args)?;
+    let made = made.map_err(Failed::Here)?;
+    let (local, local_entry) = (&made.0, made.1);
+    let local_types = &local.types;
     // Kept with the stage's program (a program made for another rank than the process's keeps
     // nothing).
     let scratch = Memo::default();
     let memo = match &made {
-        Ok(std::borrow::Cow::Borrowed(_)) => &ps.memo,
-        _ => &scratch,
+        std::borrow::Cow::Borrowed(_) => &ps.memo,
+        std::borrow::Cow::Owned(_) => &scratch,
     };
-    let local_types = &local.types;
-    let f = &module.functions[entry];
-    let t = comm.wtime();
-    // Each rank's block of every input: supplied, or carried from an earlier stage.
-    let owned_args: Step<Vec<Arg<'_>>> = made.as_ref().map_err(Clone::clone).and_then(|_| {
-        let lf = &local.functions[local_entry];
-        (0..f.params.len())
-            .map(|p| {
-                let e = &f.exprs[f.params[p]];
-                let global = ValueType::from_ir(types, e.ty);
-                let held = ValueType::from_ir(local_types, lf.exprs[lf.params[p]].ty);
-                let input = Input {
-                    index: p,
-                    name: &e.name,
-                    global: &global,
-                    held: &held,
-                    block: plan.params.iter().find(|b| b.index == p),
-                    output: e.kind == ExprKind::Param(ParamMode::Out),
-                    rank,
-                };
-                match carried.iter().find(|(n, _)| *n == e.name) {
-                    // A distributed value of an earlier stage: its owned rows, in the held ones.
-                    Some((_, Value::Tensor(mine))) => input.held_from_owned(mine),
-                    Some((_, v)) => Ok(Arg::Value(v.clone())),
-                    None => rank_io.input(input),
-                }
-            })
-            .collect()
-    });
-    // An input held as strips is its dense block.
-    let strips = plan.strips(rank, f.params.len());
-    let owned_args = owned_args.and_then(|args| match strips.iter().find(|s| args[s.index].dense().is_none()) {
-        Some(s) => {
-            Err(format!("internal: `{}` is held as strips but is not a dense block", f.exprs[f.params[s.index]].name))
-        }
-        None => Ok(args),
-    });
-    let owned_args = agree(comm, owned_args)?;
     clock.read_s += comm.wtime() - t;
     if !plan.indirect.is_empty() {
         // Neighbor shifts of distributed sources: the rows to hold come from the tables.
@@ -407,6 +375,50 @@ fn run_stage<'a>(
     }
     args.extend(received);
     finish(comm, plan, f, Local { module: local, entry: local_entry, memo }, args, rank_io)
+}
+
+/// This rank's argument for every parameter of a stage's entry, its `local` program given:
+/// supplied by the caller, or carried from an earlier stage. An input held as `strips` must
+/// be a dense block.
+fn stage_inputs<'x, 'a: 'x>(
+    ps: &PlannedStage,
+    (local, local_entry): &(Module, Handle<Function>),
+    carried: &'x [(String, Value)],
+    strips: &[crate::Strips],
+    rank_io: &mut dyn Rank<'a>,
+    rank: usize,
+) -> Step<Vec<Arg<'x>>> {
+    let PlannedStage { stage, types, plan, .. } = ps;
+    let f = &stage.module.functions[stage.entry];
+    let lf = &local.functions[*local_entry];
+    let args = (0..f.params.len())
+        .map(|p| {
+            let e = &f.exprs[f.params[p]];
+            let global = ValueType::from_ir(types, e.ty);
+            let held = ValueType::from_ir(&local.types, lf.exprs[lf.params[p]].ty);
+            let input = Input {
+                index: p,
+                name: &e.name,
+                global: &global,
+                held: &held,
+                block: plan.params.iter().find(|b| b.index == p),
+                output: e.kind == ExprKind::Param(ParamMode::Out),
+                rank,
+            };
+            match carried.iter().find(|(n, _)| *n == e.name) {
+                // A distributed value of an earlier stage: its owned rows, in the held ones.
+                Some((_, Value::Tensor(mine))) => input.held_from_owned(mine),
+                Some((_, v)) => Ok(Arg::Value(v.clone())),
+                None => rank_io.input(input),
+            }
+        })
+        .collect::<Step<Vec<_>>>()?;
+    match strips.iter().find(|s| args[s.index].dense().is_none()) {
+        Some(s) => {
+            Err(format!("internal: `{}` is held as strips but is not a dense block", f.exprs[f.params[s.index]].name))
+        }
+        None => Ok(args),
+    }
 }
 
 /// Runs a stage's local program on this rank's arguments (a scan's stage in the chain of ranks).
