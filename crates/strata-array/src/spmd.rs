@@ -437,7 +437,8 @@ impl<'a> job::Rank<'a> for FrontEndRank<'a> {
 
     fn execute(&mut self, local: job::Local<'_>, args: &[job::Arg<'_>]) -> job::Step<Vec<(String, Value)>> {
         let threads = Some(strata_dist::comm::threads_per_rank());
-        let options = Options { backend: self.backend, threads, ..Options::default() };
+        // Relocated: ranks whose blocks differ only in where they lie share one kernel.
+        let options = Options { backend: self.backend, threads, relocate: true, ..Options::default() };
         // Prepared once per stage (a time loop's later steps skip the engine's lookup, which
         // hashes the whole local program).
         let kept = local.memo.get_or_try(

@@ -305,7 +305,7 @@ pub fn cmd_run(file: &Path, opts: &RunOptions) -> i32 {
         }
     }
     let start = std::time::Instant::now();
-    let ran = match execute(&module, &info.types, entry, &args, backend, opts) {
+    let ran = match execute(&module, &info.types, entry, &args, (backend, false), opts) {
         Ok(r) => r,
         Err(strata_engine::ExecuteError::Program(d)) => {
             let _ = write!(stderr, "{}", render(&name, &source, &[*d], color));
@@ -354,17 +354,19 @@ pub fn cmd_run(file: &Path, opts: &RunOptions) -> i32 {
     0
 }
 
-/// Prepares `entry` with `backend` and the threads of `opts`, and runs it on `args` (repeated
-/// `opts.repeat` more times natively, for timings).
+/// Prepares `entry` with `backend` and the threads of `opts` (compiled relocated with
+/// `relocate`: a rank's local program), and runs it on `args` (repeated `opts.repeat` more
+/// times natively, for timings).
 pub(crate) fn execute<T: strata_runtime::Argument>(
     module: &Module,
     types: &strata_ir::TypeArena,
     entry: strata_entity::Handle<strata_ir::Function>,
     args: &[T],
-    backend: strata_engine::Backend,
+    (backend, relocate): (strata_engine::Backend, bool),
     opts: &RunOptions,
 ) -> Result<strata_engine::Executed, strata_engine::ExecuteError> {
-    let options = strata_engine::Options { backend, threads: opts.threads, ..strata_engine::Options::default() };
+    let options =
+        strata_engine::Options { backend, threads: opts.threads, relocate, ..strata_engine::Options::default() };
     strata_engine::prepare(module, types, entry, &options)?.run_timed(args, opts.repeat)
 }
 

@@ -61,6 +61,31 @@ fn laplacian_equals_the_single_process_run_on_1_to_4_ranks() {
 }
 
 #[test]
+fn ranks_whose_blocks_differ_only_in_where_they_lie_compile_one_kernel() {
+    require_mpi();
+    // A fresh kernel cache: the job's compiles are the kernels found there afterwards.
+    let d = tmp("one-kernel");
+    let cache = d.join("cache");
+    let lap = root().join("examples/distributed/laplacian.strata").display().to_string();
+    let vars = [("STRATA_CACHE_DIR", cache.to_str().unwrap())];
+    let single = d.join("single.npy");
+    ok(&strata(&["run", &lap, "--arg", "inp=random:1", "--out", &format!("out={}", single.display())]));
+    let eight = d.join("eight.npy");
+    let args = ["run", "--ranks", "8", &lap, "--arg", "inp=random:1", "--out", &format!("out={}", eight.display())];
+    ok(&strata_with(&args, &vars));
+    assert_eq!(std::fs::read(&single).unwrap(), std::fs::read(&eight).unwrap());
+    // 64 rows over 8 ranks: the first and the last rank read a halo on one side only, the
+    // inner six hold translates of one block (the input's 66 rows split 9, 9, 8, …, so two
+    // inner shapes at most): at most 4 kernels where each rank once compiled its own.
+    let kernels: Vec<String> = std::fs::read_dir(&cache)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('k') && n.ends_with(".so"))
+        .collect();
+    assert!((2..=4).contains(&kernels.len()), "{kernels:?}");
+}
+
+#[test]
 fn a_complex_stencil_equals_the_single_process_run_on_1_to_4_ranks() {
     same_on_ranks("distributed/complex_phase.strata", &["z=random:1", "w=random:2"], "result", None);
 }

@@ -179,6 +179,13 @@ pub fn build_with(
         let _ = std::fs::remove_file(&sum);
     }
     std::fs::create_dir_all(&dir).map_err(|source| CompileError::Cache { dir: dir.clone(), source })?;
+    // One build of a key at a time, across processes: the ranks of a job that need the same
+    // kernel wait for the first to build it, then find it in the cache. Best effort: a file
+    // system without locks builds concurrently, as below.
+    let lock = std::fs::File::create(dir.join(format!("{prefix}{key:016x}.lock"))).ok().filter(|f| f.lock().is_ok());
+    if lock.is_some() && so.exists() && intact(&so, &sum) {
+        return Ok((so, CacheState::Warm));
+    }
     // Files of this build only (other threads and processes may build the same key at the
     // same time): the C file and the object get unique names, and the finished object is
     // renamed into place atomically.

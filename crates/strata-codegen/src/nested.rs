@@ -126,7 +126,7 @@ pub fn pack_read(
             sub(index(Coord::Var { dim: element_var(j), offset: 0 }), ix(t.interval.start)),
         );
         let n = levels[d].interval.len();
-        let value = if n % b == 0 {
+        let value = if n.is_multiple_of(b) {
             offset
         } else {
             // Offsets are never negative here: only the upper end needs the test.

@@ -578,7 +578,7 @@ fn random_fill(ty: &ValueType, seed: u64, table: Option<(i64, i64)>) -> Tensor {
             if let Some((lo, hi)) = table {
                 // Entries in the source interval, about one in four skipped (every one in some
                 // tables).
-                let skip = r % 4 == 0 || seed % 6 == 0;
+                let skip = r.is_multiple_of(4) || seed.is_multiple_of(6);
                 Sv::from_i128(s, if skip { -1 } else { (lo + (r % (hi - lo) as u64) as i64) as i128 })
             } else if s.is_float() {
                 Sv::from_f64(s, ((r >> 11) as f64 / (1u64 << 53) as f64) * 8.0 - 4.0)

@@ -307,24 +307,6 @@ pub(crate) fn block_level_named(types: &TypeArena, ty: Handle<Type>, pos: usize)
     (l.format == LevelFormat::Block).then(|| l.name.clone())
 }
 
-/// The functions `entry` reaches through calls and payloads, `entry` first.
-fn reachable(module: &Module, entry: Handle<Function>) -> Vec<Handle<Function>> {
-    let mut seen = vec![entry];
-    let mut k = 0;
-    while k < seen.len() {
-        for (_, e) in module.functions[seen[k]].exprs.iter() {
-            let ExprKind::Op(op) = &e.kind else { continue };
-            for func in op.functions() {
-                if !seen.contains(&func) {
-                    seen.push(func);
-                }
-            }
-        }
-        k += 1;
-    }
-    seen
-}
-
 /// The team size every team type of the entry (and what it calls) agrees on (`None`: no
 /// team; [`strata_ir::Team::WORLD`]: `team = world`).
 pub fn team_of(
@@ -333,7 +315,7 @@ pub fn team_of(
     entry: Handle<Function>,
 ) -> Result<Option<(u32, String)>, PlanError> {
     let mut found: Option<(u32, String)> = None;
-    for fh in reachable(module, entry) {
+    for fh in module.reachable(entry) {
         let f = &module.functions[fh];
         for (_, e) in f.exprs.iter() {
             let team = match &e.kind {
@@ -1028,12 +1010,12 @@ impl Plan {
         }
         // What no result reads is not run: its operands are held only as far as the results
         // need them (a dead shift through a table would read rows the rank does not hold).
-        for fh in reachable(&m, entry) {
+        for fh in m.reachable(entry) {
             drop_dead(&mut m.functions[fh]);
         }
         let mut types = types.clone();
         // Declared types (a `constant` on the team) are not inferred again: localized here.
-        for fh in reachable(&m, entry) {
+        for fh in m.reachable(entry) {
             let f = &mut m.functions[fh];
             let constants: Vec<Value> = f
                 .exprs

@@ -17,6 +17,7 @@ mod backend;
 mod error;
 mod key;
 mod prepared;
+pub mod relocate;
 mod timings;
 
 pub use backend::Backend;

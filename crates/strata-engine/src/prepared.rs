@@ -22,11 +22,16 @@ pub struct Options {
     pub threads: Option<usize>,
     /// The machine facts lowering decides from (read once: [`LowerOptions::for_this_machine`]).
     pub lower: LowerOptions,
+    /// Compile the entry relocated ([`crate::relocate`]): moved to coordinates starting at 0
+    /// where that means the same, so entries that differ only in where their intervals lie
+    /// (the ranks of a distributed run) share one native kernel. Results keep the entry's
+    /// own coordinates; `strata lower` prints entries where they are.
+    pub relocate: bool,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { backend: Backend::Auto, threads: None, lower: LowerOptions::for_this_machine() }
+        Options { backend: Backend::Auto, threads: None, lower: LowerOptions::for_this_machine(), relocate: false }
     }
 }
 
@@ -146,7 +151,11 @@ impl Prepared {
             return Ok(p);
         }
         let t0 = Instant::now();
-        let built = build(&p.module, types, entry, &options.lower);
+        let relocated = options.relocate.then(|| crate::relocate::relocated(&p.module, types, entry)).flatten();
+        let built = match &relocated {
+            Some(r) => build(&r.module, &r.module.types, r.entry, &options.lower),
+            None => build(&p.module, types, entry, &options.lower),
+        };
         p.compile_s = t0.elapsed().as_secs_f64();
         match (built, options.backend) {
             (Ok((native, cached)), _) => {

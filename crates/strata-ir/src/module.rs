@@ -36,6 +36,24 @@ impl Module {
         self.functions.iter().find(|(_, f)| f.name == name).map(|(h, _)| h)
     }
 
+    /// The functions `entry` reaches through calls and payloads, `entry` first.
+    pub fn reachable(&self, entry: Handle<Function>) -> Vec<Handle<Function>> {
+        let mut seen = vec![entry];
+        let mut k = 0;
+        while k < seen.len() {
+            for (_, e) in self.functions[seen[k]].exprs.iter() {
+                let ExprKind::Op(op) = &e.kind else { continue };
+                for func in op.functions() {
+                    if !seen.contains(&func) {
+                        seen.push(func);
+                    }
+                }
+            }
+            k += 1;
+        }
+        seen
+    }
+
     /// The functions and programs that can be run: neither generic nor instances of generic
     /// ones, in source order.
     pub fn entries(&self) -> impl Iterator<Item = (Handle<Function>, &Function)> {

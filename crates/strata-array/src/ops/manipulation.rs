@@ -158,7 +158,7 @@ pub fn reshape(x: &Array, shape: &[isize], copy: Option<bool>) -> Result<Array> 
     }
     let target: Vec<usize> =
         shape.iter().map(|&n| if n == -1 { size.checked_div(known).unwrap_or(0) } else { n as usize }).collect();
-    if target.iter().product::<usize>() != size || (wild == 1 && known != 0 && size % known != 0) {
+    if target.iter().product::<usize>() != size || (wild == 1 && known != 0 && !size.is_multiple_of(known)) {
         return Err(invalid(
             "reshape",
             format!("cannot reshape an array of shape {:?} ({size} elements) into {shape:?}", x.shape()),

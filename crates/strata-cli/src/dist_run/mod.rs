@@ -498,7 +498,8 @@ fn execute(
     opts: &RunOptions,
 ) -> job::Step<(Vec<(String, Value)>, crate::Timings)> {
     let backend = strata_engine::Backend::parse(&opts.backend)?;
-    match crate::execute(module, types, entry, args, backend, opts) {
+    // Relocated: ranks whose blocks differ only in where they lie share one kernel.
+    match crate::execute(module, types, entry, args, (backend, true), opts) {
         Ok(r) => Ok((r.values, r.timings.unwrap_or_default())),
         Err(e) => Err(e.to_string()),
     }

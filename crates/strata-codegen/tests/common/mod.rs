@@ -142,7 +142,7 @@ pub fn fill_data(data: &mut Data, zero_d: bool, table_source: Option<i64>, next:
                     // Scalar indices (`get`, `set`): a position inside every example's intervals.
                     (None, false) if zero_d && s == strata_ir::Scalar::Index => Sv::Index(1),
                     // A neighbor table: entries in the source interval, about one in five skipped.
-                    (Some(n), _) => Sv::from_i128(s, if r % 5 == 0 { -1 } else { (r % n as u64) as i128 }),
+                    (Some(n), _) => Sv::from_i128(s, if r.is_multiple_of(5) { -1 } else { (r % n as u64) as i128 }),
                     (None, true) => Sv::from_f64(s, (r >> 11) as f64 / (1u64 << 53) as f64 * 4.0 - 2.0),
                     (None, false) => Sv::from_i128(s, (r % 7) as i128),
                 }
