@@ -54,10 +54,14 @@ pub struct Totals {
     pub read_s: f64,
     /// Seconds combining collectives' partials (reductions, gathers).
     pub combine_s: f64,
+    /// Bytes of other ranks' blocks gathered to this rank: by programs that read a team array
+    /// whole, and by `np.asarray` of team arrays.
+    pub gathered_bytes: u64,
 }
 
 impl Totals {
-    const ZERO: Totals = Totals { runs: 0, exchange_s: 0.0, halo_bytes: 0, read_s: 0.0, combine_s: 0.0 };
+    const ZERO: Totals =
+        Totals { runs: 0, exchange_s: 0.0, halo_bytes: 0, read_s: 0.0, combine_s: 0.0, gathered_bytes: 0 };
 }
 
 /// This rank's [`Totals`] so far.
@@ -362,6 +366,7 @@ fn run_job(dist: &Distribution, given: Given<'_>, backend: Backend, fingerprint:
         v.halo_bytes += clock.halo_bytes as u64;
         v.read_s += clock.read_s;
         v.combine_s += clock.combine_s;
+        v.gathered_bytes += clock.gathered_bytes as u64;
         t.set(v);
     });
     Ok(outputs)
@@ -372,7 +377,14 @@ pub(crate) fn gather_whole(x: &Array, block: &Rc<Tensor>) -> Result<Tensor> {
     let comm = comm().expect("a joined job");
     let owned = owned(x).expect("a team array");
     let global = value_type(x.shape(), x.dtype(), x.place());
-    job::agree(&comm, job::allgather(&comm, block, 0, owned, &global)).map_err(|f| failure(&comm, f))
+    let whole = job::agree(&comm, job::allgather(&comm, block, 0, owned, &global)).map_err(|f| failure(&comm, f))?;
+    let size = |t: &ValueType| t.size_bytes().unwrap_or(0) as u64;
+    TOTALS.with(|t| {
+        let mut v = t.get();
+        v.gathered_bytes += size(&whole.ty).saturating_sub(size(&block.ty));
+        t.set(v);
+    });
+    Ok(whole)
 }
 
 /// Writes an array into one `.npy` file: a team array's blocks by their ranks, a replicated

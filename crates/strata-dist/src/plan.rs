@@ -1005,6 +1005,21 @@ impl Plan {
                 }
             }
         }
+        // A `collect` of a value replicated on the team (a reduction's result, which every
+        // rank holds whole) is that value on each rank.
+        let replicated: Vec<(Value, Value)> = f
+            .exprs
+            .iter()
+            .filter_map(|(v, e)| match &e.kind {
+                ExprKind::Op(Op::Collect { arg }) if block_level(types, f.exprs[*arg].ty).is_none() => Some((v, *arg)),
+                _ => None,
+            })
+            .collect();
+        for (v, arg) in replicated {
+            if let Some(to) = strata_ir::element_scalar(types, f.exprs[arg].ty) {
+                m.functions[entry].exprs[v].kind = ExprKind::Op(Op::Cast { arg, to });
+            }
+        }
         if let Some(p) = &self.partial {
             partial_on(&mut m.functions[entry], p, rank);
         }

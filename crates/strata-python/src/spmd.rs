@@ -123,6 +123,7 @@ fn totals(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
     d.set_item("halo_bytes", t.halo_bytes)?;
     d.set_item("read_s", t.read_s)?;
     d.set_item("combine_s", t.combine_s)?;
+    d.set_item("gathered_bytes", t.gathered_bytes)?;
     d.set_item("prepared", strata_engine::prepared_count())?;
     Ok(d)
 }

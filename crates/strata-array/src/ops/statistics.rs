@@ -31,13 +31,20 @@ fn fold(x: &Array, axes: &[usize], kw: BinaryOp, init: Literal, keepdims: bool) 
             inputs: vec![(0..x.ndim()).map(letter).collect()],
             output: kept.iter().map(|&d| letter(d)).collect(),
         };
-        Array::traced(
-            Op::MapReduce { func, args: vec![operand(0)], init: Init::Literal(init), subscripts },
-            vec![x.clone()],
-            shape,
-            x.dtype(),
-            x.place().clone(),
-        )
+        let op = Op::MapReduce { func, args: vec![operand(0)], init: Init::Literal(init), subscripts };
+        match x.on_team() {
+            // On a team each rank folds its own rows. Over the first axis (the block axis) the
+            // ranks' partials are combined by a collective into a value every rank holds,
+            // which `collect` makes a host array; nothing is gathered.
+            true if axes.contains(&0) => {
+                let partial = Array::traced_step(op, vec![x.clone()], x.dtype(), x.place().clone());
+                let collect = Op::Collect { arg: operand(0) };
+                Array::traced_blockwise(collect, vec![partial], shape, x.dtype(), super::untiled(x.place()))
+            }
+            // Along other axes, block by block: the result keeps the block axis.
+            true => Array::traced_blockwise(op, vec![x.clone()], shape, x.dtype(), x.place().clone()),
+            false => Array::traced(op, vec![x.clone()], shape, x.dtype(), x.place().clone()),
+        }
     };
     if keepdims {
         keep_dims(&r, x, axes)

@@ -218,6 +218,9 @@ pub struct Clock {
     pub halo_bytes: usize,
     /// Combining the collectives' partials and gathering collected values.
     pub combine_s: f64,
+    /// Bytes of other ranks' blocks that gathers brought to this rank (a `collect` read inside
+    /// the program: every rank then holds the whole value).
+    pub gathered_bytes: usize,
 }
 
 /// A result of the entry on this rank.
@@ -268,6 +271,8 @@ pub fn run<'a>(
                 let (level, owned, global) = result_block(ps, rank, size)
                     .ok_or_else(|| Failed::Here("internal: a gather of no distributed tensor".into()))?;
                 let mut whole = agree(comm, allgather(comm, &v, level, owned, &global))?;
+                let size = |t: &ValueType| t.size_bytes().unwrap_or(0);
+                clock.gathered_bytes += size(&whole.ty).saturating_sub(size(&v.ty));
                 whole.ty = ty.clone();
                 whole
             }

@@ -61,7 +61,9 @@ class Team:
     def timings(self) -> dict:
         """This rank's distributed runs so far: `runs`, and summed over them `exchange_s` and
         `halo_bytes` (halo exchanges and fetched rows), `read_s` (making each run's held blocks)
-        and `combine_s` (reductions' and gathers' collectives). A loop's share is a difference.
+        and `combine_s` (reductions' and gathers' collectives), `gathered_bytes` (other ranks'
+        blocks this rank received whole: `np.asarray` of a team array, or an operation that
+        needs the whole array). A loop's share is a difference.
         `prepared` counts the programs this process has prepared (compiled, or loaded from the
         cache): a loop that plans and compiles once does not increase it after its first step."""
         return _spmd.totals()
