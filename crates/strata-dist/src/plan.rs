@@ -180,6 +180,18 @@ pub enum PartialStart {
     /// A reduction: rank 0 folds from the `map_reduce`'s initial value, the others from this
     /// identity.
     Identity(strata_ir::Literal),
+    /// A reduction in an order that does not depend on the rank count ([`reproducible`]): each
+    /// rank folds every row it owns from the identity (its partial keeps the row level, the
+    /// `map_reduce`'s output led by the row letter), and the rows are combined in a fixed
+    /// pairwise tree over the global rows, the initial value last ([`crate::combine::rows_tree`]).
+    Rows {
+        /// The folding operation's identity.
+        identity: strata_ir::Literal,
+        /// The `map_reduce`'s initial value.
+        init: strata_ir::Literal,
+        /// The einsum letter of the rows.
+        letter: char,
+    },
     /// A scan: the ranks holding rows scan them in turn (`chain`, in the scan's direction);
     /// the first starts from the `scan`'s initial value, every later one from the carry
     /// parameter (the stage's last, [`crate::stages::split`]).
@@ -734,6 +746,13 @@ impl<T: Tables> Analysis<'_, T> {
 }
 
 /// The entry's returned reduction over block levels, with each contracted level's blocks.
+/// Whether reductions over block levels are asked to give the same bits at every rank count
+/// (`$STRATA_REPRODUCIBLE=1`, read once): [`PartialStart::Rows`].
+pub fn reproducible() -> bool {
+    static ASKED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ASKED.get_or_init(|| std::env::var("STRATA_REPRODUCIBLE").is_ok_and(|v| v == "1"))
+}
+
 fn partial_of(module: &Module, types: &TypeArena, entry: Handle<Function>, ranks: usize) -> Option<Partial> {
     let f = &module.functions[entry];
     let value = f.body.iter().find_map(|(_, s)| match s {
@@ -759,7 +778,7 @@ fn partial_of(module: &Module, types: &TypeArena, entry: Handle<Function>, ranks
         let start = PartialStart::Carry { param, chain, forward: *forward, monoid };
         return Some(Partial { value, owned, start });
     }
-    let ExprKind::Op(op @ Op::MapReduce { func, args, .. }) = &f.exprs[value].kind else { return None };
+    let ExprKind::Op(op @ Op::MapReduce { func, args, init, subscripts }) = &f.exprs[value].kind else { return None };
     let contracted = crate::stages::contracted_blocks(f, types, op);
     if contracted.is_empty() {
         return None;
@@ -772,8 +791,22 @@ fn partial_of(module: &Module, types: &TypeArena, entry: Handle<Function>, ranks
             let iv = tensor(types, f.exprs[args[k]].ty).and_then(|t| t.level(&name)).map(|l| l.interval);
             (k, name, block_partition(iv.unwrap_or(Interval::new(0, 0)), ranks as u32))
         })
-        .collect();
-    Some(Partial { value, owned, start: PartialStart::Identity(identity) })
+        .collect::<Vec<_>>();
+    // The rows' tree needs one partition of one row dimension and a literal initial value.
+    let rows = match (init, owned.first()) {
+        (strata_ir::Init::Literal(init), Some((k, name, blocks)))
+            if reproducible() && owned.iter().all(|(_, n, b)| n == name && b == blocks) =>
+        {
+            let at = tensor(types, f.exprs[args[*k]].ty).and_then(|t| t.level_index(name));
+            at.and_then(|i| subscripts.inputs.get(*k)?.get(i).copied()).map(|letter| PartialStart::Rows {
+                identity: identity.clone(),
+                init: init.clone(),
+                letter,
+            })
+        }
+        _ => None,
+    };
+    Some(Partial { value, owned, start: rows.unwrap_or(PartialStart::Identity(identity)) })
 }
 
 /// What one rank needs: each entry parameter's rows per block dimension, each `distribute`'s
@@ -1146,6 +1179,11 @@ fn partial_on(f: &mut Function, p: &Partial, rank: usize) {
         (Op::MapReduce { func, args: _, init, subscripts }, PartialStart::Identity(identity)) => {
             let init = if rank == 0 { init } else { strata_ir::Init::Literal(identity.clone()) };
             Op::MapReduce { func, args, init, subscripts }
+        }
+        // Every row folded on its own: the output keeps the rows.
+        (Op::MapReduce { func, args: _, init: _, mut subscripts }, PartialStart::Rows { identity, letter, .. }) => {
+            subscripts.output.insert(0, *letter);
+            Op::MapReduce { func, args, init: strata_ir::Init::Literal(identity.clone()), subscripts }
         }
         (Op::Scan { func, args: _, dim, forward, init }, PartialStart::Carry { param, chain, .. }) => {
             let init = if chain.first() == Some(&rank) { init } else { strata_ir::Init::Value(*param) };

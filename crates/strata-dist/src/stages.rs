@@ -366,6 +366,18 @@ impl std::fmt::Display for Distribution {
         for (k, s) in self.0.iter().enumerate() {
             if n > 1 {
                 let what = match &s.stage.collective {
+                    Some(Collective::Reduce { name, combine, .. })
+                        if matches!(
+                            &s.plan.partial,
+                            Some(crate::Partial { start: crate::PartialStart::Rows { .. }, .. })
+                        ) =>
+                    {
+                        format!(
+                            "returns each rank's rows of `%{name}`, each row folded alone, combined with `{}` in a \
+                             fixed pairwise tree over the rows (the same bits at every rank count) and broadcast",
+                            combine.keyword()
+                        )
+                    }
                     Some(Collective::Reduce { name, combine, .. }) => format!(
                         "returns each rank's partial of `%{name}`, combined with `{}` in a pairwise tree over the \
                          ranks and broadcast",

@@ -27,13 +27,14 @@ def mpirun():
     return cmd
 
 
-def run(mpirun, ranks, script, *args, timeout=300, check=True):
-    """Runs `script` alone (`ranks` None) or under `mpirun -n ranks`; returns the process."""
+def run(mpirun, ranks, script, *args, timeout=300, check=True, env=None):
+    """Runs `script` alone (`ranks` None) or under `mpirun -n ranks` (with more environment
+    variables `env`); returns the process."""
     cmd = [sys.executable, str(SCRIPTS / script), *map(str, args)]
     if ranks is not None:
         cmd = mpirun + ["-n", str(ranks)] + cmd
     # One thread per rank: the ranks share this machine's cores.
-    env = dict(os.environ, STRATA_NUM_THREADS="1")
+    env = dict(os.environ, STRATA_NUM_THREADS="1", **(env or {}))
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     if check:
         assert out.returncode == 0, f"{ranks} ranks:\n{out.stdout}\n{out.stderr}"
@@ -108,7 +109,8 @@ def test_each_rank_holds_its_share_of_a_time_loop(mpirun):
     sums = set()
     peak = {}
     for ranks in (1, 2, 4):
-        for r in reports(run(mpirun, ranks, "memory.py", n, m, 8), ranks):
+        # Reductions in the rank-count-independent order: the total's bits too are the same.
+        for r in reports(run(mpirun, ranks, "memory.py", n, m, 8, env={"STRATA_REPRODUCIBLE": "1"}), ranks):
             block = r["block_mb"]
             # Making the array allocates the rank's block only (never the whole array).
             assert r["made_mb"] <= 1.2 * block + 1.0, r
@@ -119,9 +121,7 @@ def test_each_rank_holds_its_share_of_a_time_loop(mpirun):
             peak[ranks] = max(peak.get(ranks, 0.0), r["loop_mb"])
             sums.add(r["sum"])
     assert peak[4] <= 0.6 * peak[2] <= 0.6 * 0.6 * peak[1] * 1.2, peak
-    # Every rank count computes the same state; the total is summed by rank (each rank folds
-    # its rows, the partials are combined), so it agrees to rounding.
-    assert max(sums) - min(sums) <= 1e-12 * abs(max(sums)), sums
+    assert len(sums) == 1, sums  # every rank count computes the same values
 
 
 @pytest.fixture(scope="module")
@@ -217,3 +217,15 @@ def test_reductions_of_team_arrays_fold_blocks_and_gather_nothing(mpirun, ranks)
     for r in reports(run(mpirun, ranks, "reductions.py"), ranks):
         assert r["wrong"] == [], r["wrong"][:5]
         assert r["gathered_bytes"] == 0, r
+
+
+def test_reproducible_reductions_give_the_same_bits_at_every_rank_count(mpirun):
+    """With `STRATA_REPRODUCIBLE=1` float sums over the block axis fold each row and combine
+    the rows in a fixed tree: 1, 2, 3 and 4 ranks give the same bits (and numpy's values to
+    rounding); without it each rank sums its block and the bits depend on the rank count."""
+    digests = set()
+    for ranks in (1, 2, 3, 4):
+        for r in reports(run(mpirun, ranks, "reductions.py", env={"STRATA_REPRODUCIBLE": "1"}), ranks):
+            assert r["wrong"] == [], r["wrong"][:5]
+            digests.add(r["digest"])
+    assert len(digests) == 1, digests

@@ -261,11 +261,17 @@ pub fn run<'a>(
         };
         let t = comm.wtime();
         let v = match c {
-            Collective::Reduce { combine, .. } => {
-                let mut v = v;
-                agree(comm, crate::combine::combine(comm, &mut v, *combine))?;
-                v
-            }
+            Collective::Reduce { combine, .. } => match &ps.plan.partial {
+                Some(crate::Partial { start: PartialStart::Rows { init, .. }, owned, .. }) => {
+                    let blocks = owned.first().map(|(_, _, b)| b.as_slice()).unwrap_or_default();
+                    agree(comm, crate::combine::rows_tree(comm, &v, blocks, *combine, init))?
+                }
+                _ => {
+                    let mut v = v;
+                    agree(comm, crate::combine::combine(comm, &mut v, *combine))?;
+                    v
+                }
+            },
             Collective::Carry { .. } => v,
             Collective::Gather { ty, .. } => {
                 let (level, owned, global) = result_block(ps, rank, size)

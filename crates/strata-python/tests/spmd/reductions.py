@@ -4,9 +4,11 @@ Each rank folds its own rows and the ranks' partials are combined (a collective)
 the input is gathered, which the rank's `gathered_bytes` shows (`keepdims` of a reduction that
 keeps the block axis, and `var`/`std`, which subtract a kept-dims mean, gather the reduced
 result, not the input: counted apart). Float sums over the block axis are
-reassociated by rank, so they match numpy to rounding; integer, boolean and extreme results are
-exact. Prints one JSON line per rank.
+reassociated by rank, so they match numpy to rounding (with `STRATA_REPRODUCIBLE=1` in an order
+that does not depend on the rank count: `digest` shows their bits); integer, boolean and
+extreme results are exact. Prints one JSON line per rank.
     python reductions.py"""
+import hashlib
 import json
 
 import numpy as np
@@ -67,4 +69,9 @@ for k in range(5):
     v[1:-1, 1:-1] = v[1:-1, 1:-1] + 0.1 * (v[2:, 1:-1] + v[:-2, 1:-1] - 2.0 * v[1:-1, 1:-1])
     check(f"step {k} total", float(xp.sum(u)), float(np.sum(v)), False)
     check(f"step {k} column maxima", xp.max(u, axis=0), np.max(v, axis=0), True)
-print(json.dumps({"rank": w.rank, "wrong": wrong, "gathered_bytes": plain_gathered}), flush=True)
+# The bits of float results over the block axis (the same at every rank count only with
+# `STRATA_REPRODUCIBLE=1`).
+t = xp.asarray(data["f64"], device=w)
+bits = [np.asarray(r).tobytes() for r in (xp.sum(t), xp.sum(t, axis=0), xp.mean(t, axis=(0, 2)), xp.var(t))]
+digest = hashlib.sha256(b"".join(bits)).hexdigest()
+print(json.dumps({"rank": w.rank, "wrong": wrong, "gathered_bytes": plain_gathered, "digest": digest}), flush=True)
