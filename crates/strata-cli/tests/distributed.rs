@@ -281,6 +281,28 @@ fn a_team_of_the_wrong_size_is_a_clear_error() {
 }
 
 #[test]
+fn a_contraction_over_a_block_level_another_operand_holds_whole_is_a_clear_error() {
+    // `A` distributed by rows, `B` by its contracted rows: each rank would fold its own `K`
+    // rows of `B` against every `K` row of `A` (which it does not hold by columns). Refused
+    // when planning, not when a rank's program fails to verify.
+    let d = tmp("block-contract");
+    let src = d.join("mm.strata");
+    std::fs::write(
+        &src,
+        "func @mac(%acc: f64, %a: f64, %b: f64) -> f64 {\n  %p = multiplies(%a, %b) : f64\n  %r = plus(%acc, %p) : f64\n  return %r\n}\n\
+         func @mm(%a: tensor<f64, I[0:10] block, K[0:4], team = world>, %b: tensor<f64, K[0:4] block, J[0:3], team = world>) \
+         -> tensor<f64, I[0:10] block, J[0:3], team = world> {\n  \
+         %c = map_reduce(@mac, %a, %b, init = 0.0, einsum = \"ik,kj->ij\") : tensor<f64, I[0:10] block, J[0:3], team = world>\n  \
+         return %c\n}\n",
+    )
+    .unwrap();
+    let file = src.display().to_string();
+    let message = "every operand that has that dimension must be distributed along it";
+    fails_with(&["run", "--ranks", "2", &file, "--arg", "a=ones", "--arg", "b=ones"], message);
+    fails_with(&["lower", "--to", "dist", "--ranks", "2", &file], message);
+}
+
+#[test]
 fn a_failing_rank_ends_the_job_with_its_message_and_no_output() {
     let d = tmp("fail");
     let lap = root().join("examples/distributed/laplacian.strata").display().to_string();

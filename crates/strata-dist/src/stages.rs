@@ -106,6 +106,27 @@ pub fn contracted_blocks(func: &Function, types: &TypeArena, op: &Op) -> Vec<(us
     out
 }
 
+/// Whether every operand of a `map_reduce` that reads a contracted block dimension (its letter)
+/// has it as its block level: each rank then folds the rows it owns of every operand.
+fn contracted_everywhere_as_block(func: &Function, types: &TypeArena, op: &Op) -> bool {
+    let Op::MapReduce { args, subscripts, .. } = op else { return true };
+    let letters: Vec<char> = contracted_blocks(func, types, op)
+        .iter()
+        .filter_map(|(k, name)| {
+            let t = match &types[func.exprs[args[*k]].ty] {
+                strata_ir::Type::Tensor(t) => t,
+                _ => return None,
+            };
+            subscripts.inputs[*k].get(t.level_index(name)?).copied()
+        })
+        .collect();
+    args.iter().zip(&subscripts.inputs).all(|(a, ls)| {
+        ls.iter()
+            .enumerate()
+            .all(|(pos, c)| !letters.contains(c) || block_level_named(types, func.exprs[*a].ty, pos).is_some())
+    })
+}
+
 /// `func`'s folding operation `⊕` (its result is `acc ⊕ term` or `term ⊕ acc`, `acc` read
 /// nowhere else) and `⊕`'s identity on `scalar`.
 pub fn folding_op(module: &Module, func: Handle<Function>, scalar: Scalar) -> Option<(BinaryOp, Literal)> {
@@ -253,6 +274,17 @@ pub fn split(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Res
                        `acc ⊕ term` with ⊕ one of plus, multiplies, minimum, maximum, and, or, xor, bit_and, \
                        bit_or, bit_xor",
             })?;
+            if !contracted_everywhere_as_block(f, types, op) {
+                return Err(PlanError::Unsupported {
+                    op: op.name().to_string(),
+                    name: f.exprs[c].name.clone(),
+                    func: f.name.clone(),
+                    hint: "each rank folds its own rows of a contracted block level, so every operand that has that \
+                           dimension must be distributed along it (`block`): distribute the operand holding it whole \
+                           along it, or `collect` the distributed one (a matrix product of two row-distributed \
+                           matrices is not distributed yet)",
+                });
+            }
             Some(Collective::Reduce { name: f.exprs[c].name.clone(), combine })
         };
         // What the stage returns: a collective's value; a gather's operand (each rank's block).
