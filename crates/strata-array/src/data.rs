@@ -217,9 +217,9 @@ impl Array {
         if let Some(t) = self.0.value.borrow().as_ref() {
             return Ok(t.clone());
         }
-        let program = crate::trace::trace(self)?;
-        let kept = program.kept.clone();
-        let mut values = crate::engine::run(program)?.into_iter();
+        let walk = crate::trace::walk(self);
+        let kept = walk.kept.clone();
+        let mut values = crate::engine::run(walk)?.into_iter();
         let mut t = values.next().expect("the root's value");
         t.ty = value_type(self.shape(), self.dtype(), self.place());
         if let Some(rows) = crate::spmd::owned(self) {

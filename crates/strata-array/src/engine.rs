@@ -16,7 +16,7 @@ use strata_ir::{Function, Module, TypeArena};
 use strata_runtime::Tensor;
 
 use crate::error::{ArrayError, Result};
-use crate::trace::Program;
+use crate::trace::{Program, TraceKey, Walk};
 
 pub use strata_engine::Backend;
 
@@ -27,6 +27,9 @@ pub struct CacheStats {
     pub hits: u64,
     /// Programs verified and compiled.
     pub misses: u64,
+    /// Programs built from traced operations (a loop's later steps find theirs by the walk of
+    /// their operations and build none).
+    pub built: u64,
     /// Runs on native code.
     pub native_runs: u64,
     /// Runs on the interpreter.
@@ -52,6 +55,9 @@ struct Compiled {
 thread_local! {
     static BACKEND: Cell<Backend> = const { Cell::new(Backend::Auto) };
     static CACHE: RefCell<HashMap<String, Rc<Compiled>>> = RefCell::new(HashMap::new());
+    /// Compiled programs by the walk of the operations they were built from: a loop's later
+    /// steps find theirs without building, verifying or printing the program again.
+    static WALKED: RefCell<HashMap<TraceKey, Rc<Compiled>>> = RefCell::new(HashMap::new());
     static STATS: Cell<CacheStats> = Cell::new(CacheStats::default());
 }
 
@@ -132,12 +138,26 @@ pub(crate) fn run_error(e: ExecuteError) -> ArrayError {
     }
 }
 
-/// Runs a traced program and returns its result, then the values of [`Program::kept`].
-pub(crate) fn run(p: Program) -> Result<Vec<Tensor>> {
+/// Runs the program of a walk and returns its result, then the values of the walk's `kept`
+/// arrays.
+pub(crate) fn run(w: Walk) -> Result<Vec<Tensor>> {
     let b = backend();
-    let distributed = crate::spmd::distributed(p.on_team);
-    let inputs = p.inputs;
-    let c = prepare(Program { inputs: Vec::new(), ..p })?;
+    let distributed = crate::spmd::distributed(w.on_team);
+    let key = w.key();
+    let (c, inputs) = match WALKED.with(|c| c.borrow().get(&key).cloned()) {
+        Some(c) => {
+            bump(|s| s.hits += 1);
+            (c, w.inputs)
+        }
+        None => {
+            bump(|s| s.built += 1);
+            let p = w.build()?;
+            let inputs = p.inputs;
+            let c = prepare(Program { inputs: Vec::new(), ..p })?;
+            WALKED.with(|w| w.borrow_mut().insert(key, c.clone()));
+            (c, inputs)
+        }
+    };
     if distributed {
         let size = crate::spmd::comm().map_or(1, |c| c.size);
         let dist = c.dist.get_or_init(|| {

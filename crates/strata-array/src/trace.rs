@@ -23,14 +23,8 @@ pub struct Program {
     pub module: Module,
     /// `@main`.
     pub entry: Handle<Function>,
-    /// Whether some value lives on a team (a distributed run under [`crate::spmd`]).
-    pub on_team: bool,
     /// The values of `@main`'s parameters, in order (shared with their arrays).
     pub inputs: Vec<Rc<Tensor>>,
-    /// Intermediate arrays the program also returns, after the root: those something outside
-    /// the program still refers to (a Python variable, a later operation), which would
-    /// otherwise be computed again by the next program that reads them.
-    pub(crate) kept: Vec<Array>,
 }
 
 thread_local! {
@@ -112,6 +106,54 @@ pub(crate) fn arg_extreme_payload(t: Scalar, largest: bool) -> Handle<Function> 
 /// [`ArrayError::Internal`] if the builder refuses an op (the front end computed a shape,
 /// dtype or placement the IR does not): a front-end bug, reported with the program so far.
 pub(crate) fn trace(root: &Array) -> Result<Program> {
+    walk(root).build()
+}
+
+/// The traced operations an array's program runs, found by walking back from it: what
+/// [`Walk::key`] identifies and [`Walk::build`] makes a program of.
+pub(crate) struct Walk {
+    /// The operations, in dependency order, the root last.
+    order: Vec<Array>,
+    /// The arrays read as data, in parameter order.
+    input_nodes: Vec<Array>,
+    /// Their values.
+    pub inputs: Vec<Rc<Tensor>>,
+    /// Intermediate arrays the program also returns, after the root: those something outside
+    /// the program still refers to (a Python variable, a later operation), which would
+    /// otherwise be computed again by the next program that reads them.
+    pub kept: Vec<Array>,
+    /// Whether some value lives on a team (a distributed run under [`crate::spmd`]).
+    pub on_team: bool,
+}
+
+/// What makes two walks the same program, exactly: each operation (its op with its payloads,
+/// which equal payloads share in the thread's library), what it reads (earlier operations and
+/// parameters by position), its shape, dtype, place and kind, and whether it is returned too;
+/// each parameter's shape, dtype and place. A loop's later steps find their program by this key
+/// without building it again.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub(crate) struct TraceKey(Vec<Part>);
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum Part {
+    Input {
+        shape: Vec<usize>,
+        dtype: crate::dtype::DType,
+        place: Place,
+    },
+    Op {
+        op: Box<Op>,
+        args: Vec<u32>,
+        shape: Vec<usize>,
+        dtype: crate::dtype::DType,
+        place: Place,
+        kind: Kind,
+        kept: bool,
+    },
+}
+
+/// The walk of the operations computing `root` (not yet evaluated).
+pub(crate) fn walk(root: &Array) -> Walk {
     let mut seen: HashMap<*const Node, Option<usize>> = HashMap::new();
     let mut inputs = Vec::new();
     let mut input_nodes: Vec<Array> = Vec::new();
@@ -164,64 +206,106 @@ pub(crate) fn trace(root: &Array) -> Result<Program> {
         })
         .cloned()
         .collect();
-    let mut mb = ModuleBuilder::new();
-    let mut payloads = HashMap::new();
-    let internal = |e: BuildError, so_far: &ModuleBuilder| ArrayError::Internal {
-        message: e.to_string(),
-        program: so_far.module().to_string(),
-    };
-    let param_types: Vec<_> = input_nodes.iter().map(|a| ir_type(&mut mb, &a.0.shape, a.0.dtype, &a.0.place)).collect();
-    let expected: Vec<_> = order
-        .iter()
-        .map(|a| match a.0.kind {
-            Kind::Array => Some(ir_type(&mut mb, &a.0.shape, a.0.dtype, &a.0.place)),
-            Kind::Scalar => Some(mb.scalar(a.0.dtype)),
-            Kind::Operand => None,
-        })
-        .collect();
-    // Payloads first: `@main` applies them.
-    PAYLOADS.with(|lib| {
-        let lib = lib.borrow();
-        for a in &order {
-            for f in a.0.op.borrow().as_ref().expect("traced").op.functions() {
-                payloads.entry(f).or_insert_with(|| mb.import(lib.module(), f));
-            }
+    Walk { order, input_nodes, inputs, kept, on_team }
+}
+
+impl Walk {
+    /// The program's [`TraceKey`].
+    pub(crate) fn key(&self) -> TraceKey {
+        let mut at: HashMap<*const Node, u32> = HashMap::with_capacity(self.order.len() + self.input_nodes.len());
+        let mut parts = Vec::with_capacity(self.order.len() + self.input_nodes.len());
+        for a in &self.input_nodes {
+            at.insert(Rc::as_ptr(&a.0), parts.len() as u32);
+            parts.push(Part::Input { shape: a.0.shape.clone(), dtype: a.0.dtype, place: a.0.place.clone() });
         }
-    });
-    let mut f = mb.function("main", FunctionKind::Func);
-    let mut values: HashMap<*const Node, Value> = HashMap::new();
-    for (a, &ty) in input_nodes.iter().zip(&param_types) {
-        values.insert(Rc::as_ptr(&a.0), f.param(ty, ParamMode::In));
+        let kept: Vec<*const Node> = self.kept.iter().map(|a| Rc::as_ptr(&a.0)).collect();
+        for a in &self.order {
+            let traced = a.0.op.borrow();
+            let traced = traced.as_ref().expect("traced");
+            let p = Rc::as_ptr(&a.0);
+            parts.push(Part::Op {
+                op: Box::new(traced.op.clone()),
+                args: traced.args.iter().map(|x| at[&Rc::as_ptr(&x.0)]).collect(),
+                shape: a.0.shape.clone(),
+                dtype: a.0.dtype,
+                place: a.0.place.clone(),
+                kind: a.0.kind,
+                kept: kept.contains(&p),
+            });
+            at.insert(p, parts.len() as u32 - 1);
+        }
+        TraceKey(parts)
     }
-    for (a, want) in order.iter().zip(&expected) {
-        let traced = a.0.op.borrow();
-        let traced = traced.as_ref().expect("traced");
-        let mut op = traced.op.clone();
-        for v in op.operands_mut() {
-            *v = values[&Rc::as_ptr(&traced.args[v.index()].0)];
-        }
-        if let Some(g) = op.function_mut() {
-            *g = payloads[g];
-        }
-        let built = match want {
-            Some(ty) if op.has_declared_type() => f.op_as(op, *ty),
-            _ => f.op(op),
+
+    /// The program: `@main` built through the IR builder, each operation typed as it is added.
+    ///
+    /// # Errors
+    /// [`ArrayError::Internal`] where the IR refuses an operation or types it other than the
+    /// front end expects.
+    pub(crate) fn build(self) -> Result<Program> {
+        let Walk { order, input_nodes, inputs, kept, on_team: _ } = self;
+        let root = order.last().expect("a traced operation").clone();
+        let root = &root;
+        let mut mb = ModuleBuilder::new();
+        let mut payloads = HashMap::new();
+        let internal = |e: BuildError, so_far: &ModuleBuilder| ArrayError::Internal {
+            message: e.to_string(),
+            program: so_far.module().to_string(),
         };
-        let v = match built {
-            Ok(v) => v,
-            Err(e) => {
+        let param_types: Vec<_> =
+            input_nodes.iter().map(|a| ir_type(&mut mb, &a.0.shape, a.0.dtype, &a.0.place)).collect();
+        let expected: Vec<_> = order
+            .iter()
+            .map(|a| match a.0.kind {
+                Kind::Array => Some(ir_type(&mut mb, &a.0.shape, a.0.dtype, &a.0.place)),
+                Kind::Scalar => Some(mb.scalar(a.0.dtype)),
+                Kind::Operand => None,
+            })
+            .collect();
+        // Payloads first: `@main` applies them.
+        PAYLOADS.with(|lib| {
+            let lib = lib.borrow();
+            for a in &order {
+                for f in a.0.op.borrow().as_ref().expect("traced").op.functions() {
+                    payloads.entry(f).or_insert_with(|| mb.import(lib.module(), f));
+                }
+            }
+        });
+        let mut f = mb.function("main", FunctionKind::Func);
+        let mut values: HashMap<*const Node, Value> = HashMap::new();
+        for (a, &ty) in input_nodes.iter().zip(&param_types) {
+            values.insert(Rc::as_ptr(&a.0), f.param(ty, ParamMode::In));
+        }
+        for (a, want) in order.iter().zip(&expected) {
+            let traced = a.0.op.borrow();
+            let traced = traced.as_ref().expect("traced");
+            let mut op = traced.op.clone();
+            for v in op.operands_mut() {
+                *v = values[&Rc::as_ptr(&traced.args[v.index()].0)];
+            }
+            if let Some(g) = op.function_mut() {
+                *g = payloads[g];
+            }
+            let built = match want {
+                Some(ty) if op.has_declared_type() => f.op_as(op, *ty),
+                _ => f.op(op),
+            };
+            let v = match built {
+                Ok(v) => v,
+                Err(e) => {
+                    drop(f);
+                    return Err(internal(e, &mb));
+                }
+            };
+            if let Some(ty) = want.filter(|&ty| f.ty(v) != ty) {
+                let e = format!("the front end expected `{}`, the IR gives `{}`", f.show(ty), f.show(f.ty(v)));
                 drop(f);
-                return Err(internal(e, &mb));
+                return Err(ArrayError::Internal { message: e, program: mb.module().to_string() });
             }
-        };
-        if let Some(ty) = want.filter(|&ty| f.ty(v) != ty) {
-            let e = format!("the front end expected `{}`, the IR gives `{}`", f.show(ty), f.show(f.ty(v)));
-            drop(f);
-            return Err(ArrayError::Internal { message: e, program: mb.module().to_string() });
+            values.insert(Rc::as_ptr(&a.0), v);
         }
-        values.insert(Rc::as_ptr(&a.0), v);
+        let results: Vec<Value> = std::iter::once(root).chain(&kept).map(|a| values[&Rc::as_ptr(&a.0)]).collect();
+        let entry = f.finish_returning(&results);
+        Ok(Program { module: mb.into_module(), entry, inputs })
     }
-    let results: Vec<Value> = std::iter::once(root).chain(&kept).map(|a| values[&Rc::as_ptr(&a.0)]).collect();
-    let entry = f.finish_returning(&results);
-    Ok(Program { module: mb.into_module(), entry, on_team, inputs, kept })
 }

@@ -752,14 +752,16 @@ fn can_cast(from: &str, to: &str) -> R<bool> {
     Ok(sa::dtype::can_cast(dtype(Some(from))?.expect("named"), dtype(Some(to))?.expect("named")))
 }
 
-/// This thread's program cache counters: `{"hits", "misses", "native_runs",
-/// "interpreted_runs", "distributed_runs"}` (a miss verifies and prepares a new program).
+/// This thread's program cache counters: `{"hits", "misses", "built", "native_runs",
+/// "interpreted_runs", "distributed_runs"}` (a miss verifies and prepares a new program; `built`
+/// counts programs built from traced operations, which a loop's later steps do not).
 #[pyfunction]
 fn cache_stats(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
     let s = sa::cache_stats();
     let d = pyo3::types::PyDict::new(py);
     d.set_item("hits", s.hits)?;
     d.set_item("misses", s.misses)?;
+    d.set_item("built", s.built)?;
     d.set_item("native_runs", s.native_runs)?;
     d.set_item("interpreted_runs", s.interpreted_runs)?;
     d.set_item("distributed_runs", s.distributed_runs)?;

@@ -35,6 +35,8 @@ def test_a_time_loop_with_a_new_scalar_each_step_compiles_once():
     np.testing.assert_allclose(np.asarray(u), want, rtol=1e-13, atol=0)
     # One program for the step (its scalar a parameter), whatever dt is.
     assert after["misses"] - before["misses"] <= 2, (before, after)
+    # Later steps find it by the walk of their operations: not even built again.
+    assert after["built"] - before["built"] <= 2, (before, after)
 
 
 def test_a_loop_that_never_reads_its_state_runs_programs_of_bounded_size():

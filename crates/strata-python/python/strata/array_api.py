@@ -48,7 +48,8 @@ e, pi, inf, nan, newaxis = math.e, math.pi, math.inf, math.nan, None
 
 cache_stats = _a.cache_stats
 """This thread's program cache counters (`hits`, `misses`: programs verified and prepared,
-`native_runs`, `interpreted_runs`, `distributed_runs`): what a loop compiles, for tuning."""
+`built`: programs built from traced operations, none in a loop's later steps, `native_runs`,
+`interpreted_runs`, `distributed_runs`): what a loop compiles, for tuning."""
 
 _DTYPES = (bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64, complex64, complex128)
 
