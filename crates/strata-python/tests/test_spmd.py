@@ -229,3 +229,10 @@ def test_reproducible_reductions_give_the_same_bits_at_every_rank_count(mpirun):
             assert r["wrong"] == [], r["wrong"][:5]
             digests.add(r["digest"])
     assert len(digests) == 1, digests
+
+
+@pytest.mark.parametrize("ranks", [None, 1, 2, 3])
+def test_matmul_of_team_matrices_computes_each_ranks_rows_without_gathering(mpirun, ranks):
+    for r in reports(run(mpirun, ranks, "matmul.py"), ranks):
+        assert r["wrong"] == [], r
+        assert r["gathered_bytes"] == 0, r

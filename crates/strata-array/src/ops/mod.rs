@@ -14,6 +14,7 @@ pub mod linalg;
 pub mod manipulation;
 pub mod placement;
 pub mod statistics;
+mod team_matmul;
 
 pub use creation::*;
 pub use decompositions::*;
