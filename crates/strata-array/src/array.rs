@@ -384,7 +384,7 @@ thread_local! {
     /// the same operands again returns the existing node, so a program computes it once (the
     /// mean inside `std` and a `mean` of the same array are one fold). Operand addresses stay
     /// valid keys because a live node keeps its operands alive.
-    static NODES: RefCell<std::collections::HashMap<NodeKey, std::rc::Weak<Node>>> = RefCell::new(Default::default());
+    static NODES: RefCell<rustc_hash::FxHashMap<NodeKey, std::rc::Weak<Node>>> = RefCell::new(Default::default());
 }
 
 impl Array {

@@ -57,7 +57,7 @@ thread_local! {
     static CACHE: RefCell<HashMap<String, Rc<Compiled>>> = RefCell::new(HashMap::new());
     /// Compiled programs by the walk of the operations they were built from: a loop's later
     /// steps find theirs without building, verifying or printing the program again.
-    static WALKED: RefCell<HashMap<TraceKey, Rc<Compiled>>> = RefCell::new(HashMap::new());
+    static WALKED: RefCell<rustc_hash::FxHashMap<TraceKey, Rc<Compiled>>> = RefCell::new(Default::default());
     static STATS: Cell<CacheStats> = Cell::new(CacheStats::default());
 }
 

@@ -7,6 +7,8 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+
+use rustc_hash::FxHashMap;
 use std::rc::Rc;
 
 use strata_entity::Handle;
@@ -154,11 +156,12 @@ enum Part {
 
 /// The walk of the operations computing `root` (not yet evaluated).
 pub(crate) fn walk(root: &Array) -> Walk {
-    let mut seen: HashMap<*const Node, Option<usize>> = HashMap::new();
+    let mut seen: FxHashMap<*const Node, Option<usize>> = FxHashMap::default();
     let mut inputs = Vec::new();
     let mut input_nodes: Vec<Array> = Vec::new();
     // References to each traced node from the traced operations (the root: one, its caller's).
-    let mut refs: HashMap<*const Node, usize> = HashMap::from([(Rc::as_ptr(&root.0), 1)]);
+    let mut refs: FxHashMap<*const Node, usize> = FxHashMap::default();
+    refs.insert(Rc::as_ptr(&root.0), 1);
     let mut order: Vec<Array> = Vec::new();
     // Iterative post-order: long chains of operations must not overflow the stack.
     let mut stack: Vec<(Array, bool)> = vec![(root.clone(), false)];
@@ -212,7 +215,8 @@ pub(crate) fn walk(root: &Array) -> Walk {
 impl Walk {
     /// The program's [`TraceKey`].
     pub(crate) fn key(&self) -> TraceKey {
-        let mut at: HashMap<*const Node, u32> = HashMap::with_capacity(self.order.len() + self.input_nodes.len());
+        let mut at: FxHashMap<*const Node, u32> = FxHashMap::default();
+        at.reserve(self.order.len() + self.input_nodes.len());
         let mut parts = Vec::with_capacity(self.order.len() + self.input_nodes.len());
         for a in &self.input_nodes {
             at.insert(Rc::as_ptr(&a.0), parts.len() as u32);
