@@ -344,7 +344,13 @@ def main(argv):
     p.add_argument("--only-sim", action="store_true", help="only the simulation from Python")
     p.add_argument("--only-resident", action="store_true", help="only the entries called from Python on team arrays")
     a = p.parse_args(argv)
-    tmp = Path(tempfile.mkdtemp(prefix="strata-bench-dist-"))
+    # The meshes, fields and probes of this run (hundreds of MB at the nabla's size), removed after.
+    with tempfile.TemporaryDirectory(prefix="strata-bench-dist-") as d:
+        run(a, Path(d))
+
+
+def run(a, tmp):
+    """The benchmark with arguments `a`, its files under `tmp`."""
     build = tmp / "probes"
     build.mkdir()
     limits = runner.probe_limits(2, build)
