@@ -236,3 +236,8 @@ def test_matmul_of_team_matrices_computes_each_ranks_rows_without_gathering(mpir
     for r in reports(run(mpirun, ranks, "matmul.py"), ranks):
         assert r["wrong"] == [], r
         assert r["gathered_bytes"] == 0, r
+
+
+def test_ranks_that_disagree_on_reproducible_reductions_get_an_error_not_a_hang(mpirun):
+    for r in reports(run(mpirun, 2, "reproducible_mismatch.py", timeout=120), 2):
+        assert "`STRATA_REPRODUCIBLE` is set to 1 on some ranks and not on others" in r["message"], r

@@ -246,6 +246,9 @@ pub fn run<'a>(
     clock: &mut Clock,
 ) -> Result<Vec<Output>, Failed> {
     let (rank, size) = (comm.rank, comm.size);
+    if dist.0.iter().any(|ps| matches!(ps.stage.collective, Some(Collective::Reduce { .. }))) {
+        agree(comm, same_reduction_order(comm))?;
+    }
     // The values of the stages' collectives, by name: parameters of the later stages.
     let mut carried: Vec<(String, Value)> = Vec::new();
     let mut last = None;
@@ -301,6 +304,24 @@ pub fn run<'a>(
             Output { name, value, block }
         })
         .collect())
+}
+
+/// Whether every rank combines reductions in the same order ([`crate::plan::reproducible`]
+/// read on each rank): ranks that differ would make different collective calls and wait for
+/// each other forever. One all-reduce of the setting and its complement.
+fn same_reduction_order(comm: &Comm) -> Step<()> {
+    let on = u64::from(crate::plan::reproducible());
+    let mine = [on, 1 - on].map(u64::to_ne_bytes).concat();
+    let mut both = mine.clone();
+    let max = crate::comm::ReduceOp::Max;
+    comm.allreduce(&mut both, crate::comm::ReduceType::U64, max).map_err(|e| e.to_string())?;
+    match both == mine {
+        true => Ok(()),
+        false => Err("`STRATA_REPRODUCIBLE` is set to 1 on some ranks and not on others, so their reductions \
+                      would combine in different orders: set it for the whole job (`mpirun -x \
+                      STRATA_REPRODUCIBLE=1` on several nodes)"
+            .into()),
+    }
 }
 
 /// A stage's distributed result on this rank: its block level, the block this rank owns, and
