@@ -341,12 +341,7 @@ fn describe(ty: &ValueType) -> String {
 /// runs the same program (`fingerprint`).
 fn run_job(dist: &Distribution, given: Given<'_>, backend: Backend, fingerprint: u64) -> Result<Vec<job::Output>> {
     let comm = comm().expect("a joined job");
-    // One all-reduce: the largest fingerprint and the largest complement are this rank's own
-    // exactly when every rank has the same.
-    let mine = [fingerprint, !fingerprint].map(u64::to_ne_bytes).concat();
-    let mut both = mine.clone();
-    let reduced = comm.allreduce(&mut both, strata_dist::comm::ReduceType::U64, strata_dist::comm::ReduceOp::Max);
-    let same = reduced.map_err(|e| e.to_string()).and_then(|()| match both == mine {
+    let same = comm.same_on_every_rank(fingerprint).map_err(|e| e.to_string()).and_then(|same| match same {
         true => Ok(()),
         false => {
             Err("this rank's program over team arrays differs from another rank's: every rank must apply the same \
@@ -378,10 +373,9 @@ pub(crate) fn gather_whole(x: &Array, block: &Rc<Tensor>) -> Result<Tensor> {
     let owned = owned(x).expect("a team array");
     let global = value_type(x.shape(), x.dtype(), x.place());
     let whole = job::agree(&comm, job::allgather(&comm, block, 0, owned, &global)).map_err(|f| failure(&comm, f))?;
-    let size = |t: &ValueType| t.size_bytes().unwrap_or(0) as u64;
     TOTALS.with(|t| {
         let mut v = t.get();
-        v.gathered_bytes += size(&whole.ty).saturating_sub(size(&block.ty));
+        v.gathered_bytes += job::gathered_bytes(&whole, block) as u64;
         t.set(v);
     });
     Ok(whole)

@@ -319,6 +319,15 @@ impl Comm {
         self.check("MPI_Allreduce", rc)
     }
 
+    /// Whether every rank passed the same `v` (a collective call): one all-reduce of `v` and its
+    /// complement, whose maxima are this rank's own exactly when all are equal.
+    pub fn same_on_every_rank(&self, v: u64) -> Result<bool, CommError> {
+        let mine = [v, !v].map(u64::to_ne_bytes).concat();
+        let mut both = mine.clone();
+        self.allreduce(&mut both, ReduceType::U64, ReduceOp::Max)?;
+        Ok(both == mine)
+    }
+
     /// The largest of every rank's `v` (agreeing on a status).
     pub fn max_i64(&self, v: i64) -> Result<i64, CommError> {
         let mut b = v.to_ne_bytes();

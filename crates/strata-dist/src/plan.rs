@@ -778,35 +778,33 @@ fn partial_of(module: &Module, types: &TypeArena, entry: Handle<Function>, ranks
         let start = PartialStart::Carry { param, chain, forward: *forward, monoid };
         return Some(Partial { value, owned, start });
     }
-    let ExprKind::Op(op @ Op::MapReduce { func, args, init, subscripts }) = &f.exprs[value].kind else { return None };
+    let ExprKind::Op(op @ Op::MapReduce { func, args, init, subscripts: _ }) = &f.exprs[value].kind else {
+        return None;
+    };
     let contracted = crate::stages::contracted_blocks(f, types, op);
     if contracted.is_empty() {
         return None;
     }
     let scalar = strata_ir::element_scalar(types, f.exprs[value].ty)?;
     let (_, identity) = crate::stages::folding_op(module, *func, scalar)?;
+    let letter = contracted[0].2;
     let owned = contracted
         .into_iter()
-        .map(|(k, name)| {
+        .map(|(k, name, _)| {
             let iv = tensor(types, f.exprs[args[k]].ty).and_then(|t| t.level(&name)).map(|l| l.interval);
             (k, name, block_partition(iv.unwrap_or(Interval::new(0, 0)), ranks as u32))
         })
         .collect::<Vec<_>>();
     // The rows' tree needs one partition of one row dimension and a literal initial value.
-    let rows = match (init, owned.first()) {
-        (strata_ir::Init::Literal(init), Some((k, name, blocks)))
+    let start = match (init, owned.first()) {
+        (strata_ir::Init::Literal(init), Some((_, name, blocks)))
             if reproducible() && owned.iter().all(|(_, n, b)| n == name && b == blocks) =>
         {
-            let at = tensor(types, f.exprs[args[*k]].ty).and_then(|t| t.level_index(name));
-            at.and_then(|i| subscripts.inputs.get(*k)?.get(i).copied()).map(|letter| PartialStart::Rows {
-                identity: identity.clone(),
-                init: init.clone(),
-                letter,
-            })
+            PartialStart::Rows { identity, init: init.clone(), letter }
         }
-        _ => None,
+        _ => PartialStart::Identity(identity),
     };
-    Some(Partial { value, owned, start: rows.unwrap_or(PartialStart::Identity(identity)) })
+    Some(Partial { value, owned, start })
 }
 
 /// What one rank needs: each entry parameter's rows per block dimension, each `distribute`'s

@@ -89,8 +89,8 @@ pub struct Stage {
 }
 
 /// The operands of `op` a `map_reduce` contracts over a block level: `(operand position,
-/// level name)`.
-pub fn contracted_blocks(func: &Function, types: &TypeArena, op: &Op) -> Vec<(usize, strata_ir::DimName)> {
+/// level name, einsum letter)`.
+pub fn contracted_blocks(func: &Function, types: &TypeArena, op: &Op) -> Vec<(usize, strata_ir::DimName, char)> {
     let Op::MapReduce { args, subscripts, .. } = op else { return Vec::new() };
     let mut out = Vec::new();
     for (k, (a, letters)) in args.iter().zip(&subscripts.inputs).enumerate() {
@@ -99,7 +99,7 @@ pub fn contracted_blocks(func: &Function, types: &TypeArena, op: &Op) -> Vec<(us
                 continue;
             }
             if let Some(name) = block_level_named(types, func.exprs[*a].ty, pos) {
-                out.push((k, name));
+                out.push((k, name, *c));
             }
         }
     }
@@ -110,16 +110,7 @@ pub fn contracted_blocks(func: &Function, types: &TypeArena, op: &Op) -> Vec<(us
 /// has it as its block level: each rank then folds the rows it owns of every operand.
 fn contracted_everywhere_as_block(func: &Function, types: &TypeArena, op: &Op) -> bool {
     let Op::MapReduce { args, subscripts, .. } = op else { return true };
-    let letters: Vec<char> = contracted_blocks(func, types, op)
-        .iter()
-        .filter_map(|(k, name)| {
-            let t = match &types[func.exprs[args[*k]].ty] {
-                strata_ir::Type::Tensor(t) => t,
-                _ => return None,
-            };
-            subscripts.inputs[*k].get(t.level_index(name)?).copied()
-        })
-        .collect();
+    let letters: Vec<char> = contracted_blocks(func, types, op).into_iter().map(|(_, _, c)| c).collect();
     args.iter().zip(&subscripts.inputs).all(|(a, ls)| {
         ls.iter()
             .enumerate()

@@ -42,27 +42,25 @@ pub(crate) fn summa(a: &Array, b: &Array) -> Result<Option<Array>> {
     let lhs = MatRef::from_row_major_slice(av.as_slice(), mine, k);
     let blocks = strata_runtime::dist::block_partition(Interval::new(0, k as i64), comm.size as u32);
     let mut c = vec![0.0f64; mine * n];
-    let mut received: Vec<f64> = Vec::new();
+    // Round `j`'s block of `B`: this rank's own copied in when it is the root, else received.
+    // Broadcast as the bytes of `f64`s (always aligned that way round).
+    let mut bj: Vec<f64> = Vec::new();
     let mut failed = None;
     for (j, kj) in blocks.iter().enumerate() {
         let len = kj.len() as usize;
-        let block: &[f64] = if j == comm.rank {
-            bv.as_slice()
-        } else {
-            received.clear();
-            received.resize(len * n, 0.0);
-            &received
-        };
-        let mut bytes = bytemuck::cast_slice::<f64, u8>(block).to_vec();
-        if let Err(e) = comm.bcast(&mut bytes, j) {
+        bj.clear();
+        match j == comm.rank {
+            true => bj.extend_from_slice(bv),
+            false => bj.resize(len * n, 0.0),
+        }
+        if let Err(e) = comm.bcast(bytemuck::cast_slice_mut(&mut bj), j) {
             failed.get_or_insert(e.to_string());
             continue;
         }
         if len == 0 || mine == 0 {
             continue;
         }
-        let bj: &[f64] = bytemuck::cast_slice(&bytes);
-        let rhs = MatRef::from_row_major_slice(bj, len, n);
+        let rhs = MatRef::from_row_major_slice(&bj, len, n);
         let dst = MatMut::from_row_major_slice_mut(&mut c, mine, n);
         matmul(dst, Accum::Add, lhs.subcols(kj.start as usize, len), rhs, 1.0, Par::Seq);
     }

@@ -27,7 +27,7 @@ mod output;
 mod spare;
 mod stored;
 
-pub use output::{allgather, dense, gather, owned_rows, temporary_of, write_output};
+pub use output::{allgather, dense, gather, gathered_bytes, owned_rows, temporary_of, write_output};
 pub use stored::{gather_stored, gather_value, is_stored};
 
 /// A phase that failed somewhere, once the ranks agreed on it.
@@ -246,8 +246,13 @@ pub fn run<'a>(
     clock: &mut Clock,
 ) -> Result<Vec<Output>, Failed> {
     let (rank, size) = (comm.rank, comm.size);
-    if dist.0.iter().any(|ps| matches!(ps.stage.collective, Some(Collective::Reduce { .. }))) {
+    // The setting is read once per process, so the ranks compare it at their first run with a
+    // reduction only (every rank runs the same programs in the same order).
+    static ORDER_AGREED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let reduces = dist.0.iter().any(|ps| matches!(ps.stage.collective, Some(Collective::Reduce { .. })));
+    if reduces && !ORDER_AGREED.load(std::sync::atomic::Ordering::Relaxed) {
         agree(comm, same_reduction_order(comm))?;
+        ORDER_AGREED.store(true, std::sync::atomic::Ordering::Relaxed);
     }
     // The values of the stages' collectives, by name: parameters of the later stages.
     let mut carried: Vec<(String, Value)> = Vec::new();
@@ -280,8 +285,7 @@ pub fn run<'a>(
                 let (level, owned, global) = result_block(ps, rank, size)
                     .ok_or_else(|| Failed::Here("internal: a gather of no distributed tensor".into()))?;
                 let mut whole = agree(comm, allgather(comm, &v, level, owned, &global))?;
-                let size = |t: &ValueType| t.size_bytes().unwrap_or(0);
-                clock.gathered_bytes += size(&whole.ty).saturating_sub(size(&v.ty));
+                clock.gathered_bytes += gathered_bytes(&whole, &v);
                 whole.ty = ty.clone();
                 whole
             }
@@ -308,14 +312,9 @@ pub fn run<'a>(
 
 /// Whether every rank combines reductions in the same order ([`crate::plan::reproducible`]
 /// read on each rank): ranks that differ would make different collective calls and wait for
-/// each other forever. One all-reduce of the setting and its complement.
+/// each other forever.
 fn same_reduction_order(comm: &Comm) -> Step<()> {
-    let on = u64::from(crate::plan::reproducible());
-    let mine = [on, 1 - on].map(u64::to_ne_bytes).concat();
-    let mut both = mine.clone();
-    let max = crate::comm::ReduceOp::Max;
-    comm.allreduce(&mut both, crate::comm::ReduceType::U64, max).map_err(|e| e.to_string())?;
-    match both == mine {
+    match comm.same_on_every_rank(u64::from(crate::plan::reproducible())).map_err(|e| e.to_string())? {
         true => Ok(()),
         false => Err("`STRATA_REPRODUCIBLE` is set to 1 on some ranks and not on others, so their reductions \
                       would combine in different orders: set it for the whole job (`mpirun -x \

@@ -133,6 +133,13 @@ pub fn gather(comm: &Comm, t: &Tensor, level: usize, owned: Interval, global: &V
     Ok(Some(Value::Tensor(from_fields(&ValueType { element: ty.element.clone(), ..whole_ty }, &ty.element, &mut it))))
 }
 
+/// The bytes of `whole` (an [`allgather`]'s result) that other ranks sent: its size beyond
+/// this rank's part `mine`.
+pub fn gathered_bytes(whole: &Tensor, mine: &Tensor) -> usize {
+    let size = |t: &Tensor| t.ty.size_bytes().unwrap_or(0);
+    size(whole).saturating_sub(size(mine))
+}
+
 /// Gathers a distributed result on every rank (gathered on rank 0 and broadcast): a
 /// collective call. The result's type is the local one's with the whole interval.
 ///
