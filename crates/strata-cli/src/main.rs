@@ -141,6 +141,7 @@ enum Command {
 }
 
 fn main() {
+    strata_runtime::aligned::start();
     // Output piped into a reader that stops early (`strata run … | head`) ends the process
     // quietly, as for other command-line tools, instead of a panic on the failed write.
     // Not in MPI ranks, whose sockets the MPI library handles.

@@ -32,6 +32,7 @@ static ALLOCATOR: strata_runtime::aligned::CacheLineAligned = strata_runtime::al
 #[pymodule]
 fn _strata(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
+    strata_runtime::aligned::start();
     // The workspace's version: `strata.__version__` and `strata --version` agree.
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(program::compile, m)?)?;

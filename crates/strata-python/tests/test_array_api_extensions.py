@@ -105,6 +105,25 @@ def test_svd_and_qr_reconstruct_with_orthonormal_factors(a, full):
 
 
 @SETTINGS
+@given(stacks(), st.booleans())
+def test_hermitian_factorizations_read_the_lower_triangle_only(a, upper):
+    # numpy (UPLO="L") and the standard read the lower triangle: whatever lies above it is not
+    # part of the operand. Strata factorizes the transpose, whose upper triangle that is.
+    d = str(a.dtype)
+    h = hermitian(a)
+    junk = np.triu(np.random.default_rng(3).standard_normal(h.shape) * 100, 1).astype(h.dtype)
+    x = np.tril(h) + junk
+    close(xp.linalg.eigvalsh(xp.asarray(x)), np.linalg.eigvalsh(x), d, scale=float(np.abs(h).max()))
+    w, v = xp.linalg.eigh(xp.asarray(x))
+    wn, vn = w.to_numpy(), v.to_numpy()
+    recon = (vn * wn[..., None, :]) @ np.conj(np.swapaxes(vn, -1, -2))
+    np.testing.assert_allclose(recon, h, rtol=tol(d), atol=tol(d) * float(np.abs(h).max()))
+    lower = np.linalg.cholesky(x)
+    want = np.conj(np.swapaxes(lower, -1, -2)) if upper else lower
+    close(xp.linalg.cholesky(xp.asarray(x), upper=upper), want, d, scale=float(np.abs(h).max()))
+
+
+@SETTINGS
 @given(stacks())
 def test_eigh_reconstructs(a):
     d = str(a.dtype)

@@ -118,7 +118,7 @@ impl Stack {
         }
         // Measured at 1024² on 2 cores: the SVD and the eigensolver gain from faer's threads (the
         // rayon pool, the machine's cores); LU and Cholesky run faster on one.
-        let threads = matches!(op, "svd" | "svdvals" | "pinv" | "matrix_rank" | "eigh" | "eigvalsh" | "qr");
+        let threads = matches!(op, "svd" | "svdvals" | "pinv" | "matrix_rank" | "eigh" | "eigvalsh" | "qr" | "inv");
         faer::set_global_parallelism(if threads { faer::Par::rayon(0) } else { faer::Par::Seq });
         Ok(Stack { dtype: x.dtype(), batch: x.shape()[..x.ndim() - 2].to_vec(), m, n, values: x.eval_whole()? })
     }
@@ -134,22 +134,40 @@ impl Stack {
         }
     }
 
-    /// Matrix `k` of the stack (read row by row into its transpose, which faer stores column by
-    /// column, then transposed in faer's blocked copy: no strided pass over a large matrix).
-    fn matrix<T: Field>(&self, k: usize) -> Mat<T> {
-        let (m, n) = (self.m, self.n);
-        let at = |i: usize, j: usize| k * m * n + i * n + j;
-        let transposed = match self.column() {
-            Column::F64(v) => Mat::from_fn(n, m, |j, i| T::real(v[at(i, j)])),
-            Column::F32(v) => Mat::from_fn(n, m, |j, i| T::real(v[at(i, j)] as f64)),
-            Column::C128(v) => Mat::from_fn(n, m, |j, i| T::from_c(v[at(i, j)])),
-            Column::C64(v) => Mat::from_fn(n, m, |j, i| {
-                let z = v[at(i, j)];
-                T::from_c(Complex64::new(z.re as f64, z.im as f64))
-            }),
+    /// The elements of matrix `k`, row by row, widened to `T`.
+    fn elements<T: Field>(&self, k: usize) -> Vec<T> {
+        let r = k * self.m * self.n..(k + 1) * self.m * self.n;
+        match self.column() {
+            Column::F64(v) => v[r].iter().map(|&x| T::real(x)).collect(),
+            Column::F32(v) => v[r].iter().map(|&x| T::real(x as f64)).collect(),
+            Column::C128(v) => v[r].iter().map(|&z| T::from_c(z)).collect(),
+            Column::C64(v) => v[r].iter().map(|z| T::from_c(Complex64::new(z.re as f64, z.im as f64))).collect(),
             _ => unreachable!("a floating-point stack"),
-        };
-        transposed.transpose().to_owned()
+        }
+    }
+
+    /// The transpose of matrix `k` (`N × M`): the stack's rows are faer's columns, so this is a
+    /// contiguous copy. The factorizations work on it where the transpose serves as well
+    /// (LU, eigen- and singular value decompositions): a transposing copy of a 1024² matrix
+    /// costs about as much as its LU factorization.
+    fn transposed<T: Field>(&self, k: usize) -> Mat<T> {
+        faer::MatRef::from_column_major_slice(&self.elements::<T>(k), self.n, self.m).to_owned()
+    }
+
+    /// Matrix `k` itself (`M × N`), transposed in cache-sized blocks.
+    fn matrix<T: Field>(&self, k: usize) -> Mat<T> {
+        let rows = self.elements::<T>(k);
+        let mut a = Mat::<T>::zeros(self.m, self.n);
+        for j0 in (0..self.n).step_by(BLOCK) {
+            let j1 = (j0 + BLOCK).min(self.n);
+            for j in j0..j1 {
+                let col = a.col_as_slice_mut(j);
+                for (i, x) in col.iter_mut().enumerate() {
+                    *x = rows[i * self.n + j];
+                }
+            }
+        }
+        a
     }
 
     /// `shape` after the batch dimensions.
@@ -158,17 +176,33 @@ impl Stack {
     }
 }
 
-/// Appends `m` row by row (conjugate-transposed if `adjoint`): the columns of its transpose,
-/// made by faer's blocked copy.
-fn push<T: Field>(out: &mut Vec<T>, m: faer::MatRef<'_, T>, adjoint: bool) {
-    let rows_as_columns = if adjoint { m.to_owned() } else { m.transpose().to_owned() };
-    for c in 0..rows_as_columns.ncols() {
-        let col = rows_as_columns.col(c);
-        if adjoint {
-            out.extend(col.iter().map(|v| v.conjugate()));
-        } else {
-            out.extend(col.iter().copied());
+/// Columns per block of the transposing copies: 16 rows of `c128` fill a 4 KiB page, and the
+/// block's columns stay in the first-level cache while its rows are read.
+const BLOCK: usize = 16;
+
+/// Appends `m` row by row (conjugated if `conj`), in blocks of rows.
+fn push_rows<T: Field>(out: &mut Vec<T>, m: faer::MatRef<'_, T>, conj: bool) {
+    let (rows, cols) = (m.nrows(), m.ncols());
+    let start = out.len();
+    out.resize(start + rows * cols, T::real(0.0));
+    let dst = &mut out[start..];
+    for i0 in (0..rows).step_by(BLOCK) {
+        let i1 = (i0 + BLOCK).min(rows);
+        for j in 0..cols {
+            let col = m.col(j);
+            for i in i0..i1 {
+                let v = col[i];
+                dst[i * cols + j] = if conj { v.conjugate() } else { v };
+            }
         }
+    }
+}
+
+/// Appends `m` column by column (conjugated if `conj`): `m`'s transpose (adjoint) row by row.
+fn push_columns<T: Field>(out: &mut Vec<T>, m: faer::MatRef<'_, T>, conj: bool) {
+    for j in 0..m.ncols() {
+        let col = m.col(j);
+        out.extend(col.iter().map(|&v| if conj { v.conjugate() } else { v }));
     }
 }
 
@@ -176,10 +210,15 @@ fn result(shape: &[usize], col: Column) -> Result<Array> {
     Array::from_column(shape, col, Place::host())
 }
 
-/// Calls `$f::<f64>` or `$f::<Complex64>` by the stack's dtype.
+/// Calls `$f::<f64>` or `$f::<Complex64>` by the stack's dtype, with the thread's large blocks
+/// pooled (`strata_runtime::aligned::pooled`): faer's factors and scratch, and the copies in and
+/// out, are the same sizes on every call of a loop, and the system allocator would page-fault
+/// them afresh each time (~30 % of a 1024² `solve`).
 macro_rules! by_field {
     ($s:expr, $f:ident($($a:expr),*)) => {
-        if $s.dtype.is_complex() { $f::<Complex64>($($a),*) } else { $f::<f64>($($a),*) }
+        strata_runtime::aligned::pooled(|| {
+            if $s.dtype.is_complex() { $f::<Complex64>($($a),*) } else { $f::<f64>($($a),*) }
+        })
     };
 }
 
@@ -189,13 +228,19 @@ pub fn cholesky(x: &Array, upper: bool) -> Result<Array> {
     fn imp<T: Field>(s: &Stack, upper: bool) -> Result<Array> {
         let mut out = Vec::with_capacity(s.count() * s.n * s.n);
         for k in 0..s.count() {
-            let a = s.matrix::<T>(k);
-            let llt = a
-                .llt(Side::Lower)
+            // The transpose's upper triangle is the matrix's lower one, conjugated: its factor
+            // is the conjugate of the matrix's.
+            let llt = s
+                .transposed::<T>(k)
+                .llt(Side::Upper)
                 .map_err(|_| invalid("cholesky", format!("matrix {k} of the stack is not positive definite")))?;
             let l = llt.L();
             let lower = Mat::from_fn(s.n, s.n, |i, j| if i >= j { l[(i, j)] } else { T::real(0.0) });
-            push(&mut out, lower.as_ref(), upper);
+            if upper {
+                push_columns(&mut out, lower.as_ref(), false);
+            } else {
+                push_rows(&mut out, lower.as_ref(), true);
+            }
         }
         result(&s.shape(&[s.n, s.n]), column_of(out, s.dtype))
     }
@@ -206,7 +251,7 @@ pub fn cholesky(x: &Array, upper: bool) -> Result<Array> {
 /// The determinant of each matrix.
 pub fn det(x: &Array) -> Result<Array> {
     fn imp<T: Field>(s: &Stack) -> Result<Array> {
-        let out: Vec<T> = (0..s.count()).map(|k| s.matrix::<T>(k).determinant()).collect();
+        let out: Vec<T> = (0..s.count()).map(|k| s.transposed::<T>(k).determinant()).collect();
         result(&s.batch, column_of(out, s.dtype))
     }
     let s = Stack::of("det", x, true)?;
@@ -220,7 +265,7 @@ pub fn slogdet(x: &Array) -> Result<(Array, Array)> {
     fn imp<T: Field>(s: &Stack) -> Result<(Array, Array)> {
         let (mut signs, mut logs) = (Vec::new(), Vec::new());
         for k in 0..s.count() {
-            let lu = s.matrix::<T>(k).partial_piv_lu();
+            let lu = s.transposed::<T>(k).partial_piv_lu();
             let fwd = lu.P().arrays().0;
             // The permutation's parity: n minus its number of cycles.
             let (mut seen, mut odd) = (vec![false; s.n], false);
@@ -264,7 +309,8 @@ pub fn inv(x: &Array) -> Result<Array> {
     fn imp<T: Field>(s: &Stack) -> Result<Array> {
         let mut out = Vec::with_capacity(s.count() * s.n * s.n);
         for k in 0..s.count() {
-            push(&mut out, s.matrix::<T>(k).partial_piv_lu().inverse().as_ref(), false);
+            // The inverse of the transpose, column by column, is the inverse row by row.
+            push_columns(&mut out, s.transposed::<T>(k).partial_piv_lu().inverse().as_ref(), false);
         }
         result(&s.shape(&[s.n, s.n]), column_of(out, s.dtype))
     }
@@ -279,13 +325,15 @@ pub fn eigh(x: &Array, vectors: bool) -> Result<(Array, Option<Array>)> {
         let fail = |k: usize| invalid("eigh", format!("the eigensolver did not converge on matrix {k}"));
         let (mut values, mut vecs) = (Vec::with_capacity(s.count() * s.n), Vec::new());
         for k in 0..s.count() {
-            let a = s.matrix::<T>(k);
+            // The transpose's upper triangle is the lower one conjugated: the same eigenvalues,
+            // conjugated eigenvectors.
+            let a = s.transposed::<T>(k);
             if vectors {
-                let e = a.self_adjoint_eigen(Side::Lower).map_err(|_| fail(k))?;
+                let e = a.self_adjoint_eigen(Side::Upper).map_err(|_| fail(k))?;
                 values.extend(e.S().column_vector().iter().map(|v| v.wide().re));
-                push(&mut vecs, e.U(), false);
+                push_rows(&mut vecs, e.U(), true);
             } else {
-                values.extend(a.self_adjoint_eigenvalues(Side::Lower).map_err(|_| fail(k))?);
+                values.extend(a.self_adjoint_eigenvalues(Side::Upper).map_err(|_| fail(k))?);
             }
         }
         let w = result(&s.shape(&[s.n]), column_of(values, s.dtype.real_part()))?;
@@ -306,13 +354,13 @@ pub fn qr(x: &Array, complete: bool) -> Result<(Array, Array)> {
             let f = s.matrix::<T>(k).qr();
             let thin = f.thin_R();
             if complete {
-                push(&mut q, f.compute_Q().as_ref(), false);
+                push_rows(&mut q, f.compute_Q().as_ref(), false);
                 // `R` is `(M, N)`: the thin factor's rows, then zeros.
                 let full = Mat::from_fn(s.m, s.n, |i, j| if i < thin.nrows() { thin[(i, j)] } else { T::real(0.0) });
-                push(&mut r, full.as_ref(), false);
+                push_rows(&mut r, full.as_ref(), false);
             } else {
-                push(&mut q, f.compute_thin_Q().as_ref(), false);
-                push(&mut r, thin, false);
+                push_rows(&mut q, f.compute_thin_Q().as_ref(), false);
+                push_rows(&mut r, thin, false);
             }
         }
         let q = result(&s.shape(&[s.m, kk]), column_of(q, s.dtype))?;
@@ -331,15 +379,17 @@ pub fn svd(x: &Array, full: bool, vectors: bool) -> Result<(Option<Array>, Array
         let fail = |k: usize| invalid("svd", format!("the SVD did not converge on matrix {k}"));
         let (mut u, mut sv, mut vh) = (Vec::new(), Vec::with_capacity(s.count() * kk), Vec::new());
         for k in 0..s.count() {
-            let a = s.matrix::<T>(k);
+            // The transpose's decomposition U′ S V′ᴴ gives x = conj(V′) S conj(U′)ᴴ: `U` is V′
+            // conjugated, row by row, and `Vh` is U′ column by column.
+            let a = s.transposed::<T>(k);
             if !vectors {
                 sv.extend(a.singular_values().map_err(|_| fail(k))?);
                 continue;
             }
             let d = if full { a.svd() } else { a.thin_svd() }.map_err(|_| fail(k))?;
-            push(&mut u, d.U(), false);
+            push_rows(&mut u, d.V(), true);
             sv.extend(d.S().column_vector().iter().map(|v| v.wide().re));
-            push(&mut vh, d.V(), true);
+            push_columns(&mut vh, d.U(), false);
         }
         let values = result(&s.shape(&[kk]), column_of(sv, s.dtype.real_part()))?;
         if !vectors {
@@ -366,8 +416,10 @@ pub fn matrix_rank(x: &Array, rtol: Option<f64>) -> Result<Array> {
     fn imp<T: Field>(s: &Stack, rtol: Option<f64>) -> Result<Array> {
         let mut out = Vec::with_capacity(s.count());
         for k in 0..s.count() {
-            let sv =
-                s.matrix::<T>(k).singular_values().map_err(|_| invalid("matrix_rank", "the SVD did not converge"))?;
+            let sv = s
+                .transposed::<T>(k)
+                .singular_values()
+                .map_err(|_| invalid("matrix_rank", "the SVD did not converge"))?;
             let tol = cutoff(s, rtol, sv.first().copied().unwrap_or(0.0));
             out.push(sv.iter().filter(|&&v| v > tol).count() as i64);
         }
@@ -383,21 +435,21 @@ pub fn pinv(x: &Array, rtol: Option<f64>) -> Result<Array> {
     fn imp<T: Field>(s: &Stack, rtol: Option<f64>) -> Result<Array> {
         let mut out = Vec::with_capacity(s.count() * s.m * s.n);
         for k in 0..s.count() {
-            let d = s.matrix::<T>(k).thin_svd().map_err(|_| invalid("pinv", "the SVD did not converge"))?;
+            // pinv(xᵀ) = V′ · diag(1/s) · U′ᴴ from the transpose's decomposition, over the singular
+            // values above the cutoff; its columns are pinv(x)'s rows.
+            let d = s.transposed::<T>(k).thin_svd().map_err(|_| invalid("pinv", "the SVD did not converge"))?;
             let sv: Vec<f64> = d.S().column_vector().iter().map(|v| v.wide().re).collect();
             let tol = cutoff(s, rtol, sv.first().copied().unwrap_or(0.0));
-            let (u, v) = (d.U(), d.V());
-            // pinv = V · diag(1/s) · Uᴴ over the singular values above the cutoff.
-            let p = Mat::from_fn(s.n, s.m, |i, j| {
-                let mut acc = T::real(0.0);
-                for (l, &sl) in sv.iter().enumerate() {
-                    if sl > tol {
-                        acc += v[(i, l)] * u[(j, l)].conjugate() * T::real(1.0 / sl);
-                    }
+            let v = d.V();
+            let scaled = Mat::from_fn(v.nrows(), v.ncols(), |i, l| {
+                if sv[l] > tol {
+                    v[(i, l)] * T::real(1.0 / sv[l])
+                } else {
+                    T::real(0.0)
                 }
-                acc
             });
-            push(&mut out, p.as_ref(), false);
+            let p = scaled * d.U().adjoint();
+            push_columns(&mut out, p.as_ref(), false);
         }
         result(&s.shape(&[s.n, s.m]), column_of(out, s.dtype))
     }
@@ -442,12 +494,13 @@ pub fn solve(x1: &Array, x2: &Array) -> Result<Array> {
         };
         // Each matrix of `x1` is factorized once, however many right-hand sides broadcast
         // against it.
+        // The transpose is factorized (a contiguous copy) and solved transposed.
         let mut lus: Vec<Option<faer::linalg::solvers::PartialPivLu<T>>> = (0..a.count()).map(|_| None).collect();
         let mut out = Vec::with_capacity(count * a.n * b.n);
         for k in 0..count {
             let rhs = b.matrix::<T>(source(b, k));
-            let lu = lus[source(a, k)].get_or_insert_with(|| a.matrix::<T>(source(a, k)).partial_piv_lu());
-            push(&mut out, lu.solve(&rhs).as_ref(), false);
+            let lu = lus[source(a, k)].get_or_insert_with(|| a.transposed::<T>(source(a, k)).partial_piv_lu());
+            push_rows(&mut out, lu.solve_transpose(&rhs).as_ref(), false);
         }
         let tail: Vec<usize> = if vector { vec![a.n] } else { vec![a.n, b.n] };
         let shape: Vec<usize> = batch.iter().chain(&tail).copied().collect();
