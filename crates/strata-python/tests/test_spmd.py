@@ -232,9 +232,11 @@ def test_reproducible_reductions_give_the_same_bits_at_every_rank_count(mpirun):
 
 
 @pytest.mark.parametrize("ranks", [None, 1, 2, 3])
-def test_matmul_of_team_matrices_computes_each_ranks_rows_without_gathering(mpirun, ranks):
+def test_matmul_of_team_operands_computes_each_ranks_rows_without_gathering(mpirun, ranks):
     for r in reports(run(mpirun, ranks, "matmul.py"), ranks):
         assert r["wrong"] == [], r
+        # 5 shapes × 6 dtype pairs × (matrix·matrix, matrix·vector, vector·matrix).
+        assert r["checked"] == 90, r
         assert r["gathered_bytes"] == 0, r
 
 
