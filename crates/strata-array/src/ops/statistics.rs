@@ -147,7 +147,13 @@ pub fn var(x: &Array, axes: Option<&[isize]>, correction: f64, keepdims: bool) -
     super::need_real("var", x.dtype())?;
     let f = if x.dtype().is_float() { x.dtype() } else { Scalar::F64 };
     let xf = cast(x, f);
-    let m = mean(&xf, axes, true)?;
+    // The mean in `x`'s shape: its kept axes where they are, the reduced ones stretched. Of a
+    // team array, a mean over the block axis is replicated, so each rank takes its rows of the
+    // stretched mean and nothing is gathered; over other axes (a team array) it is gathered to
+    // be stretched (a reduced result, not the input).
+    let m = mean(&xf, axes, false)?;
+    let kept: Vec<usize> = (0..x.ndim()).filter(|d| !ax.contains(d)).collect();
+    let m = super::placed(super::broadcast_in_dim(&m, x.shape(), &kept), x.place());
     let dev = elementwise("var", "minus", &[&xf, &m], f)?;
     let sq = elementwise("var", "multiplies", &[&dev, &dev], f)?;
     let ss = sum(&sq, axes, Some(f), keepdims)?;
