@@ -77,12 +77,14 @@ fn ranks_whose_blocks_differ_only_in_where_they_lie_compile_one_kernel() {
     // 64 rows over 8 ranks: the first and the last rank read a halo on one side only, the
     // inner six hold translates of one block (the input's 66 rows split 9, 9, 8, …, so two
     // inner shapes at most): at most 4 kernels where each rank once compiled its own.
-    let kernels: Vec<String> = std::fs::read_dir(&cache)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with('k') && n.ends_with(".so"))
-        .collect();
+    let files: Vec<String> =
+        std::fs::read_dir(&cache).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let kernels: Vec<&String> = files.iter().filter(|n| n.starts_with('k') && n.ends_with(".so")).collect();
     assert!((2..=4).contains(&kernels.len()), "{kernels:?}");
+    // The builds' lock files are shared by keys (a bounded set), none named after a kernel.
+    let locks: Vec<&String> = files.iter().filter(|n| n.starts_with("klock.")).collect();
+    assert!(!locks.is_empty() && locks.len() <= kernels.len(), "{locks:?}");
+    assert!(files.iter().all(|n| !n.ends_with(".lock")), "{files:?}");
 }
 
 #[test]

@@ -148,6 +148,10 @@ pub fn build(source: &str) -> Result<(PathBuf, CacheState), CompileError> {
     build_with(&compiler(), FLAGS, LIBS, "k", source)
 }
 
+/// How many lock files a kernel cache holds per prefix: two builds wait for each other only when
+/// their keys share one (1 in 64 for different kernels).
+const LOCK_STRIPES: u64 = 64;
+
 /// Compiles `source` into a shared object with the compiler `cc`, `flags` and `libs` (or finds
 /// it in the cache, keyed by all of them and the compiler's identity); `prefix` starts the
 /// cached files' names.
@@ -181,8 +185,11 @@ pub fn build_with(
     std::fs::create_dir_all(&dir).map_err(|source| CompileError::Cache { dir: dir.clone(), source })?;
     // One build of a key at a time, across processes: the ranks of a job that need the same
     // kernel wait for the first to build it, then find it in the cache. Best effort: a file
-    // system without locks builds concurrently, as below.
-    let lock = std::fs::File::create(dir.join(format!("{prefix}{key:016x}.lock"))).ok().filter(|f| f.lock().is_ok());
+    // system without locks builds concurrently, as below. The lock files are shared by keys
+    // (one of `LOCK_STRIPES` by the key), so the cache holds a bounded number of them, and are
+    // never removed (a process could lock a removed file while another creates a new one).
+    let stripe = key % LOCK_STRIPES;
+    let lock = std::fs::File::create(dir.join(format!("{prefix}lock.{stripe:02}"))).ok().filter(|f| f.lock().is_ok());
     if lock.is_some() && so.exists() && intact(&so, &sum) {
         return Ok((so, CacheState::Warm));
     }
