@@ -123,6 +123,12 @@ enum Kind {
 /// Transforms every lane of `x` along `axis`: `n` points (inputs padded or cut to it), outputs
 /// of length `out_len`.
 fn lanes<T: Precision>(x: &Array, axis: usize, n: usize, kind: Kind, norm: Norm) -> Result<Array> {
+    // The lane buffer, the scratch and the result are the same sizes on every call of a loop:
+    // pooled, they are not page-faulted afresh each time (`strata_runtime::aligned::pooled`).
+    strata_runtime::aligned::pooled(|| pooled_lanes::<T>(x, axis, n, kind, norm))
+}
+
+fn pooled_lanes<T: Precision>(x: &Array, axis: usize, n: usize, kind: Kind, norm: Norm) -> Result<Array> {
     let shape = x.shape().to_vec();
     let t = x.eval_whole()?;
     let Data::Scalars(col) = &t.data else { unreachable!("arrays hold scalars") };
