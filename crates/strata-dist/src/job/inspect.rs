@@ -125,11 +125,23 @@ pub(super) fn prepare<'a>(
     for (k, b) in plan.params.iter().enumerate() {
         let Some((ty, data)) = read[b.index].rows().filter(|_| held_inputs.contains(&b.index)) else { continue };
         let held_ty = ValueType::from_ir(&local.types, lf.exprs[lf.params[b.index]].ty);
+        let owned = b.owned[rank];
+        // Held on exactly its owned rows (nothing fetched, every row needed: one rank, or a
+        // block whose neighbors' rows it does not read), a lent input is read where the caller
+        // keeps it, as a block without halo is: no copy per run.
+        let every_row = !skips.contains(&b.index) || needs[k].within(owned).runs() == [owned];
+        if held_ty.levels[b.level].interval == owned && every_row && ty.levels[b.level].interval == owned {
+            if let Arg::Lent { data: lent, .. } = &read[b.index] {
+                if let Some(arg) = Arg::lend(&held_ty, lent) {
+                    args[b.index] = arg;
+                    continue;
+                }
+            }
+        }
         // A buffer an earlier run held, else fresh zeros: every row the program reads is
         // written below (the owned ones copied, the others fetched; a table's unneeded rows
         // set to the skip value).
         let mut held = spare::take(&held_ty).unwrap_or_else(|| Tensor::zeros(&held_ty));
-        let owned = b.owned[rank];
         let mut copied = vec![owned];
         if skips.contains(&b.index) {
             // Table rows not needed reach nothing (their entries may point at rows this rank
