@@ -66,20 +66,27 @@ pub fn pool_this_thread() {
 }
 
 /// Sets up the allocator for a process; called once at the start of a binary or the extension.
-///
-/// - rayon's global pool, whose threads run the parallel parts of runtime kernels (faer's
-///   factorizations, gemm), is made with their large blocks pooled ([`pool_this_thread`]); a
-///   pool already made is left as it is.
-/// - mimalloc hands freed memory back lazily (`MADV_FREE`: the kernel takes the pages when it
-///   needs them) instead of at once (`MADV_DONTNEED`, after 10 ms), so a pooled kernel called in
-///   a loop finds its workspaces still mapped: measured, `linalg.eigh` of 1024² 0.80× → 0.90×
-///   numpy's speed, and without it the pool page-faults them afresh on calls longer than 10 ms.
+/// mimalloc then hands freed memory back lazily (`MADV_FREE`: the kernel takes the pages when it
+/// needs them) instead of at once (`MADV_DONTNEED`, after 10 ms), so a pooled kernel called in a
+/// loop finds its workspaces still mapped: measured, `linalg.eigh` of 1024² 0.80× → 0.90×
+/// numpy's speed; without it the pool page-faults them afresh on calls longer than 10 ms.
 pub fn start() {
     /// `mi_option_purge_decommits` (mimalloc 2's `mimalloc.h`; the `v2` feature pins it).
     const PURGE_DECOMMITS: libmimalloc_sys::mi_option_t = 5;
     // SAFETY: sets an option mimalloc reads at each purge; any value is valid.
     unsafe { libmimalloc_sys::mi_option_set(PURGE_DECOMMITS, 0) };
-    let _ = rayon::ThreadPoolBuilder::new().start_handler(|_| pool_this_thread()).build_global();
+}
+
+/// Makes rayon's global pool, whose threads run the parallel parts of runtime kernels (faer's
+/// factorizations), with their large blocks pooled ([`pool_this_thread`]); a pool already made
+/// is left as it is. Called by such kernels before their first parallel call, not at start:
+/// measured, idle rayon threads made at import slowed the OpenMP kernels of a process at 2
+/// threads ~2× (laplacian of laplacian 7 → 16 ms).
+pub fn pool_workers() {
+    static MADE: std::sync::Once = std::sync::Once::new();
+    MADE.call_once(|| {
+        let _ = rayon::ThreadPoolBuilder::new().start_handler(|_| pool_this_thread()).build_global();
+    });
 }
 
 /// Whether a block of this layout is placed by the cache-line rule.

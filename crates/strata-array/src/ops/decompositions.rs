@@ -216,9 +216,12 @@ fn result(shape: &[usize], col: Column) -> Result<Array> {
 /// them afresh each time (~30 % of a 1024² `solve`).
 macro_rules! by_field {
     ($s:expr, $f:ident($($a:expr),*)) => {
-        strata_runtime::aligned::pooled(|| {
-            if $s.dtype.is_complex() { $f::<Complex64>($($a),*) } else { $f::<f64>($($a),*) }
-        })
+        {
+            strata_runtime::aligned::pool_workers();
+            strata_runtime::aligned::pooled(|| {
+                if $s.dtype.is_complex() { $f::<Complex64>($($a),*) } else { $f::<f64>($($a),*) }
+            })
+        }
     };
 }
 
