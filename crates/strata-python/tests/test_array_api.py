@@ -603,6 +603,18 @@ def test_complex_binary_functions(arrays, name):
     same(getattr(xp, name)(x1, x2), getattr(xs, name)(s1, s2), rtol=rtol)
 
 
+@pytest.mark.parametrize("dtype", ["complex128", "complex64"])
+def test_complex_pow_of_and_to_zero_as_numpy(dtype):
+    # C's cpow gives NaN for 0 ** 0 and infinities for 0 ** -1; numpy: x ** 0 is 1, 0 ** b is 0
+    # for a positive real part of b and NaN otherwise.
+    base = np.array([0, 0, 0, 0, 0, -0.0, 1 + 1j, 2, 0], dtype=dtype)
+    expo = np.array([0, 1, 2 + 1j, -1, -1j, 0, 0, 0.5, 0.5 - 3j], dtype=dtype)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        want = np.power(base, expo)
+    got = xp.pow(xp.asarray(base), xp.asarray(expo)).to_numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
 @SETTINGS
 @given(one_array(COMPLEX), st.data())
 def test_complex_reductions_and_products(a, data):

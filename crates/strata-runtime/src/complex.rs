@@ -81,8 +81,15 @@ macro_rules! complex_family {
             }
         }
 
-        /// `a ** b` (C's `cpow`).
+        /// `a ** b` as numpy computes it: `a ** 0` is 1, `0 ** b` is 0 when `b`'s real part is
+        /// positive and NaN otherwise, else C's `cpow` (which gives NaN for `0 ** 0`).
         pub fn $pow(a: $c, b: $c) -> $c {
+            if b.re == 0.0 && b.im == 0.0 {
+                return <$c>::new(1.0, 0.0);
+            }
+            if a.re == 0.0 && a.im == 0.0 {
+                return if b.re > 0.0 { <$c>::new(0.0, 0.0) } else { <$c>::new(f64::NAN as _, f64::NAN as _) };
+            }
             // SAFETY: a pure C library function on values.
             unsafe { c::$cpow(a, b) }
         }
@@ -196,6 +203,18 @@ complex_family!(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn powers_of_and_to_zero_are_numpys() {
+        let c = Complex64::new;
+        assert_eq!(pow64(c(0.0, 0.0), c(0.0, 0.0)), c(1.0, 0.0));
+        assert_eq!(pow64(c(f64::NAN, 1.0), c(0.0, 0.0)), c(1.0, 0.0));
+        assert_eq!(pow64(c(0.0, 0.0), c(2.0, 1.0)), c(0.0, 0.0));
+        assert!(pow64(c(0.0, 0.0), c(-1.0, 0.0)).re.is_nan() && pow64(c(0.0, 0.0), c(0.0, -1.0)).im.is_nan());
+        let z = pow32(Complex32::new(0.0, 0.0), Complex32::new(0.0, 0.0));
+        assert_eq!(z, Complex32::new(1.0, 0.0));
+        assert!((pow64(c(0.0, 2.0), c(2.0, 0.0)) - c(-4.0, 0.0)).norm() < 1e-12);
+    }
 
     #[test]
     fn products_and_quotients_are_numpys() {

@@ -384,7 +384,7 @@ impl Emitter<'_> {
                 BinaryOp::Minus => format!("(({a}) - ({b}))"),
                 BinaryOp::Multiplies => format!("strata_cmul{f}(({a}), ({b}))"),
                 BinaryOp::Divides => format!("strata_cdiv{f}(({a}), ({b}))"),
-                BinaryOp::Power => format!("cpow{f}(({a}), ({b}))"),
+                BinaryOp::Power => format!("strata_cpow{f}(({a}), ({b}))"),
                 BinaryOp::Ne => cmp("!="),
                 _ => cmp("=="),
             };

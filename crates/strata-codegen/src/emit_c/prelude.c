@@ -26,6 +26,13 @@
     T rat = br / bi, scl = (T)1.0 / (bi + br * rat);                                               \
     return MK((ar * rat + ai) * scl, (ai * rat - ar) * scl);                                      \
   }                                                                                               \
+  /* numpy's power: x ** 0 is 1; 0 ** b is 0 for a positive real part of b, else NaN. */         \
+  static inline C strata_cpow##f(C a, C b) {                                                      \
+    T ar = creal##f(a), ai = cimag##f(a), br = creal##f(b), bi = cimag##f(b);                    \
+    if (br == 0 && bi == 0) return MK(1, 0);                                                      \
+    if (ar == 0 && ai == 0) return br > 0 ? MK(0, 0) : MK(NAN, NAN);                              \
+    return cpow##f(a, b);                                                                         \
+  }                                                                                               \
   static inline T strata_cabs##f(C z) { return hypot##f(creal##f(z), cimag##f(z)); }               \
   static inline uint8_t strata_cisnan##f(C z) { return isnan(creal##f(z)) || isnan(cimag##f(z)); } \
   static inline uint8_t strata_cisinf##f(C z) { return isinf(creal##f(z)) || isinf(cimag##f(z)); } \
