@@ -43,73 +43,32 @@ trait Element: faer::traits::ComplexField + Copy + bytemuck::Pod + 'static {
     fn one() -> Self;
 }
 
-impl Element for f32 {
-    const PARTS: ReduceType = ReduceType::F32;
-    fn of(c: &Column) -> Option<&[f32]> {
-        if let Column::F32(v) = c {
-            Some(v)
-        } else {
-            None
+/// `Element` for a dtype: its column variant, the reduce type of its parts and its one.
+macro_rules! element {
+    ($t:ty, $variant:ident, $parts:ident, $one:expr) => {
+        impl Element for $t {
+            const PARTS: ReduceType = ReduceType::$parts;
+            fn of(c: &Column) -> Option<&[$t]> {
+                if let Column::$variant(v) = c {
+                    Some(v)
+                } else {
+                    None
+                }
+            }
+            fn column(v: Vec<$t>) -> Column {
+                Column::$variant(v)
+            }
+            fn one() -> $t {
+                $one
+            }
         }
-    }
-    fn column(v: Vec<f32>) -> Column {
-        Column::F32(v)
-    }
-    fn one() -> f32 {
-        1.0
-    }
+    };
 }
 
-impl Element for f64 {
-    const PARTS: ReduceType = ReduceType::F64;
-    fn of(c: &Column) -> Option<&[f64]> {
-        if let Column::F64(v) = c {
-            Some(v)
-        } else {
-            None
-        }
-    }
-    fn column(v: Vec<f64>) -> Column {
-        Column::F64(v)
-    }
-    fn one() -> f64 {
-        1.0
-    }
-}
-
-impl Element for Complex32 {
-    const PARTS: ReduceType = ReduceType::F32;
-    fn of(c: &Column) -> Option<&[Complex32]> {
-        if let Column::C64(v) = c {
-            Some(v)
-        } else {
-            None
-        }
-    }
-    fn column(v: Vec<Complex32>) -> Column {
-        Column::C64(v)
-    }
-    fn one() -> Complex32 {
-        Complex32::new(1.0, 0.0)
-    }
-}
-
-impl Element for Complex64 {
-    const PARTS: ReduceType = ReduceType::F64;
-    fn of(c: &Column) -> Option<&[Complex64]> {
-        if let Column::C128(v) = c {
-            Some(v)
-        } else {
-            None
-        }
-    }
-    fn column(v: Vec<Complex64>) -> Column {
-        Column::C128(v)
-    }
-    fn one() -> Complex64 {
-        Complex64::new(1.0, 0.0)
-    }
-}
+element!(f32, F32, F32, 1.0);
+element!(f64, F64, F64, 1.0);
+element!(Complex32, C64, F32, Complex32::new(1.0, 0.0));
+element!(Complex64, C128, F64, Complex64::new(1.0, 0.0));
 
 /// `a @ b` by the rounds of the module docs when both are team operands of the shapes and
 /// dtypes they cover under [`crate::spmd`] (`None` otherwise: the caller computes on whole
