@@ -7,9 +7,9 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use rustc_hash::FxHashMap;
-use std::rc::Rc;
 
 use strata_entity::Handle;
 use strata_ir::{BinaryOp, Function, FunctionKind, Module, Op, ParamMode, Scalar, UnaryOp, Value};

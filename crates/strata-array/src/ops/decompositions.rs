@@ -154,16 +154,17 @@ impl Stack {
         faer::MatRef::from_column_major_slice(&self.elements::<T>(k), self.n, self.m).to_owned()
     }
 
-    /// Matrix `k` itself (`M × N`), transposed in cache-sized blocks.
+    /// Matrix `k` itself (`M × N`), transposed in blocks of [`BLOCK`] rows (each block's rows
+    /// stay in cache while every column takes its part of them).
     fn matrix<T: Field>(&self, k: usize) -> Mat<T> {
         let rows = self.elements::<T>(k);
         let mut a = Mat::<T>::zeros(self.m, self.n);
-        for j0 in (0..self.n).step_by(BLOCK) {
-            let j1 = (j0 + BLOCK).min(self.n);
-            for j in j0..j1 {
+        for i0 in (0..self.m).step_by(BLOCK) {
+            let i1 = (i0 + BLOCK).min(self.m);
+            for j in 0..self.n {
                 let col = a.col_as_slice_mut(j);
-                for (i, x) in col.iter_mut().enumerate() {
-                    *x = rows[i * self.n + j];
+                for i in i0..i1 {
+                    col[i] = rows[i * self.n + j];
                 }
             }
         }
@@ -176,8 +177,8 @@ impl Stack {
     }
 }
 
-/// Columns per block of the transposing copies: 16 rows of `c128` fill a 4 KiB page, and the
-/// block's columns stay in the first-level cache while its rows are read.
+/// Rows per block of the transposing copies: a block of 16 rows of a 1024-column `c128` matrix
+/// is 256 KiB, in the second-level cache while each column takes its 16 elements.
 const BLOCK: usize = 16;
 
 /// Appends `m` row by row (conjugated if `conj`), in blocks of rows.

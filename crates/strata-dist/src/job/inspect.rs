@@ -130,7 +130,8 @@ pub(super) fn prepare<'a>(
         // block whose neighbors' rows it does not read), a lent input is read where the caller
         // keeps it, as a block without halo is: no copy per run.
         let every_row = !skips.contains(&b.index) || needs[k].within(owned).runs() == [owned];
-        if held_ty.levels[b.level].interval == owned && every_row && ty.levels[b.level].interval == owned {
+        let rows = |t: &ValueType| t.levels[b.level].interval;
+        if every_row && rows(&held_ty) == owned && rows(ty) == owned && super::same_layout(ty, &held_ty) {
             if let Arg::Lent { data: lent, .. } = &read[b.index] {
                 if let Some(arg) = Arg::lend(&held_ty, lent) {
                     args[b.index] = arg;
