@@ -78,6 +78,9 @@ pub enum Arg<'a> {
     Value(Value),
     /// A C-contiguous numpy array of a dense scalar parameter, viewed in place.
     Numpy(NumpyArg<'a>),
+    /// An `out` parameter the caller did not pass: zeros of its type, made only if something
+    /// reads them (native code writing the whole output takes a recycled buffer instead).
+    Zeros(ValueType, std::sync::OnceLock<Tensor>),
 }
 
 /// A dense tensor of scalars whose values are a numpy array's buffer, viewed for `'a` (the
@@ -105,11 +108,17 @@ impl Arg<'_> {
         matches!(self, Arg::Numpy(NumpyArg { lent: Some(_), .. }))
     }
 
+    /// Zeros of type `ty` for an `out` parameter not passed ([`Arg::Zeros`]).
+    pub fn zeros<'a>(ty: &ValueType) -> Arg<'a> {
+        Arg::Zeros(ty.clone(), std::sync::OnceLock::new())
+    }
+
     /// The argument as a value of its own (a numpy array's buffer copied).
     pub fn into_value(self) -> Value {
         match self {
             Arg::Value(v) => v,
             Arg::Numpy(mut n) => Value::Tensor(n.whole.take().unwrap_or_else(|| n.copied())),
+            Arg::Zeros(ty, made) => Value::Tensor(made.into_inner().unwrap_or_else(|| Tensor::zeros(&ty))),
         }
     }
 
@@ -117,7 +126,7 @@ impl Arg<'_> {
     pub fn extent_mismatch(&self) -> Option<String> {
         match self {
             Arg::Value(v) => v.extent_mismatch(),
-            Arg::Numpy(_) => None,
+            Arg::Numpy(_) | Arg::Zeros(..) => None,
         }
     }
 }
@@ -127,29 +136,32 @@ impl Argument for Arg<'_> {
         match self {
             Arg::Value(v) => v.value_type(),
             Arg::Numpy(n) => &n.ty,
+            Arg::Zeros(ty, _) => ty,
         }
     }
     fn tensor(&self) -> Option<&Tensor> {
         match self {
             Arg::Value(v) => v.tensor(),
             Arg::Numpy(n) => Some(n.whole.get_or_init(|| n.copied())),
+            Arg::Zeros(ty, made) => Some(made.get_or_init(|| Tensor::zeros(ty))),
         }
     }
     fn stored(&self) -> Option<&Stored> {
         match self {
             Arg::Value(v) => v.stored(),
-            Arg::Numpy(_) => None,
+            Arg::Numpy(_) | Arg::Zeros(..) => None,
         }
     }
     fn column(&self) -> Option<ColumnRef<'_>> {
         match self {
             Arg::Value(v) => v.column(),
             Arg::Numpy(n) => Some(n.view),
+            Arg::Zeros(..) => self.tensor().and_then(|t| t.column()),
         }
     }
     fn column_mut(&self) -> Option<ColumnMut<'_>> {
         match self {
-            Arg::Value(_) => None,
+            Arg::Value(_) | Arg::Zeros(..) => None,
             Arg::Numpy(n) => n.lent,
         }
     }
@@ -163,7 +175,7 @@ pub fn unlend_overlapping(args: &mut [Arg<'_>]) {
             let start = n.view.as_ptr() as usize;
             Some((start, start + n.view.len() * n.view.scalar().size_bytes()))
         }
-        Arg::Value(_) => None,
+        Arg::Value(_) | Arg::Zeros(..) => None,
     };
     let spans: Vec<Option<(usize, usize)>> = args.iter().map(span).collect();
     for (i, a) in args.iter_mut().enumerate() {

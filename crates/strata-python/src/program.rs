@@ -10,7 +10,7 @@ use strata_array::spmd;
 use strata_engine::{Backend, ExecuteError, Options, Prepared};
 use strata_entity::Handle;
 use strata_ir::{ExprKind, Function, Module, ParamMode, TypeArena};
-use strata_runtime::{Tensor, Value, ValueType};
+use strata_runtime::ValueType;
 
 use crate::convert::{self, Arg};
 use crate::errors::{ArgumentError, ParseError, RunError, VerifyError};
@@ -127,7 +127,7 @@ impl Program {
             let out = e.kind == ExprKind::Param(ParamMode::Out);
             let arg = match obj {
                 Some(obj) => convert::to_arg(obj, &e.name, ty, out)?,
-                None => Arg::Value(Value::Tensor(Tensor::zeros(ty))),
+                None => Arg::zeros(ty),
             };
             if let Some(m) = arg.extent_mismatch() {
                 return Err(ArgumentError::new_err(format!("argument `{}`: {m}", e.name)));
