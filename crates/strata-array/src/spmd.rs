@@ -50,6 +50,9 @@ pub struct Totals {
     pub exchange_s: f64,
     /// Bytes this rank received in them.
     pub halo_bytes: u64,
+    /// Seconds of computation that ran while those exchanges were under way (each step's
+    /// interior, computed before waiting for the halo).
+    pub overlap_s: f64,
     /// Seconds making each run's held blocks from the arrays' blocks.
     pub read_s: f64,
     /// Seconds combining collectives' partials (reductions, gathers).
@@ -60,8 +63,15 @@ pub struct Totals {
 }
 
 impl Totals {
-    const ZERO: Totals =
-        Totals { runs: 0, exchange_s: 0.0, halo_bytes: 0, read_s: 0.0, combine_s: 0.0, gathered_bytes: 0 };
+    const ZERO: Totals = Totals {
+        runs: 0,
+        exchange_s: 0.0,
+        halo_bytes: 0,
+        overlap_s: 0.0,
+        read_s: 0.0,
+        combine_s: 0.0,
+        gathered_bytes: 0,
+    };
 }
 
 /// This rank's [`Totals`] so far.
@@ -359,6 +369,7 @@ fn run_job(dist: &Distribution, given: Given<'_>, backend: Backend, fingerprint:
         v.runs += 1;
         v.exchange_s += clock.exchange_s.iter().sum::<f64>();
         v.halo_bytes += clock.halo_bytes as u64;
+        v.overlap_s += clock.overlap_s;
         v.read_s += clock.read_s;
         v.combine_s += clock.combine_s;
         v.gathered_bytes += clock.gathered_bytes as u64;
@@ -434,7 +445,7 @@ impl<'a> job::Rank<'a> for FrontEndRank<'a> {
                     Some(EntryArg::Value(_)) => {
                         Err(format!("`{}`: a distributed parameter takes a dense value", input.name))
                     }
-                    None if input.output => Ok(job::Arg::Value(Value::Tensor(Tensor::zeros(input.held)))),
+                    None if input.output => Ok(job::Arg::zeros(input.held)),
                     None => Err(missing()),
                 }
             }
@@ -442,11 +453,40 @@ impl<'a> job::Rank<'a> for FrontEndRank<'a> {
     }
 
     fn execute(&mut self, local: job::Local<'_>, args: &[job::Arg<'_>]) -> job::Step<Vec<(String, Value)>> {
+        let ran = self.prepared(local)?.run(args).map_err(|e| engine::run_error(e).to_string())?;
+        Ok(ran.values)
+    }
+
+    fn prepare(&mut self, local: job::Local<'_>) -> job::Step<()> {
+        self.prepared(local).map(drop)
+    }
+
+    fn execute_overlapped(
+        &mut self,
+        local: job::Local<'_>,
+        args: &[job::Arg<'_>],
+        late: &[usize],
+        arrive: &mut dyn FnMut() -> job::Step<()>,
+    ) -> job::Step<Vec<(String, Value)>> {
+        let prepared = match self.prepared(local) {
+            Ok(p) => p,
+            Err(e) => {
+                arrive()?;
+                return Err(e);
+            }
+        };
+        let ran = prepared.run_overlapped(args, late, arrive).map_err(|e| engine::run_error(e).to_string())?;
+        Ok(ran.values)
+    }
+}
+
+impl FrontEndRank<'_> {
+    /// The local program prepared (once per stage: a time loop's later steps skip the
+    /// engine's lookup, which hashes the whole local program).
+    fn prepared(&self, local: job::Local<'_>) -> job::Step<Arc<Prepared>> {
         let threads = Some(strata_dist::comm::threads_per_rank());
         // Relocated: ranks whose blocks differ only in where they lie share one kernel.
         let options = Options { backend: self.backend, threads, relocate: true, ..Options::default() };
-        // Prepared once per stage (a time loop's later steps skip the engine's lookup, which
-        // hashes the whole local program).
         let kept = local.memo.get_or_try(
             |(o, _): &(Options, Arc<Prepared>)| *o == options,
             || {
@@ -455,7 +495,6 @@ impl<'a> job::Rank<'a> for FrontEndRank<'a> {
                     .map_err(|e| engine::run_error(e).to_string())
             },
         )?;
-        let ran = kept.1.run(args).map_err(|e| engine::run_error(e).to_string())?;
-        Ok(ran.values)
+        Ok(kept.1.clone())
     }
 }

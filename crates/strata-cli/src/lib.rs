@@ -365,9 +365,20 @@ pub(crate) fn execute<T: strata_runtime::Argument>(
     (backend, relocate): (strata_engine::Backend, bool),
     opts: &RunOptions,
 ) -> Result<strata_engine::Executed, strata_engine::ExecuteError> {
+    prepare(module, types, entry, (backend, relocate), opts)?.run_timed(args, opts.repeat)
+}
+
+/// `entry` prepared as `strata run` runs it ([`execute`]).
+pub(crate) fn prepare(
+    module: &Module,
+    types: &strata_ir::TypeArena,
+    entry: strata_entity::Handle<strata_ir::Function>,
+    (backend, relocate): (strata_engine::Backend, bool),
+    opts: &RunOptions,
+) -> Result<std::sync::Arc<strata_engine::Prepared>, strata_engine::ExecuteError> {
     let options =
         strata_engine::Options { backend, threads: opts.threads, relocate, ..strata_engine::Options::default() };
-    strata_engine::prepare(module, types, entry, &options)?.run_timed(args, opts.repeat)
+    strata_engine::prepare(module, types, entry, &options)
 }
 
 /// `strata lower --passes`: the passes over the loop-level IR, one per line with what it does.

@@ -235,8 +235,12 @@ pub fn build_with(
 /// A loaded kernel entry.
 pub struct Loaded {
     entry: EntryFn,
+    some: Option<SomeFn>,
     detail: Option<DetailFn>,
 }
+
+/// The signature of every generated `<entry>_some`: [`EntryFn`]'s, and which kernels to run.
+type SomeFn = unsafe extern "C" fn(*mut *mut std::ffi::c_void, i32, *const crate::runtime::Runtime, *const u8) -> i32;
 
 /// `strata_error_detail` of a generated library: the first bad entry or index of the last run
 /// (value, interval start and stop, table buffer or -1, whether set).
@@ -290,7 +294,9 @@ impl Loaded {
         // SAFETY: generated libraries define `strata_error_detail` with this signature; older
         // cached ones may lack it (then errors carry no detail).
         let detail = unsafe { lib.get::<DetailFn>(b"strata_error_detail\0") }.ok().map(|f| *f);
-        Ok(Loaded { entry, detail })
+        // SAFETY: `<symbol>_some` has exactly this signature in every generated file.
+        let some = unsafe { lib.get::<SomeFn>(format!("{symbol}_some\0").as_bytes()) }.ok().map(|f| *f);
+        Ok(Loaded { entry, some, detail })
     }
 
     /// The bad value the last run on this thread's library met, if it recorded one.
@@ -315,5 +321,18 @@ impl Loaded {
     pub unsafe fn call(&self, buffers: &mut [*mut std::ffi::c_void], threads: usize) -> i32 {
         // SAFETY: guaranteed by the caller.
         unsafe { (self.entry)(buffers.as_mut_ptr(), threads.min(i32::MAX as usize) as i32, &crate::runtime::RUNTIME) }
+    }
+
+    /// Runs the kernels `run` marks (one flag per kernel, in order), as [`Self::call`] runs
+    /// them all; `None` when the library has no such entry.
+    ///
+    /// # Safety
+    /// As for [`Self::call`]; `run` has one entry per kernel.
+    pub unsafe fn call_some(&self, buffers: &mut [*mut std::ffi::c_void], threads: usize, run: &[bool]) -> Option<i32> {
+        let some = self.some?;
+        let flags: Vec<u8> = run.iter().map(|&r| u8::from(r)).collect();
+        let threads = threads.min(i32::MAX as usize) as i32;
+        // SAFETY: guaranteed by the caller; `flags` has one byte per kernel.
+        Some(unsafe { some(buffers.as_mut_ptr(), threads, &crate::runtime::RUNTIME, flags.as_ptr()) })
     }
 }

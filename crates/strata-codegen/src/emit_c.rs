@@ -400,6 +400,16 @@ fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
         let _ = writeln!(out, "  if ((e = {symbol}_kernel{ki}(buf, rt, threads))) return e;");
     }
     let _ = writeln!(out, "  return 0;\n}}");
+    // The kernels `run` marks, in order: one phase of a run split around late inputs
+    // (`crate::phases`).
+    let _ = writeln!(
+        out,
+        "\nint {symbol}_some(void **buf, int threads, const strata_rt *rt, const unsigned char *run) {{\n  int e;\n  strata_bad[4] = 0;\n  if (threads > 0) omp_set_num_threads(threads);"
+    );
+    for ki in 0..program.kernels.len() {
+        let _ = writeln!(out, "  if (run[{ki}] && (e = {symbol}_kernel{ki}(buf, rt, threads))) return e;");
+    }
+    let _ = writeln!(out, "  return 0;\n}}");
 }
 
 /// The loop nest of a [`KernelKind::Nest`] kernel: a sparse result's two passes, a windowed

@@ -39,12 +39,27 @@ pub struct Layout {
     buffers: Vec<Buffer>,
     sparse: Vec<SparseTensor>,
     tables: Vec<(usize, strata_ir::Interval)>,
+    /// What each kernel reads and writes, in order.
+    access: Vec<crate::phases::Access>,
 }
 
 impl Layout {
     /// The layout of `program`.
     pub fn of(program: &KernelProgram) -> Layout {
-        Layout { buffers: program.buffers.clone(), sparse: program.sparse.clone(), tables: program.input_tables() }
+        Layout {
+            buffers: program.buffers.clone(),
+            sparse: program.sparse.clone(),
+            tables: program.input_tables(),
+            access: crate::phases::Access::all(program),
+        }
+    }
+
+    /// For each kernel, whether it runs before the parameters `late` hold their values
+    /// ([`crate::phases::early`]); `None` when none can.
+    pub fn early(&self, late: &[usize]) -> Option<Vec<bool>> {
+        let buffers: Vec<usize> =
+            (0..self.buffers.len()).filter(|&b| self.buffers[b].param.is_some_and(|p| late.contains(&p))).collect();
+        crate::phases::early(&self.access, &buffers)
     }
 }
 
@@ -463,17 +478,37 @@ impl<'a> Buffers<'a> {
 
     /// Runs the kernels once on these buffers with `threads` threads (0: the OpenMP default).
     pub fn call(&mut self, lib: &Loaded, threads: usize) -> Result<(), ExecError> {
+        // SAFETY: the pointers are the buffers' (see `call_with`).
+        self.call_with(lib, |ptrs| Some(unsafe { lib.call(ptrs, threads) }))
+    }
+
+    /// Runs the kernels `run` marks (one flag per kernel), in order: one phase of a run split
+    /// around late inputs ([`Layout::early`]; the other phase is a second call).
+    ///
+    /// # Errors
+    /// As [`Self::call`]; [`ExecError::Other`] `-1` when the library has no such entry (built
+    /// by an older version).
+    pub fn call_some(&mut self, lib: &Loaded, threads: usize, run: &[bool]) -> Result<(), ExecError> {
+        // SAFETY: the pointers are the buffers' (see `call_with`); `run` is the caller's.
+        self.call_with(lib, |ptrs| unsafe { lib.call_some(ptrs, threads, run) })
+    }
+
+    fn call_with(
+        &mut self,
+        lib: &Loaded,
+        call: impl FnOnce(&mut [*mut std::ffi::c_void]) -> Option<i32>,
+    ) -> Result<(), ExecError> {
         // An empty buffer points at spare zeros: a checked access that fails (a table entry
         // outside an empty source interval) still addresses the interval's first element
         // before the run reports the error, so every pointer must address one element.
         let mut spare = [0u64; 8];
         let mut ptrs: Vec<*mut std::ffi::c_void> =
             self.cols.iter_mut().map(|c| if c.len() == 0 { spare.as_mut_ptr().cast() } else { c.ptr() }).collect();
-        // SAFETY: each pointer addresses a column of the buffer's type and length (built by
+        // Each pointer addresses a column of the buffer's type and length (built by
         // `fresh_column` from values of the verified types), alive and exclusively ours for
         // the call; buffers the code allocates come from `runtime::alloc` and are kept below.
-        let (code, made) =
-            crate::runtime::allocations(self.scalars.clone(), || unsafe { lib.call(&mut ptrs, threads) });
+        let (code, made) = crate::runtime::allocations(self.scalars.clone(), || call(&mut ptrs));
+        let code = code.unwrap_or(-1);
         for (b, c) in made {
             std::mem::replace(&mut self.cols[b], Slot::Owned(c)).give_back();
         }

@@ -34,6 +34,7 @@ pub mod lower;
 pub mod machine;
 pub mod matmul;
 pub mod nested;
+pub mod phases;
 pub mod pipeline;
 pub mod runtime;
 pub mod schedule;

@@ -94,6 +94,19 @@ type ExchangeFn = unsafe extern "C" fn(
     *const i64,
     c_int,
 ) -> c_int;
+type StartFn = unsafe extern "C" fn(
+    c_int,
+    *const c_int,
+    *const *mut c_void,
+    *const i64,
+    c_int,
+    *const c_int,
+    *const *mut c_void,
+    *const i64,
+    c_int,
+    *mut *mut c_void,
+) -> c_int;
+type WaitFn = unsafe extern "C" fn(*mut c_void) -> c_int;
 type GathervFn = unsafe extern "C" fn(*const c_void, i64, *mut c_void, *const i64, *const i64, c_int, c_int) -> c_int;
 type AllreduceFn = unsafe extern "C" fn(*mut c_void, i64, c_int, c_int) -> c_int;
 type BcastFn = unsafe extern "C" fn(*mut c_void, i64, c_int) -> c_int;
@@ -112,6 +125,8 @@ pub struct Comm {
     abort: AbortFn,
     wtime: WtimeFn,
     exchange: ExchangeFn,
+    start: StartFn,
+    wait: WaitFn,
     gatherv: GathervFn,
     allreduce: AllreduceFn,
     bcast: BcastFn,
@@ -191,6 +206,8 @@ impl Comm {
             abort: sym!("strata_mpi_abort", AbortFn),
             wtime: sym!("strata_mpi_wtime", WtimeFn),
             exchange: sym!("strata_mpi_exchange", ExchangeFn),
+            start: sym!("strata_mpi_start", StartFn),
+            wait: sym!("strata_mpi_wait", WaitFn),
             gatherv: sym!("strata_mpi_gatherv", GathervFn),
             allreduce: sym!("strata_mpi_allreduce", AllreduceFn),
             bcast: sym!("strata_mpi_bcast", BcastFn),
@@ -274,6 +291,52 @@ impl Comm {
             )
         };
         self.check("MPI_Isend/MPI_Irecv", rc)
+    }
+
+    /// Starts a point-to-point exchange and returns at once: sends each `(rank, bytes)` of
+    /// `sends` and receives each `(rank, buffer)` of `recvs` (the buffer's length is the
+    /// message's). The exchange owns the buffers until [`Started::wait`] gives the received
+    /// ones back; in between the caller computes (a halo exchange overlapped with the
+    /// interior).
+    pub fn start(
+        &self,
+        sends: Vec<(usize, Vec<u8>)>,
+        mut recvs: Vec<(usize, Vec<u8>)>,
+        tag: i32,
+    ) -> Result<Started<'_>, CommError> {
+        let to: Vec<c_int> = sends.iter().map(|s| s.0 as c_int).collect();
+        let sbuf: Vec<*mut c_void> = sends.iter().map(|s| s.1.as_ptr() as *mut c_void).collect();
+        let sbytes: Vec<i64> = sends.iter().map(|s| s.1.len() as i64).collect();
+        let from: Vec<c_int> = recvs.iter().map(|r| r.0 as c_int).collect();
+        let rbytes: Vec<i64> = recvs.iter().map(|r| r.1.len() as i64).collect();
+        let rbuf: Vec<*mut c_void> = recvs.iter_mut().map(|r| r.1.as_mut_ptr().cast()).collect();
+        let mut pending = std::ptr::null_mut();
+        // SAFETY: every pointer addresses a live buffer of the length passed beside it, owned
+        // by the `Started` returned (a `Vec`'s heap block does not move when the `Vec` does)
+        // and neither read nor written by Rust until its requests complete; send buffers are
+        // only read.
+        let rc = unsafe {
+            (self.start)(
+                sends.len() as c_int,
+                to.as_ptr(),
+                sbuf.as_ptr(),
+                sbytes.as_ptr(),
+                recvs.len() as c_int,
+                from.as_ptr(),
+                rbuf.as_ptr(),
+                rbytes.as_ptr(),
+                tag,
+                &mut pending,
+            )
+        };
+        let started = Started { comm: self, pending, sends, recvs };
+        match self.check("MPI_Isend/MPI_Irecv", rc) {
+            Ok(()) => Ok(started),
+            Err(e) => {
+                drop(started);
+                Err(e)
+            }
+        }
     }
 
     /// Gathers every rank's `bytes` on `root`, in rank order (`None` on other ranks);
@@ -373,5 +436,38 @@ impl Comm {
             at += c as usize;
         }
         Ok(out)
+    }
+}
+
+/// An exchange [`Comm::start`] started: it owns the messages' buffers until its requests
+/// complete ([`Started::wait`]; dropping it waits too, so no buffer is freed under MPI).
+pub struct Started<'c> {
+    comm: &'c Comm,
+    pending: *mut c_void,
+    #[allow(dead_code)] // read by MPI until the requests complete
+    sends: Vec<(usize, Vec<u8>)>,
+    recvs: Vec<(usize, Vec<u8>)>,
+}
+
+impl Started<'_> {
+    /// Waits for every message; returns the received ones, `(rank, bytes)` as they were given.
+    ///
+    /// # Errors
+    /// An MPI failure.
+    pub fn wait(mut self) -> Result<Vec<(usize, Vec<u8>)>, CommError> {
+        let pending = std::mem::replace(&mut self.pending, std::ptr::null_mut());
+        // SAFETY: the handle `strata_mpi_start` returned, waited for once (the field is now null).
+        let rc = unsafe { (self.comm.wait)(pending) };
+        self.comm.check("MPI_Waitall", rc)?;
+        Ok(std::mem::take(&mut self.recvs))
+    }
+}
+
+impl Drop for Started<'_> {
+    fn drop(&mut self) {
+        if !self.pending.is_null() {
+            // SAFETY: as in `wait`; the buffers are freed only after this returns.
+            unsafe { (self.comm.wait)(self.pending) };
+        }
     }
 }

@@ -63,14 +63,14 @@ impl FetchPlan {
     /// it; returns the bytes received.
     pub fn run(&self, comm: &Comm, held: &mut Tensor, tag: i32) -> Result<usize, CommError> {
         let sends = self.pack(&held.ty, &held.data);
-        self.exchange(comm, &sends, std::slice::from_mut(held), tag)
+        self.exchange(comm, sends, std::slice::from_mut(held), tag)
     }
 
     /// Runs the exchange from `from` (this rank's rows) into `into` (which holds the rows
     /// received); returns the bytes received.
     pub fn run_into(&self, comm: &Comm, from: &Tensor, into: &mut Tensor, tag: i32) -> Result<usize, CommError> {
         let sends = self.pack(&from.ty, &from.data);
-        self.exchange(comm, &sends, std::slice::from_mut(into), tag)
+        self.exchange(comm, sends, std::slice::from_mut(into), tag)
     }
 
     /// Runs the exchange from `from` (this rank's rows: a type and its values) into `pieces`,
@@ -83,7 +83,7 @@ impl FetchPlan {
         tag: i32,
     ) -> Result<usize, CommError> {
         let sends = self.pack(from.0, from.1);
-        self.exchange(comm, &sends, pieces, tag)
+        self.exchange(comm, sends, pieces, tag)
     }
 
     fn pack(&self, ty: &ValueType, data: &Data) -> Vec<(usize, Vec<u8>)> {
@@ -97,38 +97,145 @@ impl FetchPlan {
     fn exchange(
         &self,
         comm: &Comm,
-        sends: &[(usize, Vec<u8>)],
+        sends: Vec<(usize, Vec<u8>)>,
         into: &mut [Tensor],
         tag: i32,
     ) -> Result<usize, CommError> {
+        self.start_with(comm, sends, into, tag)?.finish(into)
+    }
+
+    /// Starts the exchange from `from` (this rank's rows: a type and its values) into pieces
+    /// of the types `into` (each holding some of the rows received, as [`Self::run_into_pieces`]
+    /// places them) and returns at once: the caller computes what needs no received row, then
+    /// [`StartedFetch::finish`] places them.
+    pub fn start<'c>(
+        &self,
+        comm: &'c Comm,
+        from: (&ValueType, &Data),
+        into: &[RawRows],
+        tag: i32,
+    ) -> Result<StartedFetch<'c>, CommError> {
+        self.start_with(comm, self.pack(from.0, from.1), into, tag)
+    }
+
+    fn start_with<'c>(
+        &self,
+        comm: &'c Comm,
+        sends: Vec<(usize, Vec<u8>)>,
+        into: &[impl Destination],
+        tag: i32,
+    ) -> Result<StartedFetch<'c>, CommError> {
         let level = self.level;
-        let piece = |into: &[Tensor], r: &Interval| into.iter().position(|t| t.ty.levels[level].interval.contains(*r));
-        let mut bufs = Vec::with_capacity(self.recv.len());
+        let mut recvs = Vec::with_capacity(self.recv.len());
         for (from, runs) in &self.recv {
             let mut len = 0;
             for r in runs {
-                let k = piece(into, r).ok_or(CommError::Unplaced { rows: *r, from: *from })?;
-                len += slab::packed_len(&into[k], self.level, *r);
+                let k = piece(into, level, r).ok_or(CommError::Unplaced { rows: *r, from: *from })?;
+                len += into[k].packed_len(level, *r);
             }
-            bufs.push(vec![0u8; len]);
+            recvs.push((*from, vec![0u8; len]));
         }
-        {
-            let send_refs: Vec<(usize, &[u8])> = sends.iter().map(|(r, v)| (*r, v.as_slice())).collect();
-            let mut recv_refs: Vec<(usize, &mut [u8])> =
-                self.recv.iter().zip(bufs.iter_mut()).map(|((from, _), v)| (*from, v.as_mut_slice())).collect();
-            comm.exchange(&send_refs, &mut recv_refs, tag)?;
-        }
+        let started = comm.start(sends, recvs, tag)?;
+        Ok(StartedFetch { started, recv: self.recv.clone(), level })
+    }
+}
+
+/// The first of `into` holding rows `r` of `level`.
+fn piece(into: &[impl Destination], level: usize, r: &Interval) -> Option<usize> {
+    into.iter().position(|t| t.ty().levels[level].interval.contains(*r))
+}
+
+/// A halo exchange under way ([`FetchPlan::start`]).
+pub struct StartedFetch<'c> {
+    started: crate::comm::Started<'c>,
+    recv: Vec<(usize, Vec<Interval>)>,
+    level: usize,
+}
+
+impl StartedFetch<'_> {
+    /// Waits for the messages and places each received run into the first of `into` holding
+    /// its rows (the pieces it was started with); returns the bytes received.
+    ///
+    /// # Errors
+    /// An MPI failure.
+    pub fn finish(self, into: &mut [impl Destination]) -> Result<usize, CommError> {
+        let level = self.level;
+        let bufs = self.started.wait()?;
         let mut received = 0;
-        for ((_, runs), buf) in self.recv.iter().zip(&bufs) {
+        for ((_, runs), (_, buf)) in self.recv.iter().zip(&bufs) {
             let mut at = 0;
             for r in runs {
-                let k = piece(into, r).expect("checked above");
-                let len = slab::packed_len(&into[k], self.level, *r);
-                slab::unpack(&mut into[k], self.level, *r, &buf[at..at + len]);
+                let k = piece(into, level, r).expect("checked when started");
+                let len = into[k].packed_len(level, *r);
+                into[k].unpack(level, *r, &buf[at..at + len]);
                 at += len;
             }
             received += buf.len();
         }
         Ok(received)
+    }
+}
+
+/// Where received rows go: a tensor, or the bytes of a dense scalar one ([`RawRows`]).
+pub trait Destination {
+    /// Its type.
+    fn ty(&self) -> &ValueType;
+    /// The bytes `rows` of `level` take packed.
+    fn packed_len(&self, level: usize, rows: Interval) -> usize;
+    /// Places packed `rows` of `level`.
+    fn unpack(&mut self, level: usize, rows: Interval, packed: &[u8]);
+}
+
+impl Destination for Tensor {
+    fn ty(&self) -> &ValueType {
+        &self.ty
+    }
+    fn packed_len(&self, level: usize, rows: Interval) -> usize {
+        slab::packed_len(self, level, rows)
+    }
+    fn unpack(&mut self, level: usize, rows: Interval, packed: &[u8]) {
+        slab::unpack(self, level, rows, packed);
+    }
+}
+
+/// The values of a dense tensor of scalars, by address, with its type: where an exchange
+/// overlapped with a run places rows, the tensor itself being lent to the run meanwhile (no
+/// reference to its values is held, so the run's may be).
+pub struct RawRows {
+    ty: ValueType,
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl RawRows {
+    /// The destination for the values of `t` (dense scalars).
+    ///
+    /// # Safety
+    /// `t`'s values must stay alive and unmoved in memory (the tensor itself may move) while
+    /// the result is used, and nothing else may read or write them while
+    /// [`StartedFetch::finish`] writes them.
+    pub unsafe fn new(t: &mut Tensor) -> RawRows {
+        let ty = t.ty.clone();
+        let b = slab::bytes_mut(t);
+        RawRows { ty, ptr: b.as_mut_ptr(), len: b.len() }
+    }
+}
+
+impl Destination for RawRows {
+    fn ty(&self) -> &ValueType {
+        &self.ty
+    }
+    fn packed_len(&self, level: usize, rows: Interval) -> usize {
+        slab::Rows::of(&self.ty, level).map_or(0, |g| g.outer * g.inner * g.elem * rows.len() as usize)
+    }
+    fn unpack(&mut self, level: usize, rows: Interval, packed: &[u8]) {
+        let Some(g) = slab::Rows::of(&self.ty, level) else { return };
+        // SAFETY: `RawRows::new`'s contract: the values are alive, `len` bytes, and ours.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) };
+        let mut at = 0;
+        for (off, len) in g.runs(rows) {
+            bytes[off..off + len].copy_from_slice(&packed[at..at + len]);
+            at += len;
+        }
     }
 }

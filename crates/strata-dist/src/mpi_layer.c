@@ -57,21 +57,46 @@ static int post(int recv, char *buf, long long bytes, int peer, int tag, MPI_Req
     return MPI_SUCCESS;
 }
 
-/* Posts every receive, then every send (each in pieces of at most `chunk` bytes), then waits
- * for all. */
-int strata_mpi_exchange(int nsend, const int *to, void *const *sbuf, const long long *sbytes, int nrecv,
-                        const int *from, void *const *rbuf, const long long *rbytes, int tag) {
+/* An exchange under way: its requests, completed by `strata_mpi_wait`. */
+typedef struct {
+    int n;
+    MPI_Request req[];
+} strata_pending;
+
+/* Posts every receive, then every send (each in pieces of at most `chunk` bytes), and returns
+ * at once: `*pending` is the exchange to complete with `strata_mpi_wait` (also when posting
+ * failed: what was posted is then completed there). The buffers must stay untouched until then. */
+int strata_mpi_start(int nsend, const int *to, void *const *sbuf, const long long *sbytes, int nrecv,
+                     const int *from, void *const *rbuf, const long long *rbytes, int tag, void **pending) {
     long long total = 1;
     for (int i = 0; i < nrecv; i++) total += pieces(rbytes[i]);
     for (int i = 0; i < nsend; i++) total += pieces(sbytes[i]);
-    MPI_Request *req = malloc(sizeof(MPI_Request) * (size_t)total);
-    if (!req) return MPI_ERR_NO_MEM;
+    strata_pending *p = malloc(sizeof(strata_pending) + sizeof(MPI_Request) * (size_t)total);
+    *pending = p;
+    if (!p) return MPI_ERR_NO_MEM;
     int rc = MPI_SUCCESS, n = 0;
-    for (int i = 0; i < nrecv && rc == MPI_SUCCESS; i++) rc = post(1, rbuf[i], rbytes[i], from[i], tag, req, &n);
-    for (int i = 0; i < nsend && rc == MPI_SUCCESS; i++) rc = post(0, sbuf[i], sbytes[i], to[i], tag, req, &n);
-    if (rc == MPI_SUCCESS) rc = MPI_Waitall(n, req, MPI_STATUSES_IGNORE);
-    free(req);
+    for (int i = 0; i < nrecv && rc == MPI_SUCCESS; i++) rc = post(1, rbuf[i], rbytes[i], from[i], tag, p->req, &n);
+    for (int i = 0; i < nsend && rc == MPI_SUCCESS; i++) rc = post(0, sbuf[i], sbytes[i], to[i], tag, p->req, &n);
+    p->n = n;
     return rc;
+}
+
+/* Waits for every request of a started exchange and frees it (NULL: nothing to wait for). */
+int strata_mpi_wait(void *pending) {
+    strata_pending *p = pending;
+    if (!p) return MPI_SUCCESS;
+    int rc = MPI_Waitall(p->n, p->req, MPI_STATUSES_IGNORE);
+    free(p);
+    return rc;
+}
+
+/* `strata_mpi_start`, then `strata_mpi_wait`. */
+int strata_mpi_exchange(int nsend, const int *to, void *const *sbuf, const long long *sbytes, int nrecv,
+                        const int *from, void *const *rbuf, const long long *rbytes, int tag) {
+    void *pending = NULL;
+    int rc = strata_mpi_start(nsend, to, sbuf, sbytes, nrecv, from, rbuf, rbytes, tag, &pending);
+    int done = strata_mpi_wait(pending);
+    return rc != MPI_SUCCESS ? rc : done;
 }
 
 /* A tag for the layer's own point-to-point collectives (within the 32767 MPI guarantees). */

@@ -224,4 +224,18 @@ mod tests {
         assert!(kernels.contains("piece 1 of 2"), "{kernels}");
         assert!(!kernels.contains("inp.halo"), "the join is not materialized:\n{kernels}");
     }
+
+    #[test]
+    fn the_interior_runs_while_the_strip_is_received() {
+        // Rank 1 of 3 reads one row below its block (`inp.below`, parameter 2): the piece of
+        // `out` reading it waits for the exchange, the interior piece runs first.
+        let (m, types, entry, plan) = plan(LAPLACIAN, 3);
+        let (local, local_entry) = plan.local_module(&m, &types, entry, 1).expect("a local program");
+        let program = strata_codegen::lower(&local, &local.types, local_entry).expect("lowers");
+        let layout = strata_codegen::exec::Layout::of(&program);
+        let first = layout.early(&[2]).expect("the interior runs first");
+        let comments: Vec<(&str, bool)> =
+            program.kernels.iter().zip(&first).map(|(k, &f)| (k.comment.as_str(), f)).collect();
+        assert_eq!(comments, [("%out <- %l (piece 1 of 2)", false), ("%out <- %l (piece 2 of 2)", true)]);
+    }
 }

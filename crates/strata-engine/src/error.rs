@@ -32,6 +32,9 @@ pub enum ExecuteError {
         /// Why.
         message: String,
     },
+    /// Late arguments did not arrive ([`crate::Prepared::run_overlapped`]): the caller's reason.
+    #[error("{0}")]
+    Arrival(String),
     /// An argument the interpreter cannot hold (a stored value too large for a dense view).
     #[error("the interpreter cannot take `%{name}` of `@{func}`: {message}")]
     Argument {

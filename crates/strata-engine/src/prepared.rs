@@ -231,19 +231,82 @@ impl Prepared {
         self.run_all(args, repeat)
     }
 
-    fn run_all<T: Argument>(&self, args: &[T], repeat: usize) -> Result<Executed, ExecuteError> {
-        let mut executed = self.run_backend(args, repeat)?;
-        // A ragged result holding exactly a ragged argument's elements keeps that argument's
-        // runs (its empty rows inside a group too), on every backend.
-        for (_, v) in &mut executed.values {
-            if let Value::Tensor(t) = v {
-                let like = args.iter().filter_map(Argument::stored).find_map(|a| storage::with_runs_of(t, a));
-                if let Some(s) = like {
-                    *v = Value::Stored(s);
-                }
+    /// [`Self::run`] on `args` whose parameters `late` do not hold their values yet (a rank's
+    /// halo strips, still being received): natively, the kernels that read none of them (nor
+    /// anything computed from them) run first ([`Layout::early`]), then `arrive` fills them,
+    /// then the other kernels run. `arrive` is called exactly once, before anything reads a
+    /// late parameter — first, when nothing can run ahead — also when the run fails.
+    ///
+    /// # Errors
+    /// See [`ExecuteError`]; `arrive`'s error as [`ExecuteError::Arrival`].
+    pub fn run_overlapped<T: Argument>(
+        &self,
+        args: &[T],
+        late: &[usize],
+        arrive: &mut dyn FnMut() -> Result<(), String>,
+    ) -> Result<Executed, ExecuteError> {
+        let mut arrived = false;
+        let mut once = || match std::mem::replace(&mut arrived, true) {
+            true => Ok(()),
+            false => arrive().map_err(ExecuteError::Arrival),
+        };
+        let phases = self.native.as_ref().filter(|_| args.len() == self.param_names.len()).and_then(|n| {
+            let first = n.layout.early(late)?;
+            Some((n, first))
+        });
+        let Some((native, first)) = phases else {
+            once()?;
+            return self.run(args);
+        };
+        self.run_phases(args, native, &first, &mut once).map(|e| keep_runs(args, e))
+    }
+
+    fn run_phases<T: Argument>(
+        &self,
+        args: &[T],
+        native: &Native,
+        first: &[bool],
+        once: &mut dyn FnMut() -> Result<(), ExecuteError>,
+    ) -> Result<Executed, ExecuteError> {
+        let f = &self.module.functions[self.entry];
+        let failed = |e: exec::ExecError| format!("native run of `@{}` failed: {e}", f.name);
+        let second: Vec<bool> = first.iter().map(|&r| !r).collect();
+        let mut buffers = match Buffers::new(&native.layout, args) {
+            Ok(b) => b,
+            Err(e) => {
+                once()?;
+                return self.fall_back(args, failed(e));
             }
+        };
+        // The run's time is both phases', without the wait between them.
+        let t = Instant::now();
+        let ahead = buffers.call_some(&native.lib, self.threads, first);
+        let mut first_s = t.elapsed().as_secs_f64();
+        once()?;
+        let t = Instant::now();
+        let rest = ahead.and_then(|()| buffers.call_some(&native.lib, self.threads, &second));
+        first_s += t.elapsed().as_secs_f64();
+        match rest {
+            Ok(()) => {
+                let values = buffers.into_values(&native.layout, args, &self.param_names, self.result_ty.as_ref());
+                let timings = Timings { compile_s: self.compile_s, cached: self.cached, first_s, ..Timings::default() };
+                Ok(Executed { values, timings: Some(timings), note: None })
+            }
+            Err(e) => self.fall_back(args, failed(e)),
         }
-        Ok(executed)
+    }
+
+    /// After a native run failed (`failure`): the error under `native`, else the interpreter's
+    /// run (whose success makes the failure a backend bug).
+    fn fall_back<T: Argument>(&self, args: &[T], failure: String) -> Result<Executed, ExecuteError> {
+        match self.backend {
+            Backend::Native => Err(ExecuteError::Exec(failure)),
+            _ => self.interpret(args, Some(failure)),
+        }
+    }
+
+    fn run_all<T: Argument>(&self, args: &[T], repeat: usize) -> Result<Executed, ExecuteError> {
+        self.run_backend(args, repeat).map(|e| keep_runs(args, e))
     }
 
     fn run_backend<T: Argument>(&self, args: &[T], repeat: usize) -> Result<Executed, ExecuteError> {
@@ -255,6 +318,12 @@ impl Prepared {
                 Err(e) => native_failure = Some(e),
             }
         }
+        self.interpret(args, native_failure)
+    }
+
+    /// Runs the reference interpreter; `native_failure` is why native code did not run it,
+    /// which the interpreter's success makes a backend bug.
+    fn interpret<T: Argument>(&self, args: &[T], native_failure: Option<String>) -> Result<Executed, ExecuteError> {
         // The interpreter holds every value logically (its own copy): stored arguments get a
         // dense view.
         let f = &self.module.functions[self.entry];
@@ -310,6 +379,20 @@ impl Prepared {
         let values = buffers.into_values(&native.layout, args, &self.param_names, self.result_ty.as_ref());
         Ok((values, timings))
     }
+}
+
+/// `executed` with each ragged result holding exactly a ragged argument's elements keeping that
+/// argument's runs (its empty rows inside a group too), on every backend.
+fn keep_runs<T: Argument>(args: &[T], mut executed: Executed) -> Executed {
+    for (_, v) in &mut executed.values {
+        if let Value::Tensor(t) = v {
+            let like = args.iter().filter_map(Argument::stored).find_map(|a| storage::with_runs_of(t, a));
+            if let Some(s) = like {
+                *v = Value::Stored(s);
+            }
+        }
+    }
+    executed
 }
 
 /// An argument the caller gave, or the zeros an appended output starts as (made only if a

@@ -110,8 +110,8 @@ fn load(path: std::path::PathBuf, device: String, ranks: u32) -> PyResult<PyArr>
     sa::Array::from_npy_on(&path, &Place { device, team: Some(ranks) }).map(PyArr).map_err(err)
 }
 
-/// This rank's distributed runs so far: `{"runs", "exchange_s", "halo_bytes", "read_s",
-/// "combine_s"}` (seconds and bytes summed over the runs; a loop's share is a difference), and
+/// This rank's distributed runs so far: `{"runs", "exchange_s", "halo_bytes", "overlap_s",
+/// "read_s", "combine_s", "gathered_bytes"}` (seconds and bytes summed over the runs; a loop's share is a difference), and
 /// `"prepared"`: the programs this process has prepared (compiled, or loaded from the cache),
 /// which a loop that plans and compiles once does not increase after its first step.
 #[pyfunction]
@@ -121,6 +121,7 @@ fn totals(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
     d.set_item("runs", t.runs)?;
     d.set_item("exchange_s", t.exchange_s)?;
     d.set_item("halo_bytes", t.halo_bytes)?;
+    d.set_item("overlap_s", t.overlap_s)?;
     d.set_item("read_s", t.read_s)?;
     d.set_item("combine_s", t.combine_s)?;
     d.set_item("gathered_bytes", t.gathered_bytes)?;

@@ -256,6 +256,38 @@ impl job::Rank<'static> for CliRank<'_> {
         self.timings = timings;
         Ok(values)
     }
+
+    fn prepare(&mut self, local: job::Local<'_>) -> job::Step<()> {
+        self.prepared(local).map(drop)
+    }
+
+    fn execute_overlapped(
+        &mut self,
+        local: job::Local<'_>,
+        args: &[job::Arg<'_>],
+        late: &[usize],
+        arrive: &mut dyn FnMut() -> job::Step<()>,
+    ) -> job::Step<Vec<(String, Value)>> {
+        let prepared = match self.prepared(local) {
+            Ok(p) => p,
+            Err(e) => {
+                arrive()?;
+                return Err(e);
+            }
+        };
+        let ran = prepared.run_overlapped(args, late, arrive).map_err(|e| e.to_string())?;
+        self.timings = ran.timings.unwrap_or_default();
+        Ok(ran.values)
+    }
+}
+
+impl CliRank<'_> {
+    /// A local program prepared as [`execute`] prepares it (relocated: ranks whose blocks
+    /// differ only in where they lie share one kernel).
+    fn prepared(&self, local: job::Local<'_>) -> job::Step<std::sync::Arc<strata_engine::Prepared>> {
+        let backend = strata_engine::Backend::parse(&self.opts.backend)?;
+        crate::prepare(local.module, local.types(), local.entry, (backend, true), self.opts).map_err(|e| e.to_string())
+    }
 }
 
 /// Reports an error every rank has alike (from rank 0 only) and ends the job.

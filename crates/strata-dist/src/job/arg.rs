@@ -21,6 +21,14 @@ pub enum Arg<'a> {
         /// The copy the interpreter reads.
         copy: OnceLock<Tensor>,
     },
+    /// An `out` parameter that starts as zeros, made only if something reads them: native code
+    /// writing the whole output takes a buffer of its own (a recycled one: no page faults).
+    Zeros {
+        /// The parameter's type on this rank.
+        ty: ValueType,
+        /// The zeros, once made.
+        made: OnceLock<Tensor>,
+    },
 }
 
 impl<'a> Arg<'a> {
@@ -31,12 +39,18 @@ impl<'a> Arg<'a> {
         fits.then(|| Arg::Lent { ty: ty.clone(), data, copy: OnceLock::new() })
     }
 
+    /// Zeros of type `ty`, made when first read ([`Arg::Zeros`]).
+    pub fn zeros(ty: &ValueType) -> Arg<'a> {
+        Arg::Zeros { ty: ty.clone(), made: OnceLock::new() }
+    }
+
     /// The type and values of a tensor argument (lent, or a value's; a presence mask aside).
     pub fn rows(&self) -> Option<(&ValueType, &Data)> {
         match self {
             Arg::Value(Value::Tensor(t)) => Some((&t.ty, &t.data)),
             Arg::Value(_) => None,
             Arg::Lent { ty, data, .. } => Some((ty, data)),
+            Arg::Zeros { ty, made } => Some((ty, &made.get_or_init(|| Tensor::zeros(ty)).data)),
         }
     }
 
@@ -58,17 +72,28 @@ impl<'a> Arg<'a> {
         match self {
             Arg::Value(v) => v,
             Arg::Lent { ty, data, copy } => Value::Tensor(copy.into_inner().unwrap_or_else(|| copied(ty, data))),
+            Arg::Zeros { ty, made } => Value::Tensor(made.into_inner().unwrap_or_else(|| Tensor::zeros(&ty))),
+        }
+    }
+
+    /// The value the run held, if it is one of its own (not lent): what can be kept for later
+    /// runs.
+    pub fn into_owned(self) -> Option<Value> {
+        match self {
+            Arg::Value(v) => Some(v),
+            Arg::Lent { .. } => None,
+            Arg::Zeros { made, .. } => made.into_inner().map(Value::Tensor),
         }
     }
 
     /// The argument as a value this run may change (a lent block copied first).
     pub fn to_mut(&mut self) -> &mut Value {
-        if let Arg::Lent { .. } = self {
+        if !matches!(self, Arg::Value(_)) {
             *self = Arg::Value(self.take().into_value());
         }
         match self {
             Arg::Value(v) => v,
-            Arg::Lent { .. } => unreachable!("made a value above"),
+            _ => unreachable!("made a value above"),
         }
     }
 }
@@ -98,19 +123,20 @@ impl Argument for Arg<'_> {
     fn value_type(&self) -> &ValueType {
         match self {
             Arg::Value(v) => v.value_type(),
-            Arg::Lent { ty, .. } => ty,
+            Arg::Lent { ty, .. } | Arg::Zeros { ty, .. } => ty,
         }
     }
     fn tensor(&self) -> Option<&Tensor> {
         match self {
             Arg::Value(v) => v.tensor(),
             Arg::Lent { ty, data, copy } => Some(copy.get_or_init(|| copied(ty.clone(), data))),
+            Arg::Zeros { ty, made } => Some(made.get_or_init(|| Tensor::zeros(ty))),
         }
     }
     fn stored(&self) -> Option<&Stored> {
         match self {
             Arg::Value(v) => v.stored(),
-            Arg::Lent { .. } => None,
+            Arg::Lent { .. } | Arg::Zeros { .. } => None,
         }
     }
     fn column(&self) -> Option<ColumnRef<'_>> {
@@ -118,6 +144,10 @@ impl Argument for Arg<'_> {
             Arg::Value(v) => v.column(),
             Arg::Lent { data: Data::Scalars(c), .. } => Some(ColumnRef::of(c)),
             Arg::Lent { .. } => None,
+            Arg::Zeros { ty, made } => match &made.get_or_init(|| Tensor::zeros(ty)).data {
+                Data::Scalars(c) => Some(ColumnRef::of(c)),
+                _ => None,
+            },
         }
     }
 }

@@ -94,6 +94,29 @@ pub trait Rank<'a> {
     /// Runs a local program on its arguments and returns its results by name; `memo` stays
     /// with the program for its next runs (the caller may keep its prepared code there).
     fn execute(&mut self, program: Local<'_>, args: &[Arg<'_>]) -> Step<Vec<(String, Value)>>;
+
+    /// Readies a local program to run (compiles it), before the exchanges it overlaps with
+    /// start; the default does nothing ([`Rank::execute`] readies it then).
+    fn prepare(&mut self, program: Local<'_>) -> Step<()> {
+        let _ = program;
+        Ok(())
+    }
+
+    /// [`Rank::execute`] with the local parameters `late` not holding their values yet (halo
+    /// strips being received): what needs none of them may run first; `arrive` fills them and
+    /// must be called exactly once, before anything reads them, also when the run fails. The
+    /// default calls it first.
+    fn execute_overlapped(
+        &mut self,
+        program: Local<'_>,
+        args: &[Arg<'_>],
+        late: &[usize],
+        arrive: &mut dyn FnMut() -> Step<()>,
+    ) -> Step<Vec<(String, Value)>> {
+        let _ = late;
+        arrive()?;
+        self.execute(program, args)
+    }
 }
 
 /// A rank's local program, as [`Rank::execute`] runs it.
@@ -216,6 +239,9 @@ pub struct Clock {
     pub exchange_s: Vec<f64>,
     /// Halo bytes this rank received (once per stage).
     pub halo_bytes: usize,
+    /// Seconds of computation that ran while halo exchanges were under way (the interior of
+    /// each overlapped stage, from the exchange's start to the wait for it).
+    pub overlap_s: f64,
     /// Combining the collectives' partials and gathering collected values.
     pub combine_s: f64,
     /// Bytes of other ranks' blocks that gathers brought to this rank (a `collect` read inside
@@ -358,7 +384,6 @@ fn run_stage<'a>(
     let owned_args = agree(comm, owned_args)?;
     let made = made.map_err(Failed::Here)?;
     let (local, local_entry) = (&made.0, made.1);
-    let local_types = &local.types;
     // Kept with the stage's program (a program made for another rank than the process's keeps
     // nothing).
     let scratch = Memo::default();
@@ -373,6 +398,12 @@ fn run_stage<'a>(
             inspect::prepare(comm, &ps.inspected, module, types, entry, plan, owned_args, repeat, clock)?;
         return finish(comm, plan, f, found.local(), args, rank_io);
     }
+    let local = Local { module: local, entry: local_entry, memo };
+    let carries = matches!(&plan.partial, Some(crate::Partial { start: PartialStart::Carry { .. }, .. }));
+    // Every rank takes the same path (they make the same collective calls), strips or not.
+    if repeat == 0 && !carries {
+        return overlapped(comm, plan, local, owned_args, &strips, rank_io, clock);
+    }
     // The halo exchange: every held row another rank owns, into the input's strips (its block
     // stays where it is) or into its held buffer.
     let mut args = owned_args;
@@ -382,11 +413,7 @@ fn run_stage<'a>(
         let tag = halo_tag(b.index);
         match strips.iter().find(|s| s.index == b.index) {
             Some(s) => {
-                let lf = &local.functions[local_entry];
-                let mut pieces: Vec<Tensor> = s
-                    .strips()
-                    .map(|strip| Tensor::zeros(&ValueType::from_ir(local_types, lf.exprs[lf.params[strip.param]].ty)))
-                    .collect();
+                let mut pieces = strip_pieces(local, s);
                 let block = args[b.index].dense().expect("checked with the inputs");
                 timed_exchange(comm, repeat, clock, || halo.run_into_pieces(comm, block, &mut pieces, tag))?;
                 received.extend(pieces.into_iter().map(|t| Arg::Value(Value::Tensor(t))));
@@ -405,7 +432,104 @@ fn run_stage<'a>(
         }
     }
     args.extend(received);
-    finish(comm, plan, f, Local { module: local, entry: local_entry, memo }, args, rank_io)
+    finish(comm, plan, f, local, args, rank_io)
+}
+
+/// Zeros for each strip of input `s`, typed as the local program's strip parameters.
+fn strip_pieces(local: Local<'_>, s: &crate::Strips) -> Vec<Tensor> {
+    let lf = &local.module.functions[local.entry];
+    s.strips()
+        .map(|strip| Tensor::zeros(&ValueType::from_ir(local.types(), lf.exprs[lf.params[strip.param]].ty)))
+        .collect()
+}
+
+/// Runs a stage whose inputs read beyond the block are held as strips, the halo exchange
+/// overlapped with the run: every exchange is started (non-blocking sends and receives), the
+/// kernels that read no strip (the interior) run, the exchanges complete into the strips, and
+/// the kernels reading them (the boundary) run ([`Rank::execute_overlapped`]). Inputs held
+/// otherwise (a held buffer) are exchanged first, as without overlap.
+#[allow(clippy::too_many_arguments)]
+fn overlapped<'a>(
+    comm: &Comm,
+    plan: &Plan,
+    local: Local<'_>,
+    mut args: Vec<Arg<'_>>,
+    strips: &[crate::Strips],
+    rank_io: &mut dyn Rank<'a>,
+    clock: &mut Clock,
+) -> Result<Vec<(String, Value)>, Failed> {
+    // Every strip's buffer, in the order of the local program's strip parameters.
+    let mut pieces: Vec<Tensor> = Vec::new();
+    let mut late = Vec::new();
+    let mut started = Vec::new();
+    // A failure is agreed on after the run (every rank gets there), not here: ranks differ in
+    // which inputs they hold as strips. The exchanges start in parameter order on every rank,
+    // so a rank that completes one at once (into a held buffer) waits only for messages every
+    // other rank posts without waiting.
+    let mut failed: Option<String> = rank_io.prepare(local).err();
+    let t = comm.wtime();
+    let mut bytes = 0;
+    for b in plan.params.iter().filter(|b| !b.output) {
+        let halo = FetchPlan::halo(b, comm.rank);
+        let tag = halo_tag(b.index);
+        let into = match strips.iter().find(|s| s.index == b.index) {
+            Some(s) => {
+                let at = pieces.len();
+                pieces.extend(strip_pieces(local, s));
+                late.extend(s.strips().map(|strip| strip.param));
+                // SAFETY: the pieces' values stay where they are (in `pieces`) until the run
+                // ends; the run reads no strip before `arrive` has written them, and nothing
+                // else touches them.
+                pieces[at..].iter_mut().map(|t| unsafe { crate::exchange::RawRows::new(t) }).collect()
+            }
+            None if halo.recv.is_empty() && args[b.index].dense().is_some() => Vec::new(),
+            None => {
+                if let Value::Tensor(held) = args[b.index].to_mut() {
+                    match halo.run(comm, held, tag) {
+                        Ok(n) => bytes += n,
+                        Err(e) => failed = failed.or(Some(e.to_string())),
+                    }
+                }
+                continue;
+            }
+        };
+        if halo.send.is_empty() && halo.recv.is_empty() {
+            continue;
+        }
+        let block = args[b.index].dense().expect("checked with the inputs");
+        match halo.start(comm, block, &into, tag) {
+            Ok(x) => started.push((x, into)),
+            Err(e) => failed = failed.or(Some(e.to_string())),
+        }
+    }
+    let mut waited = comm.wtime() - t;
+    // The arguments, now borrowing the pieces too.
+    let mut args: Vec<Arg<'_>> = args;
+    args.extend(pieces.iter().map(|t| Arg::lend(&t.ty, &t.data).expect("a dense strip")));
+    let mut overlap = 0.0;
+    let t_started = comm.wtime();
+    let exchanging = !started.is_empty();
+    let mut arrive = || -> Step<()> {
+        let t = comm.wtime();
+        if exchanging {
+            overlap = t - t_started;
+        }
+        let mut result = failed.take().map_or(Ok(()), Err);
+        for (x, mut raw) in started.drain(..) {
+            match x.finish(&mut raw) {
+                Ok(n) => bytes += n,
+                Err(e) => result = result.and(Err(e.to_string())),
+            }
+        }
+        waited += comm.wtime() - t;
+        result
+    };
+    let ran = rank_io.execute_overlapped(local, &args, &late, &mut arrive);
+    clock.exchange_s.push(waited);
+    clock.halo_bytes += bytes;
+    clock.overlap_s += overlap;
+    spare::keep(args.into_iter().filter_map(Arg::into_owned));
+    agree(comm, ran)
 }
 
 /// This rank's argument for every parameter of a stage's entry, its `local` program given:
@@ -467,10 +591,7 @@ fn finish<'a>(
         }
         _ => rank_io.execute(local, &args),
     };
-    spare::keep(args.into_iter().filter_map(|a| match a {
-        Arg::Value(v) => Some(v),
-        Arg::Lent { .. } => None,
-    }));
+    spare::keep(args.into_iter().filter_map(Arg::into_owned));
     agree(comm, ran)
 }
 

@@ -16,6 +16,7 @@ def main():
     u = xp.asarray(a0, device=strata.world)
     w = a0.copy()
     before = xp.cache_stats()
+    timed = strata.world.timings()
     mismatches = []
     for step in range(steps):
         dt = 0.05 + 0.0002 * (step % 100)  # varies every step; stable (dt < 1/4)
@@ -27,6 +28,7 @@ def main():
         if not np.array_equal(np.asarray(u), w):
             mismatches.append(step)
     after = xp.cache_stats()
+    overlap_s = strata.world.timings()["overlap_s"] - timed["overlap_s"]
     rows = strata._strata.spmd.local_rows(u._x)
     total = float(xp.sum(u))
     print(json.dumps({
@@ -38,6 +40,7 @@ def main():
         "misses": after["misses"] - before["misses"],
         "distributed_runs": after["distributed_runs"] - before["distributed_runs"],
         "device": repr(u.device),
+        "overlap_s": overlap_s,
     }), flush=True)
 
 
