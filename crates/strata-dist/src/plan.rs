@@ -1280,15 +1280,21 @@ impl fmt::Display for Plan {
                     writeln!(f, "    no exchange")?;
                 }
             } else {
-                writeln!(f, "    halo exchange (non-blocking send/receive, before the run):")?;
                 let strips = (0..self.ranks).filter(|&r| self.strips(r, 0).iter().any(|s| s.index == p.index)).count();
                 if strips > 0 {
+                    writeln!(
+                        f,
+                        "    halo exchange (non-blocking send/receive, overlapped: the kernels that read no received \
+                         row run while it is under way, the others after it completes):"
+                    )?;
                     writeln!(
                         f,
                         "      (into strips beside the block on {strips} of {} ranks: the block is read where it is, \
                          the program joins block and strips with a `concat`)",
                         self.ranks
                     )?;
+                } else {
+                    writeln!(f, "    halo exchange (non-blocking send/receive, before the run):")?;
                 }
                 for (from, to, rows) in msgs {
                     writeln!(f, "      rank {from} -> rank {to}: {}{rows}", p.dim)?;
