@@ -160,11 +160,18 @@ fn integer_scans_run_on_every_rank_at_once_and_equal_one_process() {
                  !C = tensor<i64, J[0:5], team = world>\n\
                  func @add(%s: !C, %x: !C) -> !C {{\n  %r = plus(%s, %x) : !C\n  return %r\n}}\n\
                  func @top(%s: !C, %x: !C) -> !C {{\n  %r = maximum(%x, %s) : !C\n  return %r\n}}\n\
-                 program @main(%x: !F, %up: out !F, %down: out !F, %best: out !F) {{\n  \
+                 func @low(%s: !C, %x: !C) -> !C {{\n  %r = minimum(%s, %x) : !C\n  return %r\n}}\n\
+                 func @mul(%s: !C, %x: !C) -> !C {{\n  %r = multiplies(%s, %x) : !C\n  return %r\n}}\n\
+                 func @xor(%s: !C, %x: !C) -> !C {{\n  %r = bit_xor(%s, %x) : !C\n  return %r\n}}\n\
+                 program @main(%x: !F, %up: out !F, %down: out !F, %best: out !F, %least: out !F, \
+                 %prod: out !F, %parity: out !F) {{\n  \
                  %u = scan(@add, %x, dim = I, forward = true, init = 7) : !F\n  \
                  %d = scan(@add, %x, dim = I, forward = false, init = 0) : !F\n  \
                  %b = scan(@top, %x, dim = I, forward = true, init = -5) : !F\n  \
-                 %up <- %u\n  %down <- %d\n  %best <- %b\n}}\n"
+                 %l = scan(@low, %x, dim = I, forward = false, init = 3) : !F\n  \
+                 %p = scan(@mul, %x, dim = I, forward = false, init = 1) : !F\n  \
+                 %q = scan(@xor, %x, dim = I, forward = true, init = 0) : !F\n  \
+                 %up <- %u\n  %down <- %d\n  %best <- %b\n  %least <- %l\n  %prod <- %p\n  %parity <- %q\n}}\n"
             ),
         )
         .unwrap();
@@ -176,21 +183,26 @@ fn integer_scans_run_on_every_rank_at_once_and_equal_one_process() {
         let at = |i: usize, j: usize| x[i * COLS + j];
         let mut want = std::collections::HashMap::new();
         let (mut up, mut down, mut best) = (vec![0; x.len()], vec![0; x.len()], vec![0; x.len()]);
+        let (mut least, mut prod, mut parity) = (vec![0; x.len()], vec![0; x.len()], vec![0; x.len()]);
         for j in 0..COLS {
-            let (mut s, mut m) = (7, -5);
+            let (mut s, mut m, mut q) = (7, -5, 0);
             for i in 0..rows {
                 s += at(i, j);
                 m = m.max(at(i, j));
-                (up[i * COLS + j], best[i * COLS + j]) = (s, m);
+                q ^= at(i, j);
+                (up[i * COLS + j], best[i * COLS + j], parity[i * COLS + j]) = (s, m, q);
             }
-            let mut s = 0;
+            // The products wrap (two's complement), as Strata's integer arithmetic does.
+            let (mut s, mut l, mut p) = (0, 3, 1i64);
             for i in (0..rows).rev() {
                 s += at(i, j);
-                down[i * COLS + j] = s;
+                l = l.min(at(i, j));
+                p = p.wrapping_mul(at(i, j));
+                (down[i * COLS + j], least[i * COLS + j], prod[i * COLS + j]) = (s, l, p);
             }
         }
-        want.extend([("up", up), ("down", down), ("best", best)]);
-        for out in ["up", "down", "best"] {
+        want.extend([("up", up), ("down", down), ("best", best), ("least", least), ("prod", prod), ("parity", parity)]);
+        for out in ["up", "down", "best", "least", "prod", "parity"] {
             let run = |extra: &[&str], path: &Path| {
                 let (o, a) = (format!("{out}={}", path.display()), format!("x={}", input.display()));
                 let mut v = vec!["run", prog.as_str(), "--arg", &a, "--out", &o];

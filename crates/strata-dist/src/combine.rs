@@ -5,7 +5,7 @@
 //! broadcast, so every rank holds the same bits, run after run. A float sum still depends on
 //! the rank count: each partial sums its own rank's block.
 
-use strata_ir::BinaryOp;
+use strata_ir::{BinaryOp, Scalar};
 use strata_runtime::{Data, Tensor};
 
 use crate::slab;
@@ -75,6 +75,44 @@ pub fn fold_into(acc: &mut Tensor, x: &Tensor, op: BinaryOp) -> Result<(), Strin
         }
     }
     failed.map_or(Ok(()), Err)
+}
+
+/// MPI's element type and combination for `op` over values of `scalar`, where MPI computes
+/// it exactly as Strata does: integers' sums, products and bitwise ops on unsigned types of the
+/// same width (two's complement wraps alike), their maximum and minimum on the signed or
+/// unsigned type, `bool`'s logical ops; `None` for the others.
+pub fn mpi_op(op: BinaryOp, scalar: Scalar) -> Option<(crate::comm::ReduceType, crate::comm::ReduceOp)> {
+    use crate::comm::{ReduceOp as O, ReduceType as T};
+    if scalar == Scalar::Bool {
+        let o = match op {
+            BinaryOp::And | BinaryOp::BitAnd | BinaryOp::Minimum => O::LAnd,
+            BinaryOp::Or | BinaryOp::BitOr | BinaryOp::Maximum => O::LOr,
+            BinaryOp::Xor | BinaryOp::BitXor => O::LXor,
+            _ => return None,
+        };
+        return Some((T::U8, o));
+    }
+    let (signed, unsigned) = match scalar {
+        Scalar::I8 => (T::I8, T::U8),
+        Scalar::U8 => (T::U8, T::U8),
+        Scalar::I16 => (T::I16, T::U16),
+        Scalar::U16 => (T::U16, T::U16),
+        Scalar::I32 => (T::I32, T::U32),
+        Scalar::U32 => (T::U32, T::U32),
+        Scalar::I64 | Scalar::Index => (T::I64, T::U64),
+        Scalar::U64 => (T::U64, T::U64),
+        _ => return None,
+    };
+    Some(match op {
+        BinaryOp::Plus => (unsigned, O::Sum),
+        BinaryOp::Multiplies => (unsigned, O::Prod),
+        BinaryOp::Maximum => (signed, O::Max),
+        BinaryOp::Minimum => (signed, O::Min),
+        BinaryOp::BitAnd => (unsigned, O::BAnd),
+        BinaryOp::BitOr => (unsigned, O::BOr),
+        BinaryOp::BitXor => (unsigned, O::BXor),
+        _ => return None,
+    })
 }
 
 /// The rows' tree of a reduction asked to be reproducible ([`crate::PartialStart::Rows`]):

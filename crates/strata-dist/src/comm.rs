@@ -109,6 +109,7 @@ type StartFn = unsafe extern "C" fn(
 type WaitFn = unsafe extern "C" fn(*mut c_void) -> c_int;
 type GathervFn = unsafe extern "C" fn(*const c_void, i64, *mut c_void, *const i64, *const i64, c_int, c_int) -> c_int;
 type AllreduceFn = unsafe extern "C" fn(*mut c_void, i64, c_int, c_int) -> c_int;
+type ExscanFn = unsafe extern "C" fn(*const c_void, *mut c_void, i64, c_int, c_int, c_int) -> c_int;
 type BcastFn = unsafe extern "C" fn(*mut c_void, i64, c_int) -> c_int;
 type AlltoallvFn = unsafe extern "C" fn(*const c_void, *const i64, *mut c_void, *const i64, c_int) -> c_int;
 type AlltoallCountsFn = unsafe extern "C" fn(*const i64, *mut i64) -> c_int;
@@ -129,6 +130,7 @@ pub struct Comm {
     wait: WaitFn,
     gatherv: GathervFn,
     allreduce: AllreduceFn,
+    exscan: ExscanFn,
     bcast: BcastFn,
     alltoallv: AlltoallvFn,
     alltoall_counts: AlltoallCountsFn,
@@ -150,6 +152,26 @@ pub enum ReduceType {
     U64 = 4,
     /// `u32`
     U32 = 5,
+    /// `i16`
+    I16 = 6,
+    /// `u16`
+    U16 = 7,
+    /// `i8`
+    I8 = 8,
+    /// `u8` (and `bool`)
+    U8 = 9,
+}
+
+impl ReduceType {
+    /// Bytes per value.
+    pub fn width(self) -> usize {
+        match self {
+            ReduceType::F64 | ReduceType::I64 | ReduceType::U64 => 8,
+            ReduceType::F32 | ReduceType::I32 | ReduceType::U32 => 4,
+            ReduceType::I16 | ReduceType::U16 => 2,
+            ReduceType::I8 | ReduceType::U8 => 1,
+        }
+    }
 }
 
 /// How an allreduce combines.
@@ -163,6 +185,18 @@ pub enum ReduceOp {
     Min = 2,
     /// Product.
     Prod = 3,
+    /// Logical or.
+    LOr = 4,
+    /// Logical and.
+    LAnd = 5,
+    /// Logical exclusive or.
+    LXor = 6,
+    /// Bitwise and.
+    BAnd = 7,
+    /// Bitwise or.
+    BOr = 8,
+    /// Bitwise exclusive or.
+    BXor = 9,
 }
 
 /// Builds the layer with `mpicc` (or finds it in the kernel cache; the MPI version is part of
@@ -210,6 +244,7 @@ impl Comm {
             wait: sym!("strata_mpi_wait", WaitFn),
             gatherv: sym!("strata_mpi_gatherv", GathervFn),
             allreduce: sym!("strata_mpi_allreduce", AllreduceFn),
+            exscan: sym!("strata_mpi_exscan", ExscanFn),
             bcast: sym!("strata_mpi_bcast", BcastFn),
             alltoallv: sym!("strata_mpi_alltoallv", AlltoallvFn),
             alltoall_counts: sym!("strata_mpi_alltoall_counts", AlltoallCountsFn),
@@ -372,14 +407,39 @@ impl Comm {
 
     /// Combines `buf` (raw values of `ty`) over all ranks with `op`, in place.
     pub fn allreduce(&self, buf: &mut [u8], ty: ReduceType, op: ReduceOp) -> Result<(), CommError> {
-        let size = match ty {
-            ReduceType::F64 | ReduceType::I64 | ReduceType::U64 => 8,
-            _ => 4,
-        };
-        // SAFETY: `buf` holds `len / size` values of `ty`.
-        let rc =
-            unsafe { (self.allreduce)(buf.as_mut_ptr().cast(), (buf.len() / size) as i64, ty as c_int, op as c_int) };
+        let count = (buf.len() / ty.width()) as i64;
+        // SAFETY: `buf` holds `count` values of `ty`.
+        let rc = unsafe { (self.allreduce)(buf.as_mut_ptr().cast(), count, ty as c_int, op as c_int) };
         self.check("MPI_Allreduce", rc)
+    }
+
+    /// The exclusive scan of `values` (raw values of `ty`) over the ranks by `op`, elementwise
+    /// (`MPI_Exscan`): on each rank, the values of the ranks before it combined (after it, with
+    /// `reverse`); `None` on the first rank (the last with `reverse`), which has none. `op`
+    /// must be exact and commutative, so that the order the library combines in does not show.
+    pub fn exscan(
+        &self,
+        values: &[u8],
+        ty: ReduceType,
+        op: ReduceOp,
+        reverse: bool,
+    ) -> Result<Option<Vec<u8>>, CommError> {
+        let count = (values.len() / ty.width()) as i64;
+        let mut out = values.to_vec();
+        // SAFETY: both buffers hold `count` values of `ty`.
+        let rc = unsafe {
+            (self.exscan)(
+                values.as_ptr().cast(),
+                out.as_mut_ptr().cast(),
+                count,
+                ty as c_int,
+                op as c_int,
+                c_int::from(reverse),
+            )
+        };
+        self.check("MPI_Exscan", rc)?;
+        let first = if reverse { self.size - 1 } else { 0 };
+        Ok((self.rank != first).then_some(out))
     }
 
     /// Whether every rank passed the same `v` (a collective call): one all-reduce of `v` and its

@@ -31,7 +31,13 @@ int strata_mpi_init(int *rank, int *size) {
     return MPI_Comm_size(MPI_COMM_WORLD, size);
 }
 
-int strata_mpi_finalize(void) { return MPI_Finalize(); }
+/* The world's ranks in reverse order (made at the first reversed exclusive scan). */
+static MPI_Comm reversed = MPI_COMM_NULL;
+
+int strata_mpi_finalize(void) {
+    if (reversed != MPI_COMM_NULL) MPI_Comm_free(&reversed);
+    return MPI_Finalize();
+}
 
 int strata_mpi_barrier(void) { return MPI_Barrier(MPI_COMM_WORLD); }
 
@@ -134,35 +140,89 @@ int strata_mpi_gatherv(const void *sbuf, long long bytes, void *rbuf, const long
     return rc;
 }
 
-/* In-place allreduce of `count` values: dtype 0 f64, 1 f32, 2 i64, 3 i32, 4 u64, 5 u32;
- * op 0 sum, 1 max, 2 min, 3 product, 4 logical or, 5 logical and. */
-int strata_mpi_allreduce(void *buf, long long count, int dtype, int op) {
-    MPI_Datatype t;
+/* The element types of allreduce and exscan: 0 f64, 1 f32, 2 i64, 3 i32, 4 u64, 5 u32, 6 i16,
+ * 7 u16, 8 i8, 9 u8. */
+static int datatype(int dtype, MPI_Datatype *t) {
     switch (dtype) {
-    case 0: t = MPI_DOUBLE; break;
-    case 1: t = MPI_FLOAT; break;
-    case 2: t = MPI_INT64_T; break;
-    case 3: t = MPI_INT32_T; break;
-    case 4: t = MPI_UINT64_T; break;
-    case 5: t = MPI_UINT32_T; break;
+    case 0: *t = MPI_DOUBLE; return MPI_SUCCESS;
+    case 1: *t = MPI_FLOAT; return MPI_SUCCESS;
+    case 2: *t = MPI_INT64_T; return MPI_SUCCESS;
+    case 3: *t = MPI_INT32_T; return MPI_SUCCESS;
+    case 4: *t = MPI_UINT64_T; return MPI_SUCCESS;
+    case 5: *t = MPI_UINT32_T; return MPI_SUCCESS;
+    case 6: *t = MPI_INT16_T; return MPI_SUCCESS;
+    case 7: *t = MPI_UINT16_T; return MPI_SUCCESS;
+    case 8: *t = MPI_INT8_T; return MPI_SUCCESS;
+    case 9: *t = MPI_UINT8_T; return MPI_SUCCESS;
     default: return MPI_ERR_TYPE;
     }
-    MPI_Op o;
+}
+
+/* The combinations: 0 sum, 1 max, 2 min, 3 product, 4 logical or, 5 logical and, 6 logical
+ * xor, 7 bitwise and, 8 bitwise or, 9 bitwise xor. */
+static int operation(int op, MPI_Op *o) {
     switch (op) {
-    case 0: o = MPI_SUM; break;
-    case 1: o = MPI_MAX; break;
-    case 2: o = MPI_MIN; break;
-    case 3: o = MPI_PROD; break;
-    case 4: o = MPI_LOR; break;
-    case 5: o = MPI_LAND; break;
+    case 0: *o = MPI_SUM; return MPI_SUCCESS;
+    case 1: *o = MPI_MAX; return MPI_SUCCESS;
+    case 2: *o = MPI_MIN; return MPI_SUCCESS;
+    case 3: *o = MPI_PROD; return MPI_SUCCESS;
+    case 4: *o = MPI_LOR; return MPI_SUCCESS;
+    case 5: *o = MPI_LAND; return MPI_SUCCESS;
+    case 6: *o = MPI_LXOR; return MPI_SUCCESS;
+    case 7: *o = MPI_BAND; return MPI_SUCCESS;
+    case 8: *o = MPI_BOR; return MPI_SUCCESS;
+    case 9: *o = MPI_BXOR; return MPI_SUCCESS;
     default: return MPI_ERR_OP;
+    }
+}
+
+/* In-place allreduce of `count` values of type `dtype` combined by `op` (see `datatype`,
+ * `operation`), in pieces of at most `chunk` bytes. */
+int strata_mpi_allreduce(void *buf, long long count, int dtype, int op) {
+    MPI_Datatype t;
+    MPI_Op o;
+    int rc = datatype(dtype, &t);
+    if (rc == MPI_SUCCESS) rc = operation(op, &o);
+    if (rc != MPI_SUCCESS) return rc;
+    int width;
+    MPI_Type_size(t, &width);
+    long long step = chunk / width > 0 ? chunk / width : 1;
+    for (long long off = 0; off < count; off += step) {
+        long long len = count - off < step ? count - off : step;
+        rc = MPI_Allreduce(MPI_IN_PLACE, (char *)buf + off * width, (int)len, t, o, MPI_COMM_WORLD);
+        if (rc != MPI_SUCCESS) return rc;
+    }
+    return MPI_SUCCESS;
+}
+
+/* Exclusive scan of `count` values of type `dtype` by `op` (an exact, commutative combination):
+ * `out` on rank k becomes `in` of ranks 0..k combined (of ranks k+1.. with `reverse`), elementwise;
+ * on the first rank (the last with `reverse`) it is left as it was. In pieces of at most
+ * `chunk` bytes. A collective call. */
+int strata_mpi_exscan(const void *in, void *out, long long count, int dtype, int op, int reverse) {
+    MPI_Datatype t;
+    MPI_Op o;
+    int rc = datatype(dtype, &t);
+    if (rc == MPI_SUCCESS) rc = operation(op, &o);
+    if (rc != MPI_SUCCESS) return rc;
+    MPI_Comm comm = MPI_COMM_WORLD;
+    if (reverse) {
+        if (reversed == MPI_COMM_NULL) {
+            int rank, size;
+            MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+            MPI_Comm_size(MPI_COMM_WORLD, &size);
+            rc = MPI_Comm_split(MPI_COMM_WORLD, 0, size - 1 - rank, &reversed);
+            if (rc != MPI_SUCCESS) return rc;
+            MPI_Comm_set_errhandler(reversed, MPI_ERRORS_RETURN);
+        }
+        comm = reversed;
     }
     int width;
     MPI_Type_size(t, &width);
     long long step = chunk / width > 0 ? chunk / width : 1;
     for (long long off = 0; off < count; off += step) {
         long long len = count - off < step ? count - off : step;
-        int rc = MPI_Allreduce(MPI_IN_PLACE, (char *)buf + off * width, (int)len, t, o, MPI_COMM_WORLD);
+        rc = MPI_Exscan((const char *)in + off * width, (char *)out + off * width, (int)len, t, o, comm);
         if (rc != MPI_SUCCESS) return rc;
     }
     return MPI_SUCCESS;

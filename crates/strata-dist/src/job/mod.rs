@@ -635,9 +635,10 @@ fn carried_scan(
 
 /// Runs a stage ending in a scan `acc ⊕ x` along a block level with an exact `⊕`
 /// ([`PartialStart::Carry`]'s `monoid`): every rank of the `chain` scans its rows at once, from
-/// the identity (the first from the scan's own initial value); the ranks' last states are
-/// gathered on every rank; each rank then combines those of the ranks before it in chain order
-/// (its carry `c`) and makes each of its rows `c ⊕ row`. Exact `⊕` (integers, booleans) make
+/// the identity (the first from the scan's own initial value); each rank's carry `c`, the last
+/// states of the ranks before it combined, comes from one `MPI_Exscan` (where MPI has `⊕`:
+/// [`crate::combine::mpi_op`]; else every rank's last state is gathered on every rank and
+/// folded in chain order); each rank then makes each of its rows `c ⊕ row`. Exact `⊕` (integers, booleans) make
 /// this the single-process result bit for bit. Every rank takes part in the gathering, a rank
 /// whose run failed with zeros (the failure is agreed on afterwards).
 fn concurrent_scan(
@@ -675,20 +676,34 @@ fn concurrent_scan(
         (Ok(values), Some(_)) => last_state(values, dim, owned[rank], forward),
         _ => None,
     };
-    let mine = last.filter(|b| b.len() == size).unwrap_or_else(|| vec![0u8; size]);
-    let mut all = comm.gatherv(&mine, &vec![size; comm.size], 0).map_err(|e| e.to_string())?.unwrap_or_default();
-    all.resize(size * comm.size, 0);
-    comm.bcast(&mut all, 0).map_err(|e| e.to_string())?;
+    fill(&mut carry);
+    match crate::combine::mpi_op(op, scalar) {
+        // The carry by `MPI_Exscan` (over the ranks in reverse for a backward scan): a rank
+        // holding no rows (or whose run failed) adds the identity.
+        Some((ty, mpi)) => {
+            let mine = last.filter(|b| b.len() == size).unwrap_or_else(|| slab::all_bytes(&carry));
+            let before = comm.exscan(&mine, ty, mpi, !forward).map_err(|e| e.to_string())?;
+            if let Some(bytes) = before {
+                slab::set_all_bytes(&mut carry, &bytes);
+            }
+        }
+        // Every rank's last state on every rank, folded in chain order.
+        None => {
+            let mine = last.filter(|b| b.len() == size).unwrap_or_else(|| vec![0u8; size]);
+            let mut all =
+                comm.gatherv(&mine, &vec![size; comm.size], 0).map_err(|e| e.to_string())?.unwrap_or_default();
+            all.resize(size * comm.size, 0);
+            comm.bcast(&mut all, 0).map_err(|e| e.to_string())?;
+            let mut theirs = carry.clone();
+            for &r in &chain[..at.unwrap_or(0)] {
+                slab::set_all_bytes(&mut theirs, &all[r * size..(r + 1) * size]);
+                crate::combine::fold_into(&mut carry, &theirs, op)?;
+            }
+        }
+    }
     let (Some(at), Ok(values)) = (at, &mut ran) else { return ran };
     if at == 0 {
         return ran;
-    }
-    // The carry: the last states of the ranks before this one, in chain order.
-    fill(&mut carry);
-    let mut theirs = carry.clone();
-    for &r in &chain[..at] {
-        slab::set_all_bytes(&mut theirs, &all[r * size..(r + 1) * size]);
-        crate::combine::fold_into(&mut carry, &theirs, op)?;
     }
     let Some((_, Value::Tensor(t))) = values.first_mut() else {
         return Err("a scan's result is not a dense tensor".into());

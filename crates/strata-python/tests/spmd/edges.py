@@ -55,4 +55,13 @@ f, g = np.random.default_rng(1).random((34, 3)), np.random.default_rng(2).random
 tf, tg = xp.asarray(f, device=w), xp.asarray(g, device=w)
 check("blocks of two sizes", tf[1:-1] + tg, f[1:-1] + g)
 check("blocks of two sizes, the other way", tg[:-2] * tf[2:-2], g[:-2] * f[2:-2])
+# cumulative sums and products along the block axis (integers: each rank's carry by an
+# exclusive scan over the ranks; the products wrap as numpy's do)
+c = (np.arange(7 * 3, dtype=np.int64).reshape(7, 3) * 7919) % 13 - 6
+tc = xp.asarray(c, device=w)
+check("cumulative_sum int64", xp.cumulative_sum(tc, axis=0), np.cumsum(c, axis=0))
+check("cumulative_prod int64", xp.cumulative_prod(tc, axis=0), np.cumprod(c, axis=0))
+c8 = c.astype(np.int8)
+check("cumulative_sum int8", xp.cumulative_sum(xp.asarray(c8, device=w), axis=0, dtype=xp.int8),
+      np.cumsum(c8, axis=0, dtype=np.int8))
 print(json.dumps({"rank": w.rank, "wrong": [n for n, ok in res if not ok]}), flush=True)
