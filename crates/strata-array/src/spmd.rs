@@ -424,6 +424,38 @@ enum Given<'a> {
     Named { names: &'a [String], values: &'a [Option<EntryArg>] },
 }
 
+thread_local! {
+    /// The stamps given to arrays' values ([`stamp`]), by address, each with a weak reference
+    /// that keeps the address from being reused while the entry exists.
+    static STAMPS: RefCell<rustc_hash::FxHashMap<usize, (u64, std::rc::Weak<Tensor>)>> =
+        RefCell::new(Default::default());
+    static NEXT_STAMP: std::cell::Cell<u64> = const { std::cell::Cell::new(1) };
+}
+
+/// A number naming `value` among every array value this thread has lent to a distributed run
+/// ([`job::Arg::stamped`]): an array's value never changes while it exists (operations make
+/// new ones), so an unchanged stamp is unchanged values — the inspector then does not hash
+/// the neighbor tables of a time loop every step.
+fn stamp(value: &Rc<Tensor>) -> u64 {
+    STAMPS.with(|s| {
+        let mut s = s.borrow_mut();
+        let at = Rc::as_ptr(value) as usize;
+        if let Some((k, weak)) = s.get(&at) {
+            if weak.upgrade().is_some_and(|v| Rc::ptr_eq(&v, value)) {
+                return *k;
+            }
+        }
+        // Entries of values freed since are dropped now and then (their weak references hold
+        // only the small allocation of the reference counts).
+        if s.len() >= 1024 {
+            s.retain(|_, (_, w)| w.strong_count() > 0);
+        }
+        let k = NEXT_STAMP.with(|n| n.replace(n.get() + 1));
+        s.insert(at, (k, Rc::downgrade(value)));
+        k
+    })
+}
+
 /// The front end's side of a rank's run: its arrays' values, and local programs run natively
 /// where they compile (else in the interpreter), as the thread's [`Backend`] says.
 struct FrontEndRank<'a> {
@@ -435,11 +467,14 @@ impl<'a> job::Rank<'a> for FrontEndRank<'a> {
     fn input(&mut self, input: job::Input<'_>) -> job::Step<job::Arg<'a>> {
         let missing = || format!("no value for `{}`", input.name);
         match self.given {
-            Given::Blocks(blocks) => input.held_from_owned(blocks.get(input.index).ok_or_else(missing)?),
+            Given::Blocks(blocks) => {
+                let block = blocks.get(input.index).ok_or_else(missing)?;
+                input.held_from_owned(block).map(|a| a.stamped(stamp(block)))
+            }
             Given::Named { names, values } => {
                 let k = names.iter().position(|n| n == input.name).ok_or_else(missing)?;
                 match values.get(k).ok_or_else(missing)? {
-                    Some(EntryArg::Array { block, ty }) => input.held_from(ty, block),
+                    Some(EntryArg::Array { block, ty }) => input.held_from(ty, block).map(|a| a.stamped(stamp(block))),
                     Some(EntryArg::Value(Value::Tensor(t))) => input.held_from_owned(t),
                     Some(EntryArg::Value(v)) if input.block.is_none() => Ok(job::Arg::Value(v.clone())),
                     Some(EntryArg::Value(_)) => {

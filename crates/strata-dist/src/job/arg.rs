@@ -20,6 +20,9 @@ pub enum Arg<'a> {
         data: &'a Data,
         /// The copy the interpreter reads.
         copy: OnceLock<Tensor>,
+        /// Set when the caller's values never change while they exist: a number naming them
+        /// among every value the process lends ([`Arg::stamped`]).
+        stamp: Option<u64>,
     },
     /// An `out` parameter that starts as zeros, made only if something reads them: native code
     /// writing the whole output takes a buffer of its own (a recycled one: no page faults).
@@ -36,7 +39,25 @@ impl<'a> Arg<'a> {
     pub fn lend(ty: &ValueType, data: &'a Data) -> Option<Arg<'a>> {
         let Data::Scalars(c) = data else { return None };
         let fits = ty.element.scalar() == Some(c.scalar()) && c.len() == ty.len() && ty.is_tensor;
-        fits.then(|| Arg::Lent { ty: ty.clone(), data, copy: OnceLock::new() })
+        fits.then(|| Arg::Lent { ty: ty.clone(), data, copy: OnceLock::new(), stamp: None })
+    }
+
+    /// The argument, if lent, marked with `stamp`: the caller promises that its values never
+    /// change while they exist and that no other values it lends carry the same stamp (so the
+    /// inspector recognizes unchanged tables by their stamps instead of hashing them).
+    pub fn stamped(self, stamp: u64) -> Arg<'a> {
+        match self {
+            Arg::Lent { ty, data, copy, .. } => Arg::Lent { ty, data, copy, stamp: Some(stamp) },
+            other => other,
+        }
+    }
+
+    /// The stamp of a lent argument ([`Arg::stamped`]).
+    pub fn stamp(&self) -> Option<u64> {
+        match self {
+            Arg::Lent { stamp, .. } => *stamp,
+            _ => None,
+        }
     }
 
     /// Zeros of type `ty`, made when first read ([`Arg::Zeros`]).
@@ -71,7 +92,7 @@ impl<'a> Arg<'a> {
     pub fn into_value(self) -> Value {
         match self {
             Arg::Value(v) => v,
-            Arg::Lent { ty, data, copy } => Value::Tensor(copy.into_inner().unwrap_or_else(|| copied(ty, data))),
+            Arg::Lent { ty, data, copy, .. } => Value::Tensor(copy.into_inner().unwrap_or_else(|| copied(ty, data))),
             Arg::Zeros { ty, made } => Value::Tensor(made.into_inner().unwrap_or_else(|| Tensor::zeros(&ty))),
         }
     }
@@ -129,7 +150,7 @@ impl Argument for Arg<'_> {
     fn tensor(&self) -> Option<&Tensor> {
         match self {
             Arg::Value(v) => v.tensor(),
-            Arg::Lent { ty, data, copy } => Some(copy.get_or_init(|| copied(ty.clone(), data))),
+            Arg::Lent { ty, data, copy, .. } => Some(copy.get_or_init(|| copied(ty.clone(), data))),
             Arg::Zeros { ty, made } => Some(made.get_or_init(|| Tensor::zeros(ty))),
         }
     }

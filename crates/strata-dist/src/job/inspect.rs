@@ -56,18 +56,27 @@ impl Inspected {
 }
 
 /// A digest of the rows of the tables (`tables`: parameter positions) this rank read: XXH3 over
-/// their types, bytes and presence masks.
+/// their types, and their stamps ([`Arg::stamped`]: a resident array's) or else their bytes and
+/// presence masks.
 fn tables_digest(read: &[Arg<'_>], tables: &BTreeSet<usize>) -> u64 {
     let mut h = xxhash_rust::xxh3::Xxh3Default::new();
     for &p in tables {
         h.update(&p.to_le_bytes());
         let Some((ty, data)) = read[p].rows() else { continue };
         h.update(format!("{ty:?}").as_bytes());
+        // Values that never change while they exist, named by their stamp: a new table is a
+        // new stamp (equal values under another stamp only re-run the inspector).
+        if let Some(stamp) = read[p].stamp() {
+            h.update(b"stamp");
+            h.update(&stamp.to_le_bytes());
+            continue;
+        }
         if let Data::Scalars(c) = data {
             h.update(slab::column_bytes(c));
         }
         if let Arg::Value(Value::Tensor(Tensor { present: Some(present), .. })) = &read[p] {
-            h.update(&present.iter().map(|&b| u8::from(b)).collect::<Vec<u8>>());
+            // SAFETY: a `bool` is one byte holding 0 or 1, a valid `u8`.
+            h.update(unsafe { std::slice::from_raw_parts(present.as_ptr().cast::<u8>(), present.len()) });
         }
     }
     h.digest()
