@@ -503,14 +503,8 @@ impl<'a> job::Rank<'a> for FrontEndRank<'a> {
         late: &[usize],
         arrive: &mut dyn FnMut() -> job::Step<()>,
     ) -> job::Step<Vec<(String, Value)>> {
-        let prepared = match self.prepared(local) {
-            Ok(p) => p,
-            Err(e) => {
-                arrive()?;
-                return Err(e);
-            }
-        };
-        let ran = prepared.run_overlapped(args, late, arrive).map_err(|e| engine::run_error(e).to_string())?;
+        let ran =
+            self.prepared(local)?.run_overlapped(args, late, arrive).map_err(|e| engine::run_error(e).to_string())?;
         Ok(ran.values)
     }
 }

@@ -83,17 +83,6 @@ type InitFn = unsafe extern "C" fn(*mut c_int, *mut c_int) -> c_int;
 type VoidFn = unsafe extern "C" fn() -> c_int;
 type AbortFn = unsafe extern "C" fn(c_int) -> c_int;
 type WtimeFn = unsafe extern "C" fn() -> f64;
-type ExchangeFn = unsafe extern "C" fn(
-    c_int,
-    *const c_int,
-    *const *mut c_void,
-    *const i64,
-    c_int,
-    *const c_int,
-    *const *mut c_void,
-    *const i64,
-    c_int,
-) -> c_int;
 type StartFn = unsafe extern "C" fn(
     c_int,
     *const c_int,
@@ -125,7 +114,6 @@ pub struct Comm {
     barrier: VoidFn,
     abort: AbortFn,
     wtime: WtimeFn,
-    exchange: ExchangeFn,
     start: StartFn,
     wait: WaitFn,
     gatherv: GathervFn,
@@ -239,7 +227,6 @@ impl Comm {
             barrier: sym!("strata_mpi_barrier", VoidFn),
             abort: sym!("strata_mpi_abort", AbortFn),
             wtime: sym!("strata_mpi_wtime", WtimeFn),
-            exchange: sym!("strata_mpi_exchange", ExchangeFn),
             start: sym!("strata_mpi_start", StartFn),
             wait: sym!("strata_mpi_wait", WaitFn),
             gatherv: sym!("strata_mpi_gatherv", GathervFn),
@@ -304,27 +291,14 @@ impl Comm {
         recvs: &mut [(usize, &mut [u8])],
         tag: i32,
     ) -> Result<(), CommError> {
-        let to: Vec<c_int> = sends.iter().map(|s| s.0 as c_int).collect();
-        let sbuf: Vec<*mut c_void> = sends.iter().map(|s| s.1.as_ptr() as *mut c_void).collect();
-        let sbytes: Vec<i64> = sends.iter().map(|s| s.1.len() as i64).collect();
-        let from: Vec<c_int> = recvs.iter().map(|r| r.0 as c_int).collect();
-        let rbytes: Vec<i64> = recvs.iter().map(|r| r.1.len() as i64).collect();
-        let rbuf: Vec<*mut c_void> = recvs.iter_mut().map(|r| r.1.as_mut_ptr().cast()).collect();
-        // SAFETY: every pointer addresses a live buffer of the length passed beside it; send
-        // buffers are only read.
-        let rc = unsafe {
-            (self.exchange)(
-                sends.len() as c_int,
-                to.as_ptr(),
-                sbuf.as_ptr(),
-                sbytes.as_ptr(),
-                recvs.len() as c_int,
-                from.as_ptr(),
-                rbuf.as_ptr(),
-                rbytes.as_ptr(),
-                tag,
-            )
-        };
+        let m = Messages::new(sends.iter().map(|(r, b)| (*r, *b)), recvs.iter_mut().map(|(r, b)| (*r, &mut **b)));
+        let mut pending = std::ptr::null_mut();
+        // SAFETY: every pointer addresses a live buffer of the length passed beside it, not
+        // touched by Rust until the wait below returns; send buffers are only read.
+        let rc = unsafe { self.post(&m, tag, &mut pending) };
+        // SAFETY: the handle just started (null if nothing was), waited for once.
+        let done = unsafe { (self.wait)(pending) };
+        let rc = if rc != 0 { rc } else { done };
         self.check("MPI_Isend/MPI_Irecv", rc)
     }
 
@@ -339,31 +313,16 @@ impl Comm {
         mut recvs: Vec<(usize, Vec<u8>)>,
         tag: i32,
     ) -> Result<Started<'_>, CommError> {
-        let to: Vec<c_int> = sends.iter().map(|s| s.0 as c_int).collect();
-        let sbuf: Vec<*mut c_void> = sends.iter().map(|s| s.1.as_ptr() as *mut c_void).collect();
-        let sbytes: Vec<i64> = sends.iter().map(|s| s.1.len() as i64).collect();
-        let from: Vec<c_int> = recvs.iter().map(|r| r.0 as c_int).collect();
-        let rbytes: Vec<i64> = recvs.iter().map(|r| r.1.len() as i64).collect();
-        let rbuf: Vec<*mut c_void> = recvs.iter_mut().map(|r| r.1.as_mut_ptr().cast()).collect();
+        let m = Messages::new(
+            sends.iter().map(|(r, b)| (*r, b.as_slice())),
+            recvs.iter_mut().map(|(r, b)| (*r, b.as_mut_slice())),
+        );
         let mut pending = std::ptr::null_mut();
         // SAFETY: every pointer addresses a live buffer of the length passed beside it, owned
         // by the `Started` returned (a `Vec`'s heap block does not move when the `Vec` does)
         // and neither read nor written by Rust until its requests complete; send buffers are
         // only read.
-        let rc = unsafe {
-            (self.start)(
-                sends.len() as c_int,
-                to.as_ptr(),
-                sbuf.as_ptr(),
-                sbytes.as_ptr(),
-                recvs.len() as c_int,
-                from.as_ptr(),
-                rbuf.as_ptr(),
-                rbytes.as_ptr(),
-                tag,
-                &mut pending,
-            )
-        };
+        let rc = unsafe { self.post(&m, tag, &mut pending) };
         let started = Started { comm: self, pending, sends, recvs };
         match self.check("MPI_Isend/MPI_Irecv", rc) {
             Ok(()) => Ok(started),
@@ -371,6 +330,29 @@ impl Comm {
                 drop(started);
                 Err(e)
             }
+        }
+    }
+
+    /// Posts the messages of `m` (`strata_mpi_start`): `*pending` is the handle to wait for.
+    ///
+    /// # Safety
+    /// Every buffer of `m` must stay alive, and its receive buffers untouched, until the
+    /// handle is waited for.
+    unsafe fn post(&self, m: &Messages, tag: i32, pending: &mut *mut c_void) -> c_int {
+        // SAFETY: guaranteed by the caller; the arrays of `m` have the lengths passed.
+        unsafe {
+            (self.start)(
+                m.sends(),
+                m.to.as_ptr(),
+                m.sbuf.as_ptr(),
+                m.sbytes.as_ptr(),
+                m.recvs(),
+                m.from.as_ptr(),
+                m.rbuf.as_ptr(),
+                m.rbytes.as_ptr(),
+                tag,
+                pending,
+            )
         }
     }
 
@@ -496,6 +478,45 @@ impl Comm {
             at += c as usize;
         }
         Ok(out)
+    }
+}
+
+/// Point-to-point messages as the MPI layer takes them: peers, buffers and lengths, sends and
+/// receives apart.
+struct Messages {
+    to: Vec<c_int>,
+    sbuf: Vec<*mut c_void>,
+    sbytes: Vec<i64>,
+    from: Vec<c_int>,
+    rbuf: Vec<*mut c_void>,
+    rbytes: Vec<i64>,
+}
+
+impl Messages {
+    fn new<'b>(
+        sends: impl Iterator<Item = (usize, &'b [u8])>,
+        recvs: impl Iterator<Item = (usize, &'b mut [u8])>,
+    ) -> Messages {
+        let mut m = Messages { to: vec![], sbuf: vec![], sbytes: vec![], from: vec![], rbuf: vec![], rbytes: vec![] };
+        for (rank, b) in sends {
+            m.to.push(rank as c_int);
+            m.sbuf.push(b.as_ptr() as *mut c_void);
+            m.sbytes.push(b.len() as i64);
+        }
+        for (rank, b) in recvs {
+            m.from.push(rank as c_int);
+            m.rbuf.push(b.as_mut_ptr().cast());
+            m.rbytes.push(b.len() as i64);
+        }
+        m
+    }
+
+    fn sends(&self) -> c_int {
+        self.to.len() as c_int
+    }
+
+    fn recvs(&self) -> c_int {
+        self.from.len() as c_int
     }
 }
 

@@ -268,14 +268,7 @@ impl job::Rank<'static> for CliRank<'_> {
         late: &[usize],
         arrive: &mut dyn FnMut() -> job::Step<()>,
     ) -> job::Step<Vec<(String, Value)>> {
-        let prepared = match self.prepared(local) {
-            Ok(p) => p,
-            Err(e) => {
-                arrive()?;
-                return Err(e);
-            }
-        };
-        let ran = prepared.run_overlapped(args, late, arrive).map_err(|e| e.to_string())?;
+        let ran = self.prepared(local)?.run_overlapped(args, late, arrive).map_err(|e| e.to_string())?;
         self.timings = ran.timings.unwrap_or_default();
         Ok(ran.values)
     }

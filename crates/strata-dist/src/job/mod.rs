@@ -104,8 +104,8 @@ pub trait Rank<'a> {
 
     /// [`Rank::execute`] with the local parameters `late` not holding their values yet (halo
     /// strips being received): what needs none of them may run first; `arrive` fills them and
-    /// must be called exactly once, before anything reads them, also when the run fails. The
-    /// default calls it first.
+    /// must be called once before anything reads them (a run that fails before that may skip
+    /// it: the exchanges then complete when the stage ends). The default calls it first.
     fn execute_overlapped(
         &mut self,
         program: Local<'_>,
