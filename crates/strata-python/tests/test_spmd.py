@@ -213,6 +213,14 @@ def test_edge_cases_of_team_arrays_match_numpy(mpirun, ranks):
         assert r["wrong"] == [], r
 
 
+@pytest.mark.parametrize("ranks", [None, 2, 3])
+def test_neighbor_tables_on_the_team_are_reinspected_only_when_replaced(mpirun, ranks):
+    # The inspector keeps what it found while a table is the same array (its stamp) and runs
+    # again for a new one; every call equals numpy.
+    for r in reports(run(mpirun, ranks, "tables.py"), ranks):
+        assert r["wrong"] == [], r
+
+
 @pytest.mark.parametrize("ranks", [None, 1, 2, 3])
 def test_reductions_of_team_arrays_fold_blocks_and_gather_nothing(mpirun, ranks):
     """sum, prod, max, min, mean, var, std, any and all over every axis combination, against
