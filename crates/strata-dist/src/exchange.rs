@@ -226,16 +226,12 @@ impl Destination for RawRows {
         &self.ty
     }
     fn packed_len(&self, level: usize, rows: Interval) -> usize {
-        slab::Rows::of(&self.ty, level).map_or(0, |g| g.outer * g.inner * g.elem * rows.len() as usize)
+        slab::Rows::of(&self.ty, level).map_or(0, |g| g.packed_len(rows))
     }
     fn unpack(&mut self, level: usize, rows: Interval, packed: &[u8]) {
         let Some(g) = slab::Rows::of(&self.ty, level) else { return };
         // SAFETY: `RawRows::new`'s contract: the values are alive, `len` bytes, and ours.
         let bytes = unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) };
-        let mut at = 0;
-        for (off, len) in g.runs(rows) {
-            bytes[off..off + len].copy_from_slice(&packed[at..at + len]);
-            at += len;
-        }
+        g.unpack_into(bytes, rows, packed);
     }
 }

@@ -54,6 +54,24 @@ impl Rows {
     }
 }
 
+impl Rows {
+    /// The bytes `rows` take packed.
+    pub fn packed_len(&self, rows: Interval) -> usize {
+        self.outer * self.inner * self.elem * rows.len() as usize
+    }
+
+    /// Places packed `rows` into `dst` (a column of this geometry, as bytes); returns the
+    /// bytes of `packed` it read.
+    pub fn unpack_into(&self, dst: &mut [u8], rows: Interval, packed: &[u8]) -> usize {
+        let mut at = 0;
+        for (off, len) in self.runs(rows) {
+            dst[off..off + len].copy_from_slice(&packed[at..at + len]);
+            at += len;
+        }
+        at
+    }
+}
+
 /// The raw bytes of a scalar tensor.
 pub fn bytes(t: &Tensor) -> &[u8] {
     let Data::Scalars(c) = &t.data else { return &[] };
@@ -90,8 +108,7 @@ pub fn pack_as(ty: &ValueType, data: &Data, level: usize, rows: Interval) -> Vec
 
 /// The bytes [`pack`] makes of `rows` of `t`.
 pub fn packed_len(t: &Tensor, level: usize, rows: Interval) -> usize {
-    columns(&t.data).iter().map(|c| column_rows(&t.ty, level, c)).map(|g| g.outer * g.inner * g.elem).sum::<usize>()
-        * rows.len() as usize
+    columns(&t.data).iter().map(|c| column_rows(&t.ty, level, c).packed_len(rows)).sum()
 }
 
 /// Places packed `rows` into `t` (level `level`).
@@ -99,12 +116,7 @@ pub fn unpack(t: &mut Tensor, level: usize, rows: Interval, packed: &[u8]) {
     let ty = t.ty.clone();
     let mut at = 0;
     for c in columns_mut(&mut t.data) {
-        let g = column_rows(&ty, level, c);
-        let dst = column_bytes_mut(c);
-        for (off, len) in g.runs(rows) {
-            dst[off..off + len].copy_from_slice(&packed[at..at + len]);
-            at += len;
-        }
+        at += column_rows(&ty, level, c).unpack_into(column_bytes_mut(c), rows, &packed[at..]);
     }
 }
 

@@ -310,15 +310,13 @@ impl Prepared {
     }
 
     fn run_backend<T: Argument>(&self, args: &[T], repeat: usize) -> Result<Executed, ExecuteError> {
-        let mut native_failure = self.native_failure.clone();
         if let Some(native) = &self.native {
-            match self.run_native(native, args, repeat) {
-                Ok((values, timings)) => return Ok(Executed { values, timings: Some(timings), note: None }),
-                Err(e) if self.backend == Backend::Native => return Err(ExecuteError::Exec(e)),
-                Err(e) => native_failure = Some(e),
-            }
+            return match self.run_native(native, args, repeat) {
+                Ok((values, timings)) => Ok(Executed { values, timings: Some(timings), note: None }),
+                Err(e) => self.fall_back(args, e),
+            };
         }
-        self.interpret(args, native_failure)
+        self.interpret(args, self.native_failure.clone())
     }
 
     /// Runs the reference interpreter; `native_failure` is why native code did not run it,

@@ -638,9 +638,10 @@ fn carried_scan(
 /// the identity (the first from the scan's own initial value); each rank's carry `c`, the last
 /// states of the ranks before it combined, comes from one `MPI_Exscan` (where MPI has `⊕`:
 /// [`crate::combine::mpi_op`]; else every rank's last state is gathered on every rank and
-/// folded in chain order); each rank then makes each of its rows `c ⊕ row`. Exact `⊕` (integers, booleans) make
-/// this the single-process result bit for bit. Every rank takes part in the gathering, a rank
-/// whose run failed with zeros (the failure is agreed on afterwards).
+/// folded in chain order); each rank then makes each of its rows `c ⊕ row`. Exact `⊕`
+/// (integers, booleans) make this the single-process result bit for bit. Every rank takes part
+/// in the collective; a rank without rows or whose run failed adds the identity to the
+/// `MPI_Exscan` and is passed over in the gathered fold (a failure is agreed on afterwards).
 fn concurrent_scan(
     comm: &Comm,
     (op, identity): (strata_ir::BinaryOp, &strata_ir::Literal),
