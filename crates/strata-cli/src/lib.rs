@@ -3,6 +3,7 @@
 
 #![deny(missing_docs)]
 
+pub mod bisect;
 mod dist_run;
 pub mod run;
 
@@ -381,6 +382,25 @@ pub(crate) fn prepare(
     strata_engine::prepare(module, types, entry, &options)
 }
 
+/// `--disable-pass NAME…`: checks that each names an optional pass and adds them to
+/// `$STRATA_DISABLE_PASSES`, which every lowering in this process and the ranks it starts reads
+/// (`LowerOptions::for_this_machine`); call before anything lowers. `Err`: the exit status,
+/// the error printed.
+pub fn disable_passes(names: &[String]) -> Result<(), i32> {
+    if names.is_empty() {
+        return Ok(());
+    }
+    if let Err(e) = strata_codegen::pipeline::PassSet::from_names(names.iter().map(String::as_str)) {
+        eprintln!("error: --disable-pass: {e}");
+        return Err(1);
+    }
+    let mut all: Vec<String> = std::env::var("STRATA_DISABLE_PASSES").map(|v| vec![v]).unwrap_or_default();
+    all.extend(names.iter().cloned());
+    // Set before any thread reads the environment (the CLI's first step).
+    std::env::set_var("STRATA_DISABLE_PASSES", all.join(","));
+    Ok(())
+}
+
 /// `strata lower --passes`: the passes over the loop-level IR, one per line with what it does.
 pub fn cmd_passes() -> i32 {
     println!(
@@ -388,7 +408,8 @@ pub fn cmd_passes() -> i32 {
         strata_codegen::pipeline::LOWER
     );
     for p in strata_codegen::pipeline::PASSES {
-        println!("{:<34} {}", p.name, p.summary);
+        let required = if p.optional { "" } else { " (always runs)" };
+        println!("{:<34} {}{required}", p.name, p.summary);
     }
     0
 }

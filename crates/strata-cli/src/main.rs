@@ -71,11 +71,15 @@ enum Command {
         /// partitioned over the ranks; see docs/runtime.md). Under `mpirun`, N must be its size.
         #[arg(long, value_name = "N")]
         ranks: Option<usize>,
+        /// Do not run the optional native pass NAME (repeatable, or comma-separated; see
+        /// `strata lower --passes`): for finding a pass that changes a result.
+        #[arg(long = "disable-pass", value_name = "NAME", value_delimiter = ',')]
+        disable_pass: Vec<String>,
     },
     /// Print an entry's lowered forms: fused loop kernels, the generated C, or its distribution
     /// over ranks (`--to dist`).
     #[command(
-        after_help = "Examples:\n  strata lower examples/stencil/laplacian.strata --to c\n  strata lower examples/distributed/laplacian.strata --to dist --ranks 3"
+        after_help = "Examples:\n  strata lower examples/stencil/laplacian.strata --to c\n  strata lower examples/distributed/laplacian.strata --to dist --ranks 3\n  strata lower prog.strata --disable-pass coiterate,unify-fold-vars\n  strata lower prog.strata --bisect --arg a=a.npz"
     )]
     Lower {
         /// The `.strata` file (not needed with `--passes`).
@@ -98,6 +102,17 @@ enum Command {
         /// instead of the final ones.
         #[arg(long, value_name = "NAME", conflicts_with = "to")]
         print_after: Option<String>,
+        /// Do not run the optional pass NAME (repeatable, or comma-separated; also
+        /// `$STRATA_DISABLE_PASSES` for every front end). Values never change without it.
+        #[arg(long = "disable-pass", value_name = "NAME", value_delimiter = ',')]
+        disable_pass: Vec<String>,
+        /// Run the entry (on `--arg` data) in the interpreter and natively with the first k
+        /// optional passes for k = 0, 1, …: name the first pass that changes its result.
+        #[arg(long, conflicts_with_all = ["to", "print_after"])]
+        bisect: bool,
+        /// `NAME=SPEC` arguments for `--bisect` (as `strata run --arg`; missing ones are an error).
+        #[arg(long = "arg", value_name = "NAME=SPEC", requires = "bisect")]
+        args: Vec<String>,
     },
     /// Print each entry's parameters and results with their full types.
     #[command(after_help = "Example:\n  strata sig --json examples/stencil/nabla.strata")]
@@ -160,7 +175,10 @@ fn main() {
             };
             strata_cli::cmd_fmt(&files, check, style)
         }
-        Command::Run { file, entry, args, outs, backend, time, threads, repeat, timings, ranks } => {
+        Command::Run { file, entry, args, outs, backend, time, threads, repeat, timings, ranks, disable_pass } => {
+            if let Err(status) = strata_cli::disable_passes(&disable_pass) {
+                std::process::exit(status);
+            }
             strata_cli::cmd_run(
                 &file,
                 &strata_cli::RunOptions { entry, args, outs, backend, time, threads, repeat, timings, ranks },
@@ -169,9 +187,16 @@ fn main() {
         Command::Sig { file, json } => strata_cli::cmd_sig(&file, json),
         Command::Launch { ranks, command } => strata_cli::cmd_launch(ranks, &command),
         Command::Lower { passes: true, .. } => strata_cli::cmd_passes(),
-        Command::Lower { file, entry, to, ranks, print_after, .. } => {
+        Command::Lower { file, entry, to, ranks, print_after, disable_pass, bisect, args, .. } => {
             let file = file.expect("clap requires FILE without --passes");
-            strata_cli::cmd_lower(&file, entry.as_deref(), &to, ranks, print_after.as_deref())
+            if let Err(status) = strata_cli::disable_passes(&disable_pass) {
+                std::process::exit(status);
+            }
+            if bisect {
+                strata_cli::bisect::cmd_bisect(&file, entry.as_deref(), &args)
+            } else {
+                strata_cli::cmd_lower(&file, entry.as_deref(), &to, ranks, print_after.as_deref())
+            }
         }
     };
     std::process::exit(status);

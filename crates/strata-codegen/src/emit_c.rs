@@ -314,6 +314,7 @@ fn analysis<'p>(program: &'p KernelProgram, k: &'p Kernel) -> Emitter<'p> {
         windows: k.windows(),
         entries: Vec::new(),
         next_entry: Rc::default(),
+        conditional_reads: Rc::default(),
     }
 }
 
@@ -359,25 +360,25 @@ fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
             windows: k.windows(),
             entries: Vec::new(),
             next_entry: Rc::default(),
+            conditional_reads: Rc::default(),
         };
-        let _ = writeln!(out, "\n/* kernel {ki}: {} */", k.comment);
-        let _ = writeln!(out, "static int {symbol}_kernel{ki}(void **buf, const strata_rt *rt, int threads) {{");
+        let mut body = String::new();
         // Threads share the outermost loop; each has its own error flag, combined at the end.
         let parallel = !k.domain.is_empty();
         if parallel {
-            let _ = writeln!(out, "  int e_ = 0;");
+            let _ = writeln!(body, "  int e_ = 0;");
         } else {
-            let _ = writeln!(out, "  int e_ = 0; int *err = &e_;");
+            let _ = writeln!(body, "  int e_ = 0; int *err = &e_;");
         }
         let _ = writeln!(
-            out,
+            body,
             "  const int par_ = {}; (void)par_;  /* enough work for threads */",
             schedule.parallel as i32
         );
         for (i, b) in program.buffers.iter().enumerate() {
             let c = if b.written { "" } else { "const " };
             let _ = writeln!(
-                out,
+                body,
                 "  {c}{} *restrict {} = ({c}{} *)buf[{i}];",
                 c_type(b.scalar),
                 em.name(i),
@@ -385,12 +386,20 @@ fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
             );
         }
         match &k.kind {
-            KernelKind::Scatter(sc) => emit_scatter(out, &em, k, sc),
-            KernelKind::Gemm(mm) => emit_matmul(out, &em, k, mm),
-            KernelKind::Scan(sk) => emit_scan(out, &em, k, &sk.scan),
-            KernelKind::Nest(n) => emit_nest(out, &em, k, n),
+            KernelKind::Scatter(sc) => emit_scatter(&mut body, &em, k, sc),
+            KernelKind::Gemm(mm) => emit_matmul(&mut body, &em, k, mm),
+            KernelKind::Scan(sk) => emit_scan(&mut body, &em, k, &sk.scan),
+            KernelKind::Nest(n) => emit_nest(&mut body, &em, k, n),
         }
-        let _ = writeln!(out, "  return e_;\n}}");
+        let _ = writeln!(body, "  return e_;\n}}");
+        // GCC 12.2's vectorizer gives the masked loads of an if-converted select the mask of
+        // its first vector only (wrong values for `where(a > 0, y, z)` on a 4×5 array): a kernel
+        // reading memory under a condition is compiled without loop if-conversion.
+        let attribute = if em.conditional_reads.get() { "STRATA_NO_IFCVT " } else { "" };
+        let _ = writeln!(out, "\n/* kernel {ki}: {} */", k.comment);
+        let _ =
+            writeln!(out, "static {attribute}int {symbol}_kernel{ki}(void **buf, const strata_rt *rt, int threads) {{");
+        out.push_str(&body);
     }
     let _ = writeln!(
         out,

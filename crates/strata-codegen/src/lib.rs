@@ -44,6 +44,7 @@ pub mod stage;
 pub mod sym;
 pub mod unify_folds;
 pub mod verify_kernels;
+pub mod verify_sets;
 pub mod workspace;
 
 pub use kernel::KernelProgram;

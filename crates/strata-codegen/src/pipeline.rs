@@ -11,8 +11,11 @@ use crate::verify_kernels::verify_kernels;
 
 /// A pass over the loop-level IR.
 pub struct Pass {
-    /// Its name (`--print-after NAME`).
+    /// Its name (`--print-after NAME`, `--disable-pass NAME`).
     pub name: &'static str,
+    /// Whether it may be switched off: every optional pass is an optimization, and a program
+    /// computes the same values without it (the pass-toggle test runs the corpus so).
+    pub optional: bool,
     /// What it does, in one line (`--passes`).
     pub summary: &'static str,
     /// Runs it.
@@ -26,16 +29,19 @@ pub const LOWER: &str = "lower";
 pub const PASSES: &[Pass] = &[
     Pass {
         name: "split-pieces",
+        optional: true,
         summary: "runs a kernel whose stores choose by comparing a loop variable with a constant (a concatenation's pieces) as one kernel per piece",
         run: |p| p.kernels = crate::split::split_pieces(std::mem::take(&mut p.kernels)),
     },
     Pass {
         name: "simplify",
+        optional: true,
         summary: "folds constants and drops select branches a kernel's loop ranges decide",
         run: simplify,
     },
     Pass {
         name: "materialize-invariant-reductions",
+        optional: true,
         summary: "computes a reduction recomputed along a loop it does not depend on once, in a kernel of its own",
         run: |p| {
             let kernels = std::mem::take(&mut p.kernels);
@@ -44,21 +50,25 @@ pub const PASSES: &[Pass] = &[
     },
     Pass {
         name: "forward-scan-results",
+        optional: true,
         summary: "a scan whose result a program only copies into an `out` parameter writes it there",
         run: |p| p.kernels = forward_scan_results(std::mem::take(&mut p.kernels), &p.buffers),
     },
     Pass {
         name: "fuse-scans",
+        optional: true,
         summary: "runs a scan and the next one over the same dimension reading it pointwise per strip",
         run: |p| p.kernels = fuse_scans(std::mem::take(&mut p.kernels), &p.buffers),
     },
     Pass {
         name: "fuse-adjacent",
+        optional: true,
         summary: "consecutive kernels over one domain that do not read each other's outputs share a loop",
         run: |p| p.kernels = fuse_adjacent(std::mem::take(&mut p.kernels)),
     },
     Pass {
         name: "mark-overwritten",
+        optional: true,
         summary: "marks buffers written whole before any read (no copy of the caller's data)",
         run: |p| {
             for b in 0..p.buffers.len() {
@@ -68,6 +78,7 @@ pub const PASSES: &[Pass] = &[
     },
     Pass {
         name: "recognize-matmul",
+        optional: true,
         summary: "kernels that are (+, ×) contractions of dense f32/f64 loads become runtime GEMM calls",
         run: |p| {
             for k in 0..p.kernels.len() {
@@ -79,26 +90,31 @@ pub const PASSES: &[Pass] = &[
     },
     Pass {
         name: "coiterate",
+        optional: true,
         summary: "loops over stored sparse coordinates where the fill algebra proves no value changes",
         run: crate::sparse::coiterate,
     },
     Pass {
         name: "gustavson",
+        optional: true,
         summary: "sparse results (SpGEMM) accumulate each row in a dense workspace",
         run: crate::workspace::gustavson,
     },
     Pass {
         name: "stage-windows",
+        optional: true,
         summary: "values read at several offsets are computed once into rolling windows of planes",
         run: crate::stage::stage_windows,
     },
     Pass {
         name: "unify-fold-vars",
+        optional: true,
         summary: "sibling folds over the same ranges bind the same loop variables (so they can share a loop)",
         run: crate::unify_folds::unify_fold_vars,
     },
     Pass {
         name: "schedule",
+        optional: false,
         summary: "decides how each kernel's loops run: threads, layout, reassociated sums, streamed stores",
         run: crate::schedule::schedule,
     },
@@ -119,17 +135,103 @@ fn simplify(p: &mut KernelProgram) {
     }
 }
 
+/// A set of passes of [`PASSES`] (by index), e.g. those switched off.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct PassSet(u64);
+
+/// A pass name that names no optional pass.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("`{name}` is not an optional pass (optional passes: {})", optional_names().join(", "))]
+pub struct UnknownPass {
+    /// The name given.
+    pub name: String,
+}
+
+/// The names of the passes that may be switched off, in pipeline order.
+pub fn optional_names() -> Vec<&'static str> {
+    PASSES.iter().filter(|p| p.optional).map(|p| p.name).collect()
+}
+
+impl PassSet {
+    /// No pass.
+    pub const NONE: PassSet = PassSet(0);
+
+    /// The passes named (each an optional pass).
+    ///
+    /// # Errors
+    /// [`UnknownPass`]: a name of no optional pass.
+    pub fn from_names<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<PassSet, UnknownPass> {
+        let mut set = PassSet::NONE;
+        for name in names.into_iter().map(str::trim).filter(|n| !n.is_empty()) {
+            let i = PASSES
+                .iter()
+                .position(|p| p.name == name && p.optional)
+                .ok_or_else(|| UnknownPass { name: name.to_string() })?;
+            set.0 |= 1 << i;
+        }
+        Ok(set)
+    }
+
+    /// The passes `$STRATA_DISABLE_PASSES` names (comma-separated). A name of no optional
+    /// pass is reported on stderr once and ignored: the variable reaches every front end
+    /// (Python, Rust), which must still run.
+    pub fn from_env() -> PassSet {
+        static FROM_ENV: std::sync::OnceLock<PassSet> = std::sync::OnceLock::new();
+        *FROM_ENV.get_or_init(|| {
+            let Ok(value) = std::env::var("STRATA_DISABLE_PASSES") else { return PassSet::NONE };
+            let mut set = PassSet::NONE;
+            for name in value.split(',') {
+                match PassSet::from_names([name]) {
+                    Ok(one) => set = set.union(one),
+                    Err(e) => eprintln!("warning: $STRATA_DISABLE_PASSES: {e}"),
+                }
+            }
+            set
+        })
+    }
+
+    /// Both sets' passes.
+    pub fn union(self, other: PassSet) -> PassSet {
+        PassSet(self.0 | other.0)
+    }
+
+    /// Whether pass `i` of [`PASSES`] is in the set.
+    pub fn contains(self, i: usize) -> bool {
+        self.0 & (1 << i) != 0
+    }
+
+    /// The names of the passes in the set, in pipeline order.
+    pub fn names(self) -> Vec<&'static str> {
+        PASSES.iter().enumerate().filter(|(i, _)| self.contains(*i)).map(|(_, p)| p.name).collect()
+    }
+}
+
 /// Runs every pass over `program` (as lowering left it), verifying the kernels after each;
 /// `observe` sees the program after lowering (as [`LOWER`]) and after each pass.
 ///
 /// # Errors
 /// [`LowerError::Invalid`]: a pass broke an invariant of the loop IR (a compiler bug).
 pub fn run(program: &mut KernelProgram, observe: &mut dyn FnMut(&str, &KernelProgram)) -> Result<(), LowerError> {
-    verify_kernels(&program.buffers, &program.kernels, LOWER)?;
+    run_with(program, PassSet::NONE, observe)
+}
+
+/// [`run`] without the passes in `disabled` (`observe` does not see them).
+///
+/// # Errors
+/// [`LowerError::Invalid`]: a pass broke an invariant of the loop IR (a compiler bug).
+pub fn run_with(
+    program: &mut KernelProgram,
+    disabled: PassSet,
+    observe: &mut dyn FnMut(&str, &KernelProgram),
+) -> Result<(), LowerError> {
+    verify_kernels(program, LOWER)?;
     observe(LOWER, program);
-    for pass in PASSES {
+    for (i, pass) in PASSES.iter().enumerate() {
+        if disabled.contains(i) {
+            continue;
+        }
         (pass.run)(program);
-        verify_kernels(&program.buffers, &program.kernels, pass.name)?;
+        verify_kernels(program, pass.name)?;
         observe(pass.name, program);
     }
     Ok(())

@@ -397,16 +397,27 @@ fn kernel_sets(program: &KernelProgram, k: &Kernel) -> Vec<CoIteration> {
         }
         outer.push(l.name.clone());
     }
+    // Folds sharing a variable name (equal sibling reductions keep equal names) share its set
+    // only when each of them chose the same one; otherwise the variable iterates densely.
+    let mut choices: Vec<(DimName, Option<CoIteration>)> = Vec::new();
     for st in &k.stores {
-        fold_sets(program, &st.value, &outer, &mut out);
+        fold_sets(program, &st.value, &outer, &mut choices);
+    }
+    for (v, choice) in &choices {
+        let agreed = choices.iter().filter(|(w, _)| w == v).all(|(_, c)| c == choice);
+        if let (true, Some(c)) = (agreed, choice) {
+            if !out.iter().any(|o: &CoIteration| &o.var == v) {
+                out.push(c.clone());
+            }
+        }
     }
     out
 }
 
-/// The co-iterations of the folds inside `e`, evaluated where the variables `outer` are
-/// bound: a step may be left out where a read is its fill value if the step then leaves the
+/// The co-iteration each fold inside `e` may use for each of its variables (`None`: dense),
+/// evaluated where the variables `outer` are bound: a step may be left out where a read is its fill value if the step then leaves the
 /// accumulator unchanged, and where a ragged read it needs is skipped.
-fn fold_sets(program: &KernelProgram, e: &Rc<SExpr>, outer: &[DimName], out: &mut Vec<CoIteration>) {
+fn fold_sets(program: &KernelProgram, e: &Rc<SExpr>, outer: &[DimName], out: &mut Vec<(DimName, Option<CoIteration>)>) {
     if let SExpr::Reduce { id, vars, init, body, .. } = &**e {
         fold_sets(program, init, outer, out);
         let scalar = scalar_of(program);
@@ -422,12 +433,11 @@ fn fold_sets(program: &KernelProgram, e: &Rc<SExpr>, outer: &[DimName], out: &mu
         let mut bound = outer.to_vec();
         for (v, range) in vars {
             let cands = candidates(program, &[body], v, &bound);
-            if let Some(set) = choose(program, &cands, &alone, &together) {
-                if !out.iter().any(|c| &c.var == v) {
-                    let merge = matches!(set, IterSet::Union(_)) || mergeable(program, &set);
-                    out.push(CoIteration { var: v.clone(), range: *range, set, merge });
-                }
-            }
+            let choice = choose(program, &cands, &alone, &together).map(|set| {
+                let merge = matches!(set, IterSet::Union(_)) || mergeable(program, &set);
+                CoIteration { var: v.clone(), range: *range, set, merge }
+            });
+            out.push((v.clone(), choice));
             bound.push(v.clone());
         }
         fold_sets(program, body, &bound, out);

@@ -8,9 +8,14 @@
 //! pass renames the variables of each fold outside any other fold to those of the first such
 //! fold of its kernel over the same ranges.
 //!
+//! Folds whose variables visit stored coordinates only ([`crate::kernel::Kernel::sets`], keyed by
+//! variable name) keep their names: a set belongs to the fold `coiterate` proved it for, and a
+//! sibling taking its names would take its set (a row maximum given a row sum's stored entries
+//! saw only those; the kernel verifier's `verify_sets` now refuses that).
+//!
 //! Preserves: every value (a fold's variables are bound by the fold; the new names are used
 //! only where the fold mentions no variable of that name, free or bound, so nothing is
-//! captured). Changes: only the names of fold variables.
+//! captured, and never for a variable with a set). Changes: only the names of fold variables.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -26,20 +31,25 @@ type Vars = Vec<(DimName, Interval)>;
 pub fn unify_fold_vars(p: &mut KernelProgram) {
     for k in &mut p.kernels {
         let seen = RefCell::new(Vec::new());
+        let with_set: Vec<DimName> = k.sets.iter().map(|s| s.var.clone()).collect();
         for st in &mut k.stores {
-            st.value = unify(&st.value, &seen);
+            st.value = unify(&st.value, &seen, &with_set);
         }
     }
 }
 
 /// `e` with its outermost folds renamed to the first seen fold over the same ranges.
-fn unify(e: &Rc<SExpr>, seen: &RefCell<Vec<Vars>>) -> Rc<SExpr> {
+fn unify(e: &Rc<SExpr>, seen: &RefCell<Vec<Vars>>, with_set: &[DimName]) -> Rc<SExpr> {
     let SExpr::Reduce { id, vars, init, scalar, body } = &**e else {
-        return map_children(e, &|x| unify(x, seen), &|c| c.clone());
+        return map_children(e, &|x| unify(x, seen, with_set), &|c| c.clone());
     };
-    let init = unify(init, seen);
+    let init = unify(init, seen, with_set);
+    if vars.iter().any(|(v, _)| with_set.contains(v)) {
+        return Rc::new(SExpr::Reduce { id: *id, vars: vars.clone(), init, scalar: *scalar, body: body.clone() });
+    }
     let same_ranges = |s: &Vars| s.len() == vars.len() && s.iter().zip(vars).all(|((_, a), (_, b))| a == b);
     let target = seen.borrow().iter().find(|s| same_ranges(s)).cloned();
+    // (`seen` never holds a fold with a set: those returned above.)
     let (vars, body) = match target {
         Some(t) if &t != vars && !t.iter().any(|(name, _)| mentions(body, name)) => {
             let from: Vec<DimName> = vars.iter().map(|(n, _)| n.clone()).collect();

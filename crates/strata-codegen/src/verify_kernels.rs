@@ -25,7 +25,7 @@ use std::rc::Rc;
 
 use strata_ir::{DimName, Interval, Scalar};
 
-use crate::kernel::{Buffer, Kernel, KernelKind, Role, Scatter};
+use crate::kernel::{Buffer, Kernel, KernelKind, KernelProgram, Role, Scatter};
 use crate::sym::{show, Coord, Load, SExpr};
 
 /// For a condition `v + o < k` (or `<=`, `>`, `>=`, either side) on a bound loop variable:
@@ -87,14 +87,16 @@ pub struct KernelVerifyError {
 
 /// Checks every kernel of a program (its buffers and kernels, see the module docs) after the
 /// pass named `after`; the first violation found.
-pub fn verify_kernels(buffers: &[Buffer], kernels: &[Kernel], after: &str) -> Result<(), KernelVerifyError> {
-    for (k, kernel) in kernels.iter().enumerate() {
-        verify_kernel(buffers, kernel).map_err(|message| KernelVerifyError {
-            pass: after.to_string(),
-            kernel: k,
-            comment: kernel.comment.clone(),
-            message,
-        })?;
+pub fn verify_kernels(program: &KernelProgram, after: &str) -> Result<(), KernelVerifyError> {
+    for (k, kernel) in program.kernels.iter().enumerate() {
+        verify_kernel(&program.buffers, kernel)
+            .and_then(|()| crate::verify_sets::verify_sets(program, kernel))
+            .map_err(|message| KernelVerifyError {
+                pass: after.to_string(),
+                kernel: k,
+                comment: kernel.comment.clone(),
+                message,
+            })?;
     }
     Ok(())
 }

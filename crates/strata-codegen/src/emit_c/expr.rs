@@ -1,6 +1,7 @@
 //! Expressions: the emitter of one program (buffers, locals, literals) and the C of scalar expressions, loads, folds and casts.
 
 use super::*;
+use crate::sym::{for_each_coord_part, for_each_part, Part};
 
 #[derive(Clone)]
 pub(super) struct Emitter<'p> {
@@ -17,6 +18,32 @@ pub(super) struct Emitter<'p> {
     pub(super) entries: Vec<tables::BoundEntry>,
     /// The next bound entry's number, unique in the kernel's function.
     pub(super) next_entry: Rc<std::cell::Cell<usize>>,
+    /// Set when the kernel's C reads memory under a condition (a `select` branch, an unstored
+    /// sparse entry): the kernel is then compiled without GCC's loop if-conversion
+    /// (see `emit_program`).
+    pub(super) conditional_reads: Rc<std::cell::Cell<bool>>,
+}
+
+/// Whether `e` reads memory (a buffer, sparse storage, a neighbor table, a fold's operands).
+pub(super) fn reads_memory(e: &Rc<SExpr>) -> bool {
+    fn part(p: Part, found: &mut bool) {
+        match p {
+            Part::Expr(e) => {
+                *found |=
+                    matches!(&**e, SExpr::Load(_) | SExpr::Sparse(_) | SExpr::Guard { .. } | SExpr::Reduce { .. });
+                if !*found {
+                    for_each_part(e, &mut |q| part(q, found));
+                }
+            }
+            Part::Coord(c) => {
+                *found |= matches!(c, Coord::Table { .. });
+                for_each_coord_part(c, &mut |q| part(q, found));
+            }
+        }
+    }
+    let mut found = false;
+    part(Part::Expr(e), &mut found);
+    found
 }
 
 /// Where a kernel's strip-local buffers live: `loc{b}[(scan - start) * width + (column - jb)]`.
@@ -223,6 +250,7 @@ impl Emitter<'_> {
                 let values = self.name(self.program.sparse[r.tensor].values);
                 let at = self.sparse_position(r, r.coords.len());
                 if at.unstored || at.skipped {
+                    self.conditional_reads.set(true);
                     // Zero where not stored: the fill value (or, skipped, the absent value).
                     format!("({{ const int64_t p_ = {}; p_ < 0 ? 0 : {values}[p_]; }})", at.position)
                 } else {
@@ -241,7 +269,12 @@ impl Emitter<'_> {
                 format!("(({}) {sym} {})", self.value(a), self.value(b))
             }
             SExpr::Binary(op, a, b, s) => self.binary(*op, &self.value(a), &self.value(b), *s),
-            SExpr::Select(c, t, f) => format!("({} ? {} : {})", self.value(c), self.value(t), self.value(f)),
+            SExpr::Select(c, t, f) => {
+                if reads_memory(t) || reads_memory(f) {
+                    self.conditional_reads.set(true);
+                }
+                format!("({} ? {} : {})", self.value(c), self.value(t), self.value(f))
+            }
             SExpr::Cast(a, from, to) => cast(&self.value(a), *from, *to),
             SExpr::Present(a) => format!("((uint8_t){})", self.present(a)),
             SExpr::Acc(id) => format!("acc{id}"),

@@ -201,3 +201,12 @@ STRATA_F2I(strata_f2u16, uint16_t, 0, UINT16_MAX)
 STRATA_F2I(strata_f2u32, uint32_t, 0, UINT32_MAX)
 static inline int64_t strata_f2i64(double x) { if (isnan(x)) return 0; if (x <= -9223372036854775808.0) return INT64_MIN; if (x >= 9223372036854775808.0) return INT64_MAX; return (int64_t)x; }
 static inline uint64_t strata_f2u64(double x) { if (isnan(x) || x <= 0.0) return 0; if (x >= 18446744073709551616.0) return UINT64_MAX; return (uint64_t)x; }
+
+/* A kernel reading memory under a condition is compiled without GCC's loop if-conversion: GCC
+   12.2 vectorizes such a select of an unrolled group with masked loads that all take the first
+   vector's mask (`emit_program`). Clang has no such pass to turn off. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define STRATA_NO_IFCVT __attribute__((optimize("no-tree-loop-if-convert")))
+#else
+#define STRATA_NO_IFCVT
+#endif

@@ -312,12 +312,16 @@ impl<'m> Lowerer<'m> {
 pub struct LowerOptions {
     /// The cache one core shares, in bytes: whether a temporary stays in cache.
     pub cache_bytes: i64,
+    /// Optional passes of [`crate::pipeline::PASSES`] not to run (`$STRATA_DISABLE_PASSES`,
+    /// `strata lower --disable-pass`): every program computes the same values without them.
+    pub disabled: crate::pipeline::PassSet,
 }
 
 impl LowerOptions {
-    /// The options for this machine ([`crate::machine::cache_bytes`]).
+    /// The options for this machine ([`crate::machine::cache_bytes`]), with the passes
+    /// `$STRATA_DISABLE_PASSES` names disabled ([`crate::pipeline::PassSet::from_env`]).
     pub fn for_this_machine() -> LowerOptions {
-        LowerOptions { cache_bytes: crate::machine::cache_bytes() }
+        LowerOptions { cache_bytes: crate::machine::cache_bytes(), disabled: crate::pipeline::PassSet::from_env() }
     }
 }
 
@@ -456,7 +460,7 @@ pub fn lower_observed(
         sparse: l.sparse,
         cache_bytes: options.cache_bytes,
     };
-    crate::pipeline::run(&mut program, observe)?;
+    crate::pipeline::run_with(&mut program, options.disabled, observe)?;
     Ok(program)
 }
 
