@@ -12,6 +12,11 @@
 //! (a row's mean before the row's fold): that needs no memory and is left alone. Decision: the
 //! temporary holds one value per point of the loops the reduction depends on, fewer than
 //! those around it.
+//!
+//! A reduction under a `select` branch (a concatenation's piece) is evaluated only where the
+//! branch is taken, and may read out of its operands elsewhere (a reshape's computed
+//! coordinates): its kernel stores it under the same conditions (zero elsewhere, never read),
+//! and a reduction whose conditions read a loop it does not depend on stays where it is.
 
 use std::collections::BTreeSet;
 use std::rc::Rc;
@@ -69,31 +74,44 @@ type LoopGroup = Vec<(DimName, Interval)>;
 /// enclosing folds, outermost first (one group per fold).
 type Loops = Vec<LoopGroup>;
 
-/// A reduction to materialize and the loops it depends on.
-type Found = Option<(Rc<SExpr>, LoopGroup)>;
+/// The `select` conditions around a point, each with the branch taken (`true`: the condition
+/// holds).
+type Conditions = Vec<(Rc<SExpr>, bool)>;
+
+/// A reduction to materialize, the loops it depends on, and the conditions under which it is
+/// evaluated.
+type Found = Option<(Rc<SExpr>, LoopGroup, Conditions)>;
 
 /// The innermost reduction in `e` that is recomputed along a loop it does not depend on — a
 /// kernel loop, or a fold it cannot be hoisted out of — with the loop variables it depends
 /// on (and their ranges, in loop order). Reductions reading an enclosing accumulator stay.
-fn candidate(e: &Rc<SExpr>, loops: &mut Loops) -> Found {
-    fn in_part(p: Part, loops: &mut Loops, found: &mut Found) {
+fn candidate(e: &Rc<SExpr>, loops: &mut Loops, conds: &mut Conditions) -> Found {
+    fn in_part(p: Part, loops: &mut Loops, conds: &mut Conditions, found: &mut Found) {
         if found.is_some() {
             return;
         }
         match p {
-            Part::Expr(x) => *found = candidate(x, loops),
-            Part::Coord(c) => for_each_coord_part(c, &mut |q| in_part(q, loops, found)),
+            Part::Expr(x) => *found = candidate(x, loops, conds),
+            Part::Coord(c) => for_each_coord_part(c, &mut |q| in_part(q, loops, conds, found)),
         }
     }
     let mut found = None;
     match &**e {
         SExpr::Reduce { vars, init, body, .. } => {
-            in_part(Part::Expr(init), loops, &mut found);
+            in_part(Part::Expr(init), loops, conds, &mut found);
             loops.push(vars.clone());
-            in_part(Part::Expr(body), loops, &mut found);
+            in_part(Part::Expr(body), loops, conds, &mut found);
             loops.pop();
         }
-        _ => for_each_part(e, &mut |p| in_part(p, loops, &mut found)),
+        SExpr::Select(c, t, f) => {
+            in_part(Part::Expr(c), loops, conds, &mut found);
+            for (branch, taken) in [(t, true), (f, false)] {
+                conds.push((c.clone(), taken));
+                in_part(Part::Expr(branch), loops, conds, &mut found);
+                conds.pop();
+            }
+        }
+        _ => for_each_part(e, &mut |p| in_part(p, loops, conds, &mut found)),
     }
     if found.is_some() || !matches!(&**e, SExpr::Reduce { .. }) {
         return found;
@@ -111,8 +129,21 @@ fn candidate(e: &Rc<SExpr>, loops: &mut Loops) -> Found {
         return None;
     }
     let over: LoopGroup = around.into_iter().filter(|(d, _)| u.dims.contains(d)).cloned().collect();
-    // Every variable it reads must be one of these loops (not an element variable, say).
-    (over.len() == u.dims.len()).then(|| (e.clone(), over))
+    // Every variable it reads must be one of these loops (not an element variable, say), and
+    // so must every condition it is evaluated under.
+    let conditions_computable = conds.iter().all(|(c, _)| {
+        let cu = uses(c);
+        cu.accs_used.is_empty() && cu.dims.iter().all(|d| over.iter().any(|(v, _)| v == d))
+    });
+    (over.len() == u.dims.len() && conditions_computable).then(|| (e.clone(), over, conds.clone()))
+}
+
+/// `value` where every condition holds as taken, zero of `scalar` elsewhere.
+fn under(value: Rc<SExpr>, conds: &Conditions, scalar: strata_ir::Scalar) -> Rc<SExpr> {
+    let zero = Rc::new(SExpr::Const(strata_runtime::Sv::zero(scalar)));
+    conds.iter().rev().fold(value, |v, (c, taken)| {
+        Rc::new(if *taken { SExpr::Select(c.clone(), v, zero.clone()) } else { SExpr::Select(c.clone(), zero.clone(), v) })
+    })
 }
 
 fn replace(e: &Rc<SExpr>, target: &Rc<SExpr>, with: &Rc<SExpr>) -> Rc<SExpr> {
@@ -139,8 +170,10 @@ pub fn materialize_invariant_reductions(kernels: Vec<Kernel>, buffers: &mut Vec<
 fn materialize(mut k: Kernel, buffers: &mut Vec<Buffer>, out: &mut Vec<Kernel>) {
     let eligible = k.as_nest().is_some() && k.domain.iter().all(|l| l.format.is_dense_like());
     let kernel_loops: LoopGroup = k.domain.iter().map(|l| (l.name.clone(), l.interval)).collect();
-    let next = |k: &Kernel| k.stores.iter().find_map(|st| candidate(&st.value, &mut vec![kernel_loops.clone()]));
-    while let Some((r, over)) = eligible.then(|| next(&k)).flatten() {
+    let next = |k: &Kernel| {
+        k.stores.iter().find_map(|st| candidate(&st.value, &mut vec![kernel_loops.clone()], &mut Vec::new()))
+    };
+    while let Some((r, over, conds)) = eligible.then(|| next(&k)).flatten() {
         let SExpr::Reduce { scalar, .. } = &*r else { unreachable!("candidates are reductions") };
         let levels: Vec<Level> = over.iter().map(|(d, iv)| Level::dense(d.clone(), *iv)).collect();
         let name = format!("red{}", buffers.len());
@@ -155,7 +188,7 @@ fn materialize(mut k: Kernel, buffers: &mut Vec<Buffer>, out: &mut Vec<Kernel>) 
         let reduced = Kernel::nest(
             format!("%{name}: a reduction in `{}` depending on [{}] only, computed once", k.comment, names.join(", ")),
             levels,
-            vec![Store { buffer: b, value: r }],
+            vec![Store { buffer: b, value: under(r.clone(), &conds, *scalar) }],
         );
         materialize(reduced, buffers, out);
     }

@@ -28,9 +28,17 @@ use strata_ir::{DimName, Interval, Scalar};
 use crate::kernel::{Buffer, Kernel, KernelKind, KernelProgram, Role, Scatter};
 use crate::sym::{show, Coord, Load, SExpr};
 
-/// For a condition `v + o < k` (or `<=`, `>`, `>=`, either side) on a bound loop variable:
-/// `v`'s range where it holds and where it does not.
-fn narrowed(c: &SExpr, scope: &Scope) -> Option<((DimName, Interval), (DimName, Interval))> {
+/// What a condition bounds: a loop variable, or a computed coordinate's value (an affine map's
+/// `d0 + d1` reading a concatenation).
+#[derive(Clone, Debug, PartialEq)]
+enum Subject {
+    Var(DimName),
+    Value(Rc<SExpr>),
+}
+
+/// For a condition `v + o < k` (or `<=`, `>`, `>=`, either side) on a bound loop variable or a
+/// computed coordinate's value: its range where the condition holds and where it does not.
+fn narrowed(c: &SExpr, scope: &Scope) -> Option<((Subject, Interval), (Subject, Interval))> {
     use strata_ir::BinaryOp::{Greater, GreaterEqual, Less, LessEqual};
     let SExpr::Binary(op, a, b, _) = c else { return None };
     let constant = |x: &SExpr| match x {
@@ -38,12 +46,13 @@ fn narrowed(c: &SExpr, scope: &Scope) -> Option<((DimName, Interval), (DimName, 
         SExpr::Index(Coord::Const(k)) => Some(*k),
         _ => None,
     };
-    let var = |x: &SExpr| match x {
-        SExpr::Index(Coord::Var { dim, offset }) => Some((dim.clone(), *offset)),
+    let subject = |x: &SExpr| match x {
+        SExpr::Index(Coord::Var { dim, offset }) => Some((Subject::Var(dim.clone()), *offset)),
+        SExpr::Index(Coord::Computed { value, offset, .. }) => Some((Subject::Value(value.clone()), *offset)),
         _ => None,
     };
     // Normalized to `v + o  op  k`.
-    let (op, (v, o), k) = match (var(a), constant(b), constant(a), var(b)) {
+    let (op, (v, o), k) = match (subject(a), constant(b), constant(a), subject(b)) {
         (Some(vo), Some(k), _, _) => (*op, vo, k),
         (_, _, Some(k), Some(vo)) => match op {
             Less => (Greater, vo, k),
@@ -54,7 +63,16 @@ fn narrowed(c: &SExpr, scope: &Scope) -> Option<((DimName, Interval), (DimName, 
         },
         _ => return None,
     };
-    let range = scope.vars.iter().rev().find(|(d, _)| *d == v)?.1;
+    let range = match &v {
+        Subject::Var(d) => scope.vars.iter().rev().find(|(x, _)| x == d)?.1,
+        Subject::Value(value) => {
+            let source = [a, b].into_iter().find_map(|x| match &**x {
+                SExpr::Index(Coord::Computed { source, .. }) => Some(*source),
+                _ => None,
+            })?;
+            scope.value_range(value, source)
+        }
+    };
     // The first value of `v` for which `v + o < k` fails, for each form.
     let split = match op {
         Less => k.checked_sub(o)?,
@@ -105,6 +123,17 @@ pub fn verify_kernels(program: &KernelProgram, after: &str) -> Result<(), Kernel
 struct Scope {
     vars: Vec<(DimName, Interval)>,
     accs: Vec<u32>,
+    /// Ranges the enclosing `select` conditions prove for computed coordinates' values,
+    /// innermost last.
+    facts: Vec<(Rc<SExpr>, Interval)>,
+}
+
+impl Scope {
+    /// The range of a computed coordinate's value: its `source` interval (checked at run
+    /// time), narrowed by what enclosing conditions prove about the same value.
+    fn value_range(&self, value: &Rc<SExpr>, source: Interval) -> Interval {
+        self.facts.iter().filter(|(v, _)| **v == **value).fold(source, |r, (_, f)| r.intersect(*f))
+    }
 }
 
 fn verify_kernel(buffers: &[Buffer], kernel: &Kernel) -> Result<(), String> {
@@ -126,7 +155,7 @@ fn verify_kernel(buffers: &[Buffer], kernel: &Kernel) -> Result<(), String> {
     }
     let mut checker = Checker { buffers, seen: HashSet::new() };
     let check = |checker: &mut Checker, vars: Vec<(DimName, Interval)>, e: &Rc<SExpr>| {
-        let mut scope = Scope { vars, accs: accs.clone() };
+        let mut scope = Scope { vars, accs: accs.clone(), facts: Vec::new() };
         checker.expr(e, &mut scope)
     };
     // Stores write at the domain's own variables.
@@ -198,7 +227,11 @@ impl<'p> Checker<'p> {
     }
 
     fn expr(&mut self, e: &Rc<SExpr>, scope: &mut Scope) -> Result<(), String> {
-        let key = (Rc::as_ptr(e) as usize, scope.vars.len(), scope.vars.last().map(|(v, _)| v.clone()));
+        let key = (
+            Rc::as_ptr(e) as usize,
+            scope.vars.len() + (scope.facts.len() << 32),
+            scope.vars.last().map(|(v, _)| v.clone()),
+        );
         if !self.seen.insert(key) {
             return Ok(());
         }
@@ -249,11 +282,16 @@ impl<'p> Checker<'p> {
         }
     }
 
-    fn branch(&mut self, e: &Rc<SExpr>, scope: &mut Scope, narrow: Option<(DimName, Interval)>) -> Result<(), String> {
-        let depth = scope.vars.len();
-        scope.vars.extend(narrow);
+    fn branch(&mut self, e: &Rc<SExpr>, scope: &mut Scope, narrow: Option<(Subject, Interval)>) -> Result<(), String> {
+        let (depth, facts) = (scope.vars.len(), scope.facts.len());
+        match narrow {
+            Some((Subject::Var(v), range)) => scope.vars.push((v, range)),
+            Some((Subject::Value(value), range)) => scope.facts.push((value, range)),
+            None => {}
+        }
         let r = self.expr(e, scope);
         scope.vars.truncate(depth);
+        scope.facts.truncate(facts);
         r
     }
 
@@ -279,7 +317,8 @@ impl<'p> Checker<'p> {
                     (scope.vars.iter().rev().find(|(v, _)| v == dim).expect("checked bound").1, *offset)
                 }
                 Coord::Const(k) => (Interval::new(*k, k.saturating_add(1)), 0),
-                Coord::Table { source, offset, .. } | Coord::Computed { source, offset, .. } => (*source, *offset),
+                Coord::Table { source, offset, .. } => (*source, *offset),
+                Coord::Computed { value, source, offset } => (scope.value_range(value, *source), *offset),
             };
             if !range.is_empty() {
                 let Some(reach) = range.shifted(offset) else {
