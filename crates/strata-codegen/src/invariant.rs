@@ -142,7 +142,11 @@ fn candidate(e: &Rc<SExpr>, loops: &mut Loops, conds: &mut Conditions) -> Found 
 fn under(value: Rc<SExpr>, conds: &Conditions, scalar: strata_ir::Scalar) -> Rc<SExpr> {
     let zero = Rc::new(SExpr::Const(strata_runtime::Sv::zero(scalar)));
     conds.iter().rev().fold(value, |v, (c, taken)| {
-        Rc::new(if *taken { SExpr::Select(c.clone(), v, zero.clone()) } else { SExpr::Select(c.clone(), zero.clone(), v) })
+        Rc::new(if *taken {
+            SExpr::Select(c.clone(), v, zero.clone())
+        } else {
+            SExpr::Select(c.clone(), zero.clone(), v)
+        })
     })
 }
 

@@ -560,13 +560,20 @@ fn program_of(py: Python<'_>, body: Body) -> PyResult<(Py<Program>, Payloads)> {
         let retype = |f: &mut FunctionBuilder<'_>, t| f.module().import_type(lib.module(), t);
         let mut values = HashMap::new();
         // Outputs first: a value reading an output's leaf reads the output (what earlier
-        // assignments wrote).
+        // assignments wrote). Assignments to one output (a boundary, then the interior) write
+        // one parameter, so each sees the others' writes.
         let mut outs = Vec::new();
         if let Body::Writes(ws) = &body {
             for w in ws {
-                let ty = retype(&mut f, w.out.ty);
-                let o = f.named_param(w.name.as_str(), ty, ParamMode::Out);
-                values.entry(Rc::as_ptr(&w.out)).or_insert(o);
+                let o = match values.get(&Rc::as_ptr(&w.out)) {
+                    Some(&o) => o,
+                    None => {
+                        let ty = retype(&mut f, w.out.ty);
+                        let o = f.named_param(w.name.as_str(), ty, ParamMode::Out);
+                        values.insert(Rc::as_ptr(&w.out), o);
+                        o
+                    }
+                };
                 outs.push(o);
             }
         }

@@ -137,17 +137,22 @@ class _Executable:
         self._compiled: Dict[tuple, Any] = {}
         self._tables: Dict[int, Tuple[np.ndarray, np.ndarray]] = {}
         self._fields: Dict[int, Tuple[weakref.ref, Tuple[Any, np.ndarray, np.ndarray]]] = {}
+        # Storage arrays that are copies of their fields (by id), see `_field`.
+        self._copies: Dict[int, np.ndarray] = {}
 
     def _table(self, a: np.ndarray) -> np.ndarray:
         """A connectivity's table row-major: each element's neighbors side by side, so a gather
         through it touches one cache line per element (GT4Py's default layout puts the neighbor
-        dimension outermost: one line per neighbor). Tables in another layout are copied once
-        per table array and kept: GT4Py's connectivities are constant."""
+        dimension outermost: one line per neighbor). A table in another layout is copied into a
+        buffer kept per table array, refreshed on every call: a connectivity may be changed in
+        place between calls (one pass over the table, which the run reads anyway)."""
         if a.flags.c_contiguous:
             return a
         kept = self._tables.get(id(a))
         if kept is None or kept[0] is not a:
             kept = self._tables[id(a)] = (a, np.ascontiguousarray(a))
+        else:
+            np.copyto(kept[1], a)
         return kept[1]
 
     def _field(self, a: Any) -> Tuple[Any, np.ndarray, np.ndarray]:
@@ -161,9 +166,13 @@ class _Executable:
         view = _in_memory_order(a.ndarray)
         storage, extent = _storage(view)
         described = (("field", _levels(a), _memory_order(a.ndarray), extent, a.dtype.scalar_type), view, storage)
-        fields, key = self._fields, id(a)
+        if not np.may_share_memory(storage, view):
+            # A copy (a strided slice): refreshed from the field before every run, written back
+            # after it, never kept stale.
+            self._copies[id(storage)] = storage
+        fields, copies, key, sid = self._fields, self._copies, id(a), id(storage)
         # Forgotten when the field goes (the views hold its buffer).
-        fields[key] = (weakref.ref(a, lambda _: fields.pop(key, None)), described)
+        fields[key] = (weakref.ref(a, lambda _: (fields.pop(key, None), copies.pop(sid, None))), described)
         return described
 
     def _structure(self, a: Any) -> Any:
@@ -211,8 +220,13 @@ class _Executable:
             a = _select(args, path)
             if scalar is not None:
                 values.append(np.asarray(a, dtype=scalar))
+            elif type(a) is _TeamField:
+                values.append(a.ndarray._x)
             else:
-                values.append(a.ndarray._x if type(a) is _TeamField else self._field(a)[2])
+                _, view, storage = self._field(a)
+                if id(storage) in self._copies:
+                    np.copyto(storage, view)
+                values.append(storage)
         fields = [_select(args, path) for path in targets]
         if any(type(f) is _TeamField for f in fields):
             # A distributed run (every rank calls it): each output's new value replaces the
@@ -222,12 +236,17 @@ class _Executable:
                 f.ndarray._x = w
             return
         outs = [self._field(f) for f in fields]
+        for _, v, b in outs:
+            if id(b) in self._copies:  # the output starts as the field's values
+                np.copyto(b, v)
         # A program checking computed table entries as it runs writes copies, kept only when it
         # succeeds: an error leaves the user's outputs as they were.
         buffers = [np.array(f[2]) if checked_while_running else f[2] for f in outs]
         written = runner(*buffers, *values)
         for (_, w), (_, v, b) in zip(written, outs):
-            if w is not b:  # not written in place: the interpreter, or an output numpy copied
+            # Not written in place (the interpreter, an output numpy copied), or in place into a
+            # copy of a strided field: the field gets the values.
+            if w is not b or id(b) in self._copies:
                 np.copyto(v, w[..., : v.shape[-1]] if w.shape != v.shape else w)
 
 
@@ -631,8 +650,11 @@ class _Lowering:
             raise _unsupported(stmt, f"writing `{name}`")
         if not isinstance(value, Field):
             raise _unsupported(stmt, "writing a scalar into a field")
+        # Writes into one field are one output of the program (each sees the earlier ones):
+        # its buffer is passed once.
+        if not any(o is out._gt_leaf for _, o, _ in self.assignments):
+            self.targets.append(out._gt_path)
         self.assignments.append((value, out._gt_leaf, domain))
-        self.targets.append(out._gt_path)
 
     # -- domains: concrete at lowering time --
 
@@ -771,6 +793,20 @@ class _Lowering:
         if not isinstance(d, _domain_utils.SymbolicDomain):
             raise _unsupported(e, "an expression without an inferred domain")
         return self._domain(_domain_utils.SymbolicDomain.as_expr(d))
+
+    def _along(self, e: Any, value: Field, axis: str, domain: List[Tuple[str, int, int]]) -> Field:
+        """`value` restricted to `domain`'s range of the column `axis` only: a scan starts from its
+        initial state at the domain's first level (forward) or last (backward), whatever the
+        field holds beyond it; its other dimensions stay as they are (the step may shift them)."""
+        lo, hi = next((a, b) for d, a, b in domain if d == axis)
+        have = {l.name: (l.start, l.stop) for l in value.levels}
+        if have[axis] == (lo, hi):
+            return value
+        levels = [(n, *((_clip(lo, hi, *have[n])) if n == axis else have[n])) for n in value.dims]
+        try:
+            return _build(_strata.field_subset, value, levels)
+        except VerifyError as err:
+            raise GTIRError(f"{_where(e)}{err}") from None
 
     def _over(self, e: Any, value: Any, domain: List[Tuple[str, int, int]]) -> Field:
         """`value` (a field, a scalar, an index) as a field over exactly `domain`: restricted to
@@ -1021,7 +1057,7 @@ class _Lowering:
             if isinstance(a, np.generic):
                 constants[n] = a
             elif isinstance(a, Field):
-                scanned.append((n, a if axis in a.dims else self._over(e, a, domain)))
+                scanned.append((n, self._along(e, a, axis, domain) if axis in a.dims else self._over(e, a, domain)))
             else:
                 raise _unsupported(e, f"a scan over the argument `{n}`")
         if not scanned or scanned[0][1].dtype != dtype:
