@@ -45,6 +45,15 @@ pub enum ArrayError {
     /// Reading or writing data (`.npy`, `ndarray`) failed.
     #[error("{0}")]
     Data(String),
+    /// A factorization that needs an invertible matrix met a singular one (an exactly zero
+    /// pivot, as LAPACK's `getrf` reports it; numpy's `LinAlgError`).
+    #[error("{op}: matrix {index} of the stack is singular (a zero pivot in its LU factorization)")]
+    Singular {
+        /// The operation.
+        op: &'static str,
+        /// The matrix's position in the (flattened) stack.
+        index: usize,
+    },
     /// The traced program was rejected by the verifier: a bug in this crate, reported with the
     /// program text.
     #[error("internal error: the traced program does not verify ({message}):\n{program}")]

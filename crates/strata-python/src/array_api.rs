@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 
 use strata_array::{self as sa, ArrayError, DType, Index, Operand, Place, Weak};
 
-use crate::errors::RunError;
+use crate::errors::{LinAlgError, RunError};
 
 /// A lazy array of the array-API front end.
 #[pyclass(module = "strata._strata", name = "Array", unsendable)]
@@ -27,6 +27,7 @@ pub(crate) fn err(e: ArrayError) -> PyErr {
             PyValueError::new_err(e.to_string())
         }
         ArrayError::Data(_) => PyValueError::new_err(e.to_string()),
+        ArrayError::Singular { .. } => LinAlgError::new_err(e.to_string()),
         ArrayError::Run(_) | ArrayError::Internal { .. } => RunError::new_err(e.to_string()),
     }
 }

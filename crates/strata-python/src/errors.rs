@@ -1,7 +1,7 @@
 //! The exceptions Strata raises: one base class, `strata.Error`, and one subclass per phase.
 //! Their text is what the `strata` command prints (located diagnostics without colour).
 
-use pyo3::exceptions::PyException;
+use pyo3::exceptions::{PyException, PyValueError};
 
 pyo3::create_exception!(
     strata,
@@ -27,4 +27,11 @@ pyo3::create_exception!(
     ArgumentError,
     Error,
     "An argument does not fit its parameter: a missing or unknown name, the wrong dtype or shape."
+);
+pyo3::create_exception!(
+    strata,
+    LinAlgError,
+    PyValueError,
+    "A linear-algebra routine met a matrix it is not defined on: `inv` or `solve` of a singular one \
+     (numpy's `LinAlgError`, also a `ValueError`)."
 );

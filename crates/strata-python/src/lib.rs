@@ -43,6 +43,7 @@ fn _strata(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("VerifyError", py.get_type::<errors::VerifyError>())?;
     m.add("RunError", py.get_type::<errors::RunError>())?;
     m.add("ArgumentError", py.get_type::<errors::ArgumentError>())?;
+    m.add("LinAlgError", py.get_type::<errors::LinAlgError>())?;
     array_api::register(m)?;
     fields::register(m)?;
     spmd::register(m)?;

@@ -26,7 +26,7 @@ use strata_runtime::{Column, Data, Tensor};
 
 use crate::array::{Array, Place};
 use crate::dtype::DType;
-use crate::error::{dtype_error, invalid, Result};
+use crate::error::{dtype_error, invalid, ArrayError, Result};
 
 /// A matrix element faer computes in: `f64` for real dtypes, `c64` for complex ones.
 trait Field: faer::traits::ComplexField<Real = f64> + Copy + 'static {
@@ -252,14 +252,55 @@ pub fn cholesky(x: &Array, upper: bool) -> Result<Array> {
     by_field!(s, imp(&s, upper))
 }
 
-/// The determinant of each matrix.
+/// The determinant of each matrix: the product of its LU factorization's pivots, with the sign of
+/// the row permutation (numpy's LAPACK route), exactly 0 for a matrix with a zero pivot.
 pub fn det(x: &Array) -> Result<Array> {
     fn imp<T: Field>(s: &Stack) -> Result<Array> {
-        let out: Vec<T> = (0..s.count()).map(|k| s.transposed::<T>(k).determinant()).collect();
+        let out: Vec<T> = (0..s.count())
+            .map(|k| {
+                let lu = s.transposed::<T>(k).partial_piv_lu();
+                let odd = odd_permutation(lu.P().arrays().0);
+                let mut d = T::real(if odd { -1.0 } else { 1.0 });
+                for i in 0..s.n {
+                    let u = lu.U()[(i, i)];
+                    // A zero pivot makes the matrix singular; the factors after it divide by it.
+                    if u.modulus() == 0.0 {
+                        return T::real(0.0);
+                    }
+                    d = d * u;
+                }
+                d
+            })
+            .collect();
         result(&s.batch, column_of(out, s.dtype))
     }
     let s = Stack::of("det", x, true)?;
     by_field!(s, imp(&s))
+}
+
+/// Whether a permutation (each index's image) is odd: `n` minus its number of cycles.
+fn odd_permutation(fwd: &[usize]) -> bool {
+    let (mut seen, mut odd) = (vec![false; fwd.len()], false);
+    for start in 0..fwd.len() {
+        let (mut len, mut i) = (0, start);
+        while !seen[i] {
+            seen[i] = true;
+            i = fwd[i];
+            len += 1;
+        }
+        odd ^= len > 0 && len % 2 == 0;
+    }
+    odd
+}
+
+/// The LU factorization of matrix `k`'s transpose, or [`ArrayError::Singular`] when a pivot is
+/// exactly zero (LAPACK's `getrf` info > 0, where numpy raises `LinAlgError`).
+fn invertible_lu<T: Field>(op: &'static str, s: &Stack, k: usize) -> Result<faer::linalg::solvers::PartialPivLu<T>> {
+    let lu = s.transposed::<T>(k).partial_piv_lu();
+    if (0..s.n).any(|i| lu.U()[(i, i)].modulus() == 0.0) {
+        return Err(ArrayError::Singular { op, index: k });
+    }
+    Ok(lu)
 }
 
 /// The sign (a unit complex number for complex matrices, 0 for a singular one) and the natural
@@ -270,19 +311,7 @@ pub fn slogdet(x: &Array) -> Result<(Array, Array)> {
         let (mut signs, mut logs) = (Vec::new(), Vec::new());
         for k in 0..s.count() {
             let lu = s.transposed::<T>(k).partial_piv_lu();
-            let fwd = lu.P().arrays().0;
-            // The permutation's parity: n minus its number of cycles.
-            let (mut seen, mut odd) = (vec![false; s.n], false);
-            for start in 0..s.n {
-                let mut len = 0;
-                let mut i = start;
-                while !seen[i] {
-                    seen[i] = true;
-                    i = fwd[i];
-                    len += 1;
-                }
-                odd ^= len > 0 && len % 2 == 0;
-            }
+            let odd = odd_permutation(lu.P().arrays().0);
             let (mut sign, mut log) = (Complex64::new(if odd { -1.0 } else { 1.0 }, 0.0), 0.0);
             for i in 0..s.n {
                 let u = lu.U()[(i, i)];
@@ -314,7 +343,7 @@ pub fn inv(x: &Array) -> Result<Array> {
         let mut out = Vec::with_capacity(s.count() * s.n * s.n);
         for k in 0..s.count() {
             // The inverse of the transpose, column by column, is the inverse row by row.
-            push_columns(&mut out, s.transposed::<T>(k).partial_piv_lu().inverse().as_ref(), false);
+            push_columns(&mut out, invertible_lu::<T>("inv", s, k)?.inverse().as_ref(), false);
         }
         result(&s.shape(&[s.n, s.n]), column_of(out, s.dtype))
     }
@@ -503,7 +532,11 @@ pub fn solve(x1: &Array, x2: &Array) -> Result<Array> {
         let mut out = Vec::with_capacity(count * a.n * b.n);
         for k in 0..count {
             let rhs = b.matrix::<T>(source(b, k));
-            let lu = lus[source(a, k)].get_or_insert_with(|| a.transposed::<T>(source(a, k)).partial_piv_lu());
+            let at = source(a, k);
+            if lus[at].is_none() {
+                lus[at] = Some(invertible_lu::<T>("solve", a, at)?);
+            }
+            let lu = lus[at].as_ref().expect("factorized above");
             push_rows(&mut out, lu.solve_transpose(&rhs).as_ref(), false);
         }
         let tail: Vec<usize> = if vector { vec![a.n] } else { vec![a.n, b.n] };
@@ -544,5 +577,27 @@ mod tests {
         assert!(cholesky(&matrix(&[&[1.0, 2.0], &[2.0, 1.0]]), false).is_err());
         let r = matrix_rank(&matrix(&[&[1.0, 2.0], &[2.0, 4.0]]), None).unwrap();
         assert_eq!(r.to_vec::<i64>().unwrap(), vec![1]);
+    }
+
+    /// Exactly singular matrices (issue 49's P1): the determinant is 0.0 as numpy's (faer's own
+    /// divides by the zero pivot: NaN), and `inv`/`solve` name the singular matrix.
+    #[test]
+    fn singular_matrices() {
+        let singular = [
+            matrix(&[&[1.0, 1.0, 1.0], &[1.0, 1.0, 1.0], &[1.0, 1.0, 1.0]]),
+            matrix(&[&[0.0, 0.0], &[0.0, 0.0]]),
+            matrix(&[&[1.0, 0.0, 0.0], &[0.0, 0.0, 0.0], &[0.0, 0.0, 3.0]]),
+            matrix(&[&[0.0, 0.0], &[0.0, 1.0]]),
+        ];
+        for m in &singular {
+            assert_eq!(values(&det(m).unwrap()), vec![0.0]);
+            assert!(matches!(inv(m), Err(ArrayError::Singular { op: "inv", index: 0 })));
+            let rhs = Array::from_vec(&[m.shape()[0]], vec![1.0; m.shape()[0]]).unwrap();
+            assert!(matches!(solve(m, &rhs), Err(ArrayError::Singular { op: "solve", index: 0 })));
+        }
+        // The permutation's sign: det of a swap is -1 (numpy), of a 3-cycle +1.
+        assert_eq!(values(&det(&matrix(&[&[0.0, 1.0], &[1.0, 0.0]])).unwrap()), vec![-1.0]);
+        let cycle = matrix(&[&[0.0, 1.0, 0.0], &[0.0, 0.0, 1.0], &[1.0, 0.0, 0.0]]);
+        assert_eq!(values(&det(&cycle).unwrap()), vec![1.0]);
     }
 }

@@ -40,7 +40,7 @@ from typing import Any, Dict, NamedTuple, Optional, Tuple
 
 import numpy as np
 
-from ._strata import ArgumentError, Error, ParseError, Program, RunError, VerifyError
+from ._strata import ArgumentError, Error, LinAlgError, ParseError, Program, RunError, VerifyError
 from ._strata import __version__
 from ._strata import compile as _compile
 from ._strata import array as _array_ext
@@ -53,6 +53,7 @@ __all__ = [
     "ArgumentError",
     "Entry",
     "Error",
+    "LinAlgError",
     "Module",
     "ParseError",
     "Place",

@@ -19,6 +19,9 @@ class RunError(Error):
 class ArgumentError(Error):
     """An argument does not fit its parameter: a missing or unknown name, the wrong dtype or shape."""
 
+class LinAlgError(ValueError):
+    """A linear-algebra routine met a matrix it is not defined on: `inv` or `solve` of a singular one (numpy's `LinAlgError`, also a `ValueError`)."""
+
 class Program:
     """A parsed and verified Strata module."""
 

@@ -16,6 +16,7 @@ import builtins
 import math
 from typing import Any, NamedTuple, Optional, Sequence, Union
 
+from ._strata import LinAlgError
 from ._strata import array as _a
 from . import array_api as _xp
 
@@ -68,7 +69,8 @@ def cholesky(x: Array, /, *, upper: builtins.bool = False) -> Array:
 
 
 def det(x: Array, /) -> Array:
-    """The determinant of each square matrix (LU with partial pivoting)."""
+    """The determinant of each square matrix: the product of the pivots of its LU factorization
+    with partial pivoting (0.0 for an exactly singular matrix, as numpy)."""
     return _kernel("det", x)[0]
 
 
@@ -79,13 +81,15 @@ def slogdet(x: Array, /) -> SlogdetResult:
 
 
 def inv(x: Array, /) -> Array:
-    """The inverse of each square matrix (a singular matrix gives infinities or NaN)."""
+    """The inverse of each square matrix; `LinAlgError` (a `ValueError`, as numpy's) names a
+    singular one (an exactly zero pivot)."""
     return _kernel("inv", x)[0]
 
 
 def solve(x1: Array, x2: Array, /) -> Array:
     """The solution `X` of `x1 @ X = x2` for square `x1`. `x2` of shape `(M,)` is one right-hand
-    side for every matrix; otherwise `(..., M, K)`, batch dimensions broadcast with `x1`'s."""
+    side for every matrix; otherwise `(..., M, K)`, batch dimensions broadcast with `x1`'s.
+    `LinAlgError` (a `ValueError`) names a singular matrix of `x1`."""
     return _xp._wrap(_a.solve(x1._x, _xp.asarray(x2)._x))
 
 
