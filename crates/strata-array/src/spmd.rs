@@ -361,6 +361,18 @@ fn run_job(dist: &Distribution, given: Given<'_>, backend: Backend, fingerprint:
         }
     });
     job::agree(&comm, same).map_err(|f| failure(&comm, f))?;
+    // The same program on values every rank must hold alike: a Python number or a host array
+    // that differs between ranks would make each rank compute a different program's part.
+    let same = comm.same_on_every_rank(replicated_digest(&given)).map_err(|e| e.to_string()).and_then(|same| {
+        match same {
+            true => Ok(()),
+            false => Err("a value every rank holds whole (a Python number, an array not on the team) differs \
+                          between ranks: the ranks would each compute part of a different program (make it the \
+                          same on every rank, or a team array)"
+                .to_string()),
+        }
+    });
+    job::agree(&comm, same).map_err(|f| failure(&comm, f))?;
     let mut rank_io = FrontEndRank { given, backend };
     let mut clock = job::Clock::default();
     let outputs = job::run(&comm, dist, &mut rank_io, 0, &mut clock).map_err(|f| failure(&comm, f))?;
@@ -414,6 +426,64 @@ pub(crate) fn read_rows(path: &std::path::Path, x_ty: &ValueType, rows: Interval
 /// message (shared by all ranks, so whichever rank reports first tells the reason).
 fn failure(comm: &Comm, f: Failed) -> ArrayError {
     ArrayError::Run(job::shared_failure(comm, &f))
+}
+
+thread_local! {
+    /// The digests of replicated arrays' values ([`replicated_digest`]) by their [`stamp`]: an
+    /// array's value never changes while it exists, so a loop hashes each one once.
+    static DIGESTS: RefCell<rustc_hash::FxHashMap<u64, u64>> = RefCell::new(Default::default());
+}
+
+/// A digest (XXH3) of the values of `given` that are not distributed over the team — its
+/// replicated inputs, which every rank must hold alike.
+fn replicated_digest(given: &Given<'_>) -> u64 {
+    fn team(ty: &ValueType) -> bool {
+        ty.levels.iter().any(|l| l.format == strata_ir::LevelFormat::Block)
+    }
+    fn tensor(h: &mut xxhash_rust::xxh3::Xxh3Default, t: &Tensor) {
+        fn data(h: &mut xxhash_rust::xxh3::Xxh3Default, d: &strata_runtime::Data) {
+            match d {
+                strata_runtime::Data::Scalars(c) => h.update(strata_dist::slab::column_bytes(c)),
+                strata_runtime::Data::Tuple(fields) => fields.iter().for_each(|f| data(h, f)),
+                strata_runtime::Data::Tensors(ts) => ts.iter().for_each(|t| tensor(h, t)),
+            }
+        }
+        h.update(format!("{:?}", t.ty).as_bytes());
+        data(h, &t.data);
+        if let Some(p) = &t.present {
+            h.update(&p.iter().map(|&b| b as u8).collect::<Vec<u8>>());
+        }
+    }
+    let of = |t: &Rc<Tensor>| -> u64 {
+        let k = stamp(t);
+        if let Some(d) = DIGESTS.with(|m| m.borrow().get(&k).copied()) {
+            return d;
+        }
+        let mut h = xxhash_rust::xxh3::Xxh3Default::new();
+        tensor(&mut h, t);
+        let d = h.digest();
+        DIGESTS.with(|m| m.borrow_mut().insert(k, d));
+        d
+    };
+    let mut h = xxhash_rust::xxh3::Xxh3Default::new();
+    match given {
+        Given::Blocks(inputs) => {
+            for t in inputs.iter().filter(|t| !team(&t.ty)) {
+                h.update(&of(t).to_le_bytes());
+            }
+        }
+        Given::Named { values, .. } => {
+            for v in values.iter().flatten() {
+                match v {
+                    EntryArg::Array { block, ty } if !team(ty) => h.update(&of(block).to_le_bytes()),
+                    EntryArg::Array { .. } => {}
+                    EntryArg::Value(Value::Tensor(t)) => tensor(&mut h, t),
+                    EntryArg::Value(v) => h.update(format!("{:?}", v.ty()).as_bytes()),
+                }
+            }
+        }
+    }
+    h.digest()
 }
 
 /// The values a rank's run starts from: the blocks of a traced program's arrays (by position),

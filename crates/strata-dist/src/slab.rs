@@ -277,7 +277,8 @@ fn columns_mut(d: &mut Data) -> Vec<&mut strata_runtime::Column> {
     }
 }
 
-pub(crate) fn column_bytes(c: &strata_runtime::Column) -> &[u8] {
+/// The raw bytes of a scalar column (its elements in memory order).
+pub fn column_bytes(c: &strata_runtime::Column) -> &[u8] {
     // SAFETY: the column's buffer holds `len` initialized elements of `size_bytes` each.
     unsafe { std::slice::from_raw_parts(c.as_ptr().cast::<u8>(), c.len() * c.scalar().size_bytes()) }
 }
