@@ -62,7 +62,10 @@ pub(crate) fn broadcast(
                 }
                 Some(k) => {
                     let r = &mut levels[k];
-                    if l.name.position().is_some() && r.interval != l.interval {
+                    // A rank's local program (specializing) holds each operand's own rows: the
+                    // entry verified that positional extents agree, and a block's rows of a
+                    // slice may differ from another operand's (or both be empty).
+                    if l.name.position().is_some() && r.interval != l.interval && !cx.specializing() {
                         let d = cx.error(
                             "strata::verify::positional_broadcast",
                             format!(
