@@ -830,7 +830,8 @@ def take_along_axis(x: Array, indices: Array, /, *, axis: int = -1) -> Array:
     shape[ax] = indices.shape[ax]
     xb = broadcast_to(x, tuple(src))
     idx = where(indices < 0, indices + x.shape[ax], indices)
-    flat = zeros(tuple(shape), dtype=int64)
+    # The flat positions live where the indices do (a team's, under SPMD: compute follows data).
+    flat = zeros(tuple(shape), dtype=int64, device=indices.device)
     stride = 1
     for d in reversed(range(x.ndim)):
         if d == ax:
@@ -838,7 +839,7 @@ def take_along_axis(x: Array, indices: Array, /, *, axis: int = -1) -> Array:
         else:
             view = [1] * x.ndim
             view[d] = shape[d]
-            coord = broadcast_to(reshape(arange(shape[d], dtype=int64), tuple(view)), tuple(shape))
+            coord = broadcast_to(reshape(arange(shape[d], dtype=int64, device=indices.device), tuple(view)), tuple(shape))
         flat = flat + coord * stride
         stride *= src[d]
     return reshape(take(reshape(xb, (-1,)), reshape(flat, (-1,))), tuple(shape))
