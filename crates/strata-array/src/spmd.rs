@@ -363,15 +363,14 @@ fn run_job(dist: &Distribution, given: Given<'_>, backend: Backend, fingerprint:
     job::agree(&comm, same).map_err(|f| failure(&comm, f))?;
     // The same program on values every rank must hold alike: a Python number or a host array
     // that differs between ranks would make each rank compute a different program's part.
-    let same = comm.same_on_every_rank(replicated_digest(&given)).map_err(|e| e.to_string()).and_then(|same| {
-        match same {
+    let same =
+        comm.same_on_every_rank(replicated_digest(&given)).map_err(|e| e.to_string()).and_then(|same| match same {
             true => Ok(()),
             false => Err("a value every rank holds whole (a Python number, an array not on the team) differs \
                           between ranks: the ranks would each compute part of a different program (make it the \
                           same on every rank, or a team array)"
                 .to_string()),
-        }
-    });
+        });
     job::agree(&comm, same).map_err(|f| failure(&comm, f))?;
     let mut rank_io = FrontEndRank { given, backend };
     let mut clock = job::Clock::default();

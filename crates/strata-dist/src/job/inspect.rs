@@ -235,10 +235,12 @@ fn inspect(
             }
         }
     };
-    // Each input held on the hull of what the rank owns and needs.
+    // Each input held on the hull of what the rank owns and needs, and read on the rows it
+    // needs too (a positional level's reads are cut to them: `Plan::read_only_needed_rows`).
     for (b, need) in plan.params.iter_mut().zip(&needs) {
         if !b.output {
             b.held[rank] = rows::hull(b.owned[rank], need.hull());
+            b.read[rank] = rows::hull(b.read[rank], need.hull());
         }
     }
     let local = agree(comm, plan.local_module(module, types, entry, rank).map_err(|e| e.to_string()))?;
