@@ -807,6 +807,16 @@ fn gathers_over_distributed_operands_equal_one_process() {
             vec![3, 38, -1, 17, 17, 25],
         ),
         (
+            // Issue 49's D1 (sharpy's strided slice `a[34:82:2]`): a positional source whose rows
+            // a rank reads beyond its block (it was still cut to its owned rows).
+            "replicated_indices_positional",
+            "func @f(%x: tensor<f64, _0[0:110] block, team = world>, %idx: tensor<i64, _0[0:26], _1[0:1], team = world>) \
+             -> tensor<f64, _0[0:26], team = world> {\n  \
+             %g = gather(%x, %idx, coordinates = [0]) : tensor<f64, _0[0:26], team = world>\n  return %g\n}\n"
+                .to_string(),
+            (34..82).step_by(2).chain([0, 109]).collect(),
+        ),
+        (
             "distributed_indices",
             std::fs::read_to_string(root().join("examples/distributed/gather_rows.strata")).unwrap(),
             vec![-1, 38, 0, 17, 17, 25, 3, -1, 9, 30, 2],

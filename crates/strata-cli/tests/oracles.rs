@@ -87,6 +87,20 @@ fn trust_repros_match_numpy_on_both_backends() {
 }
 
 #[test]
+fn trust2_cases_and_generated_multi_output_programs_match_numpy_and_scipy() {
+    // Issue 49: sibling folds over one sparse operand (S1/S2, and 40 generated programs in every
+    // storage format with folds of every fill behaviour), `where` on every small shape (A1),
+    // zero padding into affine contractions (C1), an extent-1 matmul through reshapes (C2).
+    // `STRATA_TRUST2_COUNT` raises the generated count for a long run.
+    let count = std::env::var("STRATA_TRUST2_COUNT").unwrap_or_else(|_| "40".into());
+    let text = oracle_with("check_trust2.py", &["", "--count", &count]);
+    for check in ["ok s2_rowsum_rowmax native", "ok s1_dot_and_count native", "ok a1_where_every_small_shape native"] {
+        assert!(text.contains(check), "{check} missing:\n{text}");
+    }
+    assert!(text.contains(" 0 failed"), "{text}");
+}
+
+#[test]
 fn random_neighbor_reduction_programs_match_numpy_on_both_backends() {
     // Generated with their numpy formulation: nested reductions both ways, through calls,
     // counting and non-annihilating payloads, weights on narrower neighbor intervals, skips.

@@ -246,3 +246,29 @@ def test_frequencies_and_refusals():
     for _ in range(3):
         np.testing.assert_array_equal(xp.fft.fft(z).to_numpy(), first)
     assert abs(first[1] - 16) < 1e-12
+
+
+@pytest.mark.parametrize(
+    "m",
+    [np.ones((3, 3)), np.zeros((2, 2)), np.diag([1.0, 0.0, 3.0]), np.array([[0.0, 0.0], [0.0, 1.0]]),
+     np.array([[1.0, 2.0], [2.0, 4.0]])],
+)
+def test_singular_matrices_as_numpy(m):
+    """Issue 49's P1: det of an exactly singular matrix is 0.0 (it was NaN); inv and solve raise
+    `strata.LinAlgError`, a `ValueError` as numpy's `LinAlgError` is (they returned NaN/inf)."""
+    import strata
+
+    assert float(xp.linalg.det(xp.asarray(m))) == np.linalg.det(m) == 0.0
+    sign, logabs = xp.linalg.slogdet(xp.asarray(m))
+    assert float(sign) == 0.0 and float(logabs) == -math.inf
+    for call in (lambda: xp.linalg.inv(xp.asarray(m)), lambda: xp.linalg.solve(xp.asarray(m), xp.asarray(np.ones(m.shape[0])))):
+        with pytest.raises(strata.LinAlgError, match="singular") as e:
+            call()
+        assert isinstance(e.value, ValueError)
+    with pytest.raises(np.linalg.LinAlgError):
+        np.linalg.inv(m)
+    # A stack: the singular matrix is named by its position.
+    stack = np.stack([np.eye(m.shape[0]), m])
+    with pytest.raises(strata.LinAlgError, match="matrix 1 of the stack"):
+        xp.linalg.inv(xp.asarray(stack))
+    np.testing.assert_array_equal(np.asarray(xp.linalg.det(xp.asarray(stack))), np.linalg.det(stack))

@@ -932,3 +932,128 @@ def test_tables_read_only_where_the_output_slice_needs_them():
     gather_sum.with_backend(strata.gt4py.backend)(gtx.as_field([Ed], e), out=out, offset_provider={
         "V2E": gtx.as_connectivity([Vx, V2EDim], codomain=Ed, data=full, skip_value=None)})
     np.testing.assert_array_equal(out.asnumpy(), e[full].sum(axis=1))
+
+
+# ---- issue 49: programs GT4Py users write that gave silent wrong results -------------------------
+IDim = gtx.Dimension("IDim")
+KDim = gtx.Dimension("KDim", kind=gtx.DimensionKind.VERTICAL)
+FK = gtx.Field[gtx.Dims[IDim, KDim], gtx.float64]
+F1 = gtx.Field[gtx.Dims[I], gtx.float64]
+
+
+@gtx.scan_operator(axis=KDim, forward=True, init=0.0)
+def ksum(state: gtx.float64, x: gtx.float64) -> gtx.float64:
+    return state + x
+
+
+@gtx.scan_operator(axis=KDim, forward=False, init=0.0)
+def ksum_down(state: gtx.float64, x: gtx.float64) -> gtx.float64:
+    return state + x
+
+
+@gtx.program
+def ksum_from_2(x: FK, out: FK):
+    ksum(x, out=out, domain={IDim: (0, 2), KDim: (2, 7)})
+
+
+@gtx.program
+def ksum_from_2_to_5(x: FK, out: FK):
+    ksum(x, out=out, domain={IDim: (0, 2), KDim: (2, 5)})
+
+
+@gtx.program
+def ksum_down_below_5(x: FK, out: FK):
+    ksum_down(x, out=out, domain={IDim: (0, 2), KDim: (0, 5)})
+
+
+def test_a_scan_on_a_sub_domain_starts_from_its_init_there():
+    # G1/G5: the state was carried in from the levels before (after) the domain.
+    x = np.broadcast_to(np.arange(7.0), (2, 7)).copy()
+    for program, (k0, k1), forward in [(ksum_from_2, (2, 7), True), (ksum_from_2_to_5, (2, 5), True), (ksum_down_below_5, (0, 5), False)]:
+        ours, theirs = both(program, lambda: (gtx.as_field([IDim, KDim], x), gtx.as_field([IDim, KDim], np.zeros((2, 7)))))
+        want = np.zeros((2, 7))
+        part = x[:, k0:k1] if forward else x[:, k0:k1][:, ::-1]
+        sums = np.cumsum(part, axis=1)
+        want[:, k0:k1] = sums if forward else sums[:, ::-1]
+        np.testing.assert_array_equal(ours[1].asnumpy(), want)
+        np.testing.assert_array_equal(theirs[1].asnumpy(), want)
+
+
+@gtx.field_operator
+def copy1(a: F1) -> F1:
+    return a
+
+
+@gtx.field_operator
+def plus1(a: F1) -> F1:
+    return a + 1.0
+
+
+@gtx.program
+def boundary_then_interior(a: F1, out: F1):
+    copy1(a, out=out, domain={I: (0, 1)})
+    plus1(a, out=out, domain={I: (1, 5)})
+    copy1(a, out=out, domain={I: (5, 6)})
+
+
+def test_every_statement_writing_one_output_reaches_it():
+    # G2: only the last statement's write reached memory.
+    a = np.arange(6.0)
+    ours, theirs = both(boundary_then_interior, lambda: (gtx.as_field([I], a), gtx.as_field([I], np.full(6, -9.0))))
+    np.testing.assert_array_equal(ours[1].asnumpy(), [0.0, 2, 3, 4, 5, 5])
+    np.testing.assert_array_equal(ours[1].asnumpy(), theirs[1].asnumpy())
+
+
+@gtx.field_operator
+def shifted_copy(a: F2) -> F2:
+    return a + 1.0
+
+
+@gtx.program
+def copy_program(a: F2, out: F2):
+    shifted_copy(a, out=out)
+
+
+def test_strided_output_and_input_slices_are_written_and_read_every_call():
+    # G3: an output slice along the dimension innermost in memory (GT4Py's default layout) was
+    # copied and never copied back; G4: an input slice's copy was kept after its base changed.
+    run = copy_program.with_backend(strata.gt4py.backend)
+    a = gtx.as_field({I: (1, 4), J: (0, 2)}, np.arange(6.0).reshape(3, 2))
+    out = gtx.zeros({I: 4, J: 2}, dtype=gtx.float64)
+    run(a, out[1:, :], offset_provider={})
+    np.testing.assert_array_equal(out.asnumpy(), np.vstack([np.zeros((1, 2)), np.arange(6.0).reshape(3, 2) + 1.0]))
+    big = gtx.as_field([I, J], np.arange(8.0).reshape(4, 2))
+    sub = big[1:, :]
+    for scale in (1.0, 10.0, 100.0):
+        o = gtx.as_field({I: (1, 4), J: (0, 2)}, np.zeros((3, 2)))
+        run(sub, o, offset_provider={})
+        np.testing.assert_array_equal(o.asnumpy(), np.arange(2.0, 8.0).reshape(3, 2) * scale + 1.0)
+        big.ndarray[...] *= 10.0
+
+
+V2EDim = gtx.Dimension("V2E", kind=gtx.DimensionKind.LOCAL)
+Vertex, Edge = gtx.Dimension("Vertex"), gtx.Dimension("Edge")
+V2E = gtx.FieldOffset("V2E", source=Edge, target=(Vertex, V2EDim))
+
+
+@gtx.field_operator
+def vsum(e: gtx.Field[[Edge], gtx.float64]) -> gtx.Field[[Vertex], gtx.float64]:
+    return neighbor_sum(e(V2E), axis=V2EDim)
+
+
+@gtx.program
+def vsum_program(e: gtx.Field[[Edge], gtx.float64], out: gtx.Field[[Vertex], gtx.float64]):
+    vsum(e, out=out)
+
+
+def test_a_connectivity_changed_in_place_is_read_anew():
+    # G6: the table copied to row-major at the first call was kept.
+    conn = gtx.as_connectivity([Vertex, V2EDim], Edge, np.array([[0, 1], [1, -1]], dtype=np.int32), skip_value=-1)
+    e = gtx.as_field([Edge], np.array([1.0, 10.0, 100.0]))
+    run = vsum_program.with_backend(strata.gt4py.backend)
+    out = gtx.zeros({Vertex: 2}, dtype=gtx.float64)
+    run(e, out, offset_provider={"V2E": conn})
+    np.testing.assert_array_equal(out.asnumpy(), [11.0, 10.0])
+    conn.ndarray[1, 1] = 2
+    run(e, out, offset_provider={"V2E": conn})
+    np.testing.assert_array_equal(out.asnumpy(), [11.0, 110.0])

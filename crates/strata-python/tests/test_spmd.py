@@ -179,6 +179,23 @@ def test_ranks_that_trace_different_programs_get_an_error_not_a_hang(mpirun):
     assert "differs from another rank's" in out.stdout and "sum" not in out.stdout
 
 
+def test_ranks_with_different_values_of_one_program_get_an_error_not_a_mix(mpirun):
+    # Issue 49's A4: ranks tracing `sum(x * 2.0)` and `sum(x * 3.0)` got one mixed answer.
+    out = run(mpirun, 2, "diverged_values.py", timeout=120)
+    for rank in (0, 1):
+        for name in ("scalar", "integer"):
+            assert f"rank {rank} {name} error:" in out.stdout, out.stdout + out.stderr
+        assert f"rank {rank} same sum 132.0" in out.stdout, out.stdout
+    assert "differs between ranks" in out.stdout and " scalar sum" not in out.stdout
+
+
+@pytest.mark.parametrize("ranks", [None, 1, 2, 3])
+def test_trust_cases_of_team_arrays_match_numpy(mpirun, ranks):
+    # Issue 49's A1–A3 and D1 on teams of 1–3 ranks.
+    for r in reports(run(mpirun, ranks, "trust.py"), ranks):
+        assert r["wrong"] == [], r
+
+
 @pytest.mark.parametrize("ranks", [None, 1, 2, 3, 4])
 def test_entries_of_a_module_take_team_arrays_in_a_time_loop(mpirun, ranks):
     """`strata.compile(...)` entries over `team = world` types called with team arrays: each
