@@ -429,6 +429,46 @@ fn thousand_random_programs_native_equals_interpreter() {
     random_programs(1000, 0xD1FF_5EED_0000_0001);
 }
 
+/// The same generator's programs with each optional pass disabled in turn equal the whole
+/// pipeline's results (`common::toggle`): 100 in CI, 2,000 in the ignored long run.
+#[test]
+fn generated_programs_are_unchanged_by_each_pass() {
+    toggled_programs(100, 0x7066_1e00_0000_0001);
+}
+
+/// The long run of [`generated_programs_are_unchanged_by_each_pass`].
+#[test]
+#[ignore = "the long run: 2,000 random programs, each with every optional pass disabled in turn"]
+fn two_thousand_programs_are_unchanged_by_each_pass() {
+    toggled_programs(2000, 0x7066_1e00_0000_2000);
+}
+
+fn toggled_programs(total: usize, seed: u64) {
+    let mut rng = Rng::seeded(seed);
+    let mut cases = Vec::new();
+    for i in 0..total {
+        let p = generate(&mut rng, i);
+        let module = strata_verify::parse(&p.text).unwrap_or_else(|d| panic!("{d:?}\n{}", p.text));
+        let info = strata_verify::verify(&module).unwrap_or_else(|d| panic!("{:?}\n{}", d[0], p.text));
+        let h = module.function_by_name(&p.entry).expect("entry");
+        let f = &module.functions[h];
+        let args = f
+            .params
+            .iter()
+            .enumerate()
+            .map(|(k, &q)| {
+                let vt = ValueType::from_ir(&info.types, f.exprs[q].ty);
+                let table = p.tables.iter().find(|t| t.0 == f.exprs[q].name).map(|t| (t.1, t.2));
+                random_fill(&vt, (i * 7 + k) as u64, table)
+            })
+            .collect();
+        cases.push(common::toggle::Case { name: p.text.clone(), module, types: info.types, entry: h, args });
+    }
+    let compared = common::toggle::same_with_each_pass_disabled(&cases);
+    eprintln!("{total} programs: {compared} runs with one optional pass disabled equal the whole pipeline's");
+    assert!(compared >= total * 10, "{compared}");
+}
+
 /// The long run: `cargo test --release -p strata-codegen --test differential -- --ignored`.
 #[test]
 #[ignore = "the long run: 5,000 random programs"]

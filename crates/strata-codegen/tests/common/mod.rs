@@ -198,3 +198,4 @@ pub fn python() -> String {
     assert!(out.status.success(), "cannot set up Python:\n{}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).expect("utf-8").trim().to_string()
 }
+pub mod toggle;
