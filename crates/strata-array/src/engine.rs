@@ -168,6 +168,10 @@ pub(crate) fn run(w: Walk) -> Result<Vec<Tensor>> {
         return crate::spmd::run(dist, &inputs, b, c.fingerprint).map(|t| vec![t]);
     }
     let ran = prepared(&c, b)?.run(&inputs).map_err(run_error)?;
+    if let Some(w) = &ran.warning {
+        // The array front end has no caller to hand a warning to: stderr, once per program.
+        eprintln!("strata: warning: {w}");
+    }
     bump(|s| if ran.timings.is_some() { s.native_runs += 1 } else { s.interpreted_runs += 1 });
     ran.values.into_iter().map(|(_, v)| v.into_tensor().map_err(|e| ArrayError::Run(e.to_string()))).collect()
 }

@@ -317,6 +317,9 @@ pub fn cmd_run(file: &Path, opts: &RunOptions) -> i32 {
     if let Some(n) = &ran.note {
         let _ = writeln!(stderr, "note: {n}");
     }
+    if let Some(w) = &ran.warning {
+        let _ = writeln!(stderr, "warning: {w}");
+    }
     let ran_natively = ran.timings.is_some();
     if let Some(timings) = &ran.timings {
         if opts.time {

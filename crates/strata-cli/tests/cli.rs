@@ -253,3 +253,46 @@ fn lower_lists_its_passes_and_prints_the_kernels_after_one() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no pass named `no-such-pass`"));
 }
+
+/// `strata lower --passes` marks the pass that always runs; `--disable-pass` takes optional
+/// passes only (a clear error naming them otherwise); `--bisect` runs the entry with the first
+/// k optional passes for every k and says that none changes issue 49's S2 (row sums beside row
+/// maxima of one CSR matrix), exit 0; `run --disable-pass` gives the same values.
+#[test]
+fn passes_can_be_disabled_and_bisected() {
+    let run_strata = |args: &[&str]| strata().args(args).output().unwrap();
+    let root = workspace();
+    let trust = root.join("tests/programs/trust.strata").display().to_string();
+    let o = run_strata(&["lower", "--passes"]);
+    let listed = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(listed.contains("unify-fold-vars") && listed.contains("(always runs)"), "{listed}");
+    let o = run_strata(&["lower", &trust, "--entry", "where45", "--disable-pass", "no-such-pass"]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(e.contains("`no-such-pass` is not an optional pass") && e.contains("coiterate"), "{e}");
+    let o = run_strata(&["lower", &trust, "--entry", "where45", "--disable-pass", "schedule"]);
+    assert_eq!(o.status.code(), Some(1), "the schedule always runs");
+    // Without `coiterate` the row sum visits every column.
+    let o = run_strata(&["lower", &trust, "--entry", "rowsum_rowmax", "--disable-pass", "coiterate"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("visits stored"), "{}", String::from_utf8_lossy(&o.stdout));
+    let o = run_strata(&["lower", &trust, "--entry", "rowsum_rowmax"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("visits stored"));
+    let o = run_strata(&["lower", &trust, "--entry", "rowsum_rowmax", "--bisect", "--arg", "a=random:4"]);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(o.status.code(), Some(0), "{out}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        out.contains("up to `unify-fold-vars`: same result") && out.contains("no pass changes the result"),
+        "{out}"
+    );
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", &trust, "--entry", "rowsum_rowmax", "--arg", "a=random:4"];
+        args.extend_from_slice(extra);
+        String::from_utf8_lossy(&run_strata(&args).stdout).into_owned()
+    };
+    assert_eq!(run(&[]), run(&["--disable-pass", "coiterate,unify-fold-vars", "--backend", "native"]));
+    // Bisecting without the arguments is an error naming them.
+    let o = run_strata(&["lower", &trust, "--entry", "rowsum_rowmax", "--bisect"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("missing --arg for `a`"));
+}

@@ -432,3 +432,32 @@ fn without_a_c_compiler_the_interpreter_runs_with_one_notice() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("cannot run the C compiler"), "{}", stderr(&o));
 }
+
+/// Issue 49: `auto` never fails where the interpreter succeeds. A native failure the
+/// interpreter does not share — here a C compiler that rejects everything, a failure of the
+/// native path after lowering — returns the interpreter's result with one warning naming the
+/// entry and the reason; `native` reports the failure.
+#[test]
+fn auto_returns_the_interpreters_result_with_one_warning_when_native_code_fails() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let lap = root.join("examples/stencil/laplacian.strata").display().to_string();
+    let dir = tmp("failing-cc");
+    let run = |backend: &str| {
+        Command::new(env!("CARGO_BIN_EXE_strata"))
+            .args(["run", "--backend", backend, &lap, "--arg", "inp=ones"])
+            .env("CC", "false")
+            .env("STRATA_CACHE_DIR", &dir)
+            .output()
+            .unwrap()
+    };
+    let o = run("auto");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(err.matches("warning:").count(), 1, "{err}");
+    assert!(err.contains("the native backend failed on `@laplacian`") && err.contains("interpreter's result"), "{err}");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("min 0, max 0") || out.contains("[[[0, 0"), "{out}");
+    let o = run("native");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("warning:"), "{}", stderr(&o));
+}

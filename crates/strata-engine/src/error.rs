@@ -19,9 +19,6 @@ pub enum ExecuteError {
     /// The program failed at run time: the interpreter's located diagnostic.
     #[error("{}", .0.message)]
     Program(Box<Diagnostic>),
-    /// The native backend failed where the interpreter succeeds: a native backend bug.
-    #[error("{0}\nnote: the reference interpreter runs this entry: this is a native backend bug (`--backend interp` avoids it)")]
-    NativeBug(String),
     /// A result that cannot be held in memory.
     #[error("cannot hold `{name}` of `@{func}`: {message}")]
     Result {

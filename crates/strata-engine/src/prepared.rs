@@ -55,6 +55,8 @@ pub struct Prepared {
     /// A native failure while preparing under `auto` (the compiler rejected the generated code,
     /// the cache cannot be written): the interpreter runs, and its success is a backend bug.
     native_failure: Option<String>,
+    /// Whether a native backend bug was reported ([`Executed::warning`]).
+    bug_reported: std::sync::atomic::AtomicBool,
     param_names: Vec<String>,
     /// The types of the outputs results-as-outputs appended after the entry's own parameters.
     appended: Vec<ValueType>,
@@ -80,6 +82,10 @@ pub struct Executed {
     pub timings: Option<Timings>,
     /// Why the interpreter ran although the native backend was allowed.
     pub note: Option<String>,
+    /// Under `auto`, a native failure where the interpreter succeeded (a native backend bug,
+    /// whose result this is the interpreter's): the entry and the failure, reported once per
+    /// prepared entry (`None` on later runs).
+    pub warning: Option<String>,
 }
 
 type Memo = Mutex<HashMap<(String, Options), Arc<Prepared>>>;
@@ -140,6 +146,7 @@ impl Prepared {
             native: None,
             note: None,
             native_failure: None,
+            bug_reported: Default::default(),
             param_names,
             appended,
             result_ty,
@@ -290,7 +297,7 @@ impl Prepared {
             Ok(()) => {
                 let values = buffers.into_values(&native.layout, args, &self.param_names, self.result_ty.as_ref());
                 let timings = Timings { compile_s: self.compile_s, cached: self.cached, first_s, ..Timings::default() };
-                Ok(Executed { values, timings: Some(timings), note: None })
+                Ok(Executed { values, timings: Some(timings), note: None, warning: None })
             }
             Err(e) => self.fall_back(args, failed(e)),
         }
@@ -312,7 +319,7 @@ impl Prepared {
     fn run_backend<T: Argument>(&self, args: &[T], repeat: usize) -> Result<Executed, ExecuteError> {
         if let Some(native) = &self.native {
             return match self.run_native(native, args, repeat) {
-                Ok((values, timings)) => Ok(Executed { values, timings: Some(timings), note: None }),
+                Ok((values, timings)) => Ok(Executed { values, timings: Some(timings), note: None, warning: None }),
                 Err(e) => self.fall_back(args, e),
             };
         }
@@ -341,12 +348,25 @@ impl Prepared {
         }
         let interp = strata_interp::Interpreter::new(&self.module, &self.types);
         match (interp.run(self.entry, tensors), native_failure) {
-            (Ok(o), None) => Ok(Executed {
-                values: o.values.into_iter().map(|(n, t)| (n, Value::Tensor(t))).collect(),
-                timings: None,
-                note: self.note.clone(),
-            }),
-            (Ok(_), Some(failure)) => Err(ExecuteError::NativeBug(failure)),
+            (Ok(o), failure) => {
+                // `auto` never fails where the interpreter succeeds: a native failure is a
+                // backend bug, reported once, and the interpreter's result is the answer.
+                let first = failure.is_some() && !self.bug_reported.swap(true, std::sync::atomic::Ordering::Relaxed);
+                let warning = failure.filter(|_| first).map(|failure| {
+                    format!(
+                        "the native backend failed on `@{}` where the reference interpreter succeeds ({failure}); \
+                         the interpreter's result is returned (a native backend bug unless the C compiler itself \
+                         is broken; `--backend native` shows the failure)",
+                        f.name
+                    )
+                });
+                Ok(Executed {
+                    values: o.values.into_iter().map(|(n, t)| (n, Value::Tensor(t))).collect(),
+                    timings: None,
+                    note: self.note.clone(),
+                    warning,
+                })
+            }
             (Err(e), _) => Err(ExecuteError::Program(Box::new(e.to_diagnostic()))),
         }
     }

@@ -141,6 +141,10 @@ impl Program {
         let lent: Vec<bool> = values.iter().map(Arg::lent).collect();
         drop(values);
         let ran = ran.map_err(|e| self.run_error(e))?;
+        if let Some(w) = &ran.warning {
+            let warning = py.get_type::<pyo3::exceptions::PyRuntimeWarning>();
+            PyErr::warn(py, &warning, &std::ffi::CString::new(w.as_str()).unwrap_or_default(), 1)?;
+        }
         let mut out = Vec::with_capacity(ran.values.len());
         for (name, v) in ran.values {
             if let Some(m) = v.extent_mismatch() {
