@@ -196,6 +196,14 @@ def test_trust_cases_of_team_arrays_match_numpy(mpirun, ranks):
         assert r["wrong"] == [], r
 
 
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_generated_chains_of_team_arrays_match_numpy(mpirun, ranks):
+    # tests/chains.py's generator on team arrays (`STRATA_CHAINS_COUNT` for a long run).
+    count = os.environ.get("STRATA_CHAINS_COUNT", "6")
+    for r in reports(run(mpirun, ranks, "chains_team.py", count, 1000 + 100 * ranks, timeout=1200), ranks):
+        assert r["wrong"] == [], r["wrong"][:3]
+
+
 @pytest.mark.parametrize("ranks", [None, 1, 2, 3, 4])
 def test_entries_of_a_module_take_team_arrays_in_a_time_loop(mpirun, ranks):
     """`strata.compile(...)` entries over `team = world` types called with team arrays: each
