@@ -272,3 +272,62 @@ def test_singular_matrices_as_numpy(m):
     with pytest.raises(strata.LinAlgError, match="matrix 1 of the stack"):
         xp.linalg.inv(xp.asarray(stack))
     np.testing.assert_array_equal(np.asarray(xp.linalg.det(xp.asarray(stack))), np.linalg.det(stack))
+
+
+def _conditioned(rng, n, cond):
+    """A random n×n matrix with singular values spread from 1 to 1/cond."""
+    u, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    v, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    return (u * np.geomspace(1.0, 1.0 / cond, n)) @ v.T
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_generated_singular_near_singular_and_ill_conditioned_matrices_as_numpy(seed):
+    """Issue 49's generator for linalg: integer matrices with repeated rows or columns or zero
+    lines (exactly singular: numpy raises in inv/solve, det 0), and random ones with condition
+    numbers from 1 to 1e12 (results within cond·ε of numpy's)."""
+    import strata
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 7))
+    kind = seed % 3
+    if kind == 0:
+        m = rng.integers(-3, 4, (n, n)).astype(np.float64)
+        i, j = rng.integers(n), rng.integers(n)
+        if rng.random() < 0.5:
+            m[i] = m[j] if i != j else 0.0
+        else:
+            m[:, i] = 2.0 * m[:, j] if i != j else 0.0
+        cond = np.inf
+    else:
+        cond = 10.0 ** float(rng.uniform(0, 12 if kind == 1 else 4))
+        m = _conditioned(rng, n, cond)
+    b = rng.standard_normal(n)
+    try:
+        want_inv = np.linalg.inv(m)
+    except np.linalg.LinAlgError:
+        want_inv = None
+    det = float(xp.linalg.det(xp.asarray(m)))
+    want_det = float(np.linalg.det(m))
+    scale = max(1.0, np.abs(m).max()) ** n
+    assert abs(det - want_det) <= 1e-10 * scale * max(1.0, min(cond, 1e6)), (det, want_det, m)
+    if want_inv is None:
+        assert det == 0.0 or abs(det) <= 1e-12 * scale, (det, m)
+        for call in (lambda: xp.linalg.inv(xp.asarray(m)), lambda: xp.linalg.solve(xp.asarray(m), xp.asarray(b))):
+            with pytest.raises(strata.LinAlgError):
+                call()
+        return
+    if not np.isfinite(cond):
+        # Singular, but rounding left numpy's pivots non-zero: its inverse is rounding noise.
+        return
+    inv = np.asarray(xp.linalg.inv(xp.asarray(m)))
+    x = np.asarray(xp.linalg.solve(xp.asarray(m), xp.asarray(b)))
+    eps = np.finfo(np.float64).eps
+    # Forward errors grow with the condition number; residuals a backward-stable solver keeps
+    # small whatever it is.
+    bound = 100 * n * eps * cond
+    assert np.linalg.norm(m @ x - b) <= 100 * n * eps * np.linalg.norm(m) * np.linalg.norm(x) + 1e-300
+    assert np.abs(inv - want_inv).max() <= bound * max(1.0, np.abs(want_inv).max())
+    sign, logabs = xp.linalg.slogdet(xp.asarray(m))
+    ws, wl = np.linalg.slogdet(m)
+    assert float(sign) == ws and abs(float(logabs) - wl) <= bound

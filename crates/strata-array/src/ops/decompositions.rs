@@ -258,7 +258,7 @@ pub fn det(x: &Array) -> Result<Array> {
     fn imp<T: Field>(s: &Stack) -> Result<Array> {
         let out: Vec<T> = (0..s.count())
             .map(|k| {
-                let lu = s.transposed::<T>(k).partial_piv_lu();
+                let lu = s.matrix::<T>(k).partial_piv_lu();
                 let odd = odd_permutation(lu.P().arrays().0);
                 let mut d = T::real(if odd { -1.0 } else { 1.0 });
                 for i in 0..s.n {
@@ -293,10 +293,12 @@ fn odd_permutation(fwd: &[usize]) -> bool {
     odd
 }
 
-/// The LU factorization of matrix `k`'s transpose, or [`ArrayError::Singular`] when a pivot is
-/// exactly zero (LAPACK's `getrf` info > 0, where numpy raises `LinAlgError`).
+/// The LU factorization of matrix `k` (itself, not its transpose: the pivots numpy's LAPACK
+/// `getrf` chooses, so a matrix is singular exactly where numpy says so), or
+/// [`ArrayError::Singular`] when a pivot is exactly zero (`getrf`'s info > 0, where numpy
+/// raises `LinAlgError`).
 fn invertible_lu<T: Field>(op: &'static str, s: &Stack, k: usize) -> Result<faer::linalg::solvers::PartialPivLu<T>> {
-    let lu = s.transposed::<T>(k).partial_piv_lu();
+    let lu = s.matrix::<T>(k).partial_piv_lu();
     if (0..s.n).any(|i| lu.U()[(i, i)].modulus() == 0.0) {
         return Err(ArrayError::Singular { op, index: k });
     }
@@ -310,7 +312,7 @@ pub fn slogdet(x: &Array) -> Result<(Array, Array)> {
     fn imp<T: Field>(s: &Stack) -> Result<(Array, Array)> {
         let (mut signs, mut logs) = (Vec::new(), Vec::new());
         for k in 0..s.count() {
-            let lu = s.transposed::<T>(k).partial_piv_lu();
+            let lu = s.matrix::<T>(k).partial_piv_lu();
             let odd = odd_permutation(lu.P().arrays().0);
             let (mut sign, mut log) = (Complex64::new(if odd { -1.0 } else { 1.0 }, 0.0), 0.0);
             for i in 0..s.n {
@@ -342,8 +344,7 @@ pub fn inv(x: &Array) -> Result<Array> {
     fn imp<T: Field>(s: &Stack) -> Result<Array> {
         let mut out = Vec::with_capacity(s.count() * s.n * s.n);
         for k in 0..s.count() {
-            // The inverse of the transpose, column by column, is the inverse row by row.
-            push_columns(&mut out, invertible_lu::<T>("inv", s, k)?.inverse().as_ref(), false);
+            push_rows(&mut out, invertible_lu::<T>("inv", s, k)?.inverse().as_ref(), false);
         }
         result(&s.shape(&[s.n, s.n]), column_of(out, s.dtype))
     }
@@ -527,7 +528,6 @@ pub fn solve(x1: &Array, x2: &Array) -> Result<Array> {
         };
         // Each matrix of `x1` is factorized once, however many right-hand sides broadcast
         // against it.
-        // The transpose is factorized (a contiguous copy) and solved transposed.
         let mut lus: Vec<Option<faer::linalg::solvers::PartialPivLu<T>>> = (0..a.count()).map(|_| None).collect();
         let mut out = Vec::with_capacity(count * a.n * b.n);
         for k in 0..count {
@@ -537,7 +537,7 @@ pub fn solve(x1: &Array, x2: &Array) -> Result<Array> {
                 lus[at] = Some(invertible_lu::<T>("solve", a, at)?);
             }
             let lu = lus[at].as_ref().expect("factorized above");
-            push_rows(&mut out, lu.solve_transpose(&rhs).as_ref(), false);
+            push_rows(&mut out, lu.solve(&rhs).as_ref(), false);
         }
         let tail: Vec<usize> = if vector { vec![a.n] } else { vec![a.n, b.n] };
         let shape: Vec<usize> = batch.iter().chain(&tail).copied().collect();
