@@ -1057,3 +1057,19 @@ def test_a_connectivity_changed_in_place_is_read_anew():
     conn.ndarray[1, 1] = 2
     run(e, out, offset_provider={"V2E": conn})
     np.testing.assert_array_equal(out.asnumpy(), [11.0, 110.0])
+
+
+GENERATED = int(os.environ.get("STRATA_GT4PY_COUNT", "15"))
+
+
+@pytest.mark.parametrize("seed", range(GENERATED))
+def test_generated_programs_equal_embedded_execution(seed):
+    """gt4py_programs.py: several statements over sub-domains of shared outputs, reading earlier
+    writes, scans on sub-domains, two calls with changed data (`STRATA_GT4PY_COUNT` of them)."""
+    import gt4py_programs
+
+    text, ours = gt4py_programs.run(seed, strata.gt4py.backend)
+    _, theirs = gt4py_programs.run(seed, None)
+    for call, (o, t) in enumerate(zip(ours, theirs)):
+        for k, (a, b) in enumerate(zip(o, t)):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12, err_msg=f"call {call}, output o{k} of\n{text}")
