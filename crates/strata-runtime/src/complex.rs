@@ -139,6 +139,11 @@ macro_rules! complex_family {
                     UnaryOp::Tan => c::$tan(z),
                     UnaryOp::Sinh => c::$sinh(z),
                     UnaryOp::Cosh => c::$cosh(z),
+                    // The array API's special case (C leaves the zero's sign to `sin(2y)`):
+                    // tanh(±∞ + iy) for finite y is ±1 with a zero of y's sign.
+                    UnaryOp::Tanh if z.re.is_infinite() && z.im.is_finite() => {
+                        <$c>::new((1.0 as $t).copysign(z.re), (0.0 as $t).copysign(z.im))
+                    }
                     UnaryOp::Tanh => c::$tanh(z),
                     UnaryOp::Asin => c::$asin(z),
                     UnaryOp::Acos => c::$acos(z),
@@ -153,6 +158,12 @@ macro_rules! complex_family {
                     UnaryOp::Log10 => {
                         let l = c::$log(z);
                         <$c>::new(l.re / std::f64::consts::LN_10 as $t, l.im / std::f64::consts::LN_10 as $t)
+                    }
+                    // Non-finite parts: `cexp(z) - 1`, whose special cases (C99 Annex G) are
+                    // the array API's for `expm1`; finite ones numpy's `nc_expm1`.
+                    UnaryOp::Expm1 if !z.re.is_finite() || !z.im.is_finite() => {
+                        let e = c::$exp(z);
+                        <$c>::new(e.re - 1.0, e.im)
                     }
                     // numpy's `nc_expm1` and `nc_log1p`.
                     UnaryOp::Expm1 => {

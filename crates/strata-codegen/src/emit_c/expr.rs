@@ -549,7 +549,7 @@ fn complex_unary(op: UnaryOp, a: &str, s: Scalar) -> String {
         UnaryOp::Tan => c("tan"),
         UnaryOp::Sinh => c("sinh"),
         UnaryOp::Cosh => c("cosh"),
-        UnaryOp::Tanh => c("tanh"),
+        UnaryOp::Tanh => helper("tanh"),
         UnaryOp::Asin => c("asin"),
         UnaryOp::Acos => c("acos"),
         UnaryOp::Atan => c("atan"),

@@ -313,7 +313,15 @@ class Array:
 
     def __getitem__(self, key: Any) -> "Array":
         if isinstance(key, Array):
+            if key.dtype == bool and key.ndim == 0:
+                # A 0-d mask adds an axis of length 1 (True) or 0 (False), as numpy.
+                return _wrap(_a.mask(expand_dims(self, axis=0)._x, reshape(key, (1,))._x))
             if key.dtype == bool:
+                if key.ndim > self.ndim or builtins.any(k not in (n, 0) for n, k in zip(self.shape, key.shape)):
+                    raise IndexError(f"a boolean index of shape {key.shape} does not match the array's shape {self.shape}")
+                if key.size == 0:
+                    # An empty mask selects nothing.
+                    return zeros((0, *self.shape[key.ndim:]), dtype=self.dtype, device=self.device)
                 return _wrap(_a.mask(self._x, key._x))
             if key.dtype.kind in "iu":
                 return take(self, key, axis=0)

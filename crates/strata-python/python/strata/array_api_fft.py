@@ -106,21 +106,31 @@ def irfftn(x: Array, /, *, s: Optional[Sequence[int]] = None, axes: Optional[Seq
     return irfft(x, n=n, axis=last, norm=norm)
 
 
-def fftfreq(n: int, /, *, d: float = 1.0, device: Any = None) -> Array:
+def _frequency_dtype(op: str, dtype: Any) -> Any:
+    d = _xp.float64 if dtype is None else dtype
+    if d not in (_xp.float32, _xp.float64):
+        raise ValueError(f"{op}: dtype must be a real floating-point dtype, not {dtype!r}")
+    return d
+
+
+def fftfreq(n: int, /, *, d: float = 1.0, dtype: Any = None, device: Any = None) -> Array:
     """The sample frequencies of an `n`-point `fft`: `[0, 1, ..., n//2 - 1 (or n//2), -n//2, ..., -1]
-    / (d * n)` as float64."""
+    / (d * n)`, of `dtype` (a real floating-point dtype; default float64)."""
     if not isinstance(n, int) or n < 1:
         raise ValueError(f"fftfreq: n must be a positive integer, not {n!r}")
+    out = _frequency_dtype("fftfreq", dtype)
     k = _xp.arange(n, dtype=_xp.int64, device=device)
     k = _xp.where(k < (n + 1) // 2, k, k - n)
-    return _xp.astype(k, _xp.float64) / (d * n)
+    return _xp.astype(_xp.astype(k, _xp.float64) / (d * n), out)
 
 
-def rfftfreq(n: int, /, *, d: float = 1.0, device: Any = None) -> Array:
-    """The sample frequencies of an `n`-point `rfft`: `[0, 1, ..., n//2] / (d * n)`."""
+def rfftfreq(n: int, /, *, d: float = 1.0, dtype: Any = None, device: Any = None) -> Array:
+    """The sample frequencies of an `n`-point `rfft`: `[0, 1, ..., n//2] / (d * n)`, of `dtype` (a
+    real floating-point dtype; default float64)."""
     if not isinstance(n, int) or n < 1:
         raise ValueError(f"rfftfreq: n must be a positive integer, not {n!r}")
-    return _xp.astype(_xp.arange(n // 2 + 1, dtype=_xp.int64, device=device), _xp.float64) / (d * n)
+    out = _frequency_dtype("rfftfreq", dtype)
+    return _xp.astype(_xp.astype(_xp.arange(n // 2 + 1, dtype=_xp.int64, device=device), _xp.float64) / (d * n), out)
 
 
 def _shift(x: Array, axes: Union[None, int, Sequence[int]], sign: int) -> Array:
