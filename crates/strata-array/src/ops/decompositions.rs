@@ -154,6 +154,28 @@ impl Stack {
         faer::MatRef::from_column_major_slice(&self.elements::<T>(k), self.n, self.m).to_owned()
     }
 
+    /// [`Self::transposed`] divided by a power of two `c` (returned) that brings its largest
+    /// modulus near 1, exactly: the SVD's iterations square entries, and huge or tiny ones
+    /// (1e154) overflow or underflow where LAPACK scales them first. Singular values scale by
+    /// `c`, singular vectors not at all.
+    fn transposed_scaled<T: Field>(&self, k: usize) -> (Mat<T>, f64) {
+        let mut a = self.transposed::<T>(k);
+        let largest = (0..a.ncols())
+            .flat_map(|j| (0..a.nrows()).map(move |i| (i, j)))
+            .fold(0.0f64, |m, (i, j)| m.max(a[(i, j)].modulus()));
+        if !largest.is_finite() || largest == 0.0 || (1e-100..=1e100).contains(&largest) {
+            return (a, 1.0);
+        }
+        let c = 2f64.powi(largest.log2().round() as i32);
+        let inv = T::real(1.0 / c);
+        for j in 0..a.ncols() {
+            for i in 0..a.nrows() {
+                a[(i, j)] = a[(i, j)] * inv;
+            }
+        }
+        (a, c)
+    }
+
     /// Matrix `k` itself (`M × N`), transposed in blocks of [`BLOCK`] rows (each block's rows
     /// stay in cache while every column takes its part of them).
     fn matrix<T: Field>(&self, k: usize) -> Mat<T> {
@@ -415,14 +437,14 @@ pub fn svd(x: &Array, full: bool, vectors: bool) -> Result<(Option<Array>, Array
         for k in 0..s.count() {
             // The transpose's decomposition U′ S V′ᴴ gives x = conj(V′) S conj(U′)ᴴ: `U` is V′
             // conjugated, row by row, and `Vh` is U′ column by column.
-            let a = s.transposed::<T>(k);
+            let (a, c) = s.transposed_scaled::<T>(k);
             if !vectors {
-                sv.extend(a.singular_values().map_err(|_| fail(k))?);
+                sv.extend(a.singular_values().map_err(|_| fail(k))?.into_iter().map(|v| v * c));
                 continue;
             }
             let d = if full { a.svd() } else { a.thin_svd() }.map_err(|_| fail(k))?;
             push_rows(&mut u, d.V(), true);
-            sv.extend(d.S().column_vector().iter().map(|v| v.wide().re));
+            sv.extend(d.S().column_vector().iter().map(|v| v.wide().re * c));
             push_columns(&mut vh, d.U(), false);
         }
         let values = result(&s.shape(&[kk]), column_of(sv, s.dtype.real_part()))?;
@@ -450,8 +472,10 @@ pub fn matrix_rank(x: &Array, rtol: Option<f64>) -> Result<Array> {
     fn imp<T: Field>(s: &Stack, rtol: Option<f64>) -> Result<Array> {
         let mut out = Vec::with_capacity(s.count());
         for k in 0..s.count() {
+            // The cutoff is relative: the scaled matrix has the same rank.
             let sv = s
-                .transposed::<T>(k)
+                .transposed_scaled::<T>(k)
+                .0
                 .singular_values()
                 .map_err(|_| invalid("matrix_rank", "the SVD did not converge"))?;
             let tol = cutoff(s, rtol, sv.first().copied().unwrap_or(0.0));
@@ -471,8 +495,10 @@ pub fn pinv(x: &Array, rtol: Option<f64>) -> Result<Array> {
         for k in 0..s.count() {
             // pinv(xᵀ) = V′ · diag(1/s) · U′ᴴ from the transpose's decomposition, over the singular
             // values above the cutoff; its columns are pinv(x)'s rows.
-            let d = s.transposed::<T>(k).thin_svd().map_err(|_| invalid("pinv", "the SVD did not converge"))?;
-            let sv: Vec<f64> = d.S().column_vector().iter().map(|v| v.wide().re).collect();
+            // x = c·b: pinv(x) = pinv(b) / c, the singular values of b times c.
+            let (b, c) = s.transposed_scaled::<T>(k);
+            let d = b.thin_svd().map_err(|_| invalid("pinv", "the SVD did not converge"))?;
+            let sv: Vec<f64> = d.S().column_vector().iter().map(|v| v.wide().re * c).collect();
             let tol = cutoff(s, rtol, sv.first().copied().unwrap_or(0.0));
             let v = d.V();
             let scaled = Mat::from_fn(v.nrows(), v.ncols(), |i, l| {

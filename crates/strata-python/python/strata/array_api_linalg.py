@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import builtins
 import math
+
+import numpy as np
 from typing import Any, NamedTuple, Optional, Sequence, Union
 
 from ._strata import LinAlgError
@@ -123,16 +125,45 @@ def svdvals(x: Array, /) -> Array:
     return _kernel("svdvals", x)[0]
 
 
+def _per_matrix_rtol(name: str, x: Array, rtol: Any, tail: tuple, dtype: Any) -> Array:
+    """`name` with an `rtol` array (one tolerance per matrix, broadcast against the batch
+    dimensions, as the standard allows): each matrix factorized with its own tolerance."""
+    batch = tuple(x.shape[:-2])
+    tolerances = np.broadcast_to(np.asarray(_xp.asarray(rtol).to_numpy(), dtype=np.float64), batch)
+    count = math.prod(batch)
+    if count == 0:
+        return _xp.zeros(batch + tail, dtype=dtype)
+    flat = _xp.reshape(x, (count,) + tuple(x.shape[-2:]))
+    parts = [_kernel(name, flat[k], rtol=float(t))[0] for k, t in enumerate(tolerances.reshape(-1))]
+    return _xp.reshape(_xp.stack(parts), batch + tail)
+
+
+def _scalar_rtol(rtol: Any) -> Any:
+    """`rtol` as one float for every matrix, or `None` when it varies per matrix."""
+    if rtol is None:
+        return None
+    if isinstance(rtol, Array):
+        return float(rtol) if rtol.ndim == 0 else None
+    return float(rtol)
+
+
 def matrix_rank(x: Array, /, *, rtol: Optional[Union[float, Array]] = None) -> Array:
     """The number of singular values above `rtol` times the largest (default `rtol`:
-    `max(M, N)` times the dtype's epsilon), as `int64`."""
-    return _kernel("matrix_rank", x, rtol=None if rtol is None else float(rtol))[0]
+    `max(M, N)` times the dtype's epsilon), as `int64`. `rtol` may be an array, one tolerance
+    per matrix (broadcast against the batch dimensions)."""
+    one = _scalar_rtol(rtol)
+    if rtol is not None and one is None:
+        return _per_matrix_rtol("matrix_rank", x, rtol, (), _xp.int64)
+    return _kernel("matrix_rank", x, rtol=one)[0]
 
 
 def pinv(x: Array, /, *, rtol: Optional[Union[float, Array]] = None) -> Array:
     """The Moore–Penrose pseudo-inverse of each matrix, singular values at or below `rtol` times
-    the largest treated as zero (default as `matrix_rank`)."""
-    return _kernel("pinv", x, rtol=None if rtol is None else float(rtol))[0]
+    the largest treated as zero (default as `matrix_rank`; an array: one per matrix)."""
+    one = _scalar_rtol(rtol)
+    if rtol is not None and one is None:
+        return _per_matrix_rtol("pinv", x, rtol, (x.shape[-1], x.shape[-2]), x.dtype)
+    return _kernel("pinv", x, rtol=one)[0]
 
 
 # ---- loop nests, traced ----
