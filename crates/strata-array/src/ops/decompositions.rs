@@ -170,7 +170,7 @@ impl Stack {
         let inv = T::real(1.0 / c);
         for j in 0..a.ncols() {
             for i in 0..a.nrows() {
-                a[(i, j)] = a[(i, j)] * inv;
+                a[(i, j)] *= inv;
             }
         }
         (a, c)
@@ -289,7 +289,7 @@ pub fn det(x: &Array) -> Result<Array> {
                     if u.modulus() == 0.0 {
                         return T::real(0.0);
                     }
-                    d = d * u;
+                    d *= u;
                 }
                 d
             })

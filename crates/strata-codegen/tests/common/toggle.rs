@@ -24,6 +24,9 @@ pub struct Case {
     pub args: Vec<Tensor>,
 }
 
+/// A case's outputs with the whole pipeline, and whether that program is `bit_exact`.
+type Reference = (Vec<(String, Tensor)>, bool);
+
 /// Lowers, compiles and runs every case with the whole pipeline and with each optional pass
 /// disabled; panics on the first difference. Returns how many (case, variant) runs compared
 /// equal. Cases the native backend does not compile are skipped (the interpreter runs them).
@@ -53,7 +56,8 @@ pub fn same_with_each_pass_disabled(cases: &[Case]) -> usize {
     let programs: Vec<strata_codegen::KernelProgram> = lowered.iter().map(|(_, _, p)| p.clone()).collect();
     let unit = 24;
     let libs = super::build_units(&programs, unit);
-    let mut full: Vec<Option<(Vec<(String, Tensor)>, bool)>> = (0..cases.len()).map(|_| None).collect();
+    // Each case's results with the whole pipeline, and whether that program is bit-exact.
+    let mut full: Vec<Option<Reference>> = (0..cases.len()).map(|_| None).collect();
     let mut compared = 0;
     for (k, (ci, vi, p)) in lowered.iter().enumerate() {
         let c = &cases[*ci];
