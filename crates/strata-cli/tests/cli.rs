@@ -246,7 +246,8 @@ fn lower_lists_its_passes_and_prints_the_kernels_after_one() {
     let staged = after("stage-windows");
     assert!(staged.contains("staged") && !staged.contains("schedule:"), "{staged}");
     let scheduled = after("schedule");
-    assert!(scheduled.contains("  schedule: parallel\n"), "{scheduled}");
+    // (Whether the stores stream as well depends on this machine's cache size.)
+    assert!(scheduled.contains("  schedule: parallel"), "{scheduled}");
     let final_form = String::from_utf8_lossy(&run(&["lower", &file]).stdout).to_string();
     assert_eq!(scheduled, final_form, "the last pass's output is what `lower` prints");
     let o = run(&["lower", "--print-after", "no-such-pass", &file]);
