@@ -443,7 +443,12 @@ fn two_thousand_programs_are_unchanged_by_each_pass() {
     toggled_programs(2000, 0x7066_1e00_0000_2000);
 }
 
+/// The tests of this file one at a time: `random_programs` points `$STRATA_CACHE_DIR` (process
+/// wide) at a private cache and removes it at its end, under another test's compiles.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn toggled_programs(total: usize, seed: u64) {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let mut rng = Rng::seeded(seed);
     let mut cases = Vec::new();
     for i in 0..total {
@@ -477,6 +482,7 @@ fn five_thousand_random_programs_native_equals_interpreter() {
 }
 
 fn random_programs(total: usize, seed: u64) {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let cache = common::private_cache(&format!("difftest-{seed:x}"));
     let oracle_dir = cache.with_extension("numpy");
     let _ = std::fs::remove_dir_all(&oracle_dir);
