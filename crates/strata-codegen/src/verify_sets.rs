@@ -41,18 +41,9 @@ pub(crate) fn verify_sets(program: &KernelProgram, kernel: &Kernel) -> Result<()
                     SExpr::Present(x) => x,
                     _ => &st.value,
                 };
-                let ok = if set.is_union() {
-                    let reads: Vec<_> = members.iter().map(|(r, _)| r.clone()).collect();
-                    zero_at_fill(&st.value, &reads, &scalar_of)
-                } else {
-                    members.iter().all(|(r, level)| {
-                        if ragged(r, *level) {
-                            required_reads(value).contains(r)
-                        } else {
-                            zero_at_fill(&st.value, std::slice::from_ref(r), &scalar_of)
-                        }
-                    })
-                };
+                let ok = left_out_is_a_no_op(set, &members, &ragged, value, &|reads| {
+                    zero_at_fill(&st.value, reads, &scalar_of)
+                });
                 if !ok {
                     return Err(format!(
                         "the domain level `{}` visits {} only, but the store into b{} is not zero where it leaves out: {}",
@@ -69,6 +60,29 @@ pub(crate) fn verify_sets(program: &KernelProgram, kernel: &Kernel) -> Result<()
         }
     }
     Ok(())
+}
+
+/// Whether the points `set` leaves out change nothing for a statement: `at_fill` holds where
+/// the given reads are their fill value (a union's members together, each other member alone),
+/// and a ragged member's skipped positions are skipped by `needs` (the statement needs the read).
+fn left_out_is_a_no_op(
+    set: &CoIteration,
+    members: &[(Rc<SparseRead>, usize)],
+    ragged: &dyn Fn(&Rc<SparseRead>, usize) -> bool,
+    needs: &Rc<SExpr>,
+    at_fill: &dyn Fn(&[Rc<SparseRead>]) -> bool,
+) -> bool {
+    if set.is_union() {
+        let reads: Vec<_> = members.iter().map(|(r, _)| r.clone()).collect();
+        return at_fill(&reads);
+    }
+    members.iter().all(|(r, level)| {
+        if ragged(r, *level) {
+            required_reads(needs).contains(r)
+        } else {
+            at_fill(std::slice::from_ref(r))
+        }
+    })
 }
 
 /// The stored levels a set walks or locates, with their levels.
@@ -89,18 +103,9 @@ fn check_folds(
 ) -> Result<(), String> {
     if let SExpr::Reduce { id, vars, body, .. } = &**e {
         if vars.iter().any(|(v, _)| v == &set.var) {
-            let ok = if set.is_union() {
-                let reads: Vec<_> = members.iter().map(|(r, _)| r.clone()).collect();
-                unchanged_at_fill(body, *id, &reads, scalar_of)
-            } else {
-                members.iter().all(|(r, level)| {
-                    if ragged(r, *level) {
-                        required_reads(body).contains(r)
-                    } else {
-                        unchanged_at_fill(body, *id, std::slice::from_ref(r), scalar_of)
-                    }
-                })
-            };
+            let ok = left_out_is_a_no_op(set, members, ragged, body, &|reads| {
+                unchanged_at_fill(body, *id, reads, scalar_of)
+            });
             if !ok {
                 return Err(format!(
                     "the fold over `{}` visits {} only, but its step changes the accumulator where it leaves out: {}",
