@@ -42,6 +42,10 @@ pub enum ArrayError {
     /// Running the traced program failed (an integer overflow trap, an index out of range, …).
     #[error("evaluating the array failed: {0}")]
     Run(String),
+    /// A distributed run failed: the lowest failed rank, its cause and its message, alike on
+    /// every rank.
+    #[error("evaluating the array failed: {0}")]
+    Job(strata_dist::job::JobError),
     /// Reading or writing data (`.npy`, `ndarray`) failed.
     #[error("{0}")]
     Data(String),

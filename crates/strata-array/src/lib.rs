@@ -43,3 +43,5 @@ pub use dtype::{DType, Weak};
 pub use engine::{backend, cache_stats, set_backend, Backend, CacheStats};
 pub use error::{ArrayError, Result};
 pub use ops::*;
+/// A distributed run's failure as [`ArrayError::Job`] carries it.
+pub use strata_dist::job::{Cause as JobCause, JobError};

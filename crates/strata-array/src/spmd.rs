@@ -23,7 +23,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use strata_dist::job::{self, Failed};
+use strata_dist::job::{self, Failed, RankError};
 use strata_dist::{Comm, Distribution};
 use strata_entity::Handle;
 use strata_ir::{Function, Interval, Module, TypeArena};
@@ -210,7 +210,7 @@ pub(crate) fn run(dist: &Distribution, inputs: &[Rc<Tensor>], backend: Backend, 
 fn owned_block(value: Value, level: usize, owned: Interval) -> Result<Tensor> {
     match value {
         Value::Tensor(t) if t.ty.levels[level].interval == owned => Ok(t),
-        v => job::dense(&v).and_then(|t| job::owned_rows(&t, level, owned)).map_err(ArrayError::Run),
+        v => job::dense(&v).and_then(|t| job::owned_rows(&t, level, owned)).map_err(|e| ArrayError::Run(e.to_string())),
     }
 }
 
@@ -265,7 +265,7 @@ impl PlannedEntry {
                     EntryResult::Team(Array::from_entry_block(block, &global)?)
                 }
                 Some((level, owned, global)) => {
-                    let t = job::dense(&out.value).map_err(ArrayError::Run)?;
+                    let t = job::dense(&out.value).map_err(|e| ArrayError::Run(e.to_string()))?;
                     let whole = job::allgather(&comm, &t, level, owned, &global);
                     EntryResult::Whole(Value::Tensor(job::agree(&comm, whole).map_err(|f| failure(&comm, f))?))
                 }
@@ -351,25 +351,25 @@ fn describe(ty: &ValueType) -> String {
 /// runs the same program (`fingerprint`).
 fn run_job(dist: &Distribution, given: Given<'_>, backend: Backend, fingerprint: u64) -> Result<Vec<job::Output>> {
     let comm = comm().expect("a joined job");
-    let same = comm.same_on_every_rank(fingerprint).map_err(|e| e.to_string()).and_then(|same| match same {
+    let same = comm.same_on_every_rank(fingerprint).map_err(RankError::from).and_then(|same| match same {
         true => Ok(()),
-        false => {
-            Err("this rank's program over team arrays differs from another rank's: every rank must apply the same \
-                  operations to team arrays in the same order, with the same shapes and dtypes (a team operation \
-                  under `if strata.world.rank == …`, or a shape that depends on the rank, makes them differ)"
-                .to_string())
-        }
+        false => Err(RankError::Diverged(
+            "this rank's program over team arrays differs from another rank's: every rank must apply the same \
+             operations to team arrays in the same order, with the same shapes and dtypes (a team operation under \
+             `if strata.world.rank == …`, or a shape that depends on the rank, makes them differ)",
+        )),
     });
     job::agree(&comm, same).map_err(|f| failure(&comm, f))?;
     // The same program on values every rank must hold alike: a Python number or a host array
     // that differs between ranks would make each rank compute a different program's part.
     let same =
-        comm.same_on_every_rank(replicated_digest(&given)).map_err(|e| e.to_string()).and_then(|same| match same {
+        comm.same_on_every_rank(replicated_digest(&given)).map_err(RankError::from).and_then(|same| match same {
             true => Ok(()),
-            false => Err("a value every rank holds whole (a Python number, an array not on the team) differs \
-                          between ranks: the ranks would each compute part of a different program (make it the \
-                          same on every rank, or a team array)"
-                .to_string()),
+            false => Err(RankError::Diverged(
+                "a value every rank holds whole (a Python number, an array not on the team) differs between ranks: \
+                 the ranks would each compute part of a different program (make it the same on every rank, or a \
+                 team array)",
+            )),
         });
     job::agree(&comm, same).map_err(|f| failure(&comm, f))?;
     let mut rank_io = FrontEndRank { given, backend };
@@ -416,15 +416,15 @@ pub(crate) fn write_npy(x: &Array, value: &Rc<Tensor>, path: &std::path::Path) -
 pub(crate) fn read_rows(path: &std::path::Path, x_ty: &ValueType, rows: Interval) -> Result<Tensor> {
     let comm = comm().expect("a joined job");
     let mut held = strata_dist::slab::with_rows(x_ty, 0, rows);
-    let read = strata_dist::slab::read_rows(path, "array", x_ty, 0, rows, &mut held);
-    job::agree(&comm, read).map_err(|f| ArrayError::Data(job::shared_failure(&comm, &f)))?;
+    let read = strata_dist::slab::read_rows(path, "array", x_ty, 0, rows, &mut held).map_err(RankError::Data);
+    job::agree(&comm, read).map_err(|f| ArrayError::Job(job::shared_failure(&comm, &f)))?;
     Ok(held)
 }
 
 /// A failed collective step as an error on every rank, naming the lowest failed rank and its
 /// message (shared by all ranks, so whichever rank reports first tells the reason).
 fn failure(comm: &Comm, f: Failed) -> ArrayError {
-    ArrayError::Run(job::shared_failure(comm, &f))
+    ArrayError::Job(job::shared_failure(comm, &f))
 }
 
 thread_local! {
@@ -534,7 +534,7 @@ struct FrontEndRank<'a> {
 
 impl<'a> job::Rank<'a> for FrontEndRank<'a> {
     fn input(&mut self, input: job::Input<'_>) -> job::Step<job::Arg<'a>> {
-        let missing = || format!("no value for `{}`", input.name);
+        let missing = || RankError::input(input.name, "no value given");
         match self.given {
             Given::Blocks(blocks) => {
                 let block = blocks.get(input.index).ok_or_else(missing)?;
@@ -547,7 +547,7 @@ impl<'a> job::Rank<'a> for FrontEndRank<'a> {
                     Some(EntryArg::Value(Value::Tensor(t))) => input.held_from_owned(t),
                     Some(EntryArg::Value(v)) if input.block.is_none() => Ok(job::Arg::Value(v.clone())),
                     Some(EntryArg::Value(_)) => {
-                        Err(format!("`{}`: a distributed parameter takes a dense value", input.name))
+                        Err(RankError::input(input.name, "a distributed parameter takes a dense value"))
                     }
                     None if input.output => Ok(job::Arg::zeros(input.held)),
                     None => Err(missing()),
@@ -557,7 +557,7 @@ impl<'a> job::Rank<'a> for FrontEndRank<'a> {
     }
 
     fn execute(&mut self, local: job::Local<'_>, args: &[job::Arg<'_>]) -> job::Step<Vec<(String, Value)>> {
-        let ran = self.prepared(local)?.run(args).map_err(|e| engine::run_error(e).to_string())?;
+        let ran = self.prepared(local)?.run(args).map_err(run_failed)?;
         Ok(ran.values)
     }
 
@@ -572,9 +572,21 @@ impl<'a> job::Rank<'a> for FrontEndRank<'a> {
         late: &[usize],
         arrive: &mut dyn FnMut() -> job::Step<()>,
     ) -> job::Step<Vec<(String, Value)>> {
-        let ran =
-            self.prepared(local)?.run_overlapped(args, late, arrive).map_err(|e| engine::run_error(e).to_string())?;
+        let mut arrive = || arrive().map_err(RankError::boxed);
+        let ran = self.prepared(local)?.run_overlapped(args, late, &mut arrive).map_err(run_failed)?;
         Ok(ran.values)
+    }
+}
+
+/// A local program's failure on this rank: the arrival of its halo as the job's own error
+/// ([`RankError::unbox`]), anything else as the array front end reports a failed run.
+fn run_failed(e: strata_engine::ExecuteError) -> RankError {
+    match e {
+        strata_engine::ExecuteError::Arrival(e) => RankError::unbox(e),
+        e => RankError::Run(match engine::run_error(e) {
+            ArrayError::Run(message) => message,
+            other => other.to_string(),
+        }),
     }
 }
 
@@ -590,7 +602,7 @@ impl FrontEndRank<'_> {
             || {
                 strata_engine::prepare(local.module, local.types(), local.entry, &options)
                     .map(|p| (options.clone(), p))
-                    .map_err(|e| engine::run_error(e).to_string())
+                    .map_err(run_failed)
             },
         )?;
         Ok(kept.1.clone())

@@ -8,6 +8,7 @@
 use strata_ir::{BinaryOp, Scalar};
 use strata_runtime::{Data, Tensor};
 
+use crate::job::{RankError, Step};
 use crate::slab;
 use crate::Comm;
 
@@ -21,18 +22,18 @@ const REDUCE_TAG: i32 = 32765;
 /// # Errors
 /// An MPI failure, a partial that is not a tensor of scalars, or `op` failing on the values.
 /// A rank that fails to combine still takes part in the broadcast, so no rank waits forever.
-pub fn combine(comm: &Comm, t: &mut Tensor, op: BinaryOp) -> Result<(), String> {
+pub fn combine(comm: &Comm, t: &mut Tensor, op: BinaryOp) -> Step<()> {
     if !matches!(t.data, Data::Scalars(_)) || t.present.is_some() {
-        return Err("a reduction over a block level combines tensors of scalars only".into());
+        return Err(RankError::internal("a reduction over a block level combines tensors of scalars only"));
     }
     let combined = tree(comm, t, op);
-    let sent = comm.bcast(slab::bytes_mut(t), 0).map_err(|e| e.to_string());
+    let sent = comm.bcast(slab::bytes_mut(t), 0).map_err(RankError::from);
     combined.and(sent)
 }
 
 /// The tree's rounds on this rank: rank 0 ends with every partial combined. A rank whose
 /// combination fails still passes its value on (its partner waits for it) and reports after.
-fn tree(comm: &Comm, t: &mut Tensor, op: BinaryOp) -> Result<(), String> {
+fn tree(comm: &Comm, t: &mut Tensor, op: BinaryOp) -> Step<()> {
     let (rank, size) = (comm.rank, comm.size);
     let mut failed = None;
     let mut theirs = t.clone();
@@ -40,13 +41,12 @@ fn tree(comm: &Comm, t: &mut Tensor, op: BinaryOp) -> Result<(), String> {
     while step < size {
         if rank % (2 * step) == step {
             // This rank's value is complete for its subtree: to its left partner, then done.
-            comm.exchange(&[(rank - step, slab::bytes(t))], &mut [], REDUCE_TAG).map_err(|e| e.to_string())?;
+            comm.exchange(&[(rank - step, slab::bytes(t))], &mut [], REDUCE_TAG).map_err(RankError::from)?;
             break;
         }
         let partner = rank + step;
         if partner < size {
-            comm.exchange(&[], &mut [(partner, slab::bytes_mut(&mut theirs))], REDUCE_TAG)
-                .map_err(|e| e.to_string())?;
+            comm.exchange(&[], &mut [(partner, slab::bytes_mut(&mut theirs))], REDUCE_TAG).map_err(RankError::from)?;
             if let Err(e) = fold_into(t, &theirs, op) {
                 failed.get_or_insert(e);
             }
@@ -61,16 +61,16 @@ fn tree(comm: &Comm, t: &mut Tensor, op: BinaryOp) -> Result<(), String> {
 ///
 /// # Errors
 /// A value that is not a tensor of scalars, or `op` failing on an element.
-pub fn fold_into(acc: &mut Tensor, x: &Tensor, op: BinaryOp) -> Result<(), String> {
+pub fn fold_into(acc: &mut Tensor, x: &Tensor, op: BinaryOp) -> Step<()> {
     let (Data::Scalars(a), Data::Scalars(b)) = (&mut acc.data, &x.data) else {
-        return Err("a combination of tensors of scalars only".into());
+        return Err(RankError::internal("a combination of tensors of scalars only"));
     };
     let mut failed = None;
     for i in 0..a.len() {
         match a.get(i).binary(op, b.get(i)) {
             Ok(v) => a.set(i, v),
             Err(e) => {
-                failed.get_or_insert(e.to_string());
+                failed.get_or_insert(RankError::Combine(e.to_string()));
             }
         }
     }
@@ -133,7 +133,7 @@ pub fn rows_tree(
     blocks: &[strata_ir::Interval],
     op: BinaryOp,
     init: &strata_ir::Literal,
-) -> Result<Tensor, String> {
+) -> Step<Tensor> {
     let rows = blocks[comm.rank];
     let lo = blocks.iter().filter(|b| !b.is_empty()).map(|b| b.start).min().unwrap_or(0);
     let hi = blocks.iter().filter(|b| !b.is_empty()).map(|b| b.stop).max().unwrap_or(lo);
@@ -141,9 +141,9 @@ pub fn rows_tree(
     let row_bytes = row_ty.size_bytes().unwrap_or(0);
     let scalar = match &t.ty.element {
         strata_runtime::ElemType::Scalar(s) if matches!(t.data, Data::Scalars(_)) && t.present.is_none() => *s,
-        _ => return Err("a reduction over a block level combines tensors of scalars only".into()),
+        _ => return Err(RankError::internal("a reduction over a block level combines tensors of scalars only")),
     };
-    let mut failed: Option<String> = None;
+    let mut failed: Option<RankError> = None;
     let mine = slab::bytes(t);
     let row = |r: i64| {
         let mut x = Tensor::zeros(&row_ty);
@@ -165,7 +165,7 @@ pub fn rows_tree(
             nodes.extend_from_slice(slab::bytes(&v));
         }
     } else if !rows.is_empty() {
-        failed = Some(format!("a partial of {} bytes for {} rows", mine.len(), rows.len()));
+        failed = Some(RankError::internal(format!("a partial of {} bytes for {} rows", mine.len(), rows.len())));
     }
     let all = allgather_bytes(comm, &nodes)?;
     let mut given = std::collections::HashMap::new();
@@ -177,7 +177,8 @@ pub fn rows_tree(
         slab::bytes_mut(&mut v).copy_from_slice(&chunk[16..]);
         given.insert((s, e), v);
     }
-    let unit = strata_runtime::Sv::from_literal(init, scalar).ok_or("the initial value does not fit its type")?;
+    let unit = strata_runtime::Sv::from_literal(init, scalar)
+        .ok_or_else(|| RankError::Combine("the initial value does not fit its type".into()))?;
     let mut out = Tensor::zeros(&row_ty);
     if let Data::Scalars(c) = &mut out.data {
         (0..c.len()).for_each(|i| c.set(i, unit));
@@ -191,7 +192,7 @@ pub fn rows_tree(
                 }
             }
             None => {
-                failed.get_or_insert_with(|| "internal: a row of the reduction's tree is missing".into());
+                failed.get_or_insert_with(|| RankError::internal("a row of the reduction's tree is missing"));
             }
         }
     }
@@ -226,7 +227,7 @@ fn evaluate(
     e: i64,
     known: &mut dyn FnMut(i64, i64) -> Option<Tensor>,
     op: BinaryOp,
-    failed: &mut Option<String>,
+    failed: &mut Option<RankError>,
 ) -> Option<Tensor> {
     if let Some(v) = known(s, e) {
         return Some(v);
@@ -244,18 +245,16 @@ fn evaluate(
 }
 
 /// Every rank's `mine` on every rank, in rank order (a collective call).
-fn allgather_bytes(comm: &Comm, mine: &[u8]) -> Result<Vec<Vec<u8>>, String> {
+fn allgather_bytes(comm: &Comm, mine: &[u8]) -> Result<Vec<Vec<u8>>, crate::CommError> {
     let size = comm.size;
-    let err = |e: crate::CommError| e.to_string();
-    let mut lens =
-        comm.gatherv(&(mine.len() as u64).to_ne_bytes(), &vec![8; size], 0).map_err(err)?.unwrap_or_default();
+    let mut lens = comm.gatherv(&(mine.len() as u64).to_ne_bytes(), &vec![8; size], 0)?.unwrap_or_default();
     lens.resize(8 * size, 0);
-    comm.bcast(&mut lens, 0).map_err(err)?;
+    comm.bcast(&mut lens, 0)?;
     let lens: Vec<usize> =
         lens.chunks_exact(8).map(|c| u64::from_ne_bytes(c.try_into().expect("8 bytes")) as usize).collect();
-    let mut all = comm.gatherv(mine, &lens, 0).map_err(err)?.unwrap_or_default();
+    let mut all = comm.gatherv(mine, &lens, 0)?.unwrap_or_default();
     all.resize(lens.iter().sum(), 0);
-    comm.bcast(&mut all, 0).map_err(err)?;
+    comm.bcast(&mut all, 0)?;
     let mut at = 0;
     Ok(lens
         .iter()

@@ -14,7 +14,7 @@ use std::process::Command;
 const SOURCE: &str = include_str!("mpi_layer.c");
 
 /// Why the MPI layer could not be used.
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum CommError {
     /// `mpicc` is missing or failed.
     #[error(

@@ -332,19 +332,19 @@ pub struct PlannedStage {
 }
 
 /// A rank's local program and its entry, or why it could not be made.
-pub(crate) type LocalProgram = Result<(Module, Handle<Function>), String>;
+pub(crate) type LocalProgram = Result<(Module, Handle<Function>), PlanError>;
 
 impl PlannedStage {
     /// `rank`'s local program of the stage ([`Plan::local_module`]), made once per process.
     ///
     /// # Errors
     /// The local program does not verify.
-    pub fn local_program(&self, rank: usize) -> Result<std::borrow::Cow<'_, (Module, Handle<Function>)>, String> {
+    pub fn local_program(&self, rank: usize) -> Result<std::borrow::Cow<'_, (Module, Handle<Function>)>, PlanError> {
         let make = || self.plan.local_module(&self.stage.module, &self.types, self.stage.entry, rank);
-        let (r, made) = self.local.get_or_init(|| (rank, make().map_err(|e| e.to_string())));
+        let (r, made) = self.local.get_or_init(|| (rank, make()));
         match *r == rank {
             true => made.as_ref().map(std::borrow::Cow::Borrowed).map_err(Clone::clone),
-            false => make().map(std::borrow::Cow::Owned).map_err(|e| e.to_string()),
+            false => make().map(std::borrow::Cow::Owned),
         }
     }
 }

@@ -29,9 +29,10 @@ pub enum ExecuteError {
         /// Why.
         message: String,
     },
-    /// Late arguments did not arrive ([`crate::Prepared::run_overlapped`]): the caller's reason.
+    /// Late arguments did not arrive ([`crate::Prepared::run_overlapped`]): the caller's error,
+    /// as it returned it.
     #[error("{0}")]
-    Arrival(String),
+    Arrival(Box<dyn std::error::Error + Send + Sync>),
     /// An argument the interpreter cannot hold (a stored value too large for a dense view).
     #[error("the interpreter cannot take `%{name}` of `@{func}`: {message}")]
     Argument {

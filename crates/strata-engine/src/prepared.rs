@@ -250,7 +250,7 @@ impl Prepared {
         &self,
         args: &[T],
         late: &[usize],
-        arrive: &mut dyn FnMut() -> Result<(), String>,
+        arrive: &mut dyn FnMut() -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
     ) -> Result<Executed, ExecuteError> {
         let mut arrived = false;
         let mut once = || match std::mem::replace(&mut arrived, true) {

@@ -28,7 +28,10 @@ pub(crate) fn err(e: ArrayError) -> PyErr {
         }
         ArrayError::Data(_) => PyValueError::new_err(e.to_string()),
         ArrayError::Singular { .. } => LinAlgError::new_err(e.to_string()),
-        ArrayError::Run(_) | ArrayError::Internal { .. } => RunError::new_err(e.to_string()),
+        ArrayError::Job(sa::JobError { cause: sa::JobCause::Input | sa::JobCause::Data, .. }) => {
+            PyValueError::new_err(e.to_string())
+        }
+        ArrayError::Run(_) | ArrayError::Job(_) | ArrayError::Internal { .. } => RunError::new_err(e.to_string()),
     }
 }
 

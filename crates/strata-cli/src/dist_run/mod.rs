@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use strata_dist::comm::{ReduceOp, ReduceType};
-use strata_dist::job::{self, Clock, Failed};
+use strata_dist::job::{self, Clock, Failed, RankError};
 use strata_dist::{slab, Comm};
 use strata_entity::Handle;
 use strata_ir::{ExprKind, Function, Interval, Module, ParamMode};
@@ -268,7 +268,11 @@ impl job::Rank<'static> for CliRank<'_> {
         late: &[usize],
         arrive: &mut dyn FnMut() -> job::Step<()>,
     ) -> job::Step<Vec<(String, Value)>> {
-        let ran = self.prepared(local)?.run_overlapped(args, late, arrive).map_err(|e| e.to_string())?;
+        let mut arrive = || arrive().map_err(RankError::boxed);
+        let ran = self.prepared(local)?.run_overlapped(args, late, &mut arrive).map_err(|e| match e {
+            strata_engine::ExecuteError::Arrival(e) => RankError::unbox(e),
+            e => RankError::Run(e.to_string()),
+        })?;
         self.timings = ran.timings.unwrap_or_default();
         Ok(ran.values)
     }
@@ -278,8 +282,9 @@ impl CliRank<'_> {
     /// A local program prepared as [`execute`] prepares it (relocated: ranks whose blocks
     /// differ only in where they lie share one kernel).
     fn prepared(&self, local: job::Local<'_>) -> job::Step<std::sync::Arc<strata_engine::Prepared>> {
-        let backend = strata_engine::Backend::parse(&self.opts.backend)?;
-        crate::prepare(local.module, local.types(), local.entry, (backend, true), self.opts).map_err(|e| e.to_string())
+        let backend = strata_engine::Backend::parse(&self.opts.backend).map_err(RankError::Run)?;
+        crate::prepare(local.module, local.types(), local.entry, (backend, true), self.opts)
+            .map_err(|e| RankError::Run(e.to_string()))
     }
 }
 
@@ -388,7 +393,7 @@ pub fn run_rank(file: &Path, opts: &RunOptions) -> i32 {
     if opts.time || opts.timings.is_some() {
         or_exit(
             &comm,
-            job::agree(&comm, comm.allreduce(&mut slowest, ReduceType::F64, ReduceOp::Max).map_err(|e| e.to_string())),
+            job::agree(&comm, comm.allreduce(&mut slowest, ReduceType::F64, ReduceOp::Max).map_err(RankError::from)),
         );
     }
     let slowest: Vec<f64> =
@@ -488,21 +493,22 @@ fn owned_arg(input: &job::Input<'_>, source: Option<ArgSource>) -> job::Step<Val
         (Some(_), Some(ArgSource::File(path))) if input.global.levels.iter().any(|l| !l.format.is_dense_like()) => {
             strata_runtime::sparse_rows::read_stored_rows(&path, name, input.global, local)
                 .map(Value::Stored)
-                .map_err(|e| e.to_string())
+                .map_err(|e| RankError::Data(e.to_string()))
         }
         // Tuple elements come in an `.npz` (one array per field): read whole, cut below.
         (Some(b), Some(ArgSource::File(path))) if input.global.element.scalar().is_some() => {
             let mut held = Tensor::zeros(local);
-            slab::read_rows(&path, name, input.global, b.level, b.owned[rank], &mut held)?;
+            slab::read_rows(&path, name, input.global, b.level, b.owned[rank], &mut held).map_err(RankError::Data)?;
             Ok(Value::Tensor(held))
         }
         // `random:`, `zeros`, `ones`: made for the owned rows only (the values the whole
         // value has there).
         (Some(b), Some(src)) => {
-            let mine = run::make_rows(name, &with_interval(local, b.level, b.global), b.level, b.owned[rank], &src)?;
+            let mine = run::make_rows(name, &with_interval(local, b.level, b.global), b.level, b.owned[rank], &src)
+                .map_err(|e| RankError::input(name, e))?;
             input.held_from_made(mine)
         }
-        (None, Some(src)) => run::make_arg(name, local, &src),
+        (None, Some(src)) => run::make_arg(name, local, &src).map_err(|e| RankError::input(name, e)),
         (Some(b), None) => Ok(Value::Tensor(Tensor::zeros(&with_interval(local, b.level, b.owned[rank])))),
         (None, None) => Ok(Value::Tensor(Tensor::zeros(local))),
     }
@@ -522,10 +528,10 @@ fn execute(
     args: &[job::Arg<'_>],
     opts: &RunOptions,
 ) -> job::Step<(Vec<(String, Value)>, crate::Timings)> {
-    let backend = strata_engine::Backend::parse(&opts.backend)?;
+    let backend = strata_engine::Backend::parse(&opts.backend).map_err(RankError::Run)?;
     // Relocated: ranks whose blocks differ only in where they lie share one kernel.
     match crate::execute(module, types, entry, args, (backend, true), opts) {
         Ok(r) => Ok((r.values, r.timings.unwrap_or_default())),
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(RankError::Run(e.to_string())),
     }
 }

@@ -13,7 +13,7 @@ use strata_ir::{Function, Module, TypeArena};
 use strata_runtime::{Argument, Data, Tensor, Value, ValueType};
 
 use super::arg::placeholder;
-use super::{agree, spare, timed_exchange, Arg, Clock, Failed};
+use super::{agree, spare, timed_exchange, Arg, Clock, Failed, RankError};
 
 /// The level of a table's destination dimension (the one not tagged `NB_<Src>`).
 fn destination_level(ty: &ValueType) -> usize {
@@ -108,7 +108,7 @@ pub(super) fn prepare<'a>(
     let digest = tables_digest(&read, &tables);
     let kept = cache.0.lock().unwrap_or_else(|e| e.into_inner()).clone().filter(|i| i.digest == digest);
     // Every rank must take the same way (the inspector's rounds are collective).
-    let changed = agree(comm, comm.max_i64(i64::from(kept.is_none())).map_err(|e| e.to_string()))?;
+    let changed = agree(comm, comm.max_i64(i64::from(kept.is_none())).map_err(RankError::from))?;
     let found = match kept {
         Some(kept) if changed == 0 => kept,
         _ => {
@@ -214,9 +214,9 @@ fn inspect(
     let mut plan = plan.clone();
     let needs: Vec<RowSet> = loop {
         let needs =
-            agree(comm, plan.needs_at_run_time(module, types, entry, rank, &mut known).map_err(|e| e.to_string()))?;
+            agree(comm, plan.needs_at_run_time(module, types, entry, rank, &mut known).map_err(RankError::from))?;
         let missing = known.take_missing();
-        let more = agree(comm, comm.max_i64(i64::from(!missing.is_empty())).map_err(|e| e.to_string()))?;
+        let more = agree(comm, comm.max_i64(i64::from(!missing.is_empty())).map_err(RankError::from))?;
         if more == 0 {
             break needs;
         }
@@ -224,9 +224,9 @@ fn inspect(
             let (Some(k), Some(have)) = (block(&plan, p), read[p].tensor()) else { continue };
             let b = &plan.params[k];
             let want = missing.get(&p).cloned().unwrap_or_default();
-            let fetch = agree(comm, FetchPlan::new(comm, b, &want).map_err(|e| e.to_string()))?;
+            let fetch = agree(comm, FetchPlan::new(comm, b, &want).map_err(RankError::from))?;
             let mut got = slab::with_rows(&have.ty, b.level, want.hull());
-            agree(comm, fetch.run_into(comm, have, &mut got, 1000 + p as i32).map_err(|e| e.to_string()))?;
+            agree(comm, fetch.run_into(comm, have, &mut got, 1000 + p as i32).map_err(RankError::from))?;
             let whole = b.global;
             for (_, runs) in &fetch.recv {
                 for r in runs {
@@ -243,11 +243,11 @@ fn inspect(
             b.read[rank] = rows::hull(b.read[rank], need.hull());
         }
     }
-    let local = agree(comm, plan.local_module(module, types, entry, rank).map_err(|e| e.to_string()))?;
+    let local = agree(comm, plan.local_module(module, types, entry, rank).map_err(RankError::from))?;
     let mut fetches = Vec::new();
     for (k, b) in plan.params.iter().enumerate() {
         if !b.output && read[b.index].rows().is_some() {
-            fetches.push((k, agree(comm, FetchPlan::new(comm, b, &needs[k]).map_err(|e| e.to_string()))?));
+            fetches.push((k, agree(comm, FetchPlan::new(comm, b, &needs[k]).map_err(RankError::from))?));
         }
     }
     Ok(Inspected { digest, plan, needs, local, fetches, memo: Default::default() })

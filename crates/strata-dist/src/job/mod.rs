@@ -17,10 +17,12 @@ use crate::exchange::FetchPlan;
 use crate::{slab, BlockParam, Collective, Comm, Distribution, PartialStart, Plan, PlannedStage};
 
 mod arg;
+mod error;
 mod inspect;
 mod memo;
 
 pub use arg::Arg;
+pub use error::{Cause, JobError, RankError, Step};
 pub use inspect::InspectorCache;
 pub use memo::Memo;
 mod output;
@@ -31,16 +33,13 @@ pub use output::{allgather, dense, gather, gathered_bytes, owned_rows, temporary
 pub use stored::{gather_stored, gather_value, is_stored};
 
 /// A phase that failed somewhere, once the ranks agreed on it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub enum Failed {
-    /// This rank failed, with this message.
-    Here(String),
-    /// Another rank failed (it reports its own message).
+    /// This rank failed, for this reason.
+    Here(RankError),
+    /// Another rank failed (it reports its own reason).
     Elsewhere,
 }
-
-/// A rank's failure in a phase: its message.
-pub type Step<T> = Result<T, String>;
 
 /// Agrees across ranks on whether a phase succeeded: `Ok` on every rank only if it succeeded
 /// on every rank (a collective call).
@@ -49,40 +48,45 @@ pub type Step<T> = Result<T, String>;
 /// This rank's failure ([`Failed::Here`]) or another's ([`Failed::Elsewhere`]); an MPI failure
 /// while agreeing counts as this rank's.
 pub fn agree<T>(comm: &Comm, step: Step<T>) -> Result<T, Failed> {
-    let any = comm.max_i64(i64::from(step.is_err())).map_err(|e| Failed::Here(e.to_string()))?;
+    let any = comm.max_i64(i64::from(step.is_err())).map_err(|e| Failed::Here(e.into()))?;
     match step {
         Ok(v) if any == 0 => Ok(v),
         Ok(_) => Err(Failed::Elsewhere),
-        Err(m) => Err(Failed::Here(m)),
+        Err(e) => Err(Failed::Here(e)),
     }
 }
 
-/// The message of the lowest failed rank, `rank R: …`, on every rank (a collective call, made
-/// by every rank with the [`Failed`] the same [`agree`] gave it). A library caller reports it
-/// on every rank, so the reason is printed even when the launcher kills the failed rank early.
-pub fn shared_failure(comm: &Comm, f: &Failed) -> String {
+/// The failure of the lowest failed rank — its rank, cause and message — on every rank (a
+/// collective call, made by every rank with the [`Failed`] the same [`agree`] gave it). A
+/// library caller reports it on every rank, so the reason is printed even when the launcher
+/// kills the failed rank early.
+pub fn shared_failure(comm: &Comm, f: &Failed) -> JobError {
     let (size, rank) = (comm.size as i64, comm.rank as i64);
     let mine = match f {
-        Failed::Here(m) => Some(m.as_str()),
+        Failed::Here(e) => Some((e.cause(), e.to_string())),
         Failed::Elsewhere => None,
     };
+    let unknown = || JobError { rank: None, cause: Cause::Unknown, message: "another rank failed".into() };
     let Ok(first) = comm.max_i64(if mine.is_some() { size - rank } else { 0 }) else {
-        return mine.map_or_else(|| "another rank failed".into(), |m| format!("rank {rank}: {m}"));
+        return match mine {
+            Some((cause, message)) => JobError { rank: Some(comm.rank), cause, message },
+            None => unknown(),
+        };
     };
     let from = (size - first).clamp(0, size - 1) as usize;
-    let mut len = (mine.unwrap_or("").len() as u64).to_ne_bytes();
+    // The cause's byte, then the message.
+    let text = mine.map(|(c, m)| [&[c.byte()], m.as_bytes()].concat()).unwrap_or_default();
+    let mut len = (text.len() as u64).to_ne_bytes();
     if comm.bcast(&mut len, from).is_err() {
-        return "another rank failed".into();
+        return unknown();
     }
-    let mut text = if comm.rank == from {
-        mine.unwrap_or("").as_bytes().to_vec()
-    } else {
-        vec![0; u64::from_ne_bytes(len) as usize]
-    };
+    let mut text = if comm.rank == from { text } else { vec![0; u64::from_ne_bytes(len) as usize] };
     if comm.bcast(&mut text, from).is_err() {
-        return format!("rank {from} failed");
+        return JobError { rank: Some(from), cause: Cause::Unknown, message: "failed".into() };
     }
-    format!("rank {from}: {}", String::from_utf8_lossy(&text))
+    let cause = text.first().map_or(Cause::Unknown, |&b| Cause::from_byte(b));
+    let message = String::from_utf8_lossy(text.get(1..).unwrap_or_default()).into_owned();
+    JobError { rank: Some(from), cause, message }
 }
 
 /// What the caller supplies to a rank's run: inputs (values it holds for `'a`, lent to the run
@@ -170,10 +174,8 @@ impl Input<'_> {
         if let Some(b) = self.block {
             let have = ty.levels.get(b.level).map(|l| l.interval);
             if have.is_none_or(|h| !h.contains(b.owned[self.rank])) {
-                return Err(format!(
-                    "`{}`: this rank's value does not hold its block {}",
-                    self.name, b.owned[self.rank]
-                ));
+                let reason = format!("this rank's value does not hold its block {}", b.owned[self.rank]);
+                return Err(RankError::input(self.name, reason));
             }
         }
         if self.same_rows(ty) && mine.present.is_none() {
@@ -291,7 +293,7 @@ pub fn run<'a>(
         };
         let v = match values.into_iter().next() {
             Some((_, Value::Tensor(t))) => t,
-            _ => return Err(Failed::Here("internal: a stage returns no tensor".into())),
+            _ => return Err(Failed::Here(RankError::internal("a stage returns no tensor"))),
         };
         let t = comm.wtime();
         let v = match c {
@@ -309,7 +311,7 @@ pub fn run<'a>(
             Collective::Carry { .. } => v,
             Collective::Gather { ty, .. } => {
                 let (level, owned, global) = result_block(ps, rank, size)
-                    .ok_or_else(|| Failed::Here("internal: a gather of no distributed tensor".into()))?;
+                    .ok_or_else(|| Failed::Here(RankError::internal("a gather of no distributed tensor")))?;
                 let mut whole = agree(comm, allgather(comm, &v, level, owned, &global))?;
                 clock.gathered_bytes += gathered_bytes(&whole, &v);
                 whole.ty = ty.clone();
@@ -319,7 +321,7 @@ pub fn run<'a>(
         clock.combine_s += comm.wtime() - t;
         carried.push((c.name().to_string(), Value::Tensor(v)));
     }
-    let values = last.ok_or_else(|| Failed::Here("internal: no final stage".into()))?;
+    let values = last.ok_or_else(|| Failed::Here(RankError::internal("no final stage")))?;
     let last = dist.0.last().expect("a final stage");
     let PlannedStage { stage, types, plan, .. } = last;
     let f = &stage.module.functions[stage.entry];
@@ -340,12 +342,9 @@ pub fn run<'a>(
 /// read on each rank): ranks that differ would make different collective calls and wait for
 /// each other forever.
 fn same_reduction_order(comm: &Comm) -> Step<()> {
-    match comm.same_on_every_rank(u64::from(crate::plan::reproducible())).map_err(|e| e.to_string())? {
+    match comm.same_on_every_rank(u64::from(crate::plan::reproducible())).map_err(RankError::from)? {
         true => Ok(()),
-        false => Err("`STRATA_REPRODUCIBLE` is set to 1 on some ranks and not on others, so their reductions \
-                      would combine in different orders: set it for the whole job (`mpirun -x \
-                      STRATA_REPRODUCIBLE=1` on several nodes)"
-            .into()),
+        false => Err(RankError::SettingDiffers { variable: "STRATA_REPRODUCIBLE" }),
     }
 }
 
@@ -379,10 +378,10 @@ fn run_stage<'a>(
     let strips = plan.strips(rank, f.params.len());
     let owned_args = match &made {
         Ok(local) => stage_inputs(ps, local, carried, &strips, rank_io, rank),
-        Err(e) => Err(e.clone()),
+        Err(e) => Err(RankError::Plan(e.clone())),
     };
     let owned_args = agree(comm, owned_args)?;
-    let made = made.map_err(Failed::Here)?;
+    let made = made.map_err(|e| Failed::Here(e.into()))?;
     let (local, local_entry) = (&made.0, made.1);
     // Kept with the stage's program (a program made for another rank than the process's keeps
     // nothing).
@@ -466,7 +465,7 @@ fn overlapped<'a>(
     // which inputs they hold as strips. The exchanges start in parameter order on every rank,
     // so a rank that completes one at once (into a held buffer) waits only for messages every
     // other rank posts without waiting.
-    let mut failed: Option<String> = rank_io.prepare(local).err();
+    let mut failed: Option<RankError> = rank_io.prepare(local).err();
     let t = comm.wtime();
     let mut bytes = 0;
     for b in plan.params.iter().filter(|b| !b.output) {
@@ -487,7 +486,7 @@ fn overlapped<'a>(
                 if let Value::Tensor(held) = args[b.index].to_mut() {
                     match halo.run(comm, held, tag) {
                         Ok(n) => bytes += n,
-                        Err(e) => failed = failed.or(Some(e.to_string())),
+                        Err(e) => failed = failed.or(Some(e.into())),
                     }
                 }
                 continue;
@@ -499,7 +498,7 @@ fn overlapped<'a>(
         let block = args[b.index].dense().expect("checked with the inputs");
         match halo.start(comm, block, &into, tag) {
             Ok(x) => started.push((x, into)),
-            Err(e) => failed = failed.or(Some(e.to_string())),
+            Err(e) => failed = failed.or(Some(e.into())),
         }
     }
     let mut waited = comm.wtime() - t;
@@ -518,7 +517,7 @@ fn overlapped<'a>(
         for (x, mut raw) in started.drain(..) {
             match x.finish(&mut raw) {
                 Ok(n) => bytes += n,
-                Err(e) => result = result.and(Err(e.to_string())),
+                Err(e) => result = result.and(Err(e.into())),
             }
         }
         waited += comm.wtime() - t;
@@ -570,7 +569,8 @@ fn stage_inputs<'x, 'a: 'x>(
         .collect::<Step<Vec<_>>>()?;
     match strips.iter().find(|s| args[s.index].dense().is_none()) {
         Some(s) => {
-            Err(format!("internal: `{}` is held as strips but is not a dense block", f.exprs[f.params[s.index]].name))
+            let name = &f.exprs[f.params[s.index]].name;
+            Err(RankError::internal(format!("`{name}` is held as strips but is not a dense block")))
         }
         None => Ok(args),
     }
@@ -615,20 +615,26 @@ fn carried_scan(
         return concurrent_scan(comm, (*op, identity), chain, (dim, owned, *forward), (f, *param), args, run);
     }
     let Some(at) = chain.iter().position(|&r| r == rank) else { return run(args) };
-    let k = f.params.iter().position(|q| q == param).ok_or("the scan's carry parameter is missing")?;
-    let Value::Tensor(state) = args[k].to_mut() else { return Err("the scan's state is not a dense tensor".into()) };
+    let k = f
+        .params
+        .iter()
+        .position(|q| q == param)
+        .ok_or_else(|| RankError::internal("the scan's carry parameter is missing"))?;
+    let Value::Tensor(state) = args[k].to_mut() else {
+        return Err(RankError::internal("the scan's state is not a dense tensor"));
+    };
     let size = slab::all_bytes(state).len();
     let tag = CARRY_TAG;
     if at > 0 {
         let mut buf = vec![0u8; size];
-        comm.exchange(&[], &mut [(chain[at - 1], buf.as_mut_slice())], tag).map_err(|e| e.to_string())?;
+        comm.exchange(&[], &mut [(chain[at - 1], buf.as_mut_slice())], tag).map_err(RankError::from)?;
         slab::set_all_bytes(state, &buf);
     }
     let ran = run(args);
     if let Some(&next) = chain.get(at + 1) {
         let last = ran.as_ref().ok().and_then(|values| last_state(values, dim, owned[rank], *forward));
         let bytes = last.unwrap_or_else(|| vec![0u8; size]);
-        comm.exchange(&[(next, bytes.as_slice())], &mut [], tag).map_err(|e| e.to_string())?;
+        comm.exchange(&[(next, bytes.as_slice())], &mut [], tag).map_err(RankError::from)?;
     }
     ran
 }
@@ -652,16 +658,23 @@ fn concurrent_scan(
     run: impl FnOnce(&[Arg<'_>]) -> Step<Vec<(String, Value)>>,
 ) -> Step<Vec<(String, Value)>> {
     let rank = comm.rank;
-    let k = f.params.iter().position(|&q| q == param).ok_or("the scan's carry parameter is missing")?;
-    let Value::Tensor(state) = args[k].to_mut() else { return Err("the scan's state is not a dense tensor".into()) };
+    let k = f
+        .params
+        .iter()
+        .position(|&q| q == param)
+        .ok_or_else(|| RankError::internal("the scan's carry parameter is missing"))?;
+    let Value::Tensor(state) = args[k].to_mut() else {
+        return Err(RankError::internal("the scan's state is not a dense tensor"));
+    };
     let mut carry = state.clone();
     let Some(scalar) = (match &carry.ty.element {
         strata_runtime::ElemType::Scalar(s) => Some(*s),
         _ => None,
     }) else {
-        return Err("a concurrent scan's state holds scalars".into());
+        return Err(RankError::internal("a concurrent scan's state holds scalars"));
     };
-    let unit = strata_runtime::Sv::from_literal(identity, scalar).ok_or("the fold's identity does not fit its type")?;
+    let unit = strata_runtime::Sv::from_literal(identity, scalar)
+        .ok_or_else(|| RankError::Combine("the fold's identity does not fit its type".into()))?;
     let fill = |t: &mut Tensor| {
         if let strata_runtime::Data::Scalars(c) = &mut t.data {
             (0..c.len()).for_each(|i| c.set(i, unit));
@@ -683,7 +696,7 @@ fn concurrent_scan(
         // holding no rows (or whose run failed) adds the identity.
         Some((ty, mpi)) => {
             let mine = last.filter(|b| b.len() == size).unwrap_or_else(|| slab::all_bytes(&carry));
-            let before = comm.exscan(&mine, ty, mpi, !forward).map_err(|e| e.to_string())?;
+            let before = comm.exscan(&mine, ty, mpi, !forward).map_err(RankError::from)?;
             if let Some(bytes) = before {
                 slab::set_all_bytes(&mut carry, &bytes);
             }
@@ -691,10 +704,9 @@ fn concurrent_scan(
         // Every rank's last state on every rank, folded in chain order.
         None => {
             let mine = last.filter(|b| b.len() == size).unwrap_or_else(|| vec![0u8; size]);
-            let mut all =
-                comm.gatherv(&mine, &vec![size; comm.size], 0).map_err(|e| e.to_string())?.unwrap_or_default();
+            let mut all = comm.gatherv(&mine, &vec![size; comm.size], 0).map_err(RankError::from)?.unwrap_or_default();
             all.resize(size * comm.size, 0);
-            comm.bcast(&mut all, 0).map_err(|e| e.to_string())?;
+            comm.bcast(&mut all, 0).map_err(RankError::from)?;
             let mut theirs = carry.clone();
             for &r in &chain[..at.unwrap_or(0)] {
                 slab::set_all_bytes(&mut theirs, &all[r * size..(r + 1) * size]);
@@ -707,9 +719,13 @@ fn concurrent_scan(
         return ran;
     }
     let Some((_, Value::Tensor(t))) = values.first_mut() else {
-        return Err("a scan's result is not a dense tensor".into());
+        return Err(RankError::internal("a scan's result is not a dense tensor"));
     };
-    let level = t.ty.levels.iter().position(|l| l.name == *dim).ok_or("the scan's level is missing")?;
+    let level =
+        t.ty.levels
+            .iter()
+            .position(|l| l.name == *dim)
+            .ok_or_else(|| RankError::internal("the scan's level is missing"))?;
     add_carry(t, level, &carry, op)?;
     ran
 }
@@ -730,11 +746,11 @@ fn add_carry(t: &mut Tensor, level: usize, carry: &Tensor, op: strata_ir::Binary
     let inner: usize = extents[level + 1..].iter().product();
     let along = extents[level];
     let (strata_runtime::Data::Scalars(y), strata_runtime::Data::Scalars(c)) = (&mut t.data, &carry.data) else {
-        return Err("a scan's result holds scalars".into());
+        return Err(RankError::internal("a scan's result holds scalars"));
     };
     for i in 0..y.len() {
         let (outer, within) = (i / (along * inner), i % inner);
-        let v = c.get(outer * inner + within).binary(op, y.get(i)).map_err(|e| e.to_string())?;
+        let v = c.get(outer * inner + within).binary(op, y.get(i)).map_err(|e| RankError::Combine(e.to_string()))?;
         y.set(i, v);
     }
     Ok(())
@@ -760,7 +776,7 @@ pub(crate) fn timed_exchange(
 ) -> Result<(), Failed> {
     for k in 0..=repeat {
         let t = comm.wtime();
-        let bytes = agree(comm, run().map_err(|e| e.to_string()))?;
+        let bytes = agree(comm, run().map_err(RankError::from))?;
         clock.exchange_s.push(comm.wtime() - t);
         if k == 0 {
             clock.halo_bytes += bytes;

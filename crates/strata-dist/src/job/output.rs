@@ -7,7 +7,7 @@ use std::path::Path;
 use strata_ir::{Interval, LevelFormat};
 use strata_runtime::{Data, ElemType, Tensor, Value, ValueType};
 
-use super::{agree, Failed, Step};
+use super::{agree, Failed, RankError, Step};
 use crate::{slab, Comm};
 
 /// A value as a dense tensor: borrowed when it is one, stored values converted.
@@ -17,7 +17,7 @@ use crate::{slab, Comm};
 pub fn dense(v: &Value) -> Step<Cow<'_, Tensor>> {
     match v {
         Value::Tensor(t) => Ok(Cow::Borrowed(t)),
-        Value::Stored(s) => s.to_tensor().map(Cow::Owned).map_err(|e| e.to_string()),
+        Value::Stored(s) => s.to_tensor().map(Cow::Owned).map_err(|e| RankError::internal(e.to_string())),
     }
 }
 
@@ -26,7 +26,7 @@ pub fn dense(v: &Value) -> Step<Cow<'_, Tensor>> {
 /// # Errors
 /// The value does not hold `owned`.
 pub fn owned_rows(t: &Tensor, level: usize, owned: Interval) -> Step<Tensor> {
-    slab::holds(t, level, owned)?;
+    slab::holds(t, level, owned).map_err(RankError::Internal)?;
     Ok(slab::slice(t, level, owned))
 }
 
@@ -55,10 +55,10 @@ impl Gathered {
         let mine = owned_rows(t, level, owned)?;
         let whole = Tensor::zeros(&with_interval(&mine.ty, level, global.levels[level].interval));
         let parts = strata_runtime::dist::block_partition(global.levels[level].interval, comm.size as u32);
-        let geo =
-            slab::Rows::of(&mine.ty, level).ok_or("a distributed result must hold scalars or tuples of scalars")?;
+        let geo = slab::Rows::of(&mine.ty, level)
+            .ok_or_else(|| RankError::internal("a distributed result must hold scalars or tuples of scalars"))?;
         let counts: Vec<usize> = parts.iter().map(|p| geo.outer * geo.inner * geo.elem * p.len() as usize).collect();
-        let bytes = comm.gatherv(slab::bytes(&mine), &counts, 0).map_err(|e| e.to_string())?;
+        let bytes = comm.gatherv(slab::bytes(&mine), &counts, 0).map_err(RankError::from)?;
         Ok(Gathered { whole, bytes, parts, counts, level })
     }
 
@@ -148,7 +148,7 @@ pub fn gathered_bytes(whole: &Tensor, mine: &Tensor) -> usize {
 pub fn allgather(comm: &Comm, t: &Tensor, level: usize, owned: Interval, global: &ValueType) -> Step<Tensor> {
     let mut g = Gathered::new(comm, t, level, owned, global)?;
     let mut bytes = g.bytes.take().unwrap_or_else(|| vec![0u8; g.counts.iter().sum()]);
-    comm.bcast(&mut bytes, 0).map_err(|e| e.to_string())?;
+    comm.bcast(&mut bytes, 0).map_err(RankError::from)?;
     Ok(g.assemble(&bytes))
 }
 
@@ -189,7 +189,7 @@ pub fn write_output(
                 Value::Tensor(t) => strata_runtime::npy::write_value(path, name, t),
                 Value::Stored(s) => strata_runtime::sparse_io::write_stored(path, name, s),
             }
-            .map_err(|e| e.to_string())
+            .map_err(|e| RankError::Data(e.to_string()))
         } else {
             Ok(())
         };
@@ -203,13 +203,13 @@ pub fn write_output(
     let mut g = global.clone();
     g.levels[*level].format = LevelFormat::Dense;
     g.placement.team = None;
-    let start = if comm.rank == 0 { slab::create_npy(&tmp, &g) } else { Ok(0) };
+    let start = if comm.rank == 0 { slab::create_npy(&tmp, &g).map_err(RankError::Data) } else { Ok(0) };
     let start = agree(comm, start)?;
     let mut buf = start.to_ne_bytes();
-    agree(comm, comm.bcast(&mut buf, 0).map_err(|e| e.to_string()))?;
+    agree(comm, comm.bcast(&mut buf, 0).map_err(RankError::from))?;
     let start = u64::from_ne_bytes(buf);
     // Each rank writes its owned rows from the value it holds, in place (no copy of the block).
-    let written = dense(v).and_then(|t| slab::write_rows(&tmp, start, &g, *level, &t, *owned));
+    let written = dense(v).and_then(|t| slab::write_rows(&tmp, start, &g, *level, &t, *owned).map_err(RankError::Data));
     let failed = comm.max_i64(i64::from(written.is_err())).unwrap_or(1);
     if failed != 0 && comm.rank == 0 {
         let _ = std::fs::remove_file(&tmp);
@@ -218,7 +218,7 @@ pub fn write_output(
     let renamed = if comm.rank == 0 {
         std::fs::rename(&tmp, path).map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
-            format!("cannot write `{}`: {e}", path.display())
+            RankError::Data(format!("cannot write `{}`: {e}", path.display()))
         })
     } else {
         Ok(())

@@ -6,7 +6,7 @@ use strata_ir::{Interval, LevelFormat};
 use strata_runtime::storage::{assemble_entries, entries, Entries};
 use strata_runtime::{Column, Stored, Tensor, Value, ValueType};
 
-use super::Step;
+use super::{RankError, Step};
 use crate::{slab, Comm};
 
 /// Whether values of `ty` leave the ranks as storage (a sparse or ragged level).
@@ -22,7 +22,9 @@ pub fn is_stored(ty: &ValueType) -> bool {
 /// A block level that is not the first, or MPI failing.
 pub fn gather_stored(comm: &Comm, v: &Value, level: usize, owned: Interval, global: &ValueType) -> Step<Option<Value>> {
     if level != 0 {
-        return Err("a distributed sparse or ragged result must be distributed by its rows (its first level)".into());
+        return Err(RankError::internal(
+            "a distributed sparse or ragged result must be distributed by its rows (its first level)",
+        ));
     }
     let local = match v {
         Value::Stored(s) => std::borrow::Cow::Borrowed(s),
@@ -50,10 +52,10 @@ pub fn gather_stored(comm: &Comm, v: &Value, level: usize, owned: Interval, glob
     let counts = gathered_counts(comm, keep.len())?;
     let coord_bytes: Vec<u8> = coords.iter().flat_map(|c| c.to_le_bytes()).collect();
     let sizes = |per: usize| counts.iter().map(|&n| n * per).collect::<Vec<_>>();
-    let all_coords = comm.gatherv(&coord_bytes, &sizes(8 * rank), 0).map_err(|e| e.to_string())?;
+    let all_coords = comm.gatherv(&coord_bytes, &sizes(8 * rank), 0).map_err(RankError::from)?;
     let scalar = values.scalar();
     let all_values =
-        comm.gatherv(slab::column_bytes(&values), &sizes(scalar.size_bytes()), 0).map_err(|e| e.to_string())?;
+        comm.gatherv(slab::column_bytes(&values), &sizes(scalar.size_bytes()), 0).map_err(RankError::from)?;
     let (Some(all_coords), Some(all_values)) = (all_coords, all_values) else { return Ok(None) };
     let total: usize = counts.iter().sum();
     let mut values = Column::zeros(scalar, total);
@@ -73,9 +75,9 @@ pub fn gather_stored(comm: &Comm, v: &Value, level: usize, owned: Interval, glob
 fn gathered_counts(comm: &Comm, n: usize) -> Step<Vec<usize>> {
     let mut all = comm
         .gatherv(&(n as u64).to_le_bytes(), &vec![8; comm.size], 0)
-        .map_err(|e| e.to_string())?
+        .map_err(RankError::from)?
         .unwrap_or_else(|| vec![0; 8 * comm.size]);
-    comm.bcast(&mut all, 0).map_err(|e| e.to_string())?;
+    comm.bcast(&mut all, 0).map_err(RankError::from)?;
     Ok(all.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")) as usize).collect())
 }
 

@@ -3,7 +3,7 @@
 use strata_ir::{ExprKind, Function, Value};
 
 /// Why an entry cannot run distributed (yet).
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum PlanError {
     /// The program's team size differs from the job's.
     #[error("`%{name}` lives on a team of {team} ranks, but the job has {ranks} (declare `team = world` to run on any number, or run with --ranks {team})")]
