@@ -74,7 +74,7 @@ pub enum PartialStart {
     /// A reduction: rank 0 folds from the `map_reduce`'s initial value, the others from this
     /// identity.
     Identity(strata_ir::Literal),
-    /// A reduction in an order that does not depend on the rank count ([`reproducible`]): each
+    /// A reduction in an order that does not depend on the rank count ([`super::reproducible`]): each
     /// rank folds every row it owns from the identity (its partial keeps the row level, the
     /// `map_reduce`'s output led by the row letter), and the rows are combined in a fixed
     /// pairwise tree over the global rows, the initial value last ([`crate::combine::rows_tree`]).

@@ -1,6 +1,6 @@
 //! What each rank reads of every value, derived backwards from what it writes.
 //!
-//! [`rank_needs`] seeds the analysis with the rows a rank owns of each output and returned
+//! `rank_needs` seeds the analysis with the rows a rank owns of each output and returned
 //! value, and walks each function's statements backwards: an op whose result must hold some
 //! rows needs rows of its operands, by op family — shifts move them (`shift`), gathers read
 //! them through their indices (`gather`), cuts and joins narrow them (`layout`), reductions
