@@ -571,11 +571,20 @@ def compare(got_path, want):
     return None if ok else f"got {got}, expected {want}"
 
 
-def run_case(strata, work, backend, name, program, inputs, expected, entry):
+def optional_passes(strata):
+    """The optimizing passes `--disable-pass` can switch off (all but lowering and `schedule`)."""
+    out = subprocess.run([strata, "lower", "--passes"], capture_output=True, text=True, check=True).stdout
+    return [line.split()[0] for line in out.splitlines() if line.strip() and line.split()[0] not in ("lower", "schedule")]
+
+
+def run_case(strata, work, backend, name, program, inputs, expected, entry, disabled=None):
     src = os.path.join(work, name + ".strata")
     with open(src, "w") as f:
         f.write(program)
     cmd = [strata, "run", src, "--backend", backend]
+    if disabled:
+        cmd += ["--disable-pass", disabled]
+        backend = f"{backend}, {disabled} disabled"
     if entry:
         cmd += ["--entry", entry]
     for k, v in inputs.items():
@@ -592,7 +601,8 @@ def run_case(strata, work, backend, name, program, inputs, expected, entry):
     outs = {}
     for k, want in expected.items():
         ext = ".npz" if isinstance(want, tuple) and want[0] != "ieee" else ".npy"
-        outs[k] = os.path.join(work, f"{name}_{backend}_out_{k}{ext}")
+        tag = backend.replace(", ", "_").replace(" ", "_")
+        outs[k] = os.path.join(work, f"{name}_{tag}_out_{k}{ext}")
         cmd += ["--out", f"{k}={outs[k]}"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
@@ -605,21 +615,30 @@ def run_case(strata, work, backend, name, program, inputs, expected, entry):
 
 
 def main_with(cases, argv):
+    """Runs `cases` on their backends; with `--toggle`, native code also runs with each optional
+    pass disabled in turn (`strata run --disable-pass`), every run against the same oracle."""
+    argv = list(argv)
+    toggle = "--toggle" in argv
+    if toggle:
+        argv.remove("--toggle")
     strata, work = argv[1], argv[2]
     os.makedirs(work, exist_ok=True)
     passed = failed = 0
     only = argv[3] if len(argv) > 3 else ""
+    passes = optional_passes(strata) if toggle else []
     for name, program, inputs, expected, entry, backends in cases:
         if only not in name:
             continue
-        for backend in backends:
-            err = run_case(strata, work, backend, name, program, inputs, expected, entry)
+        runs = [(b, None) for b in backends]
+        runs += [("native", p) for p in passes if "native" in backends and "error" not in expected]
+        for backend, disabled in runs:
+            err = run_case(strata, work, backend, name, program, inputs, expected, entry, disabled)
             if err:
                 failed += 1
                 print("FAIL", err)
             else:
                 passed += 1
-                print("ok", name, backend)
+                print("ok", name, backend if disabled is None else f"{backend} without {disabled}")
     print(f"{passed} passed, {failed} failed")
     sys.exit(1 if failed else 0)
 

@@ -101,6 +101,20 @@ fn trust2_cases_and_generated_multi_output_programs_match_numpy_and_scipy() {
 }
 
 #[test]
+fn generated_affine_contractions_over_rolled_and_padded_operands_match_numpy() {
+    // Issue 49's item 5: `concat` padding and `roll` (strided views joined) feeding
+    // `map_reduce_aff` with strides, dilations and `padding = v`, extent-1 rows of a matmul
+    // collapsed, reductions of the same operand beside it; 48 instances in 6 programs, each
+    // also run natively with every optional pass disabled in turn (`--toggle`).
+    // `STRATA_TRUST2_COUNT` (instances) raises it for a long run.
+    let count = std::env::var("STRATA_TRUST2_COUNT").unwrap_or_else(|_| "48".into());
+    let text = oracle_with("check_affine.py", &["", "--count", &count, "--toggle"]);
+    for check in ["ok affine_0 native\n", "ok affine_0 native without unify-fold-vars", " 0 failed"] {
+        assert!(text.contains(check), "{check} missing:\n{text}");
+    }
+}
+
+#[test]
 fn random_neighbor_reduction_programs_match_numpy_on_both_backends() {
     // Generated with their numpy formulation: nested reductions both ways, through calls,
     // counting and non-annihilating payloads, weights on narrower neighbor intervals, skips.
@@ -154,6 +168,20 @@ fn natively_compiled_operations_match_numpy() {
     {
         assert!(text.contains(&format!("ok {case}\n")), "{case}: {text}");
     }
+}
+
+#[test]
+fn generated_distributed_gathers_match_numpy_at_one_to_four_ranks() {
+    // Issue 49's item 5: random gathers — source distributed along the indexed dimension
+    // (named or positional) or replicated, indices replicated or distributed, then an
+    // elementwise op, a sum or a weighted row sum — as one process and at 1–4 ranks, against
+    // numpy; a scatter into a distributed destination is a clear error.
+    // `STRATA_TRUST2_COUNT` (programs) raises it for a long run.
+    let mpi = Command::new(root().join("scripts/mpi-env")).output().expect("scripts/mpi-env runs");
+    assert!(mpi.status.success(), "Open MPI is needed:\n{}", String::from_utf8_lossy(&mpi.stderr));
+    let count = std::env::var("STRATA_TRUST2_COUNT").unwrap_or_else(|_| "6".into());
+    let text = oracle_with("check_dist_gather.py", &["--count", &count]);
+    assert!(text.contains("ok scatter_block_is_a_clear_error") && text.contains(" 0 failed"), "{text}");
 }
 
 #[test]

@@ -1,9 +1,11 @@
 //! Every optional pass can be switched off without changing a value: the corpus — every entry
 //! of the examples and of tests/programs, every entry of the file tests that run
-//! (tests/filetests/run), and generated sparse programs with several outputs over one operand
+//! (tests/filetests/run) on random values and every `// run:` line on its own, and generated sparse programs with several outputs over one operand
 //! (the `unify-fold-vars` bug's shape) — runs with the whole pipeline and with each optional
 //! pass disabled in turn (`common::toggle`). The generated dense programs of differential.rs
-//! get the same check there.
+//! get the same check there; the Python oracles' programs get it through `strata run
+//! --disable-pass`, against numpy (`check_sparse.main_with --toggle`: tests/oracles/check_affine.py
+//! in CI, check_trust2.py in long runs).
 
 mod common;
 
@@ -13,7 +15,8 @@ use common::fill;
 use common::toggle::{same_with_each_pass_disabled, Case};
 use strata_runtime::ValueType;
 
-/// The entries of every `.strata` file in `dirs`, with random arguments.
+/// The entries of every `.strata` file in `dirs` with random arguments, and the runs of its
+/// `// run:` lines on their values.
 fn file_cases(dirs: &[&str]) -> Vec<Case> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut cases = Vec::new();
@@ -36,6 +39,21 @@ fn file_cases(dirs: &[&str]) -> Vec<Case> {
         let text = std::fs::read_to_string(&path).unwrap();
         let Ok(module) = strata_verify::parse(&text) else { continue };
         let Ok(info) = strata_verify::verify(&module) else { continue };
+        let name = format!("{}", path.strip_prefix(&root).unwrap_or(&path).display());
+        // A file test's `// run:` lines: their entries on the values written there.
+        let runs = strata_filetests::runs::run_arguments(&text, &module, &info.types)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        for (entry, args) in runs {
+            let h = module.function_by_name(&entry).expect("checked");
+            let args = args.into_iter().map(|v| v.into_tensor().expect("dense run values")).collect();
+            cases.push(Case {
+                name: format!("{name} (run line)"),
+                module: module.clone(),
+                types: info.types.clone(),
+                entry: h,
+                args,
+            });
+        }
         let entries: Vec<_> = module.entries().map(|(h, _)| h).collect();
         for h in entries {
             let f = &module.functions[h];
@@ -48,13 +66,7 @@ fn file_cases(dirs: &[&str]) -> Vec<Case> {
                     fill(&vt, i as u64 + 11, common::table_source_len(&info.types, f, &vt))
                 })
                 .collect();
-            cases.push(Case {
-                name: format!("{}", path.strip_prefix(&root).unwrap_or(&path).display()),
-                module: module.clone(),
-                types: info.types.clone(),
-                entry: h,
-                args,
-            });
+            cases.push(Case { name: name.clone(), module: module.clone(), types: info.types.clone(), entry: h, args });
         }
     }
     cases

@@ -157,10 +157,53 @@ fn close(a: Sv, b: Sv, approx: bool) -> bool {
     }
 }
 
+/// The `// run:` lines of `src`, with their line numbers.
+fn lines_of(src: &str) -> Vec<(usize, &str)> {
+    src.lines().enumerate().filter_map(|(n, l)| l.strip_prefix("// run:").map(|r| (n + 1, r))).collect()
+}
+
+/// The arguments of entry `f` (of a module whose types are `types`) that `line` gives: its
+/// inputs in order, its `out` parameters as zeros.
+fn arguments(line: &RunLine, f: &strata_ir::Function, types: &TypeArena) -> Result<Vec<Value>, String> {
+    let inputs = f.params.iter().filter(|&&q| f.exprs[q].kind != ExprKind::Param(ParamMode::Out)).count();
+    if inputs != line.args.len() {
+        return Err(format!("`@{}` takes {inputs} inputs, the line gives {}", line.entry, line.args.len()));
+    }
+    let mut given = line.args.iter();
+    f.params
+        .iter()
+        .map(|&q| {
+            let ty = ValueType::from_ir(types, f.exprs[q].ty);
+            match f.exprs[q].kind {
+                ExprKind::Param(ParamMode::Out) => Ok(Value::Tensor(Tensor::zeros(&ty))),
+                _ => value(given.next().expect("counted"), &ty, &format!("`%{}`", f.exprs[q].name)),
+            }
+        })
+        .collect()
+}
+
+/// The runs `// run:` lines of `src` ask for (`module` verified with `types`): each line's
+/// entry and its arguments, one per parameter (`out` parameters as zeros) — for harnesses that
+/// run the same programs another way (the pass-toggle test).
+///
+/// # Errors
+/// A line that does not parse, names no entry, or gives values of the wrong count or shape.
+pub fn run_arguments(src: &str, module: &Module, types: &TypeArena) -> Result<Vec<(String, Vec<Value>)>, String> {
+    lines_of(src)
+        .into_iter()
+        .map(|(n, text)| {
+            let at = |e: String| format!("line {n}: {e}");
+            let line = parse_line(text).map_err(at)?;
+            let h = module.function_by_name(&line.entry).ok_or_else(|| at(format!("no entry `@{}`", line.entry)))?;
+            let args = arguments(&line, &module.functions[h], types).map_err(at)?;
+            Ok((line.entry, args))
+        })
+        .collect()
+}
+
 /// Runs every `// run:` line of `src` (verified as `module` with `types`) on both backends.
 pub fn run_lines(src: &str, module: &Module, types: &TypeArena) -> Result<(), String> {
-    let lines: Vec<(usize, &str)> =
-        src.lines().enumerate().filter_map(|(n, l)| l.strip_prefix("// run:").map(|r| (n + 1, r))).collect();
+    let lines = lines_of(src);
     if lines.is_empty() {
         return Err("a run test without `// run:` lines".into());
     }
@@ -171,27 +214,7 @@ pub fn run_lines(src: &str, module: &Module, types: &TypeArena) -> Result<(), St
         for backend in [Backend::Interp, Backend::Native] {
             let p = strata_engine::prepare(module, types, h, &Options::with_backend(backend))
                 .map_err(|e| at(format!("{backend}: {e}")))?;
-            let f = &p.module().functions[p.entry()];
-            let inputs: Vec<_> =
-                f.params.iter().filter(|&&q| f.exprs[q].kind != ExprKind::Param(ParamMode::Out)).collect();
-            if inputs.len() != line.args.len() {
-                return Err(at(format!(
-                    "`@{}` takes {} inputs, the line gives {}",
-                    line.entry,
-                    inputs.len(),
-                    line.args.len()
-                )));
-            }
-            let mut given = line.args.iter();
-            let mut args = Vec::new();
-            for &q in &f.params {
-                let ty = ValueType::from_ir(p.types(), f.exprs[q].ty);
-                let name = &f.exprs[q].name;
-                args.push(match f.exprs[q].kind {
-                    ExprKind::Param(ParamMode::Out) => Value::Tensor(Tensor::zeros(&ty)),
-                    _ => value(given.next().expect("counted"), &ty, &format!("`%{name}`")).map_err(at)?,
-                });
-            }
+            let args = arguments(&line, &p.module().functions[p.entry()], p.types()).map_err(at)?;
             let ran = p.run(&args).map_err(|e| at(format!("{backend}: {e}")))?;
             let (name, got) = ran.values.into_iter().next().ok_or_else(|| at("no result".into()))?;
             let got = got.into_tensor().map_err(|e| at(e.to_string()))?;
