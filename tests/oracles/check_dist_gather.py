@@ -1,4 +1,4 @@
-"""Generated gathers over distributed operands at 1–4 ranks, against numpy.
+"""Generated gathers and scatters over distributed operands at 1–4 ranks, against numpy.
 
 Usage: python check_dist_gather.py STRATA_BINARY WORKDIR [--count N] [--ranks 1,2,3,4]
 
@@ -8,11 +8,13 @@ start (coordinates below 0 included), or positional as the array front end write
 replicated; the indices replicated on the team or distributed by their batch rows; batches of
 1–13 rows reaching both ends of the interval, repeated rows; then nothing, an elementwise op,
 a sum of every gathered value (a reduction over the block level when the indices are
-distributed) or a product with a replicated weight. Every program runs as one process and at
-every rank count, and every result must equal numpy's (sums within 1e-12). Scatters into
-distributed operands are not supported by the distributed runtime: one generated scatter per
-run checks that it ends with a clear error naming the op. `--count N` sets the number of
-programs (CI: 6).
+distributed) or a product with a replicated weight. Scatters write replicated values through
+replicated indices (repeated rows: the last write wins) into a destination distributed along
+the indexed dimension, given or computed, then nothing, an elementwise op or a sum. Every
+program runs as one process and at every rank count, and every result must equal numpy's
+(sums within 1e-12); an index outside the destination and a scatter through distributed
+indices (not supported) end with clear errors. `--count N` sets the number of gathers and of
+scatters (CI: 6 each).
 """
 
 import os
@@ -115,22 +117,59 @@ def run(strata, work, name, program, inputs, ranks):
     return np.load(out), None
 
 
-def scatter_case(strata, work):
-    """A scatter into a block-distributed destination: a clear error, no hang, no panic."""
+def generated_scatter(k):
+    """A scatter into a destination distributed along the indexed (named) dimension, with
+    replicated values and indices (repeated rows: the last write wins, as in one process)."""
+    n, cols, m = int(rng.integers(1, 40)), int(rng.integers(1, 4)), int(rng.integers(1, 12))
+    start = int(rng.integers(-3, 4))
+    entries = rng.integers(start, start + n, size=m)
+    if m >= 3:
+        entries[0], entries[-1], entries[1] = start, start + n - 1, entries[-2]
+    vals = np.round(rng.standard_normal((m, cols)), 3)
+    d = np.round(rng.standard_normal((n, cols)), 3)
+    team = ", team = world"
+    dest_t = f"tensor<f64, I[{start}:{start + n}] block, J[0:{cols}]{team}>"
+    before = str(rng.choice(["none", "scaled"]))
+    after = str(rng.choice(["none", "exp", "sum"]))
+    dest = "%d" if before == "none" else "multiplies(%d, 2.0)"
+    base = d if before == "none" else d * 2.0
+    want = base.copy()
+    for row, e in enumerate(entries):
+        want[e - start] = vals[row]
+    body = f"  %s = scatter(%v, {dest}, %idx, coordinates = [0]) : {dest_t}\n"
+    result_t = dest_t
+    if after == "none":
+        body += "  return %s\n"
+    elif after == "exp":
+        body += "  return exp(%s)\n"
+        want = np.exp(want)
+    else:
+        result_t = f"tensor<f64{team}>"
+        body += '  return map_reduce(@add, %s, init = 0.0, einsum = "ij->")\n'
+        want = np.array(want.sum())
+    params = f"%v: tensor<f64, B[0:{m}], J[0:{cols}]{team}>, %d: {dest_t}, %idx: tensor<index, B[0:{m}], C[0:1]{team}>"
+    program = FUNCS + f"func @f({params}) -> {result_t} {{\n{body}}}\n"
+    inputs = {"v": vals, "d": d, "idx": entries.reshape(m, 1).astype(np.int64)}
+    return f"s{k}_n{n}_m{m}_{before}_{after}", program, inputs, want
+
+
+def scatter_errors(strata, work):
+    """A scatter index outside the destination ends the job with a clear error at every rank
+    count; a scatter the ranks cannot run (distributed indices) is refused by name."""
     program = (
-        "func @f(%v: tensor<f64, B[0:3], J[0:2], team = world>, %d: tensor<f64, I[0:10] block, J[0:2], team = world>, "
-        "%idx: tensor<index, B[0:3], C[0:1], team = world>) -> tensor<f64, I[0:10] block, J[0:2], team = world> {\n"
-        "  return scatter(%v, %d, %idx, coordinates = [0])\n}\n"
+        "func @f(%v: tensor<f64, B[0:3]{blk}, J[0:2], team = world>, %d: tensor<f64, I[0:10] block, J[0:2], team = world>, "
+        "%idx: tensor<index, B[0:3]{blk}, C[0:1], team = world>) -> tensor<f64, I[0:10] block, J[0:2], team = world> {{\n"
+        "  return scatter(%v, %d, %idx, coordinates = [0])\n}}\n"
     )
-    inputs = {"v": np.ones((3, 2)), "d": np.zeros((10, 2)), "idx": np.array([[1], [4], [9]], dtype=np.int64)}
-    got, err = run(strata, work, "scatter_block", program, inputs, 2)
+    inputs = {"v": np.ones((3, 2)), "d": np.zeros((10, 2)), "idx": np.array([[1], [10], [9]], dtype=np.int64)}
+    for ranks in [None] + RANKS:
+        got, err = run(strata, work, "scatter_outside", program.format(blk=""), inputs, ranks)
+        if got is not None or err is None or "outside" not in err or "panicked" in err:
+            return f"scatter index outside at {ranks}: expected a clear error, got {err!r}"
+    inputs["idx"] = np.array([[1], [4], [9]], dtype=np.int64)
+    got, err = run(strata, work, "scatter_idxblk", program.format(blk=" block"), inputs, 2)
     if got is not None or err is None or "scatter" not in err or "not supported" not in err or "panicked" in err:
-        return f"scatter into a distributed destination: expected a clear error, got {err!r}"
-    single, err = run(strata, work, "scatter_block", program, inputs, None)
-    want = np.zeros((10, 2))
-    want[[1, 4, 9]] = 1.0
-    if err or not np.array_equal(single, want):
-        return f"scatter as one process: {err or single}"
+        return f"scatter with distributed indices: expected a clear error, got {err!r}"
     return None
 
 
@@ -138,8 +177,8 @@ def main():
     strata, work = argv[1], argv[2]
     os.makedirs(work, exist_ok=True)
     passed = failed = 0
-    for k in range(COUNT):
-        name, program, inputs, want = generated(k)
+    cases = [generated(k) for k in range(COUNT)] + [generated_scatter(k) for k in range(COUNT)]
+    for name, program, inputs, want in cases:
         for ranks in [None] + RANKS:
             got, err = run(strata, work, name, program, inputs, ranks)
             where = f"{name} at {ranks or 'one process'}"
@@ -157,13 +196,13 @@ def main():
             else:
                 passed += 1
                 print("ok", where, flush=True)
-    problem = scatter_case(strata, work)
+    problem = scatter_errors(strata, work)
     if problem:
         failed += 1
         print("FAIL", problem)
     else:
         passed += 1
-        print("ok scatter_block_is_a_clear_error")
+        print("ok scatter_errors_are_clear")
     print(f"{passed} passed, {failed} failed")
     sys.exit(1 if failed else 0)
 

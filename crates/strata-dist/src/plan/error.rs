@@ -63,7 +63,8 @@ pub enum PlanError {
 
 pub(super) const SUPPORTED: &str =
     "ranks run elementwise ops, storage conversions, cartesian shifts, concats along named dimensions, neighbor \
-     reductions, scans along local dimensions, calls, `distribute` and `collect` into an output";
+     reductions, gathers, scatters into a destination distributed along the indexed dimension, scans along local \
+     dimensions, calls, `distribute` and `collect` into an output";
 
 impl PlanError {
     /// `v` (an op of `f`) on a block-distributed operand, with what is supported instead.

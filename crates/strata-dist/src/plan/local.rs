@@ -17,6 +17,8 @@ impl Plan {
         rank: usize,
     ) -> Result<(Module, Handle<Function>), PlanError> {
         let mut m = module.clone();
+        let mut local_types = types.clone();
+        let mut scatters = Vec::new();
         // `distribute` takes the rank's part of its replicated operand, `concat` along a block
         // level joins the operands the rank's rows reach; `collect` into an output keeps the
         // owned block (gathered after the run).
@@ -50,8 +52,12 @@ impl Plan {
                     let args = if reached.is_empty() { args[..1].to_vec() } else { reached };
                     func.exprs[*v].kind = ExprKind::Op(Op::Concat { args, dim: dim.clone(), mode: *mode });
                 }
+                ExprKind::Op(Op::Scatter { .. }) => scatters.push((*fh, *v, rows)),
                 _ => {}
             }
+        }
+        for (fh, v, rows) in scatters {
+            scatter_on_rows(&mut m.functions[fh], &mut local_types, v, rows);
         }
         let f = &module.functions[entry];
         self.cut_assignments(&mut m.functions[entry], types, rank);
@@ -95,7 +101,7 @@ impl Plan {
         for fh in m.reachable(entry) {
             drop_dead(&mut m.functions[fh]);
         }
-        let mut types = types.clone();
+        let mut types = local_types;
         // Declared types (a `constant` on the team) are not inferred again: localized here.
         for fh in m.reachable(entry) {
             let f = &mut m.functions[fh];
@@ -220,4 +226,87 @@ fn localize(types: &mut TypeArena, ty: Handle<Type>, held: Option<(usize, Interv
         }
     }
     types.insert(Type::Tensor(t))
+}
+
+/// A distributed scatter (`needs::scatter`) on the rank whose result holds `rows` of the
+/// destination's block dimension: it writes the destination cut to `rows`, joined with one
+/// scratch row (a row another rank holds, next to them); the indices of rows other ranks hold
+/// are redirected to the scratch row, which is cut off after. Indices outside the
+/// destination's interval are left as they are: the scatter reports them on every rank.
+fn scatter_on_rows(f: &mut Function, types: &mut TypeArena, v: Value, rows: Interval) {
+    let ExprKind::Op(Op::Scatter { source, dest, indices, coordinates, mode }) = f.exprs[v].kind.clone() else {
+        return;
+    };
+    let Some((_, dim, global)) = block_level(types, f.exprs[dest].ty) else { return };
+    if rows.is_empty() {
+        // Nothing of the result on this rank: nothing to write.
+        if global.start <= rows.start && rows.start <= global.stop {
+            f.exprs[v].kind = ExprKind::Op(Op::Subset { arg: dest, domain: vec![(dim, rows)] });
+        }
+        return;
+    }
+    if rows.start <= global.start && global.stop <= rows.stop {
+        // Every row: nothing to redirect.
+        return;
+    }
+    // The scratch row is a row another rank holds (so no index outside the interval is
+    // taken for it): after the rows, or before them when they end the interval.
+    let at = if rows.stop < global.stop { rows.stop } else { rows.start - 1 };
+    let span = *f.exprs.meta(v);
+    let name = f.exprs[v].name.clone();
+    let (dty, ity) = (f.exprs[dest].ty, f.exprs[indices].ty);
+    let scalar = strata_ir::element_scalar(types, ity).expect("verified indices");
+    let sty = types.insert(Type::Scalar(scalar));
+    let mut added = Vec::new();
+    // Types are inferred again when the local program is specialized, except a constant's.
+    let mut add = |f: &mut Function, what: &str, ty: Handle<Type>, op: Op| {
+        let e = strata_ir::Expr { name: format!("{name}.{what}"), ty, kind: ExprKind::Op(op) };
+        let x = f.exprs.append(e, span);
+        added.push(x);
+        x
+    };
+    let cut = |r: Interval| vec![(dim.clone(), r)];
+    let d0 = add(f, "rows", dty, Op::Subset { arg: dest, domain: cut(rows) });
+    let first = add(f, "first", dty, Op::Subset { arg: dest, domain: cut(Interval::new(rows.start, rows.start + 1)) });
+    let shift = Op::CartesianShift { arg: first, dim: dim.clone(), offset: rows.start - at };
+    let scratch = add(f, "scratch", dty, shift);
+    let pieces = if at == rows.stop { vec![d0, scratch] } else { vec![scratch, d0] };
+    let ext = add(f, "ext", dty, Op::Concat { args: pieces, dim: dim.clone(), mode: strata_ir::Mode::Copy });
+    let mut constant =
+        |f: &mut Function, what: &str, c: i64| add(f, what, sty, Op::Constant { value: strata_ir::Literal::Int(c) });
+    let (lo, hi) = (constant(f, "lo", rows.start), constant(f, "hi", rows.stop));
+    let scratch_at = constant(f, "scratch_at", at);
+    let (g_lo, g_hi) = (constant(f, "global_lo", global.start), constant(f, "global_hi", global.stop));
+    let bin = |op, lhs, rhs| Op::Binary { op, lhs, rhs };
+    use strata_ir::BinaryOp::{And, GreaterEqual, Less, Or};
+    let below = add(f, "below", ity, bin(Less, indices, lo));
+    let above = add(f, "above", ity, bin(GreaterEqual, indices, hi));
+    let elsewhere = add(f, "elsewhere", ity, bin(Or, below, above));
+    let from_start = add(f, "from_start", ity, bin(GreaterEqual, indices, g_lo));
+    let to_stop = add(f, "to_stop", ity, bin(Less, indices, g_hi));
+    let inside = add(f, "inside", ity, bin(And, from_start, to_stop));
+    let theirs = add(f, "theirs", ity, bin(And, elsewhere, inside));
+    let redirected = add(f, "indices", ity, Op::Select { cond: theirs, on_true: scratch_at, on_false: indices });
+    f.exprs[v].kind = ExprKind::Op(Op::Scatter { source, dest: ext, indices: redirected, coordinates, mode });
+    let e = strata_ir::Expr {
+        name: format!("{name}.mine"),
+        ty: dty,
+        kind: ExprKind::Op(Op::Subset { arg: v, domain: cut(rows) }),
+    };
+    let mine = f.exprs.append(e, span);
+    crate::strips::redirect(f, v, mine);
+    let mut body = strata_entity::Arena::new();
+    for (s, stmt) in f.body.iter() {
+        let meta = f.body.meta(s).clone();
+        if matches!(stmt, Statement::Let(x) if *x == v) {
+            for &x in &added {
+                body.append(Statement::Let(x), meta.clone());
+            }
+            body.append(stmt.clone(), meta.clone());
+            body.append(Statement::Let(mine), meta);
+        } else {
+            body.append(stmt.clone(), meta);
+        }
+    }
+    f.body = body;
 }

@@ -10,7 +10,7 @@ use crate::rows::{hull, Rows};
 
 impl<T: Tables> Analysis<'_, T> {
     /// Widens the rows `rank` keeps of `v` (a `distribute`, `subset` or `concat` of `fh`) to `iv`.
-    fn narrow(&mut self, fh: Handle<Function>, v: Value, iv: Interval) {
+    pub(super) fn narrow(&mut self, fh: Handle<Function>, v: Value, iv: Interval) {
         let slot = self.narrowed.entry((fh, v)).or_insert(iv);
         *slot = hull(*slot, iv);
     }

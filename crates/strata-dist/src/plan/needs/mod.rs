@@ -22,6 +22,7 @@ mod call;
 mod fold;
 mod gather;
 mod layout;
+pub(crate) mod scatter;
 mod shift;
 
 /// Needed rows per block dimension, for one rank.
@@ -197,6 +198,9 @@ impl<T: Tables> Analysis<'_, T> {
             Op::Concat { args, dim, mode: _ } => self.concat(fh, v, args, dim, n),
             Op::Gather { source, indices, coordinates, mode: _ } => {
                 self.gather(fh, v, *source, *indices, coordinates, n)
+            }
+            Op::Scatter { source, dest, indices, coordinates, mode: _ } => {
+                self.scatter(fh, v, (*source, *dest, *indices), coordinates, n)
             }
             Op::MapReduce { .. } => self.map_reduce(fh, v, op, n),
             Op::Scan { .. } => self.scan(fh, v, op, n),
