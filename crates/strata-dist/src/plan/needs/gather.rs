@@ -23,27 +23,13 @@ impl<T: Tables> Analysis<'_, T> {
         coordinates: &[u32],
         n: &Need<T::R>,
     ) -> Result<Gives<T::R>, PlanError> {
-        let [to_source, to_indices] = self.gather_rows(fh, v, source, indices, coordinates, n)?;
-        Ok(vec![(source, to_source), (indices, to_indices)])
-    }
-
-    /// [`Analysis::gather`]'s needs: of the source, of the indices.
-    fn gather_rows(
-        &mut self,
-        fh: Handle<Function>,
-        v: Value,
-        source: Value,
-        indices: Value,
-        coordinates: &[u32],
-        n: &Need<T::R>,
-    ) -> Result<[Need<T::R>; 2], PlanError> {
         let f = &self.module.functions[fh];
         let unsupported = |hint| PlanError::unsupported(f, v, hint);
         let it = tensor(self.types, f.exprs[indices].ty).expect("verified indices");
         let idx_block = block_level(self.types, f.exprs[indices].ty);
         let src_block = block_level(self.types, f.exprs[source].ty);
         if src_block.is_none() && idx_block.is_none() {
-            return Ok([Need::new(), Need::new()]);
+            return Ok(Vec::new());
         }
         if it.levels.len() != 2 || idx_block.as_ref().is_some_and(|(pos, _, _)| *pos != 0) {
             return Err(unsupported(
@@ -66,7 +52,9 @@ impl<T: Tables> Analysis<'_, T> {
                     debug_assert_eq!(*b, batch.name);
                     rows.add(&T::R::of(self.owned(*iv)));
                 }
-                self.through_table(fh, v, source, indices, &batch, Some(k), Indirection::Gather, &n)
+                let [to_source, to_indices] =
+                    self.through_table(fh, v, source, indices, &batch, Some(k), Indirection::Gather, &n)?;
+                Ok(vec![(source, to_source), (indices, to_indices)])
             }
             Some((_, dim, _)) if dim.position().is_some() => Err(unsupported(
                 "a gather keeps a positional distributed dimension under another position; name the dimension",
@@ -74,10 +62,10 @@ impl<T: Tables> Analysis<'_, T> {
             // Distributed along a sliced dimension: the result keeps it, its rows pass through.
             Some((_, dim, _)) => {
                 let to_source = n.get(&dim).map(|r| Need::from([(dim.clone(), r.clone())])).unwrap_or_default();
-                Ok([to_source, batch_rows(n)])
+                Ok(vec![(source, to_source), (indices, batch_rows(n))])
             }
             // A replicated source: each rank gathers its rows of the indices.
-            None => Ok([Need::new(), batch_rows(n)]),
+            None => Ok(vec![(indices, batch_rows(n))]),
         }
     }
 }
