@@ -98,6 +98,12 @@ fn trust2_cases_and_generated_multi_output_programs_match_numpy_and_scipy() {
         assert!(text.contains(check), "{check} missing:\n{text}");
     }
     assert!(text.contains(" 0 failed"), "{text}");
+    // The fixed cases again, natively with each optional pass disabled in turn, against numpy.
+    let text = oracle_with("check_trust2.py", &["", "--count", "0", "--toggle"]);
+    for check in ["ok s2_rowsum_rowmax native without unify-fold-vars", "ok c2_matmul_concat_rowsum native without"] {
+        assert!(text.contains(check), "{check} missing:\n{text}");
+    }
+    assert!(text.contains(" 0 failed"), "{text}");
 }
 
 #[test]
