@@ -130,8 +130,11 @@ fn random_neighbor_reduction_programs_match_numpy_on_both_backends() {
 
 #[test]
 fn sparse_ragged_and_skip_semantics_match_scipy_on_both_backends() {
-    let text = oracle("check_sparse.py");
+    // Natively also with each optional pass disabled in turn (`--toggle`), against SciPy.
+    let text = oracle_with("check_sparse.py", &["", "--toggle"]);
     for check in [
+        "ok csc_spgemm native without gustavson",
+        "ok csr_spmv_cumsum native without coiterate",
         "ok issue12_neighbor_count native",
         "ok issue12_row_entries interp",
         "ok issue12_ragged_lengths native",

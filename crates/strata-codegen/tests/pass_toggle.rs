@@ -4,8 +4,9 @@
 //! (the `unify-fold-vars` bug's shape) — runs with the whole pipeline and with each optional
 //! pass disabled in turn (`common::toggle`). The generated dense programs of differential.rs
 //! get the same check there; the Python oracles' programs get it through `strata run
-//! --disable-pass`, against numpy (`check_sparse.main_with --toggle`: tests/oracles/check_affine.py
-//! in CI, check_trust2.py in long runs).
+//! --disable-pass`, against numpy and SciPy (`check_sparse.main_with --toggle`: in CI,
+//! check_sparse.py, check_affine.py and check_trust2.py's fixed cases; its generated programs in
+//! long runs).
 
 mod common;
 
