@@ -25,6 +25,15 @@ def _close(got, want):
     )
 
 
+def _near(a, b):
+    """Whether a comparison of `a` with `b` is decided by rounding somewhere: an element where
+    they agree to within 1e-9 of the operands' scale (a row's centred cumulative sum ends at a
+    rounding error of either sign, which a different summation order flips). Such a comparison
+    has no single right answer, so the generator does not write it."""
+    scale = max(1.0, float(np.abs(a).max(initial=0.0)), float(np.abs(np.asarray(b)).max(initial=0.0)))
+    return bool(np.any(np.abs(a - b) <= 1e-9 * scale))
+
+
 def chain(xp, seed, device=None):
     """Builds and checks one chain; returns `(description, [names of wrong values])`."""
     rng = np.random.default_rng(seed)
@@ -52,9 +61,13 @@ def chain(xp, seed, device=None):
             elif kind == 2:
                 m, t, b = pick(a.shape)
                 o, u, c = pick(a.shape)
+                if _near(a, 0.0):
+                    continue
                 r = (xp.where(s > 0, t, u), np.where(a > 0, b, c), f"where({n} > 0, {m}, {o})")
             elif kind == 3:
                 m, t, b = pick(a.shape)
+                if _near(a, b):
+                    continue
                 r = (xp.where(s >= t, s, 2.0 * t), np.where(a >= b, a, 2.0 * b), f"where({n} >= {m}, {n}, 2 {m})")
             elif kind == 4:
                 r = (xp.abs(s) + 1.0, np.abs(a) + 1.0, f"abs({n}) + 1")
