@@ -41,12 +41,12 @@ fn tree(comm: &Comm, t: &mut Tensor, op: BinaryOp) -> Step<()> {
     while step < size {
         if rank % (2 * step) == step {
             // This rank's value is complete for its subtree: to its left partner, then done.
-            comm.exchange(&[(rank - step, slab::bytes(t))], &mut [], REDUCE_TAG).map_err(RankError::from)?;
+            comm.exchange(&[(rank - step, slab::bytes(t))], &mut [], REDUCE_TAG)?;
             break;
         }
         let partner = rank + step;
         if partner < size {
-            comm.exchange(&[], &mut [(partner, slab::bytes_mut(&mut theirs))], REDUCE_TAG).map_err(RankError::from)?;
+            comm.exchange(&[], &mut [(partner, slab::bytes_mut(&mut theirs))], REDUCE_TAG)?;
             if let Err(e) = fold_into(t, &theirs, op) {
                 failed.get_or_insert(e);
             }

@@ -342,7 +342,7 @@ pub fn run<'a>(
 /// read on each rank): ranks that differ would make different collective calls and wait for
 /// each other forever.
 fn same_reduction_order(comm: &Comm) -> Step<()> {
-    match comm.same_on_every_rank(u64::from(crate::plan::reproducible())).map_err(RankError::from)? {
+    match comm.same_on_every_rank(u64::from(crate::plan::reproducible()))? {
         true => Ok(()),
         false => Err(RankError::SettingDiffers { variable: "STRATA_REPRODUCIBLE" }),
     }
@@ -615,28 +615,34 @@ fn carried_scan(
         return concurrent_scan(comm, (*op, identity), chain, (dim, owned, *forward), (f, *param), args, run);
     }
     let Some(at) = chain.iter().position(|&r| r == rank) else { return run(args) };
-    let k = f
-        .params
-        .iter()
-        .position(|q| q == param)
-        .ok_or_else(|| RankError::internal("the scan's carry parameter is missing"))?;
-    let Value::Tensor(state) = args[k].to_mut() else {
-        return Err(RankError::internal("the scan's state is not a dense tensor"));
-    };
+    let state = carry_state(f, *param, args)?;
     let size = slab::all_bytes(state).len();
     let tag = CARRY_TAG;
     if at > 0 {
         let mut buf = vec![0u8; size];
-        comm.exchange(&[], &mut [(chain[at - 1], buf.as_mut_slice())], tag).map_err(RankError::from)?;
+        comm.exchange(&[], &mut [(chain[at - 1], buf.as_mut_slice())], tag)?;
         slab::set_all_bytes(state, &buf);
     }
     let ran = run(args);
     if let Some(&next) = chain.get(at + 1) {
         let last = ran.as_ref().ok().and_then(|values| last_state(values, dim, owned[rank], *forward));
         let bytes = last.unwrap_or_else(|| vec![0u8; size]);
-        comm.exchange(&[(next, bytes.as_slice())], &mut [], tag).map_err(RankError::from)?;
+        comm.exchange(&[(next, bytes.as_slice())], &mut [], tag)?;
     }
     ran
+}
+
+/// The scan's carry (parameter `param` of the stage's entry `f`) among this rank's `args`.
+fn carry_state<'x>(f: &Function, param: strata_ir::Value, args: &'x mut [Arg<'_>]) -> Step<&'x mut Tensor> {
+    let k = f
+        .params
+        .iter()
+        .position(|&q| q == param)
+        .ok_or_else(|| RankError::internal("the scan's carry parameter is missing"))?;
+    match args[k].to_mut() {
+        Value::Tensor(state) => Ok(state),
+        _ => Err(RankError::internal("the scan's state is not a dense tensor")),
+    }
 }
 
 /// Runs a stage ending in a scan `acc ⊕ x` along a block level with an exact `⊕`
@@ -658,14 +664,7 @@ fn concurrent_scan(
     run: impl FnOnce(&[Arg<'_>]) -> Step<Vec<(String, Value)>>,
 ) -> Step<Vec<(String, Value)>> {
     let rank = comm.rank;
-    let k = f
-        .params
-        .iter()
-        .position(|&q| q == param)
-        .ok_or_else(|| RankError::internal("the scan's carry parameter is missing"))?;
-    let Value::Tensor(state) = args[k].to_mut() else {
-        return Err(RankError::internal("the scan's state is not a dense tensor"));
-    };
+    let state = carry_state(f, param, args)?;
     let mut carry = state.clone();
     let Some(scalar) = (match &carry.ty.element {
         strata_runtime::ElemType::Scalar(s) => Some(*s),
@@ -696,7 +695,7 @@ fn concurrent_scan(
         // holding no rows (or whose run failed) adds the identity.
         Some((ty, mpi)) => {
             let mine = last.filter(|b| b.len() == size).unwrap_or_else(|| slab::all_bytes(&carry));
-            let before = comm.exscan(&mine, ty, mpi, !forward).map_err(RankError::from)?;
+            let before = comm.exscan(&mine, ty, mpi, !forward)?;
             if let Some(bytes) = before {
                 slab::set_all_bytes(&mut carry, &bytes);
             }
@@ -704,9 +703,9 @@ fn concurrent_scan(
         // Every rank's last state on every rank, folded in chain order.
         None => {
             let mine = last.filter(|b| b.len() == size).unwrap_or_else(|| vec![0u8; size]);
-            let mut all = comm.gatherv(&mine, &vec![size; comm.size], 0).map_err(RankError::from)?.unwrap_or_default();
+            let mut all = comm.gatherv(&mine, &vec![size; comm.size], 0)?.unwrap_or_default();
             all.resize(size * comm.size, 0);
-            comm.bcast(&mut all, 0).map_err(RankError::from)?;
+            comm.bcast(&mut all, 0)?;
             let mut theirs = carry.clone();
             for &r in &chain[..at.unwrap_or(0)] {
                 slab::set_all_bytes(&mut theirs, &all[r * size..(r + 1) * size]);

@@ -58,7 +58,7 @@ impl Gathered {
         let geo = slab::Rows::of(&mine.ty, level)
             .ok_or_else(|| RankError::internal("a distributed result must hold scalars or tuples of scalars"))?;
         let counts: Vec<usize> = parts.iter().map(|p| geo.outer * geo.inner * geo.elem * p.len() as usize).collect();
-        let bytes = comm.gatherv(slab::bytes(&mine), &counts, 0).map_err(RankError::from)?;
+        let bytes = comm.gatherv(slab::bytes(&mine), &counts, 0)?;
         Ok(Gathered { whole, bytes, parts, counts, level })
     }
 
@@ -148,7 +148,7 @@ pub fn gathered_bytes(whole: &Tensor, mine: &Tensor) -> usize {
 pub fn allgather(comm: &Comm, t: &Tensor, level: usize, owned: Interval, global: &ValueType) -> Step<Tensor> {
     let mut g = Gathered::new(comm, t, level, owned, global)?;
     let mut bytes = g.bytes.take().unwrap_or_else(|| vec![0u8; g.counts.iter().sum()]);
-    comm.bcast(&mut bytes, 0).map_err(RankError::from)?;
+    comm.bcast(&mut bytes, 0)?;
     Ok(g.assemble(&bytes))
 }
 

@@ -52,10 +52,9 @@ pub fn gather_stored(comm: &Comm, v: &Value, level: usize, owned: Interval, glob
     let counts = gathered_counts(comm, keep.len())?;
     let coord_bytes: Vec<u8> = coords.iter().flat_map(|c| c.to_le_bytes()).collect();
     let sizes = |per: usize| counts.iter().map(|&n| n * per).collect::<Vec<_>>();
-    let all_coords = comm.gatherv(&coord_bytes, &sizes(8 * rank), 0).map_err(RankError::from)?;
+    let all_coords = comm.gatherv(&coord_bytes, &sizes(8 * rank), 0)?;
     let scalar = values.scalar();
-    let all_values =
-        comm.gatherv(slab::column_bytes(&values), &sizes(scalar.size_bytes()), 0).map_err(RankError::from)?;
+    let all_values = comm.gatherv(slab::column_bytes(&values), &sizes(scalar.size_bytes()), 0)?;
     let (Some(all_coords), Some(all_values)) = (all_coords, all_values) else { return Ok(None) };
     let total: usize = counts.iter().sum();
     let mut values = Column::zeros(scalar, total);
@@ -73,11 +72,9 @@ pub fn gather_stored(comm: &Comm, v: &Value, level: usize, owned: Interval, glob
 
 /// Each rank's `n`, on every rank.
 fn gathered_counts(comm: &Comm, n: usize) -> Step<Vec<usize>> {
-    let mut all = comm
-        .gatherv(&(n as u64).to_le_bytes(), &vec![8; comm.size], 0)
-        .map_err(RankError::from)?
-        .unwrap_or_else(|| vec![0; 8 * comm.size]);
-    comm.bcast(&mut all, 0).map_err(RankError::from)?;
+    let mut all =
+        comm.gatherv(&(n as u64).to_le_bytes(), &vec![8; comm.size], 0)?.unwrap_or_else(|| vec![0; 8 * comm.size]);
+    comm.bcast(&mut all, 0)?;
     Ok(all.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")) as usize).collect())
 }
 
