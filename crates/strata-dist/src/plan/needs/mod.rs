@@ -22,7 +22,7 @@ mod call;
 mod fold;
 mod gather;
 mod layout;
-pub(crate) mod scatter;
+mod scatter;
 mod shift;
 
 /// Needed rows per block dimension, for one rank.
