@@ -17,23 +17,12 @@ import sys
 
 import numpy as np
 
-from check_sparse import case_list, main_with
+from check_sparse import case_list, main_with, take_flag
 
 CASES = case_list()
 argv = list(sys.argv)
-
-
-def take_flag(name, default):
-    if name in argv:
-        i = argv.index(name)
-        value = int(argv[i + 1])
-        del argv[i : i + 2]
-        return value
-    return default
-
-
-COUNT = take_flag("--count", 48)
-BATCH = take_flag("--batch", 8)
+COUNT = int(take_flag(argv, "--count", 48))
+BATCH = int(take_flag(argv, "--batch", 8))
 rng = np.random.default_rng(491)
 
 FUNCS = """func @mac(%acc: f64, %a: f64, %b: f64) -> f64 { return plus(%acc, multiplies(%a, %b)) }
@@ -100,14 +89,11 @@ class Instance:
         ), out
 
     def concat(self, parts, axis):
-        shape = list(parts[0][1])
-        shape[axis] = sum(p[1][axis] for p in parts)
-        expr = parts[0][0]
-        joined = list(parts[0][1])
+        expr, joined = parts[0][0], list(parts[0][1])
         for name, s in parts[1:]:
             joined[axis] += s[axis]
             expr = f"concat({expr}, {name}, dim = _{axis}, mode = copy) : {ty(joined)}"
-        return self.let(expr), shape
+        return self.let(expr), joined
 
 
 def source(inst, r):
@@ -213,13 +199,12 @@ def instance(j):
 def module(b, instances):
     params = [p for inst, _ in instances for p in inst.params]
     outs = [o for inst, _ in instances for o in inst.outs]
-    body = "\n".join(line for inst, _ in instances for line in inst.lines)
+    # Each instance's lines after a comment saying how it was drawn.
+    body = "\n".join(line for inst, name in instances for line in [f"  // {name}", *inst.lines])
     program = FUNCS + f"program @affine({', '.join(outs + params)}) {{\n{body}\n}}\n"
     inputs = {k: v for inst, _ in instances for k, v in inst.inputs.items()}
     expected = {k: v for inst, _ in instances for k, v in inst.expected.items()}
-    names = "+".join(n for _, n in instances)
     CASES.add(f"affine_{b}", program, inputs, expected, "affine")
-    return names
 
 
 if __name__ == "__main__":

@@ -23,20 +23,11 @@ import sys
 
 import numpy as np
 
+from check_sparse import take_flag
+
 argv = list(sys.argv)
-
-
-def take(name, default):
-    if name in argv:
-        i = argv.index(name)
-        value = argv[i + 1]
-        del argv[i : i + 2]
-        return value
-    return default
-
-
-COUNT = int(take("--count", "6"))
-RANKS = [int(r) for r in take("--ranks", "1,2,3,4").split(",")]
+COUNT = int(take_flag(argv, "--count", 6))
+RANKS = [int(r) for r in take_flag(argv, "--ranks", "1,2,3,4").split(",")]
 rng = np.random.default_rng(4949)
 MPI_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 

@@ -571,6 +571,16 @@ def compare(got_path, want):
     return None if ok else f"got {got}, expected {want}"
 
 
+def take_flag(argv, name, default):
+    """The value after `name` in `argv` (removed from it, with the flag), else `default`."""
+    if name in argv:
+        i = argv.index(name)
+        value = argv[i + 1]
+        del argv[i : i + 2]
+        return value
+    return default
+
+
 def optional_passes(strata):
     """The optimizing passes `--disable-pass` can switch off (all but lowering and `schedule`)."""
     out = subprocess.run([strata, "lower", "--passes"], capture_output=True, text=True, check=True).stdout
@@ -582,9 +592,11 @@ def run_case(strata, work, backend, name, program, inputs, expected, entry, disa
     with open(src, "w") as f:
         f.write(program)
     cmd = [strata, "run", src, "--backend", backend]
+    # How messages and output files name this run.
+    label, tag = backend, backend
     if disabled:
         cmd += ["--disable-pass", disabled]
-        backend = f"{backend}, {disabled} disabled"
+        label, tag = f"{backend}, {disabled} disabled", f"{backend}_without_{disabled}"
     if entry:
         cmd += ["--entry", entry]
     for k, v in inputs.items():
@@ -596,21 +608,20 @@ def run_case(strata, work, backend, name, program, inputs, expected, entry, disa
         text = expected["error"]
         text = text[backend] if isinstance(text, dict) else text
         if r.returncode == 0 or text not in r.stderr or "panicked" in r.stderr:
-            return f"{name} ({backend}): expected an error containing {text!r}, got exit {r.returncode}: {r.stderr.strip()}"
+            return f"{name} ({label}): expected an error containing {text!r}, got exit {r.returncode}: {r.stderr.strip()}"
         return None
     outs = {}
     for k, want in expected.items():
         ext = ".npz" if isinstance(want, tuple) and want[0] != "ieee" else ".npy"
-        tag = backend.replace(", ", "_").replace(" ", "_")
         outs[k] = os.path.join(work, f"{name}_{tag}_out_{k}{ext}")
         cmd += ["--out", f"{k}={outs[k]}"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
-        return f"{name} ({backend}): exit {r.returncode}: {r.stderr.strip()}"
+        return f"{name} ({label}): exit {r.returncode}: {r.stderr.strip()}"
     for k, want in expected.items():
         err = compare(outs[k], want)
         if err:
-            return f"{name} ({backend}) `{k}`: {err}"
+            return f"{name} ({label}) `{k}`: {err}"
     return None
 
 

@@ -19,16 +19,12 @@ import sys
 import numpy as np
 import scipy.sparse as sp
 
-from check_sparse import main_with, case_list
+from check_sparse import case_list, main_with, take_flag
 
 CASES = case_list()
 case = CASES.add
 argv = list(sys.argv)
-COUNT = 40
-if "--count" in argv:
-    i = argv.index("--count")
-    COUNT = int(argv[i + 1])
-    del argv[i : i + 2]
+COUNT = int(take_flag(argv, "--count", 40))
 rng = np.random.default_rng(49)
 
 # ---- S1 / S2: sibling folds over one sparse operand ---------------------------------------------

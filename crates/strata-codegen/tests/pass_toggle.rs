@@ -1,8 +1,8 @@
 //! Every optional pass can be switched off without changing a value: the corpus — every entry
 //! of the examples and of tests/programs, every entry of the file tests that run
-//! (tests/filetests/run) on random values and every `// run:` line on its own, and generated sparse programs with several outputs over one operand
-//! (the `unify-fold-vars` bug's shape) — runs with the whole pipeline and with each optional
-//! pass disabled in turn (`common::toggle`). The generated dense programs of differential.rs
+//! (tests/filetests/run) on random values and every `// run:` line on its own values, and
+//! generated sparse programs with several outputs over one operand (the `unify-fold-vars` bug's
+//! shape) — runs with the whole pipeline and with each optional pass disabled in turn (`common::toggle`). The generated dense programs of differential.rs
 //! get the same check there; the Python oracles' programs get it through `strata run
 //! --disable-pass`, against numpy and SciPy (`check_sparse.main_with --toggle`: in CI,
 //! check_sparse.py, check_affine.py and check_trust2.py's fixed cases; its generated programs in
