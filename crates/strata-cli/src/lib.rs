@@ -474,7 +474,16 @@ pub fn cmd_lower(file: &Path, entry: Option<&str>, to: &str, ranks: usize, print
         Ok(p) => {
             match to {
                 "loops" => print!("{p}"),
-                _ => print!("{}", strata_codegen::emit_c::emit(&p)),
+                _ => {
+                    // The C names no size; the values a run passes for its extent slots follow
+                    // it (they are not part of what is compiled).
+                    let (source, extents) = strata_codegen::emit_c::emit_with_extents(&p);
+                    print!("{source}");
+                    let slots: Vec<String> = extents.iter().enumerate().map(|(k, v)| format!("x{k} = {v}")).collect();
+                    if !slots.is_empty() {
+                        println!("\n/* the extents a run at these sizes passes: {} */", slots.join(", "));
+                    }
+                }
             }
             0
         }

@@ -178,9 +178,11 @@ fn lower_prints_loops_and_readable_c() {
     assert!(
         c.contains("/* kernel 0: %out <- %_1 */")
             && c.contains("const double *restrict inp_b1")
-            && c.contains("for (int64_t d_I = 0; d_I < 5; ++d_I) {  /* I[0:5] */"),
+            && c.contains("for (int64_t d_I = 0; d_I < x0; ++d_I) {  /* I[0:x0] */"),
         "{c}"
     );
+    // The C names no size: the values of its extent slots follow it.
+    assert!(c.contains("/* the extents a run at these sizes passes: x0 = 5, "), "{c}");
 }
 
 #[test]

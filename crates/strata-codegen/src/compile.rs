@@ -260,13 +260,25 @@ pub struct BadValue {
 /// The signature of every generated entry: buffers, threads, the runtime table.
 type EntryFn = unsafe extern "C" fn(*mut *mut std::ffi::c_void, i32, *const crate::runtime::Runtime) -> i32;
 
+/// The kernel libraries this process has loaded, by path.
+type Libraries = std::sync::Mutex<std::collections::HashMap<PathBuf, &'static libloading::Library>>;
+
+fn libraries() -> &'static Libraries {
+    static LIBS: OnceLock<Libraries> = OnceLock::new();
+    LIBS.get_or_init(Default::default)
+}
+
+/// How many distinct kernel libraries this process has loaded. Kernels take their extents as
+/// arguments, so a program run at a new size loads no new one: a count that grows with the
+/// sizes a loop meets is a loop that compiles per size.
+pub fn libraries_loaded() -> usize {
+    libraries().lock().unwrap_or_else(|e| e.into_inner()).len()
+}
+
 /// Kernel libraries stay loaded for the life of the process: unloading one could unmap the
 /// OpenMP runtime under its idle worker threads. Each path is loaded once.
 fn library(path: &Path) -> Result<&'static libloading::Library, libloading::Error> {
-    use std::collections::HashMap;
-    use std::sync::Mutex;
-    static LIBS: OnceLock<Mutex<HashMap<PathBuf, &'static libloading::Library>>> = OnceLock::new();
-    let mut libs = LIBS.get_or_init(|| Mutex::new(HashMap::new())).lock().unwrap_or_else(|e| e.into_inner());
+    let mut libs = libraries().lock().unwrap_or_else(|e| e.into_inner());
     if let Some(l) = libs.get(path) {
         return Ok(l);
     }

@@ -19,6 +19,8 @@ pub trait RunLayout {
     fn sparse(&self) -> &[SparseTensor];
     /// Every input neighbor table with the source interval its entries must lie in.
     fn input_tables(&self) -> Cow<'_, [(usize, strata_ir::Interval)]>;
+    /// The extents its generated code takes after the buffers ([`crate::emit_c::extents`]).
+    fn extents(&self) -> Cow<'_, [i64]>;
 }
 
 impl RunLayout for KernelProgram {
@@ -31,6 +33,9 @@ impl RunLayout for KernelProgram {
     fn input_tables(&self) -> Cow<'_, [(usize, strata_ir::Interval)]> {
         Cow::Owned(KernelProgram::input_tables(self))
     }
+    fn extents(&self) -> Cow<'_, [i64]> {
+        Cow::Owned(crate::emit_c::extents(self))
+    }
 }
 
 /// The [`RunLayout`] of a kernel program, without its kernels.
@@ -41,16 +46,20 @@ pub struct Layout {
     tables: Vec<(usize, strata_ir::Interval)>,
     /// What each kernel reads and writes, in order.
     access: Vec<crate::phases::Access>,
+    /// The extents its generated code takes after the buffers.
+    extents: Vec<i64>,
 }
 
 impl Layout {
-    /// The layout of `program`.
-    pub fn of(program: &KernelProgram) -> Layout {
+    /// The layout of `program`, whose generated code takes `extents`
+    /// ([`crate::emit_c::emit_with_extents`]).
+    pub fn of(program: &KernelProgram, extents: Vec<i64>) -> Layout {
         Layout {
             buffers: program.buffers.clone(),
             sparse: program.sparse.clone(),
             tables: program.input_tables(),
             access: crate::phases::Access::all(program),
+            extents,
         }
     }
 
@@ -72,6 +81,9 @@ impl RunLayout for Layout {
     }
     fn input_tables(&self) -> Cow<'_, [(usize, strata_ir::Interval)]> {
         Cow::Borrowed(&self.tables)
+    }
+    fn extents(&self) -> Cow<'_, [i64]> {
+        Cow::Borrowed(&self.extents)
     }
 }
 
@@ -304,6 +316,8 @@ pub struct Buffers<'a> {
     /// For each neighbor-table buffer, its parameter's name and the dimension its entries
     /// index (what a run-time error names); `None` for other buffers.
     tables: Vec<Option<(String, String)>>,
+    /// The program's extents, passed after the buffers.
+    extents: Vec<i64>,
 }
 
 /// One buffer: owned, or an input column borrowed from the caller (read-only: a column the
@@ -461,7 +475,12 @@ impl<'a> Buffers<'a> {
                 })));
             }
         }
-        Ok(Buffers { cols, scalars: program.buffers().iter().map(|b| b.scalar).collect(), tables })
+        Ok(Buffers {
+            cols,
+            scalars: program.buffers().iter().map(|b| b.scalar).collect(),
+            tables,
+            extents: program.extents().into_owned(),
+        })
     }
 
     /// Allocates the written buffers (results, temporaries, `out` parameters) afresh, as a run
@@ -504,6 +523,8 @@ impl<'a> Buffers<'a> {
         let mut spare = [0u64; 8];
         let mut ptrs: Vec<*mut std::ffi::c_void> =
             self.cols.iter_mut().map(|c| if c.len() == 0 { spare.as_mut_ptr().cast() } else { c.ptr() }).collect();
+        // The extents follow the buffers (read, never written, by the generated code).
+        ptrs.push(self.extents.as_mut_ptr().cast());
         // Each pointer addresses a column of the buffer's type and length (built by
         // `fresh_column` from values of the verified types), alive and exclusively ours for
         // the call; buffers the code allocates come from `runtime::alloc` and are kept below.

@@ -105,6 +105,10 @@ pub struct Store {
 pub struct Kernel {
     /// What it computes, for the generated code's comments.
     pub comment: String,
+    /// Why it exists, where that depends on sizes (a temporary's evaluation count):
+    /// `strata lower --to loops` shows it after the comment; the generated C leaves it out, so
+    /// that one text serves every size (`emit_c::extents`).
+    pub detail: String,
     /// The loop dimensions, outermost first (for a scan: the dimensions besides the scanned one).
     pub domain: Vec<Level>,
     /// The stores at each point (for a scan: inside the sequential loop, after the state
@@ -279,7 +283,15 @@ impl Kernel {
 
     /// A plain loop nest over `domain` with `stores` at each point.
     pub fn nest(comment: String, domain: Vec<Level>, stores: Vec<Store>) -> Kernel {
-        Kernel { comment, domain, stores, sets: Vec::new(), kind: KernelKind::Nest(Nest::default()), schedule: None }
+        Kernel {
+            comment,
+            detail: String::new(),
+            domain,
+            stores,
+            sets: Vec::new(),
+            kind: KernelKind::Nest(Nest::default()),
+            schedule: None,
+        }
     }
 
     /// A plain loop nest over this kernel's domain storing `value` into `buffer` (a GEMM's
@@ -516,7 +528,10 @@ impl std::fmt::Display for KernelProgram {
             writeln!(f, "sparse s{i} %{}: [{}], values b{}", t.name, levels.join(", "), t.values)?;
         }
         for (k, kernel) in self.kernels.iter().enumerate() {
-            writeln!(f, "kernel {k}: {}", kernel.comment)?;
+            match kernel.detail.as_str() {
+                "" => writeln!(f, "kernel {k}: {}", kernel.comment)?,
+                detail => writeln!(f, "kernel {k}: {} ({detail})", kernel.comment)?,
+            }
             if let Some(s) = &kernel.schedule {
                 writeln!(f, "  schedule: {s}")?;
             }

@@ -32,9 +32,11 @@ pub const STREAM_ROW_BYTES: i64 = 4096;
 /// A kernel's schedule.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Schedule {
-    /// The outermost loop is shared among threads (the kernel's work reaches
-    /// [`PARALLEL_MIN`]; with less, it runs on one thread).
-    pub parallel: bool,
+    /// The kernel's work estimate (points times the longest fold's steps): the outermost loop
+    /// is shared among threads when it reaches [`PARALLEL_MIN`] ([`Self::parallel`]). The
+    /// generated code compares it at run time, as an extent, so one compiled kernel serves
+    /// small and large sizes.
+    pub work: i64,
     /// Folds (by accumulator id) whose floating-point sums may run in any order: the C
     /// compiler keeps partial sums in vector lanes (see [`reassociable`]).
     pub reassociate: Vec<u32>,
@@ -60,9 +62,16 @@ pub enum Layout {
     Strips,
 }
 
+impl Schedule {
+    /// Whether the outermost loop is shared among threads at this size.
+    pub fn parallel(&self) -> bool {
+        self.work >= PARALLEL_MIN
+    }
+}
+
 impl std::fmt::Display for Schedule {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", if self.parallel { "parallel" } else { "one thread" })?;
+        write!(f, "{}", if self.parallel() { "parallel" } else { "one thread" })?;
         match self.layout {
             Layout::PerPoint => {}
             Layout::SharedFolds => write!(f, ", sibling folds share loops")?,
@@ -95,7 +104,7 @@ pub fn decide(p: &KernelProgram, k: &Kernel) -> Schedule {
     }
     reassociate.sort_unstable();
     reassociate.dedup();
-    let mut s = Schedule { parallel: work(k) >= PARALLEL_MIN, reassociate, ..Schedule::default() };
+    let mut s = Schedule { work: work(k), reassociate, ..Schedule::default() };
     // A sparse result's two passes and loops over stored coordinates have a fixed shape;
     // windowed nests may stream; plain nests choose a layout.
     if let KernelKind::Nest(n) = &k.kind {

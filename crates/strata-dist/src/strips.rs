@@ -232,7 +232,7 @@ mod tests {
         let (m, types, entry, plan) = plan(LAPLACIAN, 3);
         let (local, local_entry) = plan.local_module(&m, &types, entry, 1).expect("a local program");
         let program = strata_codegen::lower(&local, &local.types, local_entry).expect("lowers");
-        let layout = strata_codegen::exec::Layout::of(&program);
+        let layout = strata_codegen::exec::Layout::of(&program, strata_codegen::emit_c::extents(&program));
         let first = layout.early(&[2]).expect("the interior runs first");
         let comments: Vec<(&str, bool)> =
             program.kernels.iter().zip(&first).map(|(k, &f)| (k.comment.as_str(), f)).collect();

@@ -24,5 +24,6 @@ pub use backend::Backend;
 pub use error::ExecuteError;
 pub use key::structure as structure_key;
 pub use prepared::{prepare, prepared_count, Executed, Options, Prepared};
+pub use strata_codegen::compile::libraries_loaded;
 pub use strata_codegen::exec::recycle;
 pub use timings::{median, Timings};

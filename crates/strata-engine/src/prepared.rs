@@ -69,6 +69,8 @@ pub struct Prepared {
 struct Native {
     layout: Layout,
     lib: Loaded,
+    /// The shared object `lib` was loaded from.
+    library: std::path::PathBuf,
     /// The kernels as the loop-level IR prints them (`strata lower --to loops`).
     kernels: String,
 }
@@ -206,6 +208,12 @@ impl Prepared {
     /// the native backend does not compile, or that no C compiler is installed.
     pub fn note(&self) -> Option<&str> {
         self.note.as_deref()
+    }
+
+    /// The compiled library it runs (native only): the same for every size of one structure,
+    /// since kernels take their extents as arguments.
+    pub fn library(&self) -> Option<&std::path::Path> {
+        self.native.as_ref().map(|n| n.library.as_path())
     }
 
     /// The loop kernels it runs, as `strata lower --to loops` prints them (native only).
@@ -478,9 +486,11 @@ fn build(
     options: &LowerOptions,
 ) -> Result<(Native, bool), Failure> {
     let program = strata_codegen::lower_with(module, types, entry, options).map_err(Failure::NotCompiled)?;
-    let source = strata_codegen::emit_c::emit(&program);
+    // The C takes the program's extents as arguments: another size printing the same text
+    // finds it compiled (see `strata_codegen::emit_c::extents`).
+    let (source, extents) = strata_codegen::emit_c::emit_with_extents(&program);
     let (so, state) = compile::build(&source).map_err(Failure::Compile)?;
     let lib = Loaded::open(&so).map_err(Failure::Compile)?;
-    let native = Native { layout: Layout::of(&program), lib, kernels: program.to_string() };
+    let native = Native { layout: Layout::of(&program, extents), lib, library: so, kernels: program.to_string() };
     Ok((native, state == compile::CacheState::Warm))
 }

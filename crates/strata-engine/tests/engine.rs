@@ -152,3 +152,49 @@ fn a_prepared_program_is_memoized_and_runs_many_times() {
         }
     }
 }
+
+/// The laplacian program of `examples/stencil/laplacian.strata` on an `ni × nj × nk` interior.
+fn laplacian_of_size(ni: usize, nj: usize, nk: usize) -> String {
+    format!(
+        "func @lap(%inp) {{
+  %i = plus(cartesian_shift(%inp, dim = I, offset = 1), cartesian_shift(%inp, dim = I, offset = -1))
+  %j = plus(cartesian_shift(%inp, dim = J, offset = 1), cartesian_shift(%inp, dim = J, offset = -1))
+  return minus(plus(%i, %j), multiplies(4.0, %inp))
+}}
+program @laplacian(%out: out tensor<f64, I[0:{ni}], J[0:{nj}], K[0:{nk}]>, %inp: tensor<f64, I[-1:{}], J[-1:{}], K[0:{nk}]>) {{
+  %out <- call(@lap, %inp)
+}}
+",
+        ni + 1,
+        nj + 1
+    )
+}
+
+#[test]
+fn one_compiled_library_serves_every_size_of_a_program() {
+    // Kernels take their extents as arguments: a new size prepares (verifies, lowers, emits)
+    // but prints the same C, found compiled. Each size's values against direct loops. The
+    // text records which extents are equal (the slots are given by value), so the sizes of the
+    // shared library are chosen without coincidences; the last ones have some (every extent 1,
+    // the interior's rows equal to the halo's columns) and may compile their own.
+    let mut libraries = Vec::new();
+    let sizes = [(13, 29, 5), (31, 17, 4), (37, 23, 7), (50, 41, 3), (101, 11, 6), (1, 1, 1), (2, 3, 1), (9, 7, 9)];
+    for (ni, nj, nk) in sizes {
+        let p = prepared(&laplacian_of_size(ni, nj, nk), "laplacian", Backend::Native);
+        let (hi, hj) = (ni + 2, nj + 2);
+        let x = values(hi * hj * nk, (ni * 1000 + nj) as u64, -1.0, 1.0);
+        let args = [tensor(arg_type(&p, 0), vec![0.0; ni * nj * nk]), tensor(arg_type(&p, 1), x.clone())];
+        let want = lap_direct(&x, hi, hj, nk, 1);
+        let mut expect = Vec::new();
+        for i in 1..=ni {
+            for j in 1..=nj {
+                for k in 0..nk {
+                    expect.push(want[(i * hj + j) * nk + k]);
+                }
+            }
+        }
+        assert_eq!(f64s(&p.run(&args).expect("runs").values[0].1), expect, "{ni}x{nj}x{nk}");
+        libraries.push(p.library().expect("native").to_path_buf());
+    }
+    assert!(libraries[1..5].iter().all(|l| *l == libraries[0]), "{libraries:#?}");
+}

@@ -20,13 +20,15 @@ pub(super) fn emit_compressed(out: &mut String, em: &Emitter, k: &Kernel, c: &Co
     let t = c_type(em.program.buffers[store.buffer].scalar);
     // The row: the outer coordinates, row-major.
     let row = row_major(outer, |_, l| var(l.name.as_str()));
-    let rows: u64 = outer.iter().map(|l| l.interval.len()).product();
+    let rows_n: u64 = outer.iter().map(|l| l.interval.len()).product();
+    let rows = ext(rows_n as i64);
     let j = var(inner.name.as_str());
-    let start = inner.interval.start;
-    let width = inner.interval.len();
+    let start = ext(inner.interval.start);
+    let width_n = inner.interval.len();
+    let width = ext(width_n as i64);
     // The workspace's bitmaps: one bit per column, one bit per word of those.
-    let words1 = width.div_ceil(64);
-    let words0 = words1.div_ceil(64);
+    let words1_n = width_n.div_ceil(64);
+    let (words1, words0) = (ext(words1_n as i64), ext(words1_n.div_ceil(64) as i64));
     let ws = c.workspace.as_ref().map(|w| {
         let SExpr::Reduce { id, vars, init, scalar, body } = &*w.fold else { unreachable!("a workspace runs a fold") };
         (w, *id, vars, init, c_type(*scalar), body)
@@ -203,7 +205,7 @@ pub(super) fn emit_scatter(out: &mut String, em: &Emitter, k: &Kernel, sc: &Scat
     match sc {
         Scatter::Compact { dim, value, element, coordinates, buffer, presence } => {
             let row = row_major(&k.domain, |_, l| var(l.name.as_str()));
-            let run = dim.interval.len();
+            let run = ext(dim.interval.len() as i64);
             let (buf, pres) = (em.name(*buffer), em.name(*presence));
             let t = c_type(em.program.buffers[*buffer].scalar);
             let braces = open_domain_loops(out, em, &k.domain, &mut indent);
@@ -213,7 +215,9 @@ pub(super) fn emit_scatter(out: &mut String, em: &Emitter, k: &Kernel, sc: &Scat
             let d = var(dim.name.as_str());
             let header = match em.set_of(&dim.name) {
                 Some(c) => em.set_loop(c),
-                None => format!("for (int64_t {d} = {}; {d} < {}; ++{d}) ", dim.interval.start, dim.interval.stop),
+                None => {
+                    format!("for (int64_t {d} = {}; {d} < {}; ++{d}) ", ext(dim.interval.start), ext(dim.interval.stop))
+                }
             };
             let (p, v) = (em.present(value), em.value(value));
             let listed = if *coordinates { format!("({t}){d}") } else { "v_".to_string() };
@@ -240,7 +244,8 @@ pub(super) fn emit_scatter(out: &mut String, em: &Emitter, k: &Kernel, sc: &Scat
             let _ = writeln!(
                 out,
                 "{indent}  if (pc_ && pv_) {{ const int64_t x_ = (int64_t)({c}); if (x_ < {} || x_ >= {}) *err = 4; else {buf}[{at}] += {v}; }}",
-                span.start, span.stop
+                ext(span.start),
+                ext(span.stop)
             );
             let _ = writeln!(out, "{indent}  else if (pc_ != pv_) *err = 6;");
             let _ = writeln!(out, "{indent}}}");

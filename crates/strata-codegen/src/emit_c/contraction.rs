@@ -9,14 +9,18 @@ pub(super) fn emit_matmul(out: &mut String, em: &Emitter, k: &Kernel, mm: &MatMu
         let _ = writeln!(out, "  /* the initial value, accumulated onto below */");
         emit_loops(out, em, &k.elementwise(mm.buffers[0], init.clone()));
     }
-    let _ = writeln!(out, "  /* a matrix product ({mm}): the runtime GEMM */");
+    let axes: Vec<String> = [("m", &mm.m), ("n", &mm.n), ("k", &mm.k)]
+        .iter()
+        .map(|(what, a)| format!("{what} = {}", a.names.iter().map(|d| d.as_str()).collect::<Vec<_>>().join("·")))
+        .collect();
+    let _ = writeln!(out, "  /* a matrix product ({}): the runtime GEMM */", axes.join(", "));
     let _ = writeln!(out, "  const int nthreads = threads > 0 ? threads : omp_get_max_threads();");
     // Threads share the outermost batch loop when it has work for each (every product then
     // runs on one thread); otherwise each product is parallel inside.
     let by_batch = mm.batch.first().map(|b| b.extent);
     match by_batch {
         Some(n) => {
-            let _ = writeln!(out, "  const int by_batch = {n} >= 4 * nthreads;");
+            let _ = writeln!(out, "  const int by_batch = {} >= 4 * nthreads;", ext(n));
             let _ = writeln!(out, "  const int gemm_threads = by_batch ? 1 : nthreads;");
         }
         None => {
@@ -24,17 +28,23 @@ pub(super) fn emit_matmul(out: &mut String, em: &Emitter, k: &Kernel, mm: &MatMu
         }
     }
     let mut indent = String::from("  ");
-    let mut at = mm.offsets.map(|o| o.to_string());
+    let mut at = mm.offsets.map(ext);
     for (i, b) in mm.batch.iter().enumerate() {
         let v = format!("bt{i}");
         if i == 0 {
             let _ = writeln!(out, "{indent}#pragma omp parallel for schedule(static) if(by_batch)");
         }
-        let _ = writeln!(out, "{indent}for (int64_t {v} = 0; {v} < {}; ++{v}) {{  /* batch {b} */", b.extent);
+        let names: Vec<&str> = b.names.iter().map(|d| d.as_str()).collect();
+        let _ = writeln!(
+            out,
+            "{indent}for (int64_t {v} = 0; {v} < {}; ++{v}) {{  /* batch {} */",
+            ext(b.extent),
+            names.join("·")
+        );
         indent.push_str("  ");
         for (a, s) in at.iter_mut().zip(b.strides) {
             if s != 0 {
-                *a = format!("{a} + {v} * {s}");
+                *a = format!("{a} + {v} * {}", ext(s));
             }
         }
     }
@@ -44,19 +54,19 @@ pub(super) fn emit_matmul(out: &mut String, em: &Emitter, k: &Kernel, mm: &MatMu
     let _ = writeln!(
         out,
         "{indent}rt->{f}({}, {}, {}, {o} + {}, {}, {}, {}, {l} + {}, {}, {}, {r} + {}, {}, {}, gemm_threads);",
-        m.extent,
-        n.extent,
-        kk.extent,
+        ext(m.extent),
+        ext(n.extent),
+        ext(kk.extent),
         at[0],
-        m.strides[0],
-        n.strides[0],
+        ext(m.strides[0]),
+        ext(n.strides[0]),
         i32::from(mm.init.is_some()),
         at[1],
-        m.strides[1],
-        kk.strides[1],
+        ext(m.strides[1]),
+        ext(kk.strides[1]),
         at[2],
-        kk.strides[2],
-        n.strides[2],
+        ext(kk.strides[2]),
+        ext(n.strides[2]),
     );
     for _ in &mm.batch {
         indent.truncate(indent.len() - 2);

@@ -66,6 +66,9 @@ pub(super) fn var(name: &str) -> String {
 }
 
 pub(super) fn literal(v: Sv) -> String {
+    if let Some(slot) = super::extents::constant(v) {
+        return slot;
+    }
     match v {
         Sv::Bool(b) => (b as u8).to_string(),
         Sv::F64(x) => float_lit(x, ""),
@@ -109,16 +112,26 @@ impl Emitter<'_> {
                 if *offset == 0 {
                     var(dim.as_str())
                 } else {
-                    format!("({} + {offset})", var(dim.as_str()))
+                    format!("({} + {})", var(dim.as_str()), super::extents::offset(*offset))
                 }
             }
-            Coord::Const(k) => format!("INT64_C({k})"),
+            // A constant coordinate is printed as an extent (often it is one: a window's first
+            // row, an interval's last point).
+            Coord::Const(k) => match ext(*k) {
+                e if e.starts_with('x') => e,
+                _ => format!("INT64_C({k})"),
+            },
             Coord::Computed { value, source, offset } => {
-                let t = format!("strata_ix((int64_t)({}), {}, {}, err)", self.value(value), source.start, source.stop);
+                let t = format!(
+                    "strata_ix((int64_t)({}), {}, {}, err)",
+                    self.value(value),
+                    ext(source.start),
+                    ext(source.stop)
+                );
                 if *offset == 0 {
                     t
                 } else {
-                    format!("({t} + {offset})")
+                    format!("({t} + {})", super::extents::offset(*offset))
                 }
             }
             Coord::Table { table, source, offset } => {
@@ -126,7 +139,7 @@ impl Emitter<'_> {
                 if *offset == 0 {
                     t
                 } else {
-                    format!("({t} + {offset})")
+                    format!("({t} + {})", super::extents::offset(*offset))
                 }
             }
         }
@@ -160,13 +173,15 @@ impl Emitter<'_> {
         let mut stride = 1i64;
         let mut terms = Vec::new();
         for (k, (lv, c)) in b.levels.iter().zip(&l.coords).enumerate().rev() {
-            let _ = k;
             let rel = if lv.interval.start == 0 {
                 self.coord(c)
             } else {
-                format!("({} - ({}))", self.coord(c), lv.interval.start)
+                format!("({} - ({}))", self.coord(c), ext(lv.interval.start))
             };
-            terms.push(if stride == 1 { rel } else { format!("{rel} * {stride}") });
+            // The innermost level is contiguous by construction; any other level's stride is
+            // an extent even where it is 1 (an extent-1 level inside), so the text does not
+            // depend on it.
+            terms.push(if k + 1 == b.levels.len() { rel } else { format!("{rel} * {}", ext(stride)) });
             stride *= shape[k];
         }
         terms.reverse();
@@ -323,7 +338,7 @@ impl Emitter<'_> {
                 let _ = write!(loops, "_Pragma(\"omp simd reduction(+:{})\") ", simd_sums.join(","));
             }
             let d = var(v.as_str());
-            let _ = write!(loops, "for (int64_t {d} = {}; {d} < {}; ++{d}) ", range.start, range.stop);
+            let _ = write!(loops, "for (int64_t {d} = {}; {d} < {}; ++{d}) ", ext(range.start), ext(range.stop));
         }
         loops
     }

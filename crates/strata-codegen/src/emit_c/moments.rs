@@ -124,7 +124,7 @@ impl Emitter<'_> {
         let lanes = 64 / m.scalar.size_bytes() as i64;
         let chunk = lanes * CHUNK;
         let d = var(m.var.as_str());
-        let (a, b) = (m.range.start, m.range.stop);
+        let (a, b) = (super::extents::ext(m.range.start), super::extents::ext(m.range.stop));
         let x = self.value(m.x);
         let at = |j: &str| format!("({{ const int64_t {d} = {j}; {x}; }})");
         let mut s = String::new();
@@ -138,7 +138,7 @@ impl Emitter<'_> {
              for (; mjb_ + {chunk} <= {b}; mjb_ += {chunk}, ++mt_) {{ ",
             sums.join(", "),
             m.id,
-            at(&a.to_string())
+            at(&a)
         );
         // A value read straight from its buffer loads as vectors; any other is computed into a
         // block first.

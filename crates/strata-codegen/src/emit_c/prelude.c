@@ -216,3 +216,7 @@ static inline uint64_t strata_f2u64(double x) { if (isnan(x) || x <= 0.0) return
 #else
 #define STRATA_NO_IFCVT
 #endif
+
+/* Constants passed among the extents by their bits (`extents::constant` in the emitter). */
+static inline double strata_f64(int64_t b) { double x; memcpy(&x, &b, sizeof x); return x; }
+static inline float strata_f32(int64_t b) { uint32_t u = (uint32_t)b; float x; memcpy(&x, &u, sizeof x); return x; }

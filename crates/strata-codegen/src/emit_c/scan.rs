@@ -92,20 +92,16 @@ pub(super) fn emit_scan_stage(
         }
     }
     let d = var(sc.dim.name.as_str());
-    let (a, b) = (sc.dim.interval.start, sc.dim.interval.stop);
+    let (a, b) = (ext(sc.dim.interval.start), ext(sc.dim.interval.stop));
+    let span = super::extents::interval(sc.dim.interval);
     if sc.forward {
-        let _ = writeln!(
-            out,
-            "{indent}for (int64_t {d} = {a}; {d} < {b}; ++{d}) {{  /* {}{} in order */",
-            sc.dim.name, sc.dim.interval
-        );
+        let _ =
+            writeln!(out, "{indent}for (int64_t {d} = {a}; {d} < {b}; ++{d}) {{  /* {}{span} in order */", sc.dim.name);
     } else {
         let _ = writeln!(
             out,
-            "{indent}for (int64_t {d} = {}; {d} >= {a}; --{d}) {{  /* {}{} backward */",
-            b - 1,
-            sc.dim.name,
-            sc.dim.interval
+            "{indent}for (int64_t {d} = {b} - 1; {d} >= {a}; --{d}) {{  /* {}{span} backward */",
+            sc.dim.name
         );
     }
     indent.push_str("  ");
@@ -175,7 +171,7 @@ pub(super) fn emit_arg_best(
     let [(v, vt, _), (i, it, _)] = &sc.states[..] else { unreachable!("two states") };
     let (vt, it) = (c_type(*vt), c_type(*it));
     let d = var(sc.dim.name.as_str());
-    let (a, b) = (sc.dim.interval.start, sc.dim.interval.stop);
+    let (a, b) = (ext(sc.dim.interval.start), ext(sc.dim.interval.stop));
     let better = if best.less { "<" } else { ">" };
     let x = em.value(&best.value);
     let block = LANES * VECTORS;
@@ -184,7 +180,7 @@ pub(super) fn emit_arg_best(
         "{indent}{{  /* arg{} over {}{} in {VECTORS} vectors of {LANES} lanes */",
         if best.less { "min" } else { "max" },
         sc.dim.name,
-        sc.dim.interval
+        super::extents::interval(sc.dim.interval)
     );
     let _ = writeln!(out, "{indent}  typedef {vt} vv_ __attribute__((vector_size({LANES} * sizeof({vt}))));");
     let _ = writeln!(out, "{indent}  typedef int32_t vb_ __attribute__((vector_size({LANES} * sizeof(int32_t))));");

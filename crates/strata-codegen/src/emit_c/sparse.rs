@@ -2,6 +2,7 @@
 //! [`crate::sparse`]): locating a read's position level by level, the loop headers that visit
 //! a set (one stored level, or a merge of several), and which positions those loops know.
 
+use super::extents::ext;
 use crate::sparse::{CoIteration, LevelStorage};
 use crate::sym::SparseRead;
 
@@ -49,12 +50,12 @@ impl Emitter<'_> {
             let c = if start == 0 {
                 self.coord(&r.coords[k])
             } else {
-                format!("({} - ({start}))", self.coord(&r.coords[k]))
+                format!("({} - ({}))", self.coord(&r.coords[k]), ext(start))
             };
             let pk = format!("p{k}_");
             let may_be_negative = unstored || skipped;
             let next = match &t.storage[k] {
-                LevelStorage::Dense { size } => format!("{pk} * {size} + {c}"),
+                LevelStorage::Dense { size } => format!("{pk} * {} + {c}", ext(*size as i64)),
                 LevelStorage::Compressed { positions, coordinates } => {
                     let (pos, crd) = (self.name(*positions), self.name(*coordinates));
                     unstored = true;
@@ -103,7 +104,7 @@ impl Emitter<'_> {
             parent: self.sparse_position(r, k).position,
             first,
             last,
-            coordinate: format!("{offset} + {}", level.start),
+            coordinate: format!("{offset} + {}", ext(level.start)),
             range: range_outside(c, level),
             v,
         })
@@ -139,7 +140,7 @@ impl Emitter<'_> {
         let advance: String = crds.iter().map(|(x, q)| format!("{q} += {x} < m_; ")).collect();
         let step: String = crds.iter().map(|(_, q)| format!(", ++{q}")).collect();
         let level = self.lead_interval(c);
-        let start = level.start;
+        let start = ext(level.start);
         let check = range_check(&v, range_outside(c, level));
         format!(
             "for (int64_t {}; {}; ) if (!({})) {{ int64_t m_ = {}; {largest}{advance}}} \
@@ -175,7 +176,7 @@ impl Emitter<'_> {
             cursors.iter().map(|k| k.init.as_str()).collect::<Vec<_>>().join(", "),
             cursors.iter().map(Cursor::inside).collect::<Vec<_>>().join(" || "),
             hits.join(", "),
-            level.start,
+            ext(level.start),
             step.join(", "),
         )
     }
@@ -281,7 +282,7 @@ fn range_outside(c: &CoIteration, level: strata_ir::Interval) -> Option<(i64, i6
 
 /// The test (a C `if` prefix) skipping coordinates of `v` outside `range`, if there is one.
 fn range_check(v: &str, range: Option<(i64, i64)>) -> String {
-    range.map(|(lo, hi)| format!("if ({v} >= {lo} && {v} < {hi}) ")).unwrap_or_default()
+    range.map(|(lo, hi)| format!("if ({v} >= {} && {v} < {}) ", ext(lo), ext(hi))).unwrap_or_default()
 }
 
 /// The C variable of the position of the `i`-th walked read of the loop over `v` (`q_v` for

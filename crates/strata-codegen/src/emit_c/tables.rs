@@ -58,8 +58,8 @@ impl Emitter<'_> {
             None => format!(
                 "strata_nb({}, {}, {}, {}, err)",
                 self.table_entry(table),
-                source.start,
-                source.stop,
+                super::extents::ext(source.start),
+                super::extents::ext(source.stop),
                 table.buffer
             ),
         }
@@ -108,7 +108,9 @@ impl Emitter<'_> {
             let _ = write!(
                 decls,
                 "const int64_t t{n} = {raw}; const int ok{n} = t{n} != -1; const int64_t nb{n} = strata_nb(t{n}, {}, {}, {}, err); ",
-                source.start, source.stop, table.buffer
+                super::extents::ext(source.start),
+                super::extents::ext(source.stop),
+                table.buffer
             );
             em.entries.push(BoundEntry { load, source, n });
         }

@@ -8,6 +8,7 @@ use std::fmt::Write;
 use crate::kernel::{Kernel, Store, Window};
 use crate::sym::{Coord, Load};
 
+use super::extents::{ext, interval};
 use super::{c_type, close_loops, emit_stores, open_loops, var, Emitter};
 
 impl Emitter<'_> {
@@ -18,11 +19,12 @@ impl Emitter<'_> {
         let plane = super::row_major(&levels[1..], |i, _| self.coord(&l.coords[i + 1]));
         let size: i64 = levels[1..].iter().map(|lv| lv.interval.len() as i64).product();
         format!(
-            "win{}[(({} - ({})) % {}) * {size} + {plane}]",
+            "win{}[(({} - ({})) % {}) * {} + {plane}]",
             w.buffer,
             self.coord(&l.coords[0]),
-            levels[0].interval.start,
-            w.depth()
+            ext(levels[0].interval.start),
+            w.depth(),
+            ext(size)
         )
     }
 }
@@ -30,7 +32,7 @@ impl Emitter<'_> {
 /// A kernel with windows: see the module documentation.
 pub(super) fn emit_windowed(out: &mut String, em: &Emitter, k: &Kernel) {
     let (outer, inner) = k.domain.split_first().expect("windowed kernels have two levels or more");
-    let (start, len) = (outer.interval.start, outer.interval.len() as i64);
+    let (start, len) = (ext(outer.interval.start), ext(outer.interval.len() as i64));
     let warm_up = k.windows().iter().map(|w| w.behind - w.ahead).min().unwrap_or(0);
     let p = var(outer.name.as_str());
     let _ = writeln!(out, "  #pragma omp parallel reduction(max:e_) if(par_)");
@@ -49,8 +51,9 @@ pub(super) fn emit_windowed(out: &mut String, em: &Emitter, k: &Kernel) {
         let size: i64 = b.levels[1..].iter().map(|lv| lv.interval.len() as i64).product::<i64>() * w.depth();
         let _ = writeln!(
             out,
-            "    {t} *restrict win{} = ({t} *)aligned_alloc(64, (sizeof({t}) * {size} + 63) / 64 * 64);  /* {} planes of %{} */",
+            "    {t} *restrict win{} = ({t} *)aligned_alloc(64, (sizeof({t}) * {} + 63) / 64 * 64);  /* {} planes of %{} */",
             w.buffer,
+            ext(size),
             w.depth(),
             b.name
         );
@@ -81,8 +84,11 @@ pub(super) fn emit_windowed(out: &mut String, em: &Emitter, k: &Kernel) {
         let (d, range) = (var(last[0].name.as_str()), last[0].interval);
         let _ = writeln!(
             out,
-            "{indent}for (int64_t {d} = {}; {d} < {}; ++{d}) {{  /* {}{range} */",
-            range.start, range.stop, last[0].name
+            "{indent}for (int64_t {d} = {}; {d} < {}; ++{d}) {{  /* {}{} */",
+            ext(range.start),
+            ext(range.stop),
+            last[0].name,
+            interval(range)
         );
         indent.push_str("  ");
         braces += 1;
@@ -226,7 +232,9 @@ fn prefetch_rows(em: &Emitter, l: &Load, last: &strata_ir::Level) -> String {
     );
     let crate::sym::SExpr::Load(first) = &*at_start else { unreachable!("a load stays a load") };
     format!(
-        "for (int64_t q_ = 0; q_ < {row_bytes}; q_ += 64) __builtin_prefetch((const void *)((uintptr_t)&{} + {ahead} + q_));",
-        em.load(first)
+        "for (int64_t q_ = 0; q_ < {}; q_ += 64) __builtin_prefetch((const void *)((uintptr_t)&{} + {} + q_));",
+        ext(row_bytes),
+        em.load(first),
+        ext(ahead)
     )
 }

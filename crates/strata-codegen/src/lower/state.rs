@@ -122,6 +122,7 @@ impl Lowerer<'_> {
             .collect();
         self.kernels.push(Kernel {
             comment,
+            detail: String::new(),
             domain,
             stores,
             sets: Vec::new(),

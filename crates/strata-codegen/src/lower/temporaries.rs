@@ -67,8 +67,11 @@ impl Lowerer<'_> {
         if let Some((_, read)) = self.temporaries.iter().find(|(v, _)| *v == value) {
             return read.clone();
         }
-        let comment = format!("%tmp{} = %{} (a temporary: {why})", self.kernels.len(), e.name);
+        let comment = format!("%tmp{} = %{}", self.kernels.len(), e.name);
         let reads = self.materialize(t.levels, &t.parts, &t.scalars, comment);
+        if let Some(k) = self.kernels.last_mut() {
+            k.detail = format!("a temporary: {why}");
+        }
         let read = assemble(self.types, t.element, &mut reads.into_iter());
         self.temporaries.push((value, read.clone()));
         read
