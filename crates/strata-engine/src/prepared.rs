@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use strata_codegen::compile::{self, CompileError, Loaded};
-use strata_codegen::exec::{self, Buffers, Layout};
+use strata_codegen::exec::{self, Buffers, Layout, RunLayout};
 use strata_codegen::{LowerError, LowerOptions};
 use strata_entity::Handle;
 use strata_ir::{Function, Module, TypeArena};
@@ -27,11 +27,33 @@ pub struct Options {
     /// (the ranks of a distributed run) share one native kernel. Results keep the entry's
     /// own coordinates; `strata lower` prints entries where they are.
     pub relocate: bool,
+    /// Native kernels take their extents as arguments, so one library serves every size;
+    /// once this size has run this long (`None`: never), its kernels are compiled again with
+    /// the sizes as literals (constant strides and trip counts), in the background, and later
+    /// runs use that library. Default: `$STRATA_SPECIALIZE_AFTER_S` seconds, else 0.25 s (about
+    /// a compile's cost: a specialization pays where it saves a tenth of a run that long).
+    pub specialize_after: Option<std::time::Duration>,
+}
+
+/// [`Options::specialize_after`]'s default.
+fn specialize_after_default() -> Option<std::time::Duration> {
+    static AFTER: std::sync::OnceLock<Option<std::time::Duration>> = std::sync::OnceLock::new();
+    *AFTER.get_or_init(|| match std::env::var("STRATA_SPECIALIZE_AFTER_S") {
+        Ok(v) if v.trim() == "never" => None,
+        Ok(v) => Some(std::time::Duration::from_secs_f64(v.trim().parse::<f64>().unwrap_or(0.25).max(0.0))),
+        Err(_) => Some(std::time::Duration::from_millis(250)),
+    })
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { backend: Backend::Auto, threads: None, lower: LowerOptions::for_this_machine(), relocate: false }
+        Options {
+            backend: Backend::Auto,
+            threads: None,
+            lower: LowerOptions::for_this_machine(),
+            relocate: false,
+            specialize_after: specialize_after_default(),
+        }
     }
 }
 
@@ -63,12 +85,21 @@ pub struct Prepared {
     result_ty: Option<ValueType>,
     compile_s: f64,
     cached: bool,
+    /// What specializing this size needs: the options it was lowered with.
+    options: Options,
 }
 
 /// The native half of a prepared program.
 struct Native {
     layout: Layout,
+    /// The library generic in its extents.
     lib: Loaded,
+    /// This size's specialized library, once compiled ([`Options::specialize_after`]).
+    specialized: Arc<std::sync::OnceLock<Loaded>>,
+    /// Native run time spent at this size so far, in nanoseconds.
+    spent_ns: std::sync::atomic::AtomicU64,
+    /// Whether the specialization has started.
+    specializing: std::sync::atomic::AtomicBool,
     /// The shared object `lib` was loaded from.
     library: std::path::PathBuf,
     /// The kernels as the loop-level IR prints them (`strata lower --to loops`).
@@ -154,6 +185,7 @@ impl Prepared {
             result_ty,
             compile_s: 0.0,
             cached: false,
+            options: options.clone(),
             module,
         };
         if options.backend == Backend::Interp {
@@ -214,6 +246,41 @@ impl Prepared {
     /// since kernels take their extents as arguments.
     pub fn library(&self) -> Option<&std::path::Path> {
         self.native.as_ref().map(|n| n.library.as_path())
+    }
+
+    /// Whether native runs use this size's specialized library ([`Options::specialize_after`]).
+    pub fn specialized(&self) -> bool {
+        self.native.as_ref().is_some_and(|n| n.specialized.get().is_some())
+    }
+
+    /// Counts a native run of `elapsed` at this size; the run that reaches
+    /// [`Options::specialize_after`] starts compiling the specialized library in the background
+    /// (lowered again here: the loop-level IR is not `Send`). A failure to build it leaves the
+    /// generic library running.
+    fn count_run(&self, native: &Native, elapsed: std::time::Duration) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let Some(after) = self.options.specialize_after else { return };
+        let spent = native.spent_ns.fetch_add(elapsed.as_nanos() as u64, Relaxed) + elapsed.as_nanos() as u64;
+        if native.layout.extents().is_empty()
+            || spent < after.as_nanos() as u64
+            || native.specializing.swap(true, Relaxed)
+        {
+            return;
+        }
+        let relocated =
+            self.options.relocate.then(|| crate::relocate::relocated(&self.module, &self.types, self.entry));
+        let program = match relocated.flatten() {
+            Some(r) => strata_codegen::lower_with(&r.module, &r.module.types, r.entry, &self.options.lower),
+            None => strata_codegen::lower_with(&self.module, &self.types, self.entry, &self.options.lower),
+        };
+        let Ok(program) = program else { return };
+        let source = strata_codegen::emit_c::emit_baked(&program);
+        let cell = native.specialized.clone();
+        std::thread::spawn(move || {
+            if let Ok(lib) = compile::build(&source).and_then(|(so, _)| Loaded::open(&so)) {
+                let _ = cell.set(lib);
+            }
+        });
     }
 
     /// The loop kernels it runs, as `strata lower --to loops` prints them (native only).
@@ -295,12 +362,14 @@ impl Prepared {
         };
         // The run's time is both phases', without the wait between them.
         let t = Instant::now();
-        let ahead = buffers.call_some(&native.lib, self.threads, first);
+        let lib = native.lib();
+        let ahead = buffers.call_some(lib, self.threads, first);
         let mut first_s = t.elapsed().as_secs_f64();
         once()?;
         let t = Instant::now();
-        let rest = ahead.and_then(|()| buffers.call_some(&native.lib, self.threads, &second));
+        let rest = ahead.and_then(|()| buffers.call_some(lib, self.threads, &second));
         first_s += t.elapsed().as_secs_f64();
+        self.count_run(native, std::time::Duration::from_secs_f64(first_s));
         match rest {
             Ok(()) => {
                 let values = buffers.into_values(&native.layout, args, &self.param_names, self.result_ty.as_ref());
@@ -390,17 +459,20 @@ impl Prepared {
         let mut timings = Timings { compile_s: self.compile_s, cached: self.cached, ..Timings::default() };
         let t1 = Instant::now();
         let mut buffers = Buffers::new(&native.layout, args).map_err(failed)?;
-        buffers.call(&native.lib, self.threads).map_err(failed)?;
+        buffers.call(native.lib(), self.threads).map_err(failed)?;
         timings.first_s = t1.elapsed().as_secs_f64();
+        self.count_run(native, t1.elapsed());
         // Alternating the two kinds of runs exposes both to the same machine state.
         for _ in 0..repeat {
             let t = Instant::now();
-            buffers.call(&native.lib, self.threads).map_err(failed)?;
+            buffers.call(native.lib(), self.threads).map_err(failed)?;
             timings.preallocated_s.push(t.elapsed().as_secs_f64());
+            self.count_run(native, t.elapsed());
             let t = Instant::now();
             buffers.renew_written(&native.layout, args);
-            buffers.call(&native.lib, self.threads).map_err(failed)?;
+            buffers.call(native.lib(), self.threads).map_err(failed)?;
             timings.allocating_s.push(t.elapsed().as_secs_f64());
+            self.count_run(native, t.elapsed());
         }
         let values = buffers.into_values(&native.layout, args, &self.param_names, self.result_ty.as_ref());
         Ok((values, timings))
@@ -471,6 +543,13 @@ fn check_results(module: &Module, types: &TypeArena, entry: Handle<Function>) ->
     Ok(())
 }
 
+impl Native {
+    /// The library runs use: this size's specialized one once compiled, else the generic one.
+    fn lib(&self) -> &Loaded {
+        self.specialized.get().unwrap_or(&self.lib)
+    }
+}
+
 /// Why native code could not be prepared.
 enum Failure {
     NotCompiled(LowerError),
@@ -491,6 +570,14 @@ fn build(
     let (source, extents) = strata_codegen::emit_c::emit_with_extents(&program);
     let (so, state) = compile::build(&source).map_err(Failure::Compile)?;
     let lib = Loaded::open(&so).map_err(Failure::Compile)?;
-    let native = Native { layout: Layout::of(&program, extents), lib, library: so, kernels: program.to_string() };
+    let native = Native {
+        layout: Layout::of(&program, extents),
+        lib,
+        specialized: Default::default(),
+        spent_ns: Default::default(),
+        specializing: Default::default(),
+        library: so,
+        kernels: program.to_string(),
+    };
     Ok((native, state == compile::CacheState::Warm))
 }

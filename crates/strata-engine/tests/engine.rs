@@ -198,3 +198,36 @@ fn one_compiled_library_serves_every_size_of_a_program() {
     }
     assert!(libraries[1..5].iter().all(|l| *l == libraries[0]), "{libraries:#?}");
 }
+
+#[test]
+fn a_size_run_long_enough_switches_to_its_specialized_library_with_the_same_values() {
+    // Specialization is a decision: the generic library runs at once; once a size has run
+    // `specialize_after` (here at once), its kernels are compiled with the sizes as literals in
+    // the background and later runs use them. Every run's values against direct loops.
+    let (ni, nj, nk) = (23, 19, 5);
+    let module = strata_verify::parse(&laplacian_of_size(ni, nj, nk)).expect("parses");
+    let info = strata_verify::verify(&module).expect("verifies");
+    let entry = module.function_by_name("laplacian").expect("the entry");
+    let options =
+        Options { backend: Backend::Native, specialize_after: Some(std::time::Duration::ZERO), ..Options::default() };
+    let p = prepare(&module, &info.types, entry, &options).expect("prepares");
+    let (hi, hj) = (ni + 2, nj + 2);
+    let x = values(hi * hj * nk, 5, -1.0, 1.0);
+    let args = [tensor(arg_type(&p, 0), vec![0.0; ni * nj * nk]), tensor(arg_type(&p, 1), x.clone())];
+    let want = lap_direct(&x, hi, hj, nk, 1);
+    let expect: Vec<f64> = (1..=ni)
+        .flat_map(|i| (1..=nj).flat_map(move |j| (0..nk).map(move |k| (i, j, k))))
+        .map(|(i, j, k)| want[(i * hj + j) * nk + k])
+        .collect();
+    let start = std::time::Instant::now();
+    let mut generic_runs = 0;
+    while !p.specialized() && start.elapsed() < std::time::Duration::from_secs(120) {
+        assert_eq!(f64s(&p.run(&args).expect("runs").values[0].1), expect, "generic");
+        generic_runs += 1;
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(p.specialized(), "no specialized library after {generic_runs} runs");
+    for _ in 0..3 {
+        assert_eq!(f64s(&p.run(&args).expect("runs").values[0].1), expect, "specialized");
+    }
+}

@@ -34,15 +34,21 @@ impl Slots {
     pub(super) fn scope<T>(print: impl FnOnce() -> T) -> (T, Vec<i64>) {
         static LITERAL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
         if *LITERAL.get_or_init(|| std::env::var("STRATA_EXTENTS").is_ok_and(|v| v == "literal")) {
-            let outer = CURRENT.with(|c| c.replace(None));
-            let printed = print();
-            CURRENT.with(|c| c.replace(outer));
-            return (printed, Vec::new());
+            return Slots::baked(print);
         }
         let outer = CURRENT.with(|c| c.replace(Some(Vec::new())));
         let printed = print();
         let values = CURRENT.with(|c| c.replace(outer)).unwrap_or_default();
         (printed, values)
+    }
+
+    /// Runs `print` with every size printed as a literal: the text of one size only, which
+    /// the C compiler specializes (`emit_c::emit_baked`).
+    pub(super) fn baked<T>(print: impl FnOnce() -> T) -> (T, Vec<i64>) {
+        let outer = CURRENT.with(|c| c.replace(None));
+        let printed = print();
+        CURRENT.with(|c| c.replace(outer));
+        (printed, Vec::new())
     }
 
     /// How many slots the current scope has given so far.
