@@ -63,7 +63,10 @@ pub fn relocated(module: &Module, types: &TypeArena, entry: Handle<Function>) ->
         mover.move_function(&mut m.functions[h])?;
     }
     let params: Vec<Handle<Type>> = m.functions[entry].params.iter().map(|&p| m.functions[entry].exprs[p].ty).collect();
-    let (out, at) = strata_verify::specialize(&m, &mover.types, entry, &params).ok()?;
+    let (mut out, at) = strata_verify::specialize(&m, &mover.types, entry, &params).ok()?;
+    // The instance keeps the entry's name: the C names it, and a rank whose block already
+    // starts at 0 (not relocated) must compile the same text.
+    out.functions[at].name = module.functions[entry].name.clone();
     // Typed again from the moved parameters, every value has the moved type of its original.
     let (g, moved_f) = (&out.functions[at], &m.functions[entry]);
     if g.exprs.len() != moved_f.exprs.len() {

@@ -56,6 +56,12 @@ fn relocated_c(text: &str) -> String {
 fn translated_entries_compile_to_the_same_c() {
     let (c15, c31) = (relocated_c(&stencil(15)), relocated_c(&stencil(31)));
     assert_eq!(c15, c31);
+    // A block already at 0 (rank 0's, not relocated) compiles that text too: the relocated
+    // instance keeps the entry's name, which the C names.
+    let (m0, types0, e0) = module(&stencil(0));
+    assert!(relocated(&m0, &types0, e0).is_none());
+    let c0 = strata_codegen::lower_with(&m0, &types0, e0, &strata_codegen::LowerOptions::for_this_machine()).unwrap();
+    assert_eq!(strata_codegen::emit_c::emit(&c0), c15);
     // Where they are, their C is the same too (extents are arguments), with other extents.
     let plain = |text: &str| {
         let (m, types, e) = module(text);
