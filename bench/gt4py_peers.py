@@ -292,3 +292,32 @@ def diffusion_loop(u0, steps, on_strata=False):
 
     run.label = "gt4py on strata" if on_strata else f"gt4py ({_BACKEND[1]})"
     return run
+
+
+def laplacian_on_strata():
+    """The shapes group's GT4Py program (bench/clients.py): a 2-D laplacian written into the
+    interior of an `out` field, on `strata.gt4py.backend`; `call(n)` runs it on an (n+2)²
+    grid (a new domain size each time) and returns the interior."""
+    import gt4py.next as gtx
+    from gt4py.next import Field, float64
+
+    import strata.gt4py
+
+    I, J = gtx.Dimension("I"), gtx.Dimension("J")
+    F = Field[gtx.Dims[I, J], float64]
+
+    @gtx.field_operator
+    def lap(x: F) -> F:
+        return -4.0 * x + x(I + 1) + x(I - 1) + x(J + 1) + x(J - 1)
+
+    @gtx.program(backend=strata.gt4py.backend)
+    def lap_program(x: F, out: F):
+        lap(x, out=out[1:-1, 1:-1])
+
+    def call(n):
+        a = np.random.default_rng(n).standard_normal((n + 2, n + 2))
+        x, out = gtx.as_field([I, J], a), gtx.as_field([I, J], np.zeros_like(a))
+        lap_program(x, out, offset_provider={})
+        return out.asnumpy()[1:-1, 1:-1]
+
+    return call

@@ -2,7 +2,8 @@
 //! built (the example `python_extension`, a cdylib of the library): the package
 //! (`python/strata`) and the library, named as CPython imports it (`_strata.abi3.so`), are
 //! staged in a temporary folder put first on `PYTHONPATH`. The
-//! interpreter is the project's virtualenv (`scripts/python-env`: numpy, SciPy, pytest).
+//! interpreter is the project's virtualenv (`scripts/python-env`: numpy, SciPy, pytest, and the
+//! array API clients scikit-learn, einops and array-api-extra).
 
 use std::path::PathBuf;
 use std::process::Command;
