@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use strata_codegen::compile::{self, CompileError, Loaded};
 use strata_codegen::exec::{self, Buffers, Layout, RunLayout};
-use strata_codegen::{LowerError, LowerOptions};
+use strata_codegen::{KernelProgram, LowerError, LowerOptions};
 use strata_entity::Handle;
 use strata_ir::{Function, Module, TypeArena};
 use strata_runtime::{storage, Argument, Value, ValueType};
@@ -192,11 +192,7 @@ impl Prepared {
             return Ok(p);
         }
         let t0 = Instant::now();
-        let relocated = options.relocate.then(|| crate::relocate::relocated(&p.module, types, entry)).flatten();
-        let built = match &relocated {
-            Some(r) => build(&r.module, &r.module.types, r.entry, &options.lower),
-            None => build(&p.module, types, entry, &options.lower),
-        };
+        let built = build(p.lowered());
         p.compile_s = t0.elapsed().as_secs_f64();
         match (built, options.backend) {
             (Ok((native, cached)), _) => {
@@ -267,13 +263,7 @@ impl Prepared {
         {
             return;
         }
-        let relocated =
-            self.options.relocate.then(|| crate::relocate::relocated(&self.module, &self.types, self.entry));
-        let program = match relocated.flatten() {
-            Some(r) => strata_codegen::lower_with(&r.module, &r.module.types, r.entry, &self.options.lower),
-            None => strata_codegen::lower_with(&self.module, &self.types, self.entry, &self.options.lower),
-        };
-        let Ok(program) = program else { return };
+        let Ok(program) = self.lowered() else { return };
         let source = strata_codegen::emit_c::emit_baked(&program);
         let cell = native.specialized.clone();
         std::thread::spawn(move || {
@@ -543,6 +533,19 @@ fn check_results(module: &Module, types: &TypeArena, entry: Handle<Function>) ->
     Ok(())
 }
 
+impl Prepared {
+    /// The entry lowered to loops, relocated where the options ask for it
+    /// ([`crate::relocate`]).
+    fn lowered(&self) -> Result<KernelProgram, LowerError> {
+        let relocated =
+            self.options.relocate.then(|| crate::relocate::relocated(&self.module, &self.types, self.entry));
+        match relocated.flatten() {
+            Some(r) => r.lower(&self.options.lower),
+            None => strata_codegen::lower_with(&self.module, &self.types, self.entry, &self.options.lower),
+        }
+    }
+}
+
 impl Native {
     /// The library runs use: this size's specialized one once compiled, else the generic one.
     fn lib(&self) -> &Loaded {
@@ -556,15 +559,10 @@ enum Failure {
     Compile(CompileError),
 }
 
-/// Lowers, emits, compiles (or finds in the cache) and loads `entry`; whether the shared
+/// Emits, compiles (or finds in the cache) and loads the lowered `program`; whether the shared
 /// object came from the cache.
-fn build(
-    module: &Module,
-    types: &TypeArena,
-    entry: Handle<Function>,
-    options: &LowerOptions,
-) -> Result<(Native, bool), Failure> {
-    let program = strata_codegen::lower_with(module, types, entry, options).map_err(Failure::NotCompiled)?;
+fn build(program: Result<KernelProgram, LowerError>) -> Result<(Native, bool), Failure> {
+    let program = program.map_err(Failure::NotCompiled)?;
     // The C takes the program's extents as arguments: another size printing the same text
     // finds it compiled (see `strata_codegen::emit_c::extents`).
     let (source, extents) = strata_codegen::emit_c::emit_with_extents(&program);

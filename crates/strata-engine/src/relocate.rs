@@ -33,6 +33,24 @@ pub struct Relocated {
     pub entry: Handle<Function>,
     /// How far each dimension moved (`I` by −15: rank 1's block starts at 0).
     pub moved: BTreeMap<DimName, i64>,
+    /// The entry's own name (the relocated instance's is the verifier's `@name.N`).
+    pub name: String,
+}
+
+impl Relocated {
+    /// The relocated entry lowered, named as the entry it moved: the C names its entry, and a
+    /// rank whose block already starts at 0 (not relocated) must compile the same text.
+    ///
+    /// # Errors
+    /// What [`strata_codegen::lower_with`] returns.
+    pub fn lower(
+        &self,
+        options: &strata_codegen::LowerOptions,
+    ) -> Result<strata_codegen::KernelProgram, strata_codegen::LowerError> {
+        let mut program = strata_codegen::lower_with(&self.module, &self.module.types, self.entry, options)?;
+        program.entry = self.name.clone();
+        Ok(program)
+    }
 }
 
 /// `entry` of `module` (verified; `types` its arena) moved to coordinates starting at 0 along
@@ -63,10 +81,7 @@ pub fn relocated(module: &Module, types: &TypeArena, entry: Handle<Function>) ->
         mover.move_function(&mut m.functions[h])?;
     }
     let params: Vec<Handle<Type>> = m.functions[entry].params.iter().map(|&p| m.functions[entry].exprs[p].ty).collect();
-    let (mut out, at) = strata_verify::specialize(&m, &mover.types, entry, &params).ok()?;
-    // The instance keeps the entry's name: the C names it, and a rank whose block already
-    // starts at 0 (not relocated) must compile the same text.
-    out.functions[at].name = module.functions[entry].name.clone();
+    let (out, at) = strata_verify::specialize(&m, &mover.types, entry, &params).ok()?;
     // Typed again from the moved parameters, every value has the moved type of its original.
     let (g, moved_f) = (&out.functions[at], &m.functions[entry]);
     if g.exprs.len() != moved_f.exprs.len() {
@@ -76,7 +91,8 @@ pub fn relocated(module: &Module, types: &TypeArena, entry: Handle<Function>) ->
     let same = g.exprs.iter().zip(moved_f.exprs.iter()).all(|((_, a), (_, b))| agree(a.ty, b.ty));
     let results =
         g.results.len() == moved_f.results.len() && g.results.iter().zip(&moved_f.results).all(|(&a, &b)| agree(a, b));
-    (same && results).then_some(Relocated { module: out, entry: at, moved })
+    let name = module.functions[entry].name.clone();
+    (same && results).then_some(Relocated { module: out, entry: at, moved, name })
 }
 
 /// Whether type `a` (of arena `ta`) is type `b` (of `tb`), but that a positional level (`_0`,

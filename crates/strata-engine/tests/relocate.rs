@@ -42,13 +42,7 @@ fn module(text: &str) -> (strata_ir::Module, strata_ir::TypeArena, strata_entity
 fn relocated_c(text: &str) -> String {
     let (module, types, entry) = module(text);
     let r = relocated(&module, &types, entry).expect("relocated");
-    let program = strata_codegen::lower_with(
-        &r.module,
-        &r.module.types,
-        r.entry,
-        &strata_codegen::LowerOptions::for_this_machine(),
-    )
-    .expect("lowers");
+    let program = r.lower(&strata_codegen::LowerOptions::for_this_machine()).expect("lowers");
     strata_codegen::emit_c::emit(&program)
 }
 
@@ -56,8 +50,8 @@ fn relocated_c(text: &str) -> String {
 fn translated_entries_compile_to_the_same_c() {
     let (c15, c31) = (relocated_c(&stencil(15)), relocated_c(&stencil(31)));
     assert_eq!(c15, c31);
-    // A block already at 0 (rank 0's, not relocated) compiles that text too: the relocated
-    // instance keeps the entry's name, which the C names.
+    // A block already at 0 (rank 0's, not relocated) compiles that text too: a relocated
+    // entry is lowered under the entry's name, which the C names.
     let (m0, types0, e0) = module(&stencil(0));
     assert!(relocated(&m0, &types0, e0).is_none());
     let c0 = strata_codegen::lower_with(&m0, &types0, e0, &strata_codegen::LowerOptions::for_this_machine()).unwrap();
