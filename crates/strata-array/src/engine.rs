@@ -122,7 +122,10 @@ fn prepared(c: &Compiled, b: Backend) -> Result<Arc<Prepared>> {
     if let Some(p) = c.prepared.borrow().get(&b) {
         return Ok(p.clone());
     }
-    let p = strata_engine::prepare(&c.module, &c.types, c.entry, &Options::with_backend(b)).map_err(run_error)?;
+    // Tiered: a small run of a program not compiled yet is interpreted while its library
+    // compiles in the background (`strata_engine::tier`).
+    let options = Options { tiered: strata_engine::tiered_default(), ..Options::with_backend(b) };
+    let p = strata_engine::prepare(&c.module, &c.types, c.entry, &options).map_err(run_error)?;
     c.prepared.borrow_mut().insert(b, p.clone());
     Ok(p)
 }

@@ -148,6 +148,50 @@ pub fn build(source: &str) -> Result<(PathBuf, CacheState), CompileError> {
     build_with(&compiler(), FLAGS, LIBS, "k", source)
 }
 
+/// The shared object of generated kernels `source` if the cache holds it intact: the
+/// compiler is not run (see [`build`]).
+pub fn cached(source: &str) -> Option<PathBuf> {
+    let (_, _, so, sum) = cache_entry(&compiler(), FLAGS, LIBS, "k", source);
+    found(so, &sum)
+}
+
+/// The cache key of `source` built with `cc`, `flags` and `libs`, the cache folder, and the
+/// paths of its shared object and checksum file there.
+fn cache_entry(
+    cc: &str,
+    flags: &[&str],
+    libs: &[&str],
+    prefix: &str,
+    source: &str,
+) -> (u64, PathBuf, PathBuf, PathBuf) {
+    let key = fnv1a(&[
+        source.as_bytes(),
+        cc.as_bytes(),
+        compiler_identity(cc).as_bytes(),
+        flags.join(" ").as_bytes(),
+        libs.join(" ").as_bytes(),
+    ]);
+    let dir = cache_dir();
+    let so = dir.join(format!("{prefix}{key:016x}.so"));
+    let sum = dir.join(format!("{prefix}{key:016x}.so.sum"));
+    (key, dir, so, sum)
+}
+
+/// `so` if it exists with the checksum `sum` records; a damaged one (truncated, overwritten
+/// or without its checksum: loading it could crash the process, a short file is SIGBUS when
+/// mapped) is removed, to be built again.
+fn found(so: PathBuf, sum: &Path) -> Option<PathBuf> {
+    if !so.exists() {
+        return None;
+    }
+    if intact(&so, sum) {
+        return Some(so);
+    }
+    let _ = std::fs::remove_file(&so);
+    let _ = std::fs::remove_file(sum);
+    None
+}
+
 /// How many lock files a kernel cache holds per prefix: two builds wait for each other only when
 /// their keys share one (1 in 64 for different kernels).
 const LOCK_STRIPES: u64 = 64;
@@ -163,24 +207,9 @@ pub fn build_with(
     source: &str,
 ) -> Result<(PathBuf, CacheState), CompileError> {
     let cc = cc.to_string();
-    let key = fnv1a(&[
-        source.as_bytes(),
-        cc.as_bytes(),
-        compiler_identity(&cc).as_bytes(),
-        flags.join(" ").as_bytes(),
-        libs.join(" ").as_bytes(),
-    ]);
-    let dir = cache_dir();
-    let so = dir.join(format!("{prefix}{key:016x}.so"));
-    let sum = dir.join(format!("{prefix}{key:016x}.so.sum"));
-    if so.exists() {
-        if intact(&so, &sum) {
-            return Ok((so, CacheState::Warm));
-        }
-        // Truncated, overwritten or without its checksum: loading it could crash the process
-        // (a short file is SIGBUS when mapped); it is built again.
-        let _ = std::fs::remove_file(&so);
-        let _ = std::fs::remove_file(&sum);
+    let (key, dir, so, sum) = cache_entry(&cc, flags, libs, prefix, source);
+    if let Some(so) = found(so.clone(), &sum) {
+        return Ok((so, CacheState::Warm));
     }
     std::fs::create_dir_all(&dir).map_err(|source| CompileError::Cache { dir: dir.clone(), source })?;
     // One build of a key at a time, across processes: the ranks of a job that need the same

@@ -130,6 +130,12 @@ fn collect_reassociable(e: &Rc<SExpr>, out: &mut Vec<u32>) {
     });
 }
 
+/// A program's work estimate: each kernel's points times the steps of its longest fold or
+/// scan, summed (what deciding whether a run is small enough to interpret needs).
+pub fn program_work(program: &crate::KernelProgram) -> i64 {
+    program.kernels.iter().fold(0i64, |sum, k| sum.saturating_add(work(k)))
+}
+
 /// A kernel's work estimate: its points times the steps of its longest fold or scan.
 fn work(k: &Kernel) -> i64 {
     fn longest(p: Part, best: &mut i64) {

@@ -6,7 +6,8 @@
 //! installed, the reference interpreter chosen, with one notice saying why. Prepared programs
 //! are memoized for the process, keyed on the IR's structure and the options (backend,
 //! threads, machine facts). [`Prepared::run`] then runs it on argument values as often as the
-//! caller likes, with no re-planning.
+//! caller likes, with no re-planning. With [`Options::tiered`], small runs of a program not
+//! compiled yet are interpreted while its library compiles in the background ([`tier`]).
 //!
 //! Every front end runs programs through this crate: `strata run`, each rank of a distributed
 //! run, the Rust array front end and the Python package.
@@ -18,12 +19,13 @@ mod error;
 mod key;
 mod prepared;
 pub mod relocate;
+pub mod tier;
 mod timings;
 
 pub use backend::Backend;
 pub use error::ExecuteError;
 pub use key::structure as structure_key;
-pub use prepared::{prepare, prepared_count, Executed, Options, Prepared};
+pub use prepared::{prepare, prepared_count, tiered_default, Executed, Options, Prepared};
 pub use strata_codegen::compile::libraries_loaded;
 pub use strata_codegen::exec::recycle;
 pub use timings::{median, Timings};

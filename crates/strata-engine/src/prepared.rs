@@ -11,6 +11,7 @@ use strata_entity::Handle;
 use strata_ir::{Function, Module, TypeArena};
 use strata_runtime::{storage, Argument, Value, ValueType};
 
+use crate::tier::Built;
 use crate::{Backend, ExecuteError, Timings};
 
 /// How an entry is prepared and run.
@@ -33,6 +34,20 @@ pub struct Options {
     /// runs use that library. Default: `$STRATA_SPECIALIZE_AFTER_S` seconds, else 0.25 s (about
     /// a compile's cost: a specialization pays where it saves a tenth of a run that long).
     pub specialize_after: Option<std::time::Duration>,
+    /// Tiered execution under `auto` ([`crate::tier`]): a run small enough to interpret
+    /// cheaply, of a program whose library is not compiled yet, runs in the interpreter, and
+    /// the library compiles in the background once the program has been interpreted long
+    /// enough. For callers that run many programs of their own making (the array front end);
+    /// off by default (`strata run` runs once and wants the native result). `$STRATA_TIERED=0`
+    /// turns it off where a front end turns it on ([`tiered_default`]).
+    pub tiered: bool,
+}
+
+/// Whether front ends that run programs in tiers do ([`Options::tiered`]): yes unless
+/// `$STRATA_TIERED` is `0` or `off`.
+pub fn tiered_default() -> bool {
+    static TIERED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *TIERED.get_or_init(|| !matches!(std::env::var("STRATA_TIERED").as_deref().map(str::trim), Ok("0" | "off")))
 }
 
 /// [`Options::specialize_after`]'s default.
@@ -53,6 +68,7 @@ impl Default for Options {
             lower: LowerOptions::for_this_machine(),
             relocate: false,
             specialize_after: specialize_after_default(),
+            tiered: false,
         }
     }
 }
@@ -92,16 +108,17 @@ pub struct Prepared {
 /// The native half of a prepared program.
 struct Native {
     layout: Layout,
-    /// The library generic in its extents.
-    lib: Loaded,
+    /// The library generic in its extents, and the shared object it was loaded from (empty
+    /// while it compiles in the background: `tier`).
+    lib: std::sync::OnceLock<(Loaded, std::path::PathBuf)>,
+    /// The library's background compile, when it was not compiled at once ([`crate::tier`]).
+    tier: Option<Arc<crate::tier::Library>>,
     /// This size's specialized library, once compiled ([`Options::specialize_after`]).
     specialized: Arc<std::sync::OnceLock<Loaded>>,
     /// Native run time spent at this size so far, in nanoseconds.
     spent_ns: std::sync::atomic::AtomicU64,
     /// Whether the specialization has started.
     specializing: std::sync::atomic::AtomicBool,
-    /// The shared object `lib` was loaded from.
-    library: std::path::PathBuf,
     /// The kernels as the loop-level IR prints them (`strata lower --to loops`).
     kernels: String,
 }
@@ -192,7 +209,8 @@ impl Prepared {
             return Ok(p);
         }
         let t0 = Instant::now();
-        let built = build(p.lowered());
+        let tiered = options.tiered && options.backend == Backend::Auto && p.all_dense();
+        let built = build(p.lowered(), tiered);
         p.compile_s = t0.elapsed().as_secs_f64();
         match (built, options.backend) {
             (Ok((native, cached)), _) => {
@@ -227,9 +245,18 @@ impl Prepared {
         &self.types
     }
 
-    /// Whether native code runs it.
+    /// Whether native code runs it (or will, once its library has compiled in the background:
+    /// [`Options::tiered`]).
     pub fn is_native(&self) -> bool {
         self.native.is_some()
+    }
+
+    /// Whether its arguments and results are all dense (the interpreter holds values densely:
+    /// a sparse operand interpreted could need far more memory than its stored entries).
+    fn all_dense(&self) -> bool {
+        let f = &self.module.functions[self.entry];
+        let dense = |ty| ValueType::from_ir(&self.types, ty).levels.iter().all(|l| l.format.is_dense_like());
+        f.params.iter().all(|&p| dense(f.exprs[p].ty)) && f.results.iter().all(|&r| dense(r))
     }
 
     /// Why the interpreter runs it although native code was allowed (`None` otherwise): what
@@ -241,7 +268,7 @@ impl Prepared {
     /// The compiled library it runs (native only): the same for every size of one structure,
     /// since kernels take their extents as arguments.
     pub fn library(&self) -> Option<&std::path::Path> {
-        self.native.as_ref().map(|n| n.library.as_path())
+        self.native.as_ref().and_then(|n| n.lib.get()).map(|(_, so)| so.as_path())
     }
 
     /// Whether native runs use this size's specialized library ([`Options::specialize_after`]).
@@ -323,20 +350,22 @@ impl Prepared {
             false => arrive().map_err(ExecuteError::Arrival),
         };
         let phases = self.native.as_ref().filter(|_| args.len() == self.param_names.len()).and_then(|n| {
+            let Tier::Ready(lib) = n.tier() else { return None };
             let first = n.layout.early(late)?;
-            Some((n, first))
+            Some((n, lib, first))
         });
-        let Some((native, first)) = phases else {
+        let Some((native, lib, first)) = phases else {
             once()?;
             return self.run(args);
         };
-        self.run_phases(args, native, &first, &mut once).map(|e| keep_runs(args, e))
+        self.run_phases(args, native, lib, &first, &mut once).map(|e| keep_runs(args, e))
     }
 
     fn run_phases<T: Argument>(
         &self,
         args: &[T],
         native: &Native,
+        lib: &Loaded,
         first: &[bool],
         once: &mut dyn FnMut() -> Result<(), ExecuteError>,
     ) -> Result<Executed, ExecuteError> {
@@ -352,7 +381,6 @@ impl Prepared {
         };
         // The run's time is both phases', without the wait between them.
         let t = Instant::now();
-        let lib = native.lib();
         let ahead = buffers.call_some(lib, self.threads, first);
         let mut first_s = t.elapsed().as_secs_f64();
         once()?;
@@ -384,13 +412,25 @@ impl Prepared {
     }
 
     fn run_backend<T: Argument>(&self, args: &[T], repeat: usize) -> Result<Executed, ExecuteError> {
-        if let Some(native) = &self.native {
-            return match self.run_native(native, args, repeat) {
+        let Some(native) = &self.native else { return self.interpret(args, self.native_failure.clone()) };
+        match native.tier() {
+            Tier::Ready(lib) => match self.run_native(native, lib, args, repeat) {
                 Ok((values, timings)) => Ok(Executed { values, timings: Some(timings), note: None, warning: None }),
                 Err(e) => self.fall_back(args, e),
-            };
+            },
+            Tier::Compiling(tier) => {
+                let t = Instant::now();
+                let ran = self.interpret(args, None);
+                tier.interpreted(t.elapsed());
+                ran
+            }
+            Tier::NoCompiler(why) => {
+                let mut ran = self.interpret(args, None)?;
+                ran.note = Some(format!("{why}; running the reference interpreter"));
+                Ok(ran)
+            }
+            Tier::Failed(why) => self.interpret(args, Some(why)),
         }
-        self.interpret(args, self.native_failure.clone())
     }
 
     /// Runs the reference interpreter; `native_failure` is why native code did not run it,
@@ -441,6 +481,7 @@ impl Prepared {
     fn run_native<T: Argument>(
         &self,
         native: &Native,
+        lib: &Loaded,
         args: &[T],
         repeat: usize,
     ) -> Result<(Vec<(String, Value)>, Timings), String> {
@@ -449,18 +490,18 @@ impl Prepared {
         let mut timings = Timings { compile_s: self.compile_s, cached: self.cached, ..Timings::default() };
         let t1 = Instant::now();
         let mut buffers = Buffers::new(&native.layout, args).map_err(failed)?;
-        buffers.call(native.lib(), self.threads).map_err(failed)?;
+        buffers.call(lib, self.threads).map_err(failed)?;
         timings.first_s = t1.elapsed().as_secs_f64();
         self.count_run(native, t1.elapsed());
         // Alternating the two kinds of runs exposes both to the same machine state.
         for _ in 0..repeat {
             let t = Instant::now();
-            buffers.call(native.lib(), self.threads).map_err(failed)?;
+            buffers.call(lib, self.threads).map_err(failed)?;
             timings.preallocated_s.push(t.elapsed().as_secs_f64());
             self.count_run(native, t.elapsed());
             let t = Instant::now();
             buffers.renew_written(&native.layout, args);
-            buffers.call(native.lib(), self.threads).map_err(failed)?;
+            buffers.call(lib, self.threads).map_err(failed)?;
             timings.allocating_s.push(t.elapsed().as_secs_f64());
             self.count_run(native, t.elapsed());
         }
@@ -546,10 +587,39 @@ impl Prepared {
     }
 }
 
+/// Where a native program stands ([`Native::tier`]).
+enum Tier<'n> {
+    /// Its library runs: this size's specialized one once compiled, else the generic one.
+    Ready(&'n Loaded),
+    /// Its library is not compiled yet: the interpreter runs it meanwhile.
+    Compiling(&'n Arc<crate::tier::Library>),
+    /// No C compiler is installed (why).
+    NoCompiler(&'n str),
+    /// The background compile failed (why): a native backend bug.
+    Failed(String),
+}
+
 impl Native {
-    /// The library runs use: this size's specialized one once compiled, else the generic one.
-    fn lib(&self) -> &Loaded {
-        self.specialized.get().unwrap_or(&self.lib)
+    /// Which library runs it now, loading the one a background compile finished.
+    fn tier(&self) -> Tier<'_> {
+        if self.lib.get().is_none() {
+            let Some(tier) = &self.tier else { return Tier::Failed("no native library".into()) };
+            match tier.built() {
+                None => return Tier::Compiling(tier),
+                Some(Built::NoCompiler(why)) => return Tier::NoCompiler(why),
+                Some(Built::Failed(why)) => return Tier::Failed(why.clone()),
+                Some(Built::Library(so)) => match Loaded::open(so) {
+                    Ok(lib) => {
+                        let _ = self.lib.set((lib, so.clone()));
+                    }
+                    Err(e) => return Tier::Failed(e.to_string()),
+                },
+            }
+        }
+        match (self.specialized.get(), self.lib.get()) {
+            (Some(lib), _) | (None, Some((lib, _))) => Tier::Ready(lib),
+            (None, None) => Tier::Failed("no native library".into()),
+        }
     }
 }
 
@@ -560,22 +630,41 @@ enum Failure {
 }
 
 /// Emits, compiles (or finds in the cache) and loads the lowered `program`; whether the shared
-/// object came from the cache.
-fn build(program: Result<KernelProgram, LowerError>) -> Result<(Native, bool), Failure> {
+/// object came from the cache. `tiered`: a program small enough to interpret whose library is
+/// not in the cache is not compiled now ([`crate::tier`]).
+fn build(program: Result<KernelProgram, LowerError>, tiered: bool) -> Result<(Native, bool), Failure> {
     let program = program.map_err(Failure::NotCompiled)?;
     // The C takes the program's extents as arguments: another size printing the same text
     // finds it compiled (see `strata_codegen::emit_c::extents`).
     let (source, extents) = strata_codegen::emit_c::emit_with_extents(&program);
-    let (so, state) = compile::build(&source).map_err(Failure::Compile)?;
-    let lib = Loaded::open(&so).map_err(Failure::Compile)?;
-    let native = Native {
+    let mut native = Native {
         layout: Layout::of(&program, extents),
-        lib,
+        lib: Default::default(),
+        tier: None,
         specialized: Default::default(),
         spent_ns: Default::default(),
         specializing: Default::default(),
-        library: so,
         kernels: program.to_string(),
     };
+    let (so, state) = match tiered {
+        true => match compile::cached(&source) {
+            Some(so) => (so, compile::CacheState::Warm),
+            None => {
+                let tier = crate::tier::Library::of(source);
+                let small = strata_codegen::schedule::program_work(&program) <= crate::tier::TIER_MAX_WORK;
+                if small || tier.built().is_some() {
+                    // Runs load the library once compiled (by this size, another or a large run).
+                    native.tier = Some(tier);
+                    return Ok((native, false));
+                }
+                let built = compile::build(tier.source()).map_err(Failure::Compile)?;
+                tier.set_built(built.0.clone());
+                built
+            }
+        },
+        false => compile::build(&source).map_err(Failure::Compile)?,
+    };
+    let lib = Loaded::open(&so).map_err(Failure::Compile)?;
+    let _ = native.lib.set((lib, so));
     Ok((native, state == compile::CacheState::Warm))
 }

@@ -98,7 +98,9 @@ impl Program {
             return Ok(p.clone());
         }
         let h = self.entry(entry)?;
-        let options = Options { backend, threads, ..Options::default() };
+        // Tiered under `auto`: a small call of an entry not compiled yet runs in the interpreter
+        // while its kernels compile in the background (`strata_engine::tier`).
+        let options = Options { backend, threads, tiered: strata_engine::tiered_default(), ..Options::default() };
         let (module, types) = (&self.module, &self.types);
         let p = py.detach(|| strata_engine::prepare(module, types, h, &options)).map_err(|e| self.run_error(e))?;
         if let Some(note) = p.note() {

@@ -1,0 +1,138 @@
+//! Tiered execution: a small run of a program whose native library is not compiled yet runs in
+//! the reference interpreter, and the library compiles in the background once the program has
+//! spent [`COMPILE_AFTER`] interpreting — as a JIT interprets code until it is hot.
+//!
+//! A compile costs 0.1–0.3 s; interpreting a small run costs microseconds to milliseconds. A
+//! program met once (a test drawing shapes, the first call of a library routine) then never
+//! waits for a compiler, and one that runs often pays one compile, off the caller's thread:
+//! its runs go on in the interpreter until the library is ready, then run natively. Runs too
+//! large to interpret cheaply ([`TIER_MAX_WORK`]) compile at once, as without tiers.
+//!
+//! Libraries are shared by source text: every size of a program prints the same C, so the
+//! compile one size started serves the others, and the on-disk cache serves later processes.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{mpsc, Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use strata_codegen::compile::{self, CompileError};
+
+/// The most work ([`strata_codegen::schedule::program_work`]: points times fold steps) a run
+/// may have to be interpreted while its library is not compiled: about 40 ms of interpreting
+/// (measured at about 100 ns per operation and point), a fraction of a compile. Larger runs
+/// compile at once.
+pub const TIER_MAX_WORK: i64 = 1 << 16;
+
+/// How long a library's programs run in the interpreter before it is compiled (in the
+/// background): about a tenth of a compile, so a program met once costs no compile, and one
+/// met often at most this much more than compiling it at once (the ski-rental bound).
+pub const COMPILE_AFTER: Duration = Duration::from_millis(20);
+
+/// How a background compile ended.
+#[derive(Clone, Debug)]
+pub(crate) enum Built {
+    /// The shared object.
+    Library(PathBuf),
+    /// No C compiler is installed: the interpreter goes on running (the message says so).
+    NoCompiler(String),
+    /// The compiler failed on the generated code (a native backend bug).
+    Failed(String),
+}
+
+impl Built {
+    fn of(r: Result<(PathBuf, compile::CacheState), CompileError>) -> Built {
+        match r {
+            Ok((so, _)) => Built::Library(so),
+            Err(e @ CompileError::NoCompiler { .. }) => Built::NoCompiler(e.to_string()),
+            Err(e) => Built::Failed(e.to_string()),
+        }
+    }
+}
+
+/// The native library of one generated source, compiled in the background once its programs
+/// have been interpreted long enough.
+pub(crate) struct Library {
+    source: String,
+    built: OnceLock<Built>,
+    queued: AtomicBool,
+    interpreted_ns: AtomicU64,
+}
+
+impl Library {
+    /// The library of `source`, one per source text in the process.
+    pub(crate) fn of(source: String) -> Arc<Library> {
+        type Registry = Mutex<HashMap<String, Arc<Library>>>;
+        static REGISTRY: OnceLock<Registry> = OnceLock::new();
+        let mut libs = REGISTRY.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+        libs.entry(source)
+            .or_insert_with_key(|source| {
+                Arc::new(Library {
+                    source: source.clone(),
+                    built: OnceLock::new(),
+                    queued: AtomicBool::new(false),
+                    interpreted_ns: AtomicU64::new(0),
+                })
+            })
+            .clone()
+    }
+
+    /// The generated C.
+    pub(crate) fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// How its compile ended (`None`: not compiled yet).
+    pub(crate) fn built(&self) -> Option<&Built> {
+        self.built.get()
+    }
+
+    /// Records that a compile elsewhere (a run too large to interpret) built its shared object.
+    pub(crate) fn set_built(&self, so: PathBuf) {
+        let _ = self.built.set(Built::Library(so));
+    }
+
+    /// Counts `elapsed` of interpreting one of its programs; past [`COMPILE_AFTER`] in all, the
+    /// compile is queued (once).
+    pub(crate) fn interpreted(self: &Arc<Self>, elapsed: Duration) {
+        let ns = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+        let spent = self.interpreted_ns.fetch_add(ns, Relaxed).saturating_add(ns);
+        if spent >= COMPILE_AFTER.as_nanos() as u64 && !self.queued.swap(true, Relaxed) {
+            queue(self.clone());
+        }
+    }
+
+    fn compile(&self) {
+        if self.built.get().is_none() {
+            let _ = self.built.set(Built::of(compile::build(&self.source)));
+        }
+    }
+}
+
+/// Hands `lib` to the background compilers: `max(1, cores / 2)` threads, started on first use,
+/// which leave the other cores to the caller. Compiles still queued when the process ends are
+/// dropped (their libraries are compiled by a later process that needs them).
+fn queue(lib: Arc<Library>) {
+    static QUEUE: OnceLock<Mutex<mpsc::Sender<Arc<Library>>>> = OnceLock::new();
+    let sender = QUEUE.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<Arc<Library>>();
+        let rx = Arc::new(Mutex::new(rx));
+        let workers = std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1));
+        for k in 0..workers {
+            let rx = rx.clone();
+            let _ = std::thread::Builder::new().name(format!("strata-compile-{k}")).spawn(move || loop {
+                let next = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
+                match next {
+                    Ok(lib) => lib.compile(),
+                    Err(_) => return,
+                }
+            });
+        }
+        Mutex::new(tx)
+    });
+    // A send fails only when every worker is gone (none could be started): compile here.
+    if let Err(mpsc::SendError(lib)) = sender.lock().unwrap_or_else(|e| e.into_inner()).send(lib) {
+        lib.compile();
+    }
+}
