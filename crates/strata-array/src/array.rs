@@ -327,7 +327,7 @@ impl Array {
     pub(crate) fn axis(op: &'static str, axis: isize, ndim: usize) -> Result<usize> {
         let n = ndim as isize;
         if axis < -n || axis >= n {
-            return Err(invalid(op, format!("axis {axis} is out of range for an array of {ndim} dimensions")));
+            return Err(ArrayError::Axis { op, message: format!("axis {axis} is out of range for {ndim} axes") });
         }
         Ok(if axis < 0 { (axis + n) as usize } else { axis as usize })
     }

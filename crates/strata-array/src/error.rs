@@ -11,6 +11,14 @@ pub enum ArrayError {
         /// What is wrong.
         message: String,
     },
+    /// An axis out of range for the array (numpy's `AxisError`).
+    #[error("{op}: {message}")]
+    Axis {
+        /// The operation.
+        op: &'static str,
+        /// Which axis, and how many there are.
+        message: String,
+    },
     /// Shapes that do not broadcast (array-API rules: right-aligned, extent 1 stretches).
     #[error("{op}: shapes {a:?} and {b:?} cannot be broadcast together (extents must be equal or 1, aligned from the right)")]
     Broadcast {

@@ -23,6 +23,7 @@ pub struct PyArr(pub sa::Array);
 pub(crate) fn err(e: ArrayError) -> PyErr {
     match e {
         ArrayError::DType { .. } => PyTypeError::new_err(e.to_string()),
+        ArrayError::Axis { .. } => crate::errors::axis_error(e.to_string()),
         ArrayError::Invalid { .. } | ArrayError::Broadcast { .. } | ArrayError::Placement { .. } => {
             PyValueError::new_err(e.to_string())
         }

@@ -44,6 +44,7 @@ fn _strata(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("RunError", py.get_type::<errors::RunError>())?;
     m.add("ArgumentError", py.get_type::<errors::ArgumentError>())?;
     m.add("LinAlgError", py.get_type::<errors::LinAlgError>())?;
+    errors::register_axis_error(m)?;
     array_api::register(m)?;
     fields::register(m)?;
     spmd::register(m)?;

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+import strata
 import strata.array_api as xp
 
 SETTINGS = settings(max_examples=25, deadline=None)
@@ -715,3 +716,35 @@ def test_complex_arrays_through_every_family():
         xp.clip(xp.asarray([1.0, 2.0]), 1j)
     z[0] = 5j
     assert z.to_numpy()[0] == 5j
+
+
+def test_min_and_argmin_of_uint64_reach_the_top_of_the_range():
+    # The minimum's identity for uint64, 2^64 - 1, is no IR literal: min(x) is computed as
+    # ~max(~x). Values above 2^63 and the top value itself, along each axis and over all.
+    a = np.array([[5, 2**64 - 1, 2**63 + 7], [2**63, 3, 2**64 - 1], [2**64 - 1, 2**64 - 1, 2**64 - 1]], dtype=np.uint64)
+    x = xp.asarray(a)
+    for axis in (None, 0, 1):
+        for f in ("min", "max", "argmin", "argmax"):
+            got, want = np.asarray(getattr(xp, f)(x, axis=axis)), getattr(np, f)(a, axis=axis)
+            assert np.array_equal(got, want) and got.dtype == np.asarray(want).dtype, (f, axis, got, want)
+    assert np.asarray(xp.min(x, axis=1, keepdims=True)).shape == (3, 1)
+
+
+def test_an_axis_out_of_range_is_an_axis_error_both_index_and_value_error():
+    x = xp.ones((2, 3))
+    for call in (lambda: xp.expand_dims(x, axis=3), lambda: xp.expand_dims(x, axis=-4),
+                 lambda: xp.sum(x, axis=2), lambda: xp.argmax(x, axis=-3)):
+        with pytest.raises(strata.AxisError, match="out of range") as e:
+            call()
+        assert isinstance(e.value, IndexError) and isinstance(e.value, ValueError)
+    assert np.asarray(xp.expand_dims(x, axis=2)).shape == (2, 3, 1)
+    assert np.asarray(xp.expand_dims(x, axis=-3)).shape == (1, 2, 3)
+
+
+def test_complex_expm1_of_signed_zeros_is_positive_zero():
+    # The array API's special case: real(x) +0 or -0 with imag(x) +0 gives 0 + 0j.
+    for dtype in (np.complex64, np.complex128):
+        a = np.array([complex(-0.0, 0.0), complex(0.0, 0.0), complex(-0.0, -0.0), 1e-3 + 0.5j], dtype=dtype)
+        got = np.asarray(xp.expm1(xp.asarray(a)))
+        assert not np.signbit(got.real[:3]).any(), got
+        assert np.allclose(got[3], np.expm1(1e-3) * np.cos(0.5) - 2 * np.sin(0.25) ** 2 + 1j * np.exp(1e-3) * np.sin(0.5))

@@ -165,10 +165,11 @@ macro_rules! complex_family {
                         let e = c::$exp(z);
                         <$c>::new(e.re - 1.0, e.im)
                     }
-                    // numpy's `nc_expm1` and `nc_log1p`.
+                    // numpy's `nc_expm1` and `nc_log1p`; `+ 0.0` makes the real part of
+                    // expm1(-0 ± 0j) +0, as the array API requires (the formula gives -0).
                     UnaryOp::Expm1 => {
                         let a = (z.im / 2.0).sin();
-                        <$c>::new(z.re.exp_m1() * z.im.cos() - 2.0 * a * a, z.re.exp() * z.im.sin())
+                        <$c>::new((z.re.exp_m1() * z.im.cos() - 2.0 * a * a) + 0.0, z.re.exp() * z.im.sin())
                     }
                     UnaryOp::Log1p => {
                         let l = (z.re + 1.0).hypot(z.im);
@@ -247,5 +248,19 @@ mod tests {
         assert_eq!((r.re, r.im), (f64::INFINITY, f64::INFINITY));
         assert_eq!(unary32(UnaryOp::Abs, Complex32::new(3.0, 4.0)).re, 5.0);
         assert_eq!(unary64(UnaryOp::Sign, Complex64::new(0.0, -2.0)), Complex64::new(0.0, -1.0));
+    }
+
+    #[test]
+    fn expm1_of_a_signed_zero_has_a_positive_zero_real_part() {
+        // The array API: real(x) ±0 and imag(x) +0 give 0 + 0j (the formula alone gives -0).
+        for (re, im) in [(-0.0, 0.0), (0.0, 0.0), (-0.0, -0.0)] {
+            let r = unary64(UnaryOp::Expm1, Complex64::new(re, im));
+            assert!(r.re == 0.0 && r.re.is_sign_positive() && r.im == 0.0, "{re} {im}: {r}");
+            assert!(unary32(UnaryOp::Expm1, Complex32::new(re as f32, im as f32)).re.is_sign_positive());
+        }
+        assert!(unary64(UnaryOp::Expm1, Complex64::new(-0.0, 0.0)).im.is_sign_positive());
+        let r = unary64(UnaryOp::Expm1, Complex64::new(1e-3, 0.5));
+        let want = Complex64::new(1e-3, 0.5).exp() - 1.0;
+        assert!((r - want).norm() < 1e-15, "{r} {want}");
     }
 }

@@ -88,8 +88,18 @@ fn extreme(op: &'static str, x: &Array, axes: Option<&[isize]>, keepdims: bool, 
         ));
     }
     let d = x.dtype();
+    if d == Scalar::U64 && !largest {
+        // The minimum's identity, 2^64 - 1, is no IR integer literal (they are 64-bit signed):
+        // inverting the bits reverses the order of unsigned values, so min(x) = !max(!x).
+        let inverted = super::elementwise::bitwise_invert(x)?;
+        return super::elementwise::bitwise_invert(&extreme(op, &inverted, Some(&axes_isize(&axes)), keepdims, true)?);
+    }
     let init = worst(d, largest);
     fold(x, &axes, if largest { BinaryOp::Maximum } else { BinaryOp::Minimum }, init, keepdims)
+}
+
+fn axes_isize(axes: &[usize]) -> Vec<isize> {
+    axes.iter().map(|&a| a as isize).collect()
 }
 
 /// The value every element beats: −∞ (the type's minimum) when looking for the largest.
@@ -252,6 +262,11 @@ fn arg_extreme(op: &'static str, x: &Array, axis: Option<isize>, keepdims: bool,
     super::need_real(op, x.dtype())?;
     if x.dtype() == Scalar::Bool {
         return arg_extreme(op, &cast(x, Scalar::U8), axis, keepdims, largest);
+    }
+    if x.dtype() == Scalar::U64 && !largest {
+        // As for `min`: the first smallest of x is the first largest of !x (2^64 - 1, the
+        // identity here, is no IR literal).
+        return arg_extreme(op, &super::elementwise::bitwise_invert(x)?, axis, keepdims, true);
     }
     let (src, ax) = match axis {
         Some(a) => (x.clone(), Array::axis(op, a, x.ndim().max(1))?),

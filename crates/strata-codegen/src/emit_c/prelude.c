@@ -63,7 +63,7 @@
   static inline C strata_cexpm1##f(C z) {                                                         \
     T re = creal##f(z), im = cimag##f(z), a = sin##f(im / 2);                                     \
     if (!isfinite(re) || !isfinite(im)) { C e = cexp##f(z); return MK(creal##f(e) - 1, cimag##f(e)); } \
-    return MK(expm1##f(re) * cos##f(im) - 2 * a * a, exp##f(re) * sin##f(im));                     \
+    return MK((expm1##f(re) * cos##f(im) - 2 * a * a) + 0, exp##f(re) * sin##f(im));               \
   }                                                                                               \
   static inline C strata_ctanh##f(C z) {                                                          \
     T re = creal##f(z), im = cimag##f(z);                                                         \

@@ -40,7 +40,7 @@ from typing import Any, Dict, NamedTuple, Optional, Tuple
 
 import numpy as np
 
-from ._strata import ArgumentError, Error, LinAlgError, ParseError, Program, RunError, VerifyError
+from ._strata import ArgumentError, AxisError, Error, LinAlgError, ParseError, Program, RunError, VerifyError
 from ._strata import __version__
 from ._strata import compile as _compile
 from ._strata import array as _array_ext
@@ -51,6 +51,7 @@ from .fields import *  # noqa: F401,F403 - fields over named dimensions are part
 
 __all__ = [
     "ArgumentError",
+    "AxisError",
     "Entry",
     "Error",
     "LinAlgError",

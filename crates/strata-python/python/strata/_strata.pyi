@@ -22,6 +22,9 @@ class ArgumentError(Error):
 class LinAlgError(ValueError):
     """A linear-algebra routine met a matrix it is not defined on: `inv` or `solve` of a singular one (numpy's `LinAlgError`, also a `ValueError`)."""
 
+class AxisError(ValueError, IndexError):
+    """An axis out of range for an array (a ValueError and an IndexError, as numpy's AxisError)."""
+
 class Program:
     """A parsed and verified Strata module."""
 
