@@ -62,6 +62,35 @@ fn elementwise(cx: &OpCx, args: &[&Tensor], mut f: impl FnMut(&[Elem]) -> R<Elem
     elementwise_with(cx, args, |e, here| if here.iter().all(|&h| h) { f(e).map(Some) } else { Ok(None) })
 }
 
+/// [`elementwise`] where every operand is a dense tensor of scalars (no absent elements): the
+/// same values with no elements boxed and no presence tracked; an operand over the result's
+/// own levels is read at the same position, others through their index map. `None` where an
+/// operand holds tuples, tensors or absent elements (the general path applies).
+fn dense_scalars(cx: &OpCx, args: &[&Tensor], mut f: impl FnMut(&[Sv]) -> R<Sv>) -> Option<R<Tensor>> {
+    let columns = args.iter().map(|a| match (&a.data, &a.present) {
+        (Data::Scalars(c), None) => Some(c),
+        _ => None,
+    });
+    let columns: Vec<&Column> = columns.collect::<Option<_>>()?;
+    let mut out = Tensor::zeros(cx.ty);
+    let Data::Scalars(column) = &mut out.data else { return None };
+    let maps: Vec<Option<Vec<Option<usize>>>> =
+        args.iter().map(|a| (a.ty.levels != cx.ty.levels).then(|| index_map(&cx.ty.levels, &a.ty, &[]))).collect();
+    let mut values = Vec::with_capacity(args.len());
+    for i in 0..cx.ty.len() {
+        values.clear();
+        for (c, m) in columns.iter().zip(&maps) {
+            let j = m.as_ref().map_or(i, |m| m[i].expect("verified broadcast"));
+            values.push(c.get(j));
+        }
+        match f(&values) {
+            Ok(v) => column.set(i, v),
+            Err(e) => return Some(Err(e)),
+        }
+    }
+    Some(Ok(out))
+}
+
 fn scalar(e: &Elem) -> Sv {
     e.scalar().expect("verified scalar element")
 }
@@ -89,13 +118,22 @@ fn filled(ty: &ValueType, e: &Elem) -> Tensor {
 pub(crate) fn eval(cx: &OpCx, op: &Op) -> R<Tensor> {
     match op {
         Op::Constant { value } => Ok(filled(cx.ty, &literal_elem(value, &cx.ty.element))),
-        Op::Unary { op, arg } => elementwise(cx, &[cx.arg(*arg)], |e| Ok(Elem::Scalar(scalar(&e[0]).unary(*op)))),
-        Op::Binary { op, lhs, rhs } => elementwise(cx, &[cx.arg(*lhs), cx.arg(*rhs)], |e| {
-            let (a, b) = (scalar(&e[0]), scalar(&e[1]));
-            a.binary(*op, b).map(Elem::Scalar).map_err(|err| {
-                cx.err("strata::run::division_by_zero", format!("{err} ({a} {} {b})", binary_symbol(*op)))
-            })
-        }),
+        Op::Unary { op, arg } => match dense_scalars(cx, &[cx.arg(*arg)], |v| Ok(v[0].unary(*op))) {
+            Some(done) => done,
+            None => elementwise(cx, &[cx.arg(*arg)], |e| Ok(Elem::Scalar(scalar(&e[0]).unary(*op)))),
+        },
+        Op::Binary { op, lhs, rhs } => {
+            let apply = |a: Sv, b: Sv| {
+                a.binary(*op, b).map_err(|err| {
+                    cx.err("strata::run::division_by_zero", format!("{err} ({a} {} {b})", binary_symbol(*op)))
+                })
+            };
+            let args = [cx.arg(*lhs), cx.arg(*rhs)];
+            match dense_scalars(cx, &args, |v| apply(v[0], v[1])) {
+                Some(done) => done,
+                None => elementwise(cx, &args, |e| apply(scalar(&e[0]), scalar(&e[1])).map(Elem::Scalar)),
+            }
+        }
         // Only the chosen branch needs to exist: `select(can_deref(x), x, 0)` fills skipped
         // neighbors, as in GT4Py.
         Op::Select { cond, on_true, on_false } => {
@@ -107,7 +145,10 @@ pub(crate) fn eval(cx: &OpCx, op: &Op) -> R<Tensor> {
                 Ok(here[k].then(|| e[k].clone()))
             })
         }
-        Op::Cast { arg, to } => elementwise(cx, &[cx.arg(*arg)], |e| Ok(Elem::Scalar(scalar(&e[0]).cast(*to)))),
+        Op::Cast { arg, to } => match dense_scalars(cx, &[cx.arg(*arg)], |v| Ok(v[0].cast(*to))) {
+            Some(done) => done,
+            None => elementwise(cx, &[cx.arg(*arg)], |e| Ok(Elem::Scalar(scalar(&e[0]).cast(*to)))),
+        },
         Op::MakeTuple { fields } => {
             let args: Vec<&Tensor> = fields.iter().map(|&f| cx.arg(f)).collect();
             elementwise(cx, &args, |e| Ok(Elem::Tuple(e.to_vec())))
