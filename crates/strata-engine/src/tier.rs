@@ -107,13 +107,24 @@ impl Library {
         if self.built.get().is_none() {
             let _ = self.built.set(Built::of(compile::build(&self.source)));
         }
+        QUEUED.fetch_sub(1, Relaxed);
     }
+}
+
+/// Compiles queued or running in the background.
+static QUEUED: AtomicU64 = AtomicU64::new(0);
+
+/// How many background compiles are queued or running (0: every program that was interpreted
+/// long enough runs natively now).
+pub fn compiling() -> u64 {
+    QUEUED.load(Relaxed)
 }
 
 /// Hands `lib` to the background compilers: `max(1, cores / 2)` threads, started on first use,
 /// which leave the other cores to the caller. Compiles still queued when the process ends are
 /// dropped (their libraries are compiled by a later process that needs them).
 fn queue(lib: Arc<Library>) {
+    QUEUED.fetch_add(1, Relaxed);
     static QUEUE: OnceLock<Mutex<mpsc::Sender<Arc<Library>>>> = OnceLock::new();
     let sender = QUEUE.get_or_init(|| {
         let (tx, rx) = mpsc::channel::<Arc<Library>>();

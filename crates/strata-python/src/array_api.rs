@@ -761,7 +761,8 @@ fn can_cast(from: &str, to: &str) -> R<bool> {
 /// "interpreted_runs", "distributed_runs"}` (a miss verifies and prepares a new program; `built`
 /// counts programs built from traced operations, which a loop's later steps do not), and the
 /// process's `"libraries"`: the compiled kernel libraries loaded, which a new size of a program
-/// already run does not increase (kernels take their extents as arguments).
+/// already run does not increase (kernels take their extents as arguments), and `"compiling"`:
+/// the background compiles queued or running (tiered execution).
 #[pyfunction]
 fn cache_stats(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
     let s = sa::cache_stats();
@@ -773,6 +774,7 @@ fn cache_stats(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
     d.set_item("interpreted_runs", s.interpreted_runs)?;
     d.set_item("distributed_runs", s.distributed_runs)?;
     d.set_item("libraries", strata_engine::libraries_loaded())?;
+    d.set_item("compiling", strata_engine::tier::compiling())?;
     Ok(d)
 }
 
