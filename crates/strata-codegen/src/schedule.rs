@@ -130,10 +130,32 @@ fn collect_reassociable(e: &Rc<SExpr>, out: &mut Vec<u32>) {
     });
 }
 
-/// A program's work estimate: each kernel's points times the steps of its longest fold or
-/// scan, summed (what deciding whether a run is small enough to interpret needs).
-pub fn program_work(program: &crate::KernelProgram) -> i64 {
-    program.kernels.iter().fold(0i64, |sum, k| sum.saturating_add(work(k)))
+/// What interpreting a program costs, roughly, in units of about 40 ns (measured on an
+/// elementwise chain): each kernel's work (points times the steps of its longest fold or scan)
+/// times its distinct expression nodes, summed — the interpreter evaluates operation by
+/// operation, each over every point. What deciding whether a run is small enough to
+/// interpret needs.
+pub fn interpret_cost(program: &KernelProgram) -> i64 {
+    program.kernels.iter().fold(0i64, |sum, k| sum.saturating_add(work(k).saturating_mul(nodes(k))))
+}
+
+/// The distinct expression nodes of kernel `k` (shared subexpressions once), at least 1.
+fn nodes(k: &Kernel) -> i64 {
+    fn visit(p: Part, seen: &mut std::collections::HashSet<*const SExpr>) {
+        match p {
+            Part::Expr(e) => {
+                if seen.insert(Rc::as_ptr(e)) {
+                    crate::sym::for_each_part(e, &mut |q| visit(q, seen));
+                }
+            }
+            Part::Coord(c) => crate::sym::for_each_coord_part(c, &mut |q| visit(q, seen)),
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    for e in k.exprs() {
+        visit(Part::Expr(e), &mut seen);
+    }
+    (seen.len() as i64).max(1)
 }
 
 /// A kernel's work estimate: its points times the steps of its longest fold or scan.

@@ -651,7 +651,7 @@ fn build(program: Result<KernelProgram, LowerError>, tiered: bool) -> Result<(Na
             Some(so) => (so, compile::CacheState::Warm),
             None => {
                 let tier = crate::tier::Library::of(source);
-                let small = strata_codegen::schedule::program_work(&program) <= crate::tier::TIER_MAX_WORK;
+                let small = strata_codegen::schedule::interpret_cost(&program) <= crate::tier::TIER_MAX_COST;
                 if small || tier.built().is_some() {
                     // Runs load the library once compiled (by this size, another or a large run).
                     native.tier = Some(tier);

@@ -6,7 +6,7 @@
 //! program met once (a test drawing shapes, the first call of a library routine) then never
 //! waits for a compiler, and one that runs often pays one compile, off the caller's thread:
 //! its runs go on in the interpreter until the library is ready, then run natively. Runs too
-//! large to interpret cheaply ([`TIER_MAX_WORK`]) compile at once, as without tiers.
+//! large to interpret cheaply ([`TIER_MAX_COST`]) compile at once, as without tiers.
 //!
 //! Libraries are shared by source text: every size of a program prints the same C, so the
 //! compile one size started serves the others, and the on-disk cache serves later processes.
@@ -19,11 +19,11 @@ use std::time::Duration;
 
 use strata_codegen::compile::{self, CompileError};
 
-/// The most work ([`strata_codegen::schedule::program_work`]: points times fold steps) a run
-/// may have to be interpreted while its library is not compiled: about 40 ms of interpreting
-/// (measured at about 100 ns per operation and point), a fraction of a compile. Larger runs
-/// compile at once.
-pub const TIER_MAX_WORK: i64 = 1 << 16;
+/// The largest cost ([`strata_codegen::schedule::interpret_cost`]: points times fold steps
+/// times expression nodes) a run may have to be interpreted while its library is not
+/// compiled: about 20 ms of interpreting (measured at about 40 ns per operation and point on
+/// an elementwise chain), a tenth of a compile. Larger runs compile at once.
+pub const TIER_MAX_COST: i64 = 1 << 19;
 
 /// How long a library's programs run in the interpreter before it is compiled (in the
 /// background): about a tenth of a compile, so a program met once costs no compile, and one

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use strata_engine::tier::{COMPILE_AFTER, TIER_MAX_WORK};
+use strata_engine::tier::{COMPILE_AFTER, TIER_MAX_COST};
 use strata_engine::{prepare, Backend, Executed, Options, Prepared};
 use strata_runtime::{Column, Data, Tensor, Value, ValueType};
 
@@ -85,7 +85,8 @@ fn small_runs_are_interpreted_until_the_background_compile_is_ready_then_run_nat
     assert!(ran.timings.is_some() && other.library() == small.library(), "another size runs the same library");
 
     // A run too large to interpret cheaply compiles at once (here: found in the cache).
-    let n = usize::try_from(TIER_MAX_WORK).expect("fits") * 2;
+    // (Its cost is its points times at least two expression nodes.)
+    let n = usize::try_from(TIER_MAX_COST).expect("fits");
     let large = prepared(&affine(n), "affine", &tiered());
     let x: Vec<f64> = (0..n).map(|i| (i % 13) as f64).collect();
     let (y, ran) = run(&large, &x);

@@ -60,7 +60,7 @@ def child():
     report["loop"] = {"native": native, "evaluations": loops}
 
     # A large evaluation of a new structure compiles at once.
-    a = r.standard_normal((400, 300))
+    a = r.standard_normal((800, 600))
     before = xp.cache_stats()
     got = np.asarray(xp.sqrt(xp.abs(xp.asarray(a))) - 0.5)
     after = xp.cache_stats()
