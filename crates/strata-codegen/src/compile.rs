@@ -192,6 +192,20 @@ fn found(so: PathBuf, sum: &Path) -> Option<PathBuf> {
     None
 }
 
+/// Removes the objects of builds that ended with their process (a background compile still
+/// running when the program exited): `*.tmp` files in `dir` older than `age`, which no running
+/// build still writes. Done once per process, on its first compile.
+fn sweep(dir: &Path, age: std::time::Duration) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let path = e.path();
+        let old = e.metadata().and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok()).is_some_and(|a| a > age);
+        if old && path.extension().is_some_and(|x| x == "tmp") {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+}
+
 /// How many lock files a kernel cache holds per prefix: two builds wait for each other only when
 /// their keys share one (1 in 64 for different kernels).
 const LOCK_STRIPES: u64 = 64;
@@ -212,6 +226,8 @@ pub fn build_with(
         return Ok((so, CacheState::Warm));
     }
     std::fs::create_dir_all(&dir).map_err(|source| CompileError::Cache { dir: dir.clone(), source })?;
+    static SWEPT: OnceLock<()> = OnceLock::new();
+    SWEPT.get_or_init(|| sweep(&dir, std::time::Duration::from_secs(3600)));
     // One build of a key at a time, across processes: the ranks of a job that need the same
     // kernel wait for the first to build it, then find it in the cache. Best effort: a file
     // system without locks builds concurrently, as below. The lock files are shared by keys
@@ -375,5 +391,29 @@ impl Loaded {
         let threads = threads.min(i32::MAX as usize) as i32;
         // SAFETY: guaranteed by the caller; `flags` has one byte per kernel.
         Some(unsafe { some(buffers.as_mut_ptr(), threads, &crate::runtime::RUNTIME, flags.as_ptr()) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sweep_removes_old_temporaries_only() {
+        let dir = std::env::temp_dir().join(format!("strata-sweep-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let old = dir.join("kabc.so.1.2.tmp");
+        let young = dir.join("kdef.so.1.3.tmp");
+        let object = dir.join("kabc.so");
+        for f in [&old, &young, &object] {
+            std::fs::write(f, b"x").unwrap();
+        }
+        let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+        for f in [&old, &object] {
+            std::fs::File::options().write(true).open(f).unwrap().set_modified(hour_ago).unwrap();
+        }
+        sweep(&dir, std::time::Duration::from_secs(3600));
+        assert!(!old.exists() && young.exists() && object.exists());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -650,14 +650,14 @@ fn build(program: Result<KernelProgram, LowerError>, tiered: bool) -> Result<(Na
         true => match compile::cached(&source) {
             Some(so) => (so, compile::CacheState::Warm),
             None => {
-                let tier = crate::tier::Library::of(source);
+                let tier = crate::tier::Library::of(&source);
                 let small = strata_codegen::schedule::interpret_cost(&program) <= crate::tier::TIER_MAX_COST;
                 if small || tier.built().is_some() {
                     // Runs load the library once compiled (by this size, another or a large run).
                     native.tier = Some(tier);
                     return Ok((native, false));
                 }
-                let built = compile::build(tier.source()).map_err(Failure::Compile)?;
+                let built = compile::build(&source).map_err(Failure::Compile)?;
                 tier.set_built(built.0.clone());
                 built
             }

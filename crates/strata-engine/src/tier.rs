@@ -54,33 +54,33 @@ impl Built {
 /// The native library of one generated source, compiled in the background once its programs
 /// have been interpreted long enough.
 pub(crate) struct Library {
-    source: String,
+    /// The C, until it is compiled.
+    source: Mutex<Option<String>>,
     built: OnceLock<Built>,
     queued: AtomicBool,
     interpreted_ns: AtomicU64,
 }
 
 impl Library {
-    /// The library of `source`, one per source text in the process.
-    pub(crate) fn of(source: String) -> Arc<Library> {
-        type Registry = Mutex<HashMap<String, Arc<Library>>>;
+    /// The library of `source`, one per source text in the process (known by a 64-bit hash and
+    /// the length, as the kernel cache on disk knows it by a 64-bit hash).
+    pub(crate) fn of(source: &str) -> Arc<Library> {
+        use std::hash::{Hash, Hasher};
+        type Registry = Mutex<HashMap<(u64, usize), Arc<Library>>>;
         static REGISTRY: OnceLock<Registry> = OnceLock::new();
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        source.hash(&mut h);
         let mut libs = REGISTRY.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
-        libs.entry(source)
-            .or_insert_with_key(|source| {
+        libs.entry((h.finish(), source.len()))
+            .or_insert_with(|| {
                 Arc::new(Library {
-                    source: source.clone(),
+                    source: Mutex::new(Some(source.to_string())),
                     built: OnceLock::new(),
                     queued: AtomicBool::new(false),
                     interpreted_ns: AtomicU64::new(0),
                 })
             })
             .clone()
-    }
-
-    /// The generated C.
-    pub(crate) fn source(&self) -> &str {
-        &self.source
     }
 
     /// How its compile ended (`None`: not compiled yet).
@@ -91,6 +91,7 @@ impl Library {
     /// Records that a compile elsewhere (a run too large to interpret) built its shared object.
     pub(crate) fn set_built(&self, so: PathBuf) {
         let _ = self.built.set(Built::Library(so));
+        self.source.lock().unwrap_or_else(|e| e.into_inner()).take();
     }
 
     /// Counts `elapsed` of interpreting one of its programs; past [`COMPILE_AFTER`] in all, the
@@ -104,8 +105,9 @@ impl Library {
     }
 
     fn compile(&self) {
-        if self.built.get().is_none() {
-            let _ = self.built.set(Built::of(compile::build(&self.source)));
+        let source = self.source.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let (None, Some(source)) = (self.built.get(), source) {
+            let _ = self.built.set(Built::of(compile::build(&source)));
         }
         QUEUED.fetch_sub(1, Relaxed);
     }
