@@ -148,11 +148,20 @@ pub fn build(source: &str) -> Result<(PathBuf, CacheState), CompileError> {
     build_with(&compiler(), FLAGS, LIBS, "k", source)
 }
 
-/// The shared object of generated kernels `source` if the cache holds it intact: the
-/// compiler is not run (see [`build`]).
-pub fn cached(source: &str) -> Option<PathBuf> {
-    let (_, _, so, sum) = cache_entry(&compiler(), FLAGS, LIBS, "k", source);
-    found(so, &sum)
+/// Generated kernels looked up in the kernel cache without compiling them ([`lookup`]).
+pub struct Lookup {
+    /// Their cache key (a hash of the source, the compiler's identity and the flags): the same
+    /// for the same source, in every process.
+    pub key: u64,
+    /// Their shared object, if the cache holds it intact.
+    pub object: Option<PathBuf>,
+}
+
+/// Looks generated kernels `source` up in the cache as [`build`] would, without running the
+/// compiler.
+pub fn lookup(source: &str) -> Lookup {
+    let (key, _, so, sum) = cache_entry(&compiler(), FLAGS, LIBS, "k", source);
+    Lookup { key, object: found(so, &sum) }
 }
 
 /// The cache key of `source` built with `cc`, `flags` and `libs`, the cache folder, and the

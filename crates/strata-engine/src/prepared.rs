@@ -602,24 +602,21 @@ enum Tier<'n> {
 impl Native {
     /// Which library runs it now, loading the one a background compile finished.
     fn tier(&self) -> Tier<'_> {
-        if self.lib.get().is_none() {
-            let Some(tier) = &self.tier else { return Tier::Failed("no native library".into()) };
-            match tier.built() {
+        let generic = match (self.lib.get(), &self.tier) {
+            (Some((lib, _)), _) => lib,
+            // `build` gives a native program its library or its background compile.
+            (None, None) => return Tier::Failed("no native library".into()),
+            (None, Some(tier)) => match tier.built() {
                 None => return Tier::Compiling(tier),
                 Some(Built::NoCompiler(why)) => return Tier::NoCompiler(why),
                 Some(Built::Failed(why)) => return Tier::Failed(why.clone()),
                 Some(Built::Library(so)) => match Loaded::open(so) {
-                    Ok(lib) => {
-                        let _ = self.lib.set((lib, so.clone()));
-                    }
+                    Ok(lib) => &self.lib.get_or_init(|| (lib, so.clone())).0,
                     Err(e) => return Tier::Failed(e.to_string()),
                 },
-            }
-        }
-        match (self.specialized.get(), self.lib.get()) {
-            (Some(lib), _) | (None, Some((lib, _))) => Tier::Ready(lib),
-            (None, None) => Tier::Failed("no native library".into()),
-        }
+            },
+        };
+        Tier::Ready(self.specialized.get().unwrap_or(generic))
     }
 }
 
@@ -647,10 +644,10 @@ fn build(program: Result<KernelProgram, LowerError>, tiered: bool) -> Result<(Na
         kernels: program.to_string(),
     };
     let (so, state) = match tiered {
-        true => match compile::cached(&source) {
-            Some(so) => (so, compile::CacheState::Warm),
-            None => {
-                let tier = crate::tier::Library::of(&source);
+        true => match compile::lookup(&source) {
+            compile::Lookup { object: Some(so), .. } => (so, compile::CacheState::Warm),
+            compile::Lookup { key, object: None } => {
+                let tier = crate::tier::Library::of(key, &source);
                 let small = strata_codegen::schedule::interpret_cost(&program) <= crate::tier::TIER_MAX_COST;
                 if small || tier.built().is_some() {
                     // Runs load the library once compiled (by this size, another or a large run).

@@ -62,16 +62,13 @@ pub(crate) struct Library {
 }
 
 impl Library {
-    /// The library of `source`, one per source text in the process (known by a 64-bit hash and
-    /// the length, as the kernel cache on disk knows it by a 64-bit hash).
-    pub(crate) fn of(source: &str) -> Arc<Library> {
-        use std::hash::{Hash, Hasher};
-        type Registry = Mutex<HashMap<(u64, usize), Arc<Library>>>;
+    /// The library of `source`, one per source text in the process, known by its kernel cache
+    /// key `key` ([`compile::lookup`]), as the cache on disk knows it.
+    pub(crate) fn of(key: u64, source: &str) -> Arc<Library> {
+        type Registry = Mutex<HashMap<u64, Arc<Library>>>;
         static REGISTRY: OnceLock<Registry> = OnceLock::new();
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        source.hash(&mut h);
         let mut libs = REGISTRY.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
-        libs.entry((h.finish(), source.len()))
+        libs.entry(key)
             .or_insert_with(|| {
                 Arc::new(Library {
                     source: Mutex::new(Some(source.to_string())),

@@ -34,10 +34,7 @@ fn affine(n: usize) -> String {
 }
 
 fn run(p: &Prepared, x: &[f64]) -> (Vec<f64>, Executed) {
-    let f = &p.module().functions[p.entry()];
-    let mut t = Tensor::zeros(&ValueType::from_ir(p.types(), f.exprs[f.params[0]].ty));
-    t.data = Data::Scalars(Column::F64(x.to_vec()));
-    let out = p.run(&[Value::Tensor(t)]).expect("runs");
+    let out = p.run(&[value(p, x)]).expect("runs");
     let Value::Tensor(Tensor { data: Data::Scalars(Column::F64(v)), .. }) = &out.values[0].1 else {
         panic!("an f64 tensor")
     };

@@ -76,6 +76,12 @@ pub fn prod(x: &Array, axes: Option<&[isize]>, dtype: Option<DType>, keepdims: b
 }
 
 fn extreme(op: &'static str, x: &Array, axes: Option<&[isize]>, keepdims: bool, largest: bool) -> Result<Array> {
+    if x.dtype() == Scalar::U64 && !largest {
+        // The minimum's identity, 2^64 - 1, is no IR integer literal (they are 64-bit signed):
+        // inverting the bits reverses the order of unsigned values, so min(x) = !max(!x).
+        let inverted = super::elementwise::bitwise_invert(x)?;
+        return super::elementwise::bitwise_invert(&extreme(op, &inverted, axes, keepdims, true)?);
+    }
     let axes = Array::axes(op, axes, x.ndim())?;
     super::need_real(op, x.dtype())?;
     if x.dtype() == Scalar::Bool {
@@ -88,18 +94,8 @@ fn extreme(op: &'static str, x: &Array, axes: Option<&[isize]>, keepdims: bool, 
         ));
     }
     let d = x.dtype();
-    if d == Scalar::U64 && !largest {
-        // The minimum's identity, 2^64 - 1, is no IR integer literal (they are 64-bit signed):
-        // inverting the bits reverses the order of unsigned values, so min(x) = !max(!x).
-        let inverted = super::elementwise::bitwise_invert(x)?;
-        return super::elementwise::bitwise_invert(&extreme(op, &inverted, Some(&axes_isize(&axes)), keepdims, true)?);
-    }
     let init = worst(d, largest);
     fold(x, &axes, if largest { BinaryOp::Maximum } else { BinaryOp::Minimum }, init, keepdims)
-}
-
-fn axes_isize(axes: &[usize]) -> Vec<isize> {
-    axes.iter().map(|&a| a as isize).collect()
 }
 
 /// The value every element beats: −∞ (the type's minimum) when looking for the largest.
