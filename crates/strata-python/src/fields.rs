@@ -24,7 +24,7 @@ use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple};
 use strata_entity::Handle;
 use strata_ir::{
     algebra, BinaryOp, Device, DimName, Einsum, Function, FunctionKind, Init, Interval, Level, LevelFormat, Literal,
-    Mode, Module, Op, ParamMode, PermKind, Placement, Scalar, Team, Type, UnaryOp, Value,
+    Mode, Module, Op, ParamMode, PermKind, Placement, Scalar, Team, Type, TypeArena, UnaryOp, Value,
 };
 use strata_verify::build::{BuildError, FunctionBuilder, ModuleBuilder};
 
@@ -161,6 +161,19 @@ fn literal(value: &Bound<'_, PyAny>, s: Scalar) -> PyResult<Literal> {
         }
         _ => Literal::Int(value.extract()?),
     })
+}
+
+/// `value` as a literal of element type `ty` (a tuple member by member; `None` or a type
+/// without a scalar: `f64`).
+fn typed_literal(value: &Bound<'_, PyAny>, types: &TypeArena, ty: Option<Handle<Type>>) -> PyResult<Literal> {
+    if let (Ok(t), Some(Type::Tuple(members))) = (value.cast::<PyTuple>(), ty.map(|ty| &types[ty])) {
+        if t.len() == members.len() {
+            return Ok(Literal::Tuple(
+                t.iter().zip(members).map(|(v, &m)| typed_literal(&v, types, Some(m))).collect::<PyResult<_>>()?,
+            ));
+        }
+    }
+    literal(value, ty.and_then(|ty| strata_ir::element_scalar(types, ty)).unwrap_or(Scalar::F64))
 }
 
 /// Makes the value of `op` over `args`: a scratch function with one parameter per operand
@@ -378,19 +391,15 @@ pub fn field_scan(
             "a scan step is used on a thread other than the one that built it",
         ));
     }
-    let element = LIB.with(|lib| {
+    // The state's element type, a tuple's member by member (a state may mix dtypes: a float
+    // sum beside a boolean flag).
+    let init = LIB.with(|lib| {
         let lib = lib.borrow();
         let f = &lib.module().functions[step.0];
-        f.result().and_then(|r| {
-            let types = &lib.module().types;
-            let e = strata_ir::element_of(types, r);
-            match &types[e] {
-                Type::Tuple(fs) => fs.first().and_then(|&t| strata_ir::element_scalar(types, t)),
-                _ => strata_ir::element_scalar(types, e),
-            }
-        })
-    });
-    let init = literal(init, element.unwrap_or(Scalar::F64))?;
+        let types = &lib.module().types;
+        let state = f.result().map(|r| strata_ir::element_of(types, r));
+        typed_literal(init, types, state)
+    })?;
     let args: Vec<Rc<Node>> = xs.iter().map(|x| x.0.clone()).collect();
     let op = Op::Scan {
         func: step.0,

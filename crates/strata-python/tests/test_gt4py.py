@@ -13,6 +13,7 @@ gtx = pytest.importorskip("gt4py.next")
 import strata
 import strata.gt4py
 from gt4py.next import broadcast, max_over, min_over, neighbor_sum, where
+from gt4py.next.experimental import concat_where
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "tests", "oracles"))
 import mesh  # noqa: E402  (the generated mesh the nabla examples use)
@@ -1057,6 +1058,102 @@ def test_a_connectivity_changed_in_place_is_read_anew():
     conn.ndarray[1, 1] = 2
     run(e, out, offset_provider={"V2E": conn})
     np.testing.assert_array_equal(out.asnumpy(), [11.0, 110.0])
+
+
+# ---- GT4Py's typing: scalars as declared, comparisons across dtypes, mixed tuple states ----
+
+FK1i = gtx.Field[gtx.Dims[K], gtx.int32]
+
+
+def test_scalar_arguments_take_the_types_gt4py_declared():
+    """A Python `3` passed for an `int32` parameter is an `int32` (a `concat_where` branch
+    beside an `int32` field); a tuple of integer scalars likewise, member by member."""
+
+    @gtx.field_operator
+    def fill_below(a: gtx.int32, b: FK1i, n: gtx.int32) -> FK1i:
+        return concat_where(K < n - 1, a, b)
+
+    @gtx.field_operator
+    def weigh(t: tuple[gtx.int32, tuple[gtx.int32, gtx.int32]], b: FK1i) -> FK1i:
+        return b + t[0] + 2 * t[1][0] + 3 * t[1][1]
+
+    b = np.arange(10, 16, dtype=np.int32)
+    # Against numpy only: the embedded backend cannot size a scalar branch of `concat_where`.
+    out = gtx.as_field([K], np.zeros(6, np.int32))
+    fill_below.with_backend(strata.gt4py.backend)(3, gtx.as_field([K], b), 4, out=out, offset_provider={})
+    np.testing.assert_array_equal(out.asnumpy(), [3, 3, 3, 13, 14, 15])
+    ours, theirs = run_fo(weigh, (1, (2, 3)), gtx.as_field([K], b), out=gtx.as_field([K], np.zeros(6, np.int32)))
+    np.testing.assert_array_equal(ours.asnumpy(), b + 14)
+    np.testing.assert_array_equal(ours.asnumpy(), theirs.asnumpy())
+    assert ours.asnumpy().dtype == np.int32
+
+
+def test_comparisons_across_integer_types_and_if_branches_of_another_type():
+    """GT4Py types `i32 > i64` (any two scalar types compare) and gives `if_` its true branch's
+    type: an `int32` column compared with a Python integer (an `int64` in GTIR), a literal
+    `0` of another type in the false branch. Iterator view, as GT4Py's column tests write it."""
+    from gt4py.next.iterator import ir as itir
+    from gt4py.next.iterator.ir_utils import ir_makers as im
+
+    dom = im.domain("cartesian_domain", {K: (0, 6)})
+    stencil = im.lambda_("k", "level")(
+        im.if_(im.greater(im.deref("k"), im.deref("level")), im.multiplies_(im.deref("k"), im.literal_from_value(np.int32(2))),
+               im.literal_from_value(np.int64(0))))
+    program = itir.Program(
+        id="above", function_definitions=[], params=[im.sym("k"), im.sym("level"), im.sym("out")], declarations=[],
+        body=[itir.SetAt(expr=im.as_fieldop(stencil, dom)("k", "level"), domain=dom, target=im.ref("out"))],
+    )
+    run = strata.gt4py._Artifact(program).load()
+    k = np.arange(6, dtype=np.int32)
+    for level in (2, -1, 9):
+        out = gtx.as_field([K], np.full(6, -5, np.int32))
+        run(gtx.as_field([K], k), level, out, offset_provider={})
+        np.testing.assert_array_equal(out.asnumpy(), np.where(k > level, 2 * k, 0))
+
+
+def test_a_scan_state_mixes_dtypes_member_by_member():
+    """A tuple state `(float, bool, float)`: sums of the even and the odd levels, a flag
+    flipping each level (GT4Py's `ksum_even_odd`); against the embedded backend and numpy."""
+
+    @gtx.scan_operator(axis=K, forward=True, init=(0.0, True, 0.0))
+    def even_odd(state: tuple[float, bool, float], x: float) -> tuple[float, bool, float]:
+        even, is_even, odd = state
+        return even + (x if is_even else 0.0), not is_even, odd + (0.0 if is_even else x)
+
+    @gtx.field_operator
+    def sums(x: FIK) -> tuple[FIK, FIK]:
+        even, _, odd = even_odd(x)
+        return even, odd
+
+    x = np.random.default_rng(31).random((3, 7))
+    out = (gtx.as_field([I, K], np.zeros((3, 7))), gtx.as_field([I, K], np.zeros((3, 7))))
+    ours, theirs = run_fo(sums, gtx.as_field([I, K], x), out=out)
+    even = np.cumsum(np.where(np.arange(7) % 2 == 0, x, 0.0), axis=1)
+    odd = np.cumsum(np.where(np.arange(7) % 2 == 1, x, 0.0), axis=1)
+    for got, other, want in zip(ours, theirs, (even, odd)):
+        np.testing.assert_allclose(got.asnumpy(), want, rtol=1e-14)
+        np.testing.assert_allclose(got.asnumpy(), other.asnumpy(), rtol=1e-14)
+
+
+def test_performance_metrics_report_the_compute_time():
+    """At GT4Py's `PERFORMANCE` metrics level a call records `compute` (the run alone) beside
+    GT4Py's own `total`."""
+    import collections
+    from unittest import mock
+
+    from gt4py.next.instrumentation import metrics
+
+    with mock.patch("gt4py.next.config.COLLECT_METRICS_LEVEL", metrics.PERFORMANCE), mock.patch(
+        "gt4py.next.instrumentation.metrics.sources", collections.defaultdict(metrics.Source)
+    ):
+        a = gtx.as_field([I, J], np.ones((4, 5)))
+        out = gtx.as_field([I, J], np.zeros((4, 5)))
+        copy_program.with_backend(strata.gt4py.backend)(a, out, offset_provider={})
+        (source,) = metrics.sources.values()
+        assert set(source.metrics) == {"compute", "total"}
+        compute, total = source.metrics["compute"].samples, source.metrics["total"].samples
+        assert len(compute) == 1 and 0 < compute[0] <= total[0]
+    np.testing.assert_array_equal(out.asnumpy(), 2.0)
 
 
 GENERATED = int(os.environ.get("STRATA_GT4PY_COUNT", "15"))

@@ -518,7 +518,7 @@ def scan(step: Any, *xs: Field, dim: Dim, init: Any = 0.0, forward: bool = True)
     # The step's parameters: the state over the section (the other dimensions of the values),
     # one slice of each value.
     base = xs[0].dtype if not isinstance(xs[0].dtype, tuple) else np.dtype(np.float64)
-    state_dtype = tuple(base for _ in init) if isinstance(init, tuple) else base
+    state_dtype = tuple(_init_dtype(v, base) for v in init) if isinstance(init, tuple) else base
     state = Field(_strata.field_param(_element(state_dtype), [tuple(l) for l in _step_section(xs, dim)], None))
     values = [
         Field(_strata.field_param(_element(x.dtype), [tuple(l) for l in x.levels if l.name != dim.name], None))
@@ -535,6 +535,16 @@ def scan(step: Any, *xs: Field, dim: Dim, init: Any = 0.0, forward: bool = True)
     except VerifyError as e:
         raise FieldError(f"{_where()}{e}") from None
     return _ir(_strata.field_scan, fn, [x._v for x in xs], dim.name, bool(forward), init)
+
+
+def _init_dtype(v: Any, base: np.dtype) -> np.dtype:
+    """The dtype of a tuple state's member starting at `v`: a numpy scalar's own, a Python
+    bool's `bool`, else the first value's (`base`)."""
+    if isinstance(v, np.generic):
+        return v.dtype
+    if isinstance(v, bool):
+        return np.dtype(np.bool_)
+    return base
 
 
 def _step_section(xs: Sequence[Field], dim: Dim) -> Levels:

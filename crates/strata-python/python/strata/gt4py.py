@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import time
 import weakref
 from typing import Any, Dict, List, NoReturn, Optional, Sequence, Tuple
 
@@ -35,6 +36,7 @@ from gt4py.next import backend as _next_backend
 from gt4py.next import common as _common
 from gt4py.next import constructors as _constructors
 from gt4py.next.embedded import nd_array_field as _nd_array_field
+from gt4py.next.instrumentation import metrics as _metrics
 from gt4py.next import custom_layout_allocators as _allocators
 from gt4py.next.iterator import ir as _itir
 from gt4py.next.iterator.ir_utils import domain_utils as _domain_utils
@@ -77,12 +79,14 @@ _BUILTINS = {
     "round": "round", "sign": "sign",
 }
 
+_COMPARISONS = {"less", "less_equal", "greater", "greater_equal", "eq", "not_eq"}
+
 
 def _where(node: Any) -> str:
     """`file:line: ` of the user's source `node` comes from: GT4Py keeps the locations of the
     names and literals it lowered, not always of the calls its transforms made, so the first
     located node inside `node` stands for it."""
-    nodes = node.pre_walk_values().if_isinstance(_itir.Node) if isinstance(node, _itir.Node) else ()
+    nodes = node.pre_walk_values().if_isinstance(_itir.Node) if _is(node, _itir.Node) else ()
     for n in nodes:
         loc = getattr(n, "location", None)
         if loc is not None and getattr(loc, "filename", None):
@@ -231,7 +235,7 @@ class _Executable:
         if any(type(f) is _TeamField for f in fields):
             # A distributed run (every rank calls it): each output's new value replaces the
             # field's team array (its rows stay on their ranks).
-            written = runner(*(f.ndarray._x for f in fields), *values)
+            written = _timed(runner, *(f.ndarray._x for f in fields), *values)
             for (_, w), f in zip(written, fields):
                 f.ndarray._x = w
             return
@@ -242,7 +246,7 @@ class _Executable:
         # A program checking computed table entries as it runs writes copies, kept only when it
         # succeeds: an error leaves the user's outputs as they were.
         buffers = [np.array(f[2]) if checked_while_running else f[2] for f in outs]
-        written = runner(*buffers, *values)
+        written = _timed(runner, *buffers, *values)
         for (_, w), (_, v, b) in zip(written, outs):
             # Not written in place (the interpreter, an output numpy copied), or in place into a
             # copy of a strided field: the field gets the values.
@@ -251,6 +255,17 @@ class _Executable:
 
 
 _FLOAT = ("float", np.dtype(np.float64).str)
+
+
+def _timed(runner: Any, *args: Any) -> Any:
+    """`runner(*args)`; at GT4Py's `PERFORMANCE` metrics level its time in seconds is also GT4Py's
+    `compute` metric of the call (GT4Py measures `total` itself)."""
+    if not _metrics.is_level_enabled(_metrics.PERFORMANCE):
+        return runner(*args)
+    start = time.perf_counter()
+    written = runner(*args)
+    _metrics.add_sample_to_current_source(_metrics.COMPUTE_METRIC, time.perf_counter() - start)
+    return written
 
 
 def _table_structure(c: Any) -> Any:
@@ -540,7 +555,7 @@ class _Lowering:
     def compile(self):
         for k, (p, a) in enumerate(zip(self.program.params, self.args)):
             try:
-                self.env[str(p.id)] = self._param(a, (k,))
+                self.env[str(p.id)] = self._param(a, (k,), getattr(p, "type", None))
             except GTIRError as e:
                 raise GTIRError(f"{_where(p)}parameter `{p.id}`: {e}") from None
         for stmt in self.program.body:
@@ -558,9 +573,12 @@ class _Lowering:
 
     # -- parameters: every field a leaf standing for its argument; scalars by kind --
 
-    def _param(self, a: Any, path: Tuple[int, ...]) -> Any:
+    def _param(self, a: Any, path: Tuple[int, ...], declared: Any = None) -> Any:
+        """The value standing for argument `a` (at `path`), of the type GT4Py declared for it
+        (`declared`, when known: a Python `3` passed for an `int32` parameter is an `int32`)."""
         if isinstance(a, tuple):
-            return tuple(self._param(x, (*path, k)) for k, x in enumerate(a))
+            members = declared.types if isinstance(declared, _ts.TupleType) else [None] * len(a)
+            return tuple(self._param(x, (*path, k), t) for k, (x, t) in enumerate(zip(a, members)))
         if type(a) is _TeamField:
             # Distributed in blocks of its first dimension over the job's ranks: the program's
             # shifts along it become halo exchanges.
@@ -586,7 +604,9 @@ class _Lowering:
             field = _build(_strata.field_subset, leaf, levels) if _storage(a.ndarray)[1] else leaf
             field._gt_path, field._gt_leaf = path, leaf
             return field
-        d = np.asarray(a).dtype
+        d = _KINDS.get(declared.kind) if isinstance(declared, _ts.ScalarType) else None
+        if d is None:
+            d = np.asarray(a).dtype
         if d.kind in "iub":
             # Integers and booleans are structure (domain bounds, `if` conditions), typed as
             # GT4Py typed them.
@@ -606,11 +626,11 @@ class _Lowering:
             _relocated(e, stmt)
 
     def _lower_stmt(self, stmt: Any) -> None:
-        if isinstance(stmt, _itir.SetAt):
+        if _is(stmt, _itir.SetAt):
             value = self._expr(stmt.expr)
             domain = self._domain(stmt.domain)
             self._assign(stmt, stmt.target, value, domain)
-        elif isinstance(stmt, _itir.IfStmt):
+        elif _is(stmt, _itir.IfStmt):
             cond = self._expr(stmt.cond)
             if not isinstance(cond, (bool, np.bool_)):
                 raise _unsupported(stmt, "`if` on a value only known when the program runs")
@@ -620,7 +640,7 @@ class _Lowering:
             raise _unsupported(stmt, f"the statement `{type(stmt).__name__}`")
 
     def _assign(self, stmt: Any, target: Any, value: Any, domain: Any) -> None:
-        if isinstance(target, _itir.FunCall) and _name(target.fun) == "make_tuple":
+        if _is(target, _itir.FunCall) and _name(target.fun) == "make_tuple":
             if not isinstance(value, tuple):
                 value = tuple(_tuple_get(k, value) for k in range(len(target.args)))
             domains = domain if isinstance(domain, tuple) else (domain,) * len(target.args)
@@ -661,12 +681,12 @@ class _Lowering:
     def _domain(self, e: Any) -> Any:
         """The intervals `(dim, start, stop)` of a domain (a tuple of those for a tuple of
         domains)."""
-        if isinstance(e, _itir.FunCall) and _name(e.fun) == "make_tuple":
+        if _is(e, _itir.FunCall) and _name(e.fun) == "make_tuple":
             return tuple(self._domain(d) for d in e.args)
-        if isinstance(e, _itir.FunCall) and _name(e.fun) in ("cartesian_domain", "unstructured_domain"):
+        if _is(e, _itir.FunCall) and _name(e.fun) in ("cartesian_domain", "unstructured_domain"):
             out = []
             for r in e.args:
-                if not (isinstance(r, _itir.FunCall) and _name(r.fun) == "named_range"):
+                if not (_is(r, _itir.FunCall) and _name(r.fun) == "named_range"):
                     raise _unsupported(e, "this domain")
                 axis, start, stop = r.args
                 out.append((axis.value, self._bound(start), self._bound(stop)))
@@ -675,7 +695,7 @@ class _Lowering:
 
     def _bound(self, e: Any) -> Optional[int]:
         """A domain bound: an integer, or `None` for ±∞ (a `concat_where` condition's open side)."""
-        if isinstance(e, _itir.InfinityLiteral):
+        if _is(e, _itir.InfinityLiteral):
             return None
         return self._int(e)
 
@@ -688,20 +708,20 @@ class _Lowering:
     # -- expressions (field level) --
 
     def _expr(self, e: Any) -> Any:
-        if isinstance(e, _itir.SymRef):
+        if _is(e, _itir.SymRef):
             name = str(e.id)
             if name in self.env:
                 return self.env[name]
             raise _unsupported(e, f"the symbol `{name}`")
-        if isinstance(e, _itir.Literal):
+        if _is(e, _itir.Literal):
             return _literal(e)
-        if isinstance(e, _itir.AxisLiteral):
+        if _is(e, _itir.AxisLiteral):
             return e
-        if isinstance(e, _itir.FunCall):
+        if _is(e, _itir.FunCall):
             fun = e.fun
-            if isinstance(fun, _itir.FunCall) and _name(fun.fun) == "as_fieldop":
+            if _is(fun, _itir.FunCall) and _name(fun.fun) == "as_fieldop":
                 return self._as_fieldop(e, fun)
-            if isinstance(fun, _itir.Lambda):
+            if _is(fun, _itir.Lambda):
                 # A let: the body with the parameters bound to the arguments' values.
                 values = [self._expr(a) for a in e.args]
                 saved = dict(self.env)
@@ -852,7 +872,7 @@ class _Lowering:
             # stencil's shifts along `D`.
             args = [a.over(e, self._widened(domain, stencil, a.dim)) if isinstance(a, _Index) else a for a in args]
         its = [_Iterator(a) if isinstance(a, Field) else a for a in args]
-        if isinstance(stencil, _itir.Lambda):
+        if _is(stencil, _itir.Lambda):
             self.fieldop_domains.append(domain)
             try:
                 value = self._stencil(stencil.expr, dict(zip((str(p.id) for p in stencil.params), its)))
@@ -860,9 +880,9 @@ class _Lowering:
                 self.fieldop_domains.pop()
         elif _name(stencil) == "deref":
             value = its[0].deref() if isinstance(its[0], _Iterator) else its[0]  # a scalar broadcast
-        elif isinstance(stencil, _itir.FunCall) and _name(stencil.fun) == "scan":
+        elif _is(stencil, _itir.FunCall) and _name(stencil.fun) == "scan":
             value = self._scan(e, stencil, args, domain)
-        elif isinstance(stencil, _itir.FunCall) and _name(stencil.fun):
+        elif _is(stencil, _itir.FunCall) and _name(stencil.fun):
             raise _unsupported(stencil, f"the stencil `{_name(stencil.fun)}`")
         else:
             raise _unsupported(stencil, "this stencil")
@@ -889,35 +909,35 @@ class _Lowering:
             for n in stencil.pre_walk_values().if_isinstance(_itir.FunCall)
             if _name(n.fun) == "shift"
             for k in range(0, len(n.args) - 1, 2)
-            if isinstance(n.args[k], _itir.CartesianOffset) and n.args[k].domain.value == dim
-            and isinstance(n.args[k + 1], _itir.OffsetLiteral) and isinstance(n.args[k + 1].value, int)
+            if _is(n.args[k], _itir.CartesianOffset) and n.args[k].domain.value == dim
+            and _is(n.args[k + 1], _itir.OffsetLiteral) and isinstance(n.args[k + 1].value, int)
         )
         return [(d, a - reach, b + reach) if d == dim else (d, a, b) for d, a, b in domain]
 
     # -- expressions inside a stencil: iterators and values --
 
     def _stencil(self, e: Any, scope: Dict[str, Any]) -> Any:
-        if isinstance(e, _itir.SymRef):
+        if _is(e, _itir.SymRef):
             name = str(e.id)
             if name in scope:
                 return scope[name]
             if name in self.env:
                 return self.env[name]
             raise _unsupported(e, f"the symbol `{name}` in a stencil")
-        if isinstance(e, _itir.Literal):
+        if _is(e, _itir.Literal):
             return _literal(e)
-        if isinstance(e, (_itir.OffsetLiteral, _itir.CartesianOffset, _itir.AxisLiteral)):
+        if _is(e, (_itir.OffsetLiteral, _itir.CartesianOffset, _itir.AxisLiteral)):
             return e
-        if isinstance(e, _itir.Lambda):
+        if _is(e, _itir.Lambda):
             return (e, scope)
-        if not isinstance(e, _itir.FunCall):
+        if not _is(e, _itir.FunCall):
             raise _unsupported(e, f"`{type(e).__name__}` in a stencil")
         fun = e.fun
-        if isinstance(fun, _itir.Lambda):
+        if _is(fun, _itir.Lambda):
             inner = dict(scope)
             inner.update(zip((str(p.id) for p in fun.params), (self._stencil(a, scope) for a in e.args)))
             return self._stencil(fun.expr, inner)
-        if isinstance(fun, _itir.FunCall) and _name(fun.fun) == "shift":
+        if _is(fun, _itir.FunCall) and _name(fun.fun) == "shift":
             it = self._stencil(e.args[0], scope)
             if not isinstance(it, _Iterator):
                 raise _unsupported(e, "a shift of a value that is not an iterator")
@@ -927,9 +947,9 @@ class _Lowering:
                 # See `_Iterator.deref`: one table reads every offset at the stencil's point.
                 raise _unsupported(e, "shifts by fields along several dimensions, or with neighbor tables, of one iterator")
             return _Iterator(it.field, shifts)
-        if isinstance(fun, _itir.FunCall) and _name(fun.fun) == "reduce":
+        if _is(fun, _itir.FunCall) and _name(fun.fun) == "reduce":
             return self._reduce(e, fun, scope)
-        if isinstance(fun, _itir.FunCall) and _name(fun.fun) == "map_list":
+        if _is(fun, _itir.FunCall) and _name(fun.fun) == "map_list":
             # An operation on lists of neighbors, neighbor by neighbor: the builtin on fields
             # with the neighbor dimension (broadcast by name).
             op = _name(fun.args[0])
@@ -946,7 +966,7 @@ class _Lowering:
             return it  # a scalar argument of the stencil
         if name == "neighbors":
             tag, it = e.args[0], self._stencil(e.args[1], scope)
-            if not (isinstance(tag, _itir.OffsetLiteral) and isinstance(it, _Iterator)):
+            if not (_is(tag, _itir.OffsetLiteral) and isinstance(it, _Iterator)):
                 raise _unsupported(e, "`neighbors` of this value")
             table = self._table(e, str(tag.value), at_point=True)
             return _Neighbors(_build(_strata.field_neighbor, it.deref(), table, None))
@@ -1036,7 +1056,7 @@ class _Lowering:
         from . import fields as _fields
 
         step, forward, init = stencil.args
-        if not isinstance(step, _itir.Lambda):
+        if not _is(step, _itir.Lambda):
             raise _unsupported(stencil, "a scan whose step is not a lambda")
         if domain is None or isinstance(domain, tuple):
             raise _unsupported(e, "a scan without its domain")
@@ -1047,9 +1067,8 @@ class _Lowering:
         shape, init = _tree_shape(init), _tree_leaves(init)
         init = init[0] if shape is None else tuple(init)
         dtype = np.asarray(init[0] if isinstance(init, tuple) else init).dtype
-        init = tuple(v.item() if isinstance(v, np.generic) else v for v in init) if isinstance(init, tuple) else (
-            init.item() if isinstance(init, np.generic) else init
-        )
+        # A tuple state keeps its members' numpy types: each member is scanned in its own dtype.
+        init = init if isinstance(init, tuple) else init.item() if isinstance(init, np.generic) else init
         names = [str(p.id) for p in step.params]
         constants: Dict[str, Any] = {}
         scanned: List[Tuple[str, Field]] = []
@@ -1106,11 +1125,11 @@ class _Lowering:
         while parts:
             tag, index = parts[0], parts[1]
             parts = parts[2:]
-            if isinstance(tag, _itir.CartesianOffset):
+            if _is(tag, _itir.CartesianOffset):
                 if tag.domain.value != tag.codomain.value:
                     raise _unsupported(node, "a cartesian shift between two dimensions")
                 target: Any = tag.domain.value
-            elif isinstance(tag, _itir.OffsetLiteral) and isinstance(tag.value, str):
+            elif _is(tag, _itir.OffsetLiteral) and isinstance(tag.value, str):
                 provider = self.offset_provider.get(tag.value)
                 if isinstance(provider, _common.Dimension):
                     target = provider.value
@@ -1119,7 +1138,7 @@ class _Lowering:
                     target = _TableRef(self, node, tag.value, c.domain.dims[0].value)
             else:
                 raise _unsupported(node, "this shift")
-            if isinstance(index, _itir.OffsetLiteral) and isinstance(index.value, int):
+            if _is(index, _itir.OffsetLiteral) and isinstance(index.value, int):
                 out.append((target, int(index.value)))
                 continue
             offset = self._stencil(index, scope)
@@ -1161,6 +1180,14 @@ class _Lowering:
             raise _unsupported(e, f"the builtin `{name}`")
         dtype = next((a.dtype for a in args[1 if name == "if_" else 0:] if isinstance(a, Field)), None)
         operands = [a if isinstance(a, Field) else _constant(e, a, dtype) for a in args]
+        if name in _COMPARISONS and operands[0].dtype != operands[1].dtype:
+            # GT4Py types a comparison of any two scalar types (`i32 > i64`); its embedded
+            # execution compares as numpy does, in the promoted type.
+            common = np.result_type(operands[0].dtype, operands[1].dtype)
+            operands = [x if x.dtype == common else x.astype(common) for x in operands]
+        elif name == "if_" and operands[1].dtype != operands[2].dtype:
+            # GT4Py's `if_` has its true branch's type (the other branch is not checked).
+            operands[2] = operands[2].astype(operands[1].dtype)
         try:
             return _build(_strata.field_builtin, kw, operands)
         except VerifyError as err:
@@ -1224,8 +1251,22 @@ def _tuple_get(idx: Any, t: Any) -> Any:
     return _build(_strata.field_tuple_get, t, int(idx))
 
 
+_SUBCLASS: Dict[Tuple[int, int], bool] = {}
+
+
+def _is(e: Any, cls: Any) -> bool:
+    """`isinstance(e, cls)` for GT4Py's IR node classes, whose metaclass (a runtime protocol's)
+    makes every `isinstance` and every hash of the class cost microseconds: answered once per
+    node type, keyed by the classes' ids (classes live as long as the process)."""
+    key = (id(type(e)), id(cls))
+    hit = _SUBCLASS.get(key)
+    if hit is None:
+        hit = _SUBCLASS[key] = issubclass(type(e), cls)
+    return hit
+
+
 def _name(e: Any) -> Optional[str]:
-    return str(e.id) if isinstance(e, _itir.SymRef) else None
+    return str(e.id) if _is(e, _itir.SymRef) else None
 
 
 def _literal(e: Any) -> Any:
