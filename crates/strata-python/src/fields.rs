@@ -295,6 +295,13 @@ pub fn field_neighbor(x: PyRef<'_, FieldValue>, table: PyRef<'_, FieldValue>, k:
     make(op, vec![x.0.clone(), table.0.clone()], None)
 }
 
+/// Neighbor `k` of `x`'s last neighbor dimension, which it drops (GT4Py's `list_get`): a
+/// skipped neighbor stays skipped.
+#[pyfunction]
+pub fn field_neighbor_get(x: PyRef<'_, FieldValue>, k: i64) -> PyResult<FieldValue> {
+    make(Op::ShiftApply { arg: operand(0), neighbor: k }, vec![x.0.clone()], None)
+}
+
 /// The fold of `x` by `op` (`plus`, `maximum`, `minimum`, …) over its last neighbor
 /// dimension, from `init` (a number; by default the fold's identity). Skipped neighbors take
 /// no part.
@@ -713,6 +720,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(field_shift, m)?)?;
     m.add_function(wrap_pyfunction!(field_neighbor, m)?)?;
     m.add_function(wrap_pyfunction!(field_neighbor_fold, m)?)?;
+    m.add_function(wrap_pyfunction!(field_neighbor_get, m)?)?;
     m.add_function(wrap_pyfunction!(field_make_tuple, m)?)?;
     m.add_function(wrap_pyfunction!(field_tuple_get, m)?)?;
     m.add_function(wrap_pyfunction!(field_function, m)?)?;

@@ -949,15 +949,20 @@ class _Lowering:
             return _Iterator(it.field, shifts)
         if _is(fun, _itir.FunCall) and _name(fun.fun) == "reduce":
             return self._reduce(e, fun, scope)
+        if _is(fun, _itir.FunCall) and _name(fun.fun) == "lift":
+            return self._lift(e, fun.args[0], [self._stencil(a, scope) for a in e.args], scope)
         if _is(fun, _itir.FunCall) and _name(fun.fun) == "map_list":
             # An operation on lists of neighbors, neighbor by neighbor: the builtin on fields
             # with the neighbor dimension (broadcast by name).
-            op = _name(fun.args[0])
+            op = fun.args[0]
             lists = [self._stencil(a, scope) for a in e.args]
             lists = [x.field if isinstance(x, _Neighbors) else x for x in lists]
-            if op not in _BUILTINS and op != "if_":
-                raise _unsupported(e, f"`map_list` of `{op}`")
-            return _Neighbors(self._value_op(e, op, lists))
+            if _is(op, _itir.Lambda) and len(op.params) == len(lists):
+                # A lambda neighbor by neighbor: its body on the lists as fields.
+                return _Neighbors(self._stencil(op.expr, {**scope, **dict(zip((str(p.id) for p in op.params), lists))}))
+            if _name(op) not in _BUILTINS and _name(op) != "if_":
+                raise _unsupported(e, f"`map_list` of `{_name(op) or op}`")
+            return _Neighbors(self._value_op(e, _name(op), lists))
         name = _name(fun)
         if name == "deref":
             it = self._stencil(e.args[0], scope)
@@ -970,6 +975,18 @@ class _Lowering:
                 raise _unsupported(e, "`neighbors` of this value")
             table = self._table(e, str(tag.value), at_point=True)
             return _Neighbors(_build(_strata.field_neighbor, it.deref(), table, None))
+        if name == "list_get":
+            # Neighbor `k` of a list (the last neighbor dimension of its field).
+            k = self._stencil(e.args[0], scope)
+            k = k.value if _is(k, _itir.OffsetLiteral) else k
+            lst = self._stencil(e.args[1], scope)
+            lst = lst.field if isinstance(lst, _Neighbors) else lst
+            if not isinstance(k, (int, np.integer)) or not isinstance(lst, Field):
+                raise _unsupported(e, "`list_get` of a position only known when the program runs")
+            try:
+                return _build(_strata.field_neighbor_get, lst, int(k))
+            except VerifyError as err:
+                raise GTIRError(f"{_where(e)}`list_get`: {err}") from None
         if name == "make_const_list":
             # The same value for every neighbor: the value itself, broadcast by name against
             # the lists it is combined with (`map_list`).
@@ -991,6 +1008,32 @@ class _Lowering:
         if name in _BUILTINS or name == "if_":
             return self._value_op(e, name, [self._stencil(a, scope) for a in e.args])
         raise _unsupported(e, f"`{name}` in a stencil")
+
+    def _lift(self, e: Any, stencil: Any, its: List[Any], scope: Dict[str, Any]) -> Any:
+        """`(↑stencil)(its…)`: an iterator over the stencil's values. Reading it after a shift
+        is the stencil at the shifted point (`deref(shift(s)(↑f(it))) = f(shift(s)(it))`), so
+        the lifted iterator is the stencil's value as a field, over the points where it is
+        defined, shifted like any other. Its tables are read whole: a later shift reads the
+        value at points beyond the reading `as_fieldop`'s domain."""
+        self.fieldop_domains.append(None)
+        try:
+            if _is(stencil, _itir.Lambda):
+                value = self._stencil(stencil.expr, {**scope, **dict(zip((str(p.id) for p in stencil.params), its))})
+            elif _name(stencil) == "deref" and len(its) == 1:
+                value = its[0].deref() if isinstance(its[0], _Iterator) else its[0]
+            else:
+                raise _unsupported(e, "this lifted stencil")
+        finally:
+            self.fieldop_domains.pop()
+        if isinstance(value, tuple):
+            from . import fields as _fields
+
+            value = _fields.make_tuple(*_tree_leaves(value)) if all(isinstance(v, Field) for v in _tree_leaves(value)) else value
+        if isinstance(value, Field):
+            return _Iterator(value)
+        if isinstance(value, _Neighbors):
+            return _Iterator(value.field)
+        return value  # a scalar: the same at every point, wherever it is read
 
     def _table(self, node: Any, name: str, at_point: bool = False) -> Field:
         """The neighbor table of the connectivity `name`: a leaf over its (destination,
@@ -1032,18 +1075,32 @@ class _Lowering:
         return c, a
 
     def _reduce(self, e: Any, fun: Any, scope: Dict[str, Any]) -> Field:
-        """`reduce(op, init)(neighbors…)`: the fold over the neighbor dimension, skipped
-        neighbors taking no part."""
+        """`reduce(op, init)(lists…)`: the fold over the neighbor dimension, skipped neighbors
+        taking no part. `op` is a builtin of one list, or a lambda `λ(acc, x…) → acc ⊕ g(x…)`
+        with `⊕` an associative builtin and `g` free of `acc` (GT4Py's sums of products, or of
+        one of several lists): `g` neighbor by neighbor, then the fold by `⊕`."""
         op, init = fun.args
         lists = [self._stencil(a, scope) for a in e.args]
         # A list made in this stencil, or one an earlier `as_fieldop` made (read by `deref`).
         lists = [x.field if isinstance(x, _Neighbors) else x for x in lists]
-        if len(lists) != 1 or not isinstance(lists[0], Field) or _name(op) not in _BUILTINS:
+        if not all(isinstance(x, Field) for x in lists):
+            raise _unsupported(e, "this `reduce` (of values that are not lists of neighbors)")
+        if _name(op) in _BUILTINS and len(lists) == 1:
+            folded, kind = lists[0], _name(op)
+        elif _is(op, _itir.Lambda) and len(op.params) == len(lists) + 1:
+            kind, g = _fold_parts(op)
+            if kind is None:
+                raise _unsupported(e, "this `reduce` (its lambda is not `acc ⊕ g(neighbors)`)")
+            inner = {**scope, **dict(zip((str(p.id) for p in op.params[1:]), lists))}
+            folded = self._stencil(g, inner)
+            if not isinstance(folded, Field):
+                raise _unsupported(e, "this `reduce` (its lambda is the same for every neighbor)")
+        else:
             raise _unsupported(e, "this `reduce` (one list of neighbors, a builtin operation)")
         init = self._stencil(init, scope)
         value = init.item() if isinstance(init, np.generic) else init
         try:
-            return _build(_strata.field_neighbor_fold, lists[0], _BUILTINS[_name(op)], value)
+            return _build(_strata.field_neighbor_fold, folded, _BUILTINS[kind], value)
         except VerifyError as err:
             raise GTIRError(f"{_where(e)}`reduce`: {err}") from None
 
@@ -1215,6 +1272,21 @@ class _GTArg:
 
     def __init__(self, path: Any, scalar: Optional[np.dtype] = None):
         self.path, self.scalar = path, scalar
+
+
+def _fold_parts(op: Any) -> Tuple[Optional[str], Any]:
+    """A reduction lambda `λ(acc, x…) → acc ⊕ g` (or `g ⊕ acc`) with `⊕` associative and
+    commutative and `acc` not in `g`: `(⊕, g)`, else `(None, None)`."""
+    acc = str(op.params[0].id)
+    body = op.expr
+    if not (_is(body, _itir.FunCall) and _name(body.fun) in ("plus", "multiplies", "minimum", "maximum", "and_", "or_")
+            and len(body.args) == 2):
+        return None, None
+    uses = [any(_is(n, _itir.SymRef) and str(n.id) == acc for n in a.pre_walk_values()) for a in body.args]
+    for k in (0, 1):
+        if _is(body.args[k], _itir.SymRef) and str(body.args[k].id) == acc and not uses[1 - k]:
+            return _name(body.fun), body.args[1 - k]
+    return None, None
 
 
 def _clip(start: int, stop: int, lo: int, hi: int) -> Tuple[int, int]:
