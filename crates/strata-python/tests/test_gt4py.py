@@ -1244,6 +1244,31 @@ def test_lifted_stencils_and_reductions_by_lambdas_in_iterator_view():
     np.testing.assert_allclose(got, [1.0 + sum(w[k] for k in row if k >= 0) for row in table], rtol=1e-15)
 
 
+def test_composed_neighbor_shifts_and_domains_passed_as_values():
+    """`deref(shift(E2V, 1)(shift(C2E, 0)(v)))` moves a cell's iterator to its first edge,
+    then to that edge's second vertex (as fields: through E2V first, then C2E); a domain bound
+    by a `let` and given to `as_fieldop` (GT4Py's functions taking a domain argument)."""
+    from gt4py.next.iterator import ir as itir
+    from gt4py.next.iterator.ir_utils import ir_makers as im
+
+    Cell = gtx.Dimension("Cell")
+    C2EDim, E2VDim = gtx.Dimension("C2E", kind=gtx.DimensionKind.LOCAL), gtx.Dimension("E2V", kind=gtx.DimensionKind.LOCAL)
+    c2e = np.array([[4, 0, 1], [2, 3, 4], [1, 3, 0]], dtype=np.int32)
+    e2v = np.array([[0, 1], [1, 2], [2, 3], [3, 0], [1, 3]], dtype=np.int32)
+    provider = {"C2E": gtx.as_connectivity([Cell, C2EDim], Edge, c2e),
+                "E2V": gtx.as_connectivity([Edge, E2VDim], Vertex, e2v)}
+    v = np.array([10.0, 20.0, 30.0, 40.0])
+    stencil = im.lambda_("v")(im.deref(im.shift("E2V", 1)(im.shift("C2E", 0)("v"))))
+    body = im.let("dom", im.domain("unstructured_domain", {Cell: (0, 3)}))(im.as_fieldop(stencil, "dom")("v"))
+    program = itir.Program(
+        id="composed", function_definitions=[], params=[im.sym("v"), im.sym("out")], declarations=[],
+        body=[itir.SetAt(expr=body, domain=im.domain("unstructured_domain", {Cell: (0, 3)}), target=im.ref("out"))],
+    )
+    out = gtx.as_field([Cell], np.zeros(3))
+    strata.gt4py._Artifact(program).load()(gtx.as_field([Vertex], v), out, offset_provider=provider)
+    np.testing.assert_array_equal(out.asnumpy(), v[e2v[c2e[:, 0], 1]])
+
+
 GENERATED = int(os.environ.get("STRATA_GT4PY_COUNT", "15"))
 
 

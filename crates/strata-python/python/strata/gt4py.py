@@ -461,8 +461,6 @@ class _Iterator:
 
     def deref(self) -> Field:
         f = self.field
-        # GT4Py applies the innermost shift first: `shift(a)(shift(b)(it))` reads `it` at
-        # `b` then `a`, which is `x(b)(a)` as fields, so shifts compose from the first.
         moved = [(t, k) for t, k in self.shifts if isinstance(k, Field)]
         if moved:
             # Shifts by fields (`as_offset`) read their offsets at the stencil's point, while a
@@ -478,11 +476,16 @@ class _Iterator:
                 total = total + k
             const = sum(k for t, k in self.shifts if t == dim and not isinstance(k, Field))
             return _build(_strata.field_neighbor, f, _offset_table(total + const if const else total, dim, f), 0)
-        for j, (target, k) in enumerate(self.shifts):
+        # Through tables the order matters: `shift(E2V, 0)(shift(C2E, 0)(it))` moves the
+        # iterator from a cell to its edge, then to that edge's vertex, so as fields the
+        # vertex field goes through E2V first (a field over edges), then through C2E. The
+        # shifts apply from the outermost; cartesian ones commute with them.
+        for j in reversed(range(len(self.shifts))):
+            target, k = self.shifts[j]
             if isinstance(target, _TableRef):
-                # Read at the stencil's point when no later shift moves along its rows.
-                later = self.shifts[j + 1:]
-                at_point = all(not isinstance(t, _TableRef) and t != target.dst for t, _ in later)
+                # Read at the stencil's point when no earlier shift moved along its rows.
+                earlier = self.shifts[:j]
+                at_point = all(not isinstance(t, _TableRef) and t != target.dst for t, _ in earlier)
                 f = _build(_strata.field_neighbor, f, target.leaf(at_point), k)
             else:
                 f = _build(_strata.field_shift, f, target, k)
@@ -683,6 +686,8 @@ class _Lowering:
         domains)."""
         if _is(e, _itir.FunCall) and _name(e.fun) == "make_tuple":
             return tuple(self._domain(d) for d in e.args)
+        if _is(e, _itir.SymRef) and isinstance(self.env.get(str(e.id)), list):
+            return self.env[str(e.id)]  # a domain bound by a `let` (passed to a function)
         if _is(e, _itir.FunCall) and _name(e.fun) in ("cartesian_domain", "unstructured_domain"):
             out = []
             for r in e.args:
@@ -743,6 +748,8 @@ class _Lowering:
                 return tuple(self._expr(a) for a in e.args)
             if name == "concat_where":
                 return self._concat_where(e)
+            if name in ("cartesian_domain", "unstructured_domain"):
+                return self._domain(e)  # a domain as a value: its intervals
             if name == "index":
                 return _Index(str(e.args[0].value))
             if name not in _BUILTINS and name not in ("if_", "cast_") and name not in _SCALAR_OPS:
