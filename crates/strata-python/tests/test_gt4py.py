@@ -1269,6 +1269,37 @@ def test_composed_neighbor_shifts_and_domains_passed_as_values():
     np.testing.assert_array_equal(out.asnumpy(), v[e2v[c2e[:, 0], 1]])
 
 
+def test_if_reads_only_the_branch_it_takes():
+    """GT4Py's `if_` evaluates the branch it takes only: `k > level ? 10·k[k - 1] : k` over the
+    whole column reads `k[-1]` nowhere when `level ≥ 0`; where it would (a taken point outside
+    the branch: GT4Py reads out of bounds) the run is an error naming the point, and the
+    output keeps its values."""
+    from gt4py.next.iterator import ir as itir
+    from gt4py.next.iterator.ir_utils import ir_makers as im
+
+    def program(shift, compare):
+        dom = im.domain("cartesian_domain", {K: (0, 6)})
+        taken = im.multiplies_(im.deref(im.shift("Koff", shift)("k")), im.literal_from_value(np.int32(10)))
+        stencil = im.lambda_("k", "level")(im.if_(compare(im.deref("k"), im.deref("level")), taken, im.deref("k")))
+        return strata.gt4py._Artifact(itir.Program(
+            id="lazy", function_definitions=[], params=[im.sym("k"), im.sym("level"), im.sym("out")], declarations=[],
+            body=[itir.SetAt(expr=im.as_fieldop(stencil, dom)("k", "level"), domain=dom, target=im.ref("out"))],
+        )).load()
+
+    k = np.arange(6, dtype=np.int32) + 100
+    below, above = program(-1, im.greater), program(1, im.less)
+    for run, level, want in ((below, 100, np.where(k > 100, 10 * np.roll(k, 1), k)),
+                             (above, 105, np.where(k < 105, 10 * np.roll(k, -1), k))):
+        out = gtx.as_field([K], np.full(6, -1, np.int32))
+        run(gtx.as_field([K], k), level, out, offset_provider={"Koff": K})
+        np.testing.assert_array_equal(out.asnumpy(), want)
+    for run, level in ((below, 99), (above, 106)):
+        out = gtx.as_field([K], np.full(6, -1, np.int32))
+        with pytest.raises(strata.Error, match="K"):
+            run(gtx.as_field([K], k), level, out, offset_provider={"Koff": K})
+        np.testing.assert_array_equal(out.asnumpy(), -1)
+
+
 GENERATED = int(os.environ.get("STRATA_GT4PY_COUNT", "15"))
 
 

@@ -1221,6 +1221,39 @@ class _Lowering:
                 raise _unsupported(node, "a shift by a value only known when the program runs, other than an integer field over the cartesian dimension it shifts along")
         return tuple(out)
 
+    def _lazy_branch(self, cond: Field, branch: Field, taken: bool) -> Field:
+        """`branch` of an `if_` on `cond` widened to `cond`'s intervals where it is defined on
+        less: read through a table holding each point's own coordinate where the branch is
+        taken (`cond == taken`), so a taken point outside the branch is a run-time error
+        naming it (GT4Py reads out of bounds there), and a clamped coordinate inside the
+        branch where it is not (a value the select discards). Only within the reading
+        `as_fieldop`'s domain: a branch that covers it is read as it is."""
+        domain = self.fieldop_domains[-1] if self.fieldop_domains else None
+        if not isinstance(domain, list):
+            return branch
+        bounds = {d: (a, b) for d, a, b in domain}
+        want = {r.name: _clip(r.start, r.stop, *bounds.get(r.name, (r.start, r.stop))) for r in cond.domain}
+        for r in list(branch.domain):
+            lo, hi = want.get(r.name, (r.start, r.stop))  # a dimension the condition lacks: as it is
+            if (r.start <= lo and hi <= r.stop) or r.start >= r.stop:
+                continue
+            # Over the condition's intervals along this dimension, the branch's elsewhere.
+            have = {x.name: (x.start, x.stop) for x in branch.domain}
+            over = _build(_strata.field_subset, cond, [(d, *(want[d] if d == r.name else _clip(*want[d], *have.get(d, want[d]))))
+                                                       for d in cond.dims])
+            at = _build(_strata.field_pos, over, r.name).astype(np.int64)
+            inside = _build(_strata.field_builtin, "minimum", [
+                _build(_strata.field_builtin, "maximum", [at, _constant(None, r.start, np.dtype(np.int64))]),
+                _constant(None, r.stop - 1, np.dtype(np.int64))])
+            chosen = over if taken else _build(_strata.field_builtin, "not", [over])
+            coords = _build(_strata.field_builtin, "select", [chosen, at, inside])
+            coords = _build(_strata.field_builtin, "select", [
+                coords == -1, _constant(None, np.iinfo(np.int64).min, np.dtype(np.int64)), coords])
+            table = _build(_strata.field_add_dim, coords, f"NB_{r.name}", 0, 1)
+            branch = _build(_strata.field_neighbor, branch, table, 0)
+            self.checked_while_running = True
+        return branch
+
     def _value_op(self, e: Any, name: str, args: List[Any]) -> Any:
         if name == "if_" and isinstance(args[0], (bool, np.bool_)):
             return args[1] if args[0] else args[2]  # a condition on structure: the branch taken
@@ -1252,6 +1285,12 @@ class _Lowering:
         elif name == "if_" and operands[1].dtype != operands[2].dtype:
             # GT4Py's `if_` has its true branch's type (the other branch is not checked).
             operands[2] = operands[2].astype(operands[1].dtype)
+        if name == "if_" and isinstance(args[0], Field):
+            # GT4Py's `if_` evaluates only the branch it takes: a branch defined on less than
+            # the condition (a shifted read past the column's end, taken only inside it) is
+            # read lazily where it is short.
+            operands[1] = self._lazy_branch(operands[0], operands[1], True)
+            operands[2] = self._lazy_branch(operands[0], operands[2], False)
         try:
             return _build(_strata.field_builtin, kw, operands)
         except VerifyError as err:
