@@ -1300,6 +1300,28 @@ def test_if_reads_only_the_branch_it_takes():
         np.testing.assert_array_equal(out.asnumpy(), -1)
 
 
+def test_a_scan_applied_inside_a_stencil_reads_shifted_iterators():
+    """`λ(inp) → scan(λ(s, k, kp) → s + ·k + ·kp, forward, 0)(inp, shift(Koff, 1)(inp))`: the
+    scan over the `as_fieldop`'s domain of the values its iterators read, the shifted one one
+    level up; against numpy."""
+    from gt4py.next.iterator import ir as itir
+    from gt4py.next.iterator.ir_utils import ir_makers as im
+
+    step = im.lambda_("s", "k", "kp")(im.plus(im.plus("s", im.deref("k")), im.deref("kp")))
+    stencil = im.lambda_("inp")(im.call(im.call("scan")(step, im.literal_from_value(True), im.literal_from_value(0.0)))(
+        "inp", im.shift("Koff", 1)("inp")))
+    dom = im.domain("cartesian_domain", {I: (0, 2), K: (0, 5)})
+    run = strata.gt4py._Artifact(itir.Program(
+        id="scan_in_stencil", function_definitions=[], params=[im.sym("inp"), im.sym("out")], declarations=[],
+        body=[itir.SetAt(expr=im.as_fieldop(stencil, dom)("inp"), domain=dom, target=im.ref("out"))],
+    )).load()
+    a = np.random.default_rng(33).random((2, 6))
+    out = gtx.as_field([I, K], np.zeros((2, 6)))
+    run(gtx.as_field([I, K], a), out, offset_provider={"Koff": K}, column_axis=K)
+    np.testing.assert_allclose(out.asnumpy()[:, :5], np.cumsum(a[:, :5] + a[:, 1:], axis=1), rtol=1e-14)
+    np.testing.assert_array_equal(out.asnumpy()[:, 5], 0.0)
+
+
 GENERATED = int(os.environ.get("STRATA_GT4PY_COUNT", "15"))
 
 

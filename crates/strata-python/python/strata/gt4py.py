@@ -956,6 +956,12 @@ class _Lowering:
             return _Iterator(it.field, shifts)
         if _is(fun, _itir.FunCall) and _name(fun.fun) == "reduce":
             return self._reduce(e, fun, scope)
+        if _is(fun, _itir.FunCall) and _name(fun.fun) == "scan":
+            # A scan applied inside a stencil: over the reading `as_fieldop`'s domain, of the
+            # values its iterators read (shifted ones included).
+            domain = self.fieldop_domains[-1] if self.fieldop_domains else None
+            values = [self._stencil(a, scope) for a in e.args]
+            return self._scan(e, fun, [v.deref() if isinstance(v, _Iterator) else v for v in values], domain)
         if _is(fun, _itir.FunCall) and _name(fun.fun) == "lift":
             return self._lift(e, fun.args[0], [self._stencil(a, scope) for a in e.args], scope)
         if _is(fun, _itir.FunCall) and _name(fun.fun) == "map_list":
