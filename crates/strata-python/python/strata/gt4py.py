@@ -139,24 +139,27 @@ class _Executable:
     def __init__(self, program: _itir.Program):
         self.program = program
         self._compiled: Dict[tuple, Any] = {}
-        self._tables: Dict[int, Tuple[np.ndarray, np.ndarray]] = {}
+        self._tables: Dict[Tuple[int, Any], Tuple[np.ndarray, np.ndarray]] = {}
         self._fields: Dict[int, Tuple[weakref.ref, Tuple[Any, np.ndarray, np.ndarray]]] = {}
         # Storage arrays that are copies of their fields (by id), see `_field`.
         self._copies: Dict[int, np.ndarray] = {}
 
-    def _table(self, a: np.ndarray) -> np.ndarray:
-        """A connectivity's table row-major: each element's neighbors side by side, so a gather
-        through it touches one cache line per element (GT4Py's default layout puts the neighbor
-        dimension outermost: one line per neighbor). A table in another layout is copied into a
-        buffer kept per table array, refreshed on every call: a connectivity may be changed in
-        place between calls (one pass over the table, which the run reads anyway)."""
-        if a.flags.c_contiguous:
-            return a
-        kept = self._tables.get(id(a))
+    def _table(self, a: np.ndarray, rows: Optional[Tuple[int, int]] = None) -> np.ndarray:
+        """A connectivity's table (its `rows`, if given) row-major: each element's neighbors
+        side by side, so a gather through it touches one cache line per element (GT4Py's
+        default layout puts the neighbor dimension outermost: one line per neighbor). A table
+        in another layout is copied into a buffer kept per table array and rows, refreshed on
+        every call: a connectivity may be changed in place between calls (one pass over the
+        rows, which the run reads anyway)."""
+        part = a if rows is None else a[rows[0]:rows[1]]
+        if part.flags.c_contiguous:
+            return part
+        key = (id(a), rows)
+        kept = self._tables.get(key)
         if kept is None or kept[0] is not a:
-            kept = self._tables[id(a)] = (a, np.ascontiguousarray(a))
+            kept = self._tables[key] = (a, np.ascontiguousarray(part))
         else:
-            np.copyto(kept[1], a)
+            np.copyto(kept[1], part)
         return kept[1]
 
     def _field(self, a: Any) -> Tuple[Any, np.ndarray, np.ndarray]:
@@ -219,7 +222,7 @@ class _Executable:
                 continue
             if isinstance(path[0], str):  # the rows `lo:hi` of a neighbor table
                 name, lo, hi = path
-                values.append(self._table(np.asarray(offset_provider[name].ndarray))[lo:hi])
+                values.append(self._table(np.asarray(offset_provider[name].ndarray), (lo, hi)))
                 continue
             a = _select(args, path)
             if scalar is not None:
