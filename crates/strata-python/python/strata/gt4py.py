@@ -143,6 +143,8 @@ class _Executable:
         self._fields: Dict[int, Tuple[weakref.ref, Tuple[Any, np.ndarray, np.ndarray]]] = {}
         # Storage arrays that are copies of their fields (by id), see `_field`.
         self._copies: Dict[int, np.ndarray] = {}
+        # Field structures met, each with the token keys use for it (see `_field`).
+        self._structures: Dict[tuple, tuple] = {}
 
     def _table(self, a: np.ndarray, rows: Optional[Tuple[int, int]] = None) -> np.ndarray:
         """A connectivity's table (its `rows`, if given) row-major: each element's neighbors
@@ -172,7 +174,10 @@ class _Executable:
             return hit[1]
         view = _in_memory_order(a.ndarray)
         storage, extent = _storage(view)
-        described = (("field", _levels(a), _memory_order(a.ndarray), extent, a.dtype.scalar_type), view, storage)
+        structure = ("field", _levels(a), _memory_order(a.ndarray), extent, a.dtype.scalar_type)
+        # A small token stands for the structure in call keys (hashed on every call).
+        token = self._structures.setdefault(structure, ("field", len(self._structures)))
+        described = (token, view, storage)
         if not np.may_share_memory(storage, view):
             # A copy (a strided slice): refreshed from the field before every run, written back
             # after it, never kept stale.
@@ -199,7 +204,9 @@ class _Executable:
         # Numbers first: `isinstance(x, Field)` checks a runtime protocol (~0.1 ms a call).
         if not isinstance(a, (np.generic, int, bool, complex)) and isinstance(a, _common.Field):
             return self._field(a)[0]
-        d = np.asarray(a).dtype
+        d = _NUMBER_DTYPES.get(t)
+        if d is None:
+            d = np.asarray(a).dtype
         if d.kind in "iub":
             return ("int", d.str, int(a))
         return ("float", d.str)
@@ -208,32 +215,33 @@ class _Executable:
         if out is not None:
             args = (*args, out)
         offset_provider = offset_provider or {}
-        key = tuple(self._structure(a) for a in args)
+        structure = self._structure
+        key = tuple([structure(a) for a in args])
         if offset_provider:
             key += tuple((name, _table_structure(c)) for name, c in sorted(offset_provider.items()))
         c = self._compiled.get(key)
         if c is None:
-            c = self._compiled[key] = _Lowering(self.program, args, offset_provider).compile()
+            program, runner, targets, sources, checked = _Lowering(self.program, args, offset_provider).compile()
+            c = self._compiled[key] = (program, runner, targets, _source_kinds(sources), checked)
         runner, targets, sources, checked_while_running = c[1:]
         values = []
-        for path, scalar in sources:
-            if isinstance(path, str):  # a neighbor table
+        for kind, path, scalar in sources:
+            if kind == _TABLE:
                 values.append(self._table(np.asarray(offset_provider[path].ndarray)))
-                continue
-            if isinstance(path[0], str):  # the rows `lo:hi` of a neighbor table
+            elif kind == _TABLE_ROWS:
                 name, lo, hi = path
                 values.append(self._table(np.asarray(offset_provider[name].ndarray), (lo, hi)))
-                continue
-            a = _select(args, path)
-            if scalar is not None:
-                values.append(np.asarray(a, dtype=scalar))
-            elif type(a) is _TeamField:
-                values.append(a.ndarray._x)
             else:
-                _, view, storage = self._field(a)
-                if id(storage) in self._copies:
-                    np.copyto(storage, view)
-                values.append(storage)
+                a = args[path[0]] if len(path) == 1 else _select(args, path)
+                if scalar is not None:
+                    values.append(np.asarray(a, dtype=scalar))
+                elif type(a) is _TeamField:
+                    values.append(a.ndarray._x)
+                else:
+                    _, view, storage = self._field(a)
+                    if self._copies and id(storage) in self._copies:
+                        np.copyto(storage, view)
+                    values.append(storage)
         fields = [_select(args, path) for path in targets]
         if any(type(f) is _TeamField for f in fields):
             # A distributed run (every rank calls it): each output's new value replaces the
@@ -243,8 +251,9 @@ class _Executable:
                 f.ndarray._x = w
             return
         outs = [self._field(f) for f in fields]
+        copies = self._copies
         for _, v, b in outs:
-            if id(b) in self._copies:  # the output starts as the field's values
+            if copies and id(b) in copies:  # the output starts as the field's values
                 np.copyto(b, v)
         # A program checking computed table entries as it runs writes copies, kept only when it
         # succeeds: an error leaves the user's outputs as they were.
@@ -253,11 +262,32 @@ class _Executable:
         for (_, w), (_, v, b) in zip(written, outs):
             # Not written in place (the interpreter, an output numpy copied), or in place into a
             # copy of a strided field: the field gets the values.
-            if w is not b or id(b) in self._copies:
+            if w is not b or (copies and id(b) in copies):
                 np.copyto(v, w[..., : v.shape[-1]] if w.shape != v.shape else w)
 
 
 _FLOAT = ("float", np.dtype(np.float64).str)
+
+# The dtypes numbers of these types have (`np.asarray(x).dtype`), without making an array.
+_NUMBER_DTYPES = {t: np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+                                           np.uint64, np.bool_, np.float32, np.float64)}
+_NUMBER_DTYPES.update({int: np.dtype(np.int64), bool: np.dtype(np.bool_)})
+
+
+# What a program parameter is read from (`_source_kinds`).
+_TABLE, _TABLE_ROWS, _ARGUMENT = 0, 1, 2
+
+
+def _source_kinds(sources: List[Tuple[Any, Any]]) -> List[Tuple[int, Any, Any]]:
+    """The lowering's parameter sources `(path, scalar)` with their kind told once: a
+    connectivity's table (its name), rows `lo:hi` of one (`(name, lo, hi)`), or an argument
+    (a path of indices)."""
+    def kind(path: Any) -> int:
+        if isinstance(path, str):
+            return _TABLE
+        return _TABLE_ROWS if isinstance(path[0], str) else _ARGUMENT
+
+    return [(kind(path), path, scalar) for path, scalar in sources]
 
 
 def _timed(runner: Any, *args: Any) -> Any:
