@@ -966,7 +966,7 @@ class _Lowering:
             raise _unsupported(e, f"the symbol `{name}` in a stencil")
         if _is(e, _itir.Literal):
             return _literal(e)
-        if _is(e, (_itir.OffsetLiteral, _itir.CartesianOffset, _itir.AxisLiteral)):
+        if _is(e, _OFFSET_NODES):
             return e
         if _is(e, _itir.Lambda):
             return (e, scope)
@@ -1410,11 +1410,15 @@ def _tuple_get(idx: Any, t: Any) -> Any:
 
 _SUBCLASS: Dict[Tuple[int, int], bool] = {}
 
+# Offsets and axes inside a stencil (one tuple object: `_is` keys classes by id).
+_OFFSET_NODES = (_itir.OffsetLiteral, _itir.CartesianOffset, _itir.AxisLiteral)
+
 
 def _is(e: Any, cls: Any) -> bool:
     """`isinstance(e, cls)` for GT4Py's IR node classes, whose metaclass (a runtime protocol's)
     makes every `isinstance` and every hash of the class cost microseconds: answered once per
-    node type, keyed by the classes' ids (classes live as long as the process)."""
+    node type, keyed by the classes' ids (classes live as long as the process; a tuple of them
+    must be a module constant, as `_OFFSET_NODES`)."""
     key = (id(type(e)), id(cls))
     hit = _SUBCLASS.get(key)
     if hit is None:
