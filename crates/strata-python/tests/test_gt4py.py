@@ -1234,6 +1234,12 @@ def test_lifted_stencils_and_reductions_by_lambdas_in_iterator_view():
     stencil = im.lambda_("a")(im.deref(im.shift("Ioff", 2)(im.lift(inner)("a"))))
     got = run(stencil, dom, [gtx.as_field([I], a)], gtx.as_field([I], np.zeros(10)), ioff)
     np.testing.assert_array_equal(got[2:8], a[3:9] + a[4:10])
+    # A lifted stencil of nested tuples is refused (one field of flat tuples would renumber
+    # the members `tuple_get` reads).
+    nested = im.lambda_("x")(im.make_tuple(im.make_tuple(im.deref("x"), im.deref("x")), im.deref("x")))
+    stencil = im.lambda_("a")(im.tuple_get(1, im.deref(im.shift("Ioff", 1)(im.lift(nested)("a")))))
+    with pytest.raises(strata.gt4py.GTIRError, match="a lifted stencil returning nested tuples"):
+        run(stencil, dom, [gtx.as_field([I], a)], gtx.as_field([I], np.zeros(10)), ioff)
 
     table = np.array([[0, 1, 2], [2, 3, -1], [4, 1, 3], [3, -1, -1]], dtype=np.int32)
     conn = gtx.as_connectivity([Vertex, V2EDim], Edge, table, skip_value=-1)

@@ -540,19 +540,24 @@ class _TableRef:
 
 
 def _offset_table(offset: Field, dim: str, source: Field) -> Field:
-    """GT4Py's `as_offset(Doff, offset)` as a neighbor table: at each point of `offset`'s
-    domain, the `dim` coordinate `pos(dim) + offset` (one neighbor, `NB_<dim>[0:1]`). A table
-    over dimensions the shifted field shares reads it at the same point along them; an entry
-    outside `source`'s `dim` interval is a run-time error naming the point, not a wrong value.
-    Coordinate -1 would read as a table's skip value, so it becomes the dtype's minimum (as far
-    out of range)."""
+    """GT4Py's `as_offset(Doff, offset)` as a neighbor table into `source`: at each point of
+    `offset`'s domain, the `dim` coordinate `pos(dim) + offset` (see `_coordinate_table`: an
+    entry outside `source` is a run-time error naming the point, not a wrong value)."""
     start, stop = next((r.start, r.stop) for r in source.domain if r.name == dim)
     if start <= -1 < stop:
         raise GTIRError(f"`as_offset` along `{dim}` into a field defined at {dim} = -1 ({dim}[{start}:{stop}]): "
                         "the Strata backend's neighbor tables take -1 for a skipped neighbor")
-    coords = _build(_strata.field_pos, offset, dim).astype(offset.dtype) + offset
+    return _coordinate_table(_build(_strata.field_pos, offset, dim).astype(offset.dtype) + offset, dim)
+
+
+def _coordinate_table(coords: Field, dim: str) -> Field:
+    """Integer field `coords` as a neighbor table along `dim`: one neighbor (`NB_<dim>[0:1]`),
+    read at the same point along the dimensions it shares with the field read, so an entry
+    outside that field's `dim` interval is a run-time error naming the point. Coordinate -1
+    would read as a table's skip value, so it becomes the dtype's minimum (as far out of
+    range)."""
     coords = _build(_strata.field_builtin, "select",
-                    [coords == -1, _constant(None, np.iinfo(offset.dtype).min, offset.dtype), coords])
+                    [coords == -1, _constant(None, np.iinfo(coords.dtype).min, coords.dtype), coords])
     return _build(_strata.field_add_dim, coords, f"NB_{dim}", 0, 1)
 
 
@@ -1071,10 +1076,13 @@ class _Lowering:
                 raise _unsupported(e, "this lifted stencil")
         finally:
             self.fieldop_domains.pop()
-        if isinstance(value, tuple):
+        if isinstance(value, tuple) and any(isinstance(v, tuple) for v in value):
+            # One field of flat tuples would renumber the members `tuple_get` reads.
+            raise _unsupported(e, "a lifted stencil returning nested tuples")
+        if isinstance(value, tuple) and all(isinstance(v, Field) for v in value):
             from . import fields as _fields
 
-            value = _fields.make_tuple(*_tree_leaves(value)) if all(isinstance(v, Field) for v in _tree_leaves(value)) else value
+            value = _fields.make_tuple(*value)
         if isinstance(value, Field):
             return _Iterator(value)
         if isinstance(value, _Neighbors):
@@ -1286,9 +1294,7 @@ class _Lowering:
                 _constant(None, r.stop - 1, np.dtype(np.int64))])
             chosen = over if taken else _build(_strata.field_builtin, "not", [over])
             coords = _build(_strata.field_builtin, "select", [chosen, at, inside])
-            coords = _build(_strata.field_builtin, "select", [
-                coords == -1, _constant(None, np.iinfo(np.int64).min, np.dtype(np.int64)), coords])
-            table = _build(_strata.field_add_dim, coords, f"NB_{r.name}", 0, 1)
+            table = _coordinate_table(coords, r.name)
             branch = _build(_strata.field_neighbor, branch, table, 0)
             self.checked_while_running = True
         return branch
