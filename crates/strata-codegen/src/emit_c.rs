@@ -484,7 +484,7 @@ fn emit_nest(out: &mut String, em: &Emitter, k: &Kernel, n: &crate::kernel::Nest
         let mut hoisted = Vec::new();
         let hoisted_stores: Vec<Rc<SExpr>> =
             k.stores.iter().map(|st| hoist_reductions(&st.value, &mut hoisted, &|_| true)).collect();
-        return emit_contraction(out, em, k, &hoisted, &hoisted_stores);
+        return emit_contraction(out, em, k, &hoisted, &hoisted_stores, n.fold_strips);
     }
     emit_loops(out, em, k);
 }
@@ -519,10 +519,9 @@ pub(crate) fn fold_vars(r: &SExpr) -> Option<&[(strata_ir::DimName, strata_ir::I
     }
 }
 
-/// Hoisted folds (in dependency order) as accumulator registers at the current point; runs of
-/// consecutive folds over the same variables that do not read each other share one loop, each
-/// stepping in its own order (results unchanged).
-fn emit_sibling_folds(out: &mut String, em: &Emitter, folds: &[Rc<SExpr>], indent: &str) {
+/// Hoisted folds (in dependency order) in runs that may share one loop: consecutive folds over
+/// the same variables that do not read each other's accumulators.
+pub(crate) fn sibling_groups(folds: &[Rc<SExpr>]) -> Vec<Vec<&Rc<SExpr>>> {
     let mut groups: Vec<Vec<&Rc<SExpr>>> = Vec::new();
     for f in folds {
         let joins = groups.last().is_some_and(|g| {
@@ -534,7 +533,14 @@ fn emit_sibling_folds(out: &mut String, em: &Emitter, folds: &[Rc<SExpr>], inden
             _ => groups.push(vec![f]),
         }
     }
-    for g in groups {
+    groups
+}
+
+/// Hoisted folds (in dependency order) as accumulator registers at the current point; runs of
+/// consecutive folds over the same variables that do not read each other share one loop, each
+/// stepping in its own order (results unchanged).
+fn emit_sibling_folds(out: &mut String, em: &Emitter, folds: &[Rc<SExpr>], indent: &str) {
+    for g in sibling_groups(folds) {
         if let [one] = g[..] {
             let SExpr::Reduce { id, scalar, .. } = &**one else { unreachable!("hoisted folds") };
             let _ = writeln!(out, "{indent}{} acc{id} = {};", c_type(*scalar), em.value(one));

@@ -146,6 +146,9 @@ pub struct Nest {
     pub windows: Vec<Window>,
     /// Set when the kernel writes a sparse result as storage ([`CompressedOut`]).
     pub compressed: Option<CompressedOut>,
+    /// Its folds read operands crosswise (the fold's variable stored outside the innermost
+    /// domain level): the schedule runs them in strips ([`crate::fold_strips`]).
+    pub fold_strips: bool,
 }
 
 /// The parts of a [`KernelKind::Scan`].

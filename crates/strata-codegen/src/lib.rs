@@ -27,6 +27,7 @@ pub mod emit_c;
 pub mod exec;
 pub mod extract;
 pub mod fill;
+pub mod fold_strips;
 pub mod invariant;
 pub mod kernel;
 pub mod kernel_passes;

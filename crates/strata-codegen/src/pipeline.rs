@@ -113,6 +113,12 @@ pub const PASSES: &[Pass] = &[
         run: crate::unify_folds::unify_fold_vars,
     },
     Pass {
+        name: "strip-crosswise-folds",
+        optional: true,
+        summary: "folds reading operands stored with the fold's dimension outermost (GT4Py's neighbor tables) run in strips of the innermost loop",
+        run: crate::fold_strips::strip_crosswise_folds,
+    },
+    Pass {
         name: "schedule",
         optional: false,
         summary: "decides how each kernel's loops run: threads, layout, reassociated sums, streamed stores",

@@ -58,7 +58,8 @@ pub enum Layout {
     SharedFolds,
     /// The innermost level strip-mined: each always-evaluated fold keeps a row of
     /// accumulators, so the fold loops run outside the innermost loop, which vectorizes; every
-    /// point still folds in the same order (contractions).
+    /// point still folds in the same order (contractions, and folds reading crosswise: see
+    /// [`crate::fold_strips`], whose sibling folds share each strip's loop).
     Strips,
 }
 
@@ -212,6 +213,11 @@ fn layout(p: &KernelProgram, k: &Kernel, s: &Schedule) -> Layout {
         for st in &k.stores {
             crate::emit_c::hoist_reductions(&st.value, &mut hoisted, &|_| true);
         }
+    }
+    // Folds reading crosswise (`fold_strips`): strips stream their operands.
+    let crosswise = matches!(&k.kind, KernelKind::Nest(n) if n.fold_strips);
+    if crosswise && !hoisted.is_empty() {
+        return Layout::Strips;
     }
     let long = |r: &Rc<SExpr>| matches!(&**r, SExpr::Reduce { vars, .. } if vars.iter().map(|(_, i)| i.len() as i64).product::<i64>() >= SHORT_FOLD);
     let reassociated = |r: &Rc<SExpr>| matches!(&**r, SExpr::Reduce { id, .. } if s.reassociate.contains(id));

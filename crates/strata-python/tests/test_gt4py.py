@@ -1064,6 +1064,19 @@ def test_a_connectivity_changed_in_place_is_read_anew():
     conn.ndarray[1, 0] = 0
     vsum.with_backend(strata.gt4py.backend)(e, out=out[1:], offset_provider={"V2E": conn})
     np.testing.assert_array_equal(out.asnumpy(), [11.0, 101.0])
+    # 16 rows of int32 fill GT4Py's 64-byte rows: the neighbor-outermost table is read in place
+    # (no copy), and a change in place is seen by the next call.
+    rng = np.random.default_rng(5)
+    table = rng.integers(-1, 3, (16, 2)).astype(np.int32)
+    conn = gtx.as_connectivity([Vertex, V2EDim], Edge, table, skip_value=-1)
+    assert np.asarray(conn.ndarray).strides == (4, 64), "GT4Py's layout: neighbor-outermost"
+    out = gtx.zeros({Vertex: 16}, dtype=gtx.float64)
+    values = np.array([1.0, 10.0, 100.0])
+    for step in range(3):
+        run(e, out, offset_provider={"V2E": conn})
+        np.testing.assert_array_equal(out.asnumpy(), np.where(table >= 0, values[np.maximum(table, 0)], 0.0).sum(axis=1))
+        table[step, :] = [2, 2 - step]
+        conn.ndarray[step, :] = table[step]
 
 
 # ---- GT4Py's typing: scalars as declared, comparisons across dtypes, mixed tuple states ----

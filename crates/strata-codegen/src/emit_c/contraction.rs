@@ -79,40 +79,55 @@ pub(super) fn emit_matmul(out: &mut String, em: &Emitter, k: &Kernel, mm: &MatMu
 }
 
 /// The loop nest of a contraction kernel (see [`hoist_reductions`]): outer loops, then strips
-/// of the innermost dimension holding one accumulator row per reduction.
+/// of the innermost dimension holding one accumulator row per reduction. With `share` (folds
+/// reading crosswise, [`crate::fold_strips`]) sibling folds ([`sibling_groups`]) step in one
+/// loop, reading their neighbor-table entries once per step.
 pub(super) fn emit_contraction(
     out: &mut String,
     em: &Emitter,
     k: &Kernel,
     reductions: &[Rc<SExpr>],
     stores: &[Rc<SExpr>],
+    share: bool,
 ) {
     let (inner, outer) = k.domain.split_last().expect("a non-empty domain");
     let mut indent = String::from("  ");
     open_domain_loops(out, em, outer, &mut indent);
     let j = open_strip(out, inner, outer.is_empty(), &mut indent);
     let strip = format!("for (int64_t {j} = jb; {j} < je; ++{j})");
-    for (ri, r) in reductions.iter().enumerate() {
-        let SExpr::Reduce { id, vars, init, scalar, body } = &**r else { unreachable!("hoisted reductions") };
-        let t = c_type(*scalar);
-        // Hoisted invariants this fold reads, from their rows.
-        let deps: String = reductions[..ri]
+    let groups = if share { sibling_groups(reductions) } else { reductions.iter().map(|r| vec![r]).collect() };
+    for g in groups {
+        let parts: Vec<(u32, &'static str, &Rc<SExpr>)> = g
             .iter()
-            .filter_map(|h| match &**h {
-                SExpr::Reduce { id: h, scalar: ht, .. } if crate::sym::reads_acc(body, *h) => {
-                    Some(format!("{} acc{h} = row{h}[{j} - jb]; ", c_type(*ht)))
-                }
-                _ => None,
+            .map(|r| match &***r {
+                SExpr::Reduce { id, scalar, body, .. } => (*id, c_type(*scalar), body),
+                _ => unreachable!("hoisted reductions"),
             })
             .collect();
-        let _ = writeln!(out, "{indent}{t} row{id}[{STRIP}];");
-        let _ = writeln!(out, "{indent}{strip} row{id}[{j} - jb] = {};", em.value(init));
-        let (loops, step) = (em.fold_loops(vars, &[]), em.fold_step(*id, body));
+        // Hoisted invariants the folds read, from their rows (each once).
+        let mut deps = String::new();
+        for h in reductions {
+            let SExpr::Reduce { id: h, scalar: ht, .. } = &**h else { continue };
+            if !g.iter().any(|r| matches!(&***r, SExpr::Reduce { id, .. } if id == h))
+                && parts.iter().any(|(_, _, body)| crate::sym::reads_acc(body, *h))
+            {
+                let _ = write!(deps, "{} acc{h} = row{h}[{j} - jb]; ", c_type(*ht));
+            }
+        }
+        let (mut load, mut save) = (String::new(), String::new());
+        for (r, (id, t, _)) in g.iter().zip(&parts) {
+            let SExpr::Reduce { init, .. } = &***r else { unreachable!("hoisted reductions") };
+            let _ = writeln!(out, "{indent}{t} row{id}[{STRIP}];");
+            let _ = writeln!(out, "{indent}{strip} row{id}[{j} - jb] = {};", em.value(init));
+            let _ = write!(load, "{t} acc{id} = row{id}[{j} - jb]; ");
+            let _ = write!(save, " row{id}[{j} - jb] = acc{id};");
+        }
+        let bodies: Vec<&Rc<SExpr>> = parts.iter().map(|(_, _, body)| *body).collect();
+        let (decls, step_em) = em.bind_tables(&bodies);
+        let steps: Vec<String> = parts.iter().map(|(id, _, body)| step_em.fold_step(*id, body)).collect();
+        let loops = em.fold_loops(fold_vars(g[0]).expect("a fold"), &[]);
         let _ = writeln!(out, "{indent}{loops}{{");
-        let _ = writeln!(
-            out,
-            "{indent}  {strip} {{ {deps}{t} acc{id} = row{id}[{j} - jb]; {step} row{id}[{j} - jb] = acc{id}; }}"
-        );
+        let _ = writeln!(out, "{indent}  {strip} {{ {deps}{load}{decls}{}{save} }}", steps.join(" "));
         let _ = writeln!(out, "{indent}}}");
     }
     let _ = writeln!(out, "{indent}{strip} {{");

@@ -145,6 +145,7 @@ impl Lowerer<'_> {
         k.kind = KernelKind::Nest(Nest {
             windows: Vec::new(),
             compressed: Some(crate::kernel::CompressedOut { positions, coordinates, workspace: None }),
+            fold_strips: false,
         });
         Ok(Some(k))
     }

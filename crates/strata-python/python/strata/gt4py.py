@@ -147,13 +147,13 @@ class _Executable:
         self._structures: Dict[tuple, tuple] = {}
 
     def _table(self, a: np.ndarray, rows: Optional[Tuple[int, int]] = None) -> np.ndarray:
-        """A connectivity's table (its `rows`, if given) row-major: each element's neighbors
-        side by side, so a gather through it touches one cache line per element (GT4Py's
-        default layout puts the neighbor dimension outermost: one line per neighbor). A table
-        in another layout is copied into a buffer kept per table array and rows, refreshed on
-        every call: a connectivity may be changed in place between calls (one pass over the
-        rows, which the run reads anyway)."""
-        part = a if rows is None else a[rows[0]:rows[1]]
+        """A connectivity's table (its `rows`, if given) as the program reads it: its levels in
+        memory order (`_table_levels`), read in place where that view is contiguous (a whole
+        table, unpadded). A padded table or a window of rows in GT4Py's neighbor-outermost
+        layout is copied, in memory order (no transposition), into a buffer kept per table
+        array and rows and refreshed on every call: a connectivity may be changed in place
+        between calls."""
+        part = _in_memory_order(a if rows is None else a[rows[0]:rows[1]])
         if part.flags.c_contiguous:
             return part
         key = (id(a), rows)
@@ -307,7 +307,14 @@ def _table_structure(c: Any) -> Any:
     if isinstance(c, _common.Dimension):
         return ("dimension", c.value)
     a = np.asarray(c.ndarray)
-    return ("table", tuple(d.value for d in c.domain.dims), c.codomain.value, a.shape, a.dtype.str)
+    return ("table", tuple(d.value for d in c.domain.dims), c.codomain.value, a.shape, a.dtype.str, _memory_order(a))
+
+
+def _table_levels(a: np.ndarray, rows: Tuple[str, int, int], neighbors: Tuple[str, int, int]) -> List[Tuple[str, int, int]]:
+    """A table parameter's levels in the memory order of its array `a` (`_Executable._table`):
+    GT4Py allocates connectivities neighbor-outermost, a table built from a C-ordered numpy
+    array is row-major. A format is storage: the shifts read either alike."""
+    return [rows, neighbors] if _memory_order(a) == (0, 1) else [neighbors, rows]
 
 
 def _memory_order(a: np.ndarray) -> Tuple[int, ...]:
@@ -1105,7 +1112,7 @@ class _Lowering:
         key = (name, lo, hi)
         if key in self.tables:
             return self.tables[key]
-        levels = [(dst, lo, hi), (f"NB_{c.codomain.value}", 0, a.shape[1])]  # see `_Executable._table`
+        levels = _table_levels(a, (dst, lo, hi), (f"NB_{c.codomain.value}", 0, a.shape[1]))
         path = name if (lo, hi) == (0, a.shape[0]) else (name, lo, hi)
         # A program over team fields reads its tables on the team too: each rank the rows of
         # its own elements (every rank holds the connectivity; the run takes its rows).
