@@ -141,16 +141,16 @@ fn open_loops(
     braces
 }
 
-/// Opens the loop over strips `[jb, je)` of level `inner` (shared among threads when it is
-/// the outermost loop); returns the level's C variable, which the caller loops over inside.
-fn open_strip(out: &mut String, inner: &strata_ir::Level, outermost: bool, indent: &mut String) -> String {
+/// Opens the loop over strips `[jb, jb + strip)` of level `inner` (shared among threads when it
+/// is the outermost loop); returns the level's C variable, which the caller loops over inside.
+fn open_strip(out: &mut String, inner: &strata_ir::Level, outermost: bool, strip: i64, indent: &mut String) -> String {
     let (start, stop) = (ext(inner.interval.start), ext(inner.interval.stop));
     if outermost {
         let _ = writeln!(out, "{indent}{PARALLEL_FOR}");
     }
     let _ = writeln!(
         out,
-        "{indent}for (int64_t jb = {start}; jb < {stop}; jb += {STRIP}) {{  /* strips of {}{} */",
+        "{indent}for (int64_t jb = {start}; jb < {stop}; jb += {strip}) {{  /* strips of {}{} */",
         inner.name,
         extents::interval(inner.interval)
     );
@@ -158,7 +158,7 @@ fn open_strip(out: &mut String, inner: &strata_ir::Level, outermost: bool, inden
     if outermost {
         let _ = writeln!(out, "{indent}int *err = &e_;");
     }
-    let _ = writeln!(out, "{indent}const int64_t je = jb + {STRIP} < {stop} ? jb + {STRIP} : {stop};");
+    let _ = writeln!(out, "{indent}const int64_t je = jb + {strip} < {stop} ? jb + {strip} : {stop};");
     var(inner.name.as_str())
 }
 

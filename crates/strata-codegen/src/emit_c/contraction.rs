@@ -93,7 +93,9 @@ pub(super) fn emit_contraction(
     let (inner, outer) = k.domain.split_last().expect("a non-empty domain");
     let mut indent = String::from("  ");
     open_domain_loops(out, em, outer, &mut indent);
-    let j = open_strip(out, inner, outer.is_empty(), &mut indent);
+    // Its schedule's strip (contractions: `STRIP`; longer where folds read crosswise).
+    let strip_len = if em.schedule.strip > 0 { em.schedule.strip } else { STRIP };
+    let j = open_strip(out, inner, outer.is_empty(), strip_len, &mut indent);
     let strip = format!("for (int64_t {j} = jb; {j} < je; ++{j})");
     let groups = if share { sibling_groups(reductions) } else { reductions.iter().map(|r| vec![r]).collect() };
     for g in groups {
@@ -117,7 +119,7 @@ pub(super) fn emit_contraction(
         let (mut load, mut save) = (String::new(), String::new());
         for (r, (id, t, _)) in g.iter().zip(&parts) {
             let SExpr::Reduce { init, .. } = &***r else { unreachable!("hoisted reductions") };
-            let _ = writeln!(out, "{indent}{t} row{id}[{STRIP}];");
+            let _ = writeln!(out, "{indent}{t} row{id}[{strip_len}];");
             let _ = writeln!(out, "{indent}{strip} row{id}[{j} - jb] = {};", em.value(init));
             let _ = write!(load, "{t} acc{id} = row{id}[{j} - jb]; ");
             let _ = write!(save, " row{id}[{j} - jb] = acc{id};");

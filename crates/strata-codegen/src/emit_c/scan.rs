@@ -21,7 +21,7 @@ pub(super) fn emit_scan(out: &mut String, em: &Emitter, k: &Kernel, sc: &ScanLoo
     let mut open = outer.len();
     let column = inner.map(|inner| {
         open += 1;
-        open_strip(out, inner, outer.is_empty(), &mut indent)
+        open_strip(out, inner, outer.is_empty(), STRIP, &mut indent)
     });
     let local_em;
     let em = if k.local().is_empty() {
