@@ -145,24 +145,27 @@ class _Executable:
         self._copies: Dict[int, np.ndarray] = {}
         # Field structures met, each with the token keys use for it (see `_field`).
         self._structures: Dict[tuple, tuple] = {}
+        # Recent calls' plans by their arguments' identities (`_Plan`): a time loop passes the
+        # same fields, tables and integers again and again.
+        self._recent: Dict[tuple, "_Plan"] = {}
 
-    def _table(self, a: np.ndarray, rows: Optional[Tuple[int, int]] = None) -> np.ndarray:
-        """A connectivity's table (its `rows`, if given) as the program reads it: its levels in
-        memory order (`_table_levels`), read in place where that view is contiguous (a whole
-        table, unpadded). A padded table or a window of rows in GT4Py's neighbor-outermost
-        layout is copied, in memory order (no transposition), into a buffer kept per table
-        array and rows and refreshed on every call: a connectivity may be changed in place
-        between calls."""
+    def _table(self, a: np.ndarray, rows: Optional[Tuple[int, int]] = None) -> Tuple[np.ndarray, bool]:
+        """A connectivity's table (its `rows`, if given) as the program reads it, and whether
+        that is a copy: its levels in memory order (`_table_levels`), read in place where that
+        view is contiguous (a whole table, unpadded). A padded table or a window of rows in
+        GT4Py's neighbor-outermost layout is copied, in memory order (no transposition), into a
+        buffer kept per table array and rows and refreshed on every call: a connectivity may be
+        changed in place between calls."""
         part = _in_memory_order(a if rows is None else a[rows[0]:rows[1]])
         if part.flags.c_contiguous:
-            return part
+            return part, False
         key = (id(a), rows)
         kept = self._tables.get(key)
         if kept is None or kept[0] is not a:
             kept = self._tables[key] = (a, np.ascontiguousarray(part))
         else:
             np.copyto(kept[1], part)
-        return kept[1]
+        return kept[1], True
 
     def _field(self, a: Any) -> Tuple[Any, np.ndarray, np.ndarray]:
         """A field's structure, its array in memory order, and the storage the program reads
@@ -182,9 +185,13 @@ class _Executable:
             # A copy (a strided slice): refreshed from the field before every run, written back
             # after it, never kept stale.
             self._copies[id(storage)] = storage
-        fields, copies, key, sid = self._fields, self._copies, id(a), id(storage)
-        # Forgotten when the field goes (the views hold its buffer).
-        fields[key] = (weakref.ref(a, lambda _: (fields.pop(key, None), copies.pop(sid, None))), described)
+        fields, copies, recent, key, sid = self._fields, self._copies, self._recent, id(a), id(storage)
+        # Forgotten when the field goes (the views hold its buffer), with the plans of recent
+        # calls (which hold them too).
+        fields[key] = (
+            weakref.ref(a, lambda _: (fields.pop(key, None), copies.pop(sid, None), recent.clear())),
+            described,
+        )
         return described
 
     def _structure(self, a: Any) -> Any:
@@ -215,6 +222,10 @@ class _Executable:
         if out is not None:
             args = (*args, out)
         offset_provider = offset_provider or {}
+        token = _call_token(args, offset_provider)
+        plan = self._recent.get(token) if token is not None else None
+        if plan is not None and plan.holds(args):
+            return plan.run(self, args, offset_provider)
         structure = self._structure
         key = tuple([structure(a) for a in args])
         if offset_provider:
@@ -224,23 +235,31 @@ class _Executable:
             program, runner, targets, sources, checked = _Lowering(self.program, args, offset_provider).compile()
             c = self._compiled[key] = (program, runner, targets, _source_kinds(sources), checked)
         runner, targets, sources, checked_while_running = c[1:]
-        values = []
+        plan = _Plan(runner, checked_while_running)
+        values = plan.values
         for kind, path, scalar in sources:
-            if kind == _TABLE:
-                values.append(self._table(np.asarray(offset_provider[path].ndarray)))
-            elif kind == _TABLE_ROWS:
-                name, lo, hi = path
-                values.append(self._table(np.asarray(offset_provider[name].ndarray), (lo, hi)))
+            if kind == _TABLE or kind == _TABLE_ROWS:
+                name, rows = (path, None) if kind == _TABLE else (path[0], path[1:])
+                table, copied = self._table(np.asarray(offset_provider[name].ndarray), rows)
+                if copied:
+                    plan.tables.append((len(values), name, rows))
+                values.append(table)
             else:
                 a = args[path[0]] if len(path) == 1 else _select(args, path)
                 if scalar is not None:
+                    if len(path) == 1:
+                        plan.scalars.append((len(values), path[0], scalar))
+                    else:
+                        token = None  # a number inside a tuple: no plan
                     values.append(np.asarray(a, dtype=scalar))
                 elif type(a) is _TeamField:
+                    token = None
                     values.append(a.ndarray._x)
                 else:
                     _, view, storage = self._field(a)
                     if self._copies and id(storage) in self._copies:
                         np.copyto(storage, view)
+                        plan.copies.append((storage, view))
                     values.append(storage)
         fields = [_select(args, path) for path in targets]
         if any(type(f) is _TeamField for f in fields):
@@ -253,20 +272,114 @@ class _Executable:
         outs = [self._field(f) for f in fields]
         copies = self._copies
         for _, v, b in outs:
-            if copies and id(b) in copies:  # the output starts as the field's values
+            copied = bool(copies) and id(b) in copies
+            if copied:  # the output starts as the field's values
                 np.copyto(b, v)
-        # A program checking computed table entries as it runs writes copies, kept only when it
-        # succeeds: an error leaves the user's outputs as they were.
-        buffers = [np.array(f[2]) if checked_while_running else f[2] for f in outs]
-        written = _timed(runner, *buffers, *values)
-        for (_, w), (_, v, b) in zip(written, outs):
-            # Not written in place (the interpreter, an output numpy copied), or in place into a
-            # copy of a strided field: the field gets the values.
-            if w is not b or (copies and id(b) in copies):
-                np.copyto(v, w[..., : v.shape[-1]] if w.shape != v.shape else w)
+            plan.outs.append((v, b, copied))
+        if token is not None and plan.refer_to(args, token):
+            if len(self._recent) >= _RECENT:
+                self._recent.clear()
+            self._recent[token] = plan
+        plan.call(values)
 
 
 _FLOAT = ("float", np.dtype(np.float64).str)
+
+# How many recent calls' plans an executable keeps (a time loop alternates two or three sets of
+# fields).
+_RECENT = 8
+
+
+class _Plan:
+    """What a call did, for the next call with the same argument objects (`_call_token`): the
+    parameter values in order with the numbers' slots to fill, the tables kept as copies and the
+    strided fields' copies to refresh, and the outputs to write back where the run did not
+    write in place."""
+
+    def __init__(self, runner: Any, checked: bool):
+        self.runner, self.checked = runner, checked
+        self.values: List[Any] = []
+        # (slot, argument index, dtype)
+        self.scalars: List[Tuple[int, int, np.dtype]] = []
+        # (slot, connectivity name, rows)
+        self.tables: List[Tuple[int, str, Any]] = []
+        # (copy, field view) refreshed before the run
+        self.copies: List[Tuple[np.ndarray, np.ndarray]] = []
+        # (field view, storage, whether the storage is a copy)
+        self.outs: List[Tuple[np.ndarray, np.ndarray, bool]] = []
+        # (argument index, weak reference) of each argument that is not a number
+        self.refs: List[Tuple[int, Any]] = []
+
+    def refer_to(self, args: Tuple[Any, ...], token: tuple) -> bool:
+        """Refers to the arguments that are not numbers (`token`'s integer parts), weakly;
+        `False` where one cannot be referred to so."""
+        try:
+            self.refs = [(i, weakref.ref(a)) for i, a in enumerate(args) if not isinstance(token[0][i], tuple)]
+        except TypeError:
+            return False
+        return True
+
+    def holds(self, args: Tuple[Any, ...]) -> bool:
+        """Whether `args` are the objects this plan was made for (ids may be reused)."""
+        return all(r() is args[i] for i, r in self.refs)
+
+    def run(self, executable: "_Executable", args: Tuple[Any, ...], offset_provider: Any) -> None:
+        values = list(self.values)
+        for slot, i, dtype in self.scalars:
+            a = args[i]
+            values[slot] = a if type(a) is float and dtype == _F64 else np.asarray(a, dtype=dtype)
+        for slot, name, rows in self.tables:
+            values[slot] = executable._table(np.asarray(offset_provider[name].ndarray), rows)[0]
+        for storage, view in self.copies:
+            np.copyto(storage, view)
+        for v, b, copied in self.outs:
+            if copied:
+                np.copyto(b, v)
+        self.call(values)
+
+    def call(self, values: List[Any]) -> None:
+        """Runs the program on the outputs' storage and `values`: a program checking computed
+        table entries as it runs writes copies, kept only when it succeeds (an error leaves the
+        user's outputs as they were); outputs not written in place get the values."""
+        buffers = [np.array(b) if self.checked else b for _, b, _ in self.outs]
+        written = _timed(self.runner, *buffers, *values)
+        for (_, w), (v, b, copied) in zip(written, self.outs):
+            # Not written in place (the interpreter, an output numpy copied), or in place into a
+            # copy of a strided field: the field gets the values.
+            if w is not b or copied:
+                np.copyto(v, w[..., : v.shape[-1]] if w.shape != v.shape else w)
+
+
+_F64 = np.dtype(np.float64)
+
+# Numbers a call key holds by value (integers and booleans may size a domain or choose a
+# branch); other numbers by type.
+_BY_VALUE = frozenset({int, bool, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
+                       np.bool_})
+
+
+def _call_token(args: Tuple[Any, ...], offset_provider: Any) -> Optional[tuple]:
+    """A call's arguments as `_Executable._recent` keys them: fields by identity, integers and
+    booleans by type and value, other numbers by type, and the offset provider's entries by
+    name and identity; `None` (no plan) for a tuple argument."""
+    parts = []
+    for a in args:
+        t = type(a)
+        if t is float:
+            parts.append(_FLOAT)
+        elif t in _BY_VALUE:
+            parts.append((t, a))
+        elif t in _NUMBER_DTYPES:
+            parts.append((t,))
+        elif t is tuple:
+            return None
+        else:
+            parts.append(id(a))
+    if not offset_provider:
+        return (tuple(parts),)
+    return (tuple(parts), tuple(offset_provider), tuple(map(id, offset_provider.values())))
+
+
 
 # The dtypes numbers of these types have (`np.asarray(x).dtype`), without making an array.
 _NUMBER_DTYPES = {t: np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
