@@ -149,17 +149,19 @@ class _Executable:
         # same fields, tables and integers again and again.
         self._recent: Dict[tuple, "_Plan"] = {}
 
-    def _table(self, a: np.ndarray, rows: Optional[Tuple[int, int]] = None) -> Tuple[np.ndarray, bool]:
+    def _table(self, a: np.ndarray, rows: Optional[Tuple[int, int]] = None, row_major: bool = False) -> Tuple[np.ndarray, bool]:
         """A connectivity's table (its `rows`, if given) as the program reads it, and whether
         that is a copy: its levels in memory order (`_table_levels`), read in place where that
         view is contiguous (a whole table, unpadded). A padded table or a window of rows in
         GT4Py's neighbor-outermost layout is copied, in memory order (no transposition), into a
         buffer kept per table array and rows and refreshed on every call: a connectivity may be
-        changed in place between calls."""
-        part = _in_memory_order(a if rows is None else a[rows[0]:rows[1]])
+        changed in place between calls. A team program's tables are read `row_major`."""
+        part = a if rows is None else a[rows[0]:rows[1]]
+        if not row_major:
+            part = _in_memory_order(part)
         if part.flags.c_contiguous:
             return part, False
-        key = (id(a), rows)
+        key = (id(a), rows, row_major)
         kept = self._tables.get(key)
         if kept is None or kept[0] is not a:
             kept = self._tables[key] = (a, np.ascontiguousarray(part))
@@ -240,9 +242,9 @@ class _Executable:
         for kind, path, scalar in sources:
             if kind == _TABLE or kind == _TABLE_ROWS:
                 name, rows = (path, None) if kind == _TABLE else (path[0], path[1:])
-                table, copied = self._table(np.asarray(offset_provider[name].ndarray), rows)
+                table, copied = self._table(np.asarray(offset_provider[name].ndarray), rows, scalar)
                 if copied:
-                    plan.tables.append((len(values), name, rows))
+                    plan.tables.append((len(values), name, rows, scalar))
                 values.append(table)
             else:
                 a = args[path[0]] if len(path) == 1 else _select(args, path)
@@ -301,8 +303,8 @@ class _Plan:
         self.values: List[Any] = []
         # (slot, argument index, dtype)
         self.scalars: List[Tuple[int, int, np.dtype]] = []
-        # (slot, connectivity name, rows)
-        self.tables: List[Tuple[int, str, Any]] = []
+        # (slot, connectivity name, rows, row-major)
+        self.tables: List[Tuple[int, str, Any, bool]] = []
         # (copy, field view) refreshed before the run
         self.copies: List[Tuple[np.ndarray, np.ndarray]] = []
         # (field view, storage, whether the storage is a copy)
@@ -328,8 +330,8 @@ class _Plan:
         for slot, i, dtype in self.scalars:
             a = args[i]
             values[slot] = a if type(a) is float and dtype == _F64 else np.asarray(a, dtype=dtype)
-        for slot, name, rows in self.tables:
-            values[slot] = executable._table(np.asarray(offset_provider[name].ndarray), rows)[0]
+        for slot, name, rows, row_major in self.tables:
+            values[slot] = executable._table(np.asarray(offset_provider[name].ndarray), rows, row_major)[0]
         for storage, view in self.copies:
             np.copyto(storage, view)
         for v, b, copied in self.outs:
@@ -394,13 +396,19 @@ _TABLE, _TABLE_ROWS, _ARGUMENT = 0, 1, 2
 def _source_kinds(sources: List[Tuple[Any, Any]]) -> List[Tuple[int, Any, Any]]:
     """The lowering's parameter sources `(path, scalar)` with their kind told once: a
     connectivity's table (its name), rows `lo:hi` of one (`(name, lo, hi)`), or an argument
-    (a path of indices)."""
+    (a path of indices). A table's `scalar` says whether it is read row-major; an argument's
+    is its dtype if it is a number (else `False`)."""
     def kind(path: Any) -> int:
-        if isinstance(path, str):
-            return _TABLE
-        return _TABLE_ROWS if isinstance(path[0], str) else _ARGUMENT
+        if not _is_table(path):
+            return _ARGUMENT
+        return _TABLE if isinstance(path, str) else _TABLE_ROWS
 
     return [(kind(path), path, scalar) for path, scalar in sources]
+
+
+def _is_table(path: Any) -> bool:
+    """Whether a parameter's source path names a connectivity's table (or rows of one)."""
+    return isinstance(path, str) or isinstance(path[0], str)
 
 
 def _timed(runner: Any, *args: Any) -> Any:
@@ -423,11 +431,12 @@ def _table_structure(c: Any) -> Any:
     return ("table", tuple(d.value for d in c.domain.dims), c.codomain.value, a.shape, a.dtype.str, _memory_order(a))
 
 
-def _table_levels(a: np.ndarray, rows: Tuple[str, int, int], neighbors: Tuple[str, int, int]) -> List[Tuple[str, int, int]]:
-    """A table parameter's levels in the memory order of its array `a` (`_Executable._table`):
-    GT4Py allocates connectivities neighbor-outermost, a table built from a C-ordered numpy
-    array is row-major. A format is storage: the shifts read either alike."""
-    return [rows, neighbors] if _memory_order(a) == (0, 1) else [neighbors, rows]
+def _table_levels(a: Optional[np.ndarray], rows: Tuple[str, int, int], neighbors: Tuple[str, int, int]) -> List[Tuple[str, int, int]]:
+    """A table parameter's levels in the memory order of its array `a` (`_Executable._table`),
+    row-major without one: GT4Py allocates connectivities neighbor-outermost, a table built
+    from a C-ordered numpy array is row-major. A format is storage: the shifts read either
+    alike."""
+    return [rows, neighbors] if a is None or _memory_order(a) == (0, 1) else [neighbors, rows]
 
 
 def _memory_order(a: np.ndarray) -> Tuple[int, ...]:
@@ -729,7 +738,9 @@ class _Lowering:
             )
         except VerifyError as e:
             raise GTIRError(f"the program does not type: {e}") from None
-        sources = [(p.path, p.scalar) for p in payloads]  # a table's path is its name
+        # A table's path is its name (or `(name, lo, hi)`); in place of a dtype, whether it is
+        # read row-major.
+        sources = [(p.path, p.row_major if _is_table(p.path) else p.scalar) for p in payloads]
         return program, program.bind("fields", "auto"), self.targets, sources, self.checked_while_running
 
     # -- parameters: every field a leaf standing for its argument; scalars by kind --
@@ -1225,11 +1236,12 @@ class _Lowering:
         key = (name, lo, hi)
         if key in self.tables:
             return self.tables[key]
-        levels = _table_levels(a, (dst, lo, hi), (f"NB_{c.codomain.value}", 0, a.shape[1]))
+        row_major = self.team  # a team program's ranks take rows of the first level
+        levels = _table_levels(a if not row_major else None, (dst, lo, hi), (f"NB_{c.codomain.value}", 0, a.shape[1]))
         path = name if (lo, hi) == (0, a.shape[0]) else (name, lo, hi)
         # A program over team fields reads its tables on the team too: each rank the rows of
         # its own elements (every rank holds the connectivity; the run takes its rows).
-        leaf = Field(_strata.field_param(_DTYPES[a.dtype], levels, _GTArg(path), self.team))
+        leaf = Field(_strata.field_param(_DTYPES[a.dtype], levels, _GTArg(path, row_major=row_major), self.team))
         self.tables[key] = leaf
         return leaf
 
@@ -1479,10 +1491,11 @@ class _Index:
 class _GTArg:
     """What a parameter of the lowered program stands for: the argument at `path` (`args[i]`,
     or a field inside a tuple argument, `args[i][j]…`; a neighbor table's connectivity name);
-    a number converted to `scalar`."""
+    a number converted to `scalar`; a table read `row_major` rather than in its memory order
+    (a team program's: its ranks take rows of the first level)."""
 
-    def __init__(self, path: Any, scalar: Optional[np.dtype] = None):
-        self.path, self.scalar = path, scalar
+    def __init__(self, path: Any, scalar: Optional[np.dtype] = None, row_major: bool = False):
+        self.path, self.scalar, self.row_major = path, scalar, row_major
 
 
 def _fold_parts(op: Any) -> Tuple[Optional[str], Any]:
