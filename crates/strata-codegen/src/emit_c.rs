@@ -216,6 +216,16 @@ pub(crate) fn hoist_reductions(
     }
 }
 
+/// The folds the stores of kernel `k` always evaluate, hoisted ([`hoist_reductions`]), in
+/// dependency order.
+pub(crate) fn hoisted_folds(k: &Kernel) -> Vec<Rc<SExpr>> {
+    let mut folds = Vec::new();
+    for st in &k.stores {
+        hoist_reductions(&st.value, &mut folds, &|_| true);
+    }
+    folds
+}
+
 /// Whether the generated code computes exactly what the interpreter does, bit for bit. Not so
 /// when it sums in another order (a runtime GEMM, a reassociable fold) or calls vector math
 /// (transcendental functions, within 4 ulp): floating-point results then agree

@@ -216,12 +216,7 @@ fn layout(p: &KernelProgram, k: &Kernel, s: &Schedule) -> Layout {
     // run per point as vector reductions; strips would read them with a stride). Short folds
     // (neighbor reductions) also stay per point: their few steps read one table row, which
     // strips would read with a stride.
-    let mut hoisted = Vec::new();
-    if !k.domain.is_empty() && always {
-        for st in &k.stores {
-            crate::emit_c::hoist_reductions(&st.value, &mut hoisted, &|_| true);
-        }
-    }
+    let hoisted = if !k.domain.is_empty() && always { crate::emit_c::hoisted_folds(k) } else { Vec::new() };
     // Folds reading crosswise (`fold_strips`): strips stream their operands.
     let crosswise = matches!(&k.kind, KernelKind::Nest(n) if n.fold_strips);
     if crosswise && !hoisted.is_empty() {
@@ -235,10 +230,7 @@ fn layout(p: &KernelProgram, k: &Kernel, s: &Schedule) -> Layout {
     {
         return Layout::Strips;
     }
-    let mut folds = Vec::new();
-    for st in &k.stores {
-        crate::emit_c::hoist_reductions(&st.value, &mut folds, &|_| true);
-    }
+    let folds = crate::emit_c::hoisted_folds(k);
     let shared = folds.windows(2).any(|w| crate::emit_c::fold_vars(&w[0]) == crate::emit_c::fold_vars(&w[1]));
     if shared && always {
         Layout::SharedFolds
@@ -261,11 +253,7 @@ fn strip_length(k: &Kernel, crosswise: bool) -> i64 {
     if !crosswise {
         return crate::emit_c::STRIP;
     }
-    let mut folds = Vec::new();
-    for st in &k.stores {
-        crate::emit_c::hoist_reductions(&st.value, &mut folds, &|_| true);
-    }
-    let row: i64 = folds
+    let row: i64 = crate::emit_c::hoisted_folds(k)
         .iter()
         .filter_map(|f| match &**f {
             SExpr::Reduce { scalar, .. } => Some(scalar.size_bytes() as i64),

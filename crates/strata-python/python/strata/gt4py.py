@@ -226,7 +226,7 @@ class _Executable:
         offset_provider = offset_provider or {}
         token = _call_token(args, offset_provider)
         plan = self._recent.get(token) if token is not None else None
-        if plan is not None and plan.holds(args):
+        if plan is not None and plan.holds(args, offset_provider):
             return plan.run(self, args, offset_provider)
         structure = self._structure
         key = tuple([structure(a) for a in args])
@@ -241,10 +241,10 @@ class _Executable:
         values = plan.values
         for kind, path, scalar in sources:
             if kind == _TABLE or kind == _TABLE_ROWS:
-                name, rows = (path, None) if kind == _TABLE else (path[0], path[1:])
-                table, copied = self._table(np.asarray(offset_provider[name].ndarray), rows, scalar)
+                name, rows, row_major = (path, None, scalar) if kind == _TABLE else (path[0], path[1:], scalar)
+                table, copied = self._table(np.asarray(offset_provider[name].ndarray), rows, row_major)
                 if copied:
-                    plan.tables.append((len(values), name, rows, scalar))
+                    plan.tables.append((len(values), name, rows, row_major))
                 values.append(table)
             else:
                 a = args[path[0]] if len(path) == 1 else _select(args, path)
@@ -278,7 +278,7 @@ class _Executable:
             if copied:  # the output starts as the field's values
                 np.copyto(b, v)
             plan.outs.append((v, b, copied))
-        if token is not None and plan.refer_to(args, token):
+        if token is not None and plan.refer_to(args, token, offset_provider):
             if len(self._recent) >= _RECENT:
                 self._recent.clear()
             self._recent[token] = plan
@@ -311,19 +311,24 @@ class _Plan:
         self.outs: List[Tuple[np.ndarray, np.ndarray, bool]] = []
         # (argument index, weak reference) of each argument that is not a number
         self.refs: List[Tuple[int, Any]] = []
+        # Weak references to the offset provider's entries, in order
+        self.providers: List[Any] = []
 
-    def refer_to(self, args: Tuple[Any, ...], token: tuple) -> bool:
-        """Refers to the arguments that are not numbers (`token`'s integer parts), weakly;
-        `False` where one cannot be referred to so."""
+    def refer_to(self, args: Tuple[Any, ...], token: tuple, offset_provider: Any) -> bool:
+        """Refers to the arguments that are not numbers (`token`'s integer parts) and to the
+        offset provider's entries, weakly; `False` where one cannot be referred to so."""
         try:
             self.refs = [(i, weakref.ref(a)) for i, a in enumerate(args) if not isinstance(token[0][i], tuple)]
+            self.providers = [weakref.ref(c) for c in offset_provider.values()]
         except TypeError:
             return False
         return True
 
-    def holds(self, args: Tuple[Any, ...]) -> bool:
-        """Whether `args` are the objects this plan was made for (ids may be reused)."""
-        return all(r() is args[i] for i, r in self.refs)
+    def holds(self, args: Tuple[Any, ...], offset_provider: Any) -> bool:
+        """Whether `args` and the offset provider's entries are the objects this plan was made
+        for (the call token holds their ids, which Python may reuse)."""
+        return all(r() is args[i] for i, r in self.refs) and all(
+            r() is c for r, c in zip(self.providers, offset_provider.values()))
 
     def run(self, executable: "_Executable", args: Tuple[Any, ...], offset_provider: Any) -> None:
         values = list(self.values)
