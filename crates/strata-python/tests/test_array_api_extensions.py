@@ -227,6 +227,26 @@ def test_real_transforms(x, data, norm):
     close(back, np.asarray(xs.fft.irfftn(spectrum, s=s, axes=axes, norm=norm)), d, scale=x.size)
 
 
+@pytest.mark.parametrize("shape, axis", [((3, 20000, 5), 1), ((5000, 40), 0), ((40, 3000), 1), ((1 << 16,), 0)])
+def test_long_transforms_along_every_axis(shape, axis):
+    """Lanes long enough that a batch holds fewer lanes than the inner axis has (and batches of
+    16 lanes with a remainder), odd and even lengths, padded and cut, against numpy."""
+    rng = np.random.default_rng(len(shape) + axis)
+    x = rng.standard_normal(shape)
+    z = x + 1j * rng.standard_normal(shape)
+    m = shape[axis]
+    for n in (None, m + 3, m - 1):
+        tol = dict(rtol=1e-9, atol=1e-9 * m)
+        np.testing.assert_allclose(xp.fft.fft(xp.asarray(z), n=n, axis=axis).to_numpy(), np.fft.fft(z, n=n, axis=axis), **tol)
+        np.testing.assert_allclose(
+            xp.fft.ifft(xp.asarray(z), n=n, axis=axis, norm="ortho").to_numpy(),
+            np.fft.ifft(z, n=n, axis=axis, norm="ortho"), **tol)
+        np.testing.assert_allclose(xp.fft.rfft(xp.asarray(x), n=n, axis=axis).to_numpy(), np.fft.rfft(x, n=n, axis=axis), **tol)
+        np.testing.assert_allclose(
+            xp.fft.irfft(xp.asarray(z), n=n, axis=axis, norm="forward").to_numpy(),
+            np.fft.irfft(z, n=n, axis=axis, norm="forward"), **tol)
+
+
 def test_frequencies_and_refusals():
     for n in (1, 2, 7, 8):
         for dd in (1.0, 0.25):

@@ -9,13 +9,19 @@
 //!   `"forward"` the forward transform by `1/n`.
 //! - `irfft` reads the first `n/2 + 1` entries of the Hermitian half-spectrum; the imaginary
 //!   parts of the zero-frequency entry (and of the Nyquist one for even `n`) do not contribute.
-//! - Plans are kept per thread and length (rustfft's planner), so a loop of equal-length
-//!   transforms plans once.
+//! - Plans are kept per thread and length (rustfft's and realfft's planners), so a loop of
+//!   equal-length transforms plans once.
+//! - Real transforms run as realfft's half-length complex transforms. Contiguous lanes (the
+//!   last axis) are transformed in the result itself, all at once for complex ones; lanes of
+//!   an inner axis are gathered in batches of neighbouring lanes (`BATCH_LANES`, at most
+//!   `BATCH_BYTES`), so a strided axis is read and written in runs.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::sync::Arc;
 
 use num_complex::Complex;
+use realfft::{ComplexToReal, RealFftPlanner, RealToComplex};
 use rustfft::{Fft, FftNum, FftPlanner};
 use strata_ir::Scalar;
 use strata_runtime::{Column, Data};
@@ -57,21 +63,28 @@ impl Norm {
 thread_local! {
     static PLANS64: RefCell<FftPlanner<f64>> = RefCell::new(FftPlanner::new());
     static PLANS32: RefCell<FftPlanner<f32>> = RefCell::new(FftPlanner::new());
+    static REAL_PLANS64: RefCell<RealFftPlanner<f64>> = RefCell::new(RealFftPlanner::new());
+    static REAL_PLANS32: RefCell<RealFftPlanner<f32>> = RefCell::new(RealFftPlanner::new());
 }
 
 /// A precision rustfft computes in, with its complex column.
 trait Precision: FftNum + num_complex::ComplexFloat<Real = Self> {
     fn plan(n: usize, inverse: bool) -> Arc<dyn Fft<Self>>;
+    fn plan_real(n: usize) -> Arc<dyn RealToComplex<Self>>;
+    fn plan_real_inverse(n: usize) -> Arc<dyn ComplexToReal<Self>>;
     /// The column's values as complex numbers of this precision: borrowed when the column holds
     /// them already, else converted once (a real input, or the other precision).
-    fn complex_values(c: &Column) -> std::borrow::Cow<'_, [Complex<Self>]>;
+    fn complex_values(c: &Column) -> Cow<'_, [Complex<Self>]>;
+    /// The column's (real) values in this precision: borrowed when the column holds them
+    /// already, else converted once.
+    fn real_values(c: &Column) -> Cow<'_, [Self]>;
     fn complex_column(v: Vec<Complex<Self>>) -> Column;
     fn real_column(v: Vec<Self>) -> Column;
     fn of_f64(x: f64) -> Self;
 }
 
 macro_rules! precision {
-    ($t:ty, $plans:ident, $cv:ident, $rv:ident) => {
+    ($t:ty, $plans:ident, $real_plans:ident, $cv:ident, $rv:ident) => {
         impl Precision for $t {
             fn plan(n: usize, inverse: bool) -> Arc<dyn Fft<$t>> {
                 $plans.with(|p| {
@@ -83,15 +96,27 @@ macro_rules! precision {
                     }
                 })
             }
-            fn complex_values(c: &Column) -> std::borrow::Cow<'_, [Complex<$t>]> {
+            fn plan_real(n: usize) -> Arc<dyn RealToComplex<$t>> {
+                $real_plans.with(|p| p.borrow_mut().plan_fft_forward(n))
+            }
+            fn plan_real_inverse(n: usize) -> Arc<dyn ComplexToReal<$t>> {
+                $real_plans.with(|p| p.borrow_mut().plan_fft_inverse(n))
+            }
+            fn complex_values(c: &Column) -> Cow<'_, [Complex<$t>]> {
                 match c {
-                    Column::$cv(v) => std::borrow::Cow::Borrowed(v),
+                    Column::$cv(v) => Cow::Borrowed(v),
                     _ => (0..c.len())
                         .map(|i| {
                             let z = c.get(i).as_c128();
                             Complex::new(z.re as $t, z.im as $t)
                         })
                         .collect(),
+                }
+            }
+            fn real_values(c: &Column) -> Cow<'_, [$t]> {
+                match c {
+                    Column::$rv(v) => Cow::Borrowed(v),
+                    _ => (0..c.len()).map(|i| c.get(i).as_f64() as $t).collect(),
                 }
             }
             fn complex_column(v: Vec<Complex<$t>>) -> Column {
@@ -106,8 +131,8 @@ macro_rules! precision {
         }
     };
 }
-precision!(f64, PLANS64, C128, F64);
-precision!(f32, PLANS32, C64, F32);
+precision!(f64, PLANS64, REAL_PLANS64, C128, F64);
+precision!(f32, PLANS32, REAL_PLANS32, C64, F32);
 
 /// The kind of transform along the axis.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -120,10 +145,84 @@ enum Kind {
     InverseReal,
 }
 
+/// Bytes of lanes gathered into one batch: neighbouring lanes of an inner axis are read and
+/// written in runs (a strided axis otherwise touches a cache line per element), and rustfft
+/// transforms the batch in one call.
+const BATCH_BYTES: usize = 1 << 20;
+/// Lanes in a batch at most (two cache lines of `f64`).
+const BATCH_LANES: usize = 16;
+
+/// Where the lanes of an array of shape `outer × len × inner` lie: lane `(o, r)`, entry `k` at
+/// `(o·len + k)·inner + r`.
+#[derive(Clone, Copy)]
+struct Lanes {
+    outer: usize,
+    inner: usize,
+}
+
+impl Lanes {
+    /// The batches: `(o, r, w)` for the `w` lanes `(o, r)…(o, r + w − 1)`, each batch of
+    /// `w · per_lane` bytes at most `BATCH_BYTES` where more than one lane.
+    fn batches(self, per_lane: usize) -> impl Iterator<Item = (usize, usize, usize)> {
+        let width = (BATCH_BYTES / per_lane.max(1)).clamp(1, BATCH_LANES).min(self.inner);
+        let inner = self.inner;
+        (0..self.outer).flat_map(move |o| (0..inner).step_by(width).map(move |r| (o, r, width.min(inner - r))))
+    }
+
+    /// Copies entries `0..len.min(to)` of lanes `(o, r..r + w)` of `from` (lanes of length
+    /// `len`) into `dst`, lane by lane (`to` entries each), zeros after them.
+    fn gather<E: Copy>(
+        self,
+        from: &[E],
+        len: usize,
+        (o, r, w): (usize, usize, usize),
+        dst: &mut [E],
+        to: usize,
+        zero: E,
+    ) {
+        let copied = len.min(to);
+        for b in 0..w {
+            dst[b * to + copied..(b + 1) * to].fill(zero);
+        }
+        if self.inner == 1 {
+            dst[..copied].copy_from_slice(&from[o * len..][..copied]);
+            return;
+        }
+        for k in 0..copied {
+            let row = &from[(o * len + k) * self.inner + r..][..w];
+            for (b, &v) in row.iter().enumerate() {
+                dst[b * to + k] = v;
+            }
+        }
+    }
+
+    /// Writes lanes `(o, r..r + w)` of `to` (lanes of length `len`) from `src` (`len` entries
+    /// a lane, lane by lane), each entry through `f`.
+    fn scatter<E: Copy, F: Copy>(
+        self,
+        src: &[E],
+        len: usize,
+        (o, r, w): (usize, usize, usize),
+        to: &mut [F],
+        f: impl Fn(E) -> F,
+    ) {
+        if self.inner == 1 {
+            to[o * len..][..len].iter_mut().zip(src).for_each(|(v, &e)| *v = f(e));
+            return;
+        }
+        for k in 0..len {
+            let row = &mut to[(o * len + k) * self.inner + r..][..w];
+            for (b, v) in row.iter_mut().enumerate() {
+                *v = f(src[b * len + k]);
+            }
+        }
+    }
+}
+
 /// Transforms every lane of `x` along `axis`: `n` points (inputs padded or cut to it), outputs
 /// of length `out_len`.
 fn lanes<T: Precision>(x: &Array, axis: usize, n: usize, kind: Kind, norm: Norm) -> Result<Array> {
-    // The lane buffer, the scratch and the result are the same sizes on every call of a loop:
+    // The lane buffers, the scratch and the result are the same sizes on every call of a loop:
     // pooled, they are not page-faulted afresh each time (`strata_runtime::aligned::pooled`).
     strata_runtime::aligned::pooled(|| pooled_lanes::<T>(x, axis, n, kind, norm))
 }
@@ -132,63 +231,103 @@ fn pooled_lanes<T: Precision>(x: &Array, axis: usize, n: usize, kind: Kind, norm
     let shape = x.shape().to_vec();
     let t = x.eval_whole()?;
     let Data::Scalars(col) = &t.data else { unreachable!("arrays hold scalars") };
-    let input = T::complex_values(col);
     let (outer, len_in, inner) =
         (shape[..axis].iter().product::<usize>(), shape[axis], shape[axis + 1..].iter().product::<usize>());
-    let out_len = match kind {
-        Kind::Real => n / 2 + 1,
-        _ => n,
-    };
+    let lanes = Lanes { outer, inner };
     let inverse = matches!(kind, Kind::Complex { inverse: true } | Kind::InverseReal);
-    let plan = T::plan(n, inverse);
     let scale = T::of_f64(norm.factor(n, inverse));
-    let lanes = outer * inner;
-    let mut complex_out = Vec::new();
-    let mut real_out = Vec::new();
-    if kind == Kind::InverseReal {
-        real_out = vec![T::zero(); lanes * out_len];
-    } else {
-        complex_out = vec![Complex::new(T::zero(), T::zero()); lanes * out_len];
-    }
-    let mut buf = vec![Complex::new(T::zero(), T::zero()); n];
-    let mut scratch = vec![Complex::new(T::zero(), T::zero()); plan.get_inplace_scratch_len()];
-    let at = |o: usize, i: usize, r: usize, len: usize| (o * len + i) * inner + r;
-    for o in 0..outer {
-        for r in 0..inner {
-            buf.iter_mut().for_each(|z| *z = Complex::new(T::zero(), T::zero()));
-            match kind {
-                Kind::InverseReal => {
-                    // The Hermitian spectrum from its first n/2 + 1 entries.
-                    let half = (n / 2 + 1).min(len_in);
-                    for (k, slot) in buf.iter_mut().enumerate().take(half) {
-                        *slot = input[at(o, k, r, len_in)];
-                    }
-                    for k in 1..n.div_ceil(2) {
-                        if k < half {
-                            buf[n - k] = buf[k].conj();
-                        }
-                    }
-                }
-                _ => {
-                    for (k, slot) in buf.iter_mut().enumerate().take(n.min(len_in)) {
-                        *slot = input[at(o, k, r, len_in)];
-                    }
-                }
-            }
-            plan.process_with_scratch(&mut buf, &mut scratch);
-            for k in 0..out_len {
-                let v = buf[k] * scale;
-                if kind == Kind::InverseReal {
-                    real_out[at(o, k, r, out_len)] = v.re;
+    let half = n / 2 + 1;
+    let zero = Complex::new(T::zero(), T::zero());
+    let (out_len, col) = match kind {
+        Kind::Complex { inverse } => {
+            let input = T::complex_values(col);
+            let plan = T::plan(n, inverse);
+            let mut scratch = vec![zero; plan.get_inplace_scratch_len()];
+            let out = if inner == 1 {
+                // Contiguous lanes: copied into the result (padded or cut) and transformed
+                // there, all lanes in one call.
+                let out = if n == len_in {
+                    input.into_owned()
                 } else {
-                    complex_out[at(o, k, r, out_len)] = v;
+                    let mut out = vec![zero; outer * n];
+                    for (o, lane) in out.chunks_exact_mut(n).enumerate() {
+                        lanes.gather(&input, len_in, (o, 0, 1), lane, n, zero);
+                    }
+                    out
+                };
+                let mut out = out;
+                plan.process_with_scratch(&mut out, &mut scratch);
+                if scale != T::one() {
+                    out.iter_mut().for_each(|z| *z = *z * scale);
+                }
+                out
+            } else {
+                let mut out = vec![zero; outer * n * inner];
+                let mut buf = vec![zero; BATCH_LANES.min(inner) * n];
+                for batch in lanes.batches(n * std::mem::size_of::<Complex<T>>()) {
+                    let buf = &mut buf[..batch.2 * n];
+                    lanes.gather(&input, len_in, batch, buf, n, zero);
+                    plan.process_with_scratch(buf, &mut scratch);
+                    lanes.scatter(buf, n, batch, &mut out, |z| z * scale);
+                }
+                out
+            };
+            (n, T::complex_column(out))
+        }
+        Kind::Real => {
+            let input = T::real_values(col);
+            let plan = T::plan_real(n);
+            let mut scratch = vec![zero; plan.get_scratch_len()];
+            let width = BATCH_LANES.min(inner);
+            let (mut buf, mut spectra) = (vec![T::zero(); width * n], vec![zero; width * half]);
+            let mut out = Vec::with_capacity(outer * half * inner);
+            if inner == 1 {
+                // Contiguous lanes: each spectrum appended to the result (no zero fill first).
+                for o in 0..outer {
+                    lanes.gather(&input, len_in, (o, 0, 1), &mut buf[..n], n, T::zero());
+                    plan.process_with_scratch(&mut buf[..n], &mut spectra[..half], &mut scratch)
+                        .expect("the plan's lengths");
+                    out.extend(spectra[..half].iter().map(|&z| z * scale));
+                }
+            } else {
+                out.resize(outer * half * inner, zero);
+                for batch in lanes.batches(n * std::mem::size_of::<T>()) {
+                    let w = batch.2;
+                    lanes.gather(&input, len_in, batch, &mut buf[..w * n], n, T::zero());
+                    for (lane, spectrum) in buf.chunks_exact_mut(n).zip(spectra.chunks_exact_mut(half)).take(w) {
+                        plan.process_with_scratch(lane, spectrum, &mut scratch).expect("the plan's lengths");
+                    }
+                    lanes.scatter(&spectra[..w * half], half, batch, &mut out, |z| z * scale);
                 }
             }
+            (half, T::complex_column(out))
         }
-    }
+        Kind::InverseReal => {
+            let input = T::complex_values(col);
+            let plan = T::plan_real_inverse(n);
+            let mut scratch = vec![zero; plan.get_scratch_len()];
+            let width = BATCH_LANES.min(inner);
+            let (mut spectra, mut buf) = (vec![zero; width * half], vec![T::zero(); width * n]);
+            let mut out = vec![T::zero(); outer * n * inner];
+            for batch in lanes.batches(n * std::mem::size_of::<T>()) {
+                let w = batch.2;
+                // The Hermitian spectrum from its first n/2 + 1 entries; the imaginary parts
+                // of the zero frequency (and of the Nyquist one for even n) do not contribute.
+                lanes.gather(&input, len_in, batch, &mut spectra[..w * half], half, zero);
+                for (spectrum, lane) in spectra.chunks_exact_mut(half).zip(buf.chunks_exact_mut(n)).take(w) {
+                    spectrum[0].im = T::zero();
+                    if n.is_multiple_of(2) {
+                        spectrum[half - 1].im = T::zero();
+                    }
+                    plan.process_with_scratch(spectrum, lane, &mut scratch).expect("the plan's lengths");
+                }
+                lanes.scatter(&buf[..w * n], n, batch, &mut out, |v| v * scale);
+            }
+            (n, T::real_column(out))
+        }
+    };
     let mut out_shape = shape;
     out_shape[axis] = out_len;
-    let col = if kind == Kind::InverseReal { T::real_column(real_out) } else { T::complex_column(complex_out) };
     Array::from_column(&out_shape, col, Place::host())
 }
 
