@@ -27,7 +27,8 @@ use crate::sym::{Coord, Part, SExpr};
 /// once, so five shifts read each point five times), times the points the user adds to it
 /// (broadcasting over a new dimension computes each operand point once per point of that
 /// dimension); an argument of a call as often as the callee computes its parameter.
-/// Operands of other ops (contractions, whose loops are the reduction's; concatenations; payloads)
+/// A contraction's operand (`dot_general`, `map_reduce`) is read once per point of the
+/// contraction's loop nest it does not index. Operands of other ops (concatenations, payloads)
 /// count once per use; a long reduction read several times per point counts as computed once.
 ///
 /// Also counted: each value's *reads* per evaluation of its users (its fan-out). A value read
@@ -95,9 +96,14 @@ impl Evaluations {
                     | Op::Map { .. }
             );
             let here = points(types, func.exprs[v].ty);
-            for a in op.operands() {
+            let spreads = contraction_spreads(types, func, op, here);
+            for (i, a) in op.operands().into_iter().enumerate() {
                 let there = points(types, func.exprs[a].ty);
-                let spread = if broadcasting { (here / there).max(1.0) } else { 1.0 };
+                let spread = match &spreads {
+                    _ if broadcasting => (here / there).max(1.0),
+                    Some(s) => s.get(i).copied().unwrap_or(1.0),
+                    None => 1.0,
+                };
                 // A reduction evaluated several times per point is computed once (kept, or
                 // hoisted by `invariant`) when its folds are long: its operand is then
                 // computed once per point of the reduction.
@@ -110,6 +116,51 @@ impl Evaluations {
         let counts = Rc::new(Counts { evaluations: evals, reads });
         self.memo.insert(f, counts.clone());
         counts
+    }
+}
+
+/// How many times a contraction `op` (its result has `here` points) reads each point of each
+/// operand: once per point of the result's loops the operand does not index (a matrix-vector
+/// product reads the vector once per row). Loops of the fold an operand does not index do not
+/// count: such an operand is invariant in the fold and evaluated once per result point (a row
+/// mean inside a variance). `None` for other ops.
+fn contraction_spreads(types: &TypeArena, func: &Function, op: &Op, here: f64) -> Option<Vec<f64>> {
+    let extent = |v: strata_ir::Value, pos: usize| match &types[func.exprs[v].ty] {
+        Type::Tensor(t) => t.levels.get(pos).map_or(1.0, |l| l.interval.len() as f64),
+        _ => 1.0,
+    };
+    let points = |v: strata_ir::Value| points(types, func.exprs[v].ty);
+    // An operand indexing every contracted loop: the result's points per operand point
+    // outside the contraction.
+    let spread = |v: strata_ir::Value, contract: f64| (here * contract / points(v)).max(1.0);
+    match op {
+        Op::DotGeneral { lhs, rhs, lhs_contract, .. } => {
+            let contract = lhs_contract.iter().map(|&d| extent(*lhs, d as usize)).product::<f64>();
+            Some(vec![spread(*lhs, contract), spread(*rhs, contract)])
+        }
+        Op::Product2d { lhs, rhs, .. } => {
+            let contract = extent(*lhs, 1);
+            Some(vec![spread(*lhs, contract), spread(*rhs, contract)])
+        }
+        Op::MapReduce { args, subscripts, .. } => {
+            // Each output letter's extent, from the first input that names it.
+            let out_extent = |c: &char| {
+                args.iter()
+                    .zip(&subscripts.inputs)
+                    .find_map(|(a, letters)| letters.iter().position(|l| l == c).map(|p| extent(*a, p)))
+                    .unwrap_or(1.0)
+            };
+            Some(
+                subscripts
+                    .inputs
+                    .iter()
+                    .map(|letters| {
+                        subscripts.output.iter().filter(|c| !letters.contains(c)).map(out_extent).product::<f64>()
+                    })
+                    .collect(),
+            )
+        }
+        _ => None,
     }
 }
 
@@ -169,7 +220,9 @@ const MOST_INLINED: f64 = 16384.0;
 /// `work` operations per evaluation, is computed once into a temporary of `bytes` instead,
 /// given a cache of `cache_bytes` (the temporary fits when it takes at most half of it).
 pub(crate) fn worth_keeping(evaluations: f64, work: f64, bytes: f64, cache_bytes: i64) -> bool {
-    if evaluations <= 1.0 {
+    // A value that is one load (a broadcast operand, a column of a matrix) costs what reading
+    // its temporary would: nothing to save.
+    if evaluations <= 1.0 || work <= 1.0 {
         return false;
     }
     let budget = if bytes <= cache_bytes as f64 / 2.0 { RECOMPUTE_IN_CACHE } else { RECOMPUTE_IN_MEMORY };

@@ -311,8 +311,8 @@ pub fn replace_loads(e: &Rc<SExpr>, f: &dyn Fn(&Load) -> Option<Rc<SExpr>>) -> R
     }
 }
 
-/// Folds index arithmetic left by substitution, bottom-up: `x ± 0`, `x · 1`, `x / 1`, constant
-/// operations, `v % m` of a loop variable within `[0, m)` (with ranges known), and
+/// Folds index arithmetic left by substitution, bottom-up: `x ± 0`, `x · 1`, `x / 1`, `x % 1`,
+/// constant operations, `v % m` of a loop variable within `[0, m)` (with ranges known), and
 /// `(p / b)·b + p % b` → `p` (an unpack read through a pack). Dropping the
 /// checks of the inner computed coordinates is safe: the enclosing one still checks `p`.
 pub fn simplify(e: &Rc<SExpr>) -> Rc<SExpr> {
@@ -350,6 +350,8 @@ pub fn simplify_in(e: &Rc<SExpr>, ranges: &[(DimName, Interval)]) -> Rc<SExpr> {
                 // `v % m` of a loop variable whose range lies in `[0, m)` (a collapsed shape's
                 // row index): `v`.
                 (Modulo, _, Some(m)) if m > 0 && var_within(&a, ranges, 0, m) => return a,
+                // `x % 1` (a column index of a shape collapsed with an extent-1 axis): 0.
+                (Modulo, _, Some(1)) => SExpr::Const(Sv::Index(0)),
                 (Plus, _, _) => {
                     let recombined = (|| {
                         let SExpr::Binary(Multiplies, q, m, _) = &*a else { return None };

@@ -54,6 +54,26 @@ pub fn matmul(a: &Array, b: &Array) -> Result<Array> {
     if let Some(c) = super::team_matmul::summa(a, b)? {
         return Ok(c);
     }
+    // A matrix and a vector (or two vectors): one contraction over the vector's only axis,
+    // with no unit axis added and dropped again (which would leave an extent-1 level in the
+    // loops: a kept vector with a stride).
+    if a.ndim() <= 2 && b.ndim() <= 2 && (a.ndim() == 1 || b.ndim() == 1) {
+        let (ka, kb) = (a.ndim() - 1, 0);
+        if a.shape()[ka] != b.shape()[kb] {
+            return Err(invalid(
+                "matmul",
+                format!(
+                    "contracted extents differ: shapes {:?} and {:?} ({} ≠ {})",
+                    a.shape(),
+                    b.shape(),
+                    a.shape()[ka],
+                    b.shape()[kb]
+                ),
+            ));
+        }
+        let shape: Vec<usize> = a.shape()[..ka].iter().chain(&b.shape()[1..]).copied().collect();
+        return dot_general("matmul", a, b, (&[ka], &[kb]), 0, shape);
+    }
     let a2 = if a.ndim() == 1 { expand_dims(a, 0)? } else { a.clone() };
     let b2 = if b.ndim() == 1 { expand_dims(b, -1)? } else { b.clone() };
     let (ra, rb) = (a2.ndim(), b2.ndim());
