@@ -22,6 +22,7 @@ mod compressed;
 mod contraction;
 mod expr;
 mod extents;
+mod jam;
 mod moments;
 mod scan;
 mod sparse;
@@ -495,6 +496,9 @@ fn emit_nest(out: &mut String, em: &Emitter, k: &Kernel, n: &crate::kernel::Nest
         let hoisted_stores: Vec<Rc<SExpr>> =
             k.stores.iter().map(|st| hoist_reductions(&st.value, &mut hoisted, &|_| true)).collect();
         return emit_contraction(out, em, k, &hoisted, &hoisted_stores, n.fold_strips);
+    }
+    if em.schedule.layout == Layout::JammedRows {
+        return jam::emit_jammed(out, em, k);
     }
     emit_loops(out, em, k);
 }

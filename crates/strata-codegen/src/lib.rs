@@ -29,6 +29,7 @@ pub mod extract;
 pub mod fill;
 pub mod fold_strips;
 pub mod invariant;
+pub mod jam_rows;
 pub mod kernel;
 pub mod kernel_passes;
 pub mod lower;

@@ -124,6 +124,12 @@ pub const PASSES: &[Pass] = &[
         summary: "decides how each kernel's loops run: threads, layout, reassociated sums, streamed stores",
         run: crate::schedule::schedule,
     },
+    Pass {
+        name: "jam-rows",
+        optional: true,
+        summary: "points that each sum a contiguous row in vector lanes (a matrix-vector product) step their folds four at a time",
+        run: crate::jam_rows::jam_rows,
+    },
 ];
 
 /// Simplifies every store and scan update within its kernel's loop ranges.
