@@ -367,6 +367,18 @@ b64 = rng.standard_normal((40, 40))
 a64[3, 5], b64[5, 7] = 1e300, 1e300  # one product overflows: inf where the fold meets it
 a64[3, 6], b64[6, 7] = -1e300, 1e300  # and its negative: inf - inf = NaN in the fold's order
 case("r3_gemm_overflow_f64", GEMM, {"a": a64, "b": b64}, {"result": ("ieee", in_fold_order(a64, b64))}, "mm64")
+# Partial sums that overflow where no product does: 1e308 + ... + 1e308 is inf in the fold's
+# order, and stays inf after the -1e308 (a blocked order summing the last two first: 1e308).
+GEMM_LONG = """
+func @mm_long(%a: tensor<64x4096xf64>, %b: tensor<4096x64xf64>) -> tensor<64x64xf64> {
+  return product_2d(%a, %b, ring = plus_times)
+}
+"""
+al = rng.standard_normal((64, 4096))
+bl = 0.1 * rng.standard_normal((4096, 64))  # every product below the largest finite value
+al[2, 0], al[2, 3000], al[2, 3001] = 1e308, 1e308, -1e308
+bl[0, :], bl[3000, :], bl[3001, :] = 1.0, 1.0, 1.0
+case("r3_gemm_partial_sum_overflow_f64", GEMM_LONG, {"a": al, "b": bl}, {"result": ("ieee", in_fold_order(al, bl))}, "mm_long")
 n64 = rng.standard_normal((40, 40))
 n64[9, 1] = np.nan
 case("r3_gemm_nan_f64", GEMM, {"a": n64, "b": b64}, {"result": ("ieee", in_fold_order(n64, b64))}, "mm64")

@@ -103,15 +103,21 @@ unsafe extern "C" fn gemm<T: GemmScalar>(
     // ascending. The blocked GEMM reassociates and fuses multiply-adds, which changes only the
     // rounding of finite results; where infinities or NaN can arise (an operand or initial
     // value that is not finite, a product that may overflow) the whole product runs in the
-    // fold's order, and any entry the GEMM leaves non-finite is recomputed in that order.
+    // fold's order (also where partial sums could overflow), and any entry the GEMM leaves
+    // non-finite is recomputed in that order.
     // SAFETY (the scans): the same elements the product reads and writes.
     let (lhs_max, lhs_finite) = unsafe { scan(lhs, mu, ku, lhs_rs, lhs_cs) };
     let (rhs_max, rhs_finite) = unsafe { scan(rhs, ku, nu, rhs_rs, rhs_cs) };
-    let init_finite = accumulate == 0 || unsafe { scan(dst, mu, nu, dst_rs, dst_cs) }.1;
+    let (init_max, init_finite) =
+        if accumulate == 0 { (0.0, true) } else { unsafe { scan(dst, mu, nu, dst_rs, dst_cs) } };
     let exact = |i: usize, j: usize, init: T| {
         (0..ku).fold(init, |acc, kk| acc.add(at(lhs, lhs_rs, lhs_cs, i, kk).mul(at(rhs, rhs_rs, rhs_cs, kk, j))))
     };
-    if !(lhs_finite && rhs_finite && init_finite) || lhs_max * rhs_max > T::MAX_F64 {
+    // No partial sum can overflow in any order when the initial value plus `k` of the largest
+    // products stays finite: the blocked order then meets infinities exactly where the fold's
+    // does (a partial sum overflowing in one order and cancelling in another — `1e308 + 1e308
+    // - 1e308` — would otherwise pass the final check as a finite result).
+    if !(lhs_finite && rhs_finite && init_finite) || init_max + lhs_max * rhs_max * ku as f64 > T::MAX_F64 {
         for i in 0..mu {
             for j in 0..nu {
                 let init = if accumulate != 0 { unsafe { *dst_at(i, j) } } else { T::ZERO };
