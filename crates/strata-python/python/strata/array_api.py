@@ -953,12 +953,16 @@ _KINDS = {
 }
 
 
+# Each kind's dtypes as a set, for `isdtype`'s membership test.
+_KIND_SETS = {k: frozenset(np.dtype(d) for d in ds) for k, ds in _KINDS.items()}
+
+
 def isdtype(dtype, kind) -> builtins.bool:
     """Whether `dtype` is of `kind`: a dtype, or one of "bool", "signed integer", "unsigned integer",
     "integral", "real floating", "complex floating", "numeric", or a tuple of those."""
     kinds = kind if isinstance(kind, tuple) else (kind,)
-    d = np.dtype(dtype)
-    return builtins.any(d == k if not isinstance(k, str) else d in _KINDS[k] for k in kinds)
+    d = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
+    return builtins.any(d in _KIND_SETS[k] if isinstance(k, str) else d == k for k in kinds)
 
 
 class _Info:
@@ -977,9 +981,20 @@ class _Info:
         return {"real floating": float64, "complex floating": complex128, "integral": int64, "indexing": int64}
 
     def dtypes(self, *, device=None, kind=None):
-        if kind is None:
-            return {d.name: d for d in _DTYPES}
-        return {d.name: d for d in _DTYPES if isdtype(d, kind)}
+        # A new dict per call (callers may change it), from one computed per kind.
+        cached = kind is None or isinstance(kind, str) or (
+            isinstance(kind, tuple) and builtins.all(isinstance(k, (str, np.dtype)) for k in kind)
+        )
+        made = _DTYPES_OF_KIND.get(kind) if cached else None
+        if made is None:
+            made = {np.dtype(d).name: d for d in _DTYPES if kind is None or isdtype(d, kind)}
+            if cached:
+                _DTYPES_OF_KIND[kind] = made
+        return dict(made)
+
+
+# `__array_namespace_info__().dtypes(kind=…)` by kind (scikit-learn asks several times a call).
+_DTYPES_OF_KIND: dict = {}
 
 
 def __array_namespace_info__():
