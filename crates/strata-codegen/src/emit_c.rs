@@ -221,10 +221,17 @@ pub(crate) fn hoist_reductions(
 /// dependency order.
 pub(crate) fn hoisted_folds(k: &Kernel) -> Vec<Rc<SExpr>> {
     let mut folds = Vec::new();
-    for st in &k.stores {
-        hoist_reductions(&st.value, &mut folds, &|_| true);
-    }
+    hoisted_stores(k, &mut folds);
     folds
+}
+
+/// The stores of `k` with every fold hoisted into `folds` (in dependency order), each read
+/// as its accumulator.
+fn hoisted_stores(k: &Kernel, folds: &mut Vec<Rc<SExpr>>) -> Vec<Store> {
+    k.stores
+        .iter()
+        .map(|st| Store { buffer: st.buffer, value: hoist_reductions(&st.value, folds, &|_| true) })
+        .collect()
 }
 
 /// Whether the generated code computes exactly what the interpreter does, bit for bit. Not so
@@ -511,11 +518,7 @@ fn emit_loops(out: &mut String, em: &Emitter, k: &Kernel) {
     // Folds over the same loop variables (the x and y sums of the nabla over one neighbor
     // table) share one loop: their table reads and checks happen once per step.
     let mut folds = Vec::new();
-    let hoisted: Vec<Store> = k
-        .stores
-        .iter()
-        .map(|st| Store { buffer: st.buffer, value: hoist_reductions(&st.value, &mut folds, &|_| true) })
-        .collect();
+    let hoisted = hoisted_stores(k, &mut folds);
     if em.schedule.layout == Layout::SharedFolds {
         emit_sibling_folds(out, em, &folds, &indent);
         emit_stores(out, em, &hoisted, &indent);
@@ -580,6 +583,11 @@ fn emit_sibling_folds(out: &mut String, em: &Emitter, folds: &[Rc<SExpr>], inden
 
 /// One store per point: `target = value`, or zero where the value is absent.
 fn emit_stores(out: &mut String, em: &Emitter, stores: &[Store], indent: &str) {
+    emit_stores_at(out, em, stores, indent, &|c| c);
+}
+
+/// [`emit_stores`] at the point whose target coordinates are `at` of the loop variables'.
+fn emit_stores_at(out: &mut String, em: &Emitter, stores: &[Store], indent: &str, at: &dyn Fn(Coord) -> Coord) {
     let values: Vec<&Rc<SExpr>> = stores.iter().map(|s| &s.value).collect();
     let (decls, em) = em.bind_tables(&values);
     if !decls.is_empty() {
@@ -587,7 +595,7 @@ fn emit_stores(out: &mut String, em: &Emitter, stores: &[Store], indent: &str) {
     }
     for s in stores {
         let b = &em.program.buffers[s.buffer];
-        let coords = crate::sym::level_vars(&b.levels);
+        let coords = crate::sym::level_vars(&b.levels).into_iter().map(at).collect();
         let target = em.load(&Load { buffer: s.buffer, coords });
         let v = em.value(&s.value);
         match em.presence(&s.value) {

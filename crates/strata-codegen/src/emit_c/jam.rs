@@ -12,10 +12,10 @@ use std::rc::Rc;
 
 use super::expr::{var, Emitter};
 use super::extents::ext;
-use super::{c_type, close_loops, fold_vars, hoist_reductions, open_domain_loops, PARALLEL_FOR};
+use super::{c_type, close_loops, emit_stores_at, fold_vars, hoisted_stores, open_domain_loops, PARALLEL_FOR};
 use crate::kernel::{Kernel, Store};
 use crate::schedule::JAM;
-use crate::sym::{Coord, Load, SExpr};
+use crate::sym::{Coord, SExpr};
 
 /// The accumulator id of fold `id` at point `j` of a group (ids from lowering and hoisting stay
 /// below bit 26 or use bit 30).
@@ -69,11 +69,7 @@ pub(super) fn emit_jammed(out: &mut String, em: &Emitter, k: &Kernel) {
         let _ = writeln!(out, "{indent}int *err = &e_;");
     }
     let mut folds = Vec::new();
-    let stores: Vec<Store> = k
-        .stores
-        .iter()
-        .map(|st| Store { buffer: st.buffer, value: hoist_reductions(&st.value, &mut folds, &|_| true) })
-        .collect();
+    let stores = hoisted_stores(k, &mut folds);
     let (mut steps, mut sums) = (Vec::new(), Vec::new());
     for j in 0..JAM {
         for f in &folds {
@@ -88,27 +84,12 @@ pub(super) fn emit_jammed(out: &mut String, em: &Emitter, k: &Kernel) {
     let loops = em.fold_loops(fold_vars(&folds[0]).expect("a fold"), &sums);
     let _ = writeln!(out, "{indent}{loops}{{ {} }}", steps.join(" "));
     for j in 0..JAM {
-        for st in &stores {
-            let b = &em.program.buffers[st.buffer];
-            let coords = crate::sym::level_vars(&b.levels)
-                .into_iter()
-                .map(|c| match c {
-                    Coord::Var { dim, offset } if dim == inner.name => Coord::Var { dim, offset: offset + j },
-                    c => c,
-                })
-                .collect();
-            let target = em.load(&Load { buffer: st.buffer, coords });
-            let value = at_point(&st.value, &inner.name, j);
-            let v = em.value(&value);
-            match em.presence(&value) {
-                None => {
-                    let _ = writeln!(out, "{indent}{target} = {v};");
-                }
-                Some(p) => {
-                    let _ = writeln!(out, "{indent}{target} = {p} ? {v} : ({})0;", c_type(b.scalar));
-                }
-            }
-        }
+        let here: Vec<Store> =
+            stores.iter().map(|st| Store { buffer: st.buffer, value: at_point(&st.value, &inner.name, j) }).collect();
+        emit_stores_at(out, em, &here, &indent, &|c| match c {
+            Coord::Var { dim, offset } if dim == inner.name => Coord::Var { dim, offset: offset + j },
+            c => c,
+        });
     }
     indent.truncate(indent.len() - 2);
     let _ = writeln!(out, "{indent}}}");
