@@ -24,6 +24,8 @@ mod expr;
 mod extents;
 mod jam;
 mod moments;
+#[cfg(test)]
+mod prelude_tests;
 mod scan;
 mod sparse;
 mod tables;
@@ -118,6 +120,10 @@ fn open_loops(
             let _ = writeln!(out, "{indent}const int64_t {v} = {coordinate};");
             if let Some((lo, hi)) = range {
                 let _ = writeln!(out, "{indent}if ({v} < {} || {v} >= {}) continue;", ext(lo), ext(hi));
+            }
+            let located = em.located_members_stored(c);
+            if !located.is_empty() {
+                let _ = writeln!(out, "{indent}if (!({})) continue;  /* not in every member */", located.join(" && "));
             }
             braces += 2;
             continue;

@@ -681,7 +681,7 @@ fn fresh_column<T: Argument>(b: &crate::kernel::Buffer, args: &[T]) -> Column {
     let len = b.len();
     // A result written as storage: one position per row plus one; the rest the run allocates.
     match (b.role, b.param) {
-        (Role::Storage(StoragePart::Positions(_)), None) => return Column::zeros(b.scalar, len + 1),
+        (Role::Storage(StoragePart::Positions(_)), None) => return zeroed_column(b.scalar, len + 1),
         (Role::Storage(_), None) => return Column::zeros(b.scalar, 0),
         // Lives inside the kernel staging it.
         (Role::Window, _) => return Column::zeros(b.scalar, 0),
@@ -745,6 +745,21 @@ pub(crate) fn reusable_column(scalar: strata_ir::Scalar, len: usize) -> Column {
         advise_huge_pages(&mut c);
         c
     })
+}
+
+/// A column of `len` zeros, in a kept buffer where there is one: zeroing memory already mapped
+/// costs a pass over it, a fresh zeroed mapping a page fault per page written (a sparse result's
+/// 8 MiB of row positions for a million rows: ~5 ms of faults against ~1 ms of zeroing).
+fn zeroed_column(scalar: strata_ir::Scalar, len: usize) -> Column {
+    match pool::take(scalar, len) {
+        Some(mut c) => {
+            // SAFETY: the column holds `len` elements of `scalar.size_bytes()` bytes each, and
+            // all-zero bytes are the zero of every scalar type (integers, floats, complex, bool).
+            unsafe { std::ptr::write_bytes(c.as_mut_ptr().cast::<u8>(), 0, len * scalar.size_bytes()) };
+            c
+        }
+        None => Column::zeros(scalar, len),
+    }
 }
 
 /// Keeps the values of a tensor its owner no longer needs for the outputs of later runs, when

@@ -137,6 +137,27 @@ fn lower_text(text: &str) -> Result<strata_codegen::KernelProgram, strata_codege
     lower(&module, &info.types, entry)
 }
 
+/// The last function of a program, lowered and compiled, with its first parameter's type and
+/// its result type.
+struct Compiled {
+    program: strata_codegen::KernelProgram,
+    lib: compile::Loaded,
+    param: ValueType,
+    result: Option<ValueType>,
+}
+
+fn compiled(text: &str) -> Compiled {
+    let program = lower_text(text).unwrap();
+    let (so, _) = compile::build(&emit_c::emit(&program)).expect("compiles");
+    let lib = compile::Loaded::open(&so).expect("loads");
+    let module = strata_verify::parse(text).unwrap();
+    let info = strata_verify::verify(&module).unwrap();
+    let (_, f) = module.functions.iter().last().unwrap();
+    let param = ValueType::from_ir(&info.types, f.exprs[f.params[0]].ty);
+    let result = f.result().map(|r| ValueType::from_ir(&info.types, r));
+    Compiled { program, lib, param, result }
+}
+
 #[test]
 fn sparse_tensors_of_tuples_are_refused_by_name() {
     let text = "func @f(%a: tensor<(f64, f64), I[0:3] compressed>) -> tensor<f64, I[0:3]> {\n  \
@@ -151,17 +172,32 @@ fn a_ragged_row_with_a_gap_is_an_error_not_a_wrong_answer() {
     let text = "func @add(%acc: f32, %x: f32) -> f32 {\n  %s = plus(%acc, %x) : f32\n  return %s\n}\n\
                 func @f(%x: tensor<f32, R[0:2], C[0:3] ragged>) -> tensor<f32, R[0:2]> {\n  \
                 %s = map_reduce(@add, %x, init = 0.0, einsum = \"ij->i\") : tensor<f32, R[0:2]>\n  return %s\n}\n";
-    let program = lower_text(text).unwrap();
-    let (so, _) = compile::build(&emit_c::emit(&program)).expect("compiles");
-    let lib = compile::Loaded::open(&so).expect("loads");
-    let module = strata_verify::parse(text).unwrap();
-    let info = strata_verify::verify(&module).unwrap();
-    let (_, f) = module.functions.iter().last().unwrap();
-    let ty = ValueType::from_ir(&info.types, f.exprs[f.params[0]].ty);
-    let mut x = Tensor::zeros(&ty);
+    let Compiled { program, lib, param, result } = compiled(text);
+    let mut x = Tensor::zeros(&param);
     // Row 0 stores columns 0 and 2 but not 1: not a run.
     x.present = Some(vec![true, false, true, true, true, false]);
-    let rty = f.result().map(|r| ValueType::from_ir(&info.types, r));
-    let e = exec::run(&program, &lib, &[x], &["x".into()], rty.as_ref()).unwrap_err();
+    let e = exec::run(&program, &lib, &[x], &["x".into()], result.as_ref()).unwrap_err();
     assert!(e.to_string().contains("`%x` has absent elements inside a ragged row"), "{e}");
+}
+
+#[test]
+fn an_intersection_visits_only_the_coordinates_every_operand_stores() {
+    // The product of two CSR matrices runs over `a`'s stored entries and locates `b`'s; where
+    // either is unstored the entry is the fill value times the other, zero by the ring axiom
+    // (docs/runtime.md) whatever the other holds — NaN or infinity included, on either side.
+    let text = "!M = tensor<f64, R[0:2], C[0:3] compressed>\n\
+                func @f(%a: !M, %b: !M) -> !M {\n  %c = multiplies(%a, %b) : !M\n  return %c\n}\n";
+    let Compiled { program, lib, param, result } = compiled(text);
+    let matrix = |v: [f64; 6]| {
+        let mut t = Tensor::zeros(&param);
+        t.data = Data::Scalars(Column::F64(v.to_vec()));
+        t
+    };
+    let a = matrix([1.0, 0.0, 3.0, 0.0, f64::NAN, 0.0]);
+    let b = matrix([0.0, f64::INFINITY, 4.0, 0.0, 0.0, 2.0]);
+    let got = exec::run(&program, &lib, &[a, b], &["a".into(), "b".into()], result.as_ref()).unwrap();
+    let c = &got[0].1;
+    assert_eq!(c.data, Data::Scalars(Column::F64(vec![0.0, 0.0, 12.0, 0.0, 0.0, 0.0])));
+    let stored: Vec<bool> = (0..c.len()).map(|i| strata_runtime::storage::is_stored(c, i)).collect();
+    assert_eq!(stored, [false, false, true, false, false, false]);
 }

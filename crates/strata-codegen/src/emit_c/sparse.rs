@@ -3,7 +3,9 @@
 //! a set (one stored level, or a merge of several), and which positions those loops know.
 
 use super::extents::ext;
-use crate::sparse::{CoIteration, LevelStorage};
+use std::rc::Rc;
+
+use crate::sparse::{CoIteration, IterSet, LevelStorage};
 use crate::sym::SparseRead;
 
 use super::{var, Emitter};
@@ -110,6 +112,32 @@ impl Emitter<'_> {
         })
     }
 
+    /// The conditions (C) that every member of intersection `c` the loop locates rather than
+    /// walks stores the visited coordinate: the body runs only where all do, as the set means
+    /// (a fold step is the identity, a store zero, wherever one of them is at its fill value or
+    /// skipped). Without them a product would still read the walked operand's value where a
+    /// located one is unstored, only to store or add zero. Empty for other sets.
+    pub(super) fn located_members_stored(&self, c: &CoIteration) -> Vec<String> {
+        fn stored<'s>(set: &'s IterSet, out: &mut Vec<(&'s Rc<SparseRead>, usize)>) {
+            match set {
+                IterSet::Stored { read, level } => out.push((read, *level)),
+                IterSet::Intersection(sets) => sets.iter().for_each(|s| stored(s, out)),
+                IterSet::Union(_) => {}
+            }
+        }
+        if c.merge || !matches!(c.set, IterSet::Intersection(_)) {
+            return Vec::new();
+        }
+        let walked = c.walked();
+        let mut members = Vec::new();
+        stored(&c.set, &mut members);
+        members
+            .into_iter()
+            .filter(|(r, k)| !walked.iter().any(|(w, l)| Rc::ptr_eq(w, r) && l == k))
+            .map(|(r, k)| format!("{} >= 0", self.sparse_position(r, k + 1).position))
+            .collect()
+    }
+
     /// The C loop header of set `c` inside a fold (one line, so it composes with the
     /// statement expressions folds are written as).
     pub(super) fn set_loop(&self, c: &CoIteration) -> String {
@@ -121,7 +149,12 @@ impl Emitter<'_> {
         }
         let Some(b) = self.set_bounds(c) else { unreachable!("only unions have no lead") };
         let SetBounds { v, parent, first, last, coordinate, range } = b;
-        let check = range_check(&v, range);
+        let located = self.located_members_stored(c);
+        let check = if located.is_empty() {
+            range_check(&v, range)
+        } else {
+            format!("{}if ({}) ", range_check(&v, range), located.join(" && "))
+        };
         format!(
             "for (int64_t pp_{v} = {parent}, q_{v} = pp_{v} < 0 ? 0 : {first}, qe_{v} = pp_{v} < 0 ? 0 : {last}; \
              q_{v} < qe_{v}; ++q_{v}) for (int64_t {v} = {coordinate}, o_{v} = 1; o_{v}; o_{v} = 0) {check}"
