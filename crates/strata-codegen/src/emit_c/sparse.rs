@@ -141,6 +141,12 @@ impl Emitter<'_> {
     /// The C loop header of set `c` inside a fold (one line, so it composes with the
     /// statement expressions folds are written as).
     pub(super) fn set_loop(&self, c: &CoIteration) -> String {
+        self.set_loop_with(c, None)
+    }
+
+    /// [`Self::set_loop`], running the C statement `on_bind` (if any) as each stored coordinate
+    /// of a single set's loop is bound, before the body.
+    pub(super) fn set_loop_with(&self, c: &CoIteration, on_bind: Option<&str>) -> String {
         if c.is_union() {
             return self.union_loop(c);
         }
@@ -148,7 +154,10 @@ impl Emitter<'_> {
             return self.merge_loop(c);
         }
         let Some(b) = self.set_bounds(c) else { unreachable!("only unions have no lead") };
-        let SetBounds { v, parent, first, last, coordinate, range } = b;
+        let SetBounds { v, parent, first, last, mut coordinate, range } = b;
+        if let Some(stmt) = on_bind {
+            coordinate = format!("(({{ {stmt} }}), {coordinate})");
+        }
         let located = self.located_members_stored(c);
         let check = if located.is_empty() {
             range_check(&v, range)
