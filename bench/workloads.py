@@ -890,11 +890,9 @@ def workloads() -> list[Workload]:
             target=Target("speedup", 1.5, peer="scipy"), rtol=1e-12, atol=1e-12, sparse_out=True,
             note="Poisson + random (5 entries per row), CSR -> CSR: row bounds from the positions, then one merged "
             "union per row written in place",
-            gap="each of the 10.5 M output entries is one step of a merge of two rows, whose next positions "
-            "depend on the step's comparison (a load-compare-advance chain, ~4 ns a step on one core; "
-            "SciPy's merge is the same chain with branches); a branch-free step that loads both next "
-            "coordinates ahead measured no faster. Merging several rows at once (independent chains) is "
-            "the next step",
+            gap="not yet explained: a merge per row as SciPy's; hand-written variants without the merge's "
+            "dependent chain (a branch-free step, each entry placed at its rank in the other row by AVX2 "
+            "compares, the same with non-temporal stores) measured no faster (docs/performance.md)",
         )
     )
     ws.append(
