@@ -103,10 +103,10 @@ pub(super) fn emit_compressed(out: &mut String, em: &Emitter, k: &Kernel, c: &Co
             }
             // The bound: the lengths of the `B` rows the fold visits.
             (Some((_, _, vars, ..)), 0) => {
-                let bound = em.set_of(&inner.name).and_then(|cj| em.set_bound(&cj.set));
+                let cj = em.set_of(&inner.name);
+                let bound = cj.and_then(|cj| em.set_bound(&cj.set));
                 let Some(bound) = bound else { unreachable!("the workspace pass adds a compressed column loop") };
-                let _ =
-                    writeln!(out, "{indent}{}n_ += {bound};", gustavson_loops(em, vars, em.set_of(&inner.name), false));
+                let _ = writeln!(out, "{indent}{}n_ += {bound};", gustavson_loops(em, vars, cj, false));
                 let _ = writeln!(out, "{indent}if (n_ > {width}) n_ = {width};");
             }
             (Some((w, id, vars, init, wt, body)), _) => {

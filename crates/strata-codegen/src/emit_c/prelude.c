@@ -128,8 +128,9 @@ static inline int64_t strata_u64_entry(uint64_t t) { return t > (uint64_t)INT64_
    search down to a run of at most one vector of coordinates (everything before it below c,
    everything after it above), then one comparison of the whole run: an AVX2 masked load (it
    reads no memory past hi) and compare, through GCC's builtins (immintrin.h costs 0.7 s of
-   every compile); else a branchless count of the coordinates below c. A sparse row is often that short, and a binary search over it mispredicts a branch
-   per step (tests: `emit_c/prelude_tests.rs`). */
+   every compile); else a branchless count of the coordinates below c. A sparse row is often
+   that short, and a binary search over it mispredicts a branch per step (tests:
+   `emit_c/prelude_tests.rs`). */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__AVX2__)
 typedef int strata_v8si_ __attribute__((vector_size(32)));
 typedef long long strata_v4di_ __attribute__((vector_size(32)));
