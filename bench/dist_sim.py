@@ -53,6 +53,8 @@ def run_strata(n, steps):
     mass = float(xp.sum(u))
     return {"rank": w.rank, "size": w.size, "times": times, "mass": mass,
             "exchange_s_per_step": (after["exchange_s"] - before["exchange_s"]) / steps,
+            "wait_s_per_step": (after["wait_s"] - before["wait_s"]) / steps,
+            "overlap_s_per_step": (after["overlap_s"] - before["overlap_s"]) / steps,
             "halo_bytes_per_step": (after["halo_bytes"] - before["halo_bytes"]) / steps}
 
 

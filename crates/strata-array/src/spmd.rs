@@ -53,6 +53,8 @@ pub struct Totals {
     /// Seconds of computation that ran while those exchanges were under way (each step's
     /// interior, computed before waiting for the halo).
     pub overlap_s: f64,
+    /// Seconds completing those exchanges after that computation (part of `exchange_s`).
+    pub wait_s: f64,
     /// Seconds making each run's held blocks from the arrays' blocks.
     pub read_s: f64,
     /// Seconds combining collectives' partials (reductions, gathers).
@@ -68,6 +70,7 @@ impl Totals {
         exchange_s: 0.0,
         halo_bytes: 0,
         overlap_s: 0.0,
+        wait_s: 0.0,
         read_s: 0.0,
         combine_s: 0.0,
         gathered_bytes: 0,
@@ -381,6 +384,7 @@ fn run_job(dist: &Distribution, given: Given<'_>, backend: Backend, fingerprint:
         v.exchange_s += clock.exchange_s.iter().sum::<f64>();
         v.halo_bytes += clock.halo_bytes as u64;
         v.overlap_s += clock.overlap_s;
+        v.wait_s += clock.wait_s;
         v.read_s += clock.read_s;
         v.combine_s += clock.combine_s;
         v.gathered_bytes += clock.gathered_bytes as u64;

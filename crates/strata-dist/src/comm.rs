@@ -74,12 +74,33 @@ pub fn threads_per_rank() -> usize {
     })
 }
 
+/// The MPI layer's progress thread's interval in microseconds (0: no thread): the thread tests
+/// the exchanges a rank started while the rank computes, so that the bytes cross meanwhile
+/// (Open MPI moves a message over its eager limit only inside MPI calls).
+/// `$STRATA_MPI_PROGRESS_US` sets it (0 turns the thread off); by default it is 20 where this
+/// node has a core to spare for the thread (its ranks times [`threads_per_rank`] below the
+/// cores), else 0: on a node whose cores all compute, each of the thread's wake-ups takes a core
+/// from a rank, which on a 2-core machine cost more per step than the wait it saved
+/// (docs/runtime.md, "Overlap").
+pub fn progress_interval_us() -> i64 {
+    if let Some(v) = std::env::var("STRATA_MPI_PROGRESS_US").ok().and_then(|v| v.trim().parse::<i64>().ok()) {
+        return v.clamp(0, 1_000_000);
+    }
+    let local = std::env::var("OMPI_COMM_WORLD_LOCAL_SIZE").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(1);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if local.max(1) * threads_per_rank() < cores {
+        20
+    } else {
+        0
+    }
+}
+
 /// The MPI C compiler: `$STRATA_MPICC`, else `mpicc`.
 pub fn mpicc() -> String {
     std::env::var("STRATA_MPICC").ok().filter(|c| !c.trim().is_empty()).unwrap_or_else(|| "mpicc".into())
 }
 
-type InitFn = unsafe extern "C" fn(*mut c_int, *mut c_int) -> c_int;
+type InitFn = unsafe extern "C" fn(*mut c_int, *mut c_int, std::ffi::c_long) -> c_int;
 type VoidFn = unsafe extern "C" fn() -> c_int;
 type AbortFn = unsafe extern "C" fn(c_int) -> c_int;
 type WtimeFn = unsafe extern "C" fn() -> f64;
@@ -239,7 +260,7 @@ impl Comm {
         };
         let (mut rank, mut size) = (0, 0);
         // SAFETY: two out-pointers to live integers.
-        let rc = unsafe { init(&mut rank, &mut size) };
+        let rc = unsafe { init(&mut rank, &mut size, progress_interval_us() as std::ffi::c_long) };
         comm.check("MPI_Init", rc)?;
         comm.rank = rank as usize;
         comm.size = size as usize;

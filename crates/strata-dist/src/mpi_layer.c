@@ -1,11 +1,26 @@
 /* Strata's MPI layer: the few collective and point-to-point calls the distributed runtime
  * makes, compiled with `mpicc` at first use and loaded by strata-dist (comm.rs). Every
  * function returns an MPI error code (0: MPI_SUCCESS); errors are returned, not fatal (a failed
- * rank is reported by the runtime's status agreement, not by MPI_Abort). */
+ * rank is reported by the runtime's status agreement, not by MPI_Abort).
+ *
+ * Progress. An exchange started with `strata_mpi_start` is completed by `strata_mpi_wait`; in
+ * between the caller computes. Open MPI moves a message over its eager limit (4 KiB on shared
+ * memory) only inside MPI calls, so without help the bytes would cross in the wait. A progress
+ * thread can therefore test the started exchanges every `progress_us` microseconds (given to
+ * `strata_mpi_init`; 0: no thread) until they complete. MPI is initialized with
+ * MPI_THREAD_SERIALIZED, and every MPI call of this layer holds `mpi_lock`, so the two threads
+ * never call MPI at once; where MPI offers less (an MPI initialized elsewhere with
+ * MPI_THREAD_FUNNELED), the thread is not started and the wait moves the bytes. */
+#define _GNU_SOURCE
 #include <limits.h>
 #include <string.h>
 #include <mpi.h>
+#include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 /* The largest message this layer hands MPI in one call: MPI counts are C ints, so larger
  * buffers go in pieces of at most this many bytes (elements for allreduce), in order (MPI keeps
@@ -13,19 +28,41 @@
  * $STRATA_MPI_CHUNK_BYTES sets it (tests use a few bytes to run every chunked path). */
 static long long chunk = 1LL << 30;
 
-int strata_mpi_init(int *rank, int *size) {
+/* Held around every MPI call of the layer (recursive: an exported function may call another). */
+static pthread_mutex_t mpi_lock;
+
+#define LOCKED(type, call)                                                                      \
+    do {                                                                                        \
+        pthread_mutex_lock(&mpi_lock);                                                          \
+        type result_ = (call);                                                                  \
+        pthread_mutex_unlock(&mpi_lock);                                                        \
+        return result_;                                                                         \
+    } while (0)
+
+/* The progress thread's microseconds between tests (0: no thread). */
+static long progress_us = 0;
+
+int strata_mpi_init(int *rank, int *size, long progress) {
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&mpi_lock, &attr);
+    pthread_mutexattr_destroy(&attr);
     const char *env = getenv("STRATA_MPI_CHUNK_BYTES");
     if (env) {
         long long c = atoll(env);
         if (c > 0 && c <= INT_MAX) chunk = c;
     }
-    int done = 0;
+    progress_us = progress > 0 ? (progress > 1000000 ? 1000000 : progress) : 0;
+    int done = 0, provided = MPI_THREAD_SINGLE;
     MPI_Initialized(&done);
     if (!done) {
-        int provided;
-        int rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
+        int rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided);
         if (rc != MPI_SUCCESS) return rc;
+    } else {
+        MPI_Query_thread(&provided);
     }
+    if (provided < MPI_THREAD_SERIALIZED) progress_us = 0;
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, rank);
     return MPI_Comm_size(MPI_COMM_WORLD, size);
@@ -34,16 +71,23 @@ int strata_mpi_init(int *rank, int *size) {
 /* The world's ranks in reverse order (made at the first reversed exclusive scan). */
 static MPI_Comm reversed = MPI_COMM_NULL;
 
-int strata_mpi_finalize(void) {
+static void progress_stop(void);
+
+static int finalize(void) {
     if (reversed != MPI_COMM_NULL) MPI_Comm_free(&reversed);
     return MPI_Finalize();
 }
 
-int strata_mpi_barrier(void) { return MPI_Barrier(MPI_COMM_WORLD); }
+int strata_mpi_finalize(void) {
+    progress_stop();
+    LOCKED(int, finalize());
+}
 
-int strata_mpi_abort(int code) { return MPI_Abort(MPI_COMM_WORLD, code); }
+int strata_mpi_barrier(void) { LOCKED(int, MPI_Barrier(MPI_COMM_WORLD)); }
 
-double strata_mpi_wtime(void) { return MPI_Wtime(); }
+int strata_mpi_abort(int code) { LOCKED(int, MPI_Abort(MPI_COMM_WORLD, code)); }
+
+double strata_mpi_wtime(void) { LOCKED(double, MPI_Wtime()); }
 
 /* The number of pieces of at most `chunk` bytes a message of `bytes` bytes goes in (at least 1,
  * so that empty messages still match). */
@@ -63,44 +107,174 @@ static int post(int recv, char *buf, long long bytes, int peer, int tag, MPI_Req
     return MPI_SUCCESS;
 }
 
-/* An exchange under way: its requests, completed by `strata_mpi_wait`. */
-typedef struct {
+/* An exchange under way: its requests, completed by `strata_mpi_wait`; while it is in the
+ * progress thread's list, `next` links it there and `done` says its requests have completed. */
+typedef struct strata_pending {
+    struct strata_pending *next;
+    int listed, done;
     int n;
     MPI_Request req[];
 } strata_pending;
 
-/* Posts every receive, then every send (each in pieces of at most `chunk` bytes), and returns
- * at once: `*pending` is the exchange to complete with `strata_mpi_wait` (also when posting
- * failed: what was posted is then completed there). The buffers must stay untouched until then. */
-int strata_mpi_start(int nsend, const int *to, void *const *sbuf, const long long *sbytes, int nrecv,
-                     const int *from, void *const *rbuf, const long long *rbytes, int tag, void **pending) {
+/* The progress thread's exchanges (guarded by `list_lock`). Lock order: `list_lock`, then
+ * `mpi_lock`. While exchanges are under way the thread tests them every `progress_us`; when
+ * none is, it looks again every `IDLE_NAPS` intervals, and after `LINGER_NS` with none it
+ * sleeps on `list_cond` until the next start wakes it. A time loop starting an exchange every
+ * step therefore never pays a wake-up (a futex call, tens of microseconds on some virtual
+ * machines), and a process that stopped exchanging has a thread that does not run. */
+static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t list_cond = PTHREAD_COND_INITIALIZER;
+static strata_pending *listed = NULL;
+static int undone = 0, quit = 0, started = 0, sleeping = 0;
+static pthread_t progress_thread;
+#define IDLE_NAPS 10
+#define LINGER_NS 20000000LL
+
+static long long now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/* Tests every listed exchange until each has completed (see above). */
+static void *progress(void *unused) {
+    (void)unused;
+#ifdef __linux__
+    prctl(PR_SET_TIMERSLACK, 1000UL); /* wake within ~1 µs of the interval, not the default 50 */
+    prctl(PR_SET_NAME, "strata-progress");
+#endif
+    struct timespec nap = {progress_us / 1000000, (progress_us % 1000000) * 1000};
+    long long idle = progress_us * 1000LL * IDLE_NAPS;
+    struct timespec idle_nap = {idle / 1000000000LL, idle % 1000000000LL};
+    long long last_busy = now_ns();
+    pthread_mutex_lock(&list_lock);
+    while (!quit) {
+        if (undone == 0) {
+            if (now_ns() - last_busy > LINGER_NS) {
+                sleeping = 1;
+                while (undone == 0 && !quit) pthread_cond_wait(&list_cond, &list_lock);
+                sleeping = 0;
+            } else {
+                pthread_mutex_unlock(&list_lock);
+                nanosleep(&idle_nap, NULL);
+                pthread_mutex_lock(&list_lock);
+            }
+            continue;
+        }
+        for (strata_pending *p = listed; p; p = p->next) {
+            if (p->done) continue;
+            int flag = 0;
+            pthread_mutex_lock(&mpi_lock);
+            int rc = MPI_Testall(p->n, p->req, &flag, MPI_STATUSES_IGNORE);
+            pthread_mutex_unlock(&mpi_lock);
+            /* A failed test leaves the exchange to the wait, which reports the error. */
+            if (flag || rc != MPI_SUCCESS) {
+                p->done = 1;
+                undone--;
+            }
+        }
+        last_busy = now_ns();
+        if (undone == 0) continue;
+        pthread_mutex_unlock(&list_lock);
+        nanosleep(&nap, NULL);
+        pthread_mutex_lock(&list_lock);
+    }
+    pthread_mutex_unlock(&list_lock);
+    return NULL;
+}
+
+/* Hands `p` to the progress thread (started at the first exchange; woken if it sleeps). */
+static void progress_add(strata_pending *p) {
+    pthread_mutex_lock(&list_lock);
+    if (!started && !quit) {
+        started = pthread_create(&progress_thread, NULL, progress, NULL) == 0;
+        if (!started) progress_us = 0;
+    }
+    int wake = 0;
+    if (started) {
+        p->next = listed;
+        listed = p;
+        p->listed = 1;
+        undone++;
+        wake = sleeping;
+    }
+    pthread_mutex_unlock(&list_lock);
+    if (wake) pthread_cond_signal(&list_cond);
+}
+
+/* Takes `p` out of the progress thread's list (the thread no longer touches it after). */
+static void progress_remove(strata_pending *p) {
+    if (!p->listed) return;
+    pthread_mutex_lock(&list_lock);
+    for (strata_pending **q = &listed; *q; q = &(*q)->next) {
+        if (*q == p) {
+            *q = p->next;
+            break;
+        }
+    }
+    if (!p->done) undone--;
+    p->listed = 0;
+    pthread_mutex_unlock(&list_lock);
+}
+
+/* Ends the progress thread (before MPI_Finalize). */
+static void progress_stop(void) {
+    pthread_mutex_lock(&list_lock);
+    int was = started;
+    quit = 1;
+    started = 0;
+    pthread_cond_signal(&list_cond);
+    pthread_mutex_unlock(&list_lock);
+    if (was) pthread_join(progress_thread, NULL);
+}
+
+/* Posts every receive, then every send (each in pieces of at most `chunk` bytes): `*pending`
+ * is the exchange to complete with `wait` (also when posting failed: what was posted is then
+ * completed there). With `progressed`, the progress thread moves its bytes meanwhile. */
+static int start(int nsend, const int *to, void *const *sbuf, const long long *sbytes, int nrecv, const int *from,
+                 void *const *rbuf, const long long *rbytes, int tag, void **pending, int progressed) {
     long long total = 1;
     for (int i = 0; i < nrecv; i++) total += pieces(rbytes[i]);
     for (int i = 0; i < nsend; i++) total += pieces(sbytes[i]);
     strata_pending *p = malloc(sizeof(strata_pending) + sizeof(MPI_Request) * (size_t)total);
     *pending = p;
     if (!p) return MPI_ERR_NO_MEM;
+    p->next = NULL;
+    p->listed = p->done = 0;
     int rc = MPI_SUCCESS, n = 0;
+    pthread_mutex_lock(&mpi_lock);
     for (int i = 0; i < nrecv && rc == MPI_SUCCESS; i++) rc = post(1, rbuf[i], rbytes[i], from[i], tag, p->req, &n);
     for (int i = 0; i < nsend && rc == MPI_SUCCESS; i++) rc = post(0, sbuf[i], sbytes[i], to[i], tag, p->req, &n);
+    pthread_mutex_unlock(&mpi_lock);
     p->n = n;
+    if (progressed && rc == MPI_SUCCESS && n > 0 && progress_us > 0) progress_add(p);
     return rc;
+}
+
+/* Starts an exchange the caller completes later with `strata_mpi_wait`, computing meanwhile:
+ * the buffers must stay untouched until then. */
+int strata_mpi_start(int nsend, const int *to, void *const *sbuf, const long long *sbytes, int nrecv,
+                     const int *from, void *const *rbuf, const long long *rbytes, int tag, void **pending) {
+    return start(nsend, to, sbuf, sbytes, nrecv, from, rbuf, rbytes, tag, pending, 1);
 }
 
 /* Waits for every request of a started exchange and frees it (NULL: nothing to wait for). */
 int strata_mpi_wait(void *pending) {
     strata_pending *p = pending;
     if (!p) return MPI_SUCCESS;
+    progress_remove(p);
+    pthread_mutex_lock(&mpi_lock);
     int rc = MPI_Waitall(p->n, p->req, MPI_STATUSES_IGNORE);
+    pthread_mutex_unlock(&mpi_lock);
     free(p);
     return rc;
 }
 
-/* `strata_mpi_start`, then `strata_mpi_wait`. */
+/* Posts an exchange and waits for it. */
 int strata_mpi_exchange(int nsend, const int *to, void *const *sbuf, const long long *sbytes, int nrecv,
                         const int *from, void *const *rbuf, const long long *rbytes, int tag) {
     void *pending = NULL;
-    int rc = strata_mpi_start(nsend, to, sbuf, sbytes, nrecv, from, rbuf, rbytes, tag, &pending);
+    int rc = start(nsend, to, sbuf, sbytes, nrecv, from, rbuf, rbytes, tag, &pending, 0);
     int done = strata_mpi_wait(pending);
     return rc != MPI_SUCCESS ? rc : done;
 }
@@ -110,8 +284,8 @@ int strata_mpi_exchange(int nsend, const int *to, void *const *sbuf, const long 
 
 /* Gathers `bytes` from every rank into `rbuf` on `root`, rank k's at `displs[k]`: point to
  * point in pieces (counts and offsets may pass 2 GiB). */
-int strata_mpi_gatherv(const void *sbuf, long long bytes, void *rbuf, const long long *counts,
-                       const long long *displs, int size, int root) {
+static int gatherv_body(const void *sbuf, long long bytes, void *rbuf, const long long *counts,
+                        const long long *displs, int size, int root) {
     int rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (rank != root) {
@@ -178,7 +352,7 @@ static int operation(int op, MPI_Op *o) {
 
 /* In-place allreduce of `count` values of type `dtype` combined by `op` (see `datatype`,
  * `operation`), in pieces of at most `chunk` bytes. */
-int strata_mpi_allreduce(void *buf, long long count, int dtype, int op) {
+static int allreduce_body(void *buf, long long count, int dtype, int op) {
     MPI_Datatype t;
     MPI_Op o;
     int rc = datatype(dtype, &t);
@@ -199,7 +373,7 @@ int strata_mpi_allreduce(void *buf, long long count, int dtype, int op) {
  * `out` on rank k becomes `in` of ranks 0..k combined (of ranks k+1.. with `reverse`), elementwise;
  * on the first rank (the last with `reverse`) it is left as it was. In pieces of at most
  * `chunk` bytes. A collective call. */
-int strata_mpi_exscan(const void *in, void *out, long long count, int dtype, int op, int reverse) {
+static int exscan_body(const void *in, void *out, long long count, int dtype, int op, int reverse) {
     MPI_Datatype t;
     MPI_Op o;
     int rc = datatype(dtype, &t);
@@ -229,7 +403,7 @@ int strata_mpi_exscan(const void *in, void *out, long long count, int dtype, int
 }
 
 /* Broadcasts `bytes` bytes from `root`, in pieces of at most `chunk` bytes. */
-int strata_mpi_bcast(void *buf, long long bytes, int root) {
+static int bcast_body(void *buf, long long bytes, int root) {
     for (long long off = 0; off < bytes; off += chunk) {
         long long len = bytes - off < chunk ? bytes - off : chunk;
         int rc = MPI_Bcast((char *)buf + off, (int)len, MPI_BYTE, root, MPI_COMM_WORLD);
@@ -241,8 +415,8 @@ int strata_mpi_bcast(void *buf, long long bytes, int root) {
 /* Every rank sends `scounts[k]` bytes of `sbuf` (packed in rank order) to rank k and receives
  * `rcounts[k]` bytes from it into `rbuf` (in rank order); the counts are exchanged beforehand
  * (strata_mpi_alltoall_counts). Point to point in pieces: counts and offsets may pass 2 GiB. */
-int strata_mpi_alltoallv(const void *sbuf, const long long *scounts, void *rbuf, const long long *rcounts,
-                         int size) {
+static int alltoallv_body(const void *sbuf, const long long *scounts, void *rbuf, const long long *rcounts,
+                          int size) {
     int rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     int *peers = malloc(sizeof(int) * (size_t)size * 2);
@@ -273,13 +447,26 @@ int strata_mpi_alltoallv(const void *sbuf, const long long *scounts, void *rbuf,
 }
 
 /* Every rank's count for every other rank: `send[k]` goes to rank k, `recv[k]` comes from it. */
-int strata_mpi_alltoall_counts(const long long *send, long long *recv) {
+static int alltoall_counts_body(const long long *send, long long *recv) {
     return MPI_Alltoall(send, 1, MPI_LONG_LONG, recv, 1, MPI_LONG_LONG, MPI_COMM_WORLD);
 }
 
 /* The text of an MPI error code. */
-void strata_mpi_error_string(int code, char *out, int cap) {
+static void error_string_body(int code, char *out, int cap) {
     int len = 0;
     if (cap < MPI_MAX_ERROR_STRING) { out[0] = 0; return; }
     if (MPI_Error_string(code, out, &len) != MPI_SUCCESS) out[0] = 0;
+}
+
+/* The exported collectives: each holds `mpi_lock` (see Progress above). */
+int strata_mpi_gatherv(const void *sbuf, long long bytes, void *rbuf, const long long *counts, const long long *displs, int size, int root) { LOCKED(int, gatherv_body(sbuf, bytes, rbuf, counts, displs, size, root)); }
+int strata_mpi_allreduce(void *buf, long long count, int dtype, int op) { LOCKED(int, allreduce_body(buf, count, dtype, op)); }
+int strata_mpi_exscan(const void *in, void *out, long long count, int dtype, int op, int reverse) { LOCKED(int, exscan_body(in, out, count, dtype, op, reverse)); }
+int strata_mpi_bcast(void *buf, long long bytes, int root) { LOCKED(int, bcast_body(buf, bytes, root)); }
+int strata_mpi_alltoallv(const void *sbuf, const long long *scounts, void *rbuf, const long long *rcounts, int size) { LOCKED(int, alltoallv_body(sbuf, scounts, rbuf, rcounts, size)); }
+int strata_mpi_alltoall_counts(const long long *send, long long *recv) { LOCKED(int, alltoall_counts_body(send, recv)); }
+void strata_mpi_error_string(int code, char *out, int cap) {
+    pthread_mutex_lock(&mpi_lock);
+    error_string_body(code, out, cap);
+    pthread_mutex_unlock(&mpi_lock);
 }

@@ -111,7 +111,7 @@ fn load(path: std::path::PathBuf, device: String, ranks: u32) -> PyResult<PyArr>
 }
 
 /// This rank's distributed runs so far: `{"runs", "exchange_s", "halo_bytes", "overlap_s",
-/// "read_s", "combine_s", "gathered_bytes"}` (seconds and bytes summed over the runs; a loop's share is a difference), and
+/// "wait_s", "read_s", "combine_s", "gathered_bytes"}` (seconds and bytes summed over the runs; a loop's share is a difference), and
 /// `"prepared"`: the programs this process has prepared (compiled, or loaded from the cache),
 /// which a loop that plans and compiles once does not increase after its first step.
 #[pyfunction]
@@ -122,6 +122,7 @@ fn totals(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
     d.set_item("exchange_s", t.exchange_s)?;
     d.set_item("halo_bytes", t.halo_bytes)?;
     d.set_item("overlap_s", t.overlap_s)?;
+    d.set_item("wait_s", t.wait_s)?;
     d.set_item("read_s", t.read_s)?;
     d.set_item("combine_s", t.combine_s)?;
     d.set_item("gathered_bytes", t.gathered_bytes)?;

@@ -85,6 +85,24 @@ def test_a_500_step_diffusion_equals_numpy_at_every_step(mpirun, ranks):
         assert [r["rows"] for r in got] == blocks(n, ranks)
 
 
+@pytest.mark.parametrize("progress_us, columns, pieces", [("1", 600, None), ("1", 12, "7"), ("0", 600, None)])
+def test_the_mpi_progress_thread_on_and_off_keeps_the_diffusion_exact(mpirun, progress_us, columns, pieces):
+    # The MPI layer's progress thread tests the exchanges a rank started while it computes
+    # ($STRATA_MPI_PROGRESS_US: microseconds between tests, here every microsecond; 0: no
+    # thread, the wait moves the bytes). Halo rows of 600 float64 pass Open MPI's 4 KiB eager
+    # limit; 7-byte pieces make dozens of requests per exchange, completing on the thread while
+    # the main thread posts the next and waits. Every step equals numpy's bit for bit.
+    env = {"STRATA_MPI_PROGRESS_US": progress_us}
+    if pieces:
+        env["STRATA_MPI_CHUNK_BYTES"] = pieces
+    got = reports(run(mpirun, 3, "diffusion.py", 30, columns, 60, env=env), 3)
+    for r in got:
+        assert r["mismatches"] == [], r
+        assert r["sum_error"] < 1e-13, r
+        if r["progress_thread"] is not None:
+            assert r["progress_thread"] == (progress_us != "0"), r
+
+
 @pytest.mark.parametrize("ranks", [1, 2, 3, 4])
 def test_creation_assignment_save_and_load_on_the_team(mpirun, ranks, tmp_path):
     got = reports(run(mpirun, ranks, "creation.py", tmp_path), ranks)

@@ -62,7 +62,9 @@ class Team:
         """This rank's distributed runs so far: `runs`, and summed over them `exchange_s` and
         `halo_bytes` (halo exchanges and fetched rows: the time spent waiting for them),
         `overlap_s` (computation that ran while halo exchanges were under way: each step's
-        interior, computed before waiting for its halo), `read_s` (making each run's held blocks)
+        interior, computed before waiting for its halo), `wait_s` (the part of `exchange_s` spent
+        completing those exchanges after the interior: small when MPI moved the bytes meanwhile,
+        as Strata's progress thread makes it), `read_s` (making each run's held blocks)
         and `combine_s` (reductions' and gathers' collectives), `gathered_bytes` (other ranks'
         blocks this rank received whole: `np.asarray` of a team array, or an operation that
         needs the whole array). A loop's share is a difference.

@@ -2,12 +2,28 @@
 nothing reassociates). Run under `mpirun -n P` (or alone); prints one JSON line per rank.
     python diffusion.py N M STEPS"""
 import json
+import os
 import sys
 
 import numpy as np
 
 import strata
 import strata.array_api as xp
+
+
+def progress_thread():
+    """Whether this process runs the MPI layer's progress thread (None where /proc is absent)."""
+    tasks = "/proc/self/task"
+    if not os.path.isdir(tasks):
+        return None
+    names = []
+    for t in os.listdir(tasks):
+        try:
+            with open(f"{tasks}/{t}/comm") as f:
+                names.append(f.read().strip())
+        except OSError:
+            pass
+    return "strata-progress" in names
 
 
 def main():
@@ -41,6 +57,7 @@ def main():
         "distributed_runs": after["distributed_runs"] - before["distributed_runs"],
         "device": repr(u.device),
         "overlap_s": overlap_s,
+        "progress_thread": progress_thread(),
     }), flush=True)
 
 
