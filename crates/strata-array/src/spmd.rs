@@ -600,7 +600,9 @@ impl FrontEndRank<'_> {
     fn prepared(&self, local: job::Local<'_>) -> job::Step<Arc<Prepared>> {
         let threads = Some(strata_dist::comm::threads_per_rank());
         // Relocated: ranks whose blocks differ only in where they lie share one kernel.
-        let options = Options { backend: self.backend, threads, relocate: true, ..Options::default() };
+        // Polling: the kernels let MPI move the halo while the interior runs.
+        let mut options = Options { backend: self.backend, threads, relocate: true, ..Options::default() };
+        options.lower.polls = true;
         let kept = local.memo.get_or_try(
             |(o, _): &(Options, Arc<Prepared>)| *o == options,
             || {

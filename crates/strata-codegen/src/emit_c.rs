@@ -142,6 +142,10 @@ fn open_loops(
         indent.push_str("  ");
         if depth == 0 {
             let _ = writeln!(out, "{indent}int *err = &e_;");
+            if em.program.polls && domain.len() > 1 {
+                // Every 8 rows: cheap beside a row's inner loops, often enough for MPI.
+                let _ = writeln!(out, "{indent}if (({d} & 7) == 0) rt->poll();  /* MPI progress */");
+            }
         }
         braces += 1;
     }

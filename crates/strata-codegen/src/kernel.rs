@@ -450,6 +450,8 @@ pub struct KernelProgram {
     /// emission reads it from here, never from the machine, so the C is a function of the
     /// kernel program alone.
     pub cache_bytes: i64,
+    /// Whether the kernels poll the runtime ([`crate::LowerOptions::polls`]).
+    pub polls: bool,
 }
 
 impl KernelProgram {

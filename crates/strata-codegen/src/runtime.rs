@@ -36,10 +36,35 @@ pub struct Runtime {
     /// arbitrary: a large one freed by an earlier run when one of that length is kept, else
     /// fresh (on huge pages when large).
     pub alloc: unsafe extern "C" fn(buffer: i64, len: i64) -> *mut std::ffi::c_void,
+    /// Lets MPI progress the exchanges under way ([`set_poll`]; nothing until one is set).
+    /// Kernels lowered with [`crate::LowerOptions::polls`] call it from their outermost loop,
+    /// on any of their threads.
+    pub poll: unsafe extern "C" fn(),
 }
 
 /// The table compiled code is called with.
-pub static RUNTIME: Runtime = Runtime { gemm_f32: gemm::<f32>, gemm_f64: gemm::<f64>, alloc };
+pub static RUNTIME: Runtime = Runtime { gemm_f32: gemm::<f32>, gemm_f64: gemm::<f64>, alloc, poll };
+
+/// The function [`Runtime::poll`] calls (0: none).
+static POLL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Sets what kernels' polls call: the distributed runtime's MPI progress (`strata_mpi_poll`),
+/// which must be callable from any thread at any time and return at once when it has nothing
+/// to do.
+pub fn set_poll(f: unsafe extern "C" fn()) {
+    POLL.store(f as usize, std::sync::atomic::Ordering::Release);
+}
+
+/// `strata_rt.poll`.
+unsafe extern "C" fn poll() {
+    let f = POLL.load(std::sync::atomic::Ordering::Acquire);
+    if f != 0 {
+        // SAFETY: only `set_poll` stores here, and it stores such a function.
+        let f: unsafe extern "C" fn() = unsafe { std::mem::transmute::<usize, unsafe extern "C" fn()>(f) };
+        // SAFETY: `set_poll`'s contract.
+        unsafe { f() }
+    }
+}
 
 /// Buffers allocated by running code, by buffer.
 type Allocated = Vec<(usize, strata_runtime::Column)>;

@@ -80,6 +80,8 @@ fn examples_and_file_tests_are_unchanged_by_each_pass() {
     let compared = same_with_each_pass_disabled(&cases);
     eprintln!("{} entries, {compared} runs with one pass disabled equal the whole pipeline's", cases.len());
     assert!(compared > cases.len() * 5, "{compared}");
+    // The examples' stencils have kernels of several levels: their polled variants polled.
+    assert!(common::toggle::POLLS.load(std::sync::atomic::Ordering::Relaxed) > 0, "no kernel called its poll");
 }
 
 /// A program with several outputs folding one sparse operand (CSR, DCSR, CSC) in ways that do

@@ -262,6 +262,13 @@ impl Comm {
         // SAFETY: two out-pointers to live integers.
         let rc = unsafe { init(&mut rank, &mut size, progress_interval_us() as std::ffi::c_long) };
         comm.check("MPI_Init", rc)?;
+        // Kernels of local programs (lowered with `polls`) let MPI progress the exchanges under
+        // way: `strata_mpi_poll` returns at once when none is, and may run on any thread.
+        // `$STRATA_MPI_POLL=0` leaves their polls empty.
+        let poll: unsafe extern "C" fn() = sym!("strata_mpi_poll", unsafe extern "C" fn());
+        if std::env::var("STRATA_MPI_POLL").map_or(true, |v| v.trim() != "0") {
+            strata_codegen::runtime::set_poll(poll);
+        }
         comm.rank = rank as usize;
         comm.size = size as usize;
         Ok(comm)

@@ -5,12 +5,14 @@
  *
  * Progress. An exchange started with `strata_mpi_start` is completed by `strata_mpi_wait`; in
  * between the caller computes. Open MPI moves a message over its eager limit (4 KiB on shared
- * memory) only inside MPI calls, so without help the bytes would cross in the wait. A progress
- * thread can therefore test the started exchanges every `progress_us` microseconds (given to
- * `strata_mpi_init`; 0: no thread) until they complete. MPI is initialized with
- * MPI_THREAD_SERIALIZED, and every MPI call of this layer holds `mpi_lock`, so the two threads
- * never call MPI at once; where MPI offers less (an MPI initialized elsewhere with
- * MPI_THREAD_FUNNELED), the thread is not started and the wait moves the bytes. */
+ * memory) only inside MPI calls, so without help the bytes would cross in the wait. Two helpers
+ * test the started exchanges until they complete: `strata_mpi_poll`, which the rank's kernels
+ * call every few rows of their outermost loop (on whichever of their threads runs them), and
+ * a progress thread testing every `progress_us` microseconds (given to `strata_mpi_init`; 0: no
+ * thread). MPI is initialized with MPI_THREAD_SERIALIZED, and every MPI call of this layer
+ * holds `mpi_lock`, so no two threads call MPI at once; where MPI offers less (an MPI
+ * initialized elsewhere with MPI_THREAD_FUNNELED), neither helper runs and the wait moves the
+ * bytes. */
 #define _GNU_SOURCE
 #include <limits.h>
 #include <string.h>
@@ -42,6 +44,9 @@ static pthread_mutex_t mpi_lock;
 /* The progress thread's microseconds between tests (0: no thread). */
 static long progress_us = 0;
 
+/* Whether MPI allows calls from threads other than the main one, serialized. */
+static int serialized = 0;
+
 int strata_mpi_init(int *rank, int *size, long progress) {
     pthread_mutexattr_t attr;
     pthread_mutexattr_init(&attr);
@@ -62,7 +67,8 @@ int strata_mpi_init(int *rank, int *size, long progress) {
     } else {
         MPI_Query_thread(&provided);
     }
-    if (provided < MPI_THREAD_SERIALIZED) progress_us = 0;
+    serialized = provided >= MPI_THREAD_SERIALIZED;
+    if (!serialized) progress_us = 0;
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, rank);
     return MPI_Comm_size(MPI_COMM_WORLD, size);
@@ -170,7 +176,7 @@ static void *progress(void *unused) {
             /* A failed test leaves the exchange to the wait, which reports the error. */
             if (flag || rc != MPI_SUCCESS) {
                 p->done = 1;
-                undone--;
+                __atomic_sub_fetch(&undone, 1, __ATOMIC_RELEASE);
             }
         }
         last_busy = now_ns();
@@ -183,23 +189,40 @@ static void *progress(void *unused) {
     return NULL;
 }
 
-/* Hands `p` to the progress thread (started at the first exchange; woken if it sleeps). */
+/* Lists `p` for the polls and the progress thread (started at the first exchange when there
+ * is one; woken if it sleeps). */
 static void progress_add(strata_pending *p) {
     pthread_mutex_lock(&list_lock);
-    if (!started && !quit) {
+    if (!started && !quit && progress_us > 0) {
         started = pthread_create(&progress_thread, NULL, progress, NULL) == 0;
         if (!started) progress_us = 0;
     }
-    int wake = 0;
-    if (started) {
-        p->next = listed;
-        listed = p;
-        p->listed = 1;
-        undone++;
-        wake = sleeping;
-    }
+    p->next = listed;
+    listed = p;
+    p->listed = 1;
+    __atomic_add_fetch(&undone, 1, __ATOMIC_RELEASE);
+    int wake = sleeping;
     pthread_mutex_unlock(&list_lock);
     if (wake) pthread_cond_signal(&list_cond);
+}
+
+/* Tests the listed exchanges once, unless another thread is at it or nothing is under way:
+ * what kernels call from their loops (any thread, any time; returns at once when idle). */
+void strata_mpi_poll(void) {
+    if (__atomic_load_n(&undone, __ATOMIC_ACQUIRE) == 0) return;
+    if (pthread_mutex_trylock(&list_lock) != 0) return;
+    for (strata_pending *p = listed; p; p = p->next) {
+        if (p->done) continue;
+        if (pthread_mutex_trylock(&mpi_lock) != 0) break;
+        int flag = 0;
+        int rc = MPI_Testall(p->n, p->req, &flag, MPI_STATUSES_IGNORE);
+        pthread_mutex_unlock(&mpi_lock);
+        if (flag || rc != MPI_SUCCESS) {
+            p->done = 1;
+            __atomic_sub_fetch(&undone, 1, __ATOMIC_RELEASE);
+        }
+    }
+    pthread_mutex_unlock(&list_lock);
 }
 
 /* Takes `p` out of the progress thread's list (the thread no longer touches it after). */
@@ -212,7 +235,7 @@ static void progress_remove(strata_pending *p) {
             break;
         }
     }
-    if (!p->done) undone--;
+    if (!p->done) __atomic_sub_fetch(&undone, 1, __ATOMIC_RELEASE);
     p->listed = 0;
     pthread_mutex_unlock(&list_lock);
 }
@@ -247,7 +270,7 @@ static int start(int nsend, const int *to, void *const *sbuf, const long long *s
     for (int i = 0; i < nsend && rc == MPI_SUCCESS; i++) rc = post(0, sbuf[i], sbytes[i], to[i], tag, p->req, &n);
     pthread_mutex_unlock(&mpi_lock);
     p->n = n;
-    if (progressed && rc == MPI_SUCCESS && n > 0 && progress_us > 0) progress_add(p);
+    if (progressed && rc == MPI_SUCCESS && n > 0 && serialized) progress_add(p);
     return rc;
 }
 

@@ -85,14 +85,17 @@ def test_a_500_step_diffusion_equals_numpy_at_every_step(mpirun, ranks):
         assert [r["rows"] for r in got] == blocks(n, ranks)
 
 
-@pytest.mark.parametrize("progress_us, columns, pieces", [("1", 600, None), ("1", 12, "7"), ("0", 600, None)])
-def test_the_mpi_progress_thread_on_and_off_keeps_the_diffusion_exact(mpirun, progress_us, columns, pieces):
-    # The MPI layer's progress thread tests the exchanges a rank started while it computes
-    # ($STRATA_MPI_PROGRESS_US: microseconds between tests, here every microsecond; 0: no
-    # thread, the wait moves the bytes). Halo rows of 600 float64 pass Open MPI's 4 KiB eager
-    # limit; 7-byte pieces make dozens of requests per exchange, completing on the thread while
-    # the main thread posts the next and waits. Every step equals numpy's bit for bit.
-    env = {"STRATA_MPI_PROGRESS_US": progress_us}
+@pytest.mark.parametrize("progress_us, poll, columns, pieces", [
+    ("1", "0", 600, None), ("1", "1", 12, "7"), ("0", "1", 600, None), ("0", "1", 12, "7"), ("0", "0", 600, None)])
+def test_mpi_progress_on_and_off_keeps_the_diffusion_exact(mpirun, progress_us, poll, columns, pieces):
+    # Two helpers test the exchanges a rank started while it computes: the MPI layer's
+    # progress thread ($STRATA_MPI_PROGRESS_US: microseconds between its tests, here every
+    # microsecond; 0: no thread) and the polls of the local program's kernels ($STRATA_MPI_POLL;
+    # 0: empty). With neither, the wait moves the bytes. Halo rows of 600 float64 pass Open
+    # MPI's 4 KiB eager limit; 7-byte pieces make dozens of requests per exchange, completing
+    # on a helper while the main thread posts the next and waits. Every step equals numpy's
+    # bit for bit.
+    env = {"STRATA_MPI_PROGRESS_US": progress_us, "STRATA_MPI_POLL": poll}
     if pieces:
         env["STRATA_MPI_CHUNK_BYTES"] = pieces
     got = reports(run(mpirun, 3, "diffusion.py", 30, columns, 60, env=env), 3)

@@ -89,6 +89,8 @@ typedef struct {
   /* A buffer of `len` elements for buffer `buffer` (a sparse result's coordinates and values,
      whose length is known only while running); NULL if it cannot be allocated. */
   void *(*alloc)(int64_t buffer, int64_t len);
+  /* Lets MPI progress a distributed run's exchanges (kernels lowered with `polls`). */
+  void (*poll)(void);
 } strata_rt;
 
 /* Vector math: loops calling these vectorize with the variants in glibc's libmvec (at most

@@ -315,13 +315,21 @@ pub struct LowerOptions {
     /// Optional passes of [`crate::pipeline::PASSES`] not to run (`$STRATA_DISABLE_PASSES`,
     /// `strata lower --disable-pass`): every program computes the same values without them.
     pub disabled: crate::pipeline::PassSet,
+    /// Kernels call the runtime's `poll` every few iterations of their outermost loop
+    /// ([`crate::runtime::set_poll`]): a distributed rank's local program, whose halo exchange
+    /// is under way while its interior runs, lets MPI move the bytes meanwhile.
+    pub polls: bool,
 }
 
 impl LowerOptions {
     /// The options for this machine ([`crate::machine::cache_bytes`]), with the passes
     /// `$STRATA_DISABLE_PASSES` names disabled ([`crate::pipeline::PassSet::from_env`]).
     pub fn for_this_machine() -> LowerOptions {
-        LowerOptions { cache_bytes: crate::machine::cache_bytes(), disabled: crate::pipeline::PassSet::from_env() }
+        LowerOptions {
+            cache_bytes: crate::machine::cache_bytes(),
+            disabled: crate::pipeline::PassSet::from_env(),
+            polls: false,
+        }
     }
 }
 
@@ -459,6 +467,7 @@ pub fn lower_observed(
         kernels: l.kernels,
         sparse: l.sparse,
         cache_bytes: options.cache_bytes,
+        polls: options.polls,
     };
     crate::pipeline::run_with(&mut program, options.disabled, observe)?;
     Ok(program)

@@ -2,7 +2,9 @@
 //! optional pass of `pipeline::PASSES` switched off in turn, all compiled, run on the same
 //! arguments, and compared — bit for bit where both programs are `bit_exact`, within rounding
 //! otherwise (a pass that reassociates a sum). A pass that changes any value fails the test
-//! with the program, the pass and the output.
+//! with the program, the pass and the output. One more variant lowers with
+//! `LowerOptions::polls` (the kernels of a distributed rank's local program call the runtime's
+//! poll from their outermost loops), with a poll that counts its calls: it must change nothing.
 
 use strata_codegen::pipeline::{optional_names, PassSet};
 use strata_codegen::{emit_c, exec, LowerOptions};
@@ -32,16 +34,19 @@ type Reference = (Vec<(String, Tensor)>, bool);
 /// equal. Cases the native backend does not compile are skipped (the interpreter runs them).
 pub fn same_with_each_pass_disabled(cases: &[Case]) -> usize {
     let passes = optional_names();
-    let variants: Vec<(Option<&str>, PassSet)> = std::iter::once((None, PassSet::NONE))
-        .chain(passes.iter().map(|&p| (Some(p), PassSet::from_names([p]).expect("optional"))))
-        .collect();
     let base = LowerOptions::for_this_machine();
+    let variants: Vec<(Option<&str>, LowerOptions)> = std::iter::once((None, base.clone()))
+        .chain(passes.iter().map(|&p| {
+            (Some(p), LowerOptions { disabled: PassSet::from_names([p]).expect("optional"), ..base.clone() })
+        }))
+        .chain(std::iter::once((Some("polls (on)"), LowerOptions { polls: true, ..base.clone() })))
+        .collect();
+    strata_codegen::runtime::set_poll(count_poll);
     // (case, variant, lowered)
     let mut lowered = Vec::new();
     for (ci, c) in cases.iter().enumerate() {
-        for (vi, (pass, disabled)) in variants.iter().enumerate() {
-            let options = LowerOptions { disabled: *disabled, ..base.clone() };
-            match strata_codegen::lower_with(&c.module, &c.types, c.entry, &options) {
+        for (vi, (pass, options)) in variants.iter().enumerate() {
+            match strata_codegen::lower_with(&c.module, &c.types, c.entry, options) {
                 Ok(p) => lowered.push((ci, vi, p)),
                 // A broken invariant is a compiler bug, with every pass or without one.
                 Err(e @ strata_codegen::LowerError::Invalid(_)) => {
@@ -90,4 +95,12 @@ pub fn same_with_each_pass_disabled(cases: &[Case]) -> usize {
         }
     }
     compared
+}
+
+/// Calls of [`count_poll`].
+pub static POLLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// The poll the polled variant's kernels call: counts (from any of their threads).
+unsafe extern "C" fn count_poll() {
+    POLLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
 }
