@@ -122,7 +122,8 @@ typedef struct strata_pending {
     MPI_Request req[];
 } strata_pending;
 
-/* The progress thread's exchanges (guarded by `list_lock`). Lock order: `list_lock`, then
+/* The exchanges under way, which the polls and the progress thread test (guarded by
+ * `list_lock`; `undone` is also read without it, by the polls). Lock order: `list_lock`, then
  * `mpi_lock`. While exchanges are under way the thread tests them every `progress_us`; when
  * none is, it looks again every `IDLE_NAPS` intervals, and after `LINGER_NS` with none it
  * sleeps on `list_cond` until the next start wakes it. A time loop starting an exchange every
@@ -225,7 +226,7 @@ void strata_mpi_poll(void) {
     pthread_mutex_unlock(&list_lock);
 }
 
-/* Takes `p` out of the progress thread's list (the thread no longer touches it after). */
+/* Takes `p` out of the list (neither a poll nor the thread touches it after). */
 static void progress_remove(strata_pending *p) {
     if (!p->listed) return;
     pthread_mutex_lock(&list_lock);
@@ -253,7 +254,7 @@ static void progress_stop(void) {
 
 /* Posts every receive, then every send (each in pieces of at most `chunk` bytes): `*pending`
  * is the exchange to complete with `wait` (also when posting failed: what was posted is then
- * completed there). With `progressed`, the progress thread moves its bytes meanwhile. */
+ * completed there). With `progressed`, it is listed for the polls and the progress thread. */
 static int start(int nsend, const int *to, void *const *sbuf, const long long *sbytes, int nrecv, const int *from,
                  void *const *rbuf, const long long *rbytes, int tag, void **pending, int progressed) {
     long long total = 1;
