@@ -81,7 +81,7 @@ pub fn threads_per_rank() -> usize {
 /// node has a core to spare for the thread (its ranks times [`threads_per_rank`] below the
 /// cores), else 0: on a node whose cores all compute, each of the thread's wake-ups takes a core
 /// from a rank, which on a 2-core machine cost more per step than the wait it saved
-/// (docs/runtime.md, "Overlap").
+/// (docs/runtime.md, "Progress").
 pub fn progress_interval_us() -> i64 {
     if let Some(v) = std::env::var("STRATA_MPI_PROGRESS_US").ok().and_then(|v| v.trim().parse::<i64>().ok()) {
         return v.clamp(0, 1_000_000);
