@@ -5,9 +5,10 @@
 //! - **Small blocks** (below [`LARGE`]) come from mimalloc: the traced nodes, walks and tables
 //!   of an evaluation are many small allocations, which mimalloc serves faster than glibc
 //!   (measured: the 8-element add of the array API 0.2–0.4 µs less per call).
-//! - **Large blocks** (tensor columns) come from the system allocator, which maps them fresh
-//!   and returns them to the kernel when freed: a rank's resident memory is then exactly its
-//!   data (mimalloc's segments, backed by transparent huge pages, held up to 2 MiB more per block,
+//! - **Large blocks** (tensor columns) come from the system allocator: below 32 MiB from glibc's
+//!   heap, whose freed blocks the next evaluation reuses without page faults ([`start`]); above,
+//!   mapped fresh and returned to the kernel when freed, so a rank's resident memory is its data
+//!   (mimalloc's segments, backed by transparent huge pages, held up to 2 MiB more per block,
 //!   which at test sizes is an eighth of a block).
 //! - **Aligned to a cache line.** The system allocator places large blocks 16 bytes past a page
 //!   boundary (glibc serves them by `mmap` behind a 16-byte header); every 64-byte vector load
@@ -66,15 +67,45 @@ pub fn pool_this_thread() {
 }
 
 /// Sets up the allocator for a process; called once at the start of a binary or the extension.
-/// mimalloc then hands freed memory back lazily (`MADV_FREE`: the kernel takes the pages when it
-/// needs them) instead of at once (`MADV_DONTNEED`, after 10 ms), so a pooled kernel called in a
-/// loop finds its workspaces still mapped: measured, `linalg.eigh` of 1024² 0.80× → 0.90×
-/// numpy's speed; without it the pool page-faults them afresh on calls longer than 10 ms.
+///
+/// - mimalloc hands freed memory back lazily (`MADV_FREE`: the kernel takes the pages when it
+///   needs them) instead of at once (`MADV_DONTNEED`, after 10 ms), so a pooled kernel called in
+///   a loop finds its workspaces still mapped: measured, `linalg.eigh` of 1024² 0.80× → 0.90×
+///   numpy's speed; without it the pool page-faults them afresh on calls longer than 10 ms.
+/// - glibc serves large blocks below [`MMAP_THRESHOLD`] from its heap and keeps up to
+///   [`TRIM_THRESHOLD`] of freed memory at the heap's top ([`keep_freed_blocks`]).
 pub fn start() {
     /// `mi_option_purge_decommits` (mimalloc 2's `mimalloc.h`; the `v2` feature pins it).
     const PURGE_DECOMMITS: libmimalloc_sys::mi_option_t = 5;
     // SAFETY: sets an option mimalloc reads at each purge; any value is valid.
     unsafe { libmimalloc_sys::mi_option_set(PURGE_DECOMMITS, 0) };
+    keep_freed_blocks();
+}
+
+/// Blocks of at least this many bytes are mapped fresh by glibc and unmapped when freed
+/// (glibc's own ceiling for its sliding threshold on 64-bit machines).
+pub const MMAP_THRESHOLD: usize = 32 << 20;
+
+/// glibc hands the heap's top back to the kernel once this many bytes are free there (twice
+/// [`MMAP_THRESHOLD`], as glibc's sliding rule sets it).
+pub const TRIM_THRESHOLD: usize = 64 << 20;
+
+/// Fixes glibc's thresholds at the values its sliding rule reaches after the first 32 MiB block
+/// is freed. Left sliding, the thresholds follow the largest block freed so far: after freeing
+/// 800 KB columns the heap is trimmed whenever 1.6 MB lie free at its top, which an evaluation
+/// (its result, then the copy handed to numpy) does on every call, and every call page-faults
+/// its outputs afresh: measured, `(a + 1.0).to_numpy()` on 2,000×50 float64 took 780 µs a call
+/// in a loop (numpy: 18 µs), 46 µs with the thresholds fixed. Larger blocks are still mapped
+/// fresh and unmapped when freed (the resident memory of big arrays stays their data; their
+/// outputs are kept by the codegen's own pool and advised huge pages). A no-op off glibc.
+fn keep_freed_blocks() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `mallopt` sets a parameter glibc reads at its next allocation or free; these two
+    // accept any non-negative value.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD as libc::c_int);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, TRIM_THRESHOLD as libc::c_int);
+    }
 }
 
 /// Makes rayon's global pool, whose threads run the parallel parts of runtime kernels (faer's

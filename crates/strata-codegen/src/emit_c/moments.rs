@@ -47,7 +47,7 @@ pub(super) struct Moments<'e> {
 
 /// Recognizes fold `id` over `vars` with (hoisted) `body` and the invariant folds hoisted out
 /// of it, `invariants`: see the module documentation. `long` says whether the fold may be
-/// reassociated at all (a float sum of at least `schedule::REASSOCIATE_MIN` steps).
+/// reassociated at all ([`crate::schedule::reassociable`]).
 pub(super) fn recognize<'e>(
     id: u32,
     vars: &'e [(DimName, Interval)],

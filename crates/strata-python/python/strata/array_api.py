@@ -27,7 +27,9 @@ several integer arrays at once, devices other than the host.
 from __future__ import annotations
 
 import builtins
+import functools
 import math
+import sys
 from typing import Any, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -52,6 +54,10 @@ cache_stats = _a.cache_stats
 `interpreted_runs`, `distributed_runs`): what a loop compiles, for tuning."""
 
 _DTYPES = (bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64, complex64, complex128)
+
+# Each dtype by its name (the extension's arrays name theirs): `Array.dtype` is asked several
+# times per traced operation, and a lookup here costs a tenth of `np.dtype(name)`.
+_DTYPE_NAMED = {d.name: d for d in _DTYPES}
 
 
 def _dt(dtype: Any) -> Optional[str]:
@@ -130,7 +136,7 @@ class Array:
 
     @property
     def dtype(self) -> np.dtype:
-        return np.dtype(self._x.dtype)
+        return _DTYPE_NAMED[self._x.dtype]
 
     @property
     def device(self) -> Any:
@@ -160,9 +166,7 @@ class Array:
     def __array_namespace__(self, api_version: Optional[str] = None):
         if api_version not in (None, "2023.12", "2022.12", "2021.12"):
             raise ValueError(f"api_version {api_version!r} is not supported (2023.12)")
-        import strata.array_api as xp
-
-        return xp
+        return sys.modules[__name__]
 
     def to_device(self, device: Any, stream: Any = None) -> "Array":
         """The array at `device`: onto a team (`strata.world`: distributed along the first axis)
@@ -931,7 +935,12 @@ class iinfo_object(NamedTuple):
 def finfo(type, /) -> finfo_object:  # noqa: A002
     """The limits of a floating-point dtype (or of an array's dtype): `bits`, `eps`, `max`,
     `min`, `smallest_normal` as Python floats, and the `dtype`."""
-    f = np.finfo(type.dtype if isinstance(type, Array) else type)
+    return _finfo(type.dtype if isinstance(type, Array) else np.dtype(type))
+
+
+@functools.lru_cache(maxsize=None)
+def _finfo(dtype: np.dtype) -> finfo_object:
+    f = np.finfo(dtype)
     return finfo_object(int(f.bits), float(f.eps), float(f.max), float(f.min), float(f.smallest_normal), f.dtype)
 
 
