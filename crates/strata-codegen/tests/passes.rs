@@ -197,3 +197,51 @@ fn a_windowed_stencil_asks_for_the_newest_input_plane_ahead_once() {
     assert_eq!(requests.len(), 1, "{c}");
     assert!(requests[0].contains("(d_I + 1)"), "{}", requests[0]);
 }
+
+/// The sum of every element of an `I × J` float64 tensor.
+fn whole_sum(i: usize, j: usize) -> String {
+    format!(
+        r#"
+func @add(%acc: f64, %x: f64) -> f64 {{
+  %s = plus(%acc, %x) : f64
+  return %s
+}}
+func @f(%x: tensor<f64, I[0:{i}], J[0:{j}]>) -> tensor<f64> {{
+  %s = map_reduce(@add, %x, init = 0.0, einsum = "ij->") : tensor<f64>
+  return %s
+}}
+"#
+    )
+}
+
+#[test]
+fn a_whole_array_sum_keeps_vector_partial_sums_in_rows_long_enough() {
+    use strata_codegen::{compile, emit_c, exec};
+    use strata_runtime::{Column, Data, Tensor};
+    let simd = |i: usize, j: usize| emit_c::emit(&lowered_source(&whole_sum(i, j), "f")).contains("omp simd reduction");
+    // 100,000 steps in rows of 50 (scikit-learn's finiteness check of a 2,000×50 array).
+    assert!(simd(2000, 50));
+    assert!(simd(100, 64));
+    // Rows of 8: partial sums started and ended per row cost more than they save.
+    assert!(!simd(12_500, 8));
+    // 50 steps in all: too short to reassociate, the interpreter's order.
+    assert!(!simd(1, 50));
+    // The value against its closed form: the integers 0 … n-1 sum exactly in any order.
+    let (i, j) = (2000, 50);
+    let module = strata_verify::parse(&whole_sum(i, j)).unwrap();
+    let info = strata_verify::verify(&module).unwrap();
+    let h = module.function_by_name("f").unwrap();
+    let p = lower(&module, &info.types, h).unwrap();
+    let (so, _) = compile::build(&emit_c::emit(&p)).unwrap();
+    let lib = compile::Loaded::open(&so).unwrap();
+    let interp = strata_interp::Interpreter::new(&module, &info.types);
+    let f = &module.functions[h];
+    let n = i * j;
+    let x = Tensor {
+        ty: interp.value_type(f.exprs[f.params[0]].ty),
+        data: Data::Scalars(Column::F64((0..n).map(|v| v as f64).collect())),
+        present: None,
+    };
+    let got = exec::run(&p, &lib, &[x], &["x".to_string()], Some(&interp.value_type(f.result().unwrap()))).unwrap();
+    assert_eq!(got[0].1.data, Data::Scalars(Column::F64(vec![(n * (n - 1) / 2) as f64])));
+}
