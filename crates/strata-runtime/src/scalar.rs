@@ -673,6 +673,28 @@ macro_rules! column_dispatch {
     };
 }
 
+/// `$body` (a `Vec` of the same element type, from the values `$v`) as a column of `$self`'s type.
+macro_rules! column_map {
+    ($self:expr, $v:ident => $body:expr) => {
+        match $self {
+            Column::Bool($v) => Column::Bool($body),
+            Column::I8($v) => Column::I8($body),
+            Column::I16($v) => Column::I16($body),
+            Column::I32($v) => Column::I32($body),
+            Column::I64($v) => Column::I64($body),
+            Column::U8($v) => Column::U8($body),
+            Column::U16($v) => Column::U16($body),
+            Column::U32($v) => Column::U32($body),
+            Column::U64($v) => Column::U64($body),
+            Column::F32($v) => Column::F32($body),
+            Column::F64($v) => Column::F64($body),
+            Column::C64($v) => Column::C64($body),
+            Column::C128($v) => Column::C128($body),
+            Column::Index($v) => Column::Index($body),
+        }
+    };
+}
+
 impl Column {
     /// The address of the first element, untyped (for handing the buffer to native code).
     pub fn as_ptr(&self) -> *const std::ffi::c_void {
@@ -792,7 +814,19 @@ impl Column {
 
     /// The values at `positions`, in that order.
     pub fn select(&self, positions: &[usize]) -> Column {
-        Column::from_fn(self.scalar(), positions.len(), |i| self.get(positions[i]))
+        column_map!(self, v => positions.iter().map(|&p| v[p]).collect())
+    }
+
+    /// The runs of `len` values that start at `starts`, in that order (the rows a boolean mask
+    /// keeps, copied a row at a time).
+    pub fn select_runs(&self, starts: &[usize], len: usize) -> Column {
+        column_map!(self, v => {
+            let mut out = Vec::with_capacity(starts.len() * len);
+            for &s in starts {
+                out.extend_from_slice(&v[s..s + len]);
+            }
+            out
+        })
     }
 
     /// Copies `src` (of the same type) into positions `at..at + src.len()`.
@@ -840,6 +874,17 @@ impl Column {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn selections_keep_the_type_and_the_order_asked() {
+        let c = Column::C64((0..6).map(|i| Complex32::new(i as f32, -(i as f32))).collect());
+        let picked = c.select(&[4, 0, 4]);
+        let z = |i: f32| Complex32::new(i, -i);
+        assert_eq!(picked, Column::C64(vec![z(4.0), z(0.0), z(4.0)]));
+        // Rows 2 and 0 of a 3×2 array.
+        assert_eq!(Column::U16(vec![1, 2, 3, 4, 5, 6]).select_runs(&[4, 0], 2), Column::U16(vec![5, 6, 1, 2]));
+        assert_eq!(Column::Bool(vec![true]).select_runs(&[], 1), Column::Bool(vec![]));
+    }
 
     #[test]
     fn integer_arithmetic_wraps_and_checks_division() {

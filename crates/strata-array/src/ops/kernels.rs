@@ -259,11 +259,13 @@ pub fn mask(x: &Array, mask: &Array) -> Result<Array> {
     let (tx, tm) = (x.eval_whole()?, mask.eval_whole()?);
     let m = column(&tm);
     let block: usize = x.shape()[k..].iter().product();
-    let selected: Vec<usize> = (0..m.len()).filter(|&i| m.get(i).as_bool() == Some(true)).collect();
-    let positions: Vec<usize> = selected.iter().flat_map(|&i| i * block..(i + 1) * block).collect();
-    let mut shape = vec![selected.len()];
+    let starts: Vec<usize> = match m {
+        Column::Bool(m) => m.iter().enumerate().filter(|(_, &b)| b).map(|(i, _)| i * block).collect(),
+        _ => (0..m.len()).filter(|&i| m.get(i).as_bool() == Some(true)).map(|i| i * block).collect(),
+    };
+    let mut shape = vec![starts.len()];
     shape.extend_from_slice(&x.shape()[k..]);
-    Array::from_column(&shape, column(&tx).select(&positions), x.place().clone())
+    Array::from_column(&shape, column(&tx).select_runs(&starts, block), x.place().clone())
 }
 
 /// For each element of `x2`, the position in the sorted 1-d `x1` before which it would be
