@@ -139,8 +139,8 @@ impl Array {
     }
 
     /// The whole value (gathered from the ranks for a team array under [`crate::spmd`]: a
-    /// collective call).
-    pub(crate) fn eval_whole(&self) -> Result<Rc<Tensor>> {
+    /// collective call), shared with the array: values never change once computed.
+    pub fn eval_whole(&self) -> Result<Rc<Tensor>> {
         let t = self.eval()?;
         match crate::spmd::owned(self) {
             Some(_) => Ok(Rc::new(crate::spmd::gather_whole(self, &t)?)),

@@ -198,14 +198,22 @@ pub(crate) fn walk(root: &Array) -> Walk {
         order.push(a);
     }
     // Operations referred to from outside the program are returned too (not on teams, whose
-    // distributed runs return one value).
+    // distributed runs return one value), except those reading no array (constants, ranges):
+    // a program that reads one later computes it where it reads it, which costs no more than
+    // writing it out here (`x = full(…); x[1:-1] = y` would otherwise write the whole constant
+    // array beside the result, for an array nobody reads again).
     let on_team = order.iter().chain(&input_nodes).any(|a| a.0.place.team.is_some());
     let kept: Vec<Array> = order
         .iter()
         .filter(|a| {
             let p = Rc::as_ptr(&a.0);
+            let reads_arrays = a.0.op.borrow().as_ref().is_some_and(|op| !op.args.is_empty());
             // `order` holds one reference of its own.
-            !on_team && p != Rc::as_ptr(&root.0) && a.0.kind == Kind::Array && Rc::strong_count(&a.0) > refs[&p] + 1
+            !on_team
+                && p != Rc::as_ptr(&root.0)
+                && a.0.kind == Kind::Array
+                && reads_arrays
+                && Rc::strong_count(&a.0) > refs[&p] + 1
         })
         .cloned()
         .collect();

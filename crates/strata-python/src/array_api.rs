@@ -38,6 +38,13 @@ pub(crate) fn err(e: ArrayError) -> PyErr {
 
 type R<T = PyArr> = PyResult<T>;
 
+/// An evaluated array's values, the base object of the numpy arrays viewing them
+/// ([`PyArr::values_view`]): a value is never written once computed (a later run writes into a
+/// recycled buffer only when nothing else holds it), so the views always read what the array
+/// computed.
+#[pyclass(module = "strata._strata", name = "Values", unsendable)]
+struct Held(#[allow(dead_code)] std::rc::Rc<strata_runtime::Tensor>);
+
 fn wrap(r: sa::Result<sa::Array>) -> R {
     r.map(PyArr).map_err(err)
 }
@@ -140,6 +147,44 @@ impl PyArr {
     /// The program computing the array, as Strata text.
     fn program_text(&self) -> R<String> {
         self.0.program_text().map_err(err)
+    }
+
+    /// Evaluates the array and returns its values as a read-only numpy array over Strata's
+    /// own memory, without a copy (`np.asarray(x)`). Strata's arrays are values that never
+    /// change, so the view cannot be written; it keeps the values alive after the array is
+    /// gone (their buffer is then not reused for a later result).
+    fn values_view<'py>(&self, py: Python<'py>) -> R<Bound<'py, PyAny>> {
+        use strata_runtime::{Column, Data};
+        let t = self.0.eval_whole().map_err(err)?;
+        let shape = self.0.shape().to_vec();
+        let Data::Scalars(c) = &t.data else { return self.to_numpy(py) };
+        let held = Bound::new(py, Held(t.clone()))?.into_any();
+        macro_rules! view {
+            ($v:expr) => {{
+                let a = numpy::ndarray::ArrayViewD::from_shape(shape, &$v[..])
+                    .map_err(|e| PyValueError::new_err(format!("values_view: {e}")))?;
+                // SAFETY: `held` (the array's base object) keeps the tensor, and so the values'
+                // buffer, alive and unmoved; nothing writes a computed value (see `Held`).
+                let v = unsafe { numpy::PyArray::borrow_from_array(&a, held) };
+                drop(v.readwrite().make_nonwriteable());
+                v.into_any()
+            }};
+        }
+        Ok(match c {
+            Column::Bool(v) => view!(v),
+            Column::I8(v) => view!(v),
+            Column::I16(v) => view!(v),
+            Column::I32(v) => view!(v),
+            Column::I64(v) | Column::Index(v) => view!(v),
+            Column::U8(v) => view!(v),
+            Column::U16(v) => view!(v),
+            Column::U32(v) => view!(v),
+            Column::U64(v) => view!(v),
+            Column::F32(v) => view!(v),
+            Column::F64(v) => view!(v),
+            Column::C64(v) => view!(v),
+            Column::C128(v) => view!(v),
+        })
     }
 
     /// Evaluates the array and returns its values as a numpy array (which owns them). The

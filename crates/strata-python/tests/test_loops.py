@@ -210,3 +210,29 @@ def test_a_loop_of_evaluations_reuses_its_memory():
     np.testing.assert_array_equal(got, x0 + 1.0)
     # Fresh pages would be ~400 faults a step (1.6 MB); reused memory none.
     assert faults < 20 * steps, f"{faults} page faults in {steps} steps"
+
+
+def test_numpy_views_of_a_loop_s_states_keep_their_values():
+    # np.asarray(x) views the array's own buffer (read-only, no copy). A loop's later states
+    # are written into recycled buffers only when nothing else holds them: every view taken
+    # along the way still reads the state it was taken of, after the arrays are gone.
+    x0 = np.random.default_rng(4).standard_normal((1000, 300))  # 2.4 MB: a pooled size
+    u, want = xp.asarray(x0), x0.copy()
+    views, wants = [], []
+    for step in range(12):
+        u = u * 0.5 + 1.0
+        want = want * 0.5 + 1.0
+        v = np.asarray(u)
+        assert not v.flags.writeable
+        views.append(v)
+        wants.append(want.copy())
+    del u
+    for _ in range(5):  # more results of the same size, into whatever buffers are free
+        _ = np.asarray(xp.asarray(x0) * 3.0)
+    for v, w in zip(views, wants):
+        np.testing.assert_array_equal(v, w)
+    # np.array(x) and to_numpy() are the caller's own, writable.
+    a = xp.asarray(x0) + 1.0
+    c = np.array(a)
+    c[0, 0] = -1.0
+    assert a.to_numpy()[0, 0] == x0[0, 0] + 1.0

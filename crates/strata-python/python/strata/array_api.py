@@ -176,12 +176,19 @@ class Array:
     # ---- reading ----
 
     def to_numpy(self) -> np.ndarray:
-        """Evaluates the array (one compiled program for everything it depends on)."""
+        """Evaluates the array (one compiled program for everything it depends on) and returns
+        its values in a new numpy array."""
         return self._x.to_numpy()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        a = self.to_numpy()
-        return a if dtype is None else a.astype(dtype)
+        """`np.asarray(x)`: a read-only view of the values, without a copy (Strata's arrays
+        are values that never change, as JAX's); `copy=True` (`np.array(x)`) or another
+        dtype makes a writable array of its own."""
+        if copy:
+            a = self.to_numpy()
+        else:
+            a = self._x.values_view()
+        return a if dtype is None or np.dtype(dtype) == a.dtype else a.astype(dtype)
 
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None, copy: Any = None):
         return self.to_numpy().__dlpack__()
