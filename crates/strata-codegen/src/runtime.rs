@@ -386,3 +386,79 @@ macro_rules! gemm_scalar {
 
 gemm_scalar!(f32);
 gemm_scalar!(f64);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `m×k · k×n` of small integers (every order sums them exactly) through the runtime GEMM
+    /// on `threads` threads, into a destination with a row stride of `n + 3` holding 1s
+    /// (`accumulate`: added to), against the plain loops.
+    fn product(
+        m: usize,
+        n: usize,
+        k: usize,
+        threads: i32,
+        accumulate: bool,
+        poison: Option<f64>,
+    ) -> (Vec<f64>, Vec<f64>) {
+        let lhs: Vec<f64> = (0..m * k).map(|i| ((i * 7 + 3) % 7) as f64 - 3.0).collect();
+        let mut rhs: Vec<f64> = (0..k * n).map(|i| ((i * 5 + 1) % 5) as f64 - 2.0).collect();
+        if let Some(p) = poison {
+            rhs[k / 2 * n] = p; // row k/2, column 0: in the second slice of a split product
+        }
+        let ld = n + 3;
+        let mut dst = vec![1.0; m * ld];
+        // SAFETY: the strides address the vectors above.
+        unsafe {
+            gemm::<f64>(
+                m as i64,
+                n as i64,
+                k as i64,
+                dst.as_mut_ptr(),
+                ld as i64,
+                1,
+                accumulate as i32,
+                lhs.as_ptr(),
+                k as i64,
+                1,
+                rhs.as_ptr(),
+                n as i64,
+                1,
+                threads,
+            )
+        };
+        let mut want = vec![1.0; m * ld];
+        for i in 0..m {
+            for j in 0..n {
+                let init = if accumulate { 1.0 } else { 0.0 };
+                want[i * ld + j] = (0..k).fold(init, |acc, kk| acc + lhs[i * k + kk] * rhs[kk * n + j]);
+            }
+        }
+        (dst, want)
+    }
+
+    #[test]
+    fn split_and_threaded_products_equal_the_fold() {
+        // Split-K (a small result, 2^20 multiply-adds or more), the threaded GEMM (a large
+        // result), and one thread; accumulating and not.
+        for (m, n, k) in [(8, 8, 40_000), (3, 5, 100_000), (130, 130, 64), (50, 50, 2000)] {
+            assert!(m * n < THREADED_RESULT_MIN || m * n * k < SPLIT_K_MIN_MACS || (m, n) == (130, 130));
+            for threads in [1, 2, 3] {
+                for accumulate in [false, true] {
+                    let (got, want) = product(m, n, k, threads, accumulate, None);
+                    assert_eq!(got, want, "{m}x{k}.{k}x{n}, {threads} threads, accumulate {accumulate}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_split_product_meeting_infinity_or_nan_runs_in_the_fold_s_order() {
+        for p in [f64::INFINITY, f64::NAN] {
+            let (got, want) = product(8, 8, 40_000, 2, true, Some(p));
+            let same = |a: f64, b: f64| a == b || (a.is_nan() && b.is_nan());
+            assert!(got.iter().zip(&want).all(|(&a, &b)| same(a, b)), "{p}");
+        }
+    }
+}
