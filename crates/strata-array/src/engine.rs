@@ -48,6 +48,9 @@ struct Compiled {
     /// A digest of its structure, the same on every rank that traced the same program (ranks
     /// compare it before a distributed run).
     fingerprint: u64,
+    /// Its structure key ([`strata_engine::structure_key`]), computed once: the engine's memo
+    /// takes it as it is.
+    key: String,
     /// Its distribution over the job's ranks (under [`crate::spmd`], planned on first use).
     dist: std::cell::OnceCell<std::result::Result<strata_dist::Distribution, String>>,
 }
@@ -98,6 +101,7 @@ fn prepare(p: Program) -> Result<Rc<Compiled>> {
     let fingerprint = fingerprint(&key);
     let c = Rc::new(Compiled {
         fingerprint,
+        key: key.clone(),
         module: p.module,
         types: info.types,
         entry: p.entry,
@@ -125,7 +129,7 @@ fn prepared(c: &Compiled, b: Backend) -> Result<Arc<Prepared>> {
     // Tiered: a small run of a program not compiled yet is interpreted while its library
     // compiles in the background (`strata_engine::tier`).
     let options = Options { tiered: strata_engine::tiered_default(), ..Options::with_backend(b) };
-    let p = strata_engine::prepare(&c.module, &c.types, c.entry, &options).map_err(run_error)?;
+    let p = strata_engine::prepare_keyed(&c.module, &c.types, c.entry, &options, c.key.clone()).map_err(run_error)?;
     c.prepared.borrow_mut().insert(b, p.clone());
     Ok(p)
 }

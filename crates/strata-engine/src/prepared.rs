@@ -165,7 +165,22 @@ pub fn prepare(
     entry: Handle<Function>,
     options: &Options,
 ) -> Result<Arc<Prepared>, ExecuteError> {
-    let key = (crate::key::structure(module, types, entry), options.clone());
+    prepare_keyed(module, types, entry, options, crate::key::structure(module, types, entry))
+}
+
+/// [`prepare`] for a front end that has computed the entry's structure key
+/// ([`crate::structure_key`]) already: the key is not computed again.
+///
+/// # Errors
+/// As [`prepare`].
+pub fn prepare_keyed(
+    module: &Module,
+    types: &TypeArena,
+    entry: Handle<Function>,
+    options: &Options,
+    structure: String,
+) -> Result<Arc<Prepared>, ExecuteError> {
+    let key = (structure, options.clone());
     if let Some(p) = memo().lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
         return Ok(p.clone());
     }
