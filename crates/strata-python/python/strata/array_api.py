@@ -59,10 +59,17 @@ _DTYPES = (bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float
 # times per traced operation, and a lookup here costs a tenth of `np.dtype(name)`.
 _DTYPE_NAMED = {d.name: d for d in _DTYPES}
 
+# The name of each dtype, by the dtype and by its scalar type (`xp.float64`, `np.float64`).
+_NAME_OF_DTYPE = {**{d: d.name for d in _DTYPES}, **{d.type: d.name for d in _DTYPES}}
+
 
 def _dt(dtype: Any) -> Optional[str]:
     if dtype is None:
         return None
+    if isinstance(dtype, (np.dtype, type)):
+        name = _NAME_OF_DTYPE.get(dtype)
+        if name is not None:
+            return name
     d = np.dtype(dtype)
     if d not in _DTYPES:
         raise TypeError(f"{d} is not an array-API dtype Strata has")
@@ -237,6 +244,8 @@ class Array:
     # ---- operators ----
 
     def _bin(self, f, other: Any, reflected: builtins.bool = False) -> "Array":
+        if type(other) is Array:
+            return _wrap(f(other._x, self._x) if reflected else f(self._x, other._x))
         try:
             o = _scalar(other)
         except TypeError:
