@@ -236,3 +236,7 @@ def test_numpy_views_of_a_loop_s_states_keep_their_values():
     c = np.array(a)
     c[0, 0] = -1.0
     assert a.to_numpy()[0, 0] == x0[0, 0] + 1.0
+    # Another dtype is a new array, which copy=False refuses (numpy's rule).
+    np.testing.assert_array_equal(np.asarray(a, dtype=np.float32), (x0 + 1.0).astype(np.float32))
+    with pytest.raises(ValueError):
+        np.asarray(a, dtype=np.float32, copy=False)

@@ -191,11 +191,12 @@ class Array:
         """`np.asarray(x)`: a read-only view of the values, without a copy (Strata's arrays
         are values that never change, as JAX's); `copy=True` (`np.array(x)`) or another
         dtype makes a writable array of its own."""
-        if copy:
-            a = self.to_numpy()
-        else:
-            a = self._x.values_view()
-        return a if dtype is None or np.dtype(dtype) == a.dtype else a.astype(dtype)
+        a = self.to_numpy() if copy else self._x.values_view()
+        if dtype is None or np.dtype(dtype) == a.dtype:
+            return a
+        if copy is False:
+            raise ValueError(f"np.asarray(copy=False) cannot change the dtype {a.dtype} to {np.dtype(dtype)}")
+        return a.astype(dtype)
 
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None, copy: Any = None):
         return self.to_numpy().__dlpack__()
