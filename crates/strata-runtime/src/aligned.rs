@@ -73,7 +73,7 @@ pub fn pool_this_thread() {
 ///   a loop finds its workspaces still mapped: measured, `linalg.eigh` of 1024² 0.80× → 0.90×
 ///   numpy's speed; without it the pool page-faults them afresh on calls longer than 10 ms.
 /// - glibc serves large blocks below [`MMAP_THRESHOLD`] from its heap and keeps up to
-///   [`TRIM_THRESHOLD`] of freed memory at the heap's top ([`keep_freed_blocks`]).
+///   [`TRIM_THRESHOLD`] of freed memory at the heap's top (`keep_freed_blocks`).
 pub fn start() {
     /// `mi_option_purge_decommits` (mimalloc 2's `mimalloc.h`; the `v2` feature pins it).
     const PURGE_DECOMMITS: libmimalloc_sys::mi_option_t = 5;
