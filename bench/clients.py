@@ -10,8 +10,9 @@ runs in a fresh process with an empty kernel cache, and reports:
 - settle: the calls after it until three in a row leave no compile queued or running and
   load no new library, and their total time;
 - warm: the median of repeated calls at that size, once settled (compiled, cached);
-- new size: the first call at a size not seen before (about 3/4 of the rows), once the
-  structure has been seen: kernels take their sizes as arguments, so no compile should happen;
+- new size: the median of the first calls at three sizes not seen before (about 3/4 of the
+  rows), once the structure has been seen: kernels take their sizes as arguments, so no
+  compile should happen;
 - numpy: the median of the same call on numpy arrays (and at the new size);
 - compiles: the libraries the process loaded, cold and settling, and at the new size.
 
@@ -57,6 +58,9 @@ def data(n: int):
     target = X @ np.linspace(-1.0, 1.0, COLUMNS) + 0.1 * r.standard_normal(n)
     return X, labels, target
 
+
+# How many new sizes a case times (the median of their first calls is its "new size").
+NEW_SIZES = 3
 
 # The cases that read only some rows of X (no bandwidth figure: X is not read whole).
 READ_PART_OF_X = {"sklearn euclidean_distances 500 x 2000"}
@@ -117,13 +121,14 @@ def one_client(name: str, n: int, runs: int) -> dict:
     def median(f):
         return statistics.median(timed(f)[1] for _ in range(runs))
 
-    n2 = n - n // 4 + 1
+    # New sizes: about 3/4 of the rows, three of them (a single first call varies too much).
+    news = [n - n // 4 + 1 + 7 * i for i in range(NEW_SIZES)]
     X, c, t = data(n)
-    X2, c2, t2 = data(n2)
+    new_data = [data(m) for m in news]
     # numpy first: sklearn's lazy imports and checks are then warm for both.
     want, _ = timed(lambda: call(X, c, t))
     numpy_s = median(lambda: call(X, c, t))
-    want2, numpy_new_s = timed(lambda: call(X2, c2, t2))
+    wants_new, numpy_new = zip(*(timed(lambda d=d: call(*d)) for d in new_data))
     with sklearn.config_context(array_api_dispatch=True):
         Xs, cs, ts = xp.asarray(X), xp.asarray(c), xp.asarray(t)
         before = libraries()
@@ -141,24 +146,28 @@ def one_client(name: str, n: int, runs: int) -> dict:
         settle_s = time.perf_counter() - start
         cold_compiles = libraries() - before
         warm_s = median(lambda: np.asarray(call(Xs, cs, ts)))
-        Xs2, cs2, ts2 = xp.asarray(X2), xp.asarray(c2), xp.asarray(t2)
         before = libraries()
-        got2, new_s = timed(lambda: np.asarray(call(Xs2, cs2, ts2)))
+        agree_new, strata_new = True, []
+        for d, w in zip(new_data, wants_new):
+            args = tuple(xp.asarray(a) for a in d)
+            got2, s = timed(lambda: np.asarray(call(*args)))
+            agree_new = agree_new and agree(got2, w, how)
+            strata_new.append(s)
         new_compiles = libraries() - before
     return {
         "case": name,
         "n": n,
         "cold_s": cold_s,
         "warm_s": warm_s,
-        "new_s": new_s,
-        "new_n": n2,
+        "new_s": statistics.median(strata_new),
+        "new_n": news,
         "numpy_s": numpy_s,
-        "numpy_new_s": numpy_new_s,
+        "numpy_new_s": statistics.median(numpy_new),
         "settle_calls": settle_calls,
         "settle_s": settle_s,
         "cold_compiles": cold_compiles,
         "new_compiles": new_compiles,
-        "agree": agree(got, want, how) and agree(got2, want2, how),
+        "agree": agree(got, want, how) and agree_new,
     }
 
 
