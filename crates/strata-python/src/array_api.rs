@@ -42,8 +42,61 @@ type R<T = PyArr> = PyResult<T>;
 /// ([`PyArr::values_view`]): a value is never written once computed (a later run writes into a
 /// recycled buffer only when nothing else holds it), so the views always read what the array
 /// computed.
-#[pyclass(module = "strata._strata", name = "Values", unsendable)]
-struct Held(#[allow(dead_code)] std::rc::Rc<strata_runtime::Tensor>);
+///
+/// numpy arrays travel between threads, and so does their base object, but the values' `Rc`
+/// belongs to the thread that evaluated them: its count changes only there. Dropped on another
+/// thread, the reference is handed back to its own thread ([`DEFERRED`]), which lets it go at
+/// its next view ([`drop_deferred`]); the values stay alive until then.
+#[pyclass(module = "strata._strata", name = "Values", frozen)]
+struct Held {
+    values: std::mem::ManuallyDrop<std::rc::Rc<strata_runtime::Tensor>>,
+    owner: std::thread::ThreadId,
+}
+
+// SAFETY: other threads only hold a `Held` and read the values' memory, which never changes and
+// stays allocated while the reference lives; the `Rc`'s count is changed only on `owner` (in
+// `Drop`, directly there or through `DEFERRED`).
+unsafe impl Send for Held {}
+// SAFETY: as for `Send`: shared access reads nothing but the immutable values.
+unsafe impl Sync for Held {}
+
+/// References dropped away from their thread: the thread, and the reference as a raw pointer.
+static DEFERRED: std::sync::Mutex<Vec<(std::thread::ThreadId, usize)>> = std::sync::Mutex::new(Vec::new());
+
+impl Held {
+    fn new(values: std::rc::Rc<strata_runtime::Tensor>) -> Held {
+        Held { values: std::mem::ManuallyDrop::new(values), owner: std::thread::current().id() }
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        // SAFETY: `values` is taken once, here, and not used after.
+        let values = unsafe { std::mem::ManuallyDrop::take(&mut self.values) };
+        if std::thread::current().id() == self.owner {
+            drop(values);
+        } else {
+            let raw = std::rc::Rc::into_raw(values) as usize;
+            DEFERRED.lock().unwrap_or_else(|e| e.into_inner()).push((self.owner, raw));
+        }
+    }
+}
+
+/// Lets go of the references other threads dropped for this thread ([`Held`]).
+fn drop_deferred() {
+    let me = std::thread::current().id();
+    let mine: Vec<usize> = {
+        let mut deferred = DEFERRED.lock().unwrap_or_else(|e| e.into_inner());
+        let (mine, others) = deferred.drain(..).partition(|(owner, _)| *owner == me);
+        *deferred = others;
+        mine.into_iter().map(|(_, raw)| raw).collect()
+    };
+    for raw in mine {
+        // SAFETY: made by `Rc::into_raw` on this thread's reference in `Held::drop`, and taken
+        // back once.
+        drop(unsafe { std::rc::Rc::from_raw(raw as *const strata_runtime::Tensor) });
+    }
+}
 
 fn wrap(r: sa::Result<sa::Array>) -> R {
     r.map(PyArr).map_err(err)
@@ -158,7 +211,8 @@ impl PyArr {
         let t = self.0.eval_whole().map_err(err)?;
         let shape = self.0.shape().to_vec();
         let Data::Scalars(c) = &t.data else { return self.to_numpy(py) };
-        let held = Bound::new(py, Held(t.clone()))?.into_any();
+        drop_deferred();
+        let held = Bound::new(py, Held::new(t.clone()))?.into_any();
         macro_rules! view {
             ($v:expr) => {{
                 let a = numpy::ndarray::ArrayViewD::from_shape(shape, &$v[..])

@@ -240,3 +240,32 @@ def test_numpy_views_of_a_loop_s_states_keep_their_values():
     np.testing.assert_array_equal(np.asarray(a, dtype=np.float32), (x0 + 1.0).astype(np.float32))
     with pytest.raises(ValueError):
         np.asarray(a, dtype=np.float32, copy=False)
+
+
+def test_a_view_read_and_dropped_on_another_thread():
+    # numpy arrays travel between threads: a view's values are read there, and its last
+    # reference dropped there is handed back to the evaluating thread (no unraisable error).
+    import sys
+    import threading
+
+    raised = []
+    hook, sys.unraisablehook = sys.unraisablehook, raised.append
+    try:
+        x0 = np.random.default_rng(5).standard_normal((300, 400))
+        box = [np.asarray(xp.asarray(x0) * 2.0)]
+        seen = {}
+
+        def work():
+            v = box.pop()
+            seen["values"] = v.copy()
+            del v  # the last reference: dropped on this thread
+
+        t = threading.Thread(target=work)
+        t.start()
+        t.join()
+        np.testing.assert_array_equal(seen["values"], x0 * 2.0)
+        # The next view lets the handed-back reference go, on this thread.
+        np.testing.assert_array_equal(np.asarray(xp.asarray(x0) + 1.0), x0 + 1.0)
+    finally:
+        sys.unraisablehook = hook
+    assert not raised, [r.exc_value for r in raised]
