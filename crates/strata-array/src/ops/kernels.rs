@@ -259,10 +259,8 @@ pub fn mask(x: &Array, mask: &Array) -> Result<Array> {
     let (tx, tm) = (x.eval_whole()?, mask.eval_whole()?);
     let m = column(&tm);
     let block: usize = x.shape()[k..].iter().product();
-    let starts: Vec<usize> = match m {
-        Column::Bool(m) => m.iter().enumerate().filter(|(_, &b)| b).map(|(i, _)| i * block).collect(),
-        _ => (0..m.len()).filter(|&i| m.get(i).as_bool() == Some(true)).map(|i| i * block).collect(),
-    };
+    let Column::Bool(m) = m else { unreachable!("a boolean array holds a bool column") };
+    let starts: Vec<usize> = m.iter().enumerate().filter(|(_, &b)| b).map(|(i, _)| i * block).collect();
     let mut shape = vec![starts.len()];
     shape.extend_from_slice(&x.shape()[k..]);
     Array::from_column(&shape, column(&tx).select_runs(&starts, block), x.place().clone())
