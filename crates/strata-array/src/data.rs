@@ -239,8 +239,14 @@ impl Array {
     /// The Strata program that computes the array (for inspection).
     ///
     /// # Errors
-    /// As [`Array::eval`], when the front end traced an op the IR refuses.
+    /// As [`Array::eval`], when the front end traced an op the IR refuses; `Invalid` where the
+    /// array holds its values already (no program computes it).
     pub fn program_text(&self) -> Result<String> {
-        Ok(crate::trace::trace(self)?.module.to_string())
+        let walk = crate::trace::walk(self);
+        if walk.is_empty() {
+            let message = "the array holds its values: no program computes it".into();
+            return Err(crate::ArrayError::Invalid { op: "program_text", message });
+        }
+        Ok(walk.build()?.module.to_string())
     }
 }

@@ -599,10 +599,11 @@ impl FrontEndRank<'_> {
     /// engine's lookup, which hashes the whole local program).
     fn prepared(&self, local: job::Local<'_>) -> job::Step<Arc<Prepared>> {
         let threads = Some(strata_dist::comm::threads_per_rank());
-        // Relocated: ranks whose blocks differ only in where they lie share one kernel.
+        // Extents per site: every rank prints one kernel whatever its block's size and place.
         // Polling: the kernels let MPI move the halo while the interior runs.
-        let mut options = Options { backend: self.backend, threads, relocate: true, ..Options::default() };
+        let mut options = Options { backend: self.backend, threads, ..Options::default() };
         options.lower.polls = true;
+        options.lower.extents_per_site = true;
         let kept = local.memo.get_or_try(
             |(o, _): &(Options, Arc<Prepared>)| *o == options,
             || {

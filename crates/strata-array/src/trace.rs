@@ -102,15 +102,6 @@ pub(crate) fn arg_extreme_payload(t: Scalar, largest: bool) -> Handle<Function> 
     })
 }
 
-/// Traces the program computing `root`.
-///
-/// # Errors
-/// [`ArrayError::Internal`] if the builder refuses an op (the front end computed a shape,
-/// dtype or placement the IR does not): a front-end bug, reported with the program so far.
-pub(crate) fn trace(root: &Array) -> Result<Program> {
-    walk(root).build()
-}
-
 /// The traced operations an array's program runs, found by walking back from it: what
 /// [`Walk::key`] identifies and [`Walk::build`] makes a program of.
 pub(crate) struct Walk {
@@ -247,6 +238,11 @@ impl Walk {
             at.insert(p, parts.len() as u32 - 1);
         }
         TraceKey(parts)
+    }
+
+    /// Whether no operation is traced (the root holds its values).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.order.is_empty()
     }
 
     /// The program: `@main` built through the IR builder, each operation typed as it is added.

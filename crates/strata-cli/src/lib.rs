@@ -358,30 +358,31 @@ pub fn cmd_run(file: &Path, opts: &RunOptions) -> i32 {
     0
 }
 
-/// Prepares `entry` with `backend` and the threads of `opts` (compiled relocated with
-/// `relocate`: a rank's local program), and runs it on `args` (repeated `opts.repeat` more
-/// times natively, for timings).
+/// Prepares `entry` with `backend` and the threads of `opts` (`rank`: a rank's local program,
+/// see [`prepare`]), and runs it on `args` (repeated `opts.repeat` more times natively, for
+/// timings).
 pub(crate) fn execute<T: strata_runtime::Argument>(
     module: &Module,
     types: &strata_ir::TypeArena,
     entry: strata_entity::Handle<strata_ir::Function>,
     args: &[T],
-    (backend, relocate): (strata_engine::Backend, bool),
+    (backend, rank): (strata_engine::Backend, bool),
     opts: &RunOptions,
 ) -> Result<strata_engine::Executed, strata_engine::ExecuteError> {
-    prepare(module, types, entry, (backend, relocate), opts)?.run_timed(args, opts.repeat)
+    prepare(module, types, entry, (backend, rank), opts)?.run_timed(args, opts.repeat)
 }
 
-/// `entry` prepared as `strata run` runs it ([`execute`]).
+/// `entry` prepared as `strata run` runs it ([`execute`]); `rank`: a rank's local program,
+/// lowered with extents per site, so that every rank prints one kernel whatever its block.
 pub(crate) fn prepare(
     module: &Module,
     types: &strata_ir::TypeArena,
     entry: strata_entity::Handle<strata_ir::Function>,
-    (backend, relocate): (strata_engine::Backend, bool),
+    (backend, rank): (strata_engine::Backend, bool),
     opts: &RunOptions,
 ) -> Result<std::sync::Arc<strata_engine::Prepared>, strata_engine::ExecuteError> {
-    let options =
-        strata_engine::Options { backend, threads: opts.threads, relocate, ..strata_engine::Options::default() };
+    let mut options = strata_engine::Options { backend, threads: opts.threads, ..strata_engine::Options::default() };
+    options.lower.extents_per_site = rank;
     strata_engine::prepare(module, types, entry, &options)
 }
 
@@ -417,9 +418,19 @@ pub fn cmd_passes() -> i32 {
     0
 }
 
-/// `strata lower`: prints an entry's loop kernels or generated C; with `print_after`, the loop
-/// kernels after lowering or after that pass.
-pub fn cmd_lower(file: &Path, entry: Option<&str>, to: &str, ranks: usize, print_after: Option<&str>) -> i32 {
+/// The ranks `strata lower` shows a distribution over, and the rank whose local program it
+/// lowers (if any).
+#[derive(Clone, Copy, Debug)]
+pub struct Ranks {
+    /// How many ranks.
+    pub ranks: usize,
+    /// The rank whose local program `--to loops` or `c` shows.
+    pub rank: Option<usize>,
+}
+
+/// `strata lower`: prints an entry's loop kernels or generated C (of one rank's local programs
+/// with `dist.rank`); with `print_after`, the loop kernels after lowering or after that pass.
+pub fn cmd_lower(file: &Path, entry: Option<&str>, to: &str, dist: Ranks, print_after: Option<&str>) -> i32 {
     if let Some(name) = print_after.filter(|n| !strata_codegen::pipeline::is_stage(n)) {
         eprintln!("error: --print-after: no pass named `{name}` (`strata lower --passes` lists them)");
         return 1;
@@ -447,6 +458,10 @@ pub fn cmd_lower(file: &Path, entry: Option<&str>, to: &str, ranks: usize, print
             return 1;
         }
     };
+    let ranks = dist.ranks;
+    if let (Some(rank), false) = (dist.rank, to == "dist") {
+        return lower_rank(&module, &info.types, entry, to, ranks, rank, print_after);
+    }
     if to == "dist" {
         return match strata_dist::Distribution::new(&module, &info.types, entry, ranks.max(1)) {
             Ok(p) => {
@@ -459,14 +474,71 @@ pub fn cmd_lower(file: &Path, entry: Option<&str>, to: &str, ranks: usize, print
             }
         };
     }
-    let options = strata_codegen::LowerOptions::for_this_machine();
+    print_lowered(&module, &info.types, entry, to, &strata_codegen::LowerOptions::for_this_machine(), print_after)
+}
+
+/// `strata lower --rank K`: each stage's local program on rank `rank` of `ranks`, lowered as
+/// the rank lowers it ([`prepare`] for a rank).
+fn lower_rank(
+    module: &Module,
+    types: &strata_ir::TypeArena,
+    entry: strata_entity::Handle<strata_ir::Function>,
+    to: &str,
+    ranks: usize,
+    rank: usize,
+    print_after: Option<&str>,
+) -> i32 {
+    if rank >= ranks {
+        eprintln!("error: --rank {rank}: the ranks are 0 to {} (--ranks {ranks})", ranks.max(1) - 1);
+        return 1;
+    }
+    let stages = match strata_dist::Distribution::new(module, types, entry, ranks) {
+        Ok(d) => d.0,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 1;
+        }
+    };
+    let mut options = strata_codegen::LowerOptions::for_this_machine();
+    options.extents_per_site = true;
+    let n = stages.len();
+    for (i, s) in stages.iter().enumerate() {
+        if !s.plan.indirect.is_empty() {
+            eprintln!("error: stage {} reads neighbors of distributed rows: its local program is made at run time, from the tables' entries", i + 1);
+            return 1;
+        }
+        let (local, local_entry) = match s.plan.local_module(&s.stage.module, &s.types, s.stage.entry, rank) {
+            Ok(x) => x,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return 1;
+            }
+        };
+        println!("// stage {} of {n}, rank {rank} of {ranks}", i + 1);
+        let status = print_lowered(&local, &local.types, local_entry, to, &options, print_after);
+        if status != 0 {
+            return status;
+        }
+    }
+    0
+}
+
+/// Prints `entry` lowered with `options`: its loop kernels (after `print_after`) or its C.
+fn print_lowered(
+    module: &Module,
+    types: &strata_ir::TypeArena,
+    entry: strata_entity::Handle<strata_ir::Function>,
+    to: &str,
+    options: &strata_codegen::LowerOptions,
+    print_after: Option<&str>,
+) -> i32 {
     let mut shown = None;
     let mut observe = |name: &str, p: &strata_codegen::KernelProgram| {
         if Some(name) == print_after {
             shown = Some(p.to_string());
         }
     };
-    match strata_codegen::lower_observed(&module, &info.types, entry, &options, &mut observe) {
+    match strata_codegen::lower_observed(module, types, entry, options, &mut observe) {
         Ok(_) if print_after.is_some() => {
             print!("{}", shown.unwrap_or_default());
             0

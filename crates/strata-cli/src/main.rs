@@ -79,7 +79,7 @@ enum Command {
     /// Print an entry's lowered forms: fused loop kernels, the generated C, or its distribution
     /// over ranks (`--to dist`).
     #[command(
-        after_help = "Examples:\n  strata lower examples/stencil/laplacian.strata --to c\n  strata lower examples/distributed/laplacian.strata --to dist --ranks 3\n  strata lower prog.strata --disable-pass coiterate,unify-fold-vars\n  strata lower prog.strata --bisect --arg a=a.npz"
+        after_help = "Examples:\n  strata lower examples/stencil/laplacian.strata --to c\n  strata lower examples/distributed/laplacian.strata --to dist --ranks 3\n  strata lower examples/distributed/laplacian.strata --ranks 3 --rank 0 --to c\n  strata lower prog.strata --disable-pass coiterate,unify-fold-vars\n  strata lower prog.strata --bisect --arg a=a.npz"
     )]
     Lower {
         /// The `.strata` file (not needed with `--passes`).
@@ -92,9 +92,13 @@ enum Command {
         /// `--ranks` ranks: blocks, halos and the exchange's messages).
         #[arg(long, default_value = "loops", value_parser = ["loops", "c", "dist"])]
         to: String,
-        /// Ranks for `--to dist`.
+        /// Ranks for `--to dist` and `--rank`.
         #[arg(long, value_name = "N", default_value_t = 2)]
         ranks: usize,
+        /// With `--to loops` or `c`: the local program rank K of `--ranks` runs, stage by stage,
+        /// lowered as a rank lowers it (every extent its own slot: one text on every rank).
+        #[arg(long, value_name = "K")]
+        rank: Option<usize>,
         /// List the passes over the loop-level IR, in the order they run, and exit.
         #[arg(long)]
         passes: bool,
@@ -187,7 +191,7 @@ fn main() {
         Command::Sig { file, json } => strata_cli::cmd_sig(&file, json),
         Command::Launch { ranks, command } => strata_cli::cmd_launch(ranks, &command),
         Command::Lower { passes: true, .. } => strata_cli::cmd_passes(),
-        Command::Lower { file, entry, to, ranks, print_after, disable_pass, bisect, args, .. } => {
+        Command::Lower { file, entry, to, ranks, rank, print_after, disable_pass, bisect, args, .. } => {
             let file = file.expect("clap requires FILE without --passes");
             if let Err(status) = strata_cli::disable_passes(&disable_pass) {
                 std::process::exit(status);
@@ -195,7 +199,8 @@ fn main() {
             if bisect {
                 strata_cli::bisect::cmd_bisect(&file, entry.as_deref(), &args)
             } else {
-                strata_cli::cmd_lower(&file, entry.as_deref(), &to, ranks, print_after.as_deref())
+                let dist = strata_cli::Ranks { ranks, rank };
+                strata_cli::cmd_lower(&file, entry.as_deref(), &to, dist, print_after.as_deref())
             }
         }
     };

@@ -381,7 +381,7 @@ pub fn emit_baked(program: &KernelProgram) -> String {
 /// extents and strides, in the order its C reads them.
 pub fn extents(program: &KernelProgram) -> Vec<i64> {
     let mut sink = String::new();
-    Slots::scope(|| emit_program(&mut sink, "strata_entry", program)).1
+    Slots::scope(program.extents_per_site, || emit_program(&mut sink, "strata_entry", program)).1
 }
 
 /// One translation unit holding several programs, each exported under its own symbol (used to
@@ -398,7 +398,7 @@ pub fn emit_many_with_extents(programs: &[(&str, &KernelProgram)]) -> (String, V
     out.push_str(PRELUDE);
     let mut extents = Vec::new();
     for (symbol, program) in programs {
-        extents.push(Slots::scope(|| emit_program(&mut out, symbol, program)).1);
+        extents.push(Slots::scope(program.extents_per_site, || emit_program(&mut out, symbol, program)).1);
     }
     (out, extents)
 }
@@ -431,6 +431,7 @@ fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
             conditional_reads: Rc::default(),
         };
         let mut body = String::new();
+        let first_slot = Slots::count();
         // Threads share the outermost loop; each has its own error flag, combined at the end.
         let parallel = !k.domain.is_empty();
         if parallel {
@@ -468,7 +469,7 @@ fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
         let _ = writeln!(out, "\n/* kernel {ki}: {} */", k.comment);
         let _ =
             writeln!(out, "static {attribute}int {symbol}_kernel{ki}(void **buf, const strata_rt *rt, int threads) {{");
-        out.push_str(&extents::declarations(Slots::count(), program.buffers.len()));
+        out.push_str(&extents::declarations(first_slot, program.buffers.len()));
         out.push_str(&body);
     }
     let _ = writeln!(

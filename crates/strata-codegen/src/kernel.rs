@@ -452,6 +452,9 @@ pub struct KernelProgram {
     pub cache_bytes: i64,
     /// Whether the kernels poll the runtime ([`crate::LowerOptions::polls`]).
     pub polls: bool,
+    /// Whether every extent the C prints takes a slot of its own
+    /// ([`crate::LowerOptions::extents_per_site`]).
+    pub extents_per_site: bool,
 }
 
 impl KernelProgram {
@@ -498,6 +501,9 @@ impl KernelProgram {
 impl std::fmt::Display for KernelProgram {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(f, "// loop kernels of @{}", self.entry)?;
+        if self.extents_per_site {
+            writeln!(f, "// extents per site: every extent its own slot, pieces by their place among the cuts")?;
+        }
         for (i, b) in self.buffers.iter().enumerate() {
             let dims: Vec<String> = b.levels.iter().map(|l| format!("{}{}", l.name, l.interval)).collect();
             let role = match b.role {

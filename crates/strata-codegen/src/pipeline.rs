@@ -31,7 +31,7 @@ pub const PASSES: &[Pass] = &[
         name: "split-pieces",
         optional: true,
         summary: "runs a kernel whose stores choose by comparing a loop variable with a constant (a concatenation's pieces) as one kernel per piece",
-        run: |p| p.kernels = crate::split::split_pieces(std::mem::take(&mut p.kernels)),
+        run: |p| p.kernels = crate::split::split_pieces(std::mem::take(&mut p.kernels), p.extents_per_site),
     },
     Pass {
         name: "simplify",

@@ -411,13 +411,18 @@ pub fn simplify_in(e: &Rc<SExpr>, ranges: &[(DimName, Interval)]) -> Rc<SExpr> {
 /// `(v, cut)` when `c` is `v + o < k` on loop variable `v` (a concatenation's piece test:
 /// `v < cut` with `cut = k - o`).
 pub fn below(c: &SExpr) -> Option<(&DimName, i64)> {
+    below_parts(c).map(|(dim, k, offset)| (dim, k - offset))
+}
+
+/// `(v, k, o)` when `c` is `v + o < k` on loop variable `v`.
+pub fn below_parts(c: &SExpr) -> Option<(&DimName, i64, i64)> {
     let SExpr::Binary(BinaryOp::Less, a, k, Scalar::Index) = c else { return None };
     let k = match &**k {
         SExpr::Const(Sv::Index(k)) | SExpr::Index(Coord::Const(k)) => *k,
         _ => return None,
     };
     match &**a {
-        SExpr::Index(Coord::Var { dim, offset }) => Some((dim, k - offset)),
+        SExpr::Index(Coord::Var { dim, offset }) => Some((dim, k, *offset)),
         _ => None,
     }
 }

@@ -60,19 +60,26 @@ impl Plan {
         }
         let mut next = params;
         let mut strip = |rows: Interval| {
-            (!rows.is_empty()).then(|| {
-                next += 1;
-                Strip { rows, param: next - 1 }
-            })
+            next += 1;
+            Strip { rows, param: next - 1 }
         };
         let mut out = Vec::new();
         for b in &self.params {
-            let (owned, held) = (b.owned[rank], b.held[rank]);
-            if b.output || b.stored || !b.scalar || owned.is_empty() || held == owned || !held.contains(owned) {
+            if b.output || b.stored || !b.scalar {
                 continue;
             }
-            let below = strip(Interval::new(held.start, owned.start));
-            let above = strip(Interval::new(owned.stop, held.stop));
+            // A side read beyond the block on any rank is a strip on every rank (an empty one
+            // where the rank reads nothing there: the first rank's below, the last's above),
+            // so that every rank's local program has one structure and one kernel.
+            let ranks = 0..b.owned.len();
+            let below = ranks.clone().any(|r| b.held[r].start < b.owned[r].start);
+            let above = ranks.into_iter().any(|r| b.held[r].stop > b.owned[r].stop);
+            let (owned, held) = (b.owned[rank], b.held[rank]);
+            if !(below || above) || owned.is_empty() || !held.contains(owned) {
+                continue;
+            }
+            let below = below.then(|| strip(Interval::new(held.start, owned.start)));
+            let above = above.then(|| strip(Interval::new(owned.stop, held.stop)));
             out.push(Strips { index: b.index, level: b.level, dim: b.dim.clone(), owned, below, above });
         }
         out
@@ -86,9 +93,8 @@ impl Plan {
 pub(crate) fn join_strips(f: &mut Function, strips: &[Strips]) {
     let mut added = Vec::new();
     for s in strips {
-        for strip in s.strips() {
+        for (strip, side) in s.below.iter().map(|b| (b, "below")).chain(s.above.iter().map(|a| (a, "above"))) {
             let p = f.params[s.index];
-            let side = if strip.rows.stop <= s.owned.start { "below" } else { "above" };
             let e = strata_ir::Expr {
                 name: format!("{}.{side}", f.exprs[p].name),
                 ty: f.exprs[p].ty,
@@ -178,10 +184,14 @@ mod tests {
         let s = &at(1)[0];
         assert_eq!((s.index, s.owned), (1, Interval::new(21, 43)));
         assert_eq!(s.below, Some(Strip { rows: Interval::new(20, 21), param: 2 }));
-        assert_eq!(s.above, None);
+        // Some rank reads above its block (the first): every rank has a strip there, this one
+        // of no rows, so that all ranks' local programs have one structure.
+        assert_eq!(s.above, Some(Strip { rows: Interval::new(43, 43), param: 3 }));
         // The first rank reads one row above its block, the last two below.
-        assert_eq!(at(0)[0].strips().collect::<Vec<_>>(), [Strip { rows: Interval::new(21, 22), param: 2 }]);
-        assert_eq!(at(2)[0].strips().collect::<Vec<_>>(), [Strip { rows: Interval::new(41, 43), param: 2 }]);
+        let iv = Interval::new;
+        let strips = |rank: usize| at(rank)[0].strips().map(|s| (s.rows, s.param)).collect::<Vec<_>>();
+        assert_eq!(strips(0), [(iv(-1, -1), 2), (iv(21, 22), 3)]);
+        assert_eq!(strips(2), [(iv(41, 43), 2), (iv(65, 65), 3)]);
         // One rank holds everything it reads: no strips.
         assert!(self::plan(LAPLACIAN, 1).3.strips(0, 2).is_empty());
     }
@@ -216,9 +226,9 @@ mod tests {
         let (local, local_entry) = plan.local_module(&m, &types, entry, 1).expect("a local program");
         let f = &local.functions[local_entry];
         let names: Vec<&str> = f.params.iter().map(|&p| f.exprs[p].name.as_str()).collect();
-        assert_eq!(names, ["out", "inp", "inp.below"]);
+        assert_eq!(names, ["out", "inp", "inp.below", "inp.above"]);
         let ty = |k: usize| ValueType::from_ir(&local.types, f.exprs[f.params[k]].ty).levels[0].interval;
-        assert_eq!((ty(1), ty(2)), (Interval::new(21, 43), Interval::new(20, 21)));
+        assert_eq!((ty(1), ty(2), ty(3)), (Interval::new(21, 43), Interval::new(20, 21), Interval::new(43, 43)));
         // Native code reads each piece where it is: one loop nest per piece, no joined copy.
         let kernels = strata_codegen::lower(&local, &local.types, local_entry).expect("lowers").to_string();
         assert!(kernels.contains("piece 1 of 2"), "{kernels}");
@@ -226,14 +236,41 @@ mod tests {
     }
 
     #[test]
+    fn every_rank_prints_one_kernel_whatever_its_block() {
+        // Lowered as a rank lowers it, every rank's local program prints the same C at every
+        // rank count: blocks of different sizes and places, halos on one side or two, the
+        // first rank's block starting at the domain's edge. Only the extents differ.
+        const LAPLAP: &str = include_str!("../../../examples/distributed/laplacian_of_laplacian.strata");
+        let options =
+            strata_codegen::LowerOptions { extents_per_site: true, ..strata_codegen::LowerOptions::for_this_machine() };
+        for source in [LAPLACIAN, LAPLAP] {
+            let mut texts = std::collections::BTreeSet::new();
+            let mut extents = std::collections::BTreeSet::new();
+            for ranks in [2, 3, 5, 8] {
+                let (m, types, entry, plan) = plan(source, ranks);
+                for rank in 0..ranks {
+                    let (local, e) = plan.local_module(&m, &types, entry, rank).expect("a local program");
+                    let program = strata_codegen::lower_with(&local, &local.types, e, &options).expect("lowers");
+                    let (c, x) = strata_codegen::emit_c::emit_with_extents(&program);
+                    texts.insert(c);
+                    extents.insert(x);
+                }
+            }
+            assert_eq!(texts.len(), 1, "one text at every rank of 2, 3, 5 and 8");
+            assert!(extents.len() > 1, "the ranks' extents differ");
+        }
+    }
+
+    #[test]
     fn the_interior_runs_while_the_strip_is_received() {
-        // Rank 1 of 3 reads one row below its block (`inp.below`, parameter 2): the piece of
-        // `out` reading it waits for the exchange, the interior piece runs first.
+        // Rank 1 of 3 reads one row below its block (`inp.below`, parameter 2; `inp.above`,
+        // parameter 3, holds no rows): the piece of `out` reading it waits for the exchange,
+        // the interior piece runs first.
         let (m, types, entry, plan) = plan(LAPLACIAN, 3);
         let (local, local_entry) = plan.local_module(&m, &types, entry, 1).expect("a local program");
         let program = strata_codegen::lower(&local, &local.types, local_entry).expect("lowers");
         let layout = strata_codegen::exec::Layout::of(&program, strata_codegen::emit_c::extents(&program));
-        let first = layout.early(&[2]).expect("the interior runs first");
+        let first = layout.early(&[2, 3]).expect("the interior runs first");
         let comments: Vec<(&str, bool)> =
             program.kernels.iter().zip(&first).map(|(k, &f)| (k.comment.as_str(), f)).collect();
         assert_eq!(comments, [("%out <- %l (piece 1 of 2)", false), ("%out <- %l (piece 2 of 2)", true)]);

@@ -18,7 +18,6 @@ mod backend;
 mod error;
 mod key;
 mod prepared;
-pub mod relocate;
 pub mod tier;
 mod timings;
 

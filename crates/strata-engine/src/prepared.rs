@@ -23,11 +23,6 @@ pub struct Options {
     pub threads: Option<usize>,
     /// The machine facts lowering decides from (read once: [`LowerOptions::for_this_machine`]).
     pub lower: LowerOptions,
-    /// Compile the entry relocated ([`crate::relocate`]): moved to coordinates starting at 0
-    /// where that means the same, so entries that differ only in where their intervals lie
-    /// (the ranks of a distributed run) share one native kernel. Results keep the entry's
-    /// own coordinates; `strata lower` prints entries where they are.
-    pub relocate: bool,
     /// Native kernels take their extents as arguments, so one library serves every size;
     /// once this size has run this long (`None`: never), its kernels are compiled again with
     /// the sizes as literals (constant strides and trip counts), in the background, and later
@@ -66,7 +61,6 @@ impl Default for Options {
             backend: Backend::Auto,
             threads: None,
             lower: LowerOptions::for_this_machine(),
-            relocate: false,
             specialize_after: specialize_after_default(),
             tiered: false,
         }
@@ -590,15 +584,9 @@ fn check_results(module: &Module, types: &TypeArena, entry: Handle<Function>) ->
 }
 
 impl Prepared {
-    /// The entry lowered to loops, relocated where the options ask for it
-    /// ([`crate::relocate`]).
+    /// The entry lowered to loops.
     fn lowered(&self) -> Result<KernelProgram, LowerError> {
-        let relocated =
-            self.options.relocate.then(|| crate::relocate::relocated(&self.module, &self.types, self.entry));
-        match relocated.flatten() {
-            Some(r) => r.lower(&self.options.lower),
-            None => strata_codegen::lower_with(&self.module, &self.types, self.entry, &self.options.lower),
-        }
+        strata_codegen::lower_with(&self.module, &self.types, self.entry, &self.options.lower)
     }
 }
 

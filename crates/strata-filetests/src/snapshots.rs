@@ -7,8 +7,12 @@ use strata_codegen::LowerOptions;
 use strata_ir::{Module, TypeArena};
 
 /// The machine the snapshots are lowered for: a 32 MiB last-level cache.
-pub const PINNED: LowerOptions =
-    LowerOptions { cache_bytes: 32 << 20, disabled: strata_codegen::pipeline::PassSet::NONE, polls: false };
+pub const PINNED: LowerOptions = LowerOptions {
+    cache_bytes: 32 << 20,
+    disabled: strata_codegen::pipeline::PassSet::NONE,
+    polls: false,
+    extents_per_site: false,
+};
 
 /// The printed form `kind` (`loops` or `c`) of the last runnable entry of `module`.
 pub fn lowered(module: &Module, types: &TypeArena, kind: &str) -> Result<String, String> {

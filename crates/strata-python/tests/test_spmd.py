@@ -85,6 +85,26 @@ def test_a_500_step_diffusion_equals_numpy_at_every_step(mpirun, ranks):
         assert [r["rows"] for r in got] == blocks(n, ranks)
 
 
+@pytest.mark.parametrize("n, m", [(30, 12), (48, 48), (31, 7)])
+def test_a_loops_kernels_do_not_depend_on_the_rank_count(mpirun, tmp_path, n, m):
+    # The ranks' local programs differ in their blocks' sizes and places, and the first and
+    # last rank read a halo on one side only and keep the assignment's untouched border rows:
+    # each prints one text all the same (extents are arguments, each in a slot of its own;
+    # strips, pieces and border operands of no rows where a rank has none), so the loop
+    # compiles the same kernels at 2, 3 and 4 ranks, as many as at 1 (whose program has no
+    # strips). A fresh kernel cache per job: its compiles are the kernels found there after.
+    # Specializing a long-running size (a decision per rank, off here) would add kernels.
+    found = {}
+    for ranks in (1, 2, 3, 4):
+        cache = tmp_path / f"cache{ranks}"
+        env = {"STRATA_CACHE_DIR": str(cache), "STRATA_SPECIALIZE_AFTER_S": "never"}
+        for r in reports(run(mpirun, ranks, "diffusion.py", n, m, 50, env=env), ranks):
+            assert r["mismatches"] == [], r
+        found[ranks] = sorted(p.name for p in cache.glob("k*.so"))
+    assert len({len(k) for k in found.values()}) == 1, found
+    assert found[2] == found[3] == found[4], found
+
+
 @pytest.mark.parametrize("progress_us, poll, columns, pieces", [
     ("1", "0", 600, None), ("1", "1", 12, "7"), ("0", "1", 600, None), ("0", "1", 12, "7"), ("0", "0", 600, None)])
 def test_mpi_progress_on_and_off_keeps_the_diffusion_exact(mpirun, progress_us, poll, columns, pieces):

@@ -279,8 +279,8 @@ impl job::Rank<'static> for CliRank<'_> {
 }
 
 impl CliRank<'_> {
-    /// A local program prepared as [`execute`] prepares it (relocated: ranks whose blocks
-    /// differ only in where they lie share one kernel).
+    /// A local program prepared as [`execute`] prepares it (extents per site: every rank's
+    /// kernel is one text, whatever its block).
     fn prepared(&self, local: job::Local<'_>) -> job::Step<std::sync::Arc<strata_engine::Prepared>> {
         let backend = strata_engine::Backend::parse(&self.opts.backend).map_err(RankError::Run)?;
         crate::prepare(local.module, local.types(), local.entry, (backend, true), self.opts)

@@ -173,11 +173,7 @@ impl Emitter<'_> {
         let mut stride = 1i64;
         let mut terms = Vec::new();
         for (k, (lv, c)) in b.levels.iter().zip(&l.coords).enumerate().rev() {
-            let rel = if lv.interval.start == 0 {
-                self.coord(c)
-            } else {
-                format!("({} - ({}))", self.coord(c), ext(lv.interval.start))
-            };
+            let rel = super::extents::relative(self.coord(c), lv.interval.start);
             // The innermost level is contiguous by construction; any other level's stride is
             // an extent even where it is 1 (an extent-1 level inside), so the text does not
             // depend on it.

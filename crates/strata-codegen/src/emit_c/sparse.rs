@@ -48,12 +48,7 @@ impl Emitter<'_> {
             .unwrap_or_else(|| ("INT64_C(0)".to_string(), 0, false));
         let mut skipped = false;
         for k in from..upto {
-            let start = t.levels[k].interval.start;
-            let c = if start == 0 {
-                self.coord(&r.coords[k])
-            } else {
-                format!("({} - ({}))", self.coord(&r.coords[k]), ext(start))
-            };
+            let c = super::extents::relative(self.coord(&r.coords[k]), t.levels[k].interval.start);
             let pk = format!("p{k}_");
             let may_be_negative = unstored || skipped;
             let next = match &t.storage[k] {

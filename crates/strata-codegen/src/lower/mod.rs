@@ -319,6 +319,11 @@ pub struct LowerOptions {
     /// ([`crate::runtime::set_poll`]): a distributed rank's local program, whose halo exchange
     /// is under way while its interior runs, lets MPI move the bytes meanwhile.
     pub polls: bool,
+    /// Every extent the C prints takes a run-time slot of its own, zero included, rather than
+    /// one slot per distinct value: the text then depends on the program's structure alone,
+    /// never on which of its sizes are equal or zero (`emit_c`'s extents). A distributed
+    /// rank's local program: every rank prints the same text and loads the same kernel.
+    pub extents_per_site: bool,
 }
 
 impl LowerOptions {
@@ -329,6 +334,7 @@ impl LowerOptions {
             cache_bytes: crate::machine::cache_bytes(),
             disabled: crate::pipeline::PassSet::from_env(),
             polls: false,
+            extents_per_site: false,
         }
     }
 }
@@ -468,6 +474,7 @@ pub fn lower_observed(
         sparse: l.sparse,
         cache_bytes: options.cache_bytes,
         polls: options.polls,
+        extents_per_site: options.extents_per_site,
     };
     crate::pipeline::run_with(&mut program, options.disabled, observe)?;
     Ok(program)

@@ -5,6 +5,8 @@
 //! with the program, the pass and the output. One more variant lowers with
 //! `LowerOptions::polls` (the kernels of a distributed rank's local program call the runtime's
 //! poll from their outermost loops), with a poll that counts its calls: it must change nothing.
+//! One more lowers with `LowerOptions::extents_per_site` (every printed extent a slot of its
+//! own, every select's cut a piece: a distributed rank's local program): the same values.
 
 use strata_codegen::pipeline::{optional_names, PassSet};
 use strata_codegen::{emit_c, exec, LowerOptions};
@@ -40,6 +42,10 @@ pub fn same_with_each_pass_disabled(cases: &[Case]) -> usize {
             (Some(p), LowerOptions { disabled: PassSet::from_names([p]).expect("optional"), ..base.clone() })
         }))
         .chain(std::iter::once((Some("polls (on)"), LowerOptions { polls: true, ..base.clone() })))
+        .chain(std::iter::once((
+            Some("extents per site (on)"),
+            LowerOptions { extents_per_site: true, ..base.clone() },
+        )))
         .collect();
     strata_codegen::runtime::set_poll(count_poll);
     // (case, variant, lowered)

@@ -18,7 +18,7 @@ impl Plan {
     ) -> Result<(Module, Handle<Function>), PlanError> {
         let mut m = module.clone();
         let mut local_types = types.clone();
-        let mut scatters = Vec::new();
+        let (mut scatters, mut concats) = (Vec::new(), Vec::new());
         // `distribute` takes the rank's part of its replicated operand, `concat` along a block
         // level joins the operands the rank's rows reach; `collect` into an output keeps the
         // owned block (gathered after the run).
@@ -37,24 +37,14 @@ impl Plan {
                         .collect();
                     func.exprs[*v].kind = ExprKind::Op(Op::Subset { arg: *arg, domain });
                 }
-                // The operands the rows reach are contiguous on the rank (each held as far
-                // as the rows need it); the others are left out.
-                ExprKind::Op(Op::Concat { args, dim, mode }) => {
-                    let reached: Vec<Value> = args
-                        .iter()
-                        .copied()
-                        .filter(|a| {
-                            tensor(types, module.functions[*fh].exprs[*a].ty)
-                                .and_then(|t| t.level(dim))
-                                .is_some_and(|l| !l.interval.intersect(rows).is_empty())
-                        })
-                        .collect();
-                    let args = if reached.is_empty() { args[..1].to_vec() } else { reached };
-                    func.exprs[*v].kind = ExprKind::Op(Op::Concat { args, dim: dim.clone(), mode: *mode });
-                }
+                ExprKind::Op(Op::Concat { .. }) => concats.push((*fh, *v, rows)),
                 ExprKind::Op(Op::Scatter { .. }) => scatters.push((*fh, *v, rows)),
                 _ => {}
             }
+        }
+        // After the subsets are cut: a concatenation's operands may be.
+        for (fh, v, rows) in concats {
+            narrow_concat(&module.functions[fh], &mut m.functions[fh], types, v, rows);
         }
         for (fh, v, rows) in scatters {
             scatter_on_rows(&mut m.functions[fh], &mut local_types, v, rows);
@@ -193,6 +183,43 @@ fn cut_to(iv: Interval, rows: Interval) -> Interval {
     let within = iv.intersect(rows);
     let start = within.start.clamp(rows.start, rows.stop.max(rows.start));
     Interval::new(start, within.stop.max(start))
+}
+
+/// A `concat` along a block level (`v` in `local`, the rank's copy of `global`) on a rank
+/// needing its `rows`: the operands the rows reach are contiguous on the rank (each held as
+/// far as the rows need it). The others stay, as subsets of no rows, where each is a subset
+/// the rank needs none of (an assignment's untouched borders): every rank's local program then joins the same operands
+/// and compiles to one kernel; an empty operand before the first reached one sits at the rows'
+/// start (a positional level starts where its first operand does). Otherwise they are left out.
+fn narrow_concat(global: &Function, local: &mut Function, types: &TypeArena, v: Value, rows: Interval) {
+    let ExprKind::Op(Op::Concat { args, dim, mode }) = &local.exprs[v].kind else { return };
+    let (args, dim, mode) = (args.clone(), dim.clone(), *mode);
+    let reaches = |a: Value| {
+        tensor(types, global.exprs[a].ty)
+            .and_then(|t| t.level(&dim))
+            .is_some_and(|l| !l.interval.intersect(rows).is_empty())
+    };
+    // A subset this rank needs none of (cut to no rows already: no other reader needs any).
+    let empty_subset = |a: Value| match &local.exprs[a].kind {
+        ExprKind::Op(Op::Subset { domain, .. }) => domain.iter().position(|(d, iv)| *d == dim && iv.is_empty()),
+        _ => None,
+    };
+    if args.iter().all(|&a| reaches(a) || empty_subset(a).is_some()) {
+        let first = args.iter().position(|&a| reaches(a)).unwrap_or(args.len());
+        let empty: Vec<(Value, usize, i64)> = (args.iter().enumerate())
+            .filter(|&(_, &a)| !reaches(a))
+            .map(|(k, &a)| (a, empty_subset(a).expect("checked"), if k < first { rows.start } else { rows.stop }))
+            .collect();
+        for (a, i, at) in empty {
+            if let ExprKind::Op(Op::Subset { domain, .. }) = &mut local.exprs[a].kind {
+                domain[i].1 = Interval::new(at, at);
+            }
+        }
+        return;
+    }
+    let reached: Vec<Value> = args.iter().copied().filter(|&a| reaches(a)).collect();
+    let args = if reached.is_empty() { args[..1].to_vec() } else { reached };
+    local.exprs[v].kind = ExprKind::Op(Op::Concat { args, dim, mode });
 }
 
 /// Removes the statements of `f` whose values no result, output or later live statement reads.

@@ -18,10 +18,18 @@ use crate::sym::{below, for_each_part, Part, SExpr};
 /// At most this many kernels come from one (the product of every level's pieces).
 const MAX_PIECES: usize = 64;
 
+mod generic;
+
 /// Splits each plain kernel at the coordinates where its stores' selects change branch.
-pub fn split_pieces(kernels: Vec<Kernel>) -> Vec<Kernel> {
+/// `generic` (a program whose C takes an extent slot per site): into pieces that depend on
+/// the selects alone, not on where their cuts fall (`split::generic`).
+pub fn split_pieces(kernels: Vec<Kernel>, generic: bool) -> Vec<Kernel> {
     let mut out = Vec::with_capacity(kernels.len());
     for k in kernels {
+        if generic {
+            out.extend(generic::split(k));
+            continue;
+        }
         match cuts(&k) {
             Some(cuts) => out.extend(pieces(&k, &cuts)),
             None => out.push(k),
@@ -34,8 +42,7 @@ pub fn split_pieces(kernels: Vec<Kernel>) -> Vec<Kernel> {
 /// kernel is a plain nest whose stores compare its loop variables with constants and the
 /// pieces are few enough.
 fn cuts(k: &Kernel) -> Option<Vec<Vec<i64>>> {
-    let KernelKind::Nest(nest) = &k.kind else { return None };
-    if !nest.windows.is_empty() || nest.compressed.is_some() || !k.sets.is_empty() {
+    if !splittable(k) {
         return None;
     }
     let mut cuts: Vec<Vec<i64>> = vec![Vec::new(); k.domain.len()];
@@ -48,6 +55,12 @@ fn cuts(k: &Kernel) -> Option<Vec<Vec<i64>>> {
     }
     let count: usize = cuts.iter().map(|c| c.len() + 1).product();
     (count > 1 && count <= MAX_PIECES).then_some(cuts)
+}
+
+/// Whether `k` is a plain nest, whose pieces may run as kernels of their own.
+fn splittable(k: &Kernel) -> bool {
+    let KernelKind::Nest(nest) = &k.kind else { return false };
+    nest.windows.is_empty() && nest.compressed.is_none() && k.sets.is_empty()
 }
 
 /// Adds the cut of every `select(v + o < c, …)` in `e` on a domain level `v` (strictly inside
