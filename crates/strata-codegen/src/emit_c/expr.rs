@@ -108,13 +108,7 @@ impl Emitter<'_> {
 
     pub(super) fn coord(&self, c: &Coord) -> String {
         match c {
-            Coord::Var { dim, offset } => {
-                if *offset == 0 {
-                    var(dim.as_str())
-                } else {
-                    format!("({} + {})", var(dim.as_str()), super::extents::offset(*offset))
-                }
-            }
+            Coord::Var { dim, offset } => super::extents::shifted(var(dim.as_str()), *offset),
             // A constant coordinate is printed as an extent (often it is one: a window's first
             // row, an interval's last point).
             Coord::Const(k) => match ext(*k) {
@@ -128,19 +122,10 @@ impl Emitter<'_> {
                     ext(source.start),
                     ext(source.stop)
                 );
-                if *offset == 0 {
-                    t
-                } else {
-                    format!("({t} + {})", super::extents::offset(*offset))
-                }
+                super::extents::shifted(t, *offset)
             }
             Coord::Table { table, source, offset } => {
-                let t = self.table_coord(table, *source);
-                if *offset == 0 {
-                    t
-                } else {
-                    format!("({t} + {})", super::extents::offset(*offset))
-                }
+                super::extents::shifted(self.table_coord(table, *source), *offset)
             }
         }
     }
