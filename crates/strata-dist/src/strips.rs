@@ -69,11 +69,10 @@ impl Plan {
                 continue;
             }
             // A side read beyond the block on any rank is a strip on every rank (an empty one
-            // where the rank reads nothing there: the first rank's below, the last's above),
-            // so that every rank's local program has one structure and one kernel.
-            let ranks = 0..b.owned.len();
-            let below = ranks.clone().any(|r| b.held[r].start < b.owned[r].start);
-            let above = ranks.into_iter().any(|r| b.held[r].stop > b.owned[r].stop);
+            // where the rank reads nothing there: the first rank's below, the last's above,
+            // both at 1 rank), so that every rank's local program has one structure and one
+            // kernel.
+            let [below, above] = b.reaches;
             let (owned, held) = (b.owned[rank], b.held[rank]);
             if !(below || above) || owned.is_empty() || !held.contains(owned) {
                 continue;
@@ -192,8 +191,12 @@ mod tests {
         let strips = |rank: usize| at(rank)[0].strips().map(|s| (s.rows, s.param)).collect::<Vec<_>>();
         assert_eq!(strips(0), [(iv(-1, -1), 2), (iv(21, 22), 3)]);
         assert_eq!(strips(2), [(iv(41, 43), 2), (iv(65, 65), 3)]);
-        // One rank holds everything it reads: no strips.
-        assert!(self::plan(LAPLACIAN, 1).3.strips(0, 2).is_empty());
+        // One rank holds everything it reads, in strips of no rows on the sides more ranks read
+        // (its local program is theirs).
+        assert_eq!(
+            self::plan(LAPLACIAN, 1).3.strips(0, 2)[0].strips().map(|s| s.rows.len()).collect::<Vec<_>>(),
+            [0, 0]
+        );
     }
 
     #[test]
@@ -246,7 +249,7 @@ mod tests {
         for source in [LAPLACIAN, LAPLAP] {
             let mut texts = std::collections::BTreeSet::new();
             let mut extents = std::collections::BTreeSet::new();
-            for ranks in [2, 3, 5, 8] {
+            for ranks in [1, 2, 3, 5, 8] {
                 let (m, types, entry, plan) = plan(source, ranks);
                 for rank in 0..ranks {
                     let (local, e) = plan.local_module(&m, &types, entry, rank).expect("a local program");
@@ -256,7 +259,7 @@ mod tests {
                     extents.insert(x);
                 }
             }
-            assert_eq!(texts.len(), 1, "one text at every rank of 2, 3, 5 and 8");
+            assert_eq!(texts.len(), 1, "one text at every rank of 1, 2, 3, 5 and 8");
             assert!(extents.len() > 1, "the ranks' extents differ");
         }
     }

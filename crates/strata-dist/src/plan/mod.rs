@@ -103,7 +103,9 @@ impl Plan {
                     false => held[r][i].get(&dim).copied().unwrap_or(owned[r]).intersect(global),
                 })
                 .collect();
-            let held = (0..ranks).map(|r| hull(owned[r], read[r])).collect();
+            let held: Vec<Interval> = (0..ranks).map(|r| hull(owned[r], read[r])).collect();
+            let reaches =
+                [(0..ranks).any(|r| held[r].start < owned[r].start), (0..ranks).any(|r| held[r].stop > owned[r].stop)];
             let stored = tensor(types, e.ty).is_some_and(|t| t.levels.iter().any(|l| !l.format.is_dense_like()));
             let scalar = strata_ir::element_scalar(types, e.ty).is_some();
             let param = BlockParam {
@@ -118,9 +120,21 @@ impl Plan {
                 read,
                 stored,
                 scalar,
+                reaches,
             };
             check_stored_rows(types, e.ty, &param, &indirect)?;
             params.push(param);
+        }
+        if ranks == 1 {
+            // One rank reads nothing beyond its block: where a rank of more would, its strips
+            // are there (empty), so that one rank compiles the kernels more ranks do.
+            if let Ok(two) = Plan::new(module, types, entry, 2) {
+                for p in &mut params {
+                    if let Some(q) = two.params.iter().find(|q| q.index == p.index) {
+                        p.reaches = q.reaches;
+                    }
+                }
+            }
         }
         Ok(Plan { entry: f.name.clone(), ranks, params, narrowed, collected, partial, indirect })
     }

@@ -28,6 +28,11 @@ pub struct BlockParam {
     pub stored: bool,
     /// Its elements are scalars (not tuples or tensors).
     pub scalar: bool,
+    /// Whether a rank reads beyond its block below it and above it: on some rank of the
+    /// plan's (at 1 rank, of a 2-rank plan). Every rank then holds a strip on that side
+    /// ([`crate::Strips`]), empty where it reads none, so all ranks' local programs, at every
+    /// rank count, have one structure.
+    pub reaches: [bool; 2],
 }
 
 impl BlockParam {
