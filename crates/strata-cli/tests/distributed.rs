@@ -291,6 +291,31 @@ fn the_distribution_is_printed_with_its_halo_exchange() {
     assert!(out.contains("rank 0 -> rank 1: I[31:32]"), "{out}");
 }
 
+#[test]
+fn a_ranks_local_program_is_printed_as_it_compiles() {
+    // `strata lower --rank K`: rank K's local program, lowered as the rank lowers it. The
+    // first, an inner and the last rank print the same C; only the extents a run passes
+    // (the last line) and the header naming the rank differ.
+    let lap = root().join("examples/distributed/laplacian.strata").display().to_string();
+    let c = |rank: &str| {
+        let out = ok(&strata(&["lower", "--ranks", "4", "--rank", rank, "--to", "c", &lap]));
+        assert!(out.starts_with(&format!("// stage 1 of 1, rank {rank} of 4\n")), "{out}");
+        let code: Vec<&str> =
+            out.lines().skip(1).filter(|l| !l.starts_with("/* the extents a run at these sizes passes")).collect();
+        code.join("\n")
+    };
+    let first = c("0");
+    assert!(first.contains("inp_below") && first.contains("inp_above"), "{first}");
+    assert_eq!(first, c("1"));
+    assert_eq!(first, c("3"));
+    let loops = ok(&strata(&["lower", "--ranks", "4", "--rank", "2", &lap]));
+    assert!(loops.contains("// extents per site"), "{loops}");
+    let o = strata(&["lower", "--ranks", "4", "--rank", "4", &lap]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(e.contains("--rank 4: the ranks are 0 to 3"), "{e}");
+}
+
 fn fails_with(args: &[&str], message: &str) {
     require_mpi();
     let o = strata(args);

@@ -34,10 +34,22 @@ pub fn strata_with<S: AsRef<OsStr>>(args: &[S], vars: &[(&str, &str)]) -> Output
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // Drained while it runs: output past a pipe's buffer would block it.
+    let drain = |r: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let out = drain(child.stdout.take().map(|r| Box::new(r) as _));
+    let err = drain(child.stderr.take().map(|r| Box::new(r) as _));
     let start = Instant::now();
     loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
+        if let Some(status) = child.try_wait().unwrap() {
+            return Output { status, stdout: out.join().unwrap(), stderr: err.join().unwrap() };
         }
         if start.elapsed() > Duration::from_secs(240) {
             let _ = child.kill();
