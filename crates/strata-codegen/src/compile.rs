@@ -76,18 +76,16 @@ pub fn cache_dir() -> PathBuf {
     std::env::temp_dir().join("strata-cache")
 }
 
-/// FNV-1a, 64 bits: a stable hash for cache keys.
-fn fnv1a(parts: &[&[u8]]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+/// XXH3, 64 bits, of `parts` (each after its length): a stable hash for cache keys and
+/// checksums. Every new size hashes its generated C (20–30 KB) and every first load of a cached
+/// object the object: 0.7 µs for 20 KB, where FNV-1a took 22 µs.
+fn hash(parts: &[&[u8]]) -> u64 {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
     for p in parts {
-        for &b in *p {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-        h ^= 0xff;
-        h = h.wrapping_mul(0x0100_0000_01b3);
+        h.update(&(p.len() as u64).to_le_bytes());
+        h.update(p);
     }
-    h
+    h.digest()
 }
 
 fn compiler_identity(cc: &str) -> String {
@@ -106,9 +104,9 @@ fn compiler_identity(cc: &str) -> String {
         .clone()
 }
 
-/// What a cached object's checksum file holds: its length and FNV-1a hash.
+/// What a cached object's checksum file holds: its length and hash.
 fn checksum(bytes: &[u8]) -> String {
-    format!("{} {:016x}\n", bytes.len(), fnv1a(&[bytes]))
+    format!("{} {:016x}\n", bytes.len(), hash(&[bytes]))
 }
 
 /// Cached objects this process has checked (each is read and hashed once per process).
@@ -173,7 +171,7 @@ fn cache_entry(
     prefix: &str,
     source: &str,
 ) -> (u64, PathBuf, PathBuf, PathBuf) {
-    let key = fnv1a(&[
+    let key = hash(&[
         source.as_bytes(),
         cc.as_bytes(),
         compiler_identity(cc).as_bytes(),
