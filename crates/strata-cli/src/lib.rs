@@ -488,8 +488,9 @@ fn lower_rank(
     rank: usize,
     print_after: Option<&str>,
 ) -> i32 {
+    let ranks = ranks.max(1);
     if rank >= ranks {
-        eprintln!("error: --rank {rank}: the ranks are 0 to {} (--ranks {ranks})", ranks.max(1) - 1);
+        eprintln!("error: --rank {rank}: the ranks are 0 to {} (--ranks {ranks})", ranks - 1);
         return 1;
     }
     let stages = match strata_dist::Distribution::new(module, types, entry, ranks) {

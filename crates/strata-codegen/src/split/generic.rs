@@ -113,10 +113,9 @@ fn split_into(k: &Kernel, out: &mut Vec<Kernel>) -> bool {
 /// A chain of selects on one level and offset, each nested in the previous one's `else`
 /// branch: `select(v + o < s, below, select(v + o < e, block, above))`, a concatenation read
 /// at offset `o`, or an assignment's region.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Debug)]
 struct Chain {
     level: usize,
-    offset: i64,
     /// Its tests' constants, outermost first.
     constants: Vec<i64>,
     /// The buffers each of its branches reads, in order: what it chooses between.
@@ -141,11 +140,19 @@ fn walk(k: &Kernel) -> (Vec<(Test, usize)>, Vec<Chain>) {
     (tests, chains)
 }
 
-/// Walks `e`, which continues chain `from` where it is a test on its level and offset.
+/// Whether test `next`, in the `else` branch of test `prev`, continues its chain: the same
+/// level and offset, and a constant no smaller (a concatenation's stops do not decrease; a
+/// smaller one starts a chain of its own: the untouched value an assignment's region keeps).
+fn continues(prev: Test, next: Test) -> bool {
+    prev.level == next.level && prev.offset == next.offset && prev.k <= next.k
+}
+
+/// Walks `e`, which continues chain `from` (the chain and its last test) where
+/// [`continues`] says so.
 fn visit(
     e: &Rc<SExpr>,
     domain: &[Level],
-    from: Option<usize>,
+    from: Option<(usize, Test)>,
     tests: &mut Vec<(Test, usize)>,
     chains: &mut Vec<Chain>,
 ) {
@@ -157,13 +164,10 @@ fn visit(
         });
         return;
     };
-    // A concatenation's stops do not decrease: a select with a smaller constant in the last
-    // branch starts a chain of its own (the untouched value an assignment's region keeps).
-    let continues = |c: &Chain| c.level == t.level && c.offset == t.offset && c.constants.last() <= Some(&t.k);
     let chain = match from {
-        Some(c) if continues(&chains[c]) => c,
+        Some((c, prev)) if continues(prev, t) => c,
         _ => {
-            let c = Chain { level: t.level, offset: t.offset, constants: Vec::new(), branches: Vec::new() };
+            let c = Chain { level: t.level, constants: Vec::new(), branches: Vec::new() };
             chains.push(c);
             chains.len() - 1
         }
@@ -174,10 +178,10 @@ fn visit(
     visit(c, domain, None, tests, chains);
     chains[chain].branches.push(buffers(a));
     visit(a, domain, None, tests, chains);
-    if !test_of(b, domain).is_some_and(|u| u.level == t.level && u.offset == t.offset && u.k >= t.k) {
+    if !test_of(b, domain).is_some_and(|u| continues(t, u)) {
         chains[chain].branches.push(buffers(b));
     }
-    visit(b, domain, Some(chain), tests, chains);
+    visit(b, domain, Some((chain, t)), tests, chains);
 }
 
 /// The buffers `e` loads, sorted.

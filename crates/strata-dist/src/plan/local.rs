@@ -188,38 +188,45 @@ fn cut_to(iv: Interval, rows: Interval) -> Interval {
 /// A `concat` along a block level (`v` in `local`, the rank's copy of `global`) on a rank
 /// needing its `rows`: the operands the rows reach are contiguous on the rank (each held as
 /// far as the rows need it). The others stay, as subsets of no rows, where each is a subset
-/// the rank needs none of (an assignment's untouched borders): every rank's local program then joins the same operands
-/// and compiles to one kernel; an empty operand before the first reached one sits at the rows'
-/// start (a positional level starts where its first operand does). Otherwise they are left out.
+/// the rank needs none of (an assignment's untouched borders): every rank's local program
+/// then joins the same operands and compiles to one kernel; an empty operand before the first
+/// reached one sits at the rows' start (a positional level starts where its first operand
+/// does). Otherwise they are left out.
 fn narrow_concat(global: &Function, local: &mut Function, types: &TypeArena, v: Value, rows: Interval) {
     let ExprKind::Op(Op::Concat { args, dim, mode }) = &local.exprs[v].kind else { return };
     let (args, dim, mode) = (args.clone(), dim.clone(), *mode);
-    let reaches = |a: Value| {
-        tensor(types, global.exprs[a].ty)
-            .and_then(|t| t.level(&dim))
-            .is_some_and(|l| !l.interval.intersect(rows).is_empty())
-    };
-    // A subset this rank needs none of (cut to no rows already: no other reader needs any).
-    let empty_subset = |a: Value| match &local.exprs[a].kind {
-        ExprKind::Op(Op::Subset { domain, .. }) => domain.iter().position(|(d, iv)| *d == dim && iv.is_empty()),
-        _ => None,
-    };
-    if args.iter().all(|&a| reaches(a) || empty_subset(a).is_some()) {
-        let first = args.iter().position(|&a| reaches(a)).unwrap_or(args.len());
-        let empty: Vec<(Value, usize, i64)> = (args.iter().enumerate())
-            .filter(|&(_, &a)| !reaches(a))
-            .map(|(k, &a)| (a, empty_subset(a).expect("checked"), if k < first { rows.start } else { rows.stop }))
-            .collect();
-        for (a, i, at) in empty {
-            if let ExprKind::Op(Op::Subset { domain, .. }) = &mut local.exprs[a].kind {
-                domain[i].1 = Interval::new(at, at);
+    let reached: Vec<bool> = args
+        .iter()
+        .map(|&a| {
+            tensor(types, global.exprs[a].ty)
+                .and_then(|t| t.level(&dim))
+                .is_some_and(|l| !l.interval.intersect(rows).is_empty())
+        })
+        .collect();
+    // Each missed operand's block level in a subset this rank needs none of (cut to no rows
+    // already: no other reader needs any), if every missed operand is one.
+    let missed: Option<Vec<(usize, Value, usize)>> = (args.iter().zip(&reached).enumerate())
+        .filter(|&(_, (_, &r))| !r)
+        .map(|(k, (&a, _))| match &local.exprs[a].kind {
+            ExprKind::Op(Op::Subset { domain, .. }) => {
+                domain.iter().position(|(d, iv)| *d == dim && iv.is_empty()).map(|i| (k, a, i))
             }
-        }
+            _ => None,
+        })
+        .collect();
+    let Some(missed) = missed else {
+        let kept: Vec<Value> = args.iter().zip(&reached).filter(|&(_, &r)| r).map(|(&a, _)| a).collect();
+        let args = if kept.is_empty() { args[..1].to_vec() } else { kept };
+        local.exprs[v].kind = ExprKind::Op(Op::Concat { args, dim, mode });
         return;
+    };
+    let first = reached.iter().position(|&r| r).unwrap_or(args.len());
+    for (k, a, i) in missed {
+        let at = if k < first { rows.start } else { rows.stop };
+        if let ExprKind::Op(Op::Subset { domain, .. }) = &mut local.exprs[a].kind {
+            domain[i].1 = Interval::new(at, at);
+        }
     }
-    let reached: Vec<Value> = args.iter().copied().filter(|&a| reaches(a)).collect();
-    let args = if reached.is_empty() { args[..1].to_vec() } else { reached };
-    local.exprs[v].kind = ExprKind::Op(Op::Concat { args, dim, mode });
 }
 
 /// Removes the statements of `f` whose values no result, output or later live statement reads.
