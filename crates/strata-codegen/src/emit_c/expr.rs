@@ -88,13 +88,14 @@ pub(super) fn literal(v: Sv) -> String {
 }
 
 pub(super) fn float_lit(x: f64, suffix: &str) -> String {
+    // `<math.h>`'s NAN and INFINITY, spelled as glibc defines them: without the header.
     if x.is_nan() {
-        "NAN".into()
+        "__builtin_nanf(\"\")".into()
     } else if x.is_infinite() {
         if x > 0.0 {
-            "INFINITY".into()
+            "__builtin_inff()".into()
         } else {
-            "(-INFINITY)".into()
+            "(-__builtin_inff())".into()
         }
     } else {
         format!("{x:.17e}{suffix}")

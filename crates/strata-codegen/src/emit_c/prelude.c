@@ -1,81 +1,18 @@
 #include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-#include <math.h>
-#include <complex.h>
 #include <omp.h>
-/* Generated names never clash with these, but dimension names like `I` must not meet the macro. */
-#undef I
-#undef complex
-
-/* Complex arithmetic as the interpreter's (strata_runtime::complex): numpy's textbook product
-   and Smith's quotient, numpy's formulas for the functions C lacks, `sign(z) = z / |z|`. */
-#define STRATA_COMPLEX(T, C, f, MK)                                                                  \
-  static inline C strata_cmul##f(C a, C b) {                                                      \
-    T ar = creal##f(a), ai = cimag##f(a), br = creal##f(b), bi = cimag##f(b);                    \
-    return MK(ar * br - ai * bi, ar * bi + ai * br);                                              \
-  }                                                                                               \
-  static inline C strata_cdiv##f(C a, C b) {                                                      \
-    T ar = creal##f(a), ai = cimag##f(a), br = creal##f(b), bi = cimag##f(b);                    \
-    T abr = fabs##f(br), abi = fabs##f(bi);                                                       \
-    if (abr >= abi) {                                                                             \
-      if (abr == 0 && abi == 0) return MK(ar / abr, ai / abr);                                    \
-      T rat = bi / br, scl = (T)1.0 / (br + bi * rat);                                             \
-      return MK((ar + ai * rat) * scl, (ai - ar * rat) * scl);                                    \
-    }                                                                                             \
-    T rat = br / bi, scl = (T)1.0 / (bi + br * rat);                                               \
-    return MK((ar * rat + ai) * scl, (ai * rat - ar) * scl);                                      \
-  }                                                                                               \
-  /* numpy's power: x ** 0 is 1; 0 ** b is 0 for a positive real part of b, else NaN. */         \
-  static inline C strata_cpow##f(C a, C b) {                                                      \
-    T ar = creal##f(a), ai = cimag##f(a), br = creal##f(b), bi = cimag##f(b);                    \
-    if (br == 0 && bi == 0) return MK(1, 0);                                                      \
-    if (ar == 0 && ai == 0) return br > 0 ? MK(0, 0) : MK(NAN, NAN);                              \
-    return cpow##f(a, b);                                                                         \
-  }                                                                                               \
-  static inline T strata_cabs##f(C z) { return hypot##f(creal##f(z), cimag##f(z)); }               \
-  static inline uint8_t strata_cisnan##f(C z) { return isnan(creal##f(z)) || isnan(cimag##f(z)); } \
-  static inline uint8_t strata_cisinf##f(C z) { return isinf(creal##f(z)) || isinf(cimag##f(z)); } \
-  static inline uint8_t strata_cisfinite##f(C z) {                                                \
-    return isfinite(creal##f(z)) && isfinite(cimag##f(z));                                        \
-  }                                                                                               \
-  static inline C strata_cround##f(C z) { return MK(nearbyint##f(creal##f(z)), nearbyint##f(cimag##f(z))); } \
-  static inline C strata_csign##f(C z) {                                                          \
-    T re = creal##f(z), im = cimag##f(z), m = hypot##f(re, im);                                    \
-    if (isnan(re) || isnan(im)) return MK(NAN, NAN);                                              \
-    if (m == 0) return MK(0, 0);                                                                  \
-    if (isinf(re) && isinf(im)) return MK(NAN, NAN);                                              \
-    if (isinf(m)) {                                                                               \
-      T dr = isinf(re) ? (re > 0 ? 1 : -1) : 0, di = isinf(im) ? (im > 0 ? 1 : -1) : 0;           \
-      T n = hypot##f(dr, di);                                                                     \
-      return MK(dr / n, di / n);                                                                  \
-    }                                                                                             \
-    return MK(re / m, im / m);                                                                    \
-  }                                                                                               \
-  static inline C strata_clog2##f(C z) {                                                          \
-    C l = clog##f(z);                                                                             \
-    return MK(creal##f(l) / (T)0.693147180559945309417232121458176568, cimag##f(l) / (T)0.693147180559945309417232121458176568); \
-  }                                                                                               \
-  static inline C strata_clog10##f(C z) {                                                         \
-    C l = clog##f(z);                                                                             \
-    return MK(creal##f(l) / (T)2.30258509299404568401799145468436421, cimag##f(l) / (T)2.30258509299404568401799145468436421); \
-  }                                                                                               \
-  static inline C strata_cexpm1##f(C z) {                                                         \
-    T re = creal##f(z), im = cimag##f(z), a = sin##f(im / 2);                                     \
-    if (!isfinite(re) || !isfinite(im)) { C e = cexp##f(z); return MK(creal##f(e) - 1, cimag##f(e)); } \
-    return MK((expm1##f(re) * cos##f(im) - 2 * a * a) + 0, exp##f(re) * sin##f(im));               \
-  }                                                                                               \
-  static inline C strata_ctanh##f(C z) {                                                          \
-    T re = creal##f(z), im = cimag##f(z);                                                         \
-    if (isinf(re) && isfinite(im)) return MK(copysign##f(1, re), copysign##f(0, im));             \
-    return ctanh##f(z);                                                                           \
-  }                                                                                               \
-  static inline C strata_clog1p##f(C z) {                                                         \
-    T re = creal##f(z), im = cimag##f(z);                                                         \
-    return MK(log##f(hypot##f(re + 1, im)), atan2##f(im, re + 1));                                  \
-  }
-STRATA_COMPLEX(double, double _Complex, , CMPLX)
-STRATA_COMPLEX(float, float _Complex, f, CMPLXF)
+/* The few C library routines kernels call, declared here rather than through <stdlib.h> and
+   <string.h>: parsing headers is a good part of a small kernel's compile (issue 50, item 7).
+   For the same reason the helpers below call the compiler's builtins rather than <math.h>'s
+   names (the same functions), and <math.h> is included only by a translation unit whose
+   kernels call its routines (`emit_c::translation_unit`). */
+typedef __SIZE_TYPE__ size_t;
+#define NULL ((void *)0)
+void *malloc(size_t size);
+void *calloc(size_t count, size_t size);
+void *aligned_alloc(size_t alignment, size_t size);
+void free(void *p);
+void *memcpy(void *restrict dst, const void *restrict src, size_t n);
+void *memmove(void *dst, const void *src, size_t n);
 
 /* The runtime table (Rust: strata_codegen::runtime::Runtime): strided GEMM,
    dst[m x n] (+)= lhs[m x k] * rhs[k x n], strides in elements (row, column). */
@@ -211,33 +148,33 @@ static inline void strata_stream_fence(void) {
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
 #endif
 }
-static inline double strata_fmax(double a, double b) { return (isnan(a) || isnan(b)) ? a + b : (a > b ? a : b); }
-static inline double strata_fmin(double a, double b) { return (isnan(a) || isnan(b)) ? a + b : (a < b ? a : b); }
-static inline float strata_fmaxf(float a, float b) { return (isnan(a) || isnan(b)) ? a + b : (a > b ? a : b); }
-static inline float strata_fminf(float a, float b) { return (isnan(a) || isnan(b)) ? a + b : (a < b ? a : b); }
+static inline double strata_fmax(double a, double b) { return (__builtin_isnan(a) || __builtin_isnan(b)) ? a + b : (a > b ? a : b); }
+static inline double strata_fmin(double a, double b) { return (__builtin_isnan(a) || __builtin_isnan(b)) ? a + b : (a < b ? a : b); }
+static inline float strata_fmaxf(float a, float b) { return (__builtin_isnan(a) || __builtin_isnan(b)) ? a + b : (a > b ? a : b); }
+static inline float strata_fminf(float a, float b) { return (__builtin_isnan(a) || __builtin_isnan(b)) ? a + b : (a < b ? a : b); }
 #define STRATA_DIVMOD(name, T, SUF) static inline T name(T a, T b, int rem) { \
-  T m = fmod##SUF(a, b); if (b == 0) return rem ? m : a / b; T div = (a - m) / b; \
-  if (m != 0) { if ((b < 0) != (m < 0)) { m += b; div -= 1; } } else m = copysign##SUF(0, b); \
-  if (rem) return m; if (div != 0) { T f = floor##SUF(div); return (div - f > (T)0.5) ? f + 1 : f; } \
-  return copysign##SUF(0, a / b); }
+  T m = __builtin_fmod##SUF(a, b); if (b == 0) return rem ? m : a / b; T div = (a - m) / b; \
+  if (m != 0) { if ((b < 0) != (m < 0)) { m += b; div -= 1; } } else m = __builtin_copysign##SUF(0, b); \
+  if (rem) return m; if (div != 0) { T f = __builtin_floor##SUF(div); return (div - f > (T)0.5) ? f + 1 : f; } \
+  return __builtin_copysign##SUF(0, a / b); }
 STRATA_DIVMOD(strata_divmod, double, )
 STRATA_DIVMOD(strata_divmodf, float, f)
 #define STRATA_LOGADDEXP(name, T, SUF) static inline T name(T a, T b) { \
   if (a == b) return a + (T)0.693147180559945309417232121458176568; T d = a - b; \
-  if (d > 0) return a + log1p##SUF(exp##SUF(-d)); if (d <= 0) return b + log1p##SUF(exp##SUF(d)); return d; }
+  if (d > 0) return a + __builtin_log1p##SUF(__builtin_exp##SUF(-d)); if (d <= 0) return b + __builtin_log1p##SUF(__builtin_exp##SUF(d)); return d; }
 STRATA_LOGADDEXP(strata_logaddexp, double, )
 STRATA_LOGADDEXP(strata_logaddexpf, float, f)
 /* Saturating float-to-integer conversion, NaN to 0 (as Rust's `as`). */
 #define STRATA_F2I(name, T, lo, hi) static inline T name(double x) { \
-  if (isnan(x)) return 0; if (x <= (double)(lo)) return (T)(lo); if (x >= (double)(hi)) return (T)(hi); return (T)x; }
+  if (__builtin_isnan(x)) return 0; if (x <= (double)(lo)) return (T)(lo); if (x >= (double)(hi)) return (T)(hi); return (T)x; }
 STRATA_F2I(strata_f2i8, int8_t, INT8_MIN, INT8_MAX)
 STRATA_F2I(strata_f2i16, int16_t, INT16_MIN, INT16_MAX)
 STRATA_F2I(strata_f2i32, int32_t, INT32_MIN, INT32_MAX)
 STRATA_F2I(strata_f2u8, uint8_t, 0, UINT8_MAX)
 STRATA_F2I(strata_f2u16, uint16_t, 0, UINT16_MAX)
 STRATA_F2I(strata_f2u32, uint32_t, 0, UINT32_MAX)
-static inline int64_t strata_f2i64(double x) { if (isnan(x)) return 0; if (x <= -9223372036854775808.0) return INT64_MIN; if (x >= 9223372036854775808.0) return INT64_MAX; return (int64_t)x; }
-static inline uint64_t strata_f2u64(double x) { if (isnan(x) || x <= 0.0) return 0; if (x >= 18446744073709551616.0) return UINT64_MAX; return (uint64_t)x; }
+static inline int64_t strata_f2i64(double x) { if (__builtin_isnan(x)) return 0; if (x <= -9223372036854775808.0) return INT64_MIN; if (x >= 9223372036854775808.0) return INT64_MAX; return (int64_t)x; }
+static inline uint64_t strata_f2u64(double x) { if (__builtin_isnan(x) || x <= 0.0) return 0; if (x >= 18446744073709551616.0) return UINT64_MAX; return (uint64_t)x; }
 
 /* A kernel reading memory under a condition is compiled without GCC's loop if-conversion: GCC
    12.2 vectorizes such a select of an unrolled group with masked loads that all take the first

@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-use super::PRELUDE;
+use super::{PRELUDE, PRELUDE_COMPLEX};
 use crate::compile::{compiler, FLAGS};
 
 /// `strata_find` and `strata_find32` against a plain scan: sorted unique runs of every length
@@ -50,7 +50,7 @@ fn run_c(main: &str, extra: &[&str]) -> String {
     let dir = std::env::temp_dir().join(format!("strata-prelude-{}-{}", std::process::id(), extra.join("")));
     std::fs::create_dir_all(&dir).unwrap();
     let (src, exe) = (dir.join("t.c"), dir.join("t"));
-    std::fs::write(&src, format!("{PRELUDE}\n#include <stdio.h>\n{main}")).unwrap();
+    std::fs::write(&src, format!("{PRELUDE}{PRELUDE_COMPLEX}\n#include <stdio.h>\n{main}")).unwrap();
     let flags = FLAGS.iter().filter(|f| !matches!(**f, "-shared" | "-fPIC"));
     let built =
         Command::new(compiler()).args(flags).args(extra).arg(&src).arg("-o").arg(&exe).arg("-lm").output().unwrap();
@@ -69,4 +69,48 @@ fn finds_agree_with_a_scan_on_the_vector_path() {
 #[test]
 fn finds_agree_with_a_scan_on_the_portable_path() {
     assert_eq!(run_c(FIND_TEST, &["-mno-avx2"]).trim(), "ok");
+}
+
+/// `<math.h>` is included exactly where a kernel may need it: any call that is not Strata's,
+/// OpenMP's, a builtin or declared by the prelude, or one of the header's constants; never for
+/// words in comments, pragmas, string literals, attributes or a member's call.
+#[test]
+fn the_math_header_is_included_where_a_kernel_calls_the_library() {
+    use super::uses_math_header as math;
+    assert!(math("  x = exp(a);"));
+    assert!(math("  y = sinf (a);"));
+    assert!(math("  y = isnan(a);"));
+    assert!(math("  y = HUGE_VAL;"));
+    assert!(math("  y = some_new_routine(a);"), "an unknown call includes the header");
+    assert!(!math("  y = strata_fmax(a, b); z = __builtin_inff(); w = __builtin_nanf(\"\");"));
+    assert!(!math("  p = aligned_alloc(64, n); memcpy(p, q, n); free(p); k = INT64_C(3);"));
+    assert!(!math("  rt->gemm_f64(m, n, k); rt->alloc(3, n); s.f(x);"));
+    assert!(!math("/* exp(x) in a comment */ // sin(y)\n  x = 1;"));
+    assert!(!math("  #pragma omp parallel for reduction(max:e_) if(par_)\n  _Pragma(\"omp simd\") x = 1;"));
+    assert!(!math("  double r[8] __attribute__((aligned(64))); const int t = omp_get_thread_num();"));
+    assert!(!math("  for (i = 0; i < n; ++i) if (sizeof(double) == 8) return e_;"));
+}
+
+/// A translation unit parses only the headers its kernels use: none of `<math.h>` and
+/// `<complex.h>` for a stencil, both for complex arithmetic.
+#[test]
+fn a_translation_unit_includes_the_sections_its_body_uses() {
+    use super::translation_unit;
+    let plain = translation_unit("/* t */\n", "static int strata_k(void) { return 0; }\n");
+    assert!(!plain.contains("#include <math.h>") && !plain.contains("#include <complex.h>"));
+    let math = translation_unit("/* t */\n", "static double strata_k(double x) { return exp(x); }\n");
+    assert!(math.contains("#include <math.h>") && !math.contains("#include <complex.h>"));
+    let complex = translation_unit("/* t */\n", "static double _Complex strata_k(double _Complex z) { return z; }\n");
+    assert!(complex.contains("#include <math.h>") && complex.contains("#include <complex.h>"));
+    // Each compiles with the kernel flags.
+    for (i, unit) in [plain, math, complex].iter().enumerate() {
+        let dir = std::env::temp_dir().join(format!("strata-units-{}-{i}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (src, obj) = (dir.join("u.c"), dir.join("u.o"));
+        std::fs::write(&src, unit).unwrap();
+        let flags = FLAGS.iter().filter(|f| !matches!(**f, "-shared"));
+        let built = Command::new(compiler()).args(flags).arg("-c").arg(&src).arg("-o").arg(&obj).output().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(built.status.success(), "unit {i}: {}", String::from_utf8_lossy(&built.stderr));
+    }
 }
