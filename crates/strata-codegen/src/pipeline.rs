@@ -1,7 +1,7 @@
 //! The pass pipeline over the loop-level IR: every pass has one signature (it rewrites a
 //! [`KernelProgram`] in place), a name, and a line saying what it does; [`PASSES`] lists them in
 //! the order they run after lowering. The kernel-IR verifier ([`verify_kernels`]) runs after
-//! lowering and after every pass; `strata lower --passes` lists them and `--print-after NAME`
+//! lowering and after every pass (release builds: after the last, see [`verify_each`]); `strata lower --passes` lists them and `--print-after NAME`
 //! prints the kernel program after one.
 
 use crate::kernel::{KernelKind, KernelProgram};
@@ -238,15 +238,33 @@ pub fn run_with(
 ) -> Result<(), LowerError> {
     verify_kernels(program, LOWER)?;
     observe(LOWER, program);
+    let each = verify_each();
+    let mut last = LOWER;
     for (i, pass) in PASSES.iter().enumerate() {
         if disabled.contains(i) {
             continue;
         }
         (pass.run)(program);
-        verify_kernels(program, pass.name)?;
+        last = pass.name;
+        if each {
+            verify_kernels(program, pass.name)?;
+        }
         observe(pass.name, program);
     }
+    if !each && last != LOWER {
+        verify_kernels(program, last)?;
+    }
     Ok(())
+}
+
+/// Whether the kernels are verified after every pass (naming the pass that broke them) rather
+/// than after lowering and after the last pass only: in debug builds (every test) and with
+/// `$STRATA_VERIFY_EACH=1`. A release build verifies twice per program, not once per pass:
+/// every new size of a program runs the pipeline, and the verifier after each of its passes
+/// took a quarter of a new size's cost (issue 50, item 3).
+pub fn verify_each() -> bool {
+    static EACH: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *EACH.get_or_init(|| cfg!(debug_assertions) || std::env::var("STRATA_VERIFY_EACH").is_ok_and(|v| v == "1"))
 }
 
 /// Whether `name` is [`LOWER`] or a pass of [`PASSES`].
