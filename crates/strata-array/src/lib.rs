@@ -40,7 +40,7 @@ mod trace;
 pub use array::{Array, Place};
 pub use data::Element;
 pub use dtype::{DType, Weak};
-pub use engine::{backend, cache_stats, set_backend, Backend, CacheStats};
+pub use engine::{backend, cache_stats, set_backend, Backend, CacheStats, CAPACITY};
 pub use error::{ArrayError, Result};
 pub use ops::*;
 /// A distributed run's failure as [`ArrayError::Job`] carries it.

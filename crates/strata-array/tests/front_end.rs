@@ -45,6 +45,29 @@ fn programs_are_cached_by_structure_and_shapes() {
     assert_eq!(cache_stats().misses, after_second.misses + 1);
 }
 
+/// The caches are bounded: a thread meeting ever new sizes keeps the most recently used
+/// [`CAPACITY`] programs; the oldest is built again when met again, with the same values.
+#[test]
+fn the_program_caches_keep_the_most_recently_used() {
+    set_backend(Backend::Interp);
+    let run = |n: usize| {
+        let x = Array::from_vec(&[n], (0..n).map(|i| i as f64).collect()).unwrap();
+        sum(&multiply(&x, 2.0).unwrap(), None, None, false).unwrap().to_vec::<f64>().unwrap()[0]
+    };
+    let expect = |n: usize| (n * (n - 1)) as f64;
+    assert_eq!(run(1), expect(1));
+    for n in 2..=CAPACITY + 1 {
+        assert_eq!(run(n), expect(n));
+    }
+    let before = cache_stats();
+    assert_eq!(run(CAPACITY + 1), expect(CAPACITY + 1));
+    let after = cache_stats();
+    assert_eq!((after.hits, after.built), (before.hits + 1, before.built), "the most recent size is found");
+    assert_eq!(run(1), expect(1));
+    assert_eq!(cache_stats().built, after.built + 1, "the oldest size was evicted and is built again");
+    set_backend(Backend::Auto);
+}
+
 #[test]
 fn compute_follows_data() {
     let gpu = Place::device("gpu0");

@@ -1,6 +1,5 @@
 //! Preparing an entry once ([`prepare`]) and running it many times ([`Prepared::run`]).
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -132,17 +131,28 @@ pub struct Executed {
     pub warning: Option<String>,
 }
 
-type Memo = Mutex<HashMap<(String, Options), Arc<Prepared>>>;
+/// How many prepared programs the memo keeps: the most recently used. One evicted is prepared
+/// again when next met (verified, lowered and emitted again: its compiled library stays loaded
+/// and cached), so the bound costs a working set beyond it a re-preparation, and saves a
+/// process that meets ever new sizes of its programs memory that grows with every size
+/// (~30 KB each, measured).
+pub const MEMO_CAPACITY: usize = 1024;
+
+type Memo = Mutex<lru::LruCache<(String, Options), Arc<Prepared>>>;
 
 fn memo() -> &'static Memo {
     static MEMO: std::sync::OnceLock<Memo> = std::sync::OnceLock::new();
-    MEMO.get_or_init(Default::default)
+    MEMO.get_or_init(|| Mutex::new(lru::LruCache::new(std::num::NonZeroUsize::new(MEMO_CAPACITY).expect("non-zero"))))
 }
 
-/// How many programs this process has prepared (each once: a loop that prepares again finds
-/// them; a count that grows with the steps is a loop that compiles every step).
+/// Programs prepared so far in this process.
+static PREPARED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// How many programs this process has prepared (each once while the memo keeps it, see
+/// [`MEMO_CAPACITY`]: a loop that prepares again finds them; a count that grows with the
+/// steps is a loop that compiles every step).
 pub fn prepared_count() -> usize {
-    memo().lock().unwrap_or_else(|e| e.into_inner()).len()
+    PREPARED.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Prepares `entry` of `module` (verified; `types` its arena) with `options`, or finds it
@@ -179,7 +189,8 @@ pub fn prepare_keyed(
         return Ok(p.clone());
     }
     let prepared = Arc::new(Prepared::new(module, types, entry, options)?);
-    memo().lock().unwrap_or_else(|e| e.into_inner()).insert(key, prepared.clone());
+    PREPARED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    memo().lock().unwrap_or_else(|e| e.into_inner()).put(key, prepared.clone());
     Ok(prepared)
 }
 
