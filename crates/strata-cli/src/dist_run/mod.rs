@@ -92,6 +92,10 @@ fn launch_command(ranks: usize, program: &std::ffi::OsStr, args: &[String], toke
         .arg("--version")
         .output()
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("Open MPI"));
+    // Open MPI 4 keeps a session folder per node and user under its temporary base, and two
+    // launches starting at once race to create it ("mkdir … File exists", orte_init fails):
+    // each launch gets a base of its own, removed after, unless the user chose one.
+    let mut session_base = None;
     if open_mpi {
         // Not `--quiet`: its notice of a rank killed by a signal is the only place that names
         // the rank; the launcher's notices are filtered out of the ranks' stderr below.
@@ -100,12 +104,29 @@ fn launch_command(ranks: usize, program: &std::ffi::OsStr, args: &[String], toke
         if unsafe { libc::geteuid() } == 0 {
             cmd.arg("--allow-run-as-root");
         }
+        if std::env::var_os("OMPI_MCA_orte_tmpdir_base").is_none() {
+            let base = std::env::temp_dir().join(format!("strata-mpi-{token}"));
+            if std::fs::create_dir_all(&base).is_ok() {
+                cmd.env("OMPI_MCA_orte_tmpdir_base", &base);
+                session_base = Some(base);
+            }
+        }
     }
     cmd.arg(program)
         .args(args)
         .env("STRATA_LAUNCHED_RANKS", ranks.to_string())
         .env("STRATA_JOB_TOKEN", token)
         .stderr(std::process::Stdio::piped());
+    let status = run_launcher(cmd, &mpirun, own);
+    if let Some(base) = session_base {
+        let _ = std::fs::remove_dir_all(base);
+    }
+    status
+}
+
+/// Runs the launcher `cmd` (`mpirun`) to its end, forwarding the ranks' stderr; 0, or 1 after
+/// reporting a rank killed by a signal.
+fn run_launcher(mut cmd: Command, mpirun: &str, own: bool) -> i32 {
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
