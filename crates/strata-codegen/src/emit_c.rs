@@ -125,52 +125,45 @@ fn uses_math_header(body: &str) -> bool {
         "unused",
         "optimize",
     ];
-    const CONSTANTS: &[&str] = &["NAN", "INFINITY", "HUGE_VAL", "HUGE_VALF"];
+    const CONSTANTS: &[&str] = &["NAN", "INFINITY", "HUGE_VAL"];
+    if CONSTANTS.iter().any(|c| body.contains(c)) {
+        return true;
+    }
     let b = body.as_bytes();
     let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
-    let mut i = 0;
-    while i < b.len() {
-        // Comments, preprocessor lines and string literals (`_Pragma`'s) call nothing.
-        let skip_to = |from: usize, end: &str| body[from..].find(end).map_or(b.len(), |k| from + k + end.len());
-        if b[i..].starts_with(b"/*") {
-            i = skip_to(i + 2, "*/");
+    // Every call site: a name before a `(` (a memchr scan; a new size emits its C again, so
+    // this runs on every new size, not only on compiles).
+    for (paren, _) in body.match_indices('(') {
+        let mut end = paren;
+        while end > 0 && b[end - 1] == b' ' {
+            end -= 1;
+        }
+        let mut start = end;
+        while start > 0 && word(b[start - 1]) {
+            start -= 1;
+        }
+        let name = &body[start..end];
+        if name.is_empty() || !(b[start].is_ascii_alphabetic() || b[start] == b'_') {
             continue;
         }
-        if b[i..].starts_with(b"//") {
-            i = skip_to(i + 2, "\n");
+        let member = b[..start].ends_with(b".") || b[..start].ends_with(b"->");
+        if member || DECLARED.contains(&name) || ["strata_", "omp_", "__builtin_"].iter().any(|p| name.starts_with(p)) {
             continue;
         }
-        if b[i] == b'#' {
-            // A preprocessor line (`#pragma omp … reduction(…)`).
-            i = skip_to(i + 1, "\n");
+        // Words in comments, preprocessor lines (`#pragma omp … reduction(…)`) and string
+        // literals (`_Pragma`'s) call nothing.
+        let before = &body[..start];
+        let line = &before[before.rfind('\n').map_or(0, |i| i + 1)..];
+        let in_block_comment =
+            before.rfind("/*").is_some_and(|open| before.rfind("*/").is_none_or(|close| close < open));
+        if in_block_comment
+            || line.trim_start().starts_with('#')
+            || line.contains("//")
+            || line.matches('"').count() % 2 == 1
+        {
             continue;
         }
-        if b[i] == b'"' {
-            i = skip_to(i + 1, "\"");
-            continue;
-        }
-        if !(b[i].is_ascii_alphabetic() || b[i] == b'_') || (i > 0 && word(b[i - 1])) {
-            i += 1;
-            continue;
-        }
-        let start = i;
-        while i < b.len() && word(b[i]) {
-            i += 1;
-        }
-        let name = &body[start..i];
-        if CONSTANTS.contains(&name) {
-            return true;
-        }
-        let mut j = i;
-        while j < b.len() && b[j] == b' ' {
-            j += 1;
-        }
-        let member = start > 0 && (b[start - 1] == b'.' || (start > 1 && &b[start - 2..start] == b"->"));
-        let known =
-            member || DECLARED.contains(&name) || ["strata_", "omp_", "__builtin_"].iter().any(|p| name.starts_with(p));
-        if j < b.len() && b[j] == b'(' && !known {
-            return true;
-        }
+        return true;
     }
     false
 }

@@ -112,8 +112,6 @@ struct Native {
     spent_ns: std::sync::atomic::AtomicU64,
     /// Whether the specialization has started.
     specializing: std::sync::atomic::AtomicBool,
-    /// The kernels as the loop-level IR prints them (`strata lower --to loops`).
-    kernels: String,
 }
 
 /// A finished run.
@@ -320,9 +318,11 @@ impl Prepared {
         });
     }
 
-    /// The loop kernels it runs, as `strata lower --to loops` prints them (native only).
-    pub fn kernels(&self) -> Option<&str> {
-        self.native.as_ref().map(|n| n.kernels.as_str())
+    /// The loop kernels it runs, as `strata lower --to loops` prints them (native only;
+    /// lowered again to print: a new size does not pay for printing what nobody reads).
+    pub fn kernels(&self) -> Option<String> {
+        self.native.as_ref()?;
+        self.lowered().ok().map(|p| p.to_string())
     }
 
     /// Runs it on `args` (one per parameter of [`Self::module`]'s entry, or one per parameter
@@ -655,7 +655,6 @@ fn build(program: Result<KernelProgram, LowerError>, tiered: bool) -> Result<(Na
         specialized: Default::default(),
         spent_ns: Default::default(),
         specializing: Default::default(),
-        kernels: program.to_string(),
     };
     let (so, state) = match tiered {
         true => match compile::lookup(&source) {
