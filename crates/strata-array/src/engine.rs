@@ -55,21 +55,18 @@ struct Compiled {
     dist: std::cell::OnceCell<std::result::Result<strata_dist::Distribution, String>>,
 }
 
-/// How many programs each of this thread's caches keeps: the most recently used (as the
-/// engine's memo, [`strata_engine::MEMO_CAPACITY`]): a program evicted is built and prepared
-/// again when next met, and a loop over ever new sizes holds a bounded set.
+/// How many programs each of this thread's caches holds at most (as the engine's memo,
+/// [`strata_engine::MEMO_CAPACITY`]; a full cache starts empty again): a program no longer
+/// held is built and prepared again when next met, and a loop over ever new sizes holds a
+/// bounded set.
 pub const CAPACITY: usize = strata_engine::MEMO_CAPACITY;
-
-fn bounded<K: std::hash::Hash + Eq, V, S: std::hash::BuildHasher + Default>() -> RefCell<lru::LruCache<K, V, S>> {
-    RefCell::new(lru::LruCache::with_hasher(std::num::NonZeroUsize::new(CAPACITY).expect("non-zero"), S::default()))
-}
 
 thread_local! {
     static BACKEND: Cell<Backend> = const { Cell::new(Backend::Auto) };
-    static CACHE: RefCell<lru::LruCache<String, Rc<Compiled>>> = bounded();
+    static CACHE: RefCell<strata_engine::Bounded<String, Rc<Compiled>>> = RefCell::default();
     /// Compiled programs by the walk of the operations they were built from: a loop's later
     /// steps find theirs without building, verifying or printing the program again.
-    static WALKED: RefCell<lru::LruCache<TraceKey, Rc<Compiled>, rustc_hash::FxBuildHasher>> = bounded();
+    static WALKED: RefCell<strata_engine::Bounded<TraceKey, Rc<Compiled>, rustc_hash::FxBuildHasher>> = RefCell::default();
     static STATS: Cell<CacheStats> = Cell::new(CacheStats::default());
 }
 
@@ -98,7 +95,7 @@ fn bump(f: impl FnOnce(&mut CacheStats)) {
 
 fn prepare(p: Program) -> Result<Rc<Compiled>> {
     let key = strata_engine::structure_key(&p.module, &p.module.types, p.entry);
-    if let Some(c) = CACHE.with(|c| c.borrow_mut().get(&key).cloned()) {
+    if let Some(c) = CACHE.with(|c| c.borrow().get(&key).cloned()) {
         bump(|s| s.hits += 1);
         return Ok(c);
     }
@@ -117,7 +114,7 @@ fn prepare(p: Program) -> Result<Rc<Compiled>> {
         prepared: RefCell::default(),
         dist: std::cell::OnceCell::new(),
     });
-    CACHE.with(|cache| cache.borrow_mut().put(key, c.clone()));
+    CACHE.with(|cache| cache.borrow_mut().insert(key, c.clone()));
     Ok(c)
 }
 
@@ -160,7 +157,7 @@ pub(crate) fn run(w: Walk) -> Result<Vec<Tensor>> {
     let b = backend();
     let distributed = crate::spmd::distributed(w.on_team);
     let key = w.key();
-    let (c, inputs) = match WALKED.with(|c| c.borrow_mut().get(&key).cloned()) {
+    let (c, inputs) = match WALKED.with(|c| c.borrow().get(&key).cloned()) {
         Some(c) => {
             bump(|s| s.hits += 1);
             (c, w.inputs)
@@ -170,7 +167,7 @@ pub(crate) fn run(w: Walk) -> Result<Vec<Tensor>> {
             let p = w.build()?;
             let inputs = p.inputs;
             let c = prepare(Program { inputs: Vec::new(), ..p })?;
-            WALKED.with(|w| w.borrow_mut().put(key, c.clone()));
+            WALKED.with(|w| w.borrow_mut().insert(key, c.clone()));
             (c, inputs)
         }
     };

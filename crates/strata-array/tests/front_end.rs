@@ -45,10 +45,11 @@ fn programs_are_cached_by_structure_and_shapes() {
     assert_eq!(cache_stats().misses, after_second.misses + 1);
 }
 
-/// The caches are bounded: a thread meeting ever new sizes keeps the most recently used
-/// [`CAPACITY`] programs; the oldest is built again when met again, with the same values.
+/// The caches are bounded: a thread meeting ever new sizes holds at most [`CAPACITY`]
+/// programs (a full cache starts empty again); the oldest is built again when met again, with
+/// the same values.
 #[test]
-fn the_program_caches_keep_the_most_recently_used() {
+fn the_program_caches_are_bounded() {
     set_backend(Backend::Interp);
     let run = |n: usize| {
         let x = Array::from_vec(&[n], (0..n).map(|i| i as f64).collect()).unwrap();
@@ -64,7 +65,7 @@ fn the_program_caches_keep_the_most_recently_used() {
     let after = cache_stats();
     assert_eq!((after.hits, after.built), (before.hits + 1, before.built), "the most recent size is found");
     assert_eq!(run(1), expect(1));
-    assert_eq!(cache_stats().built, after.built + 1, "the oldest size was evicted and is built again");
+    assert_eq!(cache_stats().built, after.built + 1, "the oldest size is no longer held and is built again");
     set_backend(Backend::Auto);
 }
 

@@ -25,7 +25,7 @@ pub use backend::Backend;
 pub use error::ExecuteError;
 pub use key::structure as structure_key;
 pub use prepared::{
-    prepare, prepare_keyed, prepared_count, tiered_default, Executed, Options, Prepared, MEMO_CAPACITY,
+    prepare, prepare_keyed, prepared_count, tiered_default, Bounded, Executed, Options, Prepared, MEMO_CAPACITY,
 };
 pub use strata_codegen::compile::libraries_loaded;
 pub use strata_codegen::exec::recycle;

@@ -1,5 +1,6 @@
 //! Preparing an entry once ([`prepare`]) and running it many times ([`Prepared::run`]).
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -129,18 +130,58 @@ pub struct Executed {
     pub warning: Option<String>,
 }
 
-/// How many prepared programs the memo keeps: the most recently used. One evicted is prepared
-/// again when next met (verified, lowered and emitted again: its compiled library stays loaded
-/// and cached), so the bound costs a working set beyond it a re-preparation, and saves a
-/// process that meets ever new sizes of its programs memory that grows with every size
-/// (~30 KB each, measured).
+/// How many prepared programs the memo holds at most: when full it starts empty again, and a
+/// program met again is prepared again (verified, lowered and emitted again: its compiled
+/// library stays loaded and cached). The bound costs a process that meets more programs than
+/// this one re-preparation of each per that many new ones, and saves one that meets ever new
+/// sizes of its programs memory that grows with every size (~30 KB each, measured).
 pub const MEMO_CAPACITY: usize = 1024;
 
-type Memo = Mutex<lru::LruCache<(String, Options), Arc<Prepared>>>;
+type Memo = Mutex<Bounded<(String, Options), Arc<Prepared>>>;
 
 fn memo() -> &'static Memo {
     static MEMO: std::sync::OnceLock<Memo> = std::sync::OnceLock::new();
-    MEMO.get_or_init(|| Mutex::new(lru::LruCache::new(std::num::NonZeroUsize::new(MEMO_CAPACITY).expect("non-zero"))))
+    MEMO.get_or_init(Default::default)
+}
+
+/// A memo of at most [`MEMO_CAPACITY`] entries that starts empty again when full: a hash map,
+/// no allocation per entry beyond the map's (an LRU list's node per entry moved the large
+/// blocks of a distributed loop in the heap enough to raise its peak memory by a block,
+/// measured by the SPMD memory test), and the working set of a loop is back after one
+/// re-preparation of each program.
+pub struct Bounded<K, V, S = std::collections::hash_map::RandomState> {
+    map: HashMap<K, V, S>,
+}
+
+impl<K, V, S: Default> Default for Bounded<K, V, S> {
+    fn default() -> Self {
+        Bounded { map: HashMap::with_hasher(S::default()) }
+    }
+}
+
+impl<K: std::hash::Hash + Eq, V, S: std::hash::BuildHasher> Bounded<K, V, S> {
+    /// The value of `k`, if held.
+    pub fn get(&self, k: &K) -> Option<&V> {
+        self.map.get(k)
+    }
+
+    /// Holds `v` for `k`, emptying the memo first when it is full.
+    pub fn insert(&mut self, k: K, v: V) {
+        if self.map.len() >= MEMO_CAPACITY && !self.map.contains_key(&k) {
+            self.map.clear();
+        }
+        self.map.insert(k, v);
+    }
+
+    /// How many entries it holds.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
 }
 
 /// Programs prepared so far in this process.
@@ -188,7 +229,7 @@ pub fn prepare_keyed(
     }
     let prepared = Arc::new(Prepared::new(module, types, entry, options)?);
     PREPARED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    memo().lock().unwrap_or_else(|e| e.into_inner()).put(key, prepared.clone());
+    memo().lock().unwrap_or_else(|e| e.into_inner()).insert(key, prepared.clone());
     Ok(prepared)
 }
 

@@ -153,11 +153,11 @@ fn a_prepared_program_is_memoized_and_runs_many_times() {
     }
 }
 
-/// The memo is bounded: a process meeting ever new sizes keeps the most recently used
-/// [`strata_engine::MEMO_CAPACITY`] programs (the oldest is prepared again when met again, with
-/// the same values), not one per size.
+/// The memo is bounded: a process meeting ever new sizes holds at most
+/// [`strata_engine::MEMO_CAPACITY`] programs (a full memo starts empty again; a program met
+/// again is prepared again, with the same values), not one per size.
 #[test]
-fn the_memo_keeps_the_most_recently_used_programs() {
+fn the_memo_is_bounded() {
     let cap = strata_engine::MEMO_CAPACITY;
     let first = prepared(&laplacian_of_size(1, 1, 1), "laplacian", Backend::Interp);
     let mut last = first.clone();
@@ -167,7 +167,7 @@ fn the_memo_keeps_the_most_recently_used_programs() {
     let again = prepared(&laplacian_of_size(1, 1, cap + 1), "laplacian", Backend::Interp);
     assert!(Arc::ptr_eq(&last, &again), "the most recent program is found");
     let evicted = prepared(&laplacian_of_size(1, 1, 1), "laplacian", Backend::Interp);
-    assert!(!Arc::ptr_eq(&first, &evicted), "the oldest was evicted and is prepared again");
+    assert!(!Arc::ptr_eq(&first, &evicted), "the oldest is no longer held and is prepared again");
     let x = values(9, 3, -1.0, 1.0);
     for p in [&first, &evicted] {
         let args = [tensor(arg_type(p, 0), vec![0.0]), tensor(arg_type(p, 1), x.clone())];
