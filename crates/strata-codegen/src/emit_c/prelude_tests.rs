@@ -96,11 +96,13 @@ fn the_math_header_is_included_where_a_kernel_calls_the_library() {
 #[test]
 fn a_translation_unit_includes_the_sections_its_body_uses() {
     use super::translation_unit;
-    let plain = translation_unit("/* t */\n", "static int strata_k(void) { return 0; }\n");
+    let plain = translation_unit("/* t */\n", |o| o.push_str("static int strata_k(void) { return 0; }\n"));
     assert!(!plain.contains("#include <math.h>") && !plain.contains("#include <complex.h>"));
-    let math = translation_unit("/* t */\n", "static double strata_k(double x) { return exp(x); }\n");
+    let math = translation_unit("/* t */\n", |o| o.push_str("static double strata_k(double x) { return exp(x); }\n"));
     assert!(math.contains("#include <math.h>") && !math.contains("#include <complex.h>"));
-    let complex = translation_unit("/* t */\n", "static double _Complex strata_k(double _Complex z) { return z; }\n");
+    let complex = translation_unit("/* t */\n", |o| {
+        o.push_str("static double _Complex strata_k(double _Complex z) { return z; }\n")
+    });
     assert!(complex.contains("#include <math.h>") && complex.contains("#include <complex.h>"));
     // Each compiles with the kernel flags.
     for (i, unit) in [plain, math, complex].iter().enumerate() {
