@@ -225,6 +225,11 @@ fn cache_entry(
 /// or without its checksum: loading it could crash the process, a short file is SIGBUS when
 /// mapped) is removed, to be built again.
 fn found(so: PathBuf, sum: &Path) -> Option<PathBuf> {
+    // Loaded by this process already: loading it again takes the loaded library, whatever the
+    // file became (every new size of a program looks its object up; no `stat` for it).
+    if libraries().lock().unwrap_or_else(|e| e.into_inner()).contains_key(&so) {
+        return Some(so);
+    }
     if !so.exists() {
         return None;
     }
