@@ -160,13 +160,10 @@ def test_each_rank_holds_its_share_of_a_time_loop(mpirun):
             assert r["made_mb"] <= 1.2 * block + 1.0, r
             # A step holds the state and the next state, as one process does: the block is
             # read in place with its halo in strips, and the next state is written into the
-            # last one's memory (recycled). 2 blocks, plus allocator slack: the loop's first
-            # step prepares its programs for the new size, whose small allocations come from
-            # mimalloc, and mimalloc's heap grows by transparent huge pages, 2 MiB at a time
-            # (with THP off the same runs measured 32.6 / 16.6 / 8.6 MiB at 1 / 2 / 4 ranks;
-            # with THP on a step of 2.0 MiB appears or not as the heap's layout shifts). A
-            # third block (4 MiB at 4 ranks) still exceeds it.
-            assert r["loop_mb"] <= 2.05 * block + 2.5, r
+            # last one's memory (recycled). 2 blocks, plus 1 MiB for allocator slack (memory.py
+            # turns transparent huge pages off: with them, the heaps grow 2 MiB at a time and a
+            # page boundary, not the data, decided whether a step fit).
+            assert r["loop_mb"] <= 2.05 * block + 1.0, r
             peak[ranks] = max(peak.get(ranks, 0.0), r["loop_mb"])
             sums.add(r["sum"])
     assert peak[4] <= 0.6 * peak[2] <= 0.6 * 0.6 * peak[1] * 1.2, peak

@@ -3,11 +3,17 @@ from a baseline taken after a small warm-up (Python, numpy, the extension, MPI a
 step are the fixed overhead): the growth of the peak (`VmHWM`, reset through
 /proc/self/clear_refs) while the array is made and while the loop runs. One JSON line per rank.
     python memory.py N M STEPS"""
+import ctypes
 import json
 import sys
 
-import strata
-import strata.array_api as xp
+# Transparent huge pages off for this process (PR_SET_THP_DISABLE), before anything allocates:
+# the heaps then grow by 4 KiB pages, and the figures below measure the data a rank holds, not
+# where a 2 MiB page boundary happens to fall in its allocator's heap.
+ctypes.CDLL(None, use_errno=True).prctl(41, 1, 0, 0, 0)
+
+import strata  # noqa: E402
+import strata.array_api as xp  # noqa: E402
 
 
 def status(field):
