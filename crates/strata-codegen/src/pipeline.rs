@@ -1,13 +1,14 @@
 //! The pass pipeline over the loop-level IR: every pass has one signature (it rewrites a
 //! [`KernelProgram`] in place), a name, and a line saying what it does; [`PASSES`] lists them in
 //! the order they run after lowering. The kernel-IR verifier ([`verify_kernels`]) runs after
-//! lowering and after every pass (release builds: after the last, see [`verify_each`]); `strata lower --passes` lists them and `--print-after NAME`
-//! prints the kernel program after one.
+//! lowering and after every pass (release builds: after the last, see [`verify_each`]);
+//! `strata lower --passes` lists them and `--print-after NAME` prints the kernel program after
+//! one.
 
 use crate::kernel::{KernelKind, KernelProgram};
 use crate::kernel_passes::{forward_scan_results, fuse_adjacent, fuse_scans, overwritten_first};
 use crate::lower::LowerError;
-use crate::verify_kernels::verify_kernels;
+use crate::verify_kernels::{verify_kernels, KernelVerifyError};
 
 /// A pass over the loop-level IR.
 pub struct Pass {
@@ -252,7 +253,7 @@ pub fn run_with(
         observe(pass.name, program);
     }
     if !each && last != LOWER {
-        verify_kernels(program, last)?;
+        verify_kernels(program, last).map_err(|e| KernelVerifyError { or_earlier: true, ..e })?;
     }
     Ok(())
 }

@@ -91,10 +91,16 @@ fn narrowed(c: &SExpr, scope: &Scope) -> Option<((Subject, Interval), (Subject, 
 
 /// A broken invariant of the loop IR: a bug in lowering or in a kernel pass, never the user's.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("after `{pass}`, kernel {kernel} ({comment}): {message}")]
+#[error(
+    "after `{pass}`{}, kernel {kernel} ({comment}): {message}",
+    if *.or_earlier { " or a pass before it ($STRATA_VERIFY_EACH=1 names which)" } else { "" }
+)]
 pub struct KernelVerifyError {
     /// The pass after which the check failed.
     pub pass: String,
+    /// The check ran after several passes (a release build's pipeline), so an earlier one may
+    /// have broken the program.
+    pub or_earlier: bool,
     /// The kernel's number in the program.
     pub kernel: usize,
     /// The kernel's comment (what it computes).
@@ -111,6 +117,7 @@ pub fn verify_kernels(program: &KernelProgram, after: &str) -> Result<(), Kernel
             .and_then(|()| crate::verify_sets::verify_sets(program, kernel))
             .map_err(|message| KernelVerifyError {
                 pass: after.to_string(),
+                or_earlier: false,
                 kernel: k,
                 comment: kernel.comment.clone(),
                 message,
