@@ -144,11 +144,10 @@ fn memo() -> &'static Memo {
     MEMO.get_or_init(Default::default)
 }
 
-/// A memo of at most [`MEMO_CAPACITY`] entries that starts empty again when full: a hash map,
-/// no allocation per entry beyond the map's (an LRU list's node per entry moved the large
-/// blocks of a distributed loop in the heap enough to raise its peak memory by a block,
-/// measured by the SPMD memory test), and the working set of a loop is back after one
-/// re-preparation of each program.
+/// A memo of at most [`MEMO_CAPACITY`] entries that starts empty again when full: a plain hash
+/// map (an LRU list would add a node per entry, and `lru::LruCache::new` a table for every
+/// entry up front), and the working set of a loop is back after one re-preparation of each
+/// program per [`MEMO_CAPACITY`] new ones.
 pub struct Bounded<K, V, S = std::collections::hash_map::RandomState> {
     map: HashMap<K, V, S>,
 }
@@ -171,16 +170,6 @@ impl<K: std::hash::Hash + Eq, V, S: std::hash::BuildHasher> Bounded<K, V, S> {
             self.map.clear();
         }
         self.map.insert(k, v);
-    }
-
-    /// How many entries it holds.
-    pub fn len(&self) -> usize {
-        self.map.len()
-    }
-
-    /// Whether it holds none.
-    pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
     }
 }
 

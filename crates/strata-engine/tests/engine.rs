@@ -153,28 +153,6 @@ fn a_prepared_program_is_memoized_and_runs_many_times() {
     }
 }
 
-/// The memo is bounded: a process meeting ever new sizes holds at most
-/// [`strata_engine::MEMO_CAPACITY`] programs (a full memo starts empty again; a program met
-/// again is prepared again, with the same values), not one per size.
-#[test]
-fn the_memo_is_bounded() {
-    let cap = strata_engine::MEMO_CAPACITY;
-    let first = prepared(&laplacian_of_size(1, 1, 1), "laplacian", Backend::Interp);
-    let mut last = first.clone();
-    for nk in 2..=cap + 1 {
-        last = prepared(&laplacian_of_size(1, 1, nk), "laplacian", Backend::Interp);
-    }
-    let again = prepared(&laplacian_of_size(1, 1, cap + 1), "laplacian", Backend::Interp);
-    assert!(Arc::ptr_eq(&last, &again), "the most recent program is found");
-    let evicted = prepared(&laplacian_of_size(1, 1, 1), "laplacian", Backend::Interp);
-    assert!(!Arc::ptr_eq(&first, &evicted), "the oldest is no longer held and is prepared again");
-    let x = values(9, 3, -1.0, 1.0);
-    for p in [&first, &evicted] {
-        let args = [tensor(arg_type(p, 0), vec![0.0]), tensor(arg_type(p, 1), x.clone())];
-        assert_eq!(f64s(&p.run(&args).expect("runs").values[0].1), vec![((x[7] + x[1]) + (x[5] + x[3])) - 4.0 * x[4]]);
-    }
-}
-
 /// The laplacian program of `examples/stencil/laplacian.strata` on an `ni × nj × nk` interior.
 fn laplacian_of_size(ni: usize, nj: usize, nk: usize) -> String {
     format!(
