@@ -123,20 +123,23 @@ fn hash(parts: &[&[u8]]) -> u64 {
 
 /// What `cc --version` prints (once per process and compiler): part of every cache key, and
 /// how [`libs`] tells GCC from other compilers.
-fn compiler_identity(cc: &str) -> String {
+fn compiler_identity(cc: &str) -> &'static str {
     use std::collections::HashMap;
     use std::sync::Mutex;
-    static IDS: OnceLock<Mutex<HashMap<String, String>>> = OnceLock::new();
+    // One string per compiler for the process (every kernel lookup asks, twice).
+    static IDS: OnceLock<Mutex<HashMap<String, &'static str>>> = OnceLock::new();
     let mut ids = IDS.get_or_init(|| Mutex::new(HashMap::new())).lock().unwrap_or_else(|e| e.into_inner());
-    ids.entry(cc.to_string())
-        .or_insert_with(|| {
-            Command::new(cc)
-                .arg("--version")
-                .output()
-                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-                .unwrap_or_default()
-        })
-        .clone()
+    if let Some(id) = ids.get(cc) {
+        return id;
+    }
+    let id = Command::new(cc)
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    let id: &'static str = Box::leak(id.into_boxed_str());
+    ids.insert(cc.to_string(), id);
+    id
 }
 
 /// What a cached object's checksum file holds: its length and hash.
