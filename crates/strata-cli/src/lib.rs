@@ -212,6 +212,10 @@ pub struct RunOptions {
     /// Run on this many MPI ranks: outside MPI, `strata run` starts `mpirun -n N` on itself;
     /// under MPI it must equal the job's size.
     pub ranks: Option<usize>,
+    /// `--device gpuN`: the arguments are read to GPU N, so the entry computes there
+    /// (compute follows data) and its results are copied back; `None`: where the entry's
+    /// types place its values.
+    pub device: Option<String>,
 }
 
 pub use strata_engine::Timings;
@@ -383,6 +387,16 @@ pub(crate) fn prepare(
 ) -> Result<std::sync::Arc<strata_engine::Prepared>, strata_engine::ExecuteError> {
     let mut options = strata_engine::Options { backend, threads: opts.threads, ..strata_engine::Options::default() };
     options.lower.extents_per_site = rank;
+    if let Some(d) = &opts.device {
+        options.lower.gpu = match d.as_str() {
+            "cpu" => None,
+            name => Some(strata_codegen::placement::gpu_ordinal(name).ok_or_else(|| {
+                strata_engine::ExecuteError::Gpu(format!(
+                    "--device {name}: expected `cpu` or `gpuN` (a CUDA GPU's number)"
+                ))
+            })?),
+        };
+    }
     strata_engine::prepare(module, types, entry, &options)
 }
 
@@ -533,6 +547,16 @@ fn print_lowered(
     options: &strata_codegen::LowerOptions,
     print_after: Option<&str>,
 ) -> i32 {
+    // Compute follows data: an entry whose values live on a GPU is lowered for it, and
+    // `--to cuda` lowers any entry as if its arguments were moved to GPU 0.
+    let gpu = match strata_codegen::placement::entry_gpu(module, types, entry) {
+        Ok(g) => g.or((to == "cuda").then_some(0)),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 1;
+        }
+    };
+    let options = &strata_codegen::LowerOptions { gpu, ..options.clone() };
     let mut shown = None;
     let mut observe = |name: &str, p: &strata_codegen::KernelProgram| {
         if Some(name) == print_after {
@@ -547,6 +571,20 @@ fn print_lowered(
         Ok(p) => {
             match to {
                 "loops" => print!("{p}"),
+                "cuda" => match strata_codegen::emit_c::cuda::emit_cuda(&p) {
+                    Ok((source, extents)) => {
+                        print!("{source}");
+                        let slots: Vec<String> =
+                            extents.iter().enumerate().map(|(k, v)| format!("x{k} = {v}")).collect();
+                        let launches: Vec<String> =
+                            strata_codegen::emit_c::cuda::launches(&p).iter().map(|l| l.to_string()).collect();
+                        println!("\n/* at these sizes: {}; extents {} */", launches.join(", "), slots.join(", "));
+                    }
+                    Err(e) => {
+                        eprintln!("error: {e}");
+                        return 1;
+                    }
+                },
                 _ => {
                     // The C names no size; the values a run passes for its extent slots follow
                     // it (they are not part of what is compiled).

@@ -75,6 +75,11 @@ enum Command {
         /// `strata lower --passes`): for finding a pass that changes a result.
         #[arg(long = "disable-pass", value_name = "NAME", value_delimiter = ',')]
         disable_pass: Vec<String>,
+        /// `gpuN`: read the arguments to CUDA GPU N, so the entry computes there (compute
+        /// follows data) and its results are copied back; `--repeat` then times the kernels on
+        /// the resident data. Needs the CUDA driver and NVRTC ($STRATA_CUDA_LIBS: its folder).
+        #[arg(long, value_name = "DEVICE")]
+        device: Option<String>,
     },
     /// Print an entry's lowered forms: fused loop kernels, the generated C, or its distribution
     /// over ranks (`--to dist`).
@@ -88,9 +93,10 @@ enum Command {
         /// The function or program (default: the last program, else the last function).
         #[arg(long)]
         entry: Option<String>,
-        /// `loops` (fused loop kernels), `c` (the generated C) or `dist` (the distribution over
+        /// `loops` (fused loop kernels), `c` (the generated C), `cuda` (the generated CUDA, for
+        /// GPU 0 unless the entry names its GPU) or `dist` (the distribution over
         /// `--ranks` ranks: blocks, halos and the exchange's messages).
-        #[arg(long, default_value = "loops", value_parser = ["loops", "c", "dist"])]
+        #[arg(long, default_value = "loops", value_parser = ["loops", "c", "cuda", "dist"])]
         to: String,
         /// Ranks for `--to dist` and `--rank`.
         #[arg(long, value_name = "N", default_value_t = 2)]
@@ -179,13 +185,26 @@ fn main() {
             };
             strata_cli::cmd_fmt(&files, check, style)
         }
-        Command::Run { file, entry, args, outs, backend, time, threads, repeat, timings, ranks, disable_pass } => {
+        Command::Run {
+            file,
+            entry,
+            args,
+            outs,
+            backend,
+            time,
+            threads,
+            repeat,
+            timings,
+            ranks,
+            disable_pass,
+            device,
+        } => {
             if let Err(status) = strata_cli::disable_passes(&disable_pass) {
                 std::process::exit(status);
             }
             strata_cli::cmd_run(
                 &file,
-                &strata_cli::RunOptions { entry, args, outs, backend, time, threads, repeat, timings, ranks },
+                &strata_cli::RunOptions { entry, args, outs, backend, time, threads, repeat, timings, ranks, device },
             )
         }
         Command::Sig { file, json } => strata_cli::cmd_sig(&file, json),

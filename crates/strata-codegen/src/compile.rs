@@ -112,7 +112,7 @@ pub fn cache_dir() -> PathBuf {
 /// XXH3, 64 bits, of `parts` (each after its length): a stable hash for cache keys and
 /// checksums. Every new size hashes its generated C (20–30 KB) and every first load of a cached
 /// object the object: 0.7 µs for 20 KB, where FNV-1a took 22 µs.
-fn hash(parts: &[&[u8]]) -> u64 {
+pub fn hash(parts: &[&[u8]]) -> u64 {
     let mut h = xxhash_rust::xxh3::Xxh3::new();
     for p in parts {
         h.update(&(p.len() as u64).to_le_bytes());

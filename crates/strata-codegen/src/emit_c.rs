@@ -20,6 +20,7 @@ use crate::sparse::CoIteration;
 
 mod compressed;
 mod contraction;
+pub mod cuda;
 mod expr;
 mod extents;
 mod jam;
@@ -501,8 +502,9 @@ pub fn emit_many_with_extents(programs: &[(&str, &KernelProgram)]) -> (String, V
     (source, extents)
 }
 
-fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
-    let _ = writeln!(out, "\n/* `@{}` -> {symbol}. Buffers (row-major over their intervals):", program.entry);
+/// The comment listing `program`'s buffers, after `heading`.
+fn buffers_comment(out: &mut String, heading: &str, program: &KernelProgram) {
+    let _ = writeln!(out, "\n/* {heading}. Buffers (row-major over their intervals):");
     for (i, b) in program.buffers.iter().enumerate() {
         let dims: Vec<String> =
             b.levels.iter().map(|l| format!("{}{}", l.name, extents::interval(l.interval))).collect();
@@ -516,6 +518,20 @@ fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
         );
     }
     out.push_str("*/\n");
+}
+
+/// A kernel function's pointer to each buffer, from the buffer table `buf` (`const` where no
+/// kernel writes it).
+fn buffer_pointers(body: &mut String, em: &Emitter) {
+    for (i, b) in em.program.buffers.iter().enumerate() {
+        let c = if b.written { "" } else { "const " };
+        let t = c_type(b.scalar);
+        let _ = writeln!(body, "  {c}{t} *restrict {} = ({c}{t} *)buf[{i}];", em.name(i));
+    }
+}
+
+fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
+    buffers_comment(out, &format!("`@{}` -> {symbol}", program.entry), program);
     for (ki, k) in program.kernels.iter().enumerate() {
         let schedule = schedule_of(program, k);
         let em = Emitter {
@@ -543,16 +559,7 @@ fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
             ext(schedule.work),
             crate::schedule::PARALLEL_MIN
         );
-        for (i, b) in program.buffers.iter().enumerate() {
-            let c = if b.written { "" } else { "const " };
-            let _ = writeln!(
-                body,
-                "  {c}{} *restrict {} = ({c}{} *)buf[{i}];",
-                c_type(b.scalar),
-                em.name(i),
-                c_type(b.scalar)
-            );
-        }
+        buffer_pointers(&mut body, &em);
         match &k.kind {
             KernelKind::Scatter(sc) => emit_scatter(&mut body, &em, k, sc),
             KernelKind::Gemm(mm) => emit_matmul(&mut body, &em, k, mm),

@@ -304,6 +304,24 @@ pub fn run_threads<T: Argument>(
     Ok(buffers.into_results(program, args, names, result_ty))
 }
 
+/// The error a run's code stands for (0: none); `bad` gives the value a checked access
+/// met, where the run recorded it.
+///
+/// # Errors
+/// The [`ExecError`] of a non-zero code.
+pub fn code_error(code: i32, bad: impl Fn() -> Option<Bad>) -> Result<(), ExecError> {
+    match code {
+        0 => Ok(()),
+        1 => Err(ExecError::DivisionByZero),
+        2 => Err(ExecError::TableOutOfInterval(bad())),
+        3 => Err(ExecError::NegativeExponent),
+        4 => Err(ExecError::IndexOutOfInterval(bad())),
+        5 => Err(ExecError::OutOfMemory),
+        6 => Err(ExecError::AssembleMismatch),
+        c => Err(ExecError::Other(c)),
+    }
+}
+
 /// The buffers of one native run: one column per program buffer — the caller's own data for
 /// an input no kernel writes (read in place, never copied), a copy for an input the program
 /// writes (so nothing the caller holds is written), zeros for results and temporaries. A
@@ -540,18 +558,24 @@ impl<'a> Buffers<'a> {
                 table: b.table.and_then(|k| self.tables.get(k).cloned().flatten()),
             })
         };
-        match code {
-            0 => Ok(()),
-            1 => Err(ExecError::DivisionByZero),
-            2 => Err(ExecError::TableOutOfInterval(bad())),
-            3 => Err(ExecError::NegativeExponent),
-            4 => Err(ExecError::IndexOutOfInterval(bad())),
-            5 => Err(ExecError::OutOfMemory),
-            6 => Err(ExecError::AssembleMismatch),
-            c => Err(ExecError::Other(c)),
-        }
+        code_error(code, bad)
     }
 
+    /// Each buffer's memory (its first byte and length in bytes, in program order) and the
+    /// extents: what a run on another device copies in and back (the GPU back end, whose
+    /// kernels raise [`code_error`]'s codes). The memory is the buffers', valid while they are.
+    pub fn memory(&mut self) -> (Vec<(*mut u8, usize)>, &[i64]) {
+        let mem = self
+            .cols
+            .iter_mut()
+            .zip(&self.scalars)
+            .map(|(c, s)| (c.ptr().cast::<u8>(), c.len() * s.size_bytes()))
+            .collect();
+        (mem, &self.extents)
+    }
+}
+
+impl<'a> Buffers<'a> {
     /// The written values: the function result as `result`, or each `out` parameter by name
     /// (but those written in place, in memory the caller lent: [`Argument::column_mut`]),
     /// with `result_ty` / the parameter types giving their shapes. A sparse result written as

@@ -455,6 +455,8 @@ pub struct KernelProgram {
     /// Whether every extent the C prints takes a slot of its own
     /// ([`crate::LowerOptions::extents_per_site`]).
     pub extents_per_site: bool,
+    /// The CUDA GPU the program runs on ([`crate::LowerOptions::gpu`]); `None`: the host.
+    pub gpu: Option<u32>,
 }
 
 impl KernelProgram {
@@ -503,6 +505,9 @@ impl std::fmt::Display for KernelProgram {
         writeln!(f, "// loop kernels of @{}", self.entry)?;
         if self.extents_per_site {
             writeln!(f, "// extents per site: every extent its own slot, pieces by their place among the cuts")?;
+        }
+        if let Some(g) = self.gpu {
+            writeln!(f, "// runs on gpu{g}")?;
         }
         for (i, b) in self.buffers.iter().enumerate() {
             let dims: Vec<String> = b.levels.iter().map(|l| format!("{}{}", l.name, l.interval)).collect();

@@ -38,6 +38,7 @@ pub mod matmul;
 pub mod nested;
 pub mod phases;
 pub mod pipeline;
+pub mod placement;
 pub mod runtime;
 pub mod schedule;
 pub mod sparse;

@@ -219,6 +219,22 @@ impl PassSet {
     }
 }
 
+/// The passes a GPU program skips: each shapes loops for a CPU (strips and windows sized to its
+/// caches, folds stepped in vector lanes, a CPU GEMM library, per-strip scratch arrays,
+/// sequential merges over stored coordinates); on a GPU each thread computes whole points.
+pub fn gpu_skipped() -> PassSet {
+    PassSet::from_names([
+        "fuse-scans",
+        "recognize-matmul",
+        "coiterate",
+        "gustavson",
+        "stage-windows",
+        "strip-crosswise-folds",
+        "jam-rows",
+    ])
+    .expect("the GPU skips optional passes")
+}
+
 /// Runs every pass over `program` (as lowering left it), verifying the kernels after each;
 /// `observe` sees the program after lowering (as [`LOWER`]) and after each pass.
 ///

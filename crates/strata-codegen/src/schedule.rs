@@ -54,6 +54,88 @@ pub struct Schedule {
     pub stream: bool,
     /// Points per strip of the innermost level under [`Layout::Strips`] (0: none).
     pub strip: i64,
+    /// How the kernel runs on a GPU, for a program lowered for one
+    /// ([`crate::LowerOptions::gpu`]); the CPU fields above then do not apply.
+    pub gpu: Option<Gpu>,
+}
+
+/// How a kernel maps onto a GPU's threads: what the CUDA printer (`emit_c::cuda`) follows and
+/// the run launches. Each thread computes whole points — every fold at a point runs in one
+/// thread in the interpreter's order, so results are the CPU's bit for bit except where the
+/// GPU's math library rounds differently.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gpu {
+    /// Thread blocks of `block[0]` × `block[1]` threads: threads along x step the innermost
+    /// domain level (neighboring threads, neighboring addresses: coalesced), threads along y
+    /// the points of the outer levels (row-major); grid-stride loops cover any size.
+    Grid {
+        /// Threads along x and along y per block.
+        block: [u32; 2],
+    },
+    /// A scan: one thread per point of the domain (grid as [`Gpu::Grid`]), running the scanned
+    /// dimension sequentially.
+    Columns {
+        /// Threads along x and along y per block.
+        block: [u32; 2],
+    },
+    /// One thread: a kernel without domain levels (a whole reduction, a scalar).
+    Single,
+}
+
+/// Threads per GPU block: 256, a multiple of the 32-thread warp that leaves several blocks
+/// resident per multiprocessor.
+pub const GPU_BLOCK: u32 = 256;
+
+impl Gpu {
+    /// Threads per block along x and y.
+    pub fn block(self) -> [u32; 2] {
+        match self {
+            Gpu::Grid { block } | Gpu::Columns { block } => block,
+            Gpu::Single => [1, 1],
+        }
+    }
+
+    /// The grid for `domain` (extents at this run's size): blocks along x cover the innermost
+    /// level, along y the outer levels' points (at most 65,535: threads then stride).
+    pub fn grid(self, domain: &[strata_ir::Level]) -> [u32; 2] {
+        let [bx, by] = self.block();
+        let Some((inner, outer)) = domain.split_last() else { return [1, 1] };
+        let rows: u64 = outer.iter().map(|l| l.interval.len()).product();
+        let x = inner.interval.len().div_ceil(u64::from(bx)).clamp(1, (1 << 31) - 1);
+        let y = rows.div_ceil(u64::from(by)).clamp(1, 65_535);
+        [x as u32, y as u32]
+    }
+}
+
+impl std::fmt::Display for Gpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Gpu::Grid { block: [x, y] } => {
+                write!(f, "gpu: blocks of {x}x{y} threads, x along the innermost level, y over the outer points")
+            }
+            Gpu::Columns { block: [x, y] } => {
+                write!(f, "gpu: one thread per column ({x}x{y} per block), the scanned dimension in order")
+            }
+            Gpu::Single => write!(f, "gpu: one thread"),
+        }
+    }
+}
+
+/// The GPU schedule of kernel `k`: a block as wide as the innermost level (a power of two from
+/// one warp to [`GPU_BLOCK`]; all of it for a single level), as tall as the rest of
+/// [`GPU_BLOCK`] threads.
+fn decide_gpu(k: &Kernel) -> Gpu {
+    let Some(inner) = k.domain.last() else { return Gpu::Single };
+    // A single level has no outer points: the whole block runs along it.
+    let x = match k.domain.len() {
+        1 => GPU_BLOCK,
+        _ => (inner.interval.len().max(1).next_power_of_two() as u32).clamp(32, GPU_BLOCK),
+    };
+    let block = [x, GPU_BLOCK / x];
+    match k.kind {
+        KernelKind::Scan(_) => Gpu::Columns { block },
+        _ => Gpu::Grid { block },
+    }
 }
 
 /// The loop layout of a nest without sets, windows or a sparse result.
@@ -93,6 +175,9 @@ impl Schedule {
 
 impl std::fmt::Display for Schedule {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(g) = &self.gpu {
+            return write!(f, "{g}");
+        }
         write!(f, "{}", if self.parallel() { "parallel" } else { "one thread" })?;
         match self.layout {
             Layout::PerPoint => {}
@@ -122,6 +207,10 @@ pub fn schedule(p: &mut KernelProgram) {
 
 /// The schedule of kernel `k` of `p`.
 pub fn decide(p: &KernelProgram, k: &Kernel) -> Schedule {
+    if p.gpu.is_some() {
+        // Each thread folds in the interpreter's order: nothing is reassociated.
+        return Schedule { work: work(k), gpu: Some(decide_gpu(k)), ..Schedule::default() };
+    }
     let mut reassociate = Vec::new();
     for e in k.exprs() {
         collect_reassociable(e, &mut reassociate);

@@ -8,7 +8,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{fill, same};
+use common::same;
 use strata_codegen::{compile, emit_c, exec, lower};
 use strata_runtime::{Tensor, ValueType};
 
@@ -35,16 +35,7 @@ fn native_examples_equal_the_interpreter() {
                 let Ok(program) = lower(&module, &info.types, h) else { continue };
                 let (so, _) = compile::build(&emit_c::emit(&program)).expect("compiles");
                 let lib = compile::Loaded::open(&so).expect("loads");
-                let args: Vec<Tensor> = f
-                    .params
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &p)| {
-                        let vt = ValueType::from_ir(&info.types, f.exprs[p].ty);
-                        // A table's entries must index its source dimension.
-                        fill(&vt, i as u64 + 1, common::table_source_len(&info.types, f, &vt))
-                    })
-                    .collect();
+                let args = common::entry_args(&info.types, f);
                 let want = interp.run(h, args.clone());
                 let exact = emit_c::bit_exact(&program);
                 let names: Vec<String> = f.params.iter().map(|&q| f.exprs[q].name.clone()).collect();

@@ -16,6 +16,10 @@ pub enum ExecuteError {
     /// storage in an argument).
     #[error("{0}")]
     Exec(String),
+    /// The entry's values live on a GPU, and it could not run there (no driver or NVRTC, a
+    /// kernel the CUDA back end cannot print yet, a failed launch): the message says which.
+    #[error("{0}")]
+    Gpu(String),
     /// The program failed at run time: the interpreter's located diagnostic.
     #[error("{}", .0.message)]
     Program(Box<Diagnostic>),

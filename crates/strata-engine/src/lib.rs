@@ -16,6 +16,7 @@
 
 mod backend;
 mod error;
+mod gpu;
 mod key;
 mod prepared;
 pub mod tier;

@@ -82,6 +82,8 @@ pub struct Prepared {
     threads: usize,
     backend: Backend,
     native: Option<Native>,
+    /// The entry placed on a GPU, loaded there ([`crate::gpu`]).
+    gpu: Option<crate::gpu::GpuNative>,
     /// Why the interpreter runs although native code was allowed.
     note: Option<String>,
     /// A native failure while preparing under `auto` (the compiler rejected the generated code,
@@ -242,6 +244,7 @@ impl Prepared {
             threads: options.threads.unwrap_or_else(exec::threads_from_env),
             backend: options.backend,
             native: None,
+            gpu: None,
             note: None,
             native_failure: None,
             bug_reported: Default::default(),
@@ -254,6 +257,24 @@ impl Prepared {
             module,
         };
         if options.backend == Backend::Interp {
+            return Ok(p);
+        }
+        // Compute follows data: an entry whose values live on a GPU runs there (under any
+        // backend but the interpreter), and one that cannot is an error, never a CPU run.
+        let placed = strata_codegen::placement::entry_gpu(&p.module, types, entry)
+            .map_err(|e| ExecuteError::Gpu(e.to_string()))?
+            .or(options.lower.gpu);
+        if let Some(ordinal) = placed {
+            let t0 = Instant::now();
+            let lower = LowerOptions { gpu: Some(ordinal), ..options.lower.clone() };
+            let program = strata_codegen::lower_with(&p.module, types, entry, &lower).map_err(|e| {
+                ExecuteError::Gpu(format!("`@{}` on gpu{ordinal}: {e}", p.module.functions[entry].name))
+            })?;
+            let gpu = crate::gpu::build(&program, ordinal).map_err(|e| {
+                ExecuteError::Gpu(format!("`@{}` on gpu{ordinal}: {e}", p.module.functions[entry].name))
+            })?;
+            p.gpu = Some(gpu);
+            p.compile_s = t0.elapsed().as_secs_f64();
             return Ok(p);
         }
         let t0 = Instant::now();
@@ -462,6 +483,13 @@ impl Prepared {
     }
 
     fn run_backend<T: Argument>(&self, args: &[T], repeat: usize) -> Result<Executed, ExecuteError> {
+        if let Some(gpu) = &self.gpu {
+            let mut timings = Timings { compile_s: self.compile_s, ..Timings::default() };
+            let values = gpu
+                .run(args, &self.param_names, self.result_ty.as_ref(), repeat, &mut timings)
+                .map_err(|e| ExecuteError::Gpu(format!("`@{}`: {e}", self.module.functions[self.entry].name)))?;
+            return Ok(Executed { values, timings: Some(timings), note: None, warning: None });
+        }
         let Some(native) = &self.native else { return self.interpret(args, self.native_failure.clone()) };
         match native.tier() {
             Tier::Ready(lib) => match self.run_native(native, lib, args, repeat) {

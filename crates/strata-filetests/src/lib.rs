@@ -11,8 +11,9 @@
 //!
 //! - `// test: run` — `// run: @entry(args) == value` lines, each run on the reference
 //!   interpreter and on native code and answered by a value written by hand ([`runs`]);
-//! - `// test: loops`, `// test: c` — the last entry's loop kernels or generated C, stored
-//!   below the program as `//# ` lines, lowered for a pinned machine ([`snapshots`]).
+//! - `// test: loops`, `// test: c`, `// test: cuda` — the last entry's loop kernels, generated
+//!   C, or GPU schedule and generated CUDA (lowered for GPU 0), stored below the program as
+//!   `//# ` lines, lowered for a pinned machine ([`snapshots`]).
 //!
 //! With `STRATA_BLESS=1` the `//# ` blocks are rewritten from the current output; otherwise a
 //! difference fails with a unified diff. `STRATA_FILTER=substr` runs only matching files.
@@ -98,7 +99,7 @@ fn run_file(path: &Path, rel: &str, bless: bool, outcome: &mut Outcome) -> Resul
                 let info = strata_verify::verify(&module).map_err(|d| render_plain("input", &src, &d))?;
                 runs::run_lines(&src, &module, &info.types)?;
             }
-            "loops" | "c" => snapshot(path, &src, kind, bless)?,
+            "loops" | "c" | "cuda" => snapshot(path, &src, kind, bless)?,
             other => return Err(format!("unknown test kind `{other}`")),
         }
     }

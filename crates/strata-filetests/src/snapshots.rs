@@ -12,15 +12,26 @@ pub const PINNED: LowerOptions = LowerOptions {
     disabled: strata_codegen::pipeline::PassSet::NONE,
     polls: false,
     extents_per_site: false,
+    gpu: None,
 };
 
-/// The printed form `kind` (`loops` or `c`) of the last runnable entry of `module`.
+/// The printed form `kind` (`loops`, `c` or `cuda`) of the last runnable entry of `module`.
+/// `cuda` lowers it for GPU 0 (its GPU schedule, then the CUDA) and ends with the launches at
+/// the program's sizes.
 pub fn lowered(module: &Module, types: &TypeArena, kind: &str) -> Result<String, String> {
     let entry = module.entries().last().map(|(h, _)| h).ok_or("no entry to lower")?;
     let module = strata_verify::results_as_outputs(module, entry);
-    let program = strata_codegen::lower_with(&module, types, entry, &PINNED).map_err(|e| e.to_string())?;
+    let gpu = (kind == "cuda").then_some(0);
+    let options = LowerOptions { gpu, ..PINNED };
+    let program = strata_codegen::lower_with(&module, types, entry, &options).map_err(|e| e.to_string())?;
     Ok(match kind {
         "loops" => program.to_string(),
+        "cuda" => {
+            let (cuda, _) = strata_codegen::emit_c::cuda::emit_cuda(&program).map_err(|e| e.to_string())?;
+            let launches: Vec<String> =
+                strata_codegen::emit_c::cuda::launches(&program).iter().map(|l| l.to_string()).collect();
+            format!("{program}{cuda}/* launches: {} */\n", launches.join(", "))
+        }
         _ => strata_codegen::emit_c::emit(&program),
     })
 }

@@ -103,6 +103,16 @@ pub(super) fn float_lit(x: f64, suffix: &str) -> String {
 }
 
 impl Emitter<'_> {
+    /// A value computed by statements: `stmts` (each ending in `;`), then `value`. In C a GNU
+    /// statement expression; in CUDA, whose NVRTC has no GNU extensions, an immediately invoked
+    /// lambda capturing by reference (inlined: the same code).
+    pub(super) fn block(&self, stmts: &str, value: &str) -> String {
+        match self.program.gpu {
+            None => format!("({{ {stmts} {value}; }})"),
+            Some(_) => format!("([&] {{ {stmts} return {value}; }}())"),
+        }
+    }
+
     pub(super) fn buffer(&self, b: usize) -> &Buffer {
         &self.program.buffers[b]
     }
@@ -249,7 +259,7 @@ impl Emitter<'_> {
                 if at.unstored || at.skipped {
                     self.conditional_reads.set(true);
                     // Zero where not stored: the fill value (or, skipped, the absent value).
-                    format!("({{ const int64_t p_ = {}; p_ < 0 ? 0 : {values}[p_]; }})", at.position)
+                    self.block(&format!("const int64_t p_ = {};", at.position), &format!("p_ < 0 ? 0 : {values}[p_]"))
                 } else {
                     format!("{values}[{}]", at.position)
                 }
@@ -293,10 +303,9 @@ impl Emitter<'_> {
                 let sums = if self.reassociates(e) { vec![format!("acc{id}")] } else { Vec::new() };
                 let loops = self.fold_loops(vars, &sums);
                 let step = self.fold_step(*id, &body);
-                format!(
-                    "({{ {before}{} acc{id} = {}; {loops}{{ {step} }} acc{id}; }})",
-                    c_type(*scalar),
-                    self.value(init)
+                self.block(
+                    &format!("{before}{} acc{id} = {}; {loops}{{ {step} }}", c_type(*scalar), self.value(init)),
+                    &format!("acc{id}"),
                 )
             }
         }
@@ -348,11 +357,8 @@ impl Emitter<'_> {
             UnaryOp::Abs if s.is_float() => m("fabs"),
             UnaryOp::Abs if matches!(s, Scalar::U8 | Scalar::U16 | Scalar::U32 | Scalar::U64) => a.to_string(),
             UnaryOp::Abs => {
-                format!(
-                    "({{ {t} x_ = {a}; (({t})(x_ < 0 ? ({u})0 - ({u})x_ : ({u})x_)); }})",
-                    t = c_type(s),
-                    u = unsigned_of(s)
-                )
+                let (t, u) = (c_type(s), unsigned_of(s));
+                self.block(&format!("{t} x_ = {a};"), &format!("(({t})(x_ < 0 ? ({u})0 - ({u})x_ : ({u})x_))"))
             }
             UnaryOp::Sqrt => m("sqrt"),
             UnaryOp::Exp => m("exp"),
@@ -381,12 +387,16 @@ impl Emitter<'_> {
             UnaryOp::Cbrt => m("cbrt"),
             UnaryOp::Gamma => m("tgamma"),
             UnaryOp::Sign if s.is_float() => {
-                format!(
-                    "({{ {t} x_ = {a}; x_ > 0 ? ({t})1 : (x_ < 0 ? ({t})-1 : (x_ == 0 ? ({t})0 : x_)); }})",
-                    t = c_type(s)
+                let t = c_type(s);
+                self.block(
+                    &format!("{t} x_ = {a};"),
+                    &format!("x_ > 0 ? ({t})1 : (x_ < 0 ? ({t})-1 : (x_ == 0 ? ({t})0 : x_))"),
                 )
             }
-            UnaryOp::Sign => format!("({{ {t} x_ = {a}; ({t})((x_ > 0) - (x_ < 0)); }})", t = c_type(s)),
+            UnaryOp::Sign => {
+                let t = c_type(s);
+                self.block(&format!("{t} x_ = {a};"), &format!("({t})((x_ > 0) - (x_ < 0))"))
+            }
             // The classification macros return any nonzero int (glibc's `isinf(-inf)` is -1).
             UnaryOp::IsNan if s.is_float() => format!("((uint8_t)(isnan({a}) != 0))"),
             UnaryOp::IsInf if s.is_float() => format!("((uint8_t)(isinf({a}) != 0))"),
@@ -433,19 +443,21 @@ impl Emitter<'_> {
             BinaryOp::Divides | BinaryOp::Modulo => {
                 let sym = if op == BinaryOp::Divides { "/" } else { "%" };
                 // Wrapping MIN / -1 and a run-time error for a zero divisor, as the interpreter.
-                format!(
-                    "({{ {t} a_ = {a}, b_ = {b}; (b_ == 0) ? (*err = 1, ({t})0) : ((b_ == ({t})-1) ? (({t})(({u})0 - ({u})a_) * ({t})({sym_is_mod})) : ({t})(a_ {sym} b_)); }})",
-                    sym_is_mod = if op == BinaryOp::Divides { "1" } else { "0" }
+                let sym_is_mod = if op == BinaryOp::Divides { "1" } else { "0" };
+                self.block(
+                    &format!("{t} a_ = {a}, b_ = {b};"),
+                    &format!("(b_ == 0) ? (*err = 1, ({t})0) : ((b_ == ({t})-1) ? (({t})(({u})0 - ({u})a_) * ({t})({sym_is_mod})) : ({t})(a_ {sym} b_))"),
                 )
             }
             BinaryOp::Power if s.is_float() => format!("pow{}(({a}), ({b}))", if s == Scalar::F32 { "f" } else { "" }),
-            BinaryOp::Power => format!(
-                "({{ {u} r_ = 1, x_ = ({u})({a}); int64_t e_ = (int64_t)({b}); if (e_ < 0) *err = 3; for (; e_ > 0; e_ >>= 1) {{ if (e_ & 1) r_ *= x_; x_ *= x_; }} ({t})r_; }})"
+            BinaryOp::Power => self.block(
+                &format!("{u} r_ = 1, x_ = ({u})({a}); int64_t e_ = (int64_t)({b}); if (e_ < 0) *err = 3; for (; e_ > 0; e_ >>= 1) {{ if (e_ & 1) r_ *= x_; x_ *= x_; }}"),
+                &format!("({t})r_"),
             ),
             BinaryOp::Maximum if s.is_float() => format!("strata_fmax{}(({a}), ({b}))", if s == Scalar::F32 { "f" } else { "" }),
             BinaryOp::Minimum if s.is_float() => format!("strata_fmin{}(({a}), ({b}))", if s == Scalar::F32 { "f" } else { "" }),
-            BinaryOp::Maximum => format!("({{ {t} a_ = {a}, b_ = {b}; a_ > b_ ? a_ : b_; }})"),
-            BinaryOp::Minimum => format!("({{ {t} a_ = {a}, b_ = {b}; a_ < b_ ? a_ : b_; }})"),
+            BinaryOp::Maximum => self.block(&format!("{t} a_ = {a}, b_ = {b};"), "a_ > b_ ? a_ : b_"),
+            BinaryOp::Minimum => self.block(&format!("{t} a_ = {a}, b_ = {b};"), "a_ < b_ ? a_ : b_"),
             BinaryOp::And => format!("((uint8_t)(({a}) && ({b})))"),
             BinaryOp::Or => format!("((uint8_t)(({a}) || ({b})))"),
             BinaryOp::Xor => format!("((uint8_t)((({a}) != 0) != (({b}) != 0)))"),
@@ -468,18 +480,18 @@ impl Emitter<'_> {
                     "(b_ == 0 ? 0 : a_ / b_)"
                 };
                 let v = if op == BinaryOp::FloorDivide { "q_" } else { "(b_ == 0 ? (T_)0 : (T_)((U_)a_ - (U_)q_ * (U_)b_))" };
-                format!("({{ typedef {t} T_; typedef {u} U_; T_ a_ = {a}, b_ = {b}; T_ q_ = {q}; {v}; }})")
+                self.block(&format!("typedef {t} T_; typedef {u} U_; T_ a_ = {a}, b_ = {b}; T_ q_ = {q};"), v)
             }
             BinaryOp::BitAnd => format!("(({t})(({a}) & ({b})))"),
             BinaryOp::BitOr => format!("(({t})(({a}) | ({b})))"),
             BinaryOp::BitXor => format!("(({t})(({a}) ^ ({b})))"),
             BinaryOp::ShiftLeft => {
                 let bits = 8 * s.size_bytes();
-                format!("({{ {t} a_ = {a}; int64_t b_ = (int64_t)({b}); (b_ < 0 || b_ >= {bits}) ? ({t})0 : ({t})(({u})a_ << b_); }})")
+                self.block(&format!("{t} a_ = {a}; int64_t b_ = (int64_t)({b});"), &format!("(b_ < 0 || b_ >= {bits}) ? ({t})0 : ({t})(({u})a_ << b_)"))
             }
             BinaryOp::ShiftRight => {
                 let bits = 8 * s.size_bytes();
-                format!("({{ {t} a_ = {a}; int64_t b_ = (int64_t)({b}); (b_ < 0 || b_ >= {bits}) ? (a_ < 0 ? ({t})-1 : ({t})0) : ({t})(a_ >> b_); }})")
+                self.block(&format!("{t} a_ = {a}; int64_t b_ = (int64_t)({b});"), &format!("(b_ < 0 || b_ >= {bits}) ? (a_ < 0 ? ({t})-1 : ({t})0) : ({t})(a_ >> b_)"))
             }
             BinaryOp::Atan2 => format!("atan2{}(({a}), ({b}))", if s == Scalar::F32 { "f" } else { "" }),
             BinaryOp::Hypot => format!("hypot{}(({a}), ({b}))", if s == Scalar::F32 { "f" } else { "" }),

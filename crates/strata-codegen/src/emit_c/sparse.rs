@@ -67,12 +67,12 @@ impl Emitter<'_> {
                     skipped = true;
                     let run = format!("({c}) < {off}[{pk} + 1] - {off}[{pk}] ? {off}[{pk}] + ({c}) : {SKIPPED}");
                     let guarded = if may_be_negative { format!("{pk} < 0 ? {SKIPPED} : {run}") } else { run };
-                    p = format!("({{ const int64_t {pk} = {p}; {guarded}; }})");
+                    p = self.block(&format!("const int64_t {pk} = {p};"), &guarded);
                     continue;
                 }
             };
             let guarded = if may_be_negative { format!("{pk} < 0 ? {pk} : {next}") } else { next };
-            p = format!("({{ const int64_t {pk} = {p}; {guarded}; }})");
+            p = self.block(&format!("const int64_t {pk} = {p};"), &guarded);
         }
         Located { position: p, unstored, skipped }
     }

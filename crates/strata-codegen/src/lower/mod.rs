@@ -324,6 +324,10 @@ pub struct LowerOptions {
     /// never on which of its sizes are equal or zero (`emit_c`'s extents). A distributed
     /// rank's local program: every rank prints the same text and loads the same kernel.
     pub extents_per_site: bool,
+    /// Lower for CUDA GPU `N` ([`crate::placement`]): the passes that shape loops for a CPU's
+    /// caches and vector lanes ([`crate::pipeline::gpu_skipped`]) do not run, and the schedule
+    /// pass decides how each kernel maps onto the GPU's threads ([`crate::schedule::Gpu`]).
+    pub gpu: Option<u32>,
 }
 
 impl LowerOptions {
@@ -335,6 +339,7 @@ impl LowerOptions {
             disabled: crate::pipeline::PassSet::from_env(),
             polls: false,
             extents_per_site: false,
+            gpu: None,
         }
     }
 }
@@ -475,8 +480,13 @@ pub fn lower_observed(
         cache_bytes: options.cache_bytes,
         polls: options.polls,
         extents_per_site: options.extents_per_site,
+        gpu: options.gpu,
     };
-    crate::pipeline::run_with(&mut program, options.disabled, observe)?;
+    let disabled = match options.gpu {
+        Some(_) => options.disabled.union(crate::pipeline::gpu_skipped()),
+        None => options.disabled,
+    };
+    crate::pipeline::run_with(&mut program, disabled, observe)?;
     Ok(program)
 }
 

@@ -191,6 +191,19 @@ pub fn table_source_len(types: &strata_ir::TypeArena, f: &strata_ir::Function, v
     })
 }
 
+/// Random arguments for every parameter of `f` ([`fill`], parameter `i` seeded `i + 1`), each
+/// neighbor table's entries inside its source dimension.
+pub fn entry_args(types: &strata_ir::TypeArena, f: &strata_ir::Function) -> Vec<Tensor> {
+    f.params
+        .iter()
+        .enumerate()
+        .map(|(i, &p)| {
+            let vt = ValueType::from_ir(types, f.exprs[p].ty);
+            fill(&vt, i as u64 + 1, table_source_len(types, f, &vt))
+        })
+        .collect()
+}
+
 /// The project's Python with numpy and SciPy (`scripts/python-env` sets it up on first use).
 pub fn python() -> String {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");

@@ -1,0 +1,229 @@
+//! CUDA for a [`KernelProgram`] lowered for a GPU ([`crate::LowerOptions::gpu`]): one
+//! `__global__` function per kernel, mapped onto threads as its GPU schedule says
+//! ([`crate::schedule::Gpu`]), with the C printer's expressions, loads and stores — CUDA C++
+//! accepts them with the CUDA prelude (`prelude.cu`), so a value is printed by one printer for
+//! both targets. Each kernel takes the program's buffer table (device pointers, then the
+//! extents array: the same layout as the C entry's `buf`) and a status word the threads raise to
+//! the first error code they meet. Like the C, the text names no size: the extents are read
+//! from the table, and the launch ([`launches`]) is sized at run time.
+
+use super::*;
+use crate::schedule::Gpu;
+
+/// The CUDA prelude: the C prelude's types and helpers for device code.
+const PRELUDE_CUDA: &str = include_str!("prelude.cu");
+
+/// Why a program has no CUDA.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("kernel {kernel} of `@{entry}` ({comment}) does not run on a GPU yet: {why}")]
+pub struct NotOnGpu {
+    /// The entry.
+    pub entry: String,
+    /// Which kernel.
+    pub kernel: usize,
+    /// What it computes.
+    pub comment: String,
+    /// What the CUDA back end lacks.
+    pub why: String,
+}
+
+/// One kernel's launch: its function's name, grid and block (x, y).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Launch {
+    /// The `__global__` function.
+    pub function: String,
+    /// Blocks along x and y.
+    pub grid: [u32; 2],
+    /// Threads per block along x and y.
+    pub block: [u32; 2],
+}
+
+/// `strata_kernel0<<<grid x, grid y, block x, block y>>>` as CUDA writes a launch.
+impl std::fmt::Display for Launch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ([gx, gy], [bx, by]) = (self.grid, self.block);
+        write!(f, "{}<<<{gx}x{gy}, {bx}x{by}>>>", self.function)
+    }
+}
+
+/// The GPU schedule of kernel `k` of a program lowered for a GPU.
+fn gpu_schedule(program: &KernelProgram, k: &Kernel) -> Gpu {
+    schedule_of(program, k).gpu.unwrap_or_else(|| {
+        let mut p = program.clone();
+        p.gpu.get_or_insert(0);
+        crate::schedule::decide(&p, k).gpu.expect("a GPU program's schedule")
+    })
+}
+
+/// The launches running `program` at its sizes, one per kernel, in order.
+pub fn launches(program: &KernelProgram) -> Vec<Launch> {
+    program
+        .kernels
+        .iter()
+        .enumerate()
+        .map(|(ki, k)| {
+            let g = gpu_schedule(program, k);
+            Launch { function: format!("strata_kernel{ki}"), grid: g.grid(&k.domain), block: g.block() }
+        })
+        .collect()
+}
+
+/// Whether `e` computes with complex scalars.
+fn complex(e: &Rc<SExpr>) -> bool {
+    fn part(p: crate::sym::Part, found: &mut bool) {
+        if let crate::sym::Part::Expr(e) = p {
+            *found |= match &**e {
+                SExpr::Unary(_, _, s) | SExpr::Binary(_, _, _, s) | SExpr::Absent(s) => s.is_complex(),
+                SExpr::Cast(_, from, to) => from.is_complex() || to.is_complex(),
+                SExpr::Const(v) => v.scalar().is_complex(),
+                SExpr::Reduce { scalar, .. } => scalar.is_complex(),
+                _ => false,
+            };
+            crate::sym::for_each_part(e, &mut |q| part(q, found));
+        }
+    }
+    let mut found = false;
+    part(crate::sym::Part::Expr(e), &mut found);
+    found
+}
+
+/// Whether kernel `k` of `program` has a CUDA form; why not, if not.
+fn supported(program: &KernelProgram, k: &Kernel) -> Result<(), String> {
+    // Every kernel declares every buffer.
+    if program.buffers.iter().any(|b| b.scalar.is_complex()) || k.exprs().any(complex) {
+        return Err("complex numbers".into());
+    }
+    if !k.sets.is_empty() {
+        return Err("loops over stored sparse coordinates".into());
+    }
+    match &k.kind {
+        KernelKind::Nest(n) if n.compressed.is_some() => Err("a sparse result written as storage".into()),
+        KernelKind::Nest(n) if !n.windows.is_empty() => Err("rolling windows".into()),
+        KernelKind::Nest(_) | KernelKind::Gemm(_) => Ok(()),
+        KernelKind::Scan(s) if !s.chain.is_empty() || !s.local.is_empty() => Err("fused scans".into()),
+        KernelKind::Scan(_) => Ok(()),
+        KernelKind::Scatter(_) => Err("stores at data-dependent positions (scatter, compaction)".into()),
+    }
+}
+
+/// The CUDA translation unit of `program` and the extents a run at its sizes passes.
+///
+/// # Errors
+/// [`NotOnGpu`]: a kernel the CUDA back end cannot print yet.
+pub fn emit_cuda(program: &KernelProgram) -> Result<(String, Vec<i64>), NotOnGpu> {
+    for (ki, k) in program.kernels.iter().enumerate() {
+        supported(program, k).map_err(|why| NotOnGpu {
+            entry: program.entry.clone(),
+            kernel: ki,
+            comment: k.comment.clone(),
+            why,
+        })?;
+    }
+    let mut out = format!("/* Generated by Strata from `@{}`, for a CUDA GPU. */\n", program.entry);
+    out.push_str(PRELUDE_CUDA);
+    let ((), extents) = Slots::scope(program.extents_per_site, || emit_kernels(&mut out, program));
+    Ok((out, extents))
+}
+
+fn emit_kernels(out: &mut String, program: &KernelProgram) {
+    buffers_comment(out, &format!("`@{}`", program.entry), program);
+    // No reassociation: each thread folds in the interpreter's order.
+    let schedule = Schedule::default();
+    for (ki, k) in program.kernels.iter().enumerate() {
+        let gpu = gpu_schedule(program, k);
+        let em = Emitter {
+            program,
+            schedule: &schedule,
+            local: None,
+            sets: &k.sets,
+            windows: &[],
+            entries: Vec::new(),
+            next_entry: Rc::default(),
+            conditional_reads: Rc::default(),
+        };
+        let first_slot = Slots::count();
+        let mut body = String::new();
+        let _ = writeln!(body, "  int e_ = 0; int *err = &e_; (void)err;");
+        buffer_pointers(&mut body, &em);
+        let mut indent = String::from("  ");
+        let braces = open_grid(&mut body, &k.domain, gpu, &mut indent);
+        match &k.kind {
+            KernelKind::Scan(sk) => {
+                // Arg-best folds run as their plain sequential updates (the C runs them in
+                // vector lanes): the same result.
+                let scan = ScanLoop { arg_best: None, ..sk.scan.clone() };
+                scan::emit_scan_stage(&mut body, &em, &scan, &k.stores, None, &mut indent);
+            }
+            // A GEMM's stores are its meaning: each thread computes its points' dot products.
+            _ => emit_stores(&mut body, &em, &k.stores, &indent),
+        }
+        close_loops(&mut body, &mut indent, braces);
+        let _ = writeln!(body, "  if (e_) atomicMax(status_, e_);\n}}");
+        let _ = writeln!(out, "\n/* kernel {ki}: {} — {gpu} */", k.comment);
+        let _ = writeln!(out, "extern \"C\" __global__ void strata_kernel{ki}(void *const *buf, int *status_) {{");
+        out.push_str(&extents::declarations(first_slot, program.buffers.len()));
+        out.push_str(&body);
+    }
+}
+
+/// Opens the loops giving each thread its points of `domain` as `gpu` maps them (grid-stride
+/// loops: x over the innermost level, y over the outer levels' points in row-major order,
+/// decomposed into their coordinates); returns the braces to close.
+fn open_grid(out: &mut String, domain: &[strata_ir::Level], gpu: Gpu, indent: &mut String) -> usize {
+    let Some((inner, outer)) = domain.split_last() else {
+        let _ =
+            writeln!(out, "{indent}if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0 && threadIdx.y == 0) {{");
+        indent.push_str("  ");
+        return 1;
+    };
+    debug_assert!(!matches!(gpu, Gpu::Single));
+    let mut braces = 0;
+    if !outer.is_empty() {
+        let lens: Vec<String> = outer.iter().map(|l| ext(l.interval.len() as i64)).collect();
+        let _ = writeln!(out, "{indent}const int64_t rows_ = {};", lens.join(" * "));
+        let _ = writeln!(
+            out,
+            "{indent}for (int64_t row_ = (int64_t)blockIdx.y * blockDim.y + threadIdx.y; row_ < rows_; row_ += (int64_t)gridDim.y * blockDim.y) {{"
+        );
+        indent.push_str("  ");
+        braces += 1;
+        let _ = writeln!(out, "{indent}int64_t r_ = row_;");
+        for (i, l) in outer.iter().enumerate().rev() {
+            let d = var(l.name.as_str());
+            let start = ext(l.interval.start);
+            if i == 0 {
+                let _ = writeln!(out, "{indent}const int64_t {d} = {};  /* {} */", offset(&start, "r_"), l.name);
+            } else {
+                let len = ext(l.interval.len() as i64);
+                let _ = writeln!(
+                    out,
+                    "{indent}const int64_t {d} = {}; r_ /= {len};  /* {} */",
+                    offset(&start, &format!("r_ % {len}")),
+                    l.name
+                );
+            }
+        }
+    } else {
+        let _ = writeln!(out, "{indent}if (blockIdx.y == 0 && threadIdx.y == 0) {{");
+        indent.push_str("  ");
+        braces += 1;
+    }
+    let d = var(inner.name.as_str());
+    let _ = writeln!(
+        out,
+        "{indent}for (int64_t {d} = {}; {d} < {}; {d} += (int64_t)gridDim.x * blockDim.x) {{  /* {} */",
+        offset(&ext(inner.interval.start), "(int64_t)blockIdx.x * blockDim.x + threadIdx.x"),
+        ext(inner.interval.stop),
+        inner.name
+    );
+    indent.push_str("  ");
+    braces + 1
+}
+
+/// `start + at` (C text), `at` alone where the start prints as `0`.
+fn offset(start: &str, at: &str) -> String {
+    match start {
+        "0" => at.to_string(),
+        s => format!("{s} + {at}"),
+    }
+}

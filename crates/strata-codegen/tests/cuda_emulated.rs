@@ -1,0 +1,230 @@
+//! The CUDA printer checked without a GPU: every example entry (and every entry of
+//! tests/programs) the CUDA back end prints is compiled by the host's C++ compiler with a small
+//! emulation of CUDA's thread model — every block and thread of each launch run in turn, with
+//! `blockIdx`, `threadIdx`, `blockDim` and `gridDim` set as the GPU sets them — and must give
+//! the interpreter's result bit for bit on random inputs (each GPU thread folds in the
+//! interpreter's order, and the host's math library is the interpreter's). What this checks is
+//! the generated text itself: the grid mapping, the grid-stride loops, the buffer table, the
+//! extents, the statement lambdas, the error codes. What it cannot check (the device's own
+//! math library, memory model and compiler) `scripts/gpu-check` checks on a GPU.
+
+mod common;
+
+use std::path::Path;
+
+use common::same;
+use strata_codegen::emit_c::cuda::{emit_cuda, launches, Launch};
+use strata_codegen::exec::{self, Buffers, Layout};
+use strata_codegen::{KernelProgram, LowerOptions};
+use strata_runtime::{Tensor, ValueType};
+
+/// What CUDA gives a kernel, for the host: the thread coordinates as globals, the device
+/// intrinsics the prelude uses, and a launch running every thread of the grid in turn.
+const EMULATION: &str = r#"
+#include <math.h>
+#include <string.h>
+struct strata_dim3_ { unsigned x, y, z; };
+static strata_dim3_ threadIdx, blockIdx, blockDim, gridDim;
+#define __global__
+#define __device__
+#define __forceinline__ inline
+static inline float __int_as_float(int i) { float f; memcpy(&f, &i, sizeof f); return f; }
+static inline double __longlong_as_double(long long i) { double d; memcpy(&d, &i, sizeof d); return d; }
+static inline int atomicMax(int *p, int v) { int o = *p; if (v > o) *p = v; return o; }
+typedef void (*strata_kernel_)(void *const *, int *);
+static int strata_launch_(strata_kernel_ k, void *const *buf, unsigned gx, unsigned gy, unsigned bx, unsigned by) {
+  int status = 0;
+  gridDim = {gx, gy, 1};
+  blockDim = {bx, by, 1};
+  for (unsigned y = 0; y < gy; ++y)
+    for (unsigned x = 0; x < gx; ++x)
+      for (unsigned ty = 0; ty < by; ++ty)
+        for (unsigned tx = 0; tx < bx; ++tx) {
+          blockIdx = {x, y, 0};
+          threadIdx = {tx, ty, 0};
+          k(buf, &status);
+        }
+  return status;
+}
+"#;
+
+/// One printed program: its name, the lowered program, its CUDA's extents, the entry's
+/// arguments and the interpreter's answer.
+struct Case {
+    name: String,
+    program: KernelProgram,
+    extents: Vec<i64>,
+    args: Vec<Tensor>,
+    names: Vec<String>,
+    result_ty: Option<ValueType>,
+    want: Result<Vec<(String, Tensor)>, String>,
+}
+
+/// Program `k`'s CUDA inside a namespace of its own (the kernels' C linkage dropped: every
+/// program names its kernels alike), and its launcher `emulate_{k}`.
+fn unit_source(k: usize, cuda: &str, kernels: usize) -> String {
+    let body = cuda.replace("extern \"C\" __global__", "__global__");
+    let list: Vec<String> = (0..kernels).map(|i| format!("p{k}::strata_kernel{i}")).collect();
+    format!(
+        "namespace p{k} {{\n{body}\n}}\nextern \"C\" int emulate_{k}(int kernel, void *const *buf, unsigned gx, unsigned gy, unsigned bx, unsigned by) {{\n  static const strata_kernel_ ks[] = {{{}}};\n  return strata_launch_(ks[kernel], buf, gx, gy, bx, by);\n}}\n",
+        list.join(", ")
+    )
+}
+
+/// The host's C++ compiler.
+fn cxx() -> String {
+    std::env::var("CXX").ok().filter(|c| !c.is_empty()).unwrap_or_else(|| "c++".into())
+}
+
+type Emulate = unsafe extern "C" fn(i32, *const *mut std::ffi::c_void, u32, u32, u32, u32) -> i32;
+
+/// Runs `c`'s kernels with `emulate`, the launches at its sizes.
+fn run(c: &Case, emulate: Emulate) -> Result<Vec<(String, Tensor)>, String> {
+    let layout = Layout::of(&c.program, c.extents.clone());
+    let mut buffers = Buffers::new(&layout, &c.args).map_err(|e| e.to_string())?;
+    let mut spare = [0u64; 8];
+    let (memory, extents) = buffers.memory();
+    let mut table: Vec<*mut std::ffi::c_void> =
+        memory.iter().map(|&(p, bytes)| if bytes == 0 { spare.as_mut_ptr().cast() } else { p.cast() }).collect();
+    let mut extents = extents.to_vec();
+    table.push(extents.as_mut_ptr().cast());
+    for (k, Launch { grid, block, .. }) in launches(&c.program).iter().enumerate() {
+        // SAFETY: the table holds the program's buffers (alive, of their types and lengths)
+        // and its extents, as the kernels index them.
+        let code = unsafe { emulate(k as i32, table.as_ptr(), grid[0], grid[1], block[0], block[1]) };
+        exec::code_error(code, || None).map_err(|e| e.to_string())?;
+    }
+    Ok(buffers.into_results(&layout, &c.args, &c.names, c.result_ty.as_ref()))
+}
+
+#[test]
+fn cuda_kernels_emulated_on_the_host_equal_the_interpreter() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut cases = Vec::new();
+    let dirs = std::fs::read_dir(root.join("examples")).unwrap().flatten().map(|d| d.path());
+    let mut files: Vec<_> = dirs
+        .chain([root.join("tests/programs")])
+        .flat_map(|d| std::fs::read_dir(d).unwrap().flatten().map(|f| f.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "strata"))
+        .collect();
+    files.sort();
+    let options = LowerOptions { gpu: Some(0), ..LowerOptions::for_this_machine() };
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let module = strata_verify::parse(&text).unwrap();
+        let info = strata_verify::verify(&module).unwrap();
+        let interp = strata_interp::Interpreter::new(&module, &info.types);
+        for (h, f) in module.entries() {
+            let Ok(program) = strata_codegen::lower_with(&module, &info.types, h, &options) else { continue };
+            let Ok((cuda, extents)) = emit_cuda(&program) else { continue };
+            let args = common::entry_args(&info.types, f);
+            let want = interp.run(h, args.clone()).map(|o| o.values).map_err(|e| e.to_diagnostic().message);
+            cases.push((
+                cuda,
+                Case {
+                    name: format!("{}@{}", file.file_name().unwrap().to_string_lossy(), f.name),
+                    program,
+                    extents,
+                    args,
+                    names: f.params.iter().map(|&q| f.exprs[q].name.clone()).collect(),
+                    result_ty: f.result().map(|r| ValueType::from_ir(&info.types, r)),
+                    want,
+                },
+            ));
+        }
+    }
+    // Translation units of 24 programs, compiled two at a time.
+    let dir = std::env::temp_dir().join(format!("strata-cuda-emulated-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let units: Vec<String> = cases
+        .chunks(24)
+        .enumerate()
+        .map(|(u, chunk)| {
+            let mut src = EMULATION.to_string();
+            for (i, (cuda, c)) in chunk.iter().enumerate() {
+                src.push_str(&unit_source(u * 24 + i, cuda, c.program.kernels.len()));
+            }
+            src
+        })
+        .collect();
+    let libs: Vec<std::path::PathBuf> = std::thread::scope(|s| {
+        let mut out = Vec::new();
+        for (pair_index, pair) in units.chunks(2).enumerate() {
+            let hs: Vec<_> = pair
+                .iter()
+                .enumerate()
+                .map(|(j, src)| {
+                    let dir = &dir;
+                    s.spawn(move || {
+                        let u = pair_index * 2 + j;
+                        let cpp = dir.join(format!("unit{u}.cpp"));
+                        let so = dir.join(format!("unit{u}.so"));
+                        std::fs::write(&cpp, src).unwrap();
+                        let status = std::process::Command::new(cxx())
+                            .args([
+                                "-std=c++17",
+                                "-O1",
+                                "-ffp-contract=off",
+                                "-fno-fast-math",
+                                "-shared",
+                                "-fPIC",
+                                "-w",
+                                "-o",
+                            ])
+                            .arg(&so)
+                            .arg(&cpp)
+                            .output()
+                            .expect("a C++ compiler ($CXX, else c++)");
+                        assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
+                        so
+                    })
+                })
+                .collect();
+            out.extend(hs.into_iter().map(|h| h.join().expect("compile thread")));
+        }
+        out
+    });
+    let loaded: Vec<libloading::Library> =
+        // SAFETY: the units were compiled above from generated code and the emulation.
+        libs.iter().map(|so| unsafe { libloading::Library::new(so) }.expect("loads")).collect();
+    let mut compared = Vec::new();
+    for (k, (_, c)) in cases.iter().enumerate() {
+        // SAFETY: `emulate_{k}` is the launcher `unit_source` wrote, of type `Emulate`.
+        let emulate: Emulate = unsafe { *loaded[k / 24].get::<Emulate>(format!("emulate_{k}").as_bytes()).unwrap() };
+        match (&c.want, run(c, emulate)) {
+            (Ok(want), Ok(got)) => {
+                for ((wn, w), (gn, g)) in want.iter().zip(&got) {
+                    assert_eq!(wn, gn);
+                    assert!(
+                        same(&w.data, &g.data, true),
+                        "{}: `{wn}` differs between the CUDA and the interpreter",
+                        c.name
+                    );
+                }
+                compared.push(c.name.clone());
+            }
+            // Both reject the data (an index outside its interval).
+            (Err(_), Err(_)) => {}
+            (w, g) => panic!("{}: interpreter {:?} but CUDA {:?}", c.name, w.as_ref().map(|_| "ok"), g.map(|_| "ok")),
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    for must in [
+        "laplacian.strata@laplacian",
+        "horizontal_diffusion.strata@horizontal_diffusion",
+        "trust.strata@where45",
+        "trust.strata@rowsum_rowmax",
+        "sparse_native.strata@spmv_csr",
+        "nabla.strata@nabla",
+        "tridiagonal.strata@solve_tridiag",
+        "gemm_2d.strata@entry",
+        "spmv_csr.strata@spmv",
+        "ragged_row_sum.strata@row_sum",
+        "tuple_folds.strata@max_count",
+        "neighbor_tuple_reduce.strata@lowest_neighbor",
+        "in_place_update.strata@two_sweeps",
+    ] {
+        assert!(compared.iter().any(|c| c == must), "{must} was not compared; compared: {compared:?}");
+    }
+    eprintln!("{} entries' CUDA equal the interpreter", compared.len());
+}

@@ -1,0 +1,82 @@
+//! The GPU half of a prepared program: an entry whose values live on a GPU (compute follows
+//! data, `strata_codegen::placement`) is lowered for it, printed as CUDA, compiled by NVRTC
+//! and run there. Its arguments are copied to the device before the kernels run and its
+//! results back after; repeated runs (`strata run --repeat`) keep the buffers on the device
+//! and time the kernels alone.
+
+use std::time::Instant;
+
+use strata_codegen::emit_c::cuda::{self, Launch};
+use strata_codegen::exec::{self, Buffers, Layout, RunLayout};
+use strata_codegen::KernelProgram;
+use strata_runtime::{Argument, Value, ValueType};
+
+use crate::Timings;
+
+/// Runs of the kernels per timed sample on resident buffers: the sample is their mean.
+const LAUNCHES_PER_SAMPLE: usize = 10;
+
+/// A program loaded on a GPU.
+pub(crate) struct GpuNative {
+    layout: Layout,
+    program: strata_gpu::Program,
+    launches: Vec<Launch>,
+}
+
+/// Prints `program` (lowered for GPU `ordinal`) as CUDA, compiles and loads it.
+pub(crate) fn build(program: &KernelProgram, ordinal: u32) -> Result<GpuNative, String> {
+    let (source, extents) = cuda::emit_cuda(program).map_err(|e| e.to_string())?;
+    let gpu = strata_gpu::Gpu::open(ordinal).map_err(|e| e.to_string())?;
+    let loaded = strata_gpu::Program::load(&gpu, &source, program.kernels.len()).map_err(|e| e.to_string())?;
+    Ok(GpuNative { layout: Layout::of(program, extents), program: loaded, launches: cuda::launches(program) })
+}
+
+impl GpuNative {
+    /// One run on `args`, then `repeat` more: each the kernels on the resident buffers
+    /// ([`LAUNCHES_PER_SAMPLE`] queued runs per sample, `preallocated_s`), then a whole round trip (`allocating_s`: copies in, kernels, copies
+    /// back). The values are the first run's.
+    pub(crate) fn run<T: Argument>(
+        &self,
+        args: &[T],
+        names: &[String],
+        result_ty: Option<&ValueType>,
+        repeat: usize,
+        timings: &mut Timings,
+    ) -> Result<Vec<(String, Value)>, String> {
+        let failed = |e: strata_gpu::GpuError| format!("GPU run failed: {e}");
+        let t0 = Instant::now();
+        let mut buffers = Buffers::new(&self.layout, args).map_err(|e| e.to_string())?;
+        let flags: Vec<(bool, bool)> =
+            self.layout.buffers().iter().map(|b| (!b.overwritten, b.written && !b.temp)).collect();
+        let (memory, extents) = buffers.memory();
+        let extents = extents.to_vec();
+        let mut host: Vec<strata_gpu::HostBuffer> = memory
+            .into_iter()
+            .zip(&flags)
+            .map(|((ptr, bytes), &(upload, download))| strata_gpu::HostBuffer { ptr, bytes, upload, download })
+            .collect();
+        let mut resident = self.program.upload(&host, &extents).map_err(failed)?;
+        self.program.launch(&resident, &self.launches).map_err(failed)?;
+        let code = self.program.status(&mut resident).map_err(failed)?;
+        exec::code_error(code, || None).map_err(|e| e.to_string())?;
+        self.program.download(&resident, &mut host).map_err(failed)?;
+        timings.first_s = t0.elapsed().as_secs_f64();
+        for _ in 0..repeat {
+            // Kernels queue back to back, as a loop's steps do; waiting after each would time
+            // the round trip to the device instead.
+            let t = Instant::now();
+            for _ in 0..LAUNCHES_PER_SAMPLE {
+                self.program.launch(&resident, &self.launches).map_err(failed)?;
+            }
+            let code = self.program.status(&mut resident).map_err(failed)?;
+            exec::code_error(code, || None).map_err(|e| e.to_string())?;
+            timings.preallocated_s.push(t.elapsed().as_secs_f64() / LAUNCHES_PER_SAMPLE as f64);
+            let t = Instant::now();
+            let code = self.program.run(&mut host, &extents, &self.launches).map_err(failed)?;
+            exec::code_error(code, || None).map_err(|e| e.to_string())?;
+            timings.allocating_s.push(t.elapsed().as_secs_f64());
+        }
+        drop(resident);
+        Ok(buffers.into_values(&self.layout, args, names, result_ty))
+    }
+}
