@@ -80,6 +80,42 @@ pub enum Gpu {
     },
     /// One thread: a kernel without domain levels (a whole reduction, a scalar).
     Single,
+    /// A kernel without domain levels whose folds are long sums ([`gpu_split_folds`]): each
+    /// fold runs as [`GPU_PARTS`] partial sums over the fold's steps `p, p + GPU_PARTS, …`
+    /// (neighbouring threads, neighbouring steps), [`GPU_COMBINE`] threads then add those in
+    /// fixed groups, and one thread adds their results to the fold's initial value and stores.
+    /// The grouping is fixed, so every run gives the same bits; float sums are reassociated
+    /// (the schedule's `reassociate` names them).
+    Split,
+}
+
+/// Partial sums of a [`Gpu::Split`] fold: enough threads in flight to stream memory.
+pub const GPU_PARTS: u32 = 1 << 16;
+
+/// Threads combining a [`Gpu::Split`] fold's partial sums, each [`GPU_PARTS`] / this many.
+pub const GPU_COMBINE: u32 = 256;
+
+/// The fewest steps of a fold worth a [`Gpu::Split`].
+pub const GPU_SPLIT_MIN: i64 = 1 << 14;
+
+/// The folds of a kernel without domain levels that a GPU runs as [`Gpu::Split`] sums: every
+/// fold its stores always evaluate, when each is a sum (`acc + x`, of its own type) of at
+/// least [`GPU_SPLIT_MIN`] steps that reads no other fold's accumulator; `None` when any is
+/// not.
+pub fn gpu_split_folds(k: &Kernel) -> Option<Vec<Rc<SExpr>>> {
+    if !k.domain.is_empty() || !k.sets.is_empty() || !matches!(k.kind, KernelKind::Nest(_)) {
+        return None;
+    }
+    let folds = crate::emit_c::hoisted_folds(k);
+    let ids: Vec<u32> =
+        folds.iter().filter_map(|f| if let SExpr::Reduce { id, .. } = &**f { Some(*id) } else { None }).collect();
+    let splits = |f: &Rc<SExpr>| {
+        let SExpr::Reduce { id, vars, scalar, body, .. } = &**f else { return false };
+        let steps: i64 = vars.iter().map(|(_, i)| i.len() as i64).product();
+        let others = ids.iter().any(|&o| o != *id && crate::sym::reads_acc(body, o));
+        !vars.is_empty() && !others && steps >= GPU_SPLIT_MIN && sum_term(body, *id).is_some_and(|(_, s)| s == *scalar)
+    };
+    (!folds.is_empty() && folds.iter().all(splits)).then_some(folds)
 }
 
 /// Threads per GPU block: 256, a multiple of the 32-thread warp that leaves several blocks
@@ -91,7 +127,7 @@ impl Gpu {
     pub fn block(self) -> [u32; 2] {
         match self {
             Gpu::Grid { block } | Gpu::Columns { block } => block,
-            Gpu::Single => [1, 1],
+            Gpu::Single | Gpu::Split => [1, 1],
         }
     }
 
@@ -117,6 +153,10 @@ impl std::fmt::Display for Gpu {
                 write!(f, "gpu: one thread per column ({x}x{y} per block), the scanned dimension in order")
             }
             Gpu::Single => write!(f, "gpu: one thread"),
+            Gpu::Split => write!(
+                f,
+                "gpu: each sum as {GPU_PARTS} partial sums, added in {GPU_COMBINE} groups, then by one thread"
+            ),
         }
     }
 }
@@ -125,7 +165,9 @@ impl std::fmt::Display for Gpu {
 /// one warp to [`GPU_BLOCK`]; all of it for a single level), as tall as the rest of
 /// [`GPU_BLOCK`] threads.
 fn decide_gpu(k: &Kernel) -> Gpu {
-    let Some(inner) = k.domain.last() else { return Gpu::Single };
+    let Some(inner) = k.domain.last() else {
+        return if gpu_split_folds(k).is_some() { Gpu::Split } else { Gpu::Single };
+    };
     // A single level has no outer points: the whole block runs along it.
     let x = match k.domain.len() {
         1 => GPU_BLOCK,
@@ -208,8 +250,19 @@ pub fn schedule(p: &mut KernelProgram) {
 /// The schedule of kernel `k` of `p`.
 pub fn decide(p: &KernelProgram, k: &Kernel) -> Schedule {
     if p.gpu.is_some() {
-        // Each thread folds in the interpreter's order: nothing is reassociated.
-        return Schedule { work: work(k), gpu: Some(decide_gpu(k)), ..Schedule::default() };
+        // Each thread folds in the interpreter's order; only a split sum is reassociated.
+        let gpu = decide_gpu(k);
+        let reassociate = match (gpu, gpu_split_folds(k)) {
+            (Gpu::Split, Some(folds)) => folds
+                .iter()
+                .filter_map(|f| match &**f {
+                    SExpr::Reduce { id, scalar, .. } if scalar.is_float() => Some(*id),
+                    _ => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        return Schedule { work: work(k), reassociate, gpu: Some(gpu), ..Schedule::default() };
     }
     let mut reassociate = Vec::new();
     for e in k.exprs() {

@@ -61,10 +61,11 @@ struct Case {
 }
 
 /// Program `k`'s CUDA inside a namespace of its own (the kernels' C linkage dropped: every
-/// program names its kernels alike), and its launcher `emulate_{k}`.
-fn unit_source(k: usize, cuda: &str, kernels: usize) -> String {
+/// program names its kernels alike), and its launcher `emulate_{k}`, which runs launch `i` of
+/// `launches`.
+fn unit_source(k: usize, cuda: &str, launches: &[Launch]) -> String {
     let body = cuda.replace("extern \"C\" __global__", "__global__");
-    let list: Vec<String> = (0..kernels).map(|i| format!("p{k}::strata_kernel{i}")).collect();
+    let list: Vec<String> = launches.iter().map(|l| format!("p{k}::{}", l.function)).collect();
     format!(
         "namespace p{k} {{\n{body}\n}}\nextern \"C\" int emulate_{k}(int kernel, void *const *buf, unsigned gx, unsigned gy, unsigned bx, unsigned by) {{\n  static const strata_kernel_ ks[] = {{{}}};\n  return strata_launch_(ks[kernel], buf, gx, gy, bx, by);\n}}\n",
         list.join(", ")
@@ -142,7 +143,7 @@ fn cuda_kernels_emulated_on_the_host_equal_the_interpreter() {
         .map(|(u, chunk)| {
             let mut src = EMULATION.to_string();
             for (i, (cuda, c)) in chunk.iter().enumerate() {
-                src.push_str(&unit_source(u * 24 + i, cuda, c.program.kernels.len()));
+                src.push_str(&unit_source(u * 24 + i, cuda, &launches(&c.program)));
             }
             src
         })
@@ -187,16 +188,22 @@ fn cuda_kernels_emulated_on_the_host_equal_the_interpreter() {
     let loaded: Vec<libloading::Library> =
         // SAFETY: the units were compiled above from generated code and the emulation.
         libs.iter().map(|so| unsafe { libloading::Library::new(so) }.expect("loads")).collect();
-    let mut compared = Vec::new();
+    let (mut compared, mut reassociated) = (Vec::new(), Vec::new());
     for (k, (_, c)) in cases.iter().enumerate() {
         // SAFETY: `emulate_{k}` is the launcher `unit_source` wrote, of type `Emulate`.
         let emulate: Emulate = unsafe { *loaded[k / 24].get::<Emulate>(format!("emulate_{k}").as_bytes()).unwrap() };
         match (&c.want, run(c, emulate)) {
             (Ok(want), Ok(got)) => {
+                // Bit for bit, but where a split sum reassociates floats.
+                let exact =
+                    c.program.kernels.iter().all(|k| k.schedule.as_ref().is_none_or(|s| s.reassociate.is_empty()));
+                if !exact {
+                    reassociated.push(c.name.clone());
+                }
                 for ((wn, w), (gn, g)) in want.iter().zip(&got) {
                     assert_eq!(wn, gn);
                     assert!(
-                        same(&w.data, &g.data, true),
+                        same(&w.data, &g.data, exact),
                         "{}: `{wn}` differs between the CUDA and the interpreter",
                         c.name
                     );
@@ -215,6 +222,8 @@ fn cuda_kernels_emulated_on_the_host_equal_the_interpreter() {
         "trust.strata@where45",
         "trust.strata@rowsum_rowmax",
         "sparse_native.strata@spmv_csr",
+        "whole_sums.strata@sums",
+        "whole_sums.strata@sum_neighbors",
         "nabla.strata@nabla",
         "tridiagonal.strata@solve_tridiag",
         "gemm_2d.strata@entry",
@@ -226,5 +235,7 @@ fn cuda_kernels_emulated_on_the_host_equal_the_interpreter() {
     ] {
         assert!(compared.iter().any(|c| c == must), "{must} was not compared; compared: {compared:?}");
     }
-    eprintln!("{} entries' CUDA equal the interpreter", compared.len());
+    // Whole float sums run split (schedule::Gpu::Split) and agree up to rounding.
+    assert!(reassociated.iter().any(|c| c == "whole_sums.strata@sums"), "reassociated: {reassociated:?}");
+    eprintln!("{} entries' CUDA equal the interpreter ({} up to rounding)", compared.len(), reassociated.len());
 }

@@ -27,8 +27,9 @@ pub(crate) struct GpuNative {
 pub(crate) fn build(program: &KernelProgram, ordinal: u32) -> Result<GpuNative, String> {
     let (source, extents) = cuda::emit_cuda(program).map_err(|e| e.to_string())?;
     let gpu = strata_gpu::Gpu::open(ordinal).map_err(|e| e.to_string())?;
-    let loaded = strata_gpu::Program::load(&gpu, &source, program.kernels.len()).map_err(|e| e.to_string())?;
-    Ok(GpuNative { layout: Layout::of(program, extents), program: loaded, launches: cuda::launches(program) })
+    let launches = cuda::launches(program);
+    let loaded = strata_gpu::Program::load(&gpu, &source, &launches).map_err(|e| e.to_string())?;
+    Ok(GpuNative { layout: Layout::of(program, extents), program: loaded, launches })
 }
 
 impl GpuNative {

@@ -97,19 +97,20 @@ pub struct Resident {
 }
 
 impl Program {
-    /// Compiles `source` (NVRTC, cached) for `gpu` and loads its kernels
-    /// `strata_kernel0 … strata_kernel{kernels - 1}`.
+    /// Compiles `source` (NVRTC, cached) for `gpu` and loads the function of each of
+    /// `launches`, which [`Self::launch`] then runs in order.
     ///
     /// # Errors
     /// NVRTC's or the driver's.
-    pub fn load(gpu: &Arc<Gpu>, source: &str, kernels: usize) -> Result<Program, GpuError> {
+    pub fn load(gpu: &Arc<Gpu>, source: &str, launches: &[Launch]) -> Result<Program, GpuError> {
         let ptx = crate::compile_for(source, gpu.arch())?;
         let module = gpu
             .ctx
             .load_module(cudarc::nvrtc::Ptx::from_src(ptx))
             .map_err(GpuError::driver("loading the compiled kernels"))?;
-        let functions = (0..kernels)
-            .map(|k| module.load_function(&format!("strata_kernel{k}")).map_err(GpuError::driver("finding a kernel")))
+        let functions = launches
+            .iter()
+            .map(|l| module.load_function(&l.function).map_err(GpuError::driver("finding a kernel")))
             .collect::<Result<_, _>>()?;
         Ok(Program { gpu: gpu.clone(), _module: module, functions })
     }
@@ -152,7 +153,7 @@ impl Program {
         Ok(Resident { buffers, _extents: ext, table, status })
     }
 
-    /// Queues every kernel on the resident buffers, with `launches` (one per kernel, in order).
+    /// Queues every kernel on the resident buffers, with the `launches` it was loaded for.
     ///
     /// # Errors
     /// The driver's.

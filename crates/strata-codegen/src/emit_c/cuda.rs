@@ -55,17 +55,22 @@ fn gpu_schedule(program: &KernelProgram, k: &Kernel) -> Gpu {
     })
 }
 
-/// The launches running `program` at its sizes, one per kernel, in order.
+/// The launches running `program` at its sizes, in order: one per kernel, three for a
+/// [`Gpu::Split`] sum (partial sums, their groups, the result).
 pub fn launches(program: &KernelProgram) -> Vec<Launch> {
-    program
-        .kernels
-        .iter()
-        .enumerate()
-        .map(|(ki, k)| {
-            let g = gpu_schedule(program, k);
-            Launch { function: format!("strata_kernel{ki}"), grid: g.grid(&k.domain), block: g.block() }
-        })
-        .collect()
+    use crate::schedule::{GPU_COMBINE, GPU_PARTS};
+    let mut out = Vec::new();
+    for (ki, k) in program.kernels.iter().enumerate() {
+        let g = gpu_schedule(program, k);
+        let function = format!("strata_kernel{ki}");
+        if g == Gpu::Split {
+            let block = 256;
+            out.push(Launch { function: format!("{function}_parts"), grid: [GPU_PARTS / block, 1], block: [block, 1] });
+            out.push(Launch { function: format!("{function}_combine"), grid: [1, 1], block: [GPU_COMBINE, 1] });
+        }
+        out.push(Launch { function, grid: g.grid(&k.domain), block: g.block() });
+    }
+    out
 }
 
 /// Whether `e` computes with complex scalars.
@@ -127,7 +132,8 @@ pub fn emit_cuda(program: &KernelProgram) -> Result<(String, Vec<i64>), NotOnGpu
 
 fn emit_kernels(out: &mut String, program: &KernelProgram) {
     buffers_comment(out, &format!("`@{}`", program.entry), program);
-    // No reassociation: each thread folds in the interpreter's order.
+    // No reassociation: each thread folds in the interpreter's order (a split sum is
+    // reassociated by its stages, not inside a thread).
     let schedule = Schedule::default();
     for (ki, k) in program.kernels.iter().enumerate() {
         let gpu = gpu_schedule(program, k);
@@ -141,29 +147,146 @@ fn emit_kernels(out: &mut String, program: &KernelProgram) {
             next_entry: Rc::default(),
             conditional_reads: Rc::default(),
         };
-        let first_slot = Slots::count();
-        let mut body = String::new();
-        let _ = writeln!(body, "  int e_ = 0; int *err = &e_; (void)err;");
-        buffer_pointers(&mut body, &em);
-        let mut indent = String::from("  ");
-        let braces = open_grid(&mut body, &k.domain, gpu, &mut indent);
-        match &k.kind {
-            KernelKind::Scan(sk) => {
-                // Arg-best folds run as their plain sequential updates (the C runs them in
-                // vector lanes): the same result.
-                let scan = ScanLoop { arg_best: None, ..sk.scan.clone() };
-                scan::emit_scan_stage(&mut body, &em, &scan, &k.stores, None, &mut indent);
-            }
-            // A GEMM's stores are its meaning: each thread computes its points' dot products.
-            _ => emit_stores(&mut body, &em, &k.stores, &indent),
-        }
-        close_loops(&mut body, &mut indent, braces);
-        let _ = writeln!(body, "  if (e_) atomicMax(status_, e_);\n}}");
         let _ = writeln!(out, "\n/* kernel {ki}: {} — {gpu} */", k.comment);
-        let _ = writeln!(out, "extern \"C\" __global__ void strata_kernel{ki}(void *const *buf, int *status_) {{");
-        out.push_str(&extents::declarations(first_slot, program.buffers.len()));
-        out.push_str(&body);
+        if let (Gpu::Split, Some(folds)) = (gpu, crate::schedule::gpu_split_folds(k)) {
+            emit_split(out, &em, ki, k, &folds);
+            continue;
+        }
+        function(out, &em, &format!("strata_kernel{ki}"), |body| {
+            let mut indent = String::from("  ");
+            let braces = open_grid(body, &k.domain, gpu, &mut indent);
+            match &k.kind {
+                KernelKind::Scan(sk) => {
+                    // Arg-best folds run as their plain sequential updates (the C runs them in
+                    // vector lanes): the same result.
+                    let scan = ScanLoop { arg_best: None, ..sk.scan.clone() };
+                    scan::emit_scan_stage(body, &em, &scan, &k.stores, None, &mut indent);
+                }
+                // A GEMM's stores are its meaning: each thread computes its points' dot products.
+                _ => emit_stores(body, &em, &k.stores, &indent),
+            }
+            close_loops(body, &mut indent, braces);
+        });
     }
+}
+
+/// One `__global__` function `name` over the program's buffer table: the extents it reads,
+/// each thread's error flag (raised into the status word at the end), the buffer pointers,
+/// then what `emit` prints.
+fn function(out: &mut String, em: &Emitter, name: &str, emit: impl FnOnce(&mut String)) {
+    let first_slot = Slots::count();
+    let mut body = String::new();
+    let _ = writeln!(body, "  int e_ = 0; int *err = &e_; (void)err;");
+    buffer_pointers(&mut body, em);
+    emit(&mut body);
+    let _ = writeln!(body, "  if (e_) atomicMax(status_, e_);\n}}");
+    let _ = writeln!(out, "extern \"C\" __global__ void {name}(void *const *buf, int *status_) {{");
+    out.push_str(&extents::declarations(first_slot, em.program.buffers.len()));
+    out.push_str(&body);
+}
+
+/// A [`Gpu::Split`] kernel: `strata_kernel{ki}_parts` computes each fold's partial sums over
+/// the steps `p, p + GPU_PARTS, …` of its variables in row-major order (each thread steps its
+/// coordinates by the digits of `GPU_PARTS`: no division per step), `…_combine` adds them in
+/// `GPU_COMBINE` fixed groups, and `strata_kernel{ki}` adds the groups to each fold's initial
+/// value in one thread and stores.
+fn emit_split(out: &mut String, em: &Emitter, ki: usize, k: &Kernel, folds: &[Rc<SExpr>]) {
+    use crate::schedule::{GPU_COMBINE, GPU_PARTS};
+    let parts = |id: u32| format!("strata_parts{ki}_{id}");
+    let groups = |id: u32| format!("strata_groups{ki}_{id}");
+    for f in folds {
+        let SExpr::Reduce { id, scalar, .. } = &**f else { unreachable!("hoisted folds") };
+        let t = c_type(*scalar);
+        let _ = writeln!(out, "static __device__ {t} {}[{GPU_PARTS}];", parts(*id));
+        let _ = writeln!(out, "static __device__ {t} {}[{GPU_COMBINE}];", groups(*id));
+    }
+    function(out, em, &format!("strata_kernel{ki}_parts"), |body| {
+        let _ = writeln!(
+            body,
+            "  for (int64_t p_ = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; p_ < {GPU_PARTS}; p_ += (int64_t)gridDim.x * blockDim.x) {{"
+        );
+        for f in folds {
+            let SExpr::Reduce { id, vars, scalar, body: step, .. } = &**f else { unreachable!("hoisted folds") };
+            let lens: Vec<String> = vars.iter().map(|(_, iv)| ext(iv.len() as i64)).collect();
+            let n = vars.len() - 1;
+            let _ = writeln!(body, "    {} acc{id} = {};", c_type(*scalar), literal(Sv::zero(*scalar)));
+            let _ = writeln!(body, "    const int64_t n{id}_ = {};", lens.join(" * "));
+            let _ = writeln!(body, "    if (p_ < n{id}_) {{");
+            // The coordinates of step p_, and the digits of GPU_PARTS, innermost first.
+            let _ = writeln!(body, "      int64_t r_ = p_, s_ = {GPU_PARTS};");
+            for i in (0..=n).rev() {
+                match i {
+                    0 => {
+                        let _ = writeln!(body, "      int64_t c{i}_{id} = r_, s{i}_{id} = s_;");
+                    }
+                    _ => {
+                        let l = &lens[i];
+                        let _ = writeln!(
+                            body,
+                            "      int64_t c{i}_{id} = r_ % {l}, s{i}_{id} = s_ % {l}; r_ /= {l}; s_ /= {l};"
+                        );
+                    }
+                }
+            }
+            let _ = writeln!(body, "      for (int64_t t_ = p_; t_ < n{id}_; t_ += {GPU_PARTS}) {{");
+            for (i, (v, iv)) in vars.iter().enumerate() {
+                let _ = writeln!(
+                    body,
+                    "        const int64_t {} = {};",
+                    var(v.as_str()),
+                    offset(&ext(iv.start), &format!("c{i}_{id}"))
+                );
+            }
+            let _ = writeln!(body, "        {{ {} }}", em.fold_step(*id, step));
+            // The next step, GPU_PARTS on: add the digits with carries (each digit stays
+            // below its length, so a carry is 0 or 1).
+            let _ = write!(body, "        int64_t k_ = 0;");
+            for i in (1..=n).rev() {
+                let l = &lens[i];
+                let _ = write!(body, " c{i}_{id} += s{i}_{id} + k_; k_ = c{i}_{id} >= {l}; c{i}_{id} -= k_ * {l};");
+            }
+            let _ = writeln!(body, " c0_{id} += s0_{id} + k_;");
+            let _ = writeln!(body, "      }}\n    }}\n    {}[p_] = acc{id};", parts(*id));
+        }
+        let _ = writeln!(body, "  }}");
+    });
+    function(out, em, &format!("strata_kernel{ki}_combine"), |body| {
+        let _ = writeln!(
+            body,
+            "  for (int64_t g_ = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g_ < {GPU_COMBINE}; g_ += (int64_t)gridDim.x * blockDim.x) {{"
+        );
+        for f in folds {
+            let SExpr::Reduce { id, scalar, .. } = &**f else { unreachable!("hoisted folds") };
+            let sum = em.binary(BinaryOp::Plus, "a_", &format!("{}[g_ + {GPU_COMBINE} * r_]", parts(*id)), *scalar);
+            let _ = writeln!(
+                body,
+                "    {{ {} a_ = {}[g_]; for (int64_t r_ = 1; r_ < {}; ++r_) a_ = {sum}; {}[g_] = a_; }}",
+                c_type(*scalar),
+                parts(*id),
+                GPU_PARTS / GPU_COMBINE,
+                groups(*id)
+            );
+        }
+        let _ = writeln!(body, "  }}");
+    });
+    function(out, em, &format!("strata_kernel{ki}"), |body| {
+        let mut indent = String::from("  ");
+        let braces = open_grid(body, &[], Gpu::Single, &mut indent);
+        let mut hoisted = Vec::new();
+        let stores = hoisted_stores(k, &mut hoisted);
+        for f in folds {
+            let SExpr::Reduce { id, scalar, init, .. } = &**f else { unreachable!("hoisted folds") };
+            let sum = em.binary(BinaryOp::Plus, &format!("acc{id}"), &format!("{}[g_]", groups(*id)), *scalar);
+            let _ = writeln!(
+                body,
+                "{indent}{} acc{id} = {}; for (int64_t g_ = 0; g_ < {GPU_COMBINE}; ++g_) acc{id} = {sum};",
+                c_type(*scalar),
+                em.value(init)
+            );
+        }
+        emit_stores(body, em, &stores, &indent);
+        close_loops(body, &mut indent, braces);
+    });
 }
 
 /// Opens the loops giving each thread its points of `domain` as `gpu` maps them (grid-stride
