@@ -364,8 +364,7 @@ pub fn bit_exact(program: &KernelProgram) -> bool {
             crate::sym::for_each_part(e, &mut |q| any(q, found));
         }
     }
-    let mut found =
-        program.kernels.iter().any(|k| k.matmul().is_some() || !schedule_of(program, k).reassociate.is_empty());
+    let mut found = program.kernels.iter().any(|k| k.matmul().is_some() || !schedule_of(k).reassociate.is_empty());
     for e in program.kernels.iter().flat_map(Kernel::exprs) {
         any(crate::sym::Part::Expr(e), &mut found);
     }
@@ -424,10 +423,10 @@ fn invariant(r: &Rc<SExpr>, vars: &[(strata_ir::DimName, strata_ir::Interval)], 
     !crate::sym::free_vars(r).iter().any(|v| vars.iter().any(|(d, _)| d == v)) && !crate::sym::reads_acc(r, id)
 }
 
-/// The schedule of kernel `k`: the `schedule` pass's, or decided now for a program that did
-/// not run the pipeline.
-fn schedule_of(program: &KernelProgram, k: &Kernel) -> Schedule {
-    k.schedule.clone().unwrap_or_else(|| crate::schedule::decide(program, k))
+/// The schedule of kernel `k`, as the `schedule` pass decided it: the printers print what it
+/// says and decide nothing (every lowered program has run the pass, which is not optional).
+fn schedule_of(k: &Kernel) -> &Schedule {
+    k.schedule.as_ref().expect("the schedule pass decides every kernel's schedule")
 }
 
 /// Whether `e` always exists at a point of kernel `k` (no skip, no unstored entry).
@@ -533,10 +532,9 @@ fn buffer_pointers(body: &mut String, em: &Emitter) {
 fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
     buffers_comment(out, &format!("`@{}` -> {symbol}", program.entry), program);
     for (ki, k) in program.kernels.iter().enumerate() {
-        let schedule = schedule_of(program, k);
         let em = Emitter {
             program,
-            schedule: &schedule,
+            schedule: schedule_of(k),
             local: None,
             sets: &k.sets,
             windows: k.windows(),
@@ -556,7 +554,7 @@ fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
         let _ = writeln!(
             body,
             "  const int par_ = {} >= {}; (void)par_;  /* enough work for threads */",
-            ext(schedule.work),
+            ext(em.schedule.work),
             crate::schedule::PARALLEL_MIN
         );
         buffer_pointers(&mut body, &em);

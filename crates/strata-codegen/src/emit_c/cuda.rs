@@ -46,22 +46,19 @@ impl std::fmt::Display for Launch {
     }
 }
 
-/// The GPU schedule of kernel `k` of a program lowered for a GPU.
-fn gpu_schedule(program: &KernelProgram, k: &Kernel) -> Gpu {
-    schedule_of(program, k).gpu.unwrap_or_else(|| {
-        let mut p = program.clone();
-        p.gpu.get_or_insert(0);
-        crate::schedule::decide(&p, k).gpu.expect("a GPU program's schedule")
-    })
+/// The GPU schedule of kernel `k` of a program lowered for a GPU ([`emit_cuda`] checks that it
+/// was).
+fn gpu_schedule(k: &Kernel) -> Gpu {
+    schedule_of(k).gpu.expect("a program lowered for a GPU")
 }
 
-/// The launches running `program` at its sizes, in order: one per kernel, three for a
+/// The launches running `program` (lowered for a GPU) at its sizes, in order: one per kernel, three for a
 /// [`Gpu::Split`] sum (partial sums, their groups, the result).
 pub fn launches(program: &KernelProgram) -> Vec<Launch> {
     use crate::schedule::{GPU_COMBINE, GPU_PARTS};
     let mut out = Vec::new();
     for (ki, k) in program.kernels.iter().enumerate() {
-        let g = gpu_schedule(program, k);
+        let g = gpu_schedule(k);
         let function = format!("strata_kernel{ki}");
         if g == Gpu::Split {
             let block = 256;
@@ -117,6 +114,14 @@ fn supported(program: &KernelProgram, k: &Kernel) -> Result<(), String> {
 /// [`NotOnGpu`]: a kernel the CUDA back end cannot print yet.
 pub fn emit_cuda(program: &KernelProgram) -> Result<(String, Vec<i64>), NotOnGpu> {
     for (ki, k) in program.kernels.iter().enumerate() {
+        if program.gpu.is_none() || schedule_of(k).gpu.is_none() {
+            return Err(NotOnGpu {
+                entry: program.entry.clone(),
+                kernel: ki,
+                comment: k.comment.clone(),
+                why: "the program was not lowered for a GPU (`LowerOptions::gpu`)".into(),
+            });
+        }
         supported(program, k).map_err(|why| NotOnGpu {
             entry: program.entry.clone(),
             kernel: ki,
@@ -136,7 +141,7 @@ fn emit_kernels(out: &mut String, program: &KernelProgram) {
     // reassociated by its stages, not inside a thread).
     let schedule = Schedule::default();
     for (ki, k) in program.kernels.iter().enumerate() {
-        let gpu = gpu_schedule(program, k);
+        let gpu = gpu_schedule(k);
         let em = Emitter {
             program,
             schedule: &schedule,
