@@ -220,13 +220,13 @@ impl PassSet {
 }
 
 /// The passes a GPU program skips: each shapes loops for a CPU (strips and windows sized to its
-/// caches, folds stepped in vector lanes, a CPU GEMM library, per-strip scratch arrays,
-/// sequential merges over stored coordinates); on a GPU each thread computes whole points.
+/// caches, folds stepped in vector lanes, a CPU GEMM library, per-strip scratch arrays, row
+/// workspaces); on a GPU each thread computes whole points. (Co-iteration stays: a fold over
+/// stored coordinates is a loop inside one thread — a CSR product runs a thread per row.)
 pub fn gpu_skipped() -> PassSet {
     PassSet::from_names([
         "fuse-scans",
         "recognize-matmul",
-        "coiterate",
         "gustavson",
         "stage-windows",
         "strip-crosswise-folds",

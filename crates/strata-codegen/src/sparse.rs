@@ -388,9 +388,12 @@ fn kernel_sets(program: &KernelProgram, k: &Kernel) -> Vec<CoIteration> {
     // Left-out points keep the buffer's initial content: zeros for results and temporaries,
     // but the caller's data in an `out` parameter, which the assignment overwrites everywhere.
     let fresh = k.stores.iter().all(|st| program.buffers[st.buffer].param.is_none());
+    // On a GPU a domain level stays dense: its points are the grid's, a thread each (the folds
+    // inside a point still visit stored coordinates, in the thread's own loops).
+    let domain_sets = fresh && program.gpu.is_none();
     let mut outer: Vec<DimName> = Vec::new();
     for l in &k.domain {
-        let cands = if fresh { candidates(program, &values, &l.name, &outer) } else { Vec::new() };
+        let cands = if domain_sets { candidates(program, &values, &l.name, &outer) } else { Vec::new() };
         if let Some(set) = choose(program, &cands, &alone, &together) {
             let merge = matches!(set, IterSet::Union(_));
             out.push(CoIteration { var: l.name.clone(), range: l.interval, set, merge });
