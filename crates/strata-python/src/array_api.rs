@@ -712,6 +712,13 @@ fn collect(x: &PyArr) -> R {
     wrap(sa::collect(&x.0))
 }
 
+/// `x` moved to `device` (`"cpu"`, `"gpu0"`, …): an explicit move; what reads the result
+/// computes there (compute follows data).
+#[pyfunction]
+fn to_device(x: &PyArr, device: &str) -> R {
+    wrap(sa::to_device(&x.0, device))
+}
+
 /// `take(x, indices, axis)`.
 #[pyfunction]
 #[pyo3(signature = (x, indices, axis = None))]
@@ -920,6 +927,7 @@ pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(set_index, &m)?,
         wrap_pyfunction!(distribute, &m)?,
         wrap_pyfunction!(collect, &m)?,
+        wrap_pyfunction!(to_device, &m)?,
         wrap_pyfunction!(take, &m)?,
         wrap_pyfunction!(mask, &m)?,
         wrap_pyfunction!(sorting, &m)?,

@@ -46,7 +46,7 @@ from ._strata import compile as _compile
 from ._strata import array as _array_ext
 from . import fields as _fields
 from . import placement as _placement
-from .placement import Place, Team, load_array, save, world
+from .placement import Place, Team, gpu, load_array, save, world
 from .fields import *  # noqa: F401,F403 - fields over named dimensions are part of the package's API
 
 __all__ = [
@@ -63,6 +63,7 @@ __all__ = [
     "Team",
     "VerifyError",
     "compile",
+    "gpu",
     "load",
     "load_array",
     "save",

@@ -106,14 +106,17 @@ def _dev(device: Any) -> Any:
 
 
 def _moved(x: "Array", device: Any) -> "Array":
-    """`x` at `device` (`None`: where it is): distributed onto a team or collected off it."""
+    """`x` at `device` (`None`: where it is): distributed onto a team or collected off it, or
+    moved between the host and a GPU (`strata.gpu(n)`)."""
     p = _placement.place_of(device)
     if p is None or p == x.device:
         return x
+    if p.team is not None and p.device != "cpu":
+        raise ValueError(f"device {p!r}: team arrays live on the host (`cpu`) so far")
     if x._x.team is not None:
         x = _wrap(_a.collect(x._x))
-    if p.device != "cpu":
-        raise ValueError(f"device {p.device!r}: Strata's Python arrays live on the host (`cpu`)")
+    if p.device != x._x.device:
+        return _wrap(_a.to_device(x._x, p.device))
     if p.team is not None and x.ndim > 0:
         _, ranks = _dev(p)  # joins the job first
         return _wrap(_a.distribute(x._x, ranks))
@@ -177,7 +180,8 @@ class Array:
 
     def to_device(self, device: Any, stream: Any = None) -> "Array":
         """The array at `device`: onto a team (`strata.world`: distributed along the first axis)
-        or off it onto the host (`"cpu"`: gathered whole on every rank)."""
+        or off it onto the host (`"cpu"`: gathered whole on every rank), or onto a GPU
+        (`strata.gpu(n)`: what reads it computes there) and back."""
         return _moved(self, device)
 
     # ---- reading ----

@@ -109,6 +109,16 @@ class Place:
         return f"strata.Place(device={self.device!r}, team=strata.world)"
 
 
+def gpu(n: int = 0) -> Place:
+    """CUDA GPU `n` as a device (`device=strata.gpu(0)`, `x.to_device(strata.gpu(0))`): what
+    reads arrays placed there computes there (compute follows data); needs an NVIDIA driver and
+    NVRTC (docs/runtime.md, "GPUs"). The array's values come back to the host after each
+    evaluation."""
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        raise ValueError(f"gpu({n!r}): a GPU's number, 0 or more")
+    return Place(f"gpu{n}")
+
+
 def place_of(device: Any) -> Optional[Place]:
     """The placement a `device=` argument names (None: the default, the host)."""
     if device is None:
@@ -130,6 +140,8 @@ def device_arg(device: Any) -> Any:
         return None
     if p.team is None:
         return p.device
+    if p.device != "cpu":
+        raise ValueError(f"device {p!r}: team arrays live on the host (`cpu`) so far")
     _join()
     return (p.device, _WORLD_RANKS)
 
