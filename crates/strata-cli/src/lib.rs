@@ -229,6 +229,13 @@ pub fn cmd_launch(ranks: usize, command: &[String]) -> i32 {
 /// `strata run`: exit 0 on success, 1 on any failure — diagnostics, bad or unreadable data,
 /// missing arguments, run-time errors (clap itself exits 2 on malformed command lines).
 pub fn cmd_run(file: &Path, opts: &RunOptions) -> i32 {
+    let on_gpu = opts.device.as_deref().is_some_and(|d| d != "cpu");
+    if on_gpu && (opts.ranks.is_some() || strata_dist::launched_by_mpi()) {
+        eprintln!(
+            "error: --device with --ranks: distributed runs on GPUs are not supported yet (each rank runs on the host)"
+        );
+        return 1;
+    }
     if strata_dist::launched_by_mpi() {
         return dist_run::run_rank(file, opts);
     }

@@ -115,4 +115,8 @@ fn a_device_no_back_end_runs_is_an_error() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("no back end runs device `npu0`"), "{err}");
     let _ = std::fs::remove_file(&file);
+    let out = strata().arg("run").arg(&ex).args(["--ranks", "2", "--device", "gpu0"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("distributed runs on GPUs are not supported yet"), "{err}");
 }
