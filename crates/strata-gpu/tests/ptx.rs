@@ -1,4 +1,4 @@
-//! Every entry of the bundled examples and benchmarks, lowered for a GPU: printed as CUDA
+//! Every entry of the bundled examples, benchmarks and test programs, lowered for a GPU: printed as CUDA
 //! (or refused with the back end's reason — never a panic), compiled to PTX for `sm_90` by
 //! NVRTC, and the PTX assembled by `ptxas`. No GPU is needed: NVRTC and ptxas come from
 //! NVIDIA's pip wheels, which the project's Python environment holds (`scripts/python-env`
@@ -33,6 +33,7 @@ fn lower_all() -> Vec<(String, Outcome)> {
     let mut files = Vec::new();
     strata_files(&root().join("examples"), &mut files);
     strata_files(&root().join("bench/workloads"), &mut files);
+    strata_files(&root().join("tests/programs"), &mut files);
     let mut out = Vec::new();
     for f in files {
         let source = std::fs::read_to_string(&f).unwrap();
