@@ -78,6 +78,17 @@ pub enum Gpu {
         /// Threads along x and along y per block.
         block: [u32; 2],
     },
+    /// A kernel whose points each fold long rows contiguous in memory (row sums, a dense
+    /// matrix–vector product; [`gpu_lane_folds`]): each point's folds first run as
+    /// [`GPU_LANES`] partial sums by neighbouring threads (lane `l` steps `l, l + 32, …`: a
+    /// warp reads neighbouring elements of the row) into scratch memory, then a thread per
+    /// point (blocks as [`Gpu::Grid`]) adds its lanes' sums, in lane order, to each fold's
+    /// initial value and stores. The grouping is fixed, so every run gives the same bits;
+    /// float sums are reassociated (the schedule's `reassociate` names them).
+    Lanes {
+        /// Threads along x and along y per block of the per-point stage.
+        block: [u32; 2],
+    },
     /// One thread: a kernel without domain levels (a whole reduction, a scalar).
     Single,
     /// A kernel without domain levels whose folds are long sums ([`gpu_split_folds`]): each
@@ -87,6 +98,42 @@ pub enum Gpu {
     /// The grouping is fixed, so every run gives the same bits; float sums are reassociated
     /// (the schedule's `reassociate` names them).
     Split,
+}
+
+/// Lanes per point of a [`Gpu::Lanes`] kernel: one warp.
+pub const GPU_LANES: u32 = 32;
+
+/// The fewest steps of a fold worth [`Gpu::Lanes`].
+pub const GPU_LANES_MIN: i64 = 256;
+
+/// The folds of a kernel with domain levels that a GPU runs as [`Gpu::Lanes`]: every fold its
+/// stores always evaluate, when each is a sum (`acc + x`, of its own type) of at least
+/// [`GPU_LANES_MIN`] steps along rows contiguous in memory (`emit_c::contiguous_fold`) that
+/// reads no other fold's accumulator; `None` when any is not.
+pub fn gpu_lane_folds(k: &Kernel) -> Option<Vec<Rc<SExpr>>> {
+    if k.domain.is_empty() {
+        return None;
+    }
+    gpu_sums(k, GPU_LANES_MIN, &|f| crate::emit_c::contiguous_fold(f))
+}
+
+/// Every fold kernel `k`'s stores always evaluate, when the kernel is a plain nest and each
+/// fold is a sum (`acc + x`, of its own type) of at least `min` steps that reads no other
+/// fold's accumulator and meets `also`; `None` when any is not.
+fn gpu_sums(k: &Kernel, min: i64, also: &dyn Fn(&Rc<SExpr>) -> bool) -> Option<Vec<Rc<SExpr>>> {
+    if !k.sets.is_empty() || !matches!(k.kind, KernelKind::Nest(_)) {
+        return None;
+    }
+    let folds = crate::emit_c::hoisted_folds(k);
+    let ids: Vec<u32> =
+        folds.iter().filter_map(|f| if let SExpr::Reduce { id, .. } = &**f { Some(*id) } else { None }).collect();
+    let sums = |f: &Rc<SExpr>| {
+        let SExpr::Reduce { id, vars, scalar, body, .. } = &**f else { return false };
+        let steps: i64 = vars.iter().map(|(_, i)| i.len() as i64).product();
+        let others = ids.iter().any(|&o| o != *id && crate::sym::reads_acc(body, o));
+        !vars.is_empty() && !others && steps >= min && sum_term(body, *id).is_some_and(|(_, s)| s == *scalar) && also(f)
+    };
+    (!folds.is_empty() && folds.iter().all(sums)).then_some(folds)
 }
 
 /// Partial sums of a [`Gpu::Split`] fold: enough threads in flight to stream memory.
@@ -103,19 +150,10 @@ pub const GPU_SPLIT_MIN: i64 = 1 << 14;
 /// least [`GPU_SPLIT_MIN`] steps that reads no other fold's accumulator; `None` when any is
 /// not.
 pub fn gpu_split_folds(k: &Kernel) -> Option<Vec<Rc<SExpr>>> {
-    if !k.domain.is_empty() || !k.sets.is_empty() || !matches!(k.kind, KernelKind::Nest(_)) {
+    if !k.domain.is_empty() {
         return None;
     }
-    let folds = crate::emit_c::hoisted_folds(k);
-    let ids: Vec<u32> =
-        folds.iter().filter_map(|f| if let SExpr::Reduce { id, .. } = &**f { Some(*id) } else { None }).collect();
-    let splits = |f: &Rc<SExpr>| {
-        let SExpr::Reduce { id, vars, scalar, body, .. } = &**f else { return false };
-        let steps: i64 = vars.iter().map(|(_, i)| i.len() as i64).product();
-        let others = ids.iter().any(|&o| o != *id && crate::sym::reads_acc(body, o));
-        !vars.is_empty() && !others && steps >= GPU_SPLIT_MIN && sum_term(body, *id).is_some_and(|(_, s)| s == *scalar)
-    };
-    (!folds.is_empty() && folds.iter().all(splits)).then_some(folds)
+    gpu_sums(k, GPU_SPLIT_MIN, &|_| true)
 }
 
 /// Threads per GPU block: 256, a multiple of the 32-thread warp that leaves several blocks
@@ -126,7 +164,7 @@ impl Gpu {
     /// Threads per block along x and y.
     pub fn block(self) -> [u32; 2] {
         match self {
-            Gpu::Grid { block } | Gpu::Columns { block } => block,
+            Gpu::Grid { block } | Gpu::Columns { block } | Gpu::Lanes { block } => block,
             Gpu::Single | Gpu::Split => [1, 1],
         }
     }
@@ -152,6 +190,10 @@ impl std::fmt::Display for Gpu {
             Gpu::Columns { block: [x, y] } => {
                 write!(f, "gpu: one thread per column ({x}x{y} per block), the scanned dimension in order")
             }
+            Gpu::Lanes { block: [x, y] } => write!(
+                f,
+                "gpu: each point's sums as {GPU_LANES} lanes' partial sums, then a thread per point ({x}x{y} per block) adds them"
+            ),
             Gpu::Single => write!(f, "gpu: one thread"),
             Gpu::Split => write!(
                 f,
@@ -176,6 +218,7 @@ fn decide_gpu(k: &Kernel) -> Gpu {
     let block = [x, GPU_BLOCK / x];
     match k.kind {
         KernelKind::Scan(_) => Gpu::Columns { block },
+        _ if gpu_lane_folds(k).is_some() => Gpu::Lanes { block },
         _ => Gpu::Grid { block },
     }
 }
@@ -250,10 +293,16 @@ pub fn schedule(p: &mut KernelProgram) {
 /// The schedule of kernel `k` of `p`.
 pub fn decide(p: &KernelProgram, k: &Kernel) -> Schedule {
     if p.gpu.is_some() {
-        // Each thread folds in the interpreter's order; only a split sum is reassociated.
+        // Each thread folds in the interpreter's order; only split sums and lanes' sums are
+        // reassociated.
         let gpu = decide_gpu(k);
-        let reassociate = match (gpu, gpu_split_folds(k)) {
-            (Gpu::Split, Some(folds)) => folds
+        let folds = match gpu {
+            Gpu::Split => gpu_split_folds(k),
+            Gpu::Lanes { .. } => gpu_lane_folds(k),
+            _ => None,
+        };
+        let reassociate = match folds {
+            Some(folds) => folds
                 .iter()
                 .filter_map(|f| match &**f {
                     SExpr::Reduce { id, scalar, .. } if scalar.is_float() => Some(*id),

@@ -89,7 +89,10 @@ fn run(c: &Case, emulate: Emulate) -> Result<Vec<(String, Tensor)>, String> {
         memory.iter().map(|&(p, bytes)| if bytes == 0 { spare.as_mut_ptr().cast() } else { p.cast() }).collect();
     let mut extents = extents.to_vec();
     table.push(extents.as_mut_ptr().cast());
-    for (k, Launch { grid, block, .. }) in launches(&c.program).iter().enumerate() {
+    let all = launches(&c.program);
+    let mut scratch = vec![0u64; all.iter().map(|l| l.scratch).max().unwrap_or(0).div_ceil(8).max(2) as usize];
+    table.push(scratch.as_mut_ptr().cast());
+    for (k, Launch { grid, block, .. }) in all.iter().enumerate() {
         // SAFETY: the table holds the program's buffers (alive, of their types and lengths)
         // and its extents, as the kernels index them.
         let code = unsafe { emulate(k as i32, table.as_ptr(), grid[0], grid[1], block[0], block[1]) };
@@ -224,6 +227,7 @@ fn cuda_kernels_emulated_on_the_host_equal_the_interpreter() {
         "sparse_native.strata@spmv_csr",
         "whole_sums.strata@sums",
         "whole_sums.strata@sum_neighbors",
+        "whole_sums.strata@rows",
         "nabla.strata@nabla",
         "tridiagonal.strata@solve_tridiag",
         "gemm_2d.strata@entry",
@@ -235,7 +239,10 @@ fn cuda_kernels_emulated_on_the_host_equal_the_interpreter() {
     ] {
         assert!(compared.iter().any(|c| c == must), "{must} was not compared; compared: {compared:?}");
     }
-    // Whole float sums run split (schedule::Gpu::Split) and agree up to rounding.
-    assert!(reassociated.iter().any(|c| c == "whole_sums.strata@sums"), "reassociated: {reassociated:?}");
+    // Whole float sums run split (schedule::Gpu::Split) and agree up to rounding; so do rows
+    // summed in lanes (schedule::Gpu::Lanes).
+    for split in ["whole_sums.strata@sums", "whole_sums.strata@rows"] {
+        assert!(reassociated.iter().any(|c| c == split), "{split} not reassociated: {reassociated:?}");
+    }
     eprintln!("{} entries' CUDA equal the interpreter ({} up to rounding)", compared.len(), reassociated.len());
 }

@@ -71,6 +71,8 @@ pub struct Program {
     gpu: Arc<Gpu>,
     _module: Arc<CudaModule>,
     functions: Vec<CudaFunction>,
+    /// The scratch memory the launches need (the most any one needs), in bytes.
+    scratch: u64,
 }
 
 /// One buffer of a run in host memory: where it is, its length in bytes, whether the run
@@ -87,11 +89,12 @@ pub struct HostBuffer {
 }
 
 /// A program's buffers in device memory, with the table the kernels index (each buffer's
-/// device pointer, then the extents') and the status word they raise on an error: kept across
+/// device pointer, then the extents', then the launches' scratch memory) and the status word they raise on an error: kept across
 /// runs, so that a loop's data stays on the GPU.
 pub struct Resident {
     buffers: Vec<CudaSlice<u8>>,
     _extents: CudaSlice<i64>,
+    _scratch: CudaSlice<u8>,
     table: CudaSlice<u64>,
     status: CudaSlice<i32>,
 }
@@ -112,7 +115,8 @@ impl Program {
             .iter()
             .map(|l| module.load_function(&l.function).map_err(GpuError::driver("finding a kernel")))
             .collect::<Result<_, _>>()?;
-        Ok(Program { gpu: gpu.clone(), _module: module, functions })
+        let scratch = launches.iter().map(|l| l.scratch).max().unwrap_or(0);
+        Ok(Program { gpu: gpu.clone(), _module: module, functions, scratch })
     }
 
     /// The GPU it runs on.
@@ -146,11 +150,15 @@ impl Program {
         let ext = s
             .clone_htod(if extents.is_empty() { &[0i64][..] } else { extents })
             .map_err(GpuError::driver("copying the extents"))?;
+        // SAFETY: the launches write their scratch before reading it.
+        let scratch = unsafe { s.alloc::<u8>(self.scratch.max(16) as usize) }
+            .map_err(GpuError::driver("allocating scratch memory"))?;
         let mut table: Vec<u64> = buffers.iter().map(|b| b.device_ptr(s).0).collect();
         table.push(ext.device_ptr(s).0);
+        table.push(scratch.device_ptr(s).0);
         let table = s.clone_htod(&table).map_err(GpuError::driver("copying the buffer table"))?;
         let status = s.alloc_zeros::<i32>(1).map_err(GpuError::driver("allocating the status word"))?;
-        Ok(Resident { buffers, _extents: ext, table, status })
+        Ok(Resident { buffers, _extents: ext, _scratch: scratch, table, status })
     }
 
     /// Queues every kernel on the resident buffers, with the `launches` it was loaded for.

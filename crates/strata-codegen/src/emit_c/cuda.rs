@@ -36,6 +36,9 @@ pub struct Launch {
     pub grid: [u32; 2],
     /// Threads per block along x and y.
     pub block: [u32; 2],
+    /// Scratch memory the launch uses, in bytes: the buffer table's entry after the extents
+    /// (the run allocates the largest any launch needs).
+    pub scratch: u64,
 }
 
 /// `strata_kernel0<<<grid x, grid y, block x, block y>>>` as CUDA writes a launch.
@@ -60,12 +63,25 @@ pub fn launches(program: &KernelProgram) -> Vec<Launch> {
     for (ki, k) in program.kernels.iter().enumerate() {
         let g = gpu_schedule(k);
         let function = format!("strata_kernel{ki}");
-        if g == Gpu::Split {
-            let block = 256;
-            out.push(Launch { function: format!("{function}_parts"), grid: [GPU_PARTS / block, 1], block: [block, 1] });
-            out.push(Launch { function: format!("{function}_combine"), grid: [1, 1], block: [GPU_COMBINE, 1] });
+        let launch =
+            |function: String, grid: [u32; 2], block: [u32; 2], scratch: u64| Launch { function, grid, block, scratch };
+        match g {
+            Gpu::Split => {
+                out.push(launch(format!("{function}_parts"), [GPU_PARTS / 256, 1], [256, 1], 0));
+                out.push(launch(format!("{function}_combine"), [1, 1], [GPU_COMBINE, 1], 0));
+            }
+            Gpu::Lanes { .. } => {
+                let folds = crate::schedule::gpu_lane_folds(k).map_or(0, |f| f.len());
+                let scratch = lanes_scratch(&k.domain, folds);
+                let threads = scratch / 8 / folds.max(1) as u64;
+                let grid = threads.div_ceil(256).clamp(1, (1 << 31) - 1) as u32;
+                out.push(launch(format!("{function}_lanes"), [grid, 1], [256, 1], scratch));
+                out.push(launch(function, g.grid(&k.domain), g.block(), scratch));
+                continue;
+            }
+            _ => {}
         }
-        out.push(Launch { function, grid: g.grid(&k.domain), block: g.block() });
+        out.push(launch(function, g.grid(&k.domain), g.block(), 0));
     }
     out
 }
@@ -159,6 +175,10 @@ fn emit_kernels(out: &mut String, program: &KernelProgram) {
             emit_split(out, &em, ki, k, &folds);
             continue;
         }
+        if let (Gpu::Lanes { .. }, Some(folds)) = (gpu, crate::schedule::gpu_lane_folds(k)) {
+            emit_lanes(out, &em, ki, k, &folds, gpu);
+            continue;
+        }
         function(out, &em, &format!("strata_kernel{ki}"), |body| {
             let mut indent = String::from("  ");
             let braces = open_grid(body, &k.domain, gpu, &mut indent);
@@ -192,9 +212,52 @@ fn function(out: &mut String, em: &Emitter, name: &str, emit: impl FnOnce(&mut S
     out.push_str(&body);
 }
 
+/// Fold `f` (a sum) over the steps `part, part + stride, …` of its variables in row-major
+/// order into `acc{id}` (from zero), at `indent`: each thread steps its coordinates by the
+/// digits of `stride` in the radix of the variables' lengths (no division per step).
+fn strided_fold(body: &mut String, em: &Emitter, f: &Rc<SExpr>, part: &str, stride: u32, indent: &str) {
+    let SExpr::Reduce { id, vars, scalar, body: step, .. } = &**f else { unreachable!("hoisted folds") };
+    let lens: Vec<String> = vars.iter().map(|(_, iv)| ext(iv.len() as i64)).collect();
+    let n = vars.len() - 1;
+    let _ = writeln!(body, "{indent}{} acc{id} = {};", c_type(*scalar), literal(Sv::zero(*scalar)));
+    let _ = writeln!(body, "{indent}const int64_t n{id}_ = {};", lens.join(" * "));
+    let _ = writeln!(body, "{indent}if ({part} < n{id}_) {{");
+    // The coordinates of step `part`, and the digits of the stride, innermost first.
+    let _ = writeln!(body, "{indent}  int64_t r_ = {part}, s_ = {stride};");
+    for i in (0..=n).rev() {
+        let _ = match i {
+            0 => writeln!(body, "{indent}  int64_t c{i}_{id} = r_, s{i}_{id} = s_;"),
+            _ => {
+                let l = &lens[i];
+                writeln!(body, "{indent}  int64_t c{i}_{id} = r_ % {l}, s{i}_{id} = s_ % {l}; r_ /= {l}; s_ /= {l};")
+            }
+        };
+    }
+    let _ = writeln!(body, "{indent}  for (int64_t t_ = {part}; t_ < n{id}_; t_ += {stride}) {{");
+    for (i, (v, iv)) in vars.iter().enumerate() {
+        let at = offset(&ext(iv.start), &format!("c{i}_{id}"));
+        let _ = writeln!(body, "{indent}    const int64_t {} = {at};", var(v.as_str()));
+    }
+    let _ = writeln!(body, "{indent}    {{ {} }}", em.fold_step(*id, step));
+    // The next step: add the stride's digits with carries (each digit stays below its
+    // length, so a carry is 0 or 1).
+    let _ = write!(body, "{indent}    int64_t k_ = 0;");
+    for i in (1..=n).rev() {
+        let l = &lens[i];
+        let _ = write!(body, " c{i}_{id} += s{i}_{id} + k_; k_ = c{i}_{id} >= {l}; c{i}_{id} -= k_ * {l};");
+    }
+    let _ = writeln!(body, " c0_{id} += s0_{id} + k_;");
+    let _ = writeln!(body, "{indent}  }}\n{indent}}}");
+}
+
+/// The type, id and initial value of hoisted fold `f`.
+fn fold_parts(f: &Rc<SExpr>) -> (Scalar, u32, &Rc<SExpr>) {
+    let SExpr::Reduce { id, scalar, init, .. } = &**f else { unreachable!("hoisted folds") };
+    (*scalar, *id, init)
+}
+
 /// A [`Gpu::Split`] kernel: `strata_kernel{ki}_parts` computes each fold's partial sums over
-/// the steps `p, p + GPU_PARTS, …` of its variables in row-major order (each thread steps its
-/// coordinates by the digits of `GPU_PARTS`: no division per step), `…_combine` adds them in
+/// the steps `p, p + GPU_PARTS, …` ([`strided_fold`]), `…_combine` adds them in
 /// `GPU_COMBINE` fixed groups, and `strata_kernel{ki}` adds the groups to each fold's initial
 /// value in one thread and stores.
 fn emit_split(out: &mut String, em: &Emitter, ki: usize, k: &Kernel, folds: &[Rc<SExpr>]) {
@@ -202,10 +265,10 @@ fn emit_split(out: &mut String, em: &Emitter, ki: usize, k: &Kernel, folds: &[Rc
     let parts = |id: u32| format!("strata_parts{ki}_{id}");
     let groups = |id: u32| format!("strata_groups{ki}_{id}");
     for f in folds {
-        let SExpr::Reduce { id, scalar, .. } = &**f else { unreachable!("hoisted folds") };
-        let t = c_type(*scalar);
-        let _ = writeln!(out, "static __device__ {t} {}[{GPU_PARTS}];", parts(*id));
-        let _ = writeln!(out, "static __device__ {t} {}[{GPU_COMBINE}];", groups(*id));
+        let (scalar, id, _) = fold_parts(f);
+        let t = c_type(scalar);
+        let _ = writeln!(out, "static __device__ {t} {}[{GPU_PARTS}];", parts(id));
+        let _ = writeln!(out, "static __device__ {t} {}[{GPU_COMBINE}];", groups(id));
     }
     function(out, em, &format!("strata_kernel{ki}_parts"), |body| {
         let _ = writeln!(
@@ -213,47 +276,9 @@ fn emit_split(out: &mut String, em: &Emitter, ki: usize, k: &Kernel, folds: &[Rc
             "  for (int64_t p_ = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; p_ < {GPU_PARTS}; p_ += (int64_t)gridDim.x * blockDim.x) {{"
         );
         for f in folds {
-            let SExpr::Reduce { id, vars, scalar, body: step, .. } = &**f else { unreachable!("hoisted folds") };
-            let lens: Vec<String> = vars.iter().map(|(_, iv)| ext(iv.len() as i64)).collect();
-            let n = vars.len() - 1;
-            let _ = writeln!(body, "    {} acc{id} = {};", c_type(*scalar), literal(Sv::zero(*scalar)));
-            let _ = writeln!(body, "    const int64_t n{id}_ = {};", lens.join(" * "));
-            let _ = writeln!(body, "    if (p_ < n{id}_) {{");
-            // The coordinates of step p_, and the digits of GPU_PARTS, innermost first.
-            let _ = writeln!(body, "      int64_t r_ = p_, s_ = {GPU_PARTS};");
-            for i in (0..=n).rev() {
-                match i {
-                    0 => {
-                        let _ = writeln!(body, "      int64_t c{i}_{id} = r_, s{i}_{id} = s_;");
-                    }
-                    _ => {
-                        let l = &lens[i];
-                        let _ = writeln!(
-                            body,
-                            "      int64_t c{i}_{id} = r_ % {l}, s{i}_{id} = s_ % {l}; r_ /= {l}; s_ /= {l};"
-                        );
-                    }
-                }
-            }
-            let _ = writeln!(body, "      for (int64_t t_ = p_; t_ < n{id}_; t_ += {GPU_PARTS}) {{");
-            for (i, (v, iv)) in vars.iter().enumerate() {
-                let _ = writeln!(
-                    body,
-                    "        const int64_t {} = {};",
-                    var(v.as_str()),
-                    offset(&ext(iv.start), &format!("c{i}_{id}"))
-                );
-            }
-            let _ = writeln!(body, "        {{ {} }}", em.fold_step(*id, step));
-            // The next step, GPU_PARTS on: add the digits with carries (each digit stays
-            // below its length, so a carry is 0 or 1).
-            let _ = write!(body, "        int64_t k_ = 0;");
-            for i in (1..=n).rev() {
-                let l = &lens[i];
-                let _ = write!(body, " c{i}_{id} += s{i}_{id} + k_; k_ = c{i}_{id} >= {l}; c{i}_{id} -= k_ * {l};");
-            }
-            let _ = writeln!(body, " c0_{id} += s0_{id} + k_;");
-            let _ = writeln!(body, "      }}\n    }}\n    {}[p_] = acc{id};", parts(*id));
+            strided_fold(body, em, f, "p_", GPU_PARTS, "    ");
+            let (_, id, _) = fold_parts(f);
+            let _ = writeln!(body, "    {}[p_] = acc{id};", parts(id));
         }
         let _ = writeln!(body, "  }}");
     });
@@ -263,15 +288,15 @@ fn emit_split(out: &mut String, em: &Emitter, ki: usize, k: &Kernel, folds: &[Rc
             "  for (int64_t g_ = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g_ < {GPU_COMBINE}; g_ += (int64_t)gridDim.x * blockDim.x) {{"
         );
         for f in folds {
-            let SExpr::Reduce { id, scalar, .. } = &**f else { unreachable!("hoisted folds") };
-            let sum = em.binary(BinaryOp::Plus, "a_", &format!("{}[g_ + {GPU_COMBINE} * r_]", parts(*id)), *scalar);
+            let (scalar, id, _) = fold_parts(f);
+            let sum = em.binary(BinaryOp::Plus, "a_", &format!("{}[g_ + {GPU_COMBINE} * r_]", parts(id)), scalar);
             let _ = writeln!(
                 body,
                 "    {{ {} a_ = {}[g_]; for (int64_t r_ = 1; r_ < {}; ++r_) a_ = {sum}; {}[g_] = a_; }}",
-                c_type(*scalar),
-                parts(*id),
+                c_type(scalar),
+                parts(id),
                 GPU_PARTS / GPU_COMBINE,
-                groups(*id)
+                groups(id)
             );
         }
         let _ = writeln!(body, "  }}");
@@ -282,12 +307,89 @@ fn emit_split(out: &mut String, em: &Emitter, ki: usize, k: &Kernel, folds: &[Rc
         let mut hoisted = Vec::new();
         let stores = hoisted_stores(k, &mut hoisted);
         for f in folds {
-            let SExpr::Reduce { id, scalar, init, .. } = &**f else { unreachable!("hoisted folds") };
-            let sum = em.binary(BinaryOp::Plus, &format!("acc{id}"), &format!("{}[g_]", groups(*id)), *scalar);
+            let (scalar, id, init) = fold_parts(f);
+            let sum = em.binary(BinaryOp::Plus, &format!("acc{id}"), &format!("{}[g_]", groups(id)), scalar);
             let _ = writeln!(
                 body,
                 "{indent}{} acc{id} = {}; for (int64_t g_ = 0; g_ < {GPU_COMBINE}; ++g_) acc{id} = {sum};",
-                c_type(*scalar),
+                c_type(scalar),
+                em.value(init)
+            );
+        }
+        emit_stores(body, em, &stores, &indent);
+        close_loops(body, &mut indent, braces);
+    });
+}
+
+/// The scratch memory a [`Gpu::Lanes`] kernel over `domain` with `folds` folds needs: 8 bytes
+/// per lane, point and fold.
+fn lanes_scratch(domain: &[strata_ir::Level], folds: usize) -> u64 {
+    let points: u64 = domain.iter().map(|l| l.interval.len()).product();
+    points * u64::from(crate::schedule::GPU_LANES) * folds as u64 * 8
+}
+
+/// A [`Gpu::Lanes`] kernel: `strata_kernel{ki}_lanes` runs [`GPU_LANES`] threads per point,
+/// lane `l` summing each fold's steps `l, l + GPU_LANES, …` ([`strided_fold`]) into the
+/// scratch memory (the buffer table's entry after the extents: fold `j`'s sums at
+/// `[j][point][lane]`); `strata_kernel{ki}` then adds, per point, its lanes' sums in lane
+/// order to each fold's initial value and stores.
+///
+/// [`GPU_LANES`]: crate::schedule::GPU_LANES
+fn emit_lanes(out: &mut String, em: &Emitter, ki: usize, k: &Kernel, folds: &[Rc<SExpr>], gpu: Gpu) {
+    use crate::schedule::GPU_LANES;
+    let scratch = format!("unsigned char *scratch_ = (unsigned char *)buf[{}];", em.program.buffers.len() + 1);
+    let lens: Vec<String> = k.domain.iter().map(|l| ext(l.interval.len() as i64)).collect();
+    let points = format!("const int64_t points_ = {};", lens.join(" * "));
+    let slot = |j: usize, t: &str, lane: &str| {
+        format!("(({t} *)(scratch_ + (int64_t){j} * points_ * {GPU_LANES} * 8))[pt_ * {GPU_LANES} + {lane}]")
+    };
+    function(out, em, &format!("strata_kernel{ki}_lanes"), |body| {
+        let _ = writeln!(body, "  {scratch}\n  {points}");
+        let _ = writeln!(
+            body,
+            "  for (int64_t g_ = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g_ < points_ * {GPU_LANES}; g_ += (int64_t)gridDim.x * blockDim.x) {{"
+        );
+        let _ = writeln!(
+            body,
+            "    const int64_t lane_ = g_ % {GPU_LANES}, pt_ = g_ / {GPU_LANES};\n    int64_t q_ = pt_;"
+        );
+        for (i, l) in k.domain.iter().enumerate().rev() {
+            let d = var(l.name.as_str());
+            let start = ext(l.interval.start);
+            let _ = match i {
+                0 => writeln!(body, "    const int64_t {d} = {};  /* {} */", offset(&start, "q_"), l.name),
+                _ => writeln!(
+                    body,
+                    "    const int64_t {d} = {}; q_ /= {};  /* {} */",
+                    offset(&start, &format!("q_ % {}", lens[i])),
+                    lens[i],
+                    l.name
+                ),
+            };
+        }
+        for (j, f) in folds.iter().enumerate() {
+            strided_fold(body, em, f, "lane_", GPU_LANES, "    ");
+            let (scalar, id, _) = fold_parts(f);
+            let _ = writeln!(body, "    {} = acc{id};", slot(j, c_type(scalar), "lane_"));
+        }
+        let _ = writeln!(body, "  }}");
+    });
+    function(out, em, &format!("strata_kernel{ki}"), |body| {
+        let _ = writeln!(body, "  {scratch}\n  {points}");
+        let mut indent = String::from("  ");
+        let braces = open_grid(body, &k.domain, gpu, &mut indent);
+        // The point's row-major number among the domain's points.
+        let pt = row_major(&k.domain, |_, l| var(l.name.as_str()));
+        let _ = writeln!(body, "{indent}const int64_t pt_ = {pt};");
+        let mut hoisted = Vec::new();
+        let stores = hoisted_stores(k, &mut hoisted);
+        for (j, f) in folds.iter().enumerate() {
+            let (scalar, id, init) = fold_parts(f);
+            let t = c_type(scalar);
+            let sum = em.binary(BinaryOp::Plus, &format!("acc{id}"), &slot(j, t, "l_"), scalar);
+            let _ = writeln!(
+                body,
+                "{indent}{t} acc{id} = {}; for (int64_t l_ = 0; l_ < {GPU_LANES}; ++l_) acc{id} = {sum};",
                 em.value(init)
             );
         }
