@@ -126,6 +126,12 @@ pub const PASSES: &[Pass] = &[
         run: crate::schedule::schedule,
     },
     Pass {
+        name: "gpu-sums",
+        optional: true,
+        summary: "on a GPU, long sums run as fixed groups of partial sums: a whole sum split over many threads, a point's row sums over a warp's lanes",
+        run: crate::schedule::gpu_sums_pass,
+    },
+    Pass {
         name: "jam-rows",
         optional: true,
         summary: "points that each sum a contiguous row in vector lanes (a matrix-vector product) step their folds four at a time",

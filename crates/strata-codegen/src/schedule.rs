@@ -207,9 +207,7 @@ impl std::fmt::Display for Gpu {
 /// one warp to [`GPU_BLOCK`]; all of it for a single level), as tall as the rest of
 /// [`GPU_BLOCK`] threads.
 fn decide_gpu(k: &Kernel) -> Gpu {
-    let Some(inner) = k.domain.last() else {
-        return if gpu_split_folds(k).is_some() { Gpu::Split } else { Gpu::Single };
-    };
+    let Some(inner) = k.domain.last() else { return Gpu::Single };
     // A single level has no outer points: the whole block runs along it.
     let x = match k.domain.len() {
         1 => GPU_BLOCK,
@@ -218,8 +216,33 @@ fn decide_gpu(k: &Kernel) -> Gpu {
     let block = [x, GPU_BLOCK / x];
     match k.kind {
         KernelKind::Scan(_) => Gpu::Columns { block },
-        _ if gpu_lane_folds(k).is_some() => Gpu::Lanes { block },
         _ => Gpu::Grid { block },
+    }
+}
+
+/// The `gpu-sums` pass (after `schedule`, GPU programs only): a kernel without domain levels
+/// whose folds are long sums runs them split ([`Gpu::Split`]), a nest whose points fold long
+/// contiguous rows runs them in lanes ([`Gpu::Lanes`]); their float sums are then reassociated.
+/// Without it each fold runs in one thread in the interpreter's order.
+pub fn gpu_sums_pass(p: &mut KernelProgram) {
+    if p.gpu.is_none() {
+        return;
+    }
+    for k in &mut p.kernels {
+        let (gpu, folds) = match k.schedule.as_ref().and_then(|s| s.gpu) {
+            Some(Gpu::Single) => (Gpu::Split, gpu_split_folds(k)),
+            Some(Gpu::Grid { block }) => (Gpu::Lanes { block }, gpu_lane_folds(k)),
+            _ => continue,
+        };
+        let (Some(folds), Some(s)) = (folds, k.schedule.as_mut()) else { continue };
+        s.gpu = Some(gpu);
+        s.reassociate = folds
+            .iter()
+            .filter_map(|f| match &**f {
+                SExpr::Reduce { id, scalar, .. } if scalar.is_float() => Some(*id),
+                _ => None,
+            })
+            .collect();
     }
 }
 
@@ -293,25 +316,8 @@ pub fn schedule(p: &mut KernelProgram) {
 /// The schedule of kernel `k` of `p`.
 pub fn decide(p: &KernelProgram, k: &Kernel) -> Schedule {
     if p.gpu.is_some() {
-        // Each thread folds in the interpreter's order; only split sums and lanes' sums are
-        // reassociated.
-        let gpu = decide_gpu(k);
-        let folds = match gpu {
-            Gpu::Split => gpu_split_folds(k),
-            Gpu::Lanes { .. } => gpu_lane_folds(k),
-            _ => None,
-        };
-        let reassociate = match folds {
-            Some(folds) => folds
-                .iter()
-                .filter_map(|f| match &**f {
-                    SExpr::Reduce { id, scalar, .. } if scalar.is_float() => Some(*id),
-                    _ => None,
-                })
-                .collect(),
-            _ => Vec::new(),
-        };
-        return Schedule { work: work(k), reassociate, gpu: Some(gpu), ..Schedule::default() };
+        // Each thread folds in the interpreter's order (`gpu-sums` may split long sums after).
+        return Schedule { work: work(k), gpu: Some(decide_gpu(k)), ..Schedule::default() };
     }
     let mut reassociate = Vec::new();
     for e in k.exprs() {

@@ -3,7 +3,9 @@
 //! emulation of CUDA's thread model — every block and thread of each launch run in turn, with
 //! `blockIdx`, `threadIdx`, `blockDim` and `gridDim` set as the GPU sets them — and must give
 //! the interpreter's result bit for bit on random inputs (each GPU thread folds in the
-//! interpreter's order, and the host's math library is the interpreter's). What this checks is
+//! interpreter's order, and the host's math library is the interpreter's) — up to rounding
+//! where the `gpu-sums` pass reassociates a long float sum; the corpus runs with that pass
+//! and without it. What this checks is
 //! the generated text itself: the grid mapping, the grid-stride loops, the buffer table, the
 //! extents, the statement lambdas, the error codes. What it cannot check (the device's own
 //! math library, memory model and compiler) `scripts/gpu-check` checks on a GPU.
@@ -15,6 +17,7 @@ use std::path::Path;
 use common::same;
 use strata_codegen::emit_c::cuda::{emit_cuda, launches, Launch};
 use strata_codegen::exec::{self, Buffers, Layout};
+use strata_codegen::pipeline::PassSet;
 use strata_codegen::{KernelProgram, LowerOptions};
 use strata_runtime::{Tensor, ValueType};
 
@@ -112,29 +115,35 @@ fn cuda_kernels_emulated_on_the_host_equal_the_interpreter() {
         .filter(|p| p.extension().is_some_and(|x| x == "strata"))
         .collect();
     files.sort();
+    // The whole pipeline, and without `gpu-sums` (every fold in one thread, in order: then
+    // every result must be the interpreter's bit for bit).
     let options = LowerOptions { gpu: Some(0), ..LowerOptions::for_this_machine() };
+    let off = PassSet::from_names(["gpu-sums"]).unwrap();
+    let variants = [("", options.clone()), (" (gpu-sums off)", LowerOptions { disabled: off, ..options })];
     for file in files {
         let text = std::fs::read_to_string(&file).unwrap();
         let module = strata_verify::parse(&text).unwrap();
         let info = strata_verify::verify(&module).unwrap();
         let interp = strata_interp::Interpreter::new(&module, &info.types);
         for (h, f) in module.entries() {
-            let Ok(program) = strata_codegen::lower_with(&module, &info.types, h, &options) else { continue };
-            let Ok((cuda, extents)) = emit_cuda(&program) else { continue };
             let args = common::entry_args(&info.types, f);
             let want = interp.run(h, args.clone()).map(|o| o.values).map_err(|e| e.to_diagnostic().message);
-            cases.push((
-                cuda,
-                Case {
-                    name: format!("{}@{}", file.file_name().unwrap().to_string_lossy(), f.name),
-                    program,
-                    extents,
-                    args,
-                    names: f.params.iter().map(|&q| f.exprs[q].name.clone()).collect(),
-                    result_ty: f.result().map(|r| ValueType::from_ir(&info.types, r)),
-                    want,
-                },
-            ));
+            for (variant, options) in &variants {
+                let Ok(program) = strata_codegen::lower_with(&module, &info.types, h, options) else { continue };
+                let Ok((cuda, extents)) = emit_cuda(&program) else { continue };
+                cases.push((
+                    cuda,
+                    Case {
+                        name: format!("{}@{}{variant}", file.file_name().unwrap().to_string_lossy(), f.name),
+                        program,
+                        extents,
+                        args: args.clone(),
+                        names: f.params.iter().map(|&q| f.exprs[q].name.clone()).collect(),
+                        result_ty: f.result().map(|r| ValueType::from_ir(&info.types, r)),
+                        want: want.clone(),
+                    },
+                ));
+            }
         }
     }
     // Translation units of 24 programs, compiled two at a time.
