@@ -30,4 +30,5 @@ pub use prepared::{
 };
 pub use strata_codegen::compile::libraries_loaded;
 pub use strata_codegen::exec::recycle;
+pub use strata_codegen::placement::gpu_ordinal;
 pub use timings::{median, Timings};

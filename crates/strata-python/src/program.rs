@@ -29,8 +29,8 @@ pub struct Program {
     planned: Mutex<HashMap<String, Arc<spmd::PlannedEntry>>>,
 }
 
-/// An entry's name, the backend and the thread count it was prepared for.
-type PreparedKey = (String, Backend, Option<usize>);
+/// An entry's name, the backend, the thread count and the GPU it was prepared for.
+type PreparedKey = (String, Backend, Option<usize>, Option<u32>);
 
 /// Parses and verifies `text` (`name` is the file name diagnostics show).
 ///
@@ -84,23 +84,27 @@ impl Program {
         f.params.iter().map(|&p| self.param_type(f, p)).collect()
     }
 
-    /// `entry` prepared for `backend` and `threads`, by the first call that asked (which warns
-    /// once when the interpreter runs it although native code was allowed).
+    /// `entry` prepared for `backend`, `threads` and `device` (`gpuN`: its arguments read to
+    /// that GPU, so it computes there), by the first call that asked (which warns once when the
+    /// interpreter runs it although native code was allowed).
     fn prepared(
         &self,
         py: Python<'_>,
         entry: &str,
         backend: Backend,
         threads: Option<usize>,
+        device: Option<&str>,
     ) -> PyResult<Arc<Prepared>> {
-        let key = (entry.to_string(), backend, threads);
+        let gpu = gpu_of(device)?;
+        let key = (entry.to_string(), backend, threads, gpu);
         if let Some(p) = self.prepared.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
             return Ok(p.clone());
         }
         let h = self.entry(entry)?;
         // Tiered under `auto`: a small call of an entry not compiled yet runs in the interpreter
         // while its kernels compile in the background (`strata_engine::tier`).
-        let options = Options { backend, threads, tiered: strata_engine::tiered_default(), ..Options::default() };
+        let mut options = Options { backend, threads, tiered: strata_engine::tiered_default(), ..Options::default() };
+        options.lower.gpu = gpu;
         let (module, types) = (&self.module, &self.types);
         let p = py.detach(|| strata_engine::prepare(module, types, h, &options)).map_err(|e| self.run_error(e))?;
         if let Some(note) = p.note() {
@@ -340,7 +344,7 @@ impl Program {
 
     /// Runs `entry` on the arguments in `args` (by parameter name) and returns its results as
     /// `(name, value)` pairs.
-    #[pyo3(signature = (entry, args, backend = "auto", threads = None))]
+    #[pyo3(signature = (entry, args, backend = "auto", threads = None, device = None))]
     fn run(
         &self,
         py: Python<'_>,
@@ -348,12 +352,18 @@ impl Program {
         args: &Bound<'_, PyDict>,
         backend: &str,
         threads: Option<usize>,
+        device: Option<&str>,
     ) -> PyResult<Vec<(String, Py<PyAny>)>> {
         let backend = Backend::parse(backend).map_err(ArgumentError::new_err)?;
         // On a team, the entry as written runs distributed (`threads`: each rank's share of its
         // node's cores); else an entry with several results runs as the program writing them.
         let team = self.runs_on_team(entry);
-        let prepared = if team { None } else { Some(self.prepared(py, entry, backend, threads)?) };
+        if team && gpu_of(device)?.is_some() {
+            return Err(ArgumentError::new_err(
+                "device: an entry on a team runs on the host (distributed runs on GPUs are not supported yet)",
+            ));
+        }
+        let prepared = if team { None } else { Some(self.prepared(py, entry, backend, threads, device)?) };
         let f = match &prepared {
             Some(p) => &p.module().functions[p.entry()],
             None => &self.module.functions[self.entry(entry)?],
@@ -382,17 +392,28 @@ impl Program {
 
     /// `entry` prepared once for `backend` and `threads`, to be called with its arguments in
     /// parameter order (a time loop's call, with no lookup by name).
-    #[pyo3(signature = (entry, backend = "auto", threads = None))]
-    fn bind(slf: &Bound<'_, Self>, entry: &str, backend: &str, threads: Option<usize>) -> PyResult<Runner> {
+    #[pyo3(signature = (entry, backend = "auto", threads = None, device = None))]
+    fn bind(
+        slf: &Bound<'_, Self>,
+        entry: &str,
+        backend: &str,
+        threads: Option<usize>,
+        device: Option<&str>,
+    ) -> PyResult<Runner> {
         let backend = Backend::parse(backend).map_err(ArgumentError::new_err)?;
         let program = slf.get();
         if program.runs_on_team(entry) {
+            if gpu_of(device)?.is_some() {
+                return Err(ArgumentError::new_err(
+                    "device: an entry on a team runs on the host (distributed runs on GPUs are not supported yet)",
+                ));
+            }
             let f = &program.module.functions[program.entry(entry)?];
             let params = f.params.iter().map(|&p| f.exprs[p].name.clone()).collect();
             let call = Call::Team { team: program.planned(entry)?, backend };
             return Ok(Runner { program: slf.clone().unbind(), call, params });
         }
-        let prepared = program.prepared(slf.py(), entry, backend, threads)?;
+        let prepared = program.prepared(slf.py(), entry, backend, threads, device)?;
         let module = prepared.module();
         let f = &module.functions[prepared.entry()];
         let params = f.params.iter().map(|&p| f.exprs[p].name.clone()).collect();
@@ -449,5 +470,15 @@ impl Runner {
             Call::Local { prepared, types } => program.run_objects(py, prepared, types, &objects),
             Call::Team { team, backend } => program.run_on_team(py, team, *backend, &objects),
         }
+    }
+}
+
+/// The GPU a `device=` argument names: `None` for `"cpu"` or none, `Some(n)` for `gpuN`.
+fn gpu_of(device: Option<&str>) -> PyResult<Option<u32>> {
+    match device {
+        None | Some("cpu") => Ok(None),
+        Some(d) => strata_engine::gpu_ordinal(d)
+            .map(Some)
+            .ok_or_else(|| ArgumentError::new_err(format!("device {d:?}: \"cpu\" or a GPU (\"gpu0\", strata.gpu(0))"))),
     }
 }

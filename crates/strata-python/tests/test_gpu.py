@@ -51,3 +51,29 @@ def test_evaluating_runs_on_the_gpu_or_names_the_driver():
     else:
         with pytest.raises(strata.RunError, match=r"CUDA driver \(libcuda.so.1\) was not found"):
             np.asarray(b)
+
+
+def test_programs_fields_and_stencils_take_a_device():
+    m = strata.compile(
+        """func @axpy(%a: f64, %x: tensor<f64, I[0:100]>, %y: tensor<f64, I[0:100]>) -> tensor<f64, I[0:100]> {
+  return plus(multiplies(%a, %x), %y)
+}"""
+    )
+    x, y = np.linspace(0, 1, 100), np.linspace(2, 3, 100)
+    np.testing.assert_array_equal(m.axpy(np.float64(2.0), x, y, device="cpu"), 2.0 * x + y)
+    with pytest.raises(strata.ArgumentError, match="a GPU"):
+        m.axpy(np.float64(2.0), x, y, device="tpu0")
+    I, J = strata.dims("I J")
+    u = strata.field(np.arange(30.0).reshape(5, 6), I[0:5], J[0:6])
+    lap = u.shift(I, 1) + u.shift(I, -1) - 2.0 * u
+    step = strata.stencil(lambda f: f.shift(J, 1) - f)
+    if HAS_GPU:
+        np.testing.assert_array_equal(m.axpy(np.float64(2.0), x, y, device=strata.gpu(0)), 2.0 * x + y)
+        np.testing.assert_array_equal(lap.numpy(device=strata.gpu(0)), lap.numpy())
+        np.testing.assert_array_equal(step(u, device=strata.gpu(0)), step(u))
+    else:
+        for run in (lambda: m.axpy(np.float64(2.0), x, y, device=strata.gpu(0)),
+                    lambda: lap.numpy(device=strata.gpu(0)),
+                    lambda: step(u, device=strata.gpu(0))):
+            with pytest.raises(strata.RunError, match=r"CUDA driver \(libcuda.so.1\) was not found"):
+                run()

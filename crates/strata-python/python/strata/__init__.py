@@ -87,10 +87,21 @@ else the interpreter), `"native"` or `"interp"`; `threads=` the native threads (
 `$STRATA_NUM_THREADS`, else every core)."""
 
 
+def _device_name(device: Any) -> Optional[str]:
+    """The device name a `device=` argument of a call names: `None`, `"cpu"` or `"gpuN"`."""
+    if device is None:
+        return None
+    p = _placement.place_of(device)
+    if p.team is not None:
+        raise ArgumentError(f"device {device!r}: a call's `device` is `\"cpu\"` or a GPU (strata.gpu(n))")
+    return p.device
+
+
 class Entry:
     """A function or program of a module, callable with numpy arrays.
 
-    Its `__signature__` names its inputs (then `out`, `backend`, `threads`), and its docstring
+    Its `__signature__` names its inputs (then `out`, `backend`, `threads`, `device`: `"cpu"` or
+    `strata.gpu(n)`, where the arguments are read to, so the entry computes there), and its docstring
     gives each parameter's and result's type, dtype and shape, and where the entry is written
     (`help(m.laplacian)`).
     """
@@ -108,7 +119,7 @@ class Entry:
         self.__signature__ = inspect.Signature(
             [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=np.ndarray) for n in self._inputs]
             + [inspect.Parameter("out", kw, default=None), inspect.Parameter("backend", kw, default="auto"),
-               inspect.Parameter("threads", kw, default=None)]
+               inspect.Parameter("threads", kw, default=None), inspect.Parameter("device", kw, default=None)]
         )
         self._param_info = {p["name"]: p for p in self.signature["params"]}
         self._on_team = program.on_team(name)
@@ -137,7 +148,8 @@ class Entry:
         entries = json.loads(self._program.signatures_json())["entries"]
         return next(e for e in entries if e["name"] == self.__name__)
 
-    def __call__(self, *args: Any, out: Any = None, backend: str = "auto", threads: Optional[int] = None, **kwargs: Any):
+    def __call__(self, *args: Any, out: Any = None, backend: str = "auto", threads: Optional[int] = None,
+                 device: Any = None, **kwargs: Any):
         if len(args) > len(self._inputs):
             raise ArgumentError(f"`@{self.__name__}` takes {len(self._inputs)} inputs ({', '.join(self._inputs)}), got {len(args)}")
         given = dict(zip(self._inputs, args))
@@ -157,7 +169,7 @@ class Entry:
         # A program's `out` parameters start as the caller's arrays: what it does not write
         # keeps its value.
         values.update({n: t for n, t in targets.items() if n in self._params})
-        results = dict(self._program.run(self.__name__, values, backend, threads))
+        results = dict(self._program.run(self.__name__, values, backend, threads, _device_name(device)))
         ordered = [_wrap(results[n]) for n in self._outputs]
         if targets:
             ordered = _write_out(self.__name__, self._outputs, ordered, targets)

@@ -334,10 +334,11 @@ class Field:
 
     # ---- evaluation ----
 
-    def numpy(self, backend: str = "auto") -> np.ndarray:
+    def numpy(self, backend: str = "auto", device: Any = None) -> np.ndarray:
         """Evaluates the field over its domain (an array indexed from each interval's start);
-        a field on a team is gathered on every rank (call it on every rank)."""
-        return np.asarray(evaluate(self, backend=backend))
+        a field on a team is gathered on every rank (call it on every rank). `device`
+        (`strata.gpu(n)`) evaluates it on that GPU."""
+        return np.asarray(evaluate(self, backend=backend, device=device))
 
     def __array__(self, dtype=None, copy=None):
         a = self.numpy()
@@ -583,10 +584,11 @@ def _program(f: Field, out: Optional[Field] = None) -> Tuple[Any, List[Any], boo
         raise FieldError(f"{_where()}{e}") from None
 
 
-def evaluate(f: Field, out: Optional[Field] = None, backend: str = "auto") -> np.ndarray:
+def evaluate(f: Field, out: Optional[Field] = None, backend: str = "auto", device: Any = None) -> np.ndarray:
     """Evaluates `f`: over its domain (returning an array), or into `out` — a field made with
     `strata.field` on a numpy array — over `out`'s domain, which `f` must cover (an
-    `out`-sized array is written in place and returned)."""
+    `out`-sized array is written in place and returned). `device` (`strata.gpu(n)`) computes
+    it on that GPU: the arrays are copied there and the result back."""
     if not isinstance(f, Field):
         raise FieldError("`evaluate` takes a field expression")
     if out is not None:
@@ -598,7 +600,9 @@ def evaluate(f: Field, out: Optional[Field] = None, backend: str = "auto") -> np
     program, payloads, whole = _program(f, out)
     if out is None and not f.levels and not payloads:
         raise FieldError("a constant has no domain to evaluate over; combine it with a field")
-    runner = program.bind("fields", backend)
+    from . import _device_name
+
+    runner = program.bind("fields", backend, None, _device_name(device))
     if out is None:
         return _result(runner(*payloads)[0][1])
     return _run_into(lambda buffer: runner(buffer, *payloads)[0][1], out, whole)
@@ -715,7 +719,7 @@ class Stencil:
                 raise FieldError(f"a stencil takes fields and numbers, not `{type(a).__name__}`")
         return tuple(key)
 
-    def _compile(self, key: tuple, args: Sequence[Any], out: Optional[Field], backend: str):
+    def _compile(self, key: tuple, args: Sequence[Any], out: Optional[Field], backend: str, device: Optional[str] = None):
         placeholders = []
         for i, (a, k) in enumerate(zip(args, key)):
             if k[0] == "field":
@@ -740,9 +744,9 @@ class Stencil:
                 sources.append((p.index, None, p.scalar))
             else:
                 sources.append((None, p, None))
-        return program, program.bind("fields", backend), sources, whole
+        return program, program.bind("fields", backend, None, device), sources, whole
 
-    def __call__(self, *args: Any, out: Optional[Field] = None, backend: str = "auto") -> np.ndarray:
+    def __call__(self, *args: Any, out: Optional[Field] = None, backend: str = "auto", device: Any = None) -> np.ndarray:
         # The loop's path: a few microseconds of Python around the compiled program's run. A
         # field already seen has its structure kept; a float is a parameter.
         key = [a._structure if type(a) is Field else _FLOAT_KEY if type(a) is float else None for a in args]
@@ -756,10 +760,15 @@ class Stencil:
             in_place = out._in_place()
             key.append(("out", out._key(), in_place))
         key.append(backend)
+        if device is not None:
+            from . import _device_name
+
+            device = _device_name(device)
+            key.append(("device", device))
         key = tuple(key)
         c = self._compiled.get(key)
         if c is None:
-            c = self._compiled[key] = self._compile(key, args, out, backend)
+            c = self._compiled[key] = self._compile(key, args, out, backend, device)
         _, runner, sources, whole = c
         values = []
         for i, captured, scalar in sources:
