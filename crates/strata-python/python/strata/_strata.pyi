@@ -38,8 +38,16 @@ class Program:
     def why_not_entry(self, name: str) -> str: ...
     def on_team(self, entry: str) -> bool: ...
     def run(
-        self, entry: str, args: Dict[str, Any], backend: str = "auto", threads: Optional[int] = None
+        self,
+        entry: str,
+        args: Dict[str, Any],
+        backend: str = "auto",
+        threads: Optional[int] = None,
+        device: Optional[str] = None,
     ) -> List[Tuple[str, Any]]: ...
+    def bind(
+        self, entry: str, backend: str = "auto", threads: Optional[int] = None, device: Optional[str] = None
+    ) -> Any: ...
 
 def compile(text: str, name: str = "<string>") -> Program: ...
 
