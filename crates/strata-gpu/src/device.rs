@@ -106,10 +106,10 @@ impl Program {
     /// # Errors
     /// NVRTC's or the driver's.
     pub fn load(gpu: &Arc<Gpu>, source: &str, launches: &[Launch]) -> Result<Program, GpuError> {
-        let ptx = crate::compile_for(source, gpu.arch())?;
+        let cubin = crate::cubin_for(source, gpu.arch())?;
         let module = gpu
             .ctx
-            .load_module(cudarc::nvrtc::Ptx::from_src(ptx))
+            .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
             .map_err(GpuError::driver("loading the compiled kernels"))?;
         let functions = launches
             .iter()

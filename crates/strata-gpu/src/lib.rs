@@ -1,6 +1,7 @@
 //! Strata's GPU runtime: runs a kernel program lowered for a GPU
 //! ([`strata_codegen::LowerOptions::gpu`]) on an NVIDIA GPU. NVRTC compiles the CUDA that
-//! `strata_codegen::emit_c::cuda` prints to PTX ([`compile`], cached on disk like C kernels);
+//! `strata_codegen::emit_c::cuda` prints to the device's machine code ([`cubin_for`]; PTX with
+//! [`compile_for`]), cached on disk like C kernels;
 //! the CUDA driver loads it and launches each kernel as its GPU schedule says
 //! ([`Program::run`]), with the program's buffers in device memory ([`Resident`]).
 //!
@@ -12,7 +13,7 @@ mod compile;
 mod device;
 mod libraries;
 
-pub use compile::{compile, compile_for, nvrtc_version};
+pub use compile::{compile, compile_for, cubin_for, nvrtc_version};
 pub use device::{Gpu, HostBuffer, Program, Resident};
 pub use libraries::{driver_available, nvrtc_available};
 

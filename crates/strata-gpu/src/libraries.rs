@@ -19,7 +19,7 @@ fn preload_nvrtc() {
     static DONE: OnceLock<()> = OnceLock::new();
     DONE.get_or_init(|| {
         for dir in folders() {
-            for name in ["libnvrtc.so.13", "libnvrtc.so.12"] {
+            for name in ["libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"] {
                 let path = dir.join(name);
                 if path.exists() {
                     // SAFETY: loading NVRTC runs its initializers only, which have no

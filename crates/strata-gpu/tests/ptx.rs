@@ -1,8 +1,9 @@
-//! Every entry of the bundled examples, benchmarks and test programs, lowered for a GPU: printed as CUDA
-//! (or refused with the back end's reason — never a panic), compiled to PTX for `sm_90` by
-//! NVRTC, and the PTX assembled by `ptxas`. No GPU is needed: NVRTC and ptxas come from
-//! NVIDIA's pip wheels, which the project's Python environment holds (`scripts/python-env`
-//! installs them with the test oracles); `$STRATA_CUDA_LIBS` and `$STRATA_PTXAS` name others.
+//! Every entry of the bundled examples, benchmarks and test programs, lowered for a GPU:
+//! printed as CUDA (or refused with the back end's reason — never a panic), compiled to PTX for
+//! `sm_90` by NVRTC and the PTX assembled by `ptxas`, and compiled to `sm_90` machine code (what
+//! a run loads). No GPU is needed: NVRTC and ptxas come from NVIDIA's pip wheels, which the
+//! project's Python environment holds (`scripts/python-env` installs them with the test
+//! oracles); `$STRATA_CUDA_LIBS` and `$STRATA_PTXAS` name others.
 
 use std::path::{Path, PathBuf};
 
@@ -110,6 +111,9 @@ fn every_example_entry_compiles_to_ptx_for_sm_90() {
         };
         let ptx = strata_gpu::compile_for(&cuda, "sm_90").unwrap_or_else(|e| panic!("{name}: {e}\n{cuda}"));
         assert!(ptx.contains(".entry strata_kernel0"), "{name}: no kernel in the PTX");
+        // What a run loads: the device's machine code, an ELF image.
+        let cubin = strata_gpu::cubin_for(&cuda, "sm_90").unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(cubin.starts_with(b"\x7fELF"), "{name}: NVRTC's cubin is no ELF image");
         let file = dir.join(format!("k{i}.ptx"));
         std::fs::write(&file, &ptx).unwrap();
         let run =
