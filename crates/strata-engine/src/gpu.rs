@@ -33,9 +33,10 @@ pub(crate) fn build(program: &KernelProgram, ordinal: u32) -> Result<GpuNative, 
 }
 
 impl GpuNative {
-    /// One run on `args`, then `repeat` more: each the kernels on the resident buffers
-    /// ([`LAUNCHES_PER_SAMPLE`] queued runs per sample, `preallocated_s`), then a whole round trip (`allocating_s`: copies in, kernels, copies
-    /// back). The values are the first run's.
+    /// One run on `args`, then `repeat` samples of each kind: the kernels alone on the
+    /// resident buffers (`preallocated_s`, the mean of [`LAUNCHES_PER_SAMPLE`] queued runs) and
+    /// a whole round trip (`allocating_s`: copies in, kernels, copies back). The values are the
+    /// first run's.
     pub(crate) fn run<T: Argument>(
         &self,
         args: &[T],
@@ -54,7 +55,12 @@ impl GpuNative {
         let mut host: Vec<strata_gpu::HostBuffer> = memory
             .into_iter()
             .zip(&flags)
-            .map(|((ptr, bytes), &(upload, download))| strata_gpu::HostBuffer { ptr, bytes, upload, download })
+            // SAFETY: the memory is the buffers' columns, alive until `into_values` below; the
+            // written ones are owned or lent for writing (`Buffers`), read-only ones never
+            // downloaded into.
+            .map(|((ptr, bytes), &(upload, download))| unsafe {
+                strata_gpu::HostBuffer::new(ptr, bytes, upload, download)
+            })
             .collect();
         let mut resident = self.program.upload(&host, &extents).map_err(failed)?;
         self.program.launch(&resident, &self.launches).map_err(failed)?;

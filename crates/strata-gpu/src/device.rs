@@ -78,14 +78,22 @@ pub struct Program {
 /// One buffer of a run in host memory: where it is, its length in bytes, whether the run
 /// reads what it holds (copied to the GPU) and whether it writes it (copied back).
 pub struct HostBuffer {
-    /// Its first byte.
-    pub ptr: *mut u8,
-    /// Its length in bytes.
-    pub bytes: usize,
-    /// Its content is read: copied to the device before the kernels run.
-    pub upload: bool,
-    /// The kernels write it: copied back after they ran.
-    pub download: bool,
+    ptr: *mut u8,
+    bytes: usize,
+    upload: bool,
+    download: bool,
+}
+
+impl HostBuffer {
+    /// The `bytes` bytes at `ptr`: copied to the device before the kernels run when `upload`,
+    /// copied back after when `download`.
+    ///
+    /// # Safety
+    /// `ptr` addresses `bytes` bytes that stay valid while the `HostBuffer` is used, readable,
+    /// and writable by this thread alone where `download`.
+    pub unsafe fn new(ptr: *mut u8, bytes: usize, upload: bool, download: bool) -> HostBuffer {
+        HostBuffer { ptr, bytes, upload, download }
+    }
 }
 
 /// A program's buffers in device memory, with the table the kernels index (each buffer's
@@ -139,7 +147,7 @@ impl Program {
             // (the kernel program reads no buffer it neither receives nor writes first).
             let mut d = unsafe { s.alloc::<u8>(bytes) }.map_err(GpuError::driver("allocating device memory"))?;
             if h.upload && h.bytes > 0 {
-                // SAFETY: `ptr` addresses `bytes` readable bytes (the caller's buffer).
+                // SAFETY: `ptr` addresses `bytes` readable bytes (`HostBuffer::new`).
                 let src = unsafe { std::slice::from_raw_parts(h.ptr, h.bytes) };
                 s.memcpy_htod(src, &mut d).map_err(GpuError::driver("copying to the device"))?;
             } else {
@@ -205,7 +213,7 @@ impl Program {
         let s = &self.gpu.stream;
         for (h, d) in host.iter_mut().zip(&resident.buffers) {
             if h.download && h.bytes > 0 {
-                // SAFETY: `ptr` addresses `bytes` writable bytes the caller owns for the call.
+                // SAFETY: `ptr` addresses `bytes` writable bytes (`HostBuffer::new`).
                 let dst = unsafe { std::slice::from_raw_parts_mut(h.ptr, h.bytes) };
                 s.memcpy_dtoh(&d.slice(0..h.bytes), dst).map_err(GpuError::driver("copying from the device"))?;
             }
