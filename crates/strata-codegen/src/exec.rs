@@ -551,14 +551,13 @@ impl<'a> Buffers<'a> {
         for (b, c) in made {
             std::mem::replace(&mut self.cols[b], Slot::Owned(c)).give_back();
         }
-        let bad = || {
-            lib.bad_value().map(|b| Bad {
-                value: b.value,
-                interval: b.interval,
-                table: b.table.and_then(|k| self.tables.get(k).cloned().flatten()),
-            })
-        };
-        code_error(code, bad)
+        code_error(code, || lib.bad_value().map(|b| self.describe(b)))
+    }
+
+    /// A bad value a run recorded, with the neighbor table it came from named as the program
+    /// names it.
+    pub fn describe(&self, b: crate::compile::BadValue) -> Bad {
+        Bad { value: b.value, interval: b.interval, table: b.table.and_then(|k| self.tables.get(k).cloned().flatten()) }
     }
 
     /// Each buffer's memory (its first byte and length in bytes, in program order) and the

@@ -65,7 +65,10 @@ impl GpuNative {
         let mut resident = self.program.upload(&host, &extents).map_err(failed)?;
         self.program.launch(&resident, &self.launches).map_err(failed)?;
         let code = self.program.status(&mut resident).map_err(failed)?;
-        exec::code_error(code, || None).map_err(|e| e.to_string())?;
+        if code != 0 {
+            let bad = self.program.bad_value().map_err(failed)?;
+            exec::code_error(code, || bad.clone().map(|b| buffers.describe(b))).map_err(|e| e.to_string())?;
+        }
         self.program.download(&resident, &mut host).map_err(failed)?;
         timings.first_s = t0.elapsed().as_secs_f64();
         for _ in 0..repeat {

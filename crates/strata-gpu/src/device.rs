@@ -69,7 +69,7 @@ impl Gpu {
 /// A program's kernels, compiled for and loaded on one GPU.
 pub struct Program {
     gpu: Arc<Gpu>,
-    _module: Arc<CudaModule>,
+    module: Arc<CudaModule>,
     functions: Vec<CudaFunction>,
     /// The scratch memory the launches need (the most any one needs), in bytes.
     scratch: u64,
@@ -124,7 +124,7 @@ impl Program {
             .map(|l| module.load_function(&l.function).map_err(GpuError::driver("finding a kernel")))
             .collect::<Result<_, _>>()?;
         let scratch = launches.iter().map(|l| l.scratch).max().unwrap_or(0);
-        Ok(Program { gpu: gpu.clone(), _module: module, functions, scratch })
+        Ok(Program { gpu: gpu.clone(), module, functions, scratch })
     }
 
     /// The GPU it runs on.
@@ -203,6 +203,27 @@ impl Program {
             s.memset_zeros(&mut resident.status).map_err(GpuError::driver("clearing the status word"))?;
         }
         Ok(code[0])
+    }
+
+    /// The first bad neighbor-table entry or computed index the kernels met since the last
+    /// call (value, interval, table buffer or `None` for a computed index), cleared for the
+    /// next run: what an error's message names.
+    ///
+    /// # Errors
+    /// The driver's.
+    pub fn bad_value(&self) -> Result<Option<strata_codegen::compile::BadValue>, GpuError> {
+        let s = &self.gpu.stream;
+        let mut global = self.module.get_global("strata_bad", s).map_err(GpuError::driver("reading the bad value"))?;
+        let mut raw = [0u8; 40];
+        s.memcpy_dtoh(&global, &mut raw[..]).map_err(GpuError::driver("reading the bad value"))?;
+        s.memset_zeros(&mut global).map_err(GpuError::driver("clearing the bad value"))?;
+        s.synchronize().map_err(GpuError::driver("reading the bad value"))?;
+        let d: Vec<i64> = raw.chunks(8).map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes"))).collect();
+        Ok((d[4] != 0).then(|| strata_codegen::compile::BadValue {
+            value: d[0],
+            interval: strata_ir::Interval::new(d[1], d[2]),
+            table: usize::try_from(d[3]).ok(),
+        }))
     }
 
     /// Copies the buffers the kernels write back into host memory.

@@ -29,20 +29,27 @@ typedef unsigned long long uint64_t;
 #define __builtin_inff() __int_as_float(0x7f800000)
 #define __builtin_nanf(s) __int_as_float(0x7fc00000)
 
+/* The first bad entry or index a run met: its value, the interval it had to lie in, the table
+   buffer it came from (-1: a computed index), and 1 once recorded. The host reads it after an
+   error (strata_gpu::Program::bad_value) and clears it. */
+__device__ int64_t strata_bad[5];
+static __device__ __noinline__ void strata_note_bad(int64_t t, int64_t lo, int64_t hi, int64_t site) {
+  if (atomicCAS((unsigned long long *)&strata_bad[4], 0ULL, 1ULL) == 0ULL) {
+    strata_bad[0] = t; strata_bad[1] = lo; strata_bad[2] = hi; strata_bad[3] = site;
+  }
+}
 /* Neighbor-table entry: -1 means "no neighbor" (the point is absent); anything else must lie in
-   [lo, hi), else error 2. Returns a safe coordinate to address with. (The entry's value is not
-   recorded on a GPU: the error names the kind, not the entry.) */
+   [lo, hi), else error 2. Returns a safe coordinate to address with. */
 D_ int64_t strata_nb(int64_t t, int64_t lo, int64_t hi, int64_t site, int *err) {
-  (void)site;
   if (t == -1) return lo;
-  if ((uint64_t)t - (uint64_t)lo >= (uint64_t)hi - (uint64_t)lo) { *err = 2; return lo; }
+  if ((uint64_t)t - (uint64_t)lo >= (uint64_t)hi - (uint64_t)lo) { strata_note_bad(t, lo, hi, site); *err = 2; return lo; }
   return t;
 }
 D_ int strata_ok(int64_t t) { return t != -1; }
 D_ int64_t strata_u64_entry(uint64_t t) { return t > (uint64_t)INT64_MAX ? INT64_MIN : (int64_t)t; }
 /* A computed index: must lie in [lo, hi), else error 4. */
 D_ int64_t strata_ix(int64_t t, int64_t lo, int64_t hi, int *err) {
-  if ((uint64_t)t - (uint64_t)lo >= (uint64_t)hi - (uint64_t)lo) { *err = 4; return lo; }
+  if ((uint64_t)t - (uint64_t)lo >= (uint64_t)hi - (uint64_t)lo) { strata_note_bad(t, lo, hi, -1); *err = 4; return lo; }
   return t;
 }
 /* Position of coordinate c among the sorted coordinates crd[lo..hi), or -1. */
