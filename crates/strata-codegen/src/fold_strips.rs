@@ -42,7 +42,7 @@ fn crosswise_kernel(k: &Kernel) -> bool {
     if !n.windows.is_empty() || n.compressed.is_some() || !k.sets.is_empty() {
         return false;
     }
-    let reads: Vec<Reads> = crate::emit_c::hoisted_folds(k).iter().filter_map(|f| fold_reads(f, &inner.name)).collect();
+    let reads: Vec<Reads> = crate::folds::hoisted_folds(k).iter().filter_map(|f| fold_reads(f, &inner.name)).collect();
     reads.iter().any(|r| r.crosswise) && !reads.iter().any(|r| r.along)
 }
 

@@ -37,12 +37,12 @@ fn jammable(p: &KernelProgram, k: &Kernel) -> bool {
         return false;
     }
     let values: Vec<&Rc<SExpr>> = k.stores.iter().map(|st| &st.value).collect();
-    let folds = crate::emit_c::hoisted_folds(k);
+    let folds = crate::folds::hoisted_folds(k);
     let vector = |r: &Rc<SExpr>| matches!(&**r, SExpr::Reduce { id, .. } if s.reassociate.contains(id));
     !folds.is_empty()
         && inner.interval.len() as i64 >= JAM
         && values.iter().all(|v| crate::emit_c::always_present(p, k, v))
-        && folds.iter().all(|r| vector(r) && crate::emit_c::contiguous_fold(r) && crate::sym::fold_height(r) == 1)
-        && crate::emit_c::sibling_groups(&folds).len() == 1
+        && folds.iter().all(|r| vector(r) && crate::folds::contiguous_fold(r) && crate::sym::fold_height(r) == 1)
+        && crate::folds::sibling_groups(&folds).len() == 1
         && !crate::emit_c::reads_tables(p, k, &values)
 }

@@ -28,6 +28,7 @@ pub mod exec;
 pub mod extract;
 pub mod fill;
 pub mod fold_strips;
+pub mod folds;
 pub mod invariant;
 pub mod jam_rows;
 pub mod kernel;

@@ -108,13 +108,13 @@ pub const GPU_LANES_MIN: i64 = 256;
 
 /// The folds of a kernel with domain levels that a GPU runs as [`Gpu::Lanes`]: every fold its
 /// stores always evaluate, when each is a sum (`acc + x`, of its own type) of at least
-/// [`GPU_LANES_MIN`] steps along rows contiguous in memory (`emit_c::contiguous_fold`) that
+/// [`GPU_LANES_MIN`] steps along rows contiguous in memory (`folds::contiguous_fold`) that
 /// reads no other fold's accumulator; `None` when any is not.
 pub fn gpu_lane_folds(k: &Kernel) -> Option<Vec<Rc<SExpr>>> {
     if k.domain.is_empty() {
         return None;
     }
-    gpu_sums(k, GPU_LANES_MIN, &|f| crate::emit_c::contiguous_fold(f))
+    gpu_sums(k, GPU_LANES_MIN, &|f| crate::folds::contiguous_fold(f))
 }
 
 /// Every fold kernel `k`'s stores always evaluate, when the kernel is a plain nest and each
@@ -124,7 +124,7 @@ fn gpu_sums(k: &Kernel, min: i64, also: &dyn Fn(&Rc<SExpr>) -> bool) -> Option<V
     if !k.sets.is_empty() || !matches!(k.kind, KernelKind::Nest(_)) {
         return None;
     }
-    let folds = crate::emit_c::hoisted_folds(k);
+    let folds = crate::folds::hoisted_folds(k);
     let ids: Vec<u32> =
         folds.iter().filter_map(|f| if let SExpr::Reduce { id, .. } = &**f { Some(*id) } else { None }).collect();
     let sums = |f: &Rc<SExpr>| {
@@ -436,7 +436,7 @@ fn layout(p: &KernelProgram, k: &Kernel, s: &Schedule) -> Layout {
     // run per point as vector reductions; strips would read them with a stride). Short folds
     // (neighbor reductions) also stay per point: their few steps read one table row, which
     // strips would read with a stride.
-    let hoisted = if !k.domain.is_empty() && always { crate::emit_c::hoisted_folds(k) } else { Vec::new() };
+    let hoisted = if !k.domain.is_empty() && always { crate::folds::hoisted_folds(k) } else { Vec::new() };
     // Folds reading crosswise (`fold_strips`): strips stream their operands.
     let crosswise = matches!(&k.kind, KernelKind::Nest(n) if n.fold_strips);
     if crosswise && !hoisted.is_empty() {
@@ -446,12 +446,12 @@ fn layout(p: &KernelProgram, k: &Kernel, s: &Schedule) -> Layout {
     let reassociated = |r: &Rc<SExpr>| matches!(&**r, SExpr::Reduce { id, .. } if s.reassociate.contains(id));
     if !hoisted.is_empty()
         && hoisted.iter().any(long)
-        && !hoisted.iter().all(|r| reassociated(r) && crate::emit_c::contiguous_fold(r))
+        && !hoisted.iter().all(|r| reassociated(r) && crate::folds::contiguous_fold(r))
     {
         return Layout::Strips;
     }
-    let folds = crate::emit_c::hoisted_folds(k);
-    let shared = folds.windows(2).any(|w| crate::emit_c::fold_vars(&w[0]) == crate::emit_c::fold_vars(&w[1]));
+    let folds = crate::folds::hoisted_folds(k);
+    let shared = folds.windows(2).any(|w| crate::folds::fold_vars(&w[0]) == crate::folds::fold_vars(&w[1]));
     if shared && always {
         Layout::SharedFolds
     } else {
@@ -473,7 +473,7 @@ fn strip_length(k: &Kernel, crosswise: bool) -> i64 {
     if !crosswise {
         return crate::emit_c::STRIP;
     }
-    let row: i64 = crate::emit_c::hoisted_folds(k)
+    let row: i64 = crate::folds::hoisted_folds(k)
         .iter()
         .filter_map(|f| match &**f {
             SExpr::Reduce { scalar, .. } => Some(scalar.size_bytes() as i64),

@@ -255,22 +255,3 @@ pub(super) fn prefetch_ahead(load: &str) -> String {
 pub(super) fn contiguous_along(e: &Rc<SExpr>, dim: &strata_ir::DimName) -> bool {
     loads_along(e, dim).0
 }
-
-/// For the loads in `e` that depend on `dim`: whether all have it as their last (contiguous)
-/// coordinate, and whether there is any.
-pub(super) fn loads_along(e: &Rc<SExpr>, dim: &strata_ir::DimName) -> (bool, bool) {
-    fn visit(p: crate::sym::Part, v: &strata_ir::DimName, ok: &mut bool, seen: &mut bool) {
-        if let crate::sym::Part::Expr(e) = p {
-            if let SExpr::Load(l) = &**e {
-                if l.coords.iter().any(|c| matches!(c, Coord::Var { dim, .. } if dim == v)) {
-                    *seen = true;
-                    *ok &= matches!(l.coords.last(), Some(Coord::Var { dim, .. }) if dim == v);
-                }
-            }
-            crate::sym::for_each_part(e, &mut |q| visit(q, v, ok, seen));
-        }
-    }
-    let (mut ok, mut seen) = (true, false);
-    visit(crate::sym::Part::Expr(e), dim, &mut ok, &mut seen);
-    (ok, seen)
-}
