@@ -236,8 +236,9 @@ fn lower_lists_its_passes_and_prints_the_kernels_after_one() {
     for pass in ["simplify", "fuse-adjacent", "recognize-matmul", "coiterate", "stage-windows", "schedule"] {
         assert!(names.contains(&pass), "{list}");
     }
-    // The schedule is decided last, then refined for rows summed in vector lanes.
-    assert_eq!(names[names.len() - 2..], ["schedule", "jam-rows"], "{list}");
+    // The schedule is decided last, then refined: long sums on a GPU, rows summed in vector
+    // lanes on a CPU.
+    assert_eq!(names[names.len() - 3..], ["schedule", "gpu-sums", "jam-rows"], "{list}");
     // The laplacian of laplacian: inlined after lowering, its inner laplacian staged into a
     // rolling window, then scheduled (the last pass).
     let file = root.join("bench/workloads/laplap.strata").display().to_string();
