@@ -395,7 +395,7 @@ def test_entries_explain_themselves():
     assert strata.__version__.count(".") == 2
     m = strata.load(os.path.join(ROOT, "examples/stencil/laplacian.strata"))
     sig = inspect.signature(m.laplacian)
-    assert list(sig.parameters) == ["inp", "out", "backend", "threads"]
+    assert list(sig.parameters) == ["inp", "out", "backend", "threads", "device"]
     assert sig.parameters["out"].kind is inspect.Parameter.KEYWORD_ONLY
     doc = m.laplacian.__doc__
     assert "examples/stencil/laplacian.strata:13" in doc
