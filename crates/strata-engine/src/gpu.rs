@@ -7,7 +7,7 @@
 use std::time::Instant;
 
 use strata_codegen::emit_c::cuda::{self, Launch};
-use strata_codegen::exec::{self, Buffers, Layout, RunLayout};
+use strata_codegen::exec::{self, Buffers, Layout};
 use strata_codegen::KernelProgram;
 use strata_runtime::{Argument, Value, ValueType};
 
@@ -21,15 +21,20 @@ pub(crate) struct GpuNative {
     layout: Layout,
     program: strata_gpu::Program,
     launches: Vec<Launch>,
+    /// For each buffer, whether a run copies it to the device (its content is read) and back
+    /// (the kernels write it).
+    transfers: Vec<(bool, bool)>,
 }
 
-/// Prints `program` (lowered for GPU `ordinal`) as CUDA, compiles and loads it.
-pub(crate) fn build(program: &KernelProgram, ordinal: u32) -> Result<GpuNative, String> {
+/// Prints `program` (lowered for a GPU: `KernelProgram::gpu`) as CUDA, compiles it and loads
+/// it on that GPU.
+pub(crate) fn build(program: &KernelProgram) -> Result<GpuNative, String> {
     let (source, extents) = cuda::emit_cuda(program).map_err(|e| e.to_string())?;
-    let gpu = strata_gpu::Gpu::open(ordinal).map_err(|e| e.to_string())?;
+    let gpu = strata_gpu::Gpu::open(program.gpu.expect("emit_cuda checked it")).map_err(|e| e.to_string())?;
     let launches = cuda::launches(program);
     let loaded = strata_gpu::Program::load(&gpu, &source, &launches).map_err(|e| e.to_string())?;
-    Ok(GpuNative { layout: Layout::of(program, extents), program: loaded, launches })
+    let transfers = program.buffers.iter().map(|b| (!b.overwritten, b.written && !b.temp)).collect();
+    Ok(GpuNative { layout: Layout::of(program, extents), program: loaded, launches, transfers })
 }
 
 impl GpuNative {
@@ -48,13 +53,11 @@ impl GpuNative {
         let failed = |e: strata_gpu::GpuError| format!("GPU run failed: {e}");
         let t0 = Instant::now();
         let mut buffers = Buffers::new(&self.layout, args).map_err(|e| e.to_string())?;
-        let flags: Vec<(bool, bool)> =
-            self.layout.buffers().iter().map(|b| (!b.overwritten, b.written && !b.temp)).collect();
         let (memory, extents) = buffers.memory();
         let extents = extents.to_vec();
         let mut host: Vec<strata_gpu::HostBuffer> = memory
             .into_iter()
-            .zip(&flags)
+            .zip(&self.transfers)
             // SAFETY: the memory is the buffers' columns, alive until `into_values` below; the
             // written ones are owned or lent for writing (`Buffers`), read-only ones never
             // downloaded into.

@@ -266,14 +266,11 @@ impl Prepared {
             .or(options.lower.gpu);
         if let Some(ordinal) = placed {
             let t0 = Instant::now();
-            let lower = LowerOptions { gpu: Some(ordinal), ..options.lower.clone() };
-            let program = strata_codegen::lower_with(&p.module, types, entry, &lower).map_err(|e| {
-                ExecuteError::Gpu(format!("`@{}` on gpu{ordinal}: {e}", p.module.functions[entry].name))
-            })?;
-            let gpu = crate::gpu::build(&program, ordinal).map_err(|e| {
-                ExecuteError::Gpu(format!("`@{}` on gpu{ordinal}: {e}", p.module.functions[entry].name))
-            })?;
-            p.gpu = Some(gpu);
+            p.options.lower.gpu = Some(ordinal);
+            let failed =
+                |e: String| ExecuteError::Gpu(format!("`@{}` on gpu{ordinal}: {e}", p.module.functions[entry].name));
+            let program = p.lowered().map_err(|e| failed(e.to_string()))?;
+            p.gpu = Some(crate::gpu::build(&program).map_err(failed)?);
             p.compile_s = t0.elapsed().as_secs_f64();
             return Ok(p);
         }

@@ -8,6 +8,7 @@
 //! from the table, and the launch ([`launches`]) is sized at run time.
 
 use super::*;
+use crate::folds::hoisted_folds;
 use crate::schedule::Gpu;
 
 /// The CUDA prelude: the C prelude's types and helpers for device code.
@@ -58,7 +59,7 @@ fn gpu_schedule(k: &Kernel) -> Gpu {
 /// The launches running `program` (lowered for a GPU) at its sizes, in order: one per kernel, three for a
 /// [`Gpu::Split`] sum (partial sums, their groups, the result).
 pub fn launches(program: &KernelProgram) -> Vec<Launch> {
-    use crate::schedule::{GPU_COMBINE, GPU_PARTS};
+    use crate::schedule::{GPU_COMBINE, GPU_LANES, GPU_PARTS};
     let mut out = Vec::new();
     for (ki, k) in program.kernels.iter().enumerate() {
         let g = gpu_schedule(k);
@@ -71,9 +72,8 @@ pub fn launches(program: &KernelProgram) -> Vec<Launch> {
                 out.push(launch(format!("{function}_combine"), [1, 1], [GPU_COMBINE, 1], 0));
             }
             Gpu::Lanes { .. } => {
-                let folds = crate::schedule::gpu_lane_folds(k).map_or(0, |f| f.len());
-                let scratch = lanes_scratch(&k.domain, folds);
-                let threads = scratch / 8 / folds.max(1) as u64;
+                let scratch = lanes_scratch(&k.domain, hoisted_folds(k).len());
+                let threads = k.domain.iter().map(|l| l.interval.len()).product::<u64>() * u64::from(GPU_LANES);
                 let grid = threads.div_ceil(256).clamp(1, (1 << 31) - 1) as u32;
                 out.push(launch(format!("{function}_lanes"), [grid, 1], [256, 1], scratch));
                 out.push(launch(function, g.grid(&k.domain), g.block(), scratch));
@@ -171,13 +171,17 @@ fn emit_kernels(out: &mut String, program: &KernelProgram) {
             conditional_reads: Rc::default(),
         };
         let _ = writeln!(out, "\n/* kernel {ki}: {} — {gpu} */", k.comment);
-        if let (Gpu::Split, Some(folds)) = (gpu, crate::schedule::gpu_split_folds(k)) {
-            emit_split(out, &em, ki, k, &folds);
-            continue;
-        }
-        if let (Gpu::Lanes { .. }, Some(folds)) = (gpu, crate::schedule::gpu_lane_folds(k)) {
-            emit_lanes(out, &em, ki, k, &folds, gpu);
-            continue;
+        // The `gpu-sums` pass chose these schedules for kernels whose folds are all sums.
+        match gpu {
+            Gpu::Split => {
+                emit_split(out, &em, ki, k, &hoisted_folds(k));
+                continue;
+            }
+            Gpu::Lanes { .. } => {
+                emit_lanes(out, &em, ki, k, &hoisted_folds(k), gpu);
+                continue;
+            }
+            _ => {}
         }
         function(out, &em, &format!("strata_kernel{ki}"), |body| {
             let mut indent = String::from("  ");
