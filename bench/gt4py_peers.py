@@ -145,11 +145,24 @@ def hdiff(inputs):
     def update(x: F, coeff: F, fx: F, fy: F) -> F:
         return x - coeff * (fx - fx(I - 1) + fy - fy(J - 1))
 
-    # One field operator per stage, writing temporaries: GT4Py inlines a field operator into its
-    # caller at every shifted use, and with the fluxes read at two offsets each and the
-    # laplacian inlined into both its front end did not finish (over 10 minutes).
+    @gtx.field_operator
+    def hdiff_fused(x: F, coeff: F) -> F:
+        lp = lap(x)
+        fx = flux_i(lp, x)
+        fy = flux_j(lp, x)
+        return x - coeff * (fx - fx(I - 1) + fy - fy(J - 1))
+
+    # As a GT4Py user writes it: one field operator, the stages inlined (bench/workloads/hdiff.strata
+    # is the same program). On Strata the lowering's value graph shares the laplacian and the
+    # fluxes and the passes stage them in windows; gtfn recomputes them per use (159 ms against
+    # 58 ms staged, 256x256x64 on one core), so its row runs the program with one field operator
+    # per stage writing temporaries the caller passes, its faster form.
     @gtx.program
-    def hdiff_program(x: F, coeff: F, lp: F, fx: F, fy: F, out: F, n: gtx.int32, m: gtx.int32, nk: gtx.int32):
+    def hdiff_program(x: F, coeff: F, out: F, n: gtx.int32, m: gtx.int32, nk: gtx.int32):
+        hdiff_fused(x, coeff, out=out, domain={I: (2, n - 2), J: (2, m - 2), K: (0, nk)})
+
+    @gtx.program
+    def hdiff_staged(x: F, coeff: F, lp: F, fx: F, fy: F, out: F, n: gtx.int32, m: gtx.int32, nk: gtx.int32):
         lap(x, out=lp, domain={I: (1, n - 1), J: (1, m - 1), K: (0, nk)})
         flux_i(lp, x, out=fx, domain={I: (1, n - 2), J: (2, m - 2), K: (0, nk)})
         flux_j(lp, x, out=fy, domain={I: (2, n - 2), J: (1, m - 2), K: (0, nk)})
@@ -163,9 +176,12 @@ def hdiff(inputs):
     c[2:-2, 2:-2] = inputs["coeff"]
     coeff = gtx.as_field([I, J, K], c)
     field = lambda: gtx.as_field([I, J, K], np.empty((n, m, nk)))  # noqa: E731
+    sizes = (np.int32(n), np.int32(m), np.int32(nk))
+    if _ON_STRATA:
+        return _runner(hdiff_program, lambda: (x, coeff, field(), *sizes), lambda a: a[2].asnumpy()[2:-2, 2:-2])
     return _runner(
-        hdiff_program,
-        lambda: (x, coeff, field(), field(), field(), field(), np.int32(n), np.int32(m), np.int32(nk)),
+        hdiff_staged,
+        lambda: (x, coeff, field(), field(), field(), field(), *sizes),
         lambda a: a[5].asnumpy()[2:-2, 2:-2],
     )
 

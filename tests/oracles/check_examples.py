@@ -557,6 +557,16 @@ def horizontal_diffusion(strata, work, rng):
     expect("horizontal_diffusion", out["out"], hdiff_np(inp, coeff))
 
 
+def hdiff_columns(strata, work, rng):
+    """tests/programs/hdiff_columns.strata: the same diffusion stored K, J, I (GT4Py's layout),
+    on a plane large enough that `stage-windows` rolls its windows along J."""
+    inp, coeff = rng.standard_normal((3, 224, 224)), rng.random((3, 220, 220))
+    out = run(strata, "../tests/programs/hdiff_columns.strata", work, {"inp": inp, "coeff": coeff}, {"out": ".npy"})
+    # hdiff_np takes I, J first: (K, J, I) -> (I, J, K) and back.
+    want = hdiff_np(inp.transpose(2, 1, 0), coeff.transpose(2, 1, 0)).transpose(2, 1, 0)
+    expect("hdiff_columns", out["out"], np.ascontiguousarray(want))
+
+
 def distributed(strata, work, rng):
     x, y = rng.standard_normal(1_000_000), rng.standard_normal(1_000_000)
     out = run(strata, "placement/distributed_axpy.strata", work, {"x": x, "y": y}, {"out": ".npy"}, entry="run")
@@ -573,6 +583,7 @@ def distributed(strata, work, rng):
 CHECKS = {
     "laplacian": laplacian,
     "horizontal_diffusion": horizontal_diffusion,
+    "hdiff_columns": hdiff_columns,
     "tridiagonal": tridiagonal,
     "divmod": divmod_results,
     "nabla": nabla,
