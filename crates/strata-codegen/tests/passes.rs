@@ -245,3 +245,26 @@ fn a_whole_array_sum_keeps_vector_partial_sums_in_rows_long_enough() {
     let got = exec::run(&p, &lib, &[x], &["x".to_string()], Some(&interp.value_type(f.result().unwrap()))).unwrap();
     assert_eq!(got[0].1.data, Data::Scalars(Column::F64(vec![(n * (n - 1) / 2) as f64])));
 }
+
+#[test]
+fn selects_whose_branches_cannot_fail_are_computed_before_the_choice() {
+    let c_of = |src: &str| strata_codegen::emit_c::emit(&lowered_source(src, "f"));
+    const NO_IF_CONVERSION: &str = "STRATA_NO_IFCVT int";
+    // Loads at the point (and shifted, as a flux limiter's): both branches are computed first,
+    // so no read is under a condition and GCC keeps the loop's if-conversion (a vector blend).
+    let plain = c_of(
+        "func @f(%a: tensor<f64, I[0:64]>, %y: tensor<f64, I[-1:64]>, %z: tensor<f64, I[0:64]>) -> tensor<f64, I[0:64]> {
+           return select(greater(%a, 0.0), minus(cartesian_shift(%y, dim = I, offset = -1), %z), 0.0)
+         }",
+    );
+    assert!(plain.contains("sel_t_") && !plain.contains(NO_IF_CONVERSION), "{plain}");
+    // An integer division by a tensor may fail where the condition rules it out: it stays
+    // under the condition, and the kernel is compiled without if-conversion (GCC 12.2's
+    // masked loads of an if-converted select take the first vector's mask).
+    let division = c_of(
+        "func @f(%a: tensor<i64, I[0:64]>, %b: tensor<i64, I[0:64]>) -> tensor<i64, I[0:64]> {
+           return select(greater(%b, 0), divides(%a, %b), %a)
+         }",
+    );
+    assert!(!division.contains("sel_t_") && division.contains(NO_IF_CONVERSION), "{division}");
+}

@@ -46,6 +46,41 @@ pub(super) fn reads_memory(e: &Rc<SExpr>) -> bool {
     found
 }
 
+/// Whether evaluating `e` where a `select` does not choose it cannot fail or read out of bounds,
+/// so that both branches may be computed before the choice: constants, loop coordinates,
+/// accumulators, loads at loop variables plus constants (in bounds over the loops' whole
+/// ranges: the kernel verifier checks that wherever no enclosing condition narrows a loop
+/// variable, and a select whose condition reads an index is never speculated), and arithmetic
+/// on them that cannot trap (no integer division but by a positive constant).
+fn speculable(e: &SExpr) -> bool {
+    match e {
+        SExpr::Const(_) | SExpr::Absent(_) | SExpr::Acc(_) => true,
+        SExpr::Index(c) => matches!(c, Coord::Var { .. } | Coord::Const(_)),
+        SExpr::Load(l) => l.coords.iter().all(|c| matches!(c, Coord::Var { .. } | Coord::Const(_))),
+        SExpr::Unary(_, a, _) | SExpr::Cast(a, _, _) => speculable(a),
+        SExpr::Binary(BinaryOp::Divides | BinaryOp::Modulo, a, b, s) if !s.is_float() => {
+            matches!(&**b, SExpr::Const(v) if v.as_i128() > 0) && speculable(a)
+        }
+        SExpr::Binary(_, a, b, _) => speculable(a) && speculable(b),
+        SExpr::Select(c, t, f) => !reads_index(c) && speculable(c) && speculable(t) && speculable(f),
+        SExpr::Sparse(_) | SExpr::Guard { .. } | SExpr::Reduce { .. } | SExpr::Present(_) => false,
+    }
+}
+
+/// Whether `e` reads a coordinate as a value (a condition that may bound a loop variable: a
+/// concatenation's pieces choose by one, and their branches read only where it holds).
+fn reads_index(e: &Rc<SExpr>) -> bool {
+    let mut found = matches!(&**e, SExpr::Index(_));
+    if !found {
+        for_each_part(e, &mut |p| {
+            if let Part::Expr(x) = p {
+                found |= reads_index(x);
+            }
+        });
+    }
+    found
+}
+
 /// Where a kernel's strip-local buffers live: `loc{b}[(scan - start) * width + (column - jb)]`.
 #[derive(Clone)]
 pub(super) struct Local {
@@ -277,7 +312,19 @@ impl Emitter<'_> {
             }
             SExpr::Binary(op, a, b, s) => self.binary(*op, &self.value(a), &self.value(b), *s),
             SExpr::Select(c, t, f) => {
-                if reads_memory(t) || reads_memory(f) {
+                let reads = reads_memory(t) || reads_memory(f);
+                if reads && self.program.gpu.is_none() && !reads_index(c) && speculable(t) && speculable(f) {
+                    // Both branches computed before the choice (they cannot fail): no read under a
+                    // condition, so GCC's loop if-conversion stays on and the select vectorizes as
+                    // a blend of plain loads (see `conditional_reads`).
+                    return format!(
+                        "({{ __auto_type sel_t_ = {}; __auto_type sel_f_ = {}; ({}) ? sel_t_ : sel_f_; }})",
+                        self.value(t),
+                        self.value(f),
+                        self.value(c)
+                    );
+                }
+                if reads {
                     self.conditional_reads.set(true);
                 }
                 format!("({} ? {} : {})", self.value(c), self.value(t), self.value(f))
