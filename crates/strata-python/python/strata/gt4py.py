@@ -281,6 +281,7 @@ class _Executable:
         if token is not None and plan.refer_to(args, token, offset_provider):
             if len(self._recent) >= _RECENT:
                 self._recent.clear()
+            plan.keep()
             self._recent[token] = plan
         plan.call(values)
 
@@ -313,6 +314,9 @@ class _Plan:
         self.refs: List[Tuple[int, Any]] = []
         # Weak references to the offset provider's entries, in order
         self.providers: List[Any] = []
+        # Set by `keep`: the outputs' storage, and whether a run needs nothing around it.
+        self.buffers: List[np.ndarray] = []
+        self.simple = False
 
     def refer_to(self, args: Tuple[Any, ...], token: tuple, offset_provider: Any) -> bool:
         """Refers to the arguments that are not numbers (`token`'s integer parts) and to the
@@ -327,14 +331,28 @@ class _Plan:
     def holds(self, args: Tuple[Any, ...], offset_provider: Any) -> bool:
         """Whether `args` and the offset provider's entries are the objects this plan was made
         for (the call token holds their ids, which Python may reuse)."""
-        return all(r() is args[i] for i, r in self.refs) and all(
-            r() is c for r, c in zip(self.providers, offset_provider.values()))
+        for i, r in self.refs:
+            if r() is not args[i]:
+                return False
+        if self.providers:
+            for r, c in zip(self.providers, offset_provider.values()):
+                if r() is not c:
+                    return False
+        return True
 
     def run(self, executable: "_Executable", args: Tuple[Any, ...], offset_provider: Any) -> None:
-        values = list(self.values)
+        values = self.values.copy()
         for slot, i, dtype in self.scalars:
             a = args[i]
-            values[slot] = a if type(a) is float and dtype == _F64 else np.asarray(a, dtype=dtype)
+            values[slot] = a if type(a) is float and dtype is _F64 else np.asarray(a, dtype=dtype)
+        if self.simple:
+            # No table or field to refresh, outputs written in place: the run alone.
+            written = _timed(self.runner, *self.buffers, *values)
+            for (_, w), b in zip(written, self.buffers):
+                if w is not b:
+                    self.write_back(written)
+                    break
+            return
         for slot, name, rows, row_major in self.tables:
             values[slot] = executable._table(np.asarray(offset_provider[name].ndarray), rows, row_major)[0]
         for storage, view in self.copies:
@@ -344,12 +362,22 @@ class _Plan:
                 np.copyto(b, v)
         self.call(values)
 
+    def keep(self) -> None:
+        """Readies the plan for repeated runs (`run`): the outputs' storage in order, and whether
+        a run refreshes nothing before it (no copied table or field, no checked copies)."""
+        self.buffers = [b for _, b, _ in self.outs]
+        self.simple = not (self.tables or self.copies or self.checked or any(c for _, _, c in self.outs))
+
     def call(self, values: List[Any]) -> None:
         """Runs the program on the outputs' storage and `values`: a program checking computed
         table entries as it runs writes copies, kept only when it succeeds (an error leaves the
         user's outputs as they were); outputs not written in place get the values."""
         buffers = [np.array(b) if self.checked else b for _, b, _ in self.outs]
-        written = _timed(self.runner, *buffers, *values)
+        self.write_back(_timed(self.runner, *buffers, *values))
+
+    def write_back(self, written: List[Tuple[str, Any]]) -> None:
+        """Gives the fields the run's results (`(name, value)` in output order) where they were
+        not written in place."""
         for (_, w), (v, b, copied) in zip(written, self.outs):
             # Not written in place (the interpreter, an output numpy copied), or in place into a
             # copy of a strided field: the field gets the values.
