@@ -559,7 +559,7 @@ def horizontal_diffusion(strata, work, rng):
 
 def hdiff_columns(strata, work, rng):
     """tests/programs/hdiff_columns.strata: the same diffusion stored K, J, I (GT4Py's layout),
-    on a plane large enough that `stage-windows` rolls its windows along J."""
+    on planes too large for all three staged values' windows."""
     inp, coeff = rng.standard_normal((3, 224, 224)), rng.random((3, 220, 220))
     out = run(strata, "../tests/programs/hdiff_columns.strata", work, {"inp": inp, "coeff": coeff}, {"out": ".npy"})
     # hdiff_np takes I, J first: (K, J, I) -> (I, J, K) and back.

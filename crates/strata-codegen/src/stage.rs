@@ -67,85 +67,11 @@ pub fn stage_windows(program: &mut KernelProgram) {
         if plane < MIN_PLANE {
             continue;
         }
-        let mut best = staged(&program.kernels[k], &program.buffers);
-        let rolled = rolled_along_a_shifted_level(&program.kernels[k]);
-        if let Some(rolled) =
-            rolled.filter(|r| r.domain[1..].iter().map(|l| l.interval.len() as i64).product::<i64>() >= MIN_PLANE)
-        {
-            let other = staged(&rolled, &program.buffers);
-            if other.2 > best.2 {
-                best = other;
-            }
+        while let Some(found) = best_candidate(&program.kernels[k], &program.buffers) {
+            stage(&mut program.kernels[k], &mut program.buffers, found);
         }
-        (program.kernels[k], program.buffers) = (best.0, best.1);
+        order_windows(&mut program.kernels[k], &program.buffers);
     }
-}
-
-/// `k` with its windows staged, the buffers with theirs, and the work the windows save per
-/// point.
-fn staged(k: &Kernel, buffers: &[Buffer]) -> (Kernel, Vec<Buffer>, f64) {
-    let (mut k, mut buffers) = (k.clone(), buffers.to_vec());
-    let mut saved = 0.0;
-    while let Some(found) = best_candidate(&k, &buffers) {
-        saved += (found.at.len() as f64 - 1.0) * found.work;
-        stage(&mut k, &mut buffers, found);
-    }
-    order_windows(&mut k, &buffers);
-    (k, buffers, saved)
-}
-
-/// Windows roll along the kernel's outermost level; one that no read shifts (GT4Py's vertical
-/// `K`, stored outermost) makes every window a whole plane of the other levels, and only as
-/// many fit [`WINDOW_BUDGET`] as planes that large allow (GT4Py's horizontal diffusion: one of
-/// three). So where the outermost level is read only at the point itself and the next level is
-/// shifted, `k` with the outermost level moved inward, just outside the innermost (which stays:
-/// the buffers store it contiguously): its windows roll along the shifted level, with planes of
-/// the rest. The pass keeps this order only where it stages more work than the kernel's own.
-fn rolled_along_a_shifted_level(k: &Kernel) -> Option<Kernel> {
-    let n = k.domain.len();
-    let shifted = |d: &DimName| k.stores.iter().any(|st| shifts(&st.value, d));
-    if n < 3 || shifted(&k.domain[0].name) || !shifted(&k.domain[1].name) {
-        return None;
-    }
-    let mut rolled = k.clone();
-    let outer = rolled.domain.remove(0);
-    rolled.domain.insert(n - 2, outer);
-    Some(rolled)
-}
-
-/// Whether `e` reads anything at a coordinate along `d` other than the loop variable itself
-/// (an offset, or a coordinate computed from it).
-fn shifts(e: &Rc<SExpr>, d: &DimName) -> bool {
-    fn coord(c: &Coord, d: &DimName) -> bool {
-        match c {
-            Coord::Var { dim, offset } => dim == d && *offset != 0,
-            Coord::Const(_) => false,
-            Coord::Computed { value, .. } => mentions(value, d),
-            Coord::Table { table, .. } => table.coords.iter().any(|c| mentions_coord(c, d)),
-        }
-    }
-    fn mentions_coord(c: &Coord, d: &DimName) -> bool {
-        match c {
-            Coord::Var { dim, .. } => dim == d,
-            Coord::Const(_) => false,
-            Coord::Computed { value, .. } => mentions(value, d),
-            Coord::Table { table, .. } => table.coords.iter().any(|c| mentions_coord(c, d)),
-        }
-    }
-    fn mentions(e: &Rc<SExpr>, d: &DimName) -> bool {
-        let mut found = false;
-        for_each_part(e, &mut |p| match p {
-            Part::Expr(x) => found |= mentions(x, d),
-            Part::Coord(c) => found |= mentions_coord(c, d),
-        });
-        found
-    }
-    let mut found = false;
-    for_each_part(e, &mut |p| match p {
-        Part::Expr(x) => found |= shifts(x, d),
-        Part::Coord(c) => found |= coord(c, d),
-    });
-    found
 }
 
 /// One class of translated occurrences: the normalized value, each distinct translation (per

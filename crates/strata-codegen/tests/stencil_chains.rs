@@ -42,8 +42,8 @@ fn generate(rng: &mut XorShift, id: usize) -> Chain {
     // Mostly planes of at least 64 points (staged), sometimes smaller (left alone), sometimes
     // no K at all but a long J.
     // Sometimes stored as GT4Py stores fields, K outermost and unshifted, on a plane so large
-    // that a rolling window along K (a whole plane) fits the windows' budget once: the pass
-    // then rolls along I with K moved inward, where that stages more.
+    // that a rolling window along K (a whole plane of I and J) fits the windows' budget once
+    // or not at all: the pass stages some of the values read at several offsets, or none.
     let columns = rng.below(8) == 0;
     let (ni, nj, k) = match rng.below(4) {
         _ if columns => (250 + rng.below(20) as i64, 250 + rng.below(20) as i64, Some(2)),
@@ -139,13 +139,9 @@ fn random_stencil_chains_native_equals_interpreter_on_one_and_three_threads() {
     let source = common::emit_entries(chains.iter().zip(&lowered).map(|(c, l)| (c.entry.clone(), l)));
     let so = compile::build(&source).expect("compiles").0;
     let interp = strata_interp::Interpreter::new(&module, &info.types);
-    let (mut staged, mut rolled) = (0, 0);
+    let mut staged = 0;
     for (i, (c, kp)) in chains.iter().zip(&lowered).enumerate() {
         staged += usize::from(kp.kernels.iter().any(|k| !k.windows().is_empty()));
-        rolled +=
-            usize::from(kp.kernels.iter().any(|k| {
-                !k.windows().is_empty() && k.domain[0].name.as_str() == "I" && k.domain[1].name.as_str() == "K"
-            }));
         let h = module.function_by_name(&c.entry).expect("entry");
         let f = &module.functions[h];
         let args: Vec<Tensor> = f
@@ -173,8 +169,6 @@ fn random_stencil_chains_native_equals_interpreter_on_one_and_three_threads() {
     let _ = std::fs::remove_dir_all(&cache);
     // Most float chains of two stages or more stage something.
     assert!(staged >= total / 4, "only {staged} of {total} chains were staged");
-    // Some chains stored K outermost roll their windows along I.
-    assert!(rolled >= 1, "no chain rolled its windows along a shifted level");
 }
 
 #[test]

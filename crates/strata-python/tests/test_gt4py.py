@@ -117,8 +117,8 @@ def test_laplacian_of_laplacian():
     assert not got[:2].any() and not got[:, :2].any(), "only the domain is written"
 
 
-# The larger grid's I-J planes are too large for the three staged values' windows along K (GT4Py
-# stores K outermost): the windows roll along J with K moved inward (stage-windows).
+# The larger grid's I-J planes are too large for all three staged values' windows along K (GT4Py
+# stores K outermost): some are staged, the others recomputed.
 @pytest.mark.parametrize("shape", [(14, 15, 3), (262, 260, 2)])
 def test_horizontal_diffusion_with_flux_limiter(shape):
     rng = np.random.default_rng(2)
