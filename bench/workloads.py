@@ -754,7 +754,9 @@ def workloads() -> list[Workload]:
             note="horizontal diffusion: laplacian, limited fluxes, update (GT4Py's benchmark); GT4Py on Strata runs "
             "it as one field operator, as .strata does; gtfn with one field operator per stage writing temporaries "
             "(fused, gtfn recomputes the stages per use: 159 ms against 58 ms staged, 2026-12-06)",
-            gap="three windows (laplacian, both fluxes) per kernel: ~21 flops and 3 window writes plus 9 window "
+            gap="(2026-12-06: 25.8 -> 11.3 ms on one thread once the flux limiters' selects vectorized again, "
+            "design.md 'The C compiler's own bugs'; 41 % of this machine's triad) "
+            "three windows (laplacian, both fluxes) per kernel: ~21 flops and 3 window writes plus 9 window "
             "reads per point; every loop vectorizes, yet it runs at ~13 GFLOP/s and ~16 GB/s on one core, and its "
             "working set per thread (0.79 MB of windows plus ~0.5 MB of input planes) exceeds this machine's 1 MiB "
             "L2: tiling J in blocks of 128 by hand measured 6.5 -> 5.9 ms on one thread (not generated yet); "
