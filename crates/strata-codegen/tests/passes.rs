@@ -267,4 +267,11 @@ fn selects_whose_branches_cannot_fail_are_computed_before_the_choice() {
          }",
     );
     assert!(!division.contains("sel_t_") && division.contains(NO_IF_CONVERSION), "{division}");
+    // So may an integer power with a negative exponent.
+    let power = c_of(
+        "func @f(%a: tensor<i64, I[0:64]>, %b: tensor<i64, I[0:64]>) -> tensor<i64, I[0:64]> {
+           return select(greater_equal(%b, 0), power(%a, %b), %a)
+         }",
+    );
+    assert!(!power.contains("sel_t_") && power.contains(NO_IF_CONVERSION), "{power}");
 }

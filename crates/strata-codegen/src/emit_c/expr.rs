@@ -51,7 +51,8 @@ pub(super) fn reads_memory(e: &Rc<SExpr>) -> bool {
 /// accumulators, loads at loop variables plus constants (in bounds over the loops' whole
 /// ranges: the kernel verifier checks that wherever no enclosing condition narrows a loop
 /// variable, and a select whose condition reads an index is never speculated), and arithmetic
-/// on them that cannot trap (no integer division but by a positive constant).
+/// on them that cannot fail (no integer division but by a positive constant, no integer power:
+/// the C sets the run's error for a zero divisor or a negative exponent).
 fn speculable(e: &SExpr) -> bool {
     match e {
         SExpr::Const(_) | SExpr::Absent(_) | SExpr::Acc(_) => true,
@@ -61,6 +62,8 @@ fn speculable(e: &SExpr) -> bool {
         SExpr::Binary(BinaryOp::Divides | BinaryOp::Modulo, a, b, s) if !s.is_float() => {
             matches!(&**b, SExpr::Const(v) if v.as_i128() > 0) && speculable(a)
         }
+        // A negative integer exponent is a run-time error.
+        SExpr::Binary(BinaryOp::Power, _, _, s) if !s.is_float() => false,
         SExpr::Binary(_, a, b, _) => speculable(a) && speculable(b),
         SExpr::Select(c, t, f) => !reads_index(c) && speculable(c) && speculable(t) && speculable(f),
         SExpr::Sparse(_) | SExpr::Guard { .. } | SExpr::Reduce { .. } | SExpr::Present(_) => false,
