@@ -278,10 +278,10 @@ class _Executable:
             if copied:  # the output starts as the field's values
                 np.copyto(b, v)
             plan.outs.append((v, b, copied))
+        plan.ready()
         if token is not None and plan.refer_to(args, token, offset_provider):
             if len(self._recent) >= _RECENT:
                 self._recent.clear()
-            plan.keep()
             self._recent[token] = plan
         plan.call(values)
 
@@ -314,9 +314,10 @@ class _Plan:
         self.refs: List[Tuple[int, Any]] = []
         # Weak references to the offset provider's entries, in order
         self.providers: List[Any] = []
-        # Set by `keep`: the outputs' storage, and whether a run needs nothing around it.
+        # Set by `ready`: the outputs' storage in order, and whether a run refreshes anything
+        # before it (a copied table, field or output).
         self.buffers: List[np.ndarray] = []
-        self.simple = False
+        self.refreshes = True
 
     def refer_to(self, args: Tuple[Any, ...], token: tuple, offset_provider: Any) -> bool:
         """Refers to the arguments that are not numbers (`token`'s integer parts) and to the
@@ -345,39 +346,28 @@ class _Plan:
         for slot, i, dtype in self.scalars:
             a = args[i]
             values[slot] = a if type(a) is float and dtype is _F64 else np.asarray(a, dtype=dtype)
-        if self.simple:
-            # No table or field to refresh, outputs written in place: the run alone.
-            written = _timed(self.runner, *self.buffers, *values)
-            for (_, w), b in zip(written, self.buffers):
-                if w is not b:
-                    self.write_back(written)
-                    break
-            return
-        for slot, name, rows, row_major in self.tables:
-            values[slot] = executable._table(np.asarray(offset_provider[name].ndarray), rows, row_major)[0]
-        for storage, view in self.copies:
-            np.copyto(storage, view)
-        for v, b, copied in self.outs:
-            if copied:
-                np.copyto(b, v)
+        if self.refreshes:
+            for slot, name, rows, row_major in self.tables:
+                values[slot] = executable._table(np.asarray(offset_provider[name].ndarray), rows, row_major)[0]
+            for storage, view in self.copies:
+                np.copyto(storage, view)
+            for v, b, copied in self.outs:
+                if copied:
+                    np.copyto(b, v)
         self.call(values)
 
-    def keep(self) -> None:
-        """Readies the plan for repeated runs (`run`): the outputs' storage in order, and whether
-        a run refreshes nothing before it (no copied table or field, no checked copies)."""
+    def ready(self) -> None:
+        """Records, once the plan is complete, what every run of it uses: the outputs' storage
+        in order, and whether a run refreshes anything before it."""
         self.buffers = [b for _, b, _ in self.outs]
-        self.simple = not (self.tables or self.copies or self.checked or any(c for _, _, c in self.outs))
+        self.refreshes = bool(self.tables or self.copies or any(c for _, _, c in self.outs))
 
     def call(self, values: List[Any]) -> None:
         """Runs the program on the outputs' storage and `values`: a program checking computed
         table entries as it runs writes copies, kept only when it succeeds (an error leaves the
         user's outputs as they were); outputs not written in place get the values."""
-        buffers = [np.array(b) if self.checked else b for _, b, _ in self.outs]
-        self.write_back(_timed(self.runner, *buffers, *values))
-
-    def write_back(self, written: List[Tuple[str, Any]]) -> None:
-        """Gives the fields the run's results (`(name, value)` in output order) where they were
-        not written in place."""
+        buffers = [np.array(b) for b in self.buffers] if self.checked else self.buffers
+        written = _timed(self.runner, *buffers, *values)
         for (_, w), (v, b, copied) in zip(written, self.outs):
             # Not written in place (the interpreter, an output numpy copied), or in place into a
             # copy of a strided field: the field gets the values.
