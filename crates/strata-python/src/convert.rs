@@ -88,7 +88,8 @@ pub enum Arg<'a> {
 /// view in place; a backend that needs the value ([`Argument::tensor`]: the interpreter, a
 /// parameter the program writes) gets a copy, made once.
 pub struct NumpyArg<'a> {
-    ty: ValueType,
+    /// The parameter's type (the caller's, made once per program).
+    ty: &'a ValueType,
     view: ColumnRef<'a>,
     /// For an `out` parameter's writable array: the buffer lent for writing in place.
     lent: Option<ColumnMut<'a>>,
@@ -135,7 +136,7 @@ impl Argument for Arg<'_> {
     fn value_type(&self) -> &ValueType {
         match self {
             Arg::Value(v) => v.value_type(),
-            Arg::Numpy(n) => &n.ty,
+            Arg::Numpy(n) => n.ty,
             Arg::Zeros(ty, _) => ty,
         }
     }
@@ -191,8 +192,7 @@ pub fn unlend_overlapping(args: &mut [Arg<'_>]) {
 /// The buffer of `obj` (as [`view`]) lent for writing: a writeable array's, else `None`.
 fn view_mut<'a>(obj: &'a Bound<'_, PyAny>, scalar: Scalar) -> Option<ColumnMut<'a>> {
     let arr = obj.cast::<PyUntypedArray>().ok()?;
-    let writeable = obj.getattr("flags").and_then(|f| f.getattr("writeable")).and_then(|w| w.extract::<bool>());
-    if !arr.is_c_contiguous() || !writeable.unwrap_or(false) {
+    if !arr.is_c_contiguous() || !writeable(arr) {
         return None;
     }
     macro_rules! view {
@@ -210,6 +210,15 @@ fn view_mut<'a>(obj: &'a Bound<'_, PyAny>, scalar: Scalar) -> Option<ColumnMut<'
         }};
     }
     Some(by_scalar!(scalar, view))
+}
+
+/// Whether numpy lets `arr`'s memory be written (its `flags.writeable`, read from the array
+/// object itself: a per-call `getattr` would cost two attribute lookups and a flags object).
+fn writeable(arr: &Bound<'_, PyUntypedArray>) -> bool {
+    // SAFETY: `arr` is a numpy array (the cast checked it), so its object holds the fields.
+    unsafe {
+        (*numpy::npyffi::_PyArray_GET_ITEM_DATA(arr.as_array_ptr())).flags & numpy::npyffi::NPY_ARRAY_WRITEABLE != 0
+    }
 }
 
 /// The buffer of `obj`, a C-contiguous, aligned numpy array of `scalar` (checked by the
@@ -349,7 +358,7 @@ fn tuple_data(obj: &Bound<'_, PyAny>, what: &str, fields: &[ElemType], shape: &[
 /// The argument for parameter `what` of type `ty` from `obj`: a dense tensor of scalars from a
 /// C-contiguous array is its buffer viewed in place ([`NumpyArg`]), and for an `out`
 /// parameter (`out`) of a writeable one lent for writing in place; anything else a value.
-pub fn to_arg<'a>(obj: &'a Bound<'_, PyAny>, what: &str, ty: &ValueType, out: bool) -> PyResult<Arg<'a>> {
+pub fn to_arg<'a>(obj: &'a Bound<'_, PyAny>, what: &str, ty: &'a ValueType, out: bool) -> PyResult<Arg<'a>> {
     if ty.levels.iter().any(|l| !l.format.is_dense_like()) {
         return stored(obj, what, ty).map(|s| Arg::Value(Value::Stored(s)));
     }
@@ -366,7 +375,7 @@ pub fn to_arg<'a>(obj: &'a Bound<'_, PyAny>, what: &str, ty: &ValueType, out: bo
             column_checks(obj, what, *s, &shape)?;
             if let Some(v) = view(obj, *s) {
                 let lent = if out { view_mut(obj, *s) } else { None };
-                return Ok(Arg::Numpy(NumpyArg { ty: ty.clone(), view: v, lent, whole: Default::default() }));
+                return Ok(Arg::Numpy(NumpyArg { ty, view: v, lent, whole: Default::default() }));
             }
             Data::Scalars(column(obj, what, *s, &shape)?)
         }

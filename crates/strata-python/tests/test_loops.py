@@ -191,6 +191,52 @@ def test_a_stencil_writes_a_whole_array_in_place():
     np.testing.assert_array_equal(v, want)
 
 
+def test_a_stencil_called_again_on_the_same_fields_repeats_its_plan():
+    # A time loop keeps its two fields and swaps them: each call after the first two repeats
+    # a kept plan (the fields by identity, the float filled in); the values stay numpy's.
+    import gc
+    import weakref
+
+    I, J = strata.dims("I J")
+    n = 9
+    u0 = np.random.default_rng(6).random((n + 2, n + 2))
+
+    @strata.stencil
+    def step(x, dt):
+        return x + dt * (x(I + 1) + x(I - 1) + x(J + 1) + x(J - 1) - 4.0 * x)
+
+    def numpy_step(w, dt):
+        c = w[1:-1, 1:-1]
+        nw = w.copy()
+        nw[1:-1, 1:-1] = c + dt * (w[2:, 1:-1] + w[:-2, 1:-1] + w[1:-1, 2:] + w[1:-1, :-2] - 4.0 * c)
+        return nw
+
+    u, new = u0.copy(), u0.copy()
+    fu, fnew = strata.field(u, I[-1 : n + 1], J[-1 : n + 1]), strata.field(new, I[-1 : n + 1], J[-1 : n + 1])
+    w = u0.copy()
+    for s in range(12):
+        # A Python float is filled into the plan; a numpy float takes the general path.
+        dt = 0.02 * (1 + s % 3) if s % 4 else np.float64(0.01 * s)
+        assert step(fu, dt, out=fnew) is fnew.array
+        fu, fnew = fnew, fu
+        w = numpy_step(w, float(dt))
+        np.testing.assert_array_equal(fu.array, w)
+    assert len(step._plans) == 2 and len(step._compiled) == 1
+    # The same fields without `out`: a result, through a plan of its own from the second call.
+    for _ in range(2):
+        np.testing.assert_array_equal(step(fu, 0.5), numpy_step(w, 0.5)[1:-1, 1:-1])
+    # A plan holds its fields weakly: dropping them frees their arrays.
+    gone = weakref.ref(fu.array)
+    del fu, fnew, u, new
+    gc.collect()
+    assert gone() is None
+    # New fields on other arrays find no plan of the old ones (compared by identity).
+    a, b = u0.copy(), u0.copy()
+    got = step(strata.field(a, I[-1 : n + 1], J[-1 : n + 1]), 0.1, out=strata.field(b, I[-1 : n + 1], J[-1 : n + 1]))
+    np.testing.assert_array_equal(got, numpy_step(u0, 0.1))
+    assert len(step._plans) <= 8
+
+
 def test_a_loop_of_evaluations_reuses_its_memory():
     # Each step's result (800 KB) and its numpy copy are freed and allocated again: the
     # allocator serves them from memory already mapped, not fresh pages (glibc's thresholds,
