@@ -353,6 +353,7 @@ fn analysis<'p>(program: &'p KernelProgram, k: &'p Kernel) -> Emitter<'p> {
         windows: k.windows(),
         entries: Vec::new(),
         next_entry: Rc::default(),
+        prechecked: Rc::from([]),
         conditional_reads: Rc::default(),
     }
 }
@@ -434,6 +435,7 @@ fn buffer_pointers(body: &mut String, em: &Emitter) {
 
 fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
     buffers_comment(out, &format!("`@{}` -> {symbol}", program.entry), program);
+    let prechecked: Rc<[(usize, strata_ir::Interval)]> = program.input_tables().into();
     for (ki, k) in program.kernels.iter().enumerate() {
         let em = Emitter {
             program,
@@ -443,6 +445,7 @@ fn emit_program(out: &mut String, symbol: &str, program: &KernelProgram) {
             windows: k.windows(),
             entries: Vec::new(),
             next_entry: Rc::default(),
+            prechecked: prechecked.clone(),
             conditional_reads: Rc::default(),
         };
         let mut body = String::new();

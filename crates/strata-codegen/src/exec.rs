@@ -476,11 +476,28 @@ impl<'a> Buffers<'a> {
                 Some((b.name.split('.').next().unwrap_or(&b.name).to_string(), src.to_string()))
             })
             .collect();
-        // Every entry of an input table is checked before anything runs, as the interpreter
-        // checks a whole shift's table: -1 (in a signed table) or a coordinate of the source
-        // interval. The kernels check again the entries they read.
-        for &(b, source) in program.input_tables().iter() {
-            let c = match &cols[b] {
+        let buffers = Buffers {
+            cols,
+            scalars: program.buffers().iter().map(|b| b.scalar).collect(),
+            tables,
+            extents: program.extents().into_owned(),
+        };
+        buffers.check_tables(program, |_| true)?;
+        Ok(buffers)
+    }
+
+    /// Checks every entry of the input tables whose buffers `which` selects, as the interpreter
+    /// checks a whole shift's table: -1 (in a signed table) or a coordinate of the source
+    /// interval. [`Self::new`] checks them all before anything runs; a run whose late
+    /// parameters arrive between its phases checks their tables again once they have. The
+    /// kernels read these entries unchecked (`emit_c::tables`): this check is what keeps their
+    /// loads in bounds.
+    ///
+    /// # Errors
+    /// [`ExecError::TableOutOfInterval`] naming the first bad entry.
+    pub fn check_tables(&self, program: &impl RunLayout, which: impl Fn(usize) -> bool) -> Result<(), ExecError> {
+        for &(b, source) in program.input_tables().iter().filter(|(b, _)| which(*b)) {
+            let c = match &self.cols[b] {
                 Slot::Owned(c) => ColumnRef::of(c),
                 Slot::Borrowed(c) => *c,
                 Slot::InPlace(c) => c.as_ref(),
@@ -489,16 +506,11 @@ impl<'a> Buffers<'a> {
                 return Err(ExecError::TableOutOfInterval(Some(Bad {
                     value: i64::try_from(t).unwrap_or(i64::MIN),
                     interval: source,
-                    table: tables[b].clone(),
+                    table: self.tables[b].clone(),
                 })));
             }
         }
-        Ok(Buffers {
-            cols,
-            scalars: program.buffers().iter().map(|b| b.scalar).collect(),
-            tables,
-            extents: program.extents().into_owned(),
-        })
+        Ok(())
     }
 
     /// Allocates the written buffers (results, temporaries, `out` parameters) afresh, as a run

@@ -426,7 +426,7 @@ impl Prepared {
             once()?;
             return self.run(args);
         };
-        self.run_phases(args, native, lib, &first, &mut once).map(|e| keep_runs(args, e))
+        self.run_phases(args, native, lib, &first, late, &mut once).map(|e| keep_runs(args, e))
     }
 
     fn run_phases<T: Argument>(
@@ -435,6 +435,7 @@ impl Prepared {
         native: &Native,
         lib: &Loaded,
         first: &[bool],
+        late: &[usize],
         once: &mut dyn FnMut() -> Result<(), ExecuteError>,
     ) -> Result<Executed, ExecuteError> {
         let f = &self.module.functions[self.entry];
@@ -452,8 +453,13 @@ impl Prepared {
         let ahead = buffers.call_some(lib, self.threads, first);
         let mut first_s = t.elapsed().as_secs_f64();
         once()?;
+        // A late table holds its entries only now: checked again before a kernel reads it.
+        let arrived = ahead.and_then(|()| {
+            let buffers_of = native.layout.buffers();
+            buffers.check_tables(&native.layout, |b| buffers_of[b].param.is_some_and(|p| late.contains(&p)))
+        });
         let t = Instant::now();
-        let rest = ahead.and_then(|()| buffers.call_some(lib, self.threads, &second));
+        let rest = arrived.and_then(|()| buffers.call_some(lib, self.threads, &second));
         first_s += t.elapsed().as_secs_f64();
         self.count_run(native, std::time::Duration::from_secs_f64(first_s));
         match rest {

@@ -231,3 +231,70 @@ fn a_size_run_long_enough_switches_to_its_specialized_library_with_the_same_valu
         assert_eq!(f64s(&p.run(&args).expect("runs").values[0].1), expect, "specialized");
     }
 }
+
+/// A vertex's sum over its edges of each edge's two vertices' values, through two tables
+/// stored as GT4Py stores them (neighbor dimension outermost): the edges' table is read at
+/// coordinates the vertices' table gives.
+const GATHERS: &str = "
+func @add(%acc: tensor<f64, Vertex[0:6]>, %a: tensor<f64, Vertex[0:6]>) -> tensor<f64, Vertex[0:6]> {
+  %s = plus(%acc, %a) : tensor<f64, Vertex[0:6]>
+  return %s
+}
+
+program @gathers(%out: out tensor<f64, Vertex[0:6]>, %x: tensor<f64, Vertex[0:6]>,
+                 %e2v: tensor<i32, NB_Vertex[0:2], Edge[0:5]>, %v2e: tensor<i32, NB_Edge[0:3], Vertex[0:6]>) {
+  %a = unstructured_shift(%x, %e2v, neighbor = 0) : tensor<f64, Edge[0:5]>
+  %b = unstructured_shift(%x, %e2v, neighbor = 1) : tensor<f64, Edge[0:5]>
+  %f = plus(%a, %b) : tensor<f64, Edge[0:5]>
+  %n = shift_init(%f, %v2e) : tensor<f64, Vertex[0:6], NB_0[0:3]>
+  %out <- reduce(@add, %n, init = 0.0)
+}
+";
+
+fn i32_tensor(ty: ValueType, values: Vec<i32>) -> Value {
+    let mut t = Tensor::zeros(&ty);
+    t.data = Data::Scalars(Column::I32(values));
+    Value::Tensor(t)
+}
+
+#[test]
+fn input_tables_are_checked_whole_before_the_kernels_which_read_them_unchecked() {
+    let p = prepared(GATHERS, "gathers", Backend::Native);
+    // The kernels bind both tables' entries without an interval check of their own.
+    let module = strata_verify::parse(GATHERS).expect("parses");
+    let info = strata_verify::verify(&module).expect("verifies");
+    let lowered = strata_codegen::lower(&module, &info.types, module.function_by_name("gathers").expect("entry"));
+    let c = strata_codegen::emit_c::emit(&lowered.expect("lowers"));
+    assert!(c.matches("strata_nb_prechecked(").count() >= 2 && !c.contains("strata_nb(t"), "{c}");
+    let x: Vec<f64> = (0..6).map(|v| 10f64.powi(v)).collect();
+    // Edge e joins vertices e and e + 1 (row 0: first vertices, row 1: second ones).
+    let e2v = vec![0, 1, 2, 3, 4, 1, 2, 3, 4, 5];
+    // Vertex v's edges v - 1 and v (-1: none), the third neighbor skipped.
+    let mut v2e = vec![-1; 18];
+    for v in 0..6i32 {
+        v2e[v as usize] = if v >= 1 { v - 1 } else { -1 };
+        v2e[6 + v as usize] = if v < 5 { v } else { -1 };
+    }
+    let args = |e2v: Vec<i32>| {
+        vec![
+            tensor(arg_type(&p, 0), vec![0.0; 6]),
+            tensor(arg_type(&p, 1), x.clone()),
+            i32_tensor(arg_type(&p, 2), e2v),
+            i32_tensor(arg_type(&p, 3), v2e.clone()),
+        ]
+    };
+    let out = p.run(&args(e2v.clone())).expect("runs");
+    let edge = |e: usize| x[e] + x[e + 1];
+    let want: Vec<f64> =
+        (0..6).map(|v| if v >= 1 { edge(v - 1) } else { 0.0 } + if v < 5 { edge(v) } else { 0.0 }).collect();
+    assert_eq!(f64s(&out.values[0].1), want);
+    // A bad entry is the run's error before any kernel runs: where the kernels read it, and
+    // also in a row they never read (edge 4's second vertex is read; a -1 in v2e hides none).
+    for (at, bad) in [(6, 7), (9, -2), (4, 100)] {
+        let mut t = e2v.clone();
+        t[at] = bad;
+        let e = p.run(&args(t)).expect_err("a bad table entry");
+        let m = e.to_string();
+        assert!(m.contains("neighbor table entry") && m.contains(&bad.to_string()) && m.contains("e2v"), "{m}");
+    }
+}

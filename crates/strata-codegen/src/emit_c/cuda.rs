@@ -168,6 +168,8 @@ fn emit_kernels(out: &mut String, program: &KernelProgram) {
             windows: &[],
             entries: Vec::new(),
             next_entry: Rc::default(),
+            // A GPU kernel checks every entry it reads itself.
+            prechecked: Rc::from([]),
             conditional_reads: Rc::default(),
         };
         let _ = writeln!(out, "\n/* kernel {ki}: {} — {gpu} */", k.comment);

@@ -18,6 +18,10 @@ pub(super) struct Emitter<'p> {
     pub(super) entries: Vec<tables::BoundEntry>,
     /// The next bound entry's number, unique in the kernel's function.
     pub(super) next_entry: Rc<std::cell::Cell<usize>>,
+    /// The input tables (buffer, source interval) every entry of which a run checks before
+    /// the kernels ([`KernelProgram::input_tables`], `exec::Buffers::new`): their entries are
+    /// not checked again where read ([`tables`]).
+    pub(super) prechecked: Rc<[(usize, strata_ir::Interval)]>,
     /// Set when the kernel's C reads memory under a condition (a `select` branch, an unstored
     /// sparse entry): the kernel is then compiled without GCC's loop if-conversion
     /// (see `emit_program`).

@@ -60,6 +60,8 @@ static inline int64_t strata_nb(int64_t t, int64_t lo, int64_t hi, int64_t site,
   if (__builtin_expect((uint64_t)t - (uint64_t)lo >= (uint64_t)hi - (uint64_t)lo, 0)) { strata_note_bad(t, lo, hi, site); *err = 2; return lo; }
   return t;
 }
+/* An entry of an input table the run checked whole before the kernels: -1 or in [lo, hi). */
+static inline int64_t strata_nb_prechecked(int64_t t, int64_t lo) { return t == -1 ? lo : t; }
 static inline int strata_ok(int64_t t) { return t != -1; }
 static inline int64_t strata_u64_entry(uint64_t t) { return t > (uint64_t)INT64_MAX ? INT64_MIN : (int64_t)t; }
 /* Position of coordinate c among the sorted, unique coordinates crd[lo..hi) of a compressed

@@ -46,6 +46,7 @@ pub(super) fn emit_scan(out: &mut String, em: &Emitter, k: &Kernel, sc: &ScanLoo
             windows: em.windows,
             entries: em.entries.clone(),
             next_entry: em.next_entry.clone(),
+            prechecked: em.prechecked.clone(),
             conditional_reads: em.conditional_reads.clone(),
         };
         &local_em
