@@ -46,6 +46,10 @@ pub(crate) struct Counts {
     pub evaluations: Vec<f64>,
     /// Reads by its users, each counted once per evaluation of the user.
     pub reads: Vec<f64>,
+    /// Whether it is an operand of a (+, ×) product of `f32`/`f64` values large enough for the
+    /// runtime GEMM ([`crate::matmul::MIN_MACS`]), directly or through a transpose or a
+    /// reshape: see [`worth_keeping_for_gemm`].
+    pub multiplied: Vec<bool>,
 }
 
 impl Evaluations {
@@ -57,6 +61,7 @@ impl Evaluations {
         let func = &module.functions[f];
         let mut evals = vec![0.0f64; func.exprs.len()];
         let mut reads = vec![0.0f64; func.exprs.len()];
+        let mut multiplied = vec![false; func.exprs.len()];
         for (_, stmt) in func.body.iter() {
             match stmt {
                 Statement::Return(vs) => vs.iter().for_each(|v| evals[v.index()] += 1.0),
@@ -97,6 +102,19 @@ impl Evaluations {
             );
             let here = points(types, func.exprs[v].ty);
             let spreads = contraction_spreads(types, func, op, here);
+            match op {
+                // A layout change of a product's operand is one too.
+                Op::Transpose { arg, .. } | Op::ExpandShape { arg, .. } | Op::CollapseShape { arg, .. }
+                    if multiplied[v.index()] =>
+                {
+                    multiplied[arg.index()] = true;
+                }
+                Op::DotGeneral { lhs, rhs, .. } | Op::Product2d { lhs, rhs, .. } if gemm_sized(types, func, op) => {
+                    multiplied[lhs.index()] = true;
+                    multiplied[rhs.index()] = true;
+                }
+                _ => {}
+            }
             for (i, a) in op.operands().into_iter().enumerate() {
                 let there = points(types, func.exprs[a].ty);
                 let spread = match &spreads {
@@ -113,7 +131,7 @@ impl Evaluations {
                 reads[a.index()] += spread;
             }
         }
-        let counts = Rc::new(Counts { evaluations: evals, reads });
+        let counts = Rc::new(Counts { evaluations: evals, reads, multiplied });
         self.memo.insert(f, counts.clone());
         counts
     }
@@ -162,6 +180,32 @@ fn contraction_spreads(types: &TypeArena, func: &Function, op: &Op, here: f64) -
         }
         _ => None,
     }
+}
+
+/// Whether `op` is a (+, ×) product of `f32` or `f64` matrices the `recognize-matmul` pass
+/// would run as a GEMM were its operands loads: no batch dimensions, more than one row and one
+/// column, at least [`crate::matmul::MIN_MACS`] multiply-adds.
+fn gemm_sized(types: &TypeArena, func: &Function, op: &Op) -> bool {
+    use strata_ir::{BuiltinRing, RingRef};
+    let (lhs, rhs, ring, contract) = match op {
+        Op::DotGeneral { lhs, rhs, ring, lhs_contract, lhs_batch, .. } if lhs_batch.is_empty() => {
+            (*lhs, *rhs, ring, lhs_contract.clone())
+        }
+        Op::Product2d { lhs, rhs, ring } => (*lhs, *rhs, ring, vec![1]),
+        _ => return false,
+    };
+    let Type::Tensor(t) = &types[func.exprs[lhs].ty] else { return false };
+    let float = matches!(
+        strata_ir::types::element_scalar(types, func.exprs[lhs].ty),
+        Some(strata_ir::Scalar::F32 | strata_ir::Scalar::F64)
+    );
+    let k: f64 = contract.iter().filter_map(|&d| t.levels.get(d as usize)).map(|l| l.interval.len() as f64).product();
+    let (m, n) = (points(types, func.exprs[lhs].ty) / k.max(1.0), points(types, func.exprs[rhs].ty) / k.max(1.0));
+    float
+        && matches!(ring, RingRef::Builtin(BuiltinRing::PlusTimes))
+        && m > 1.0
+        && n > 1.0
+        && m * n * k >= crate::matmul::MIN_MACS as f64
 }
 
 /// The points of a value of type `ty` (1 for a scalar or an unknown type).
@@ -227,6 +271,22 @@ pub(crate) fn worth_keeping(evaluations: f64, work: f64, bytes: f64, cache_bytes
     }
     let budget = if bytes <= cache_bytes as f64 / 2.0 { RECOMPUTE_IN_CACHE } else { RECOMPUTE_IN_MEMORY };
     (evaluations - 1.0) * work > budget || evaluations * work > MOST_INLINED
+}
+
+/// Reads per point of a product's operand from which it is computed once into a temporary
+/// when it is not a plain load ([`worth_keeping_for_gemm`]).
+const GEMM_REUSE: f64 = 8.0;
+
+/// The GEMM rule: whether an operand of a product the runtime GEMM would compute
+/// ([`Counts::multiplied`]), computed `evaluations` times per point when inlined with `work`
+/// operations per evaluation, is computed once into a temporary so that the product reads
+/// loads only and `recognize-matmul` hands it to the GEMM. Inlined, an operand such as a
+/// centered matrix (`x - mean(x, 0)` in a covariance) makes the product a fold per output
+/// element that reads the operand's columns with a stride, once per output row or column:
+/// `cov(X.T)` of a 200,000 × 50 matrix took 150–190 ms so, where numpy (a centered copy, then
+/// BLAS) takes 43 ms. The temporary costs one write and one read of the operand.
+pub(crate) fn worth_keeping_for_gemm(evaluations: f64, work: f64) -> bool {
+    work > 1.0 && evaluations >= GEMM_REUSE
 }
 
 /// Whether the value with scalar leaves `parts`, over dense-like `levels` and reading loop

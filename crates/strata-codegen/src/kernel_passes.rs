@@ -128,7 +128,7 @@ fn scans_fuse(
     };
     let (mut uses, mut at_point) = (false, true);
     for e in b.updates.iter().chain(next.stores.iter().map(|s| &s.value)) {
-        for_each_load(e, &mut |l| {
+        crate::sym::for_each_load(e, &mut |l| {
             if last.contains(&l.buffer) {
                 uses = true;
                 at_point &= identity(l);
@@ -152,18 +152,6 @@ fn scans_fuse(
         bytes += b.dim.interval.len() as usize * crate::emit_c::STRIP as usize * buf.scalar.size_bytes();
     }
     (bytes <= LOCAL_SCRATCH).then_some(last)
-}
-
-/// Calls `f` on every load in `e` (outside coordinates).
-fn for_each_load(e: &Rc<SExpr>, f: &mut dyn FnMut(&Load)) {
-    if let SExpr::Load(l) = &**e {
-        f(l);
-    }
-    crate::sym::for_each_part(e, &mut |p| {
-        if let crate::sym::Part::Expr(x) = p {
-            for_each_load(x, f);
-        }
-    });
 }
 
 /// Merges consecutive plain kernels over the same domain when neither reads what the other

@@ -258,6 +258,18 @@ pub fn map_coord_parts(c: &Coord, expr: &dyn Fn(&Rc<SExpr>) -> Rc<SExpr>, coord:
     }
 }
 
+/// Calls `f` on every load in `e` (outside coordinates).
+pub(crate) fn for_each_load(e: &Rc<SExpr>, f: &mut dyn FnMut(&Load)) {
+    if let SExpr::Load(l) = &**e {
+        f(l);
+    }
+    for_each_part(e, &mut |p| {
+        if let Part::Expr(x) = p {
+            for_each_load(x, f);
+        }
+    });
+}
+
 /// A direct part of an expression or coordinate, as [`for_each_part`] visits it.
 pub enum Part<'a> {
     /// A sub-expression.

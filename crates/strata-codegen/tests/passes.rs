@@ -275,3 +275,69 @@ fn selects_whose_branches_cannot_fail_are_computed_before_the_choice() {
     );
     assert!(!power.contains("sel_t_") && power.contains(NO_IF_CONVERSION), "{power}");
 }
+
+/// A covariance as array-api-extra writes it (`cov(x.T)`): the centered matrix feeds a product.
+fn covariance(rows: usize, cols: usize) -> String {
+    format!(
+        "func @plus(%a: f64, %b: f64) -> f64 {{
+  %s = plus(%a, %b) : f64
+  return %s
+}}
+
+func @cov(%x: tensor<{rows}x{cols}xf64>) -> tensor<{cols}x{cols}xf64> {{
+  %t = transpose(%x, perm = [1, 0]) : tensor<{cols}x{rows}xf64>
+  %s = map_reduce(@plus, %t, init = 0.0, einsum = \"ab->a\") : tensor<{cols}xf64>
+  %m = expand_shape(%s, groups = [[0, 1]], shape = [{cols}, 1], mode = view) : tensor<{cols}x1xf64>
+  %n = constant(value = {rows}.0) : f64
+  %mean = divides(%m, %n) : tensor<{cols}x1xf64>
+  %b = broadcast_in_dim(%mean, shape = [{cols}, {rows}], dims = [0, 1]) : tensor<{cols}x{rows}xf64>
+  %c = minus(%t, %b) : tensor<{cols}x{rows}xf64>
+  %ct = transpose(%c, perm = [1, 0]) : tensor<{rows}x{cols}xf64>
+  %p = dot_general(%c, %ct, ring = plus_times, lhs_contract = [1], rhs_contract = [0], lhs_batch = [], rhs_batch = []) : tensor<{cols}x{cols}xf64>
+  return %p
+}}
+"
+    )
+}
+
+#[test]
+fn a_computed_operand_of_a_large_product_is_kept_so_the_product_runs_as_a_gemm() {
+    use strata_codegen::kernel::KernelKind;
+    // 40 MB of centered values against a 1 MiB cache: the reuse rule alone would recompute
+    // them in the product's fold (three operations, read 100 times per point).
+    let source = covariance(100_000, 50);
+    let module = strata_verify::parse(&source).unwrap();
+    let info = strata_verify::verify(&module).unwrap();
+    let options =
+        strata_codegen::LowerOptions { cache_bytes: 1 << 20, ..strata_codegen::LowerOptions::for_this_machine() };
+    let p =
+        strata_codegen::lower_with(&module, &info.types, module.function_by_name("cov").unwrap(), &options).unwrap();
+    // The centered matrix is kept, stored in its source's order (rows outermost, as `x` is),
+    // and the product reads loads only: the runtime GEMM computes it.
+    let centered: Vec<&strata_codegen::kernel::Buffer> =
+        p.buffers.iter().filter(|b| b.temp && b.len() == 100_000 * 50).collect();
+    assert_eq!(centered.len(), 1, "{p}");
+    assert_eq!(centered[0].levels[0].interval.len(), 100_000, "{p}");
+    assert!(p.kernels.iter().any(|k| k.detail.contains("runs as a GEMM")), "{p}");
+    assert!(matches!(p.kernels.last().unwrap().kind, KernelKind::Gemm(_)), "{p}");
+    // Too small a product for the GEMM: nothing is kept for it, the product stays a fold.
+    let small = lowered_source(&covariance(6, 5), "cov");
+    assert!(!small.kernels.iter().any(|k| k.detail.contains("GEMM")), "{small}");
+    assert!(!matches!(small.kernels.last().unwrap().kind, KernelKind::Gemm(_)), "{small}");
+}
+
+#[test]
+fn a_computed_matrix_times_a_vector_is_not_kept() {
+    // A matrix-vector product never runs as a GEMM: its computed matrix stays inlined.
+    let p = lowered_source(
+        "func @mv(%a: tensor<2000x300xf64>, %x: tensor<300xf64>) -> tensor<2000xf64> {
+  %two = constant(value = 2.0) : f64
+  %b = multiplies(%a, %two) : tensor<2000x300xf64>
+  %y = dot_general(%b, %x, ring = plus_times, lhs_contract = [1], rhs_contract = [0], lhs_batch = [], rhs_batch = []) : tensor<2000xf64>
+  return %y
+}
+",
+        "mv",
+    );
+    assert!(p.buffers.iter().all(|b| !b.temp), "{p}");
+}

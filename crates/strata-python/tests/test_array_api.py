@@ -748,3 +748,19 @@ def test_complex_expm1_of_signed_zeros_is_positive_zero():
         got = np.asarray(xp.expm1(xp.asarray(a)))
         assert not np.signbit(got.real[:3]).any(), got
         assert np.allclose(got[3], np.expm1(1e-3) * np.cos(0.5) - 2 * np.sin(0.25) ** 2 + 1j * np.exp(1e-3) * np.sin(0.5))
+
+
+def test_a_product_of_centered_matrices_equals_numpy():
+    # A covariance as array-api-extra computes it: the centered matrix is kept in a temporary
+    # (stored as x is, rows outermost) so that the product runs as a GEMM (strata-codegen
+    # extract.rs, the GEMM rule); small and large, float64 and float32, against numpy.
+    rng = np.random.default_rng(11)
+    for rows, cols, dtype, rtol in ((3000, 40, np.float64, 1e-10), (7, 5, np.float64, 1e-12), (2500, 33, np.float32, 2e-4)):
+        a = rng.standard_normal((rows, cols)).astype(dtype)
+        x = xp.asarray(a)
+        m = xp.mean(x.T, axis=1, keepdims=True)
+        c = x.T - m
+        got = np.asarray((c @ c.T) / (rows - 1))
+        centered = a.T - a.T.mean(axis=1, keepdims=True)
+        want = centered @ centered.T / (rows - 1)
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * 10)

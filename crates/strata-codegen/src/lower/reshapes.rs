@@ -56,6 +56,22 @@ impl Lowerer<'_> {
                     to.push(Coord::Var { dim: r.name.clone(), offset: l.interval.start - r.interval.start });
                     continue;
                 }
+                // A group whose members but one have one point each (a `keepdims` axis): the
+                // coordinate is that member's, as a loop variable (so that later passes see a
+                // plain load), or the level's one point.
+                let wide: Vec<&Level> =
+                    g.iter().map(|&r| &result[r as usize]).filter(|rl| rl.interval.len() != 1).collect();
+                match wide.as_slice() {
+                    [] => {
+                        to.push(Coord::Const(l.interval.start));
+                        continue;
+                    }
+                    [r] => {
+                        to.push(Coord::Var { dim: r.name.clone(), offset: l.interval.start - r.interval.start });
+                        continue;
+                    }
+                    _ => {}
+                }
                 // Linearize the group's coordinates.
                 let mut lin = ix(0);
                 for (j, &r) in g.iter().enumerate() {

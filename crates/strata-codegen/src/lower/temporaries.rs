@@ -39,10 +39,14 @@ impl Lowerer<'_> {
         }
         let points: f64 = t.levels.iter().map(|l| l.interval.len() as f64).product();
         let bytes = points * t.scalars.iter().map(|s| s.size_bytes() as f64).sum::<f64>();
-        if !crate::extract::worth_keeping(evaluations, crate::extract::work(&t.parts), bytes, self.cache_bytes) {
+        let work = crate::extract::work(&t.parts);
+        let why = if crate::extract::worth_keeping(evaluations, work, bytes, self.cache_bytes) {
+            format!("computed {evaluations:.0} times per point if inlined")
+        } else if counts.multiplied[v.index()] && crate::extract::worth_keeping_for_gemm(evaluations, work) {
+            format!("an operand of a product read {evaluations:.0} times per point (kept, the product runs as a GEMM)")
+        } else {
             return value;
-        }
-        let why = format!("computed {evaluations:.0} times per point if inlined");
+        };
         self.keep(e, value, t, &why)
     }
 
@@ -90,6 +94,7 @@ impl Lowerer<'_> {
         comment: String,
     ) -> Vec<Rc<SExpr>> {
         let name = format!("tmp{}", self.kernels.len());
+        let levels = in_source_order(levels, parts, &self.buffers);
         let coords = level_vars(&levels);
         let mut stores = Vec::new();
         let mut reads = Vec::new();
@@ -172,5 +177,46 @@ impl Lowerer<'_> {
         ));
         let coords = level_vars(&levels);
         Ok(Rc::new(SExpr::Load(Rc::new(Load { buffer: b, coords }))))
+    }
+}
+
+/// `levels` (a temporary's, in its value's order) reordered as the largest buffer its `parts`
+/// read at every level's variable stores them, levels of one point first: a temporary of a
+/// transposed value (a centered `x.T`) is then written as its source is read, both
+/// contiguously, instead of reading the source with a stride of a whole row per point, and a
+/// `keepdims` mean over rows (`mean(x.T, axis=1, keepdims=True)`, levels `[columns, 1]`) folds
+/// whole rows of `x` into a strip of accumulators instead of walking one column at a time. The
+/// reads of the temporary name its levels, so its users are unchanged (a product reading it
+/// takes its strides).
+fn in_source_order(levels: Vec<Level>, parts: &[Rc<SExpr>], buffers: &[Buffer]) -> Vec<Level> {
+    let wide: Vec<usize> = (0..levels.len()).filter(|&i| levels[i].interval.len() != 1).collect();
+    let mut best: Option<(usize, Vec<usize>)> = None;
+    let mut visit = |l: &Load| {
+        // The temporary's levels in the order this load's coordinates name them.
+        let order: Vec<usize> = l
+            .coords
+            .iter()
+            .filter_map(|c| match c {
+                Coord::Var { dim, .. } => levels.iter().position(|lv| &lv.name == dim),
+                _ => None,
+            })
+            .collect();
+        let mut named = order.clone();
+        named.sort_unstable();
+        named.dedup();
+        let len = buffers[l.buffer].len();
+        if named.len() == order.len() && named == wide && best.as_ref().is_none_or(|(n, _)| len > *n) {
+            best = Some((len, order));
+        }
+    };
+    for p in parts {
+        crate::sym::for_each_load(p, &mut visit);
+    }
+    match best {
+        Some((_, order)) if !wide.is_empty() => {
+            let ones = (0..levels.len()).filter(|i| !wide.contains(i));
+            ones.chain(order).map(|i| levels[i].clone()).collect()
+        }
+        _ => levels,
     }
 }
