@@ -225,6 +225,14 @@ def test_a_stencil_called_again_on_the_same_fields_repeats_its_plan():
     # The same fields without `out`: a result, through a plan of its own from the second call.
     for _ in range(2):
         np.testing.assert_array_equal(step(fu, 0.5), numpy_step(w, 0.5)[1:-1, 1:-1])
+    # A plan whose `out` has gone never serves a call without `out` (its program takes one).
+    spare = strata.field(u0.copy(), I[-1 : n + 1], J[-1 : n + 1])
+    step(fu, 0.25, out=spare)
+    step(fu, 0.25, out=spare)
+    del spare
+    gc.collect()
+    for _ in range(2):
+        np.testing.assert_array_equal(step(fu, 0.25), numpy_step(w, 0.25)[1:-1, 1:-1])
     # A plan holds its fields weakly: dropping them frees their arrays.
     gone = weakref.ref(fu.array)
     del fu, fnew, u, new

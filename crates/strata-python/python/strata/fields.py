@@ -754,7 +754,15 @@ class Stencil:
         # The loop's path: the argument objects of a recent call (a float's value aside) repeat
         # its plan, about a microsecond of Python around the compiled program's run.
         for plan in self._plans:
-            if plan.nargs == len(args) and plan.backend == backend and device is None and plan.out() is out:
+            # `plan.out`: a weak reference to the call's `out`, `None` for a call without one (a
+            # dead reference never stands for "no `out`": its program takes one).
+            ref = plan.out
+            if (
+                plan.nargs == len(args)
+                and plan.backend == backend
+                and device is None
+                and (ref is None if out is None else ref is not None and ref() is out)
+            ):
                 values = plan.values.copy()
                 for i, r, slot in plan.fields:
                     f = r()
@@ -847,18 +855,10 @@ class Stencil:
                 return  # an int or a bool is part of the structure, by value
         try:
             refs = [(i, weakref.ref(args[i]), slot) for i, slot in fields.items()]
-            out_ref = weakref.ref(out) if out is not None else _NONE_REF
+            out_ref = weakref.ref(out) if out is not None else None
         except TypeError:
             return
         self._plans = [_StencilPlan(out_ref, backend, len(args), refs, floats, values, runner)] + self._plans[:7]
-
-
-def _none() -> None:
-    return None
-
-
-# The plan of a call without `out` refers to it as `_NONE_REF() is None`.
-_NONE_REF = _none
 
 
 class _StencilPlan:
