@@ -238,6 +238,9 @@ def test_a_stencil_called_again_on_the_same_fields_repeats_its_plan():
     del fu, fnew, u, new
     gc.collect()
     assert gone() is None
+    # A dead field's place in a plan is no match for anything, not even a bad argument.
+    with pytest.raises(fields.FieldError, match="fields and numbers"):
+        step(None, 0.1)
     # New fields on other arrays find no plan of the old ones (compared by identity).
     a, b = u0.copy(), u0.copy()
     got = step(strata.field(a, I[-1 : n + 1], J[-1 : n + 1]), 0.1, out=strata.field(b, I[-1 : n + 1], J[-1 : n + 1]))

@@ -766,7 +766,7 @@ class Stencil:
                 values = plan.values.copy()
                 for i, r, slot in plan.fields:
                     f = r()
-                    if f is not args[i]:
+                    if f is None or f is not args[i]:
                         break
                     if slot is not None:
                         values[slot] = f._array
