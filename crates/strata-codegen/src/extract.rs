@@ -47,7 +47,7 @@ pub(crate) struct Counts {
     /// Reads by its users, each counted once per evaluation of the user.
     pub reads: Vec<f64>,
     /// Whether it is an operand of a (+, ×) product of `f32`/`f64` values large enough for the
-    /// runtime GEMM ([`crate::matmul::MIN_MACS`]), directly or through a transpose or a
+    /// runtime GEMM ([`crate::matmul::gemm_pays`]), directly or through a transpose or a
     /// reshape: see [`worth_keeping_for_gemm`].
     pub multiplied: Vec<bool>,
 }
@@ -183,8 +183,8 @@ fn contraction_spreads(types: &TypeArena, func: &Function, op: &Op, here: f64) -
 }
 
 /// Whether `op` is a (+, ×) product of `f32` or `f64` matrices the `recognize-matmul` pass
-/// would run as a GEMM were its operands loads: no batch dimensions, more than one row and one
-/// column, at least [`crate::matmul::MIN_MACS`] multiply-adds.
+/// would run as a GEMM were its operands loads: no batch dimensions, and a size
+/// [`crate::matmul::gemm_pays`] accepts.
 fn gemm_sized(types: &TypeArena, func: &Function, op: &Op) -> bool {
     use strata_ir::{BuiltinRing, RingRef};
     let (lhs, rhs, ring, contract) = match op {
@@ -203,9 +203,7 @@ fn gemm_sized(types: &TypeArena, func: &Function, op: &Op) -> bool {
     let (m, n) = (points(types, func.exprs[lhs].ty) / k.max(1.0), points(types, func.exprs[rhs].ty) / k.max(1.0));
     float
         && matches!(ring, RingRef::Builtin(BuiltinRing::PlusTimes))
-        && m > 1.0
-        && n > 1.0
-        && m * n * k >= crate::matmul::MIN_MACS as f64
+        && crate::matmul::gemm_pays(m as i64, n as i64, k as i64)
 }
 
 /// The points of a value of type `ty` (1 for a scalar or an unknown type).

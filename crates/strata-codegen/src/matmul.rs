@@ -28,6 +28,14 @@ use crate::sym::{Coord, Load, SExpr};
 /// The smallest product (multiply-adds per GEMM call) worth a library call.
 pub const MIN_MACS: i64 = 1 << 15;
 
+/// Whether an `m × k` by `k × n` product runs as a GEMM: at least [`MIN_MACS`] multiply-adds
+/// and more than one row and column. A matrix–vector product stays a loop nest: each output
+/// is one vectorized sum along a contiguous row (or strips of columns), streaming the matrix
+/// once without packing it.
+pub(crate) fn gemm_pays(m: i64, n: i64, k: i64) -> bool {
+    m.saturating_mul(n).saturating_mul(k) >= MIN_MACS && m > 1 && n > 1
+}
+
 /// One loop of a matrix product: its extent and its stride in the output, the left and the
 /// right operand (0 where the operand does not depend on it).
 #[derive(Clone, Debug, PartialEq)]
@@ -270,9 +278,7 @@ pub fn recognize(kernel: &Kernel, buffers: &[Buffer]) -> Option<MatMul> {
     };
     let m = pick(collapse(ms), &mut batch, 1);
     let n = pick(collapse(ns), &mut batch, 2);
-    // A matrix–vector product stays a loop nest: each output is one vectorized sum along a
-    // contiguous row (or strips of columns), streaming the matrix once without packing it.
-    if m.extent * n.extent * k.extent < MIN_MACS || m.extent == 1 || n.extent == 1 {
+    if !gemm_pays(m.extent, n.extent, k.extent) {
         return None;
     }
     let first = |a: &Affine| {

@@ -51,23 +51,18 @@ impl Lowerer<'_> {
             let (result, levels) = (split(self.types, e.ty).0, split(self.types, func.exprs[*a].ty).0);
             let mut to = Vec::new();
             for (l, g) in levels.iter().zip(groups) {
-                if let [r] = g.as_slice() {
-                    let r = &result[*r as usize];
-                    to.push(Coord::Var { dim: r.name.clone(), offset: l.interval.start - r.interval.start });
-                    continue;
-                }
-                // A group whose members but one have one point each (a `keepdims` axis): the
-                // coordinate is that member's, as a loop variable (so that later passes see a
-                // plain load), or the level's one point.
-                let wide: Vec<&Level> =
-                    g.iter().map(|&r| &result[r as usize]).filter(|rl| rl.interval.len() != 1).collect();
-                match wide.as_slice() {
-                    [] => {
-                        to.push(Coord::Const(l.interval.start));
+                // One member, or all members but one of one point each (a `keepdims` axis): the
+                // coordinate is that member's loop variable (so that later passes see a plain
+                // load); a group of one-point members only, the level's one point.
+                let members: Vec<&Level> = g.iter().map(|&r| &result[r as usize]).collect();
+                let wide: Vec<&Level> = members.iter().copied().filter(|rl| rl.interval.len() != 1).collect();
+                match (members.as_slice(), wide.as_slice()) {
+                    ([r], _) | (_, [r]) => {
+                        to.push(Coord::Var { dim: r.name.clone(), offset: l.interval.start - r.interval.start });
                         continue;
                     }
-                    [r] => {
-                        to.push(Coord::Var { dim: r.name.clone(), offset: l.interval.start - r.interval.start });
+                    (_, []) => {
+                        to.push(Coord::Const(l.interval.start));
                         continue;
                     }
                     _ => {}
