@@ -160,14 +160,29 @@ program @smooth(%out: out tensor<f64, I[0:6]>, %x: tensor<f64, I[0:6]>) {
         np.testing.assert_array_equal(y, want)
 
 
-def test_a_stencil_writes_a_whole_array_in_place():
-    I, J = strata.dims("I J")
-    n = 12
-    u0 = np.random.default_rng(5).random((n + 2, n + 2))
+def _diffusion_stencil(I, J):
+    """The 2-d diffusion step as a stencil over dimensions `I` and `J`."""
 
     @strata.stencil
     def step(x, dt):
         return x + dt * (x(I + 1) + x(I - 1) + x(J + 1) + x(J - 1) - 4.0 * x)
+
+    return step
+
+
+def _numpy_diffusion_step(w, dt):
+    """The same step in numpy on a whole array: the interior updated, the boundary kept."""
+    c = w[1:-1, 1:-1]
+    nw = w.copy()
+    nw[1:-1, 1:-1] = c + dt * (w[2:, 1:-1] + w[:-2, 1:-1] + w[1:-1, 2:] + w[1:-1, :-2] - 4.0 * c)
+    return nw
+
+
+def test_a_stencil_writes_a_whole_array_in_place():
+    I, J = strata.dims("I J")
+    n = 12
+    u0 = np.random.default_rng(5).random((n + 2, n + 2))
+    step = _diffusion_stencil(I, J)
 
     u, new = u0.copy(), np.zeros_like(u0)
     new[0, :], new[-1, :], new[:, 0], new[:, -1] = u0[0, :], u0[-1, :], u0[:, 0], u0[:, -1]
@@ -177,18 +192,12 @@ def test_a_stencil_writes_a_whole_array_in_place():
         got = step(strata.field(u, I[-1 : n + 1], J[-1 : n + 1]), dt, out=strata.field(new, I[-1 : n + 1], J[-1 : n + 1]))
         assert got is new
         u, new = new, u
-        c = w[1:-1, 1:-1]
-        nw = w.copy()
-        nw[1:-1, 1:-1] = c + dt * (w[2:, 1:-1] + w[:-2, 1:-1] + w[1:-1, 2:] + w[1:-1, :-2] - 4.0 * c)
-        w = nw
+        w = _numpy_diffusion_step(w, dt)
     np.testing.assert_array_equal(u, w)
     # In place on its own input: read as it was.
     v = u0.copy()
     step(strata.field(v, I[-1 : n + 1], J[-1 : n + 1]), 0.1, out=strata.field(v, I[-1 : n + 1], J[-1 : n + 1]))
-    c = u0[1:-1, 1:-1]
-    want = u0.copy()
-    want[1:-1, 1:-1] = c + 0.1 * (u0[2:, 1:-1] + u0[:-2, 1:-1] + u0[1:-1, 2:] + u0[1:-1, :-2] - 4.0 * c)
-    np.testing.assert_array_equal(v, want)
+    np.testing.assert_array_equal(v, _numpy_diffusion_step(u0, 0.1))
 
 
 def test_a_stencil_called_again_on_the_same_fields_repeats_its_plan():
@@ -200,16 +209,7 @@ def test_a_stencil_called_again_on_the_same_fields_repeats_its_plan():
     I, J = strata.dims("I J")
     n = 9
     u0 = np.random.default_rng(6).random((n + 2, n + 2))
-
-    @strata.stencil
-    def step(x, dt):
-        return x + dt * (x(I + 1) + x(I - 1) + x(J + 1) + x(J - 1) - 4.0 * x)
-
-    def numpy_step(w, dt):
-        c = w[1:-1, 1:-1]
-        nw = w.copy()
-        nw[1:-1, 1:-1] = c + dt * (w[2:, 1:-1] + w[:-2, 1:-1] + w[1:-1, 2:] + w[1:-1, :-2] - 4.0 * c)
-        return nw
+    step, numpy_step = _diffusion_stencil(I, J), _numpy_diffusion_step
 
     u, new = u0.copy(), u0.copy()
     fu, fnew = strata.field(u, I[-1 : n + 1], J[-1 : n + 1]), strata.field(new, I[-1 : n + 1], J[-1 : n + 1])
