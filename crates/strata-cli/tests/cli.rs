@@ -1,6 +1,10 @@
 //! The `strata` binary as users and scripts run it: exit statuses, output, and that `fmt`
 //! never damages a file.
 
+#[path = "scratch/mod.rs"]
+mod scratch;
+use scratch::{scratch, Scratch};
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -12,11 +16,8 @@ fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("strata-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn tmpdir(name: &str) -> Scratch {
+    scratch(&format!("cli-{name}"))
 }
 
 #[test]

@@ -5,16 +5,17 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+#[path = "scratch/mod.rs"]
+mod scratch;
+use scratch::{scratch, Scratch};
+
+use std::path::Path;
 use std::process::Output;
 
 use common::{require_mpi, root, strata, strata_with};
 
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("strata-dist-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn tmp(name: &str) -> Scratch {
+    scratch(&format!("dist-{name}"))
 }
 
 fn ok(o: &Output) -> String {

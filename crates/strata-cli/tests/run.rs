@@ -1,17 +1,18 @@
 //! `strata run` and `strata sig` on bad input: clear messages, non-zero exits, inputs untouched.
 
-use std::path::{Path, PathBuf};
+#[path = "scratch/mod.rs"]
+mod scratch;
+use scratch::{scratch, Scratch};
+
+use std::path::Path;
 use std::process::{Command, Output};
 
 fn strata(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_strata")).args(args).env("NO_COLOR", "1").output().unwrap()
 }
 
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("strata-run-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn tmp(name: &str) -> Scratch {
+    scratch(&format!("run-{name}"))
 }
 
 fn write(dir: &Path, name: &str, text: &str) -> String {
@@ -111,8 +112,9 @@ fn native_backend_runs_compiles_once_and_reports_what_it_cannot_compile() {
     );
     // Sparse tensors of tuples are not read natively: refused by name, and `auto` runs the
     // interpreter after a note.
+    let tuples_dir = tmp("sparse-tuples");
     let tuples = write(
-        &tmp("sparse-tuples"),
+        &tuples_dir,
         "t.strata",
         "func @f(%a: tensor<(f64, f64), I[0:3] compressed>) -> tensor<f64, I[0:3]> {\n  \
          %x = tuple_get(%a, index = 0) : tensor<f64, I[0:3] compressed>\n  \
