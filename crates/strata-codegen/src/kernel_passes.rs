@@ -1,6 +1,6 @@
 //! Passes over a lowered entry's kernel list, run by [`crate::lower::lower`] after lowering
-//! (each preserves every buffer's final content): write a scan's result where a later kernel
-//! only copies it ([`forward_scan_results`]), run dependent scans over one domain per strip of
+//! (each preserves every buffer's final content): write a result where a later kernel only
+//! copies it ([`forward_results`]), run dependent scans over one domain per strip of
 //! columns ([`fuse_scans`]), share loops between consecutive independent kernels
 //! ([`fuse_adjacent`]), and find buffers written whole before any read
 //! ([`overwritten_first`]).
@@ -12,11 +12,14 @@ use strata_ir::{DimName, Interval, Level};
 use crate::kernel::{Buffer, Kernel, KernelKind, ScanStage};
 use crate::sym::{Coord, Load, SExpr};
 
-/// Lets a scan write its result straight into the buffer a later kernel only copies it to
-/// (`%x <- %sol` after `%sol = scan(…)`), instead of into a temporary: one pass over memory
-/// less. Requires the copy to cover the whole target with identical levels and nothing in
-/// between to touch the target; later reads of the temporary read the target instead.
-pub fn forward_scan_results(mut kernels: Vec<Kernel>, buffers: &[Buffer]) -> Vec<Kernel> {
+/// Lets a kernel write a temporary straight into the buffer a later kernel only copies it to
+/// (`%x <- %sol` after `%sol = scan(…)`; a matrix–vector product kept because a norm reads it
+/// too, and also returned), instead of into the temporary: one pass over memory and one
+/// kernel less. Requires the temporary's one writer to be a scan or a plain kernel writing
+/// all of it first, the copy to cover the whole target with identical levels, nothing from
+/// the writer to the copy to touch the target and nothing after the copy to write it; later
+/// reads of the temporary read the target instead.
+pub fn forward_results(mut kernels: Vec<Kernel>, buffers: &[Buffer]) -> Vec<Kernel> {
     let mut i2 = 0;
     while i2 < kernels.len() {
         let k2 = &kernels[i2];
@@ -38,7 +41,16 @@ pub fn forward_scan_results(mut kernels: Vec<Kernel>, buffers: &[Buffer]) -> Vec
         };
         let writers: Vec<usize> = (0..i2).filter(|&i| kernels[i].stores.iter().any(|s| s.buffer == tb)).collect();
         let ok = match writers.as_slice() {
-            [i1] => kernels[*i1].scan().is_some() && (*i1..i2).all(|i| !kernels[i].reads(ob) && !kernels[i].writes(ob)),
+            [i1] => {
+                let writer = &kernels[*i1];
+                let whole = writer.scan().is_some()
+                    || (writer.as_nest().is_some()
+                        && writer.scatter().is_none()
+                        && overwritten_first(&kernels, tb, &buffers[tb].levels));
+                whole
+                    && (*i1..i2).all(|i| !kernels[i].reads(ob) && !kernels[i].writes(ob))
+                    && kernels[i2 + 1..].iter().all(|k| !k.writes(ob))
+            }
             _ => false,
         };
         if !ok {

@@ -6,7 +6,7 @@
 //! one.
 
 use crate::kernel::{KernelKind, KernelProgram};
-use crate::kernel_passes::{forward_scan_results, fuse_adjacent, fuse_scans, overwritten_first};
+use crate::kernel_passes::{forward_results, fuse_adjacent, fuse_scans, overwritten_first};
 use crate::lower::LowerError;
 use crate::verify_kernels::{verify_kernels, KernelVerifyError};
 
@@ -50,10 +50,10 @@ pub const PASSES: &[Pass] = &[
         },
     },
     Pass {
-        name: "forward-scan-results",
+        name: "forward-results",
         optional: true,
-        summary: "a scan whose result a program only copies into an `out` parameter writes it there",
-        run: |p| p.kernels = forward_scan_results(std::mem::take(&mut p.kernels), &p.buffers),
+        summary: "a kernel whose temporary a later kernel only copies into an output writes it there",
+        run: |p| p.kernels = forward_results(std::mem::take(&mut p.kernels), &p.buffers),
     },
     Pass {
         name: "fuse-scans",
@@ -70,10 +70,12 @@ pub const PASSES: &[Pass] = &[
     Pass {
         name: "mark-overwritten",
         optional: true,
-        summary: "marks buffers written whole before any read (no copy of the caller's data)",
+        summary: "marks buffers written whole before any read, and temporaries nothing reads (no copy of the caller's data, no zeroing)",
         run: |p| {
             for b in 0..p.buffers.len() {
-                p.buffers[b].overwritten = overwritten_first(&p.kernels, b, &p.buffers[b].levels);
+                // A temporary nothing reads (its value forwarded to an output) is never seen.
+                let unread = p.buffers[b].temp && !p.kernels.iter().any(|k| k.reads(b));
+                p.buffers[b].overwritten = unread || overwritten_first(&p.kernels, b, &p.buffers[b].levels);
             }
         },
     },

@@ -341,3 +341,62 @@ fn a_computed_matrix_times_a_vector_is_not_kept() {
     );
     assert!(p.buffers.iter().all(|b| !b.temp), "{p}");
 }
+
+#[test]
+fn a_kept_product_that_is_also_a_result_is_written_into_the_result() {
+    use strata_codegen::{compile, emit_c, exec};
+    use strata_runtime::{Column, Data, Tensor};
+    // A power-iteration step as the array API traces it: `y = A @ x` returned, and its norm.
+    let (n, m) = (37, 29);
+    let source = format!(
+        "func @plus(%p0: f64, %p1: f64) -> f64 {{
+  %v2 = plus(%p0, %p1) : f64
+  return %v2
+}}
+
+program @main(%norm: out tensor<f64>, %out: out tensor<{n}xf64>, %a: tensor<{n}x{m}xf64>, %x: tensor<{m}xf64>) {{
+  %y = dot_general(%a, %x, ring = plus_times, lhs_contract = [1], rhs_contract = [0], lhs_batch = [], rhs_batch = []) : tensor<{n}xf64>
+  %yy = multiplies(%y, %y) : tensor<{n}xf64>
+  %s = map_reduce(@plus, %yy, init = 0.0, einsum = \"a->\") : tensor<f64>
+  %norm <- sqrt(%s)
+  %out <- %y
+}}
+"
+    );
+    let module = strata_verify::parse(&source).unwrap();
+    let info = strata_verify::verify(&module).unwrap();
+    let h = module.function_by_name("main").unwrap();
+    let p = lower(&module, &info.types, h).unwrap();
+    // The product is kept (its norm reads it three times per point), straight into the result
+    // `%y`: no copy kernel, and the temporary is neither read nor zeroed.
+    assert_eq!(p.kernels.len(), 2, "{p}");
+    let result = p.buffers.iter().position(|b| b.name == "out").unwrap();
+    assert!(p.kernels[0].writes(result), "{p}");
+    for (b, buf) in p.buffers.iter().enumerate().filter(|(_, b)| b.temp) {
+        assert!(p.kernels.iter().all(|k| !k.reads(b) && !k.writes(b)), "{p}");
+        assert!(buf.overwritten, "{p}");
+    }
+    // Values against the product and the norm computed here.
+    let a: Vec<f64> = (0..n * m).map(|i| ((i * 7 % 11) as f64 - 5.0) / 3.0).collect();
+    let x: Vec<f64> = (0..m).map(|j| (j as f64 - 9.5) / 4.0).collect();
+    let want_y: Vec<f64> = (0..n).map(|i| (0..m).map(|j| a[i * m + j] * x[j]).sum()).collect();
+    let want_norm = want_y.iter().map(|v| v * v).sum::<f64>().sqrt();
+    let interp = strata_interp::Interpreter::new(&module, &info.types);
+    let f = &module.functions[h];
+    let args: Vec<Tensor> = f
+        .params
+        .iter()
+        .zip([Column::F64(vec![0.0]), Column::F64(vec![0.0; n]), Column::F64(a), Column::F64(x)])
+        .map(|(&q, c)| Tensor { ty: interp.value_type(f.exprs[q].ty), data: Data::Scalars(c), present: None })
+        .collect();
+    let names: Vec<String> = f.params.iter().map(|&q| f.exprs[q].name.clone()).collect();
+    let (so, _) = compile::build(&emit_c::emit(&p)).unwrap();
+    let lib = compile::Loaded::open(&so).unwrap();
+    let got = exec::run(&p, &lib, &args, &names, None).unwrap();
+    let Data::Scalars(Column::F64(norm)) = &got[0].1.data else { panic!("{:?}", got[0]) };
+    let Data::Scalars(Column::F64(y)) = &got[1].1.data else { panic!("{:?}", got[1]) };
+    assert!((norm[0] - want_norm).abs() <= 1e-12 * want_norm, "{norm:?} against {want_norm}");
+    for (g, w) in y.iter().zip(&want_y) {
+        assert!((g - w).abs() <= 1e-12 * w.abs().max(1.0), "{y:?} against {want_y:?}");
+    }
+}
