@@ -343,7 +343,7 @@ impl Prepared {
     }
 
     /// Counts a native run of `elapsed` at this size; the run that reaches
-    /// [`Options::specialize_after`] starts compiling the specialized library in the background
+    /// [`Options::specialize_after`] queues the specialized library's compile with the background compilers
     /// (lowered again here: the loop-level IR is not `Send`). A failure to build it leaves the
     /// generic library running.
     fn count_run(&self, native: &Native, elapsed: std::time::Duration) {
@@ -359,7 +359,7 @@ impl Prepared {
         let Ok(program) = self.lowered() else { return };
         let source = strata_codegen::emit_c::emit_baked(&program);
         let cell = native.specialized.clone();
-        std::thread::spawn(move || {
+        crate::tier::in_background(move || {
             if let Ok(lib) = compile::build(&source).and_then(|(so, _)| Loaded::open(&so)) {
                 let _ = cell.set(lib);
             }

@@ -97,7 +97,8 @@ impl Library {
         let ns = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
         let spent = self.interpreted_ns.fetch_add(ns, Relaxed).saturating_add(ns);
         if spent >= COMPILE_AFTER.as_nanos() as u64 && !self.queued.swap(true, Relaxed) {
-            queue(self.clone());
+            let lib = self.clone();
+            in_background(move || lib.compile());
         }
     }
 
@@ -106,27 +107,35 @@ impl Library {
         if let (None, Some(source)) = (self.built.get(), source) {
             let _ = self.built.set(Built::of(compile::build(&source)));
         }
-        QUEUED.fetch_sub(1, Relaxed);
     }
 }
 
 /// Compiles queued or running in the background.
 static QUEUED: AtomicU64 = AtomicU64::new(0);
 
-/// How many background compiles are queued or running (0: every program that was interpreted
-/// long enough runs natively now).
+/// How many background compiles (tiers' libraries, sizes' specializations) are queued or
+/// running (0: every program that was interpreted long enough runs natively now).
 pub fn compiling() -> u64 {
     QUEUED.load(Relaxed)
 }
 
-/// Hands `lib` to the background compilers: `max(1, cores / 2)` threads, started on first use,
-/// which leave the other cores to the caller. Compiles still queued when the process ends are
-/// dropped (their libraries are compiled by a later process that needs them).
-fn queue(lib: Arc<Library>) {
+/// A compile for the background workers.
+type Job = Box<dyn FnOnce() + Send>;
+
+/// Hands compile `job` to the background compilers: `max(1, cores / 2)` threads, started on
+/// first use, which leave the other cores to the caller (every background compile goes
+/// through them, so no more compilers than that ever run at once). Compiles still queued when
+/// the process ends are dropped (their libraries are compiled by a later process that needs
+/// them).
+pub(crate) fn in_background(job: impl FnOnce() + Send + 'static) {
     QUEUED.fetch_add(1, Relaxed);
-    static QUEUE: OnceLock<Mutex<mpsc::Sender<Arc<Library>>>> = OnceLock::new();
+    let job: Job = Box::new(move || {
+        job();
+        QUEUED.fetch_sub(1, Relaxed);
+    });
+    static QUEUE: OnceLock<Mutex<mpsc::Sender<Job>>> = OnceLock::new();
     let sender = QUEUE.get_or_init(|| {
-        let (tx, rx) = mpsc::channel::<Arc<Library>>();
+        let (tx, rx) = mpsc::channel::<Job>();
         let rx = Arc::new(Mutex::new(rx));
         let workers = std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1));
         for k in 0..workers {
@@ -134,7 +143,7 @@ fn queue(lib: Arc<Library>) {
             let _ = std::thread::Builder::new().name(format!("strata-compile-{k}")).spawn(move || loop {
                 let next = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
                 match next {
-                    Ok(lib) => lib.compile(),
+                    Ok(job) => job(),
                     Err(_) => return,
                 }
             });
@@ -142,7 +151,30 @@ fn queue(lib: Arc<Library>) {
         Mutex::new(tx)
     });
     // A send fails only when every worker is gone (none could be started): compile here.
-    if let Err(mpsc::SendError(lib)) = sender.lock().unwrap_or_else(|e| e.into_inner()).send(lib) {
-        lib.compile();
+    if let Err(mpsc::SendError(job)) = sender.lock().unwrap_or_else(|e| e.into_inner()).send(job) {
+        job();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_background_compile_counts_until_it_ends() {
+        let (go, wait) = mpsc::channel::<()>();
+        let (ended, done) = mpsc::channel::<()>();
+        in_background(move || {
+            let _ = wait.recv();
+            let _ = ended.send(());
+        });
+        assert_eq!(compiling(), 1, "queued or running");
+        go.send(()).unwrap();
+        done.recv().unwrap();
+        let start = std::time::Instant::now();
+        while compiling() > 0 && start.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(compiling(), 0, "ended");
     }
 }

@@ -868,7 +868,7 @@ fn can_cast(from: &str, to: &str) -> R<bool> {
 /// counts programs built from traced operations, which a loop's later steps do not), and the
 /// process's `"libraries"`: the compiled kernel libraries loaded, which a new size of a program
 /// already run does not increase (kernels take their extents as arguments), and `"compiling"`:
-/// the background compiles queued or running (tiered execution).
+/// the background compiles queued or running (tiered execution, sizes' specializations).
 #[pyfunction]
 fn cache_stats(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
     let s = sa::cache_stats();
