@@ -148,6 +148,9 @@ class _Executable:
         # Recent calls' plans by their arguments' identities (`_Plan`): a time loop passes the
         # same fields, tables and integers again and again.
         self._recent: Dict[tuple, "_Plan"] = {}
+        # The program's domain bounds as closures (`_int_closure`), by node identity: a new
+        # domain size lowers the program again and evaluates every bound again.
+        self._bounds: Dict[int, Tuple[Any, Any]] = {}
 
     def _table(self, a: np.ndarray, rows: Optional[Tuple[int, int]] = None, row_major: bool = False) -> Tuple[np.ndarray, bool]:
         """A connectivity's table (its `rows`, if given) as the program reads it, and whether
@@ -234,7 +237,7 @@ class _Executable:
             key += tuple((name, _table_structure(c)) for name, c in sorted(offset_provider.items()))
         c = self._compiled.get(key)
         if c is None:
-            program, runner, targets, sources, checked = _Lowering(self.program, args, offset_provider).compile()
+            program, runner, targets, sources, checked = _Lowering(self.program, args, offset_provider, self._bounds).compile()
             c = self._compiled[key] = (program, runner, targets, _source_kinds(sources), checked)
         runner, targets, sources, checked_while_running = c[1:]
         plan = _Plan(runner, checked_while_running)
@@ -731,8 +734,10 @@ def _build(make: Any, *args: Any) -> Any:
 
 
 class _Lowering:
-    def __init__(self, program: _itir.Program, args: Sequence[Any], offset_provider: Any):
+    def __init__(self, program: _itir.Program, args: Sequence[Any], offset_provider: Any, bounds: Optional[Dict[int, Tuple[Any, Any]]] = None):
         self.program, self.args, self.offset_provider = program, args, offset_provider
+        # Domain bounds compiled to closures, kept by the executable across lowerings.
+        self.bounds: Dict[int, Tuple[Any, Any]] = {} if bounds is None else bounds
         # Whether some field lives on a team (`device=strata.world`): a distributed program.
         self.team = any(type(a) is _TeamField for a in _flat(args))
         self.env: Dict[str, Any] = {}
@@ -897,7 +902,10 @@ class _Lowering:
         return self._int(e)
 
     def _int(self, e: Any) -> int:
-        v = self._expr(e)
+        hit = self.bounds.get(id(e))
+        if hit is None or hit[0] is not e:
+            hit = self.bounds[id(e)] = (e, _int_closure(e))
+        v = hit[1](self)
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
             raise _unsupported(e, "a domain bound only known when the program runs")
         return int(v)
@@ -1561,6 +1569,48 @@ def _tree_build(shape: Any, leaves: List[Any]) -> Any:
         return tuple(build(x) for x in s) if s is not None else next(it)
 
     return build(shape)
+
+
+def _int_closure(e: Any) -> Any:
+    """`e` (a domain bound: integers, symbols, `tuple_get`, `get_domain_range` and scalar
+    operations) as a function of the lowering evaluating it as `_Lowering._expr` does, walked
+    once per program instead of once per lowering (GT4Py annotates every `as_fieldop` with its
+    domain, so one program evaluates the same bounds many times, and again for every new domain
+    size); any other node is left to `_expr`."""
+    if _is(e, _itir.Literal):
+        value = _literal(e)
+        return lambda low: value
+    if _is(e, _itir.SymRef):
+        name = str(e.id)
+        return lambda low: low.env[name] if name in low.env else low._expr(e)
+    if _is(e, _itir.FunCall) and _is(e.fun, _itir.SymRef):
+        name = str(e.fun.id)
+        if name == "get_domain_range" and len(e.args) == 2 and _is(e.args[1], _itir.AxisLiteral):
+            field, axis = _int_closure(e.args[0]), str(e.args[1].value)
+
+            def domain_range(low: Any) -> Any:
+                f = field(low)
+                for l in getattr(f, "levels", ()):
+                    if l.name == axis:
+                        return (l.start, l.stop)
+                return low._expr(e)
+
+            return domain_range
+        if name == "tuple_get" and len(e.args) == 2:
+            idx, tup = _int_closure(e.args[0]), _int_closure(e.args[1])
+            return lambda low: _tuple_get(idx(low), tup(low))
+        op = _SCALAR_OPS.get(name)
+        if op is not None:
+            args = [_int_closure(a) for a in e.args]
+
+            def scalar(low: Any) -> Any:
+                values = [a(low) for a in args]
+                if all(isinstance(v, (int, float, bool, np.generic)) for v in values):
+                    return op(*values)
+                return low._expr(e)
+
+            return scalar
+    return lambda low: low._expr(e)
 
 
 def _tuple_get(idx: Any, t: Any) -> Any:
