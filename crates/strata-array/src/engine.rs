@@ -50,7 +50,7 @@ struct Compiled {
     fingerprint: u64,
     /// Its structure key ([`strata_engine::structure_key`]), computed once: the engine's memo
     /// takes it as it is.
-    key: String,
+    key: strata_engine::StructureKey,
     /// Its distribution over the job's ranks (under [`crate::spmd`], planned on first use).
     dist: std::cell::OnceCell<std::result::Result<strata_dist::Distribution, String>>,
 }
@@ -63,7 +63,7 @@ pub const CAPACITY: usize = strata_engine::MEMO_CAPACITY;
 
 thread_local! {
     static BACKEND: Cell<Backend> = const { Cell::new(Backend::Auto) };
-    static CACHE: RefCell<strata_engine::Bounded<String, Rc<Compiled>>> = RefCell::default();
+    static CACHE: RefCell<strata_engine::Bounded<strata_engine::StructureKey, Rc<Compiled>>> = RefCell::default();
     /// Compiled programs by the walk of the operations they were built from: a loop's later
     /// steps find theirs without building, verifying or printing the program again.
     static WALKED: RefCell<strata_engine::Bounded<TraceKey, Rc<Compiled>, rustc_hash::FxBuildHasher>> = RefCell::default();
@@ -104,10 +104,9 @@ fn prepare(p: Program) -> Result<Rc<Compiled>> {
         message: d.first().map(|d| d.message.clone()).unwrap_or_default(),
         program: p.module.to_string(),
     })?;
-    let fingerprint = fingerprint(&key);
     let c = Rc::new(Compiled {
-        fingerprint,
-        key: key.clone(),
+        fingerprint: key.fingerprint(),
+        key,
         module: p.module,
         types: info.types,
         entry: p.entry,
@@ -118,15 +117,6 @@ fn prepare(p: Program) -> Result<Rc<Compiled>> {
     Ok(c)
 }
 
-/// A digest of a program's structure key, the same in every process of a job (SipHash with
-/// fixed keys).
-pub(crate) fn fingerprint(key: &str) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    key.hash(&mut h);
-    h.finish()
-}
-
 /// `c` prepared by the engine for backend `b`.
 fn prepared(c: &Compiled, b: Backend) -> Result<Arc<Prepared>> {
     if let Some(p) = c.prepared.borrow().get(&b) {
@@ -135,7 +125,7 @@ fn prepared(c: &Compiled, b: Backend) -> Result<Arc<Prepared>> {
     // Tiered: a small run of a program not compiled yet is interpreted while its library
     // compiles in the background (`strata_engine::tier`).
     let options = Options { tiered: strata_engine::tiered_default(), ..Options::with_backend(b) };
-    let p = strata_engine::prepare_keyed(&c.module, &c.types, c.entry, &options, c.key.clone()).map_err(run_error)?;
+    let p = strata_engine::prepare_keyed(&c.module, &c.types, c.entry, &options, c.key).map_err(run_error)?;
     c.prepared.borrow_mut().insert(b, p.clone());
     Ok(p)
 }

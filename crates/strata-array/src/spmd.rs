@@ -245,7 +245,7 @@ impl PlannedEntry {
     pub fn new(module: &Module, types: &TypeArena, entry: Handle<Function>) -> Result<PlannedEntry> {
         let dist = Distribution::new(module, types, entry, joined_comm()?.size)
             .map_err(|e| ArrayError::Run(format!("`@{}` cannot run distributed: {e}", module.functions[entry].name)))?;
-        let fingerprint = engine::fingerprint(&strata_engine::structure_key(module, types, entry));
+        let fingerprint = strata_engine::structure_key(module, types, entry).fingerprint();
         let f = &module.functions[entry];
         let params = f.params.iter().map(|&p| f.exprs[p].name.clone()).collect();
         Ok(PlannedEntry { dist, params, fingerprint })

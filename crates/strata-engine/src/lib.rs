@@ -24,7 +24,7 @@ mod timings;
 
 pub use backend::Backend;
 pub use error::ExecuteError;
-pub use key::structure as structure_key;
+pub use key::{structure as structure_key, StructureKey};
 pub use prepared::{
     prepare, prepare_keyed, prepared_count, tiered_default, Bounded, Executed, Options, Prepared, MEMO_CAPACITY,
 };

@@ -139,7 +139,7 @@ pub struct Executed {
 /// sizes of its programs memory that grows with every size (~30 KB each, measured).
 pub const MEMO_CAPACITY: usize = 1024;
 
-type Memo = Mutex<Bounded<(String, Options), Arc<Prepared>>>;
+type Memo = Mutex<Bounded<(crate::key::StructureKey, Options), Arc<Prepared>>>;
 
 fn memo() -> &'static Memo {
     static MEMO: std::sync::OnceLock<Memo> = std::sync::OnceLock::new();
@@ -212,7 +212,7 @@ pub fn prepare_keyed(
     types: &TypeArena,
     entry: Handle<Function>,
     options: &Options,
-    structure: String,
+    structure: crate::key::StructureKey,
 ) -> Result<Arc<Prepared>, ExecuteError> {
     let key = (structure, options.clone());
     if let Some(p) = memo().lock().unwrap_or_else(|e| e.into_inner()).get(&key) {

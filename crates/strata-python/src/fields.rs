@@ -34,8 +34,11 @@ use crate::program::Program;
 thread_local! {
     /// Types and payload functions of this thread's field values.
     static LIB: RefCell<ModuleBuilder> = RefCell::new(ModuleBuilder::new());
-    /// Programs by IR structure.
-    static PROGRAMS: RefCell<HashMap<String, Py<Program>>> = RefCell::new(HashMap::new());
+    /// Programs by IR structure (at most [`strata_engine::MEMO_CAPACITY`], as the engine's
+    /// memo: a loop over ever new grid sizes holds a bounded set).
+    static PROGRAMS: RefCell<strata_engine::Bounded<strata_engine::StructureKey, Py<Program>>> = RefCell::default();
+    /// How many programs were built into `PROGRAMS` ([`field_programs`]).
+    static BUILT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 #[derive(Debug)]
@@ -635,6 +638,7 @@ fn program_of(py: Python<'_>, body: Body) -> PyResult<(Py<Program>, Payloads)> {
     }
     let program = Py::new(py, Program::from_module(module, "<fields>")?)?;
     PROGRAMS.with(|c| c.borrow_mut().insert(key, program.clone_ref(py)));
+    BUILT.with(|b| b.set(b.get() + 1));
     Ok((program, payloads))
 }
 
@@ -703,10 +707,11 @@ fn collect_functions(node: &Rc<Node>, out: &mut Vec<Handle<Function>>) {
     }
 }
 
-/// How many distinct programs field expressions have compiled in this thread.
+/// How many programs field expressions have built in this thread (one met again while it is
+/// held is not built again).
 #[pyfunction]
 pub fn field_programs() -> usize {
-    PROGRAMS.with(|c| c.borrow().len())
+    BUILT.with(|b| b.get())
 }
 
 /// Registers the field functions and classes.
