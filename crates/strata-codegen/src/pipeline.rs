@@ -70,7 +70,7 @@ pub const PASSES: &[Pass] = &[
     Pass {
         name: "mark-overwritten",
         optional: true,
-        summary: "marks buffers written whole before any read, and temporaries nothing reads (no copy of the caller's data, no zeroing)",
+        summary: "marks buffers written whole before any read, and temporaries nothing reads (no copy of the caller's data; a kept buffer where one is free)",
         run: |p| {
             for b in 0..p.buffers.len() {
                 // A temporary nothing reads (its value forwarded to an output) is never seen.

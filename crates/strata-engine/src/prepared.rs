@@ -343,9 +343,9 @@ impl Prepared {
     }
 
     /// Counts a native run of `elapsed` at this size; the run that reaches
-    /// [`Options::specialize_after`] queues the specialized library's compile with the background compilers
-    /// (lowered again here: the loop-level IR is not `Send`). A failure to build it leaves the
-    /// generic library running.
+    /// [`Options::specialize_after`] queues the specialized library's compile with the
+    /// background compilers (lowered again here: the loop-level IR is not `Send`). A failure to
+    /// build it leaves the generic library running.
     fn count_run(&self, native: &Native, elapsed: std::time::Duration) {
         use std::sync::atomic::Ordering::Relaxed;
         let Some(after) = self.options.specialize_after else { return };
