@@ -105,7 +105,8 @@ impl Array {
     pub fn from_ndarray<T: Element, S: ndarray::Data<Elem = T>, D: ndarray::Dimension>(
         a: &ndarray::ArrayBase<S, D>,
     ) -> Array {
-        let data: Vec<T> = a.iter().copied().collect();
+        // One copy of a standard-layout block; an element walk only for other strides.
+        let data: Vec<T> = a.as_slice().map_or_else(|| a.iter().copied().collect(), <[T]>::to_vec);
         Array::from_vec(a.shape(), data).expect("an ndarray's length matches its shape")
     }
 

@@ -278,8 +278,7 @@ macro_rules! numpy_values {
         let arr = $arr;
         macro_rules! read {
             ($t:ty) => {{
-                let a = arr.cast::<PyArrayDyn<$t>>()?.readonly();
-                $make(a.as_array().iter().copied().collect::<Vec<$t>>())
+                $make($crate::convert::elements(&arr.cast::<PyArrayDyn<$t>>()?.readonly()))
             }};
         }
         match arr.dtype().to_string().as_str() {

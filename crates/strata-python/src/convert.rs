@@ -247,18 +247,24 @@ fn view<'a>(obj: &'a Bound<'_, PyAny>, scalar: Scalar) -> Option<ColumnRef<'a>> 
     Some(by_scalar!(scalar, view))
 }
 
+/// A numpy array's elements in row-major order: one copy of the block where it is C-contiguous
+/// (an element-by-element walk over a dynamic-rank view costs ~15x a copy), else in its strides
+/// (`as_slice` alone would also give a Fortran-ordered block, in the wrong order).
+pub(crate) fn elements<T: numpy::Element + Copy>(a: &numpy::PyReadonlyArrayDyn<'_, T>) -> Vec<T> {
+    use numpy::PyUntypedArrayMethods;
+    match a.as_slice() {
+        Ok(s) if a.is_c_contiguous() => s.to_vec(),
+        _ => a.as_array().iter().copied().collect(),
+    }
+}
+
 /// The elements of `obj` (a numpy array of `scalar`'s dtype and shape `shape`) copied into a
 /// column, in row-major order (checking dtype and shape).
 fn column(obj: &Bound<'_, PyAny>, what: &str, scalar: Scalar, shape: &[usize]) -> PyResult<Column> {
     let arr = column_checks(obj, what, scalar, shape)?;
     macro_rules! read {
         ($t:ty, $v:ident) => {{
-            let a = arr.cast::<PyArrayDyn<$t>>()?.readonly();
-            let v: Vec<$t> = match a.as_slice() {
-                Ok(s) if arr.is_c_contiguous() => s.to_vec(),
-                _ => a.as_array().iter().copied().collect(),
-            };
-            Column::$v(v)
+            Column::$v(elements(&arr.cast::<PyArrayDyn<$t>>()?.readonly()))
         }};
     }
     Ok(match scalar {

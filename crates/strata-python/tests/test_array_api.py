@@ -263,6 +263,16 @@ def test_creation_functions():
     same(b, d)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.int32, np.bool_, np.complex64])
+def test_asarray_copies_every_layout_in_row_major_order(dtype):
+    """A C-contiguous block is copied whole, any other layout (Fortran order, steps, reversed
+    and transposed views, size-1 axes) element by element: each reads back as numpy has it."""
+    base = np.arange(6 * 8 * 3).reshape(6, 8, 3) % 7
+    a = (base > 3) if dtype is np.bool_ else base.astype(dtype)
+    for v in (a, np.asfortranarray(a), a[::2, 1::3], a[::-1], a.transpose(2, 0, 1), a[:, :1], a[2:3, 5]):
+        np.testing.assert_array_equal(np.asarray(xp.asarray(v)), v)
+        assert xp.asarray(v).shape == v.shape
+
 def test_sets_and_searching():
     v = np.array([3, 1, 3, 2, 1, 3])
     pa, sa_ = both(v)
