@@ -132,7 +132,10 @@ unsafe extern "C" fn gemm<T: GemmScalar>(
     // non-finite is recomputed in that order.
     // SAFETY (the scans): the same elements the product reads and writes.
     let (lhs_max, lhs_finite) = unsafe { scan(lhs, mu, ku, lhs_rs, lhs_cs) };
-    let (rhs_max, rhs_finite) = unsafe { scan(rhs, ku, nu, rhs_rs, rhs_cs) };
+    // `X.T @ X` (and `X @ X.T`): the right operand is the left one transposed, scanned already.
+    let transposed = std::ptr::eq(lhs, rhs) && mu == nu && (lhs_rs, lhs_cs) == (rhs_cs, rhs_rs);
+    let (rhs_max, rhs_finite) =
+        if transposed { (lhs_max, lhs_finite) } else { unsafe { scan(rhs, ku, nu, rhs_rs, rhs_cs) } };
     let (init_max, init_finite) =
         if accumulate == 0 { (0.0, true) } else { unsafe { scan(dst, mu, nu, dst_rs, dst_cs) } };
     let exact = |i: usize, j: usize, init: T| {
@@ -195,6 +198,17 @@ pub const SPLIT_K_MIN_MACS: usize = 1 << 20;
 /// The shortest slice of the contraction one thread of a split product takes.
 const SPLIT_K_MIN_DEPTH: usize = 256;
 
+/// A product whose contraction is at least this many times its result's longer side splits
+/// the contraction too, whatever its result's size (`X.T @ X` of a 2,000×200 `X`): the gemm
+/// crate's own threads divide the result, which for such shapes gained nothing. Measured on 2
+/// threads (AVX-512, alone in the process), split against the crate's threads:
+/// 200×2000·2000×200 1.69 against 3.91 ms, 400×2000·2000×400 7.0 against 10.1 ms.
+const SPLIT_K_DEPTH_RATIO: usize = 4;
+
+/// The most elements the partial results of a split product may hold together (32 MiB of
+/// `f64`); a deeper split of a larger result leaves the threading to the gemm crate.
+const SPLIT_K_MAX_PARTIAL: usize = 1 << 22;
+
 /// One `m×k · k×n → m×n` product's pointers and strides (rows, columns).
 #[derive(Clone, Copy)]
 struct Product<T> {
@@ -247,7 +261,8 @@ unsafe fn blocked<T: GemmScalar>(p: Product<T>, accumulate: bool, threads: usize
     };
     let result = p.m * p.n;
     let parts = threads.min(p.k / SPLIT_K_MIN_DEPTH);
-    if threads == 1 || result >= THREADED_RESULT_MIN || result * p.k < SPLIT_K_MIN_MACS || parts < 2 {
+    let deep = p.k >= SPLIT_K_DEPTH_RATIO * p.m.max(p.n) && (parts.max(1) - 1) * result <= SPLIT_K_MAX_PARTIAL;
+    if threads == 1 || (result >= THREADED_RESULT_MIN && !deep) || result * p.k < SPLIT_K_MIN_MACS || parts < 2 {
         let threaded = threads > 1 && result >= THREADED_RESULT_MIN;
         one(p, accumulate, if threaded { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None });
         return;
@@ -290,58 +305,66 @@ unsafe fn blocked<T: GemmScalar>(p: Product<T>, accumulate: bool, threads: usize
 }
 
 /// The largest magnitude of the `rows × cols` matrix at `p` (row and column strides `rs`, `cs`)
-/// as `f64`, and whether every element is finite: one pass, over contiguous rows or columns
-/// where the strides allow (`x - x` is NaN exactly for infinities and NaN, so a running sum of
-/// it flags them without a branch).
+/// as `f64`, and whether every element is finite: one pass, over the whole block where the
+/// matrix is one contiguous run (a row-major or column-major operand, `X.T` of a contiguous
+/// `X`), else over its contiguous rows or columns where the strides allow.
 ///
 /// # Safety
 /// `p` with the strides must address `rows × cols` readable elements.
-// `x - x` is deliberate: zero for every finite `x`, NaN for infinities and NaN.
-#[allow(clippy::eq_op)]
 unsafe fn scan<T: GemmScalar>(p: *const T, rows: usize, cols: usize, rs: i64, cs: i64) -> (f64, bool) {
-    let (mut max, mut poison) = (0.0f64, 0.0f64);
-    let mut line = |start: *const T, len: usize, step: i64| {
-        if step == 1 {
-            // SAFETY: `len` contiguous elements from `start`, per the caller.
-            let row = unsafe { std::slice::from_raw_parts(start, len) };
-            // Eight independent lanes, so the loop vectorizes.
-            let (mut lane_max, mut lane_poison) = ([0.0f64; 8], [0.0f64; 8]);
-            let chunks = row.chunks_exact(8);
-            for &x in chunks.remainder() {
-                let x = x.to_f64();
-                poison += x - x;
-                max = max.max(x.abs());
-            }
-            for c in chunks {
-                for k in 0..8 {
-                    let x = c[k].to_f64();
-                    lane_poison[k] += x - x;
-                    lane_max[k] = lane_max[k].max(x.abs());
-                }
-            }
-            for k in 0..8 {
-                poison += lane_poison[k];
-                max = max.max(lane_max[k]);
-            }
-        } else {
-            for k in 0..len {
-                // SAFETY: inside the matrix, per the caller.
-                let x = unsafe { *start.offset(k as isize * step as isize) }.to_f64();
-                poison += x - x;
-                max = max.max(x.abs());
-            }
-        }
+    if rows == 0 || cols == 0 {
+        return (0.0, true);
+    }
+    let run = |start: *const T, len: usize| {
+        // SAFETY: `len` contiguous elements from `start`, per the caller.
+        max_magnitude_bits(unsafe { std::slice::from_raw_parts(start, len) })
     };
-    if cs == 1 || rs != 1 {
-        for i in 0..rows {
-            line(unsafe { p.offset(i as isize * rs as isize) }, cols, cs);
-        }
+    let whole = (cs == 1 && (rows == 1 || rs == cols as i64)) || (rs == 1 && (cols == 1 || cs == rows as i64));
+    let bits = if whole {
+        run(p, rows * cols)
     } else {
-        for j in 0..cols {
-            line(unsafe { p.offset(j as isize * cs as isize) }, rows, rs);
+        // Lines along the unit stride where there is one, else along the rows element by element.
+        let (lines, len, outer, inner) = if cs == 1 || rs != 1 { (rows, cols, rs, cs) } else { (cols, rows, cs, rs) };
+        (0..lines).fold(0, |m, i| {
+            // SAFETY: line `i` of the matrix, per the caller.
+            let start = unsafe { p.offset(i as isize * outer as isize) };
+            m.max(match inner {
+                1 => run(start, len),
+                _ => (0..len)
+                    .fold(0, |m, k| m.max(unsafe { *start.offset(k as isize * inner as isize) }.magnitude_bits())),
+            })
+        })
+    };
+    (T::magnitude(bits), bits < T::INFINITY_BITS)
+}
+
+/// The largest of `v`'s [`GemmScalar::magnitude_bits`]: a plain integer maximum, which vectorizes
+/// (AVX2 or AVX-512 where the CPU has them), where a float maximum would need NaN handling.
+fn max_magnitude_bits<T: GemmScalar>(v: &[T]) -> u64 {
+    #[inline(always)]
+    fn fold<T: GemmScalar>(v: &[T]) -> u64 {
+        v.iter().fold(0, |m, &x| m.max(x.magnitude_bits()))
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx512f")]
+        unsafe fn fold_avx512<T: GemmScalar>(v: &[T]) -> u64 {
+            fold(v)
+        }
+        #[target_feature(enable = "avx2")]
+        unsafe fn fold_avx2<T: GemmScalar>(v: &[T]) -> u64 {
+            fold(v)
+        }
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F (checked just above).
+            return unsafe { fold_avx512(v) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 (checked just above).
+            return unsafe { fold_avx2(v) };
         }
     }
-    (max, poison == 0.0)
+    fold(v)
 }
 
 /// The element types the GEMM serves.
@@ -358,12 +381,17 @@ pub trait GemmScalar: Copy + 'static {
     fn mul(self, other: Self) -> Self;
     /// Neither infinite nor NaN.
     fn is_finite(self) -> bool;
-    /// The value as `f64`.
-    fn to_f64(self) -> f64;
+    /// The bits of `|self|`: ordered as the magnitudes are, infinities and NaN above every
+    /// finite value.
+    fn magnitude_bits(self) -> u64;
+    /// [`GemmScalar::magnitude_bits`] of infinity: a value is finite exactly below it.
+    const INFINITY_BITS: u64;
+    /// The magnitude whose bits are `bits`, as `f64`.
+    fn magnitude(bits: u64) -> f64;
 }
 
 macro_rules! gemm_scalar {
-    ($t:ty) => {
+    ($t:ty, $bits:ty) => {
         impl GemmScalar for $t {
             const ZERO: $t = 0.0;
             const ONE: $t = 1.0;
@@ -377,15 +405,19 @@ macro_rules! gemm_scalar {
             fn is_finite(self) -> bool {
                 <$t>::is_finite(self)
             }
-            fn to_f64(self) -> f64 {
-                self as f64
+            fn magnitude_bits(self) -> u64 {
+                u64::from(self.to_bits() & !(1 << (<$bits>::BITS - 1)))
+            }
+            const INFINITY_BITS: u64 = <$t>::INFINITY.to_bits() as u64;
+            fn magnitude(bits: u64) -> f64 {
+                <$t>::from_bits(bits as $bits) as f64
             }
         }
     };
 }
 
-gemm_scalar!(f32);
-gemm_scalar!(f64);
+gemm_scalar!(f32, u32);
+gemm_scalar!(f64, u64);
 
 #[cfg(test)]
 mod tests {
@@ -442,7 +474,8 @@ mod tests {
     fn split_and_threaded_products_equal_the_fold() {
         // Split-K (a small result, 2^20 multiply-adds or more), the threaded GEMM (a large
         // result), and one thread; accumulating and not.
-        for (m, n, k) in [(8, 8, 40_000), (3, 5, 100_000), (130, 130, 64), (50, 50, 2000)] {
+        // A large result with a deep contraction splits too: (130, 130, 600).
+        for (m, n, k) in [(8, 8, 40_000), (3, 5, 100_000), (130, 130, 64), (50, 50, 2000), (130, 130, 600)] {
             assert!(m * n < THREADED_RESULT_MIN || m * n * k < SPLIT_K_MIN_MACS || (m, n) == (130, 130));
             for threads in [1, 2, 3] {
                 for accumulate in [false, true] {
@@ -459,6 +492,96 @@ mod tests {
             let (got, want) = product(8, 8, 40_000, 2, true, Some(p));
             let same = |a: f64, b: f64| a == b || (a.is_nan() && b.is_nan());
             assert!(got.iter().zip(&want).all(|(&a, &b)| same(a, b)), "{p}");
+        }
+    }
+
+    /// `scan` of an `r×c` view of `v` at strides `(rs, cs)` against the plain walk over its
+    /// elements.
+    fn scanned<T: GemmScalar + Into<f64>>(v: &[T], r: usize, c: usize, rs: i64, cs: i64) {
+        let mut max = 0.0f64;
+        let mut finite = true;
+        for i in 0..r {
+            for j in 0..c {
+                let x: f64 = v[i * rs as usize + j * cs as usize].into();
+                finite &= x.is_finite();
+                max = max.max(x.abs());
+            }
+        }
+        // SAFETY: the strides address elements of `v` (the callers' shapes).
+        let (got_max, got_finite) = unsafe { scan(v.as_ptr(), r, c, rs, cs) };
+        assert_eq!(got_finite, finite, "{r}x{c} at ({rs}, {cs})");
+        if finite {
+            assert_eq!(got_max, max, "{r}x{c} at ({rs}, {cs})");
+        }
+    }
+
+    #[test]
+    fn scans_find_the_largest_magnitude_and_any_non_finite_entry_in_every_layout() {
+        let mut v: Vec<f64> = (0..37 * 11).map(|i| ((i * 7919) % 1001) as f64 / 7.0 - 71.0).collect();
+        v[200] = -1e300; // the largest magnitude is negative
+                         // Whole runs (row-major, column-major, a single row or column), lines (a submatrix),
+                         // element walks (no unit stride), and empty matrices.
+        let views = [
+            (37, 11, 11, 1),
+            (11, 37, 1, 11),
+            (1, 407, 407, 1),
+            (407, 1, 1, 407),
+            (10, 5, 11, 1),
+            (5, 10, 1, 11),
+            (6, 5, 22, 2),
+            (0, 5, 5, 1),
+            (5, 0, 1, 5),
+        ];
+        for (r, c, rs, cs) in views {
+            scanned(&v, r, c, rs, cs);
+        }
+        for bad in [f64::INFINITY, f64::NEG_INFINITY, f64::NAN] {
+            for at in [0, 200, 37 * 11 - 1] {
+                let mut w = v.clone();
+                w[at] = bad;
+                for (r, c, rs, cs) in views {
+                    scanned(&w, r, c, rs, cs);
+                }
+            }
+        }
+        let f: Vec<f32> = v.iter().map(|&x| (x / 1e280) as f32).collect();
+        scanned(&f, 37, 11, 11, 1);
+        let mut g = f.clone();
+        g[5] = f32::NAN;
+        scanned(&g, 11, 37, 1, 11);
+    }
+
+    #[test]
+    fn a_product_of_a_matrix_with_its_transpose_sees_its_non_finite_entries() {
+        // `X.T @ X` passes one buffer as both operands; its one scan must stand for both.
+        let (k, m) = (300, 4);
+        let mut x: Vec<f64> = (0..k * m).map(|i| (i % 5) as f64 - 2.0).collect();
+        x[k * m / 2] = f64::INFINITY;
+        let mut dst = vec![0.0; m * m];
+        // SAFETY: `x` is k×m row-major; the left operand is its transpose, m×k.
+        unsafe {
+            gemm::<f64>(
+                m as i64,
+                m as i64,
+                k as i64,
+                dst.as_mut_ptr(),
+                m as i64,
+                1,
+                0,
+                x.as_ptr(),
+                1,
+                m as i64,
+                x.as_ptr(),
+                m as i64,
+                1,
+                1,
+            )
+        };
+        for i in 0..m {
+            for j in 0..m {
+                let want = (0..k).fold(0.0, |acc, kk| acc + x[kk * m + i] * x[kk * m + j]);
+                assert!(dst[i * m + j] == want || (dst[i * m + j].is_nan() && want.is_nan()), "({i}, {j})");
+            }
         }
     }
 }
