@@ -423,7 +423,7 @@ class Array:
             _spmd.evaluate(new)
             self._x = new
             return
-        a = self.to_numpy().copy()
+        a = self.to_numpy()  # a new array of its own
         k = key.to_numpy() if isinstance(key, Array) else key
         a[k] = value.to_numpy() if isinstance(value, Array) else value
         self._x = asarray(a, device=self.device)._x
