@@ -111,6 +111,7 @@ static void strata_sort_i64(int64_t *a, int64_t n) {
   for (int64_t i = 1; i < n; ++i) { const int64_t x = a[i]; int64_t j = i; while (j > 0 && a[j - 1] > x) { a[j] = a[j - 1]; --j; } a[j] = x; }
 }
 static inline int64_t strata_min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t strata_max_i64(int64_t a, int64_t b) { return a > b ? a : b; }
 /* Streaming (non-temporal) stores, for results larger than the last-level cache: no later reader
    would find them in cache, and streaming them skips reading each line before writing it.
    strata_stream copies a row of whole 64-byte lines out of cache (compiler builtins rather

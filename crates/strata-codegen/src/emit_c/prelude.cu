@@ -59,6 +59,7 @@ D_ int64_t strata_ix(int64_t t, int64_t lo, int64_t hi, int *err) {
 STRATA_FIND(strata_find, int64_t)
 STRATA_FIND(strata_find32, int32_t)
 D_ int64_t strata_min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
+D_ int64_t strata_max_i64(int64_t a, int64_t b) { return a > b ? a : b; }
 D_ double strata_fmax(double a, double b) { return (isnan(a) || isnan(b)) ? a + b : (a > b ? a : b); }
 D_ double strata_fmin(double a, double b) { return (isnan(a) || isnan(b)) ? a + b : (a < b ? a : b); }
 D_ float strata_fmaxf(float a, float b) { return (isnan(a) || isnan(b)) ? a + b : (a > b ? a : b); }

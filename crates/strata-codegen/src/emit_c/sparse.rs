@@ -173,7 +173,10 @@ impl Emitter<'_> {
         let cursors = self.cursors(c, &v);
         let crds: Vec<(String, &str)> = cursors.iter().map(|k| (k.coordinate.clone(), k.q.as_str())).collect();
         let agree: Vec<String> = crds.windows(2).map(|w| format!("{} == {}", w[0].0, w[1].0)).collect();
-        let largest: String = crds[1..].iter().map(|(x, _)| format!("if ({x} > m_) m_ = {x}; ")).collect();
+        // A conditional move, not a branch: which cursor is behind is a coin toss per step, and
+        // GCC turned `if (x > m_) m_ = x;` into a jump that mispredicted half of them (a sparse
+        // dot of 168 K coordinates each: 1.87 -> 1.33 ms in a standalone loop).
+        let largest: String = crds[1..].iter().map(|(x, _)| format!("m_ = strata_max_i64(m_, {x}); ")).collect();
         let advance: String = crds.iter().map(|(x, q)| format!("{q} += {x} < m_; ")).collect();
         let step: String = crds.iter().map(|(_, q)| format!(", ++{q}")).collect();
         let level = self.lead_interval(c);
