@@ -2,7 +2,8 @@
 //!
 //! The table holds the blocked GEMM used for matrix-product kernels ([`crate::matmul`]): the
 //! `gemm` crate's AVX-512/AVX2 micro-kernels with cache blocking and packing, parallel over
-//! `threads` rayon workers; and the allocator of buffers whose length only the run knows (a
+//! `threads` workers (the crate's rayon workers over a large result; the kernels' own OpenMP
+//! threads over the slices of a split contraction, [`ParallelFor`]); and the allocator of buffers whose length only the run knows (a
 //! sparse result's coordinates and values, [`crate::kernel::CompressedOut`]). The C side
 //! declares the same layout as `strata_rt` (see `emit_c`'s prelude); both must change together.
 
@@ -23,7 +24,18 @@ pub type Gemm<T> = unsafe extern "C" fn(
     rhs_rs: i64,
     rhs_cs: i64,
     threads: i32,
+    parallel: Option<ParallelFor>,
 );
+
+/// Runs `f(ctx, 0) … f(ctx, n - 1)`, each once, on up to `n` threads, returning when all are
+/// done: the C prelude's `strata_parallel_for`, which runs them on the OpenMP threads the
+/// program's kernels run on. A split product ([`SPLIT_K_MIN_MACS`]) runs its slices there
+/// rather than on rayon's threads: after a kernel, OpenMP's idle workers spin on the cores for
+/// a while (GCC's default wait policy), and rayon's workers then share the cores with them
+/// (`X.T @ X` of a 2,000 × 50 `X` after an elementwise kernel, 2 threads: 319 µs against 214 µs
+/// with OpenMP's spinning cut short).
+pub type ParallelFor =
+    unsafe extern "C" fn(n: i64, f: unsafe extern "C" fn(*mut std::ffi::c_void, i64), ctx: *mut std::ffi::c_void);
 
 /// The runtime table passed to every compiled entry (C: `strata_rt`).
 #[repr(C)]
@@ -116,6 +128,7 @@ unsafe extern "C" fn gemm<T: GemmScalar>(
     rhs_rs: i64,
     rhs_cs: i64,
     threads: i32,
+    parallel: Option<ParallelFor>,
 ) {
     let (mu, nu, ku) = (m.max(0) as usize, n.max(0) as usize, k.max(0) as usize);
     let at = |p: *const T, rs: i64, cs: i64, i: usize, j: usize| {
@@ -168,6 +181,7 @@ unsafe extern "C" fn gemm<T: GemmScalar>(
             Product { m: mu, n: nu, k: ku, dst, dst_rs, dst_cs, lhs, lhs_rs, lhs_cs, rhs, rhs_rs, rhs_cs },
             accumulate != 0,
             threads.max(1) as usize,
+            parallel,
         )
     };
     if unsafe { scan(dst, mu, nu, dst_rs, dst_cs) }.1 {
@@ -230,13 +244,13 @@ struct Product<T> {
 // disjoint results (each split slice its own partial block) before the call returns.
 unsafe impl<T> Send for Product<T> {}
 
-/// `dst = (accumulate ? dst : 0) + lhs · rhs` by the blocked GEMM, on `threads` threads where
-/// the shape pays for them ([`THREADED_RESULT_MIN`], [`SPLIT_K_MIN_MACS`]).
+/// `dst = (accumulate ? dst : 0) + p.lhs · p.rhs` by the gemm crate (`parallelism`: its own
+/// threads over the result).
 ///
 /// # Safety
-/// The pointers and strides of `p` address its matrices; `dst` overlaps neither operand.
-unsafe fn blocked<T: GemmScalar>(p: Product<T>, accumulate: bool, threads: usize) {
-    let one = |p: Product<T>, accumulate: bool, parallelism: gemm::Parallelism| unsafe {
+/// As [`blocked`].
+unsafe fn one<T: GemmScalar>(p: Product<T>, accumulate: bool, parallelism: gemm::Parallelism) {
+    unsafe {
         gemm::gemm(
             p.m,
             p.n,
@@ -258,13 +272,42 @@ unsafe fn blocked<T: GemmScalar>(p: Product<T>, accumulate: bool, threads: usize
             false,
             parallelism,
         )
-    };
+    }
+}
+
+/// The slices of a split product, for [`run_slice`].
+struct Split<T> {
+    slices: Vec<Product<T>>,
+    accumulate: bool,
+}
+
+/// Slice `s` of the split product at `ctx` (a [`Split`]): slice 0 into `dst` (added to it when
+/// accumulating), the others into their partial blocks.
+unsafe extern "C" fn run_slice<T: GemmScalar>(ctx: *mut std::ffi::c_void, s: i64) {
+    // SAFETY: `blocked` passes its `Split`, alive until every slice has run.
+    let split = unsafe { &*(ctx as *const Split<T>) };
+    let s = s as usize;
+    // SAFETY: the slices address the product's operands and disjoint results.
+    unsafe { one(split.slices[s], s == 0 && split.accumulate, gemm::Parallelism::None) }
+}
+
+/// `dst = (accumulate ? dst : 0) + lhs · rhs` by the blocked GEMM, on `threads` threads where
+/// the shape pays for them ([`THREADED_RESULT_MIN`], [`SPLIT_K_MIN_MACS`]); a split product's
+/// slices run through `parallel` where the caller gives one, else on rayon's threads.
+///
+/// # Safety
+/// The pointers and strides of `p` address its matrices; `dst` overlaps neither operand;
+/// `parallel` runs each index once and returns when all have run.
+unsafe fn blocked<T: GemmScalar>(p: Product<T>, accumulate: bool, threads: usize, parallel: Option<ParallelFor>) {
     let result = p.m * p.n;
     let parts = threads.min(p.k / SPLIT_K_MIN_DEPTH);
     let deep = p.k >= SPLIT_K_DEPTH_RATIO * p.m.max(p.n) && (parts.max(1) - 1) * result <= SPLIT_K_MAX_PARTIAL;
     if threads == 1 || (result >= THREADED_RESULT_MIN && !deep) || result * p.k < SPLIT_K_MIN_MACS || parts < 2 {
         let threaded = threads > 1 && result >= THREADED_RESULT_MIN;
-        one(p, accumulate, if threaded { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None });
+        // SAFETY: the caller's.
+        unsafe {
+            one(p, accumulate, if threaded { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None })
+        };
         return;
     }
     // Split-K: slice `s` of the contraction into partial block `s - 1` (row-major), slice 0
@@ -286,13 +329,20 @@ unsafe fn blocked<T: GemmScalar>(p: Product<T>, accumulate: bool, threads: usize
         }
         q
     };
-    let slices: Vec<Product<T>> = (0..parts).map(slice).collect();
-    rayon::in_place_scope(|scope| {
-        for &q in &slices[1..] {
-            scope.spawn(move |_| one(q, false, gemm::Parallelism::None));
-        }
-        one(slices[0], accumulate, gemm::Parallelism::None);
-    });
+    let split = Split { slices: (0..parts).map(slice).collect(), accumulate };
+    match parallel {
+        // SAFETY: `split` outlives the call, which returns once every slice has run.
+        Some(run) => unsafe { run(parts as i64, run_slice::<T>, &split as *const Split<T> as *mut std::ffi::c_void) },
+        None => rayon::in_place_scope(|scope| {
+            let ctx = &split as *const Split<T> as usize;
+            for s in 1..parts {
+                // SAFETY: as above; the scope ends before `split` does.
+                scope.spawn(move |_| unsafe { run_slice::<T>(ctx as *mut std::ffi::c_void, s as i64) });
+            }
+            // SAFETY: as above.
+            unsafe { run_slice::<T>(ctx as *mut std::ffi::c_void, 0) };
+        }),
+    }
     for b in partial.chunks_exact(result) {
         for i in 0..p.m {
             for j in 0..p.n {
@@ -433,6 +483,7 @@ mod tests {
         threads: i32,
         accumulate: bool,
         poison: Option<f64>,
+        parallel: Option<ParallelFor>,
     ) -> (Vec<f64>, Vec<f64>) {
         let lhs: Vec<f64> = (0..m * k).map(|i| ((i * 7 + 3) % 7) as f64 - 3.0).collect();
         let mut rhs: Vec<f64> = (0..k * n).map(|i| ((i * 5 + 1) % 5) as f64 - 2.0).collect();
@@ -458,6 +509,7 @@ mod tests {
                 n as i64,
                 1,
                 threads,
+                parallel,
             )
         };
         let mut want = vec![1.0; m * ld];
@@ -470,6 +522,21 @@ mod tests {
         (dst, want)
     }
 
+    /// A [`ParallelFor`] as the C prelude's, on scoped threads: every index at once.
+    unsafe extern "C" fn on_threads(
+        n: i64,
+        f: unsafe extern "C" fn(*mut std::ffi::c_void, i64),
+        ctx: *mut std::ffi::c_void,
+    ) {
+        let ctx = ctx as usize;
+        std::thread::scope(|scope| {
+            for i in 0..n {
+                // SAFETY: the runtime's contract: `f` may run its indices concurrently.
+                scope.spawn(move || unsafe { f(ctx as *mut std::ffi::c_void, i) });
+            }
+        });
+    }
+
     #[test]
     fn split_and_threaded_products_equal_the_fold() {
         // Split-K (a small result, 2^20 multiply-adds or more), the threaded GEMM (a large
@@ -479,8 +546,11 @@ mod tests {
             assert!(m * n < THREADED_RESULT_MIN || m * n * k < SPLIT_K_MIN_MACS || (m, n) == (130, 130));
             for threads in [1, 2, 3] {
                 for accumulate in [false, true] {
-                    let (got, want) = product(m, n, k, threads, accumulate, None);
-                    assert_eq!(got, want, "{m}x{k}.{k}x{n}, {threads} threads, accumulate {accumulate}");
+                    for parallel in [None, Some(on_threads as ParallelFor)] {
+                        let (got, want) = product(m, n, k, threads, accumulate, None, parallel);
+                        let how = if parallel.is_some() { "the caller's threads" } else { "rayon" };
+                        assert_eq!(got, want, "{m}x{k}.{k}x{n}, {threads} threads ({how}), accumulate {accumulate}");
+                    }
                 }
             }
         }
@@ -488,8 +558,8 @@ mod tests {
 
     #[test]
     fn a_split_product_meeting_infinity_or_nan_runs_in_the_fold_s_order() {
-        for p in [f64::INFINITY, f64::NAN] {
-            let (got, want) = product(8, 8, 40_000, 2, true, Some(p));
+        for (p, parallel) in [(f64::INFINITY, None), (f64::NAN, None), (f64::NAN, Some(on_threads as ParallelFor))] {
+            let (got, want) = product(8, 8, 40_000, 2, true, Some(p), parallel);
             let same = |a: f64, b: f64| a == b || (a.is_nan() && b.is_nan());
             assert!(got.iter().zip(&want).all(|(&a, &b)| same(a, b)), "{p}");
         }
@@ -575,6 +645,7 @@ mod tests {
                 m as i64,
                 1,
                 1,
+                None,
             )
         };
         for i in 0..m {

@@ -53,7 +53,7 @@ pub(super) fn emit_matmul(out: &mut String, em: &Emitter, k: &Kernel, mm: &MatMu
     let (m, n, kk) = (&mm.m, &mm.n, &mm.k);
     let _ = writeln!(
         out,
-        "{indent}rt->{f}({}, {}, {}, {o} + {}, {}, {}, {}, {l} + {}, {}, {}, {r} + {}, {}, {}, gemm_threads);",
+        "{indent}rt->{f}({}, {}, {}, {o} + {}, {}, {}, {}, {l} + {}, {}, {}, {r} + {}, {}, {}, gemm_threads, strata_parallel_for);",
         ext(m.extent),
         ext(n.extent),
         ext(kk.extent),

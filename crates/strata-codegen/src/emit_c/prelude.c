@@ -14,15 +14,24 @@ void free(void *p);
 void *memcpy(void *restrict dst, const void *restrict src, size_t n);
 void *memmove(void *dst, const void *src, size_t n);
 
+/* Runs f(ctx, 0) ... f(ctx, n - 1) on the OpenMP threads the kernels run on (Rust:
+   strata_codegen::runtime::ParallelFor): the runtime GEMM's split contraction runs there, on
+   threads the program's other kernels keep awake, instead of beside them on its own. */
+typedef void (*strata_parallel_fn)(int64_t n, void (*f)(void *ctx, int64_t i), void *ctx);
+static void strata_parallel_for(int64_t n, void (*f)(void *ctx, int64_t i), void *ctx) {
+  #pragma omp parallel for schedule(static, 1) num_threads(n)
+  for (int64_t i = 0; i < n; ++i) f(ctx, i);
+}
+
 /* The runtime table (Rust: strata_codegen::runtime::Runtime): strided GEMM,
    dst[m x n] (+)= lhs[m x k] * rhs[k x n], strides in elements (row, column). */
 typedef struct {
   void (*gemm_f32)(int64_t m, int64_t n, int64_t k, float *dst, int64_t dst_rs, int64_t dst_cs, int accumulate,
                    const float *lhs, int64_t lhs_rs, int64_t lhs_cs, const float *rhs, int64_t rhs_rs, int64_t rhs_cs,
-                   int threads);
+                   int threads, strata_parallel_fn parallel);
   void (*gemm_f64)(int64_t m, int64_t n, int64_t k, double *dst, int64_t dst_rs, int64_t dst_cs, int accumulate,
                    const double *lhs, int64_t lhs_rs, int64_t lhs_cs, const double *rhs, int64_t rhs_rs,
-                   int64_t rhs_cs, int threads);
+                   int64_t rhs_cs, int threads, strata_parallel_fn parallel);
   /* A buffer of `len` elements for buffer `buffer` (a sparse result's coordinates and values,
      whose length is known only while running); NULL if it cannot be allocated. */
   void *(*alloc)(int64_t buffer, int64_t len);
