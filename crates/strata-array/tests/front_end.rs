@@ -223,3 +223,24 @@ fn the_same_operation_on_the_same_operands_is_traced_once() {
     let v = z.to_vec::<f64>().unwrap();
     assert!((v[0] + 4.0 / (32.0f64 / 3.0).sqrt()).abs() < 1e-12, "{v:?}");
 }
+
+#[test]
+fn a_deep_product_split_across_threads_equals_the_exact_sum() {
+    // `(2X).T @ X + 1` of a 4096 x 16 X of small integers, whose sums every order computes
+    // exactly. With two or more threads the runtime GEMM splits the contraction into slices
+    // run on the kernels' OpenMP threads, right after the elementwise kernel doubling X.
+    set_backend(Backend::Native);
+    let (k, m) = (4096usize, 16usize);
+    let data: Vec<f64> = (0..k * m).map(|i| ((i * 7 + 3) % 11) as f64 - 5.0).collect();
+    let x = Array::from_vec(&[k, m], data.clone()).unwrap();
+    let doubled = multiply(&x, 2.0).unwrap();
+    let g = add(&matmul(&matrix_transpose(&doubled).unwrap(), &x).unwrap(), 1.0).unwrap();
+    let got = g.to_vec::<f64>().unwrap();
+    set_backend(Backend::Auto);
+    for i in 0..m {
+        for j in 0..m {
+            let want = 1.0 + (0..k).map(|r| 2.0 * data[r * m + i] * data[r * m + j]).sum::<f64>();
+            assert_eq!(got[i * m + j], want, "({i}, {j})");
+        }
+    }
+}
