@@ -3,9 +3,10 @@
 //! The table holds the blocked GEMM used for matrix-product kernels ([`crate::matmul`]): the
 //! `gemm` crate's AVX-512/AVX2 micro-kernels with cache blocking and packing, parallel over
 //! `threads` workers (the crate's rayon workers over a large result; the kernels' own OpenMP
-//! threads over the slices of a split contraction, [`ParallelFor`]); and the allocator of buffers whose length only the run knows (a
-//! sparse result's coordinates and values, [`crate::kernel::CompressedOut`]). The C side
-//! declares the same layout as `strata_rt` (see `emit_c`'s prelude); both must change together.
+//! threads over the slices of a split contraction, [`ParallelFor`]); and the allocator of
+//! buffers whose length only the run knows (a sparse result's coordinates and values,
+//! [`crate::kernel::CompressedOut`]). The C side declares the same layout as `strata_rt` (see
+//! `emit_c`'s prelude); both must change together.
 
 /// `dst[m×n] (+)= lhs[m×k] · rhs[k×n]` on strided matrices (row stride, column stride, in
 /// elements); `accumulate = 0` overwrites `dst`.
@@ -239,10 +240,6 @@ struct Product<T> {
     rhs_rs: i64,
     rhs_cs: i64,
 }
-
-// SAFETY: a `Product` is handed to the threads of one call, which read the operands and write
-// disjoint results (each split slice its own partial block) before the call returns.
-unsafe impl<T> Send for Product<T> {}
 
 /// `dst = (accumulate ? dst : 0) + p.lhs · p.rhs` by the gemm crate (`parallelism`: its own
 /// threads over the result).
@@ -588,9 +585,10 @@ mod tests {
     #[test]
     fn scans_find_the_largest_magnitude_and_any_non_finite_entry_in_every_layout() {
         let mut v: Vec<f64> = (0..37 * 11).map(|i| ((i * 7919) % 1001) as f64 / 7.0 - 71.0).collect();
-        v[200] = -1e300; // the largest magnitude is negative
-                         // Whole runs (row-major, column-major, a single row or column), lines (a submatrix),
-                         // element walks (no unit stride), and empty matrices.
+        // The largest magnitude is negative.
+        v[200] = -1e300;
+        // Whole runs (row-major, column-major, a single row or column), lines (a submatrix),
+        // element walks (no unit stride), and empty matrices.
         let views = [
             (37, 11, 11, 1),
             (11, 37, 1, 11),
