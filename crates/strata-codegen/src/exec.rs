@@ -336,6 +336,10 @@ pub struct Buffers<'a> {
     tables: Vec<Option<(String, String)>>,
     /// The program's extents, passed after the buffers.
     extents: Vec<i64>,
+    /// The buffers the last run allocated itself (`rt->alloc`: a sparse result's coordinates
+    /// and values, sized at run time). The next run allocates them again before it touches
+    /// them, so they go back to the pool first, where its allocations find them.
+    run_allocated: Vec<usize>,
 }
 
 /// One buffer: owned, or an input column borrowed from the caller (read-only: a column the
@@ -481,6 +485,7 @@ impl<'a> Buffers<'a> {
             scalars: program.buffers().iter().map(|b| b.scalar).collect(),
             tables,
             extents: program.extents().into_owned(),
+            run_allocated: Vec::new(),
         };
         buffers.check_tables(program, |_| true)?;
         Ok(buffers)
@@ -551,6 +556,12 @@ impl<'a> Buffers<'a> {
         // outside an empty source interval) still addresses the interval's first element
         // before the run reports the error, so every pointer must address one element.
         let mut spare = [0u64; 8];
+        // Without this a repeated run would hold its previous result's memory while it
+        // allocates the next: fresh pages, a fault on each (a 10 M-entry sparse sum's second
+        // run cost 3-15x its first).
+        for &b in &self.run_allocated {
+            std::mem::replace(&mut self.cols[b], Slot::Owned(Column::zeros(self.scalars[b], 0))).give_back();
+        }
         let mut ptrs: Vec<*mut std::ffi::c_void> =
             self.cols.iter_mut().map(|c| if c.len() == 0 { spare.as_mut_ptr().cast() } else { c.ptr() }).collect();
         // The extents follow the buffers (read, never written, by the generated code).
@@ -560,6 +571,7 @@ impl<'a> Buffers<'a> {
         // the call; buffers the code allocates come from `runtime::alloc` and are kept below.
         let (code, made) = crate::runtime::allocations(self.scalars.clone(), || call(&mut ptrs));
         let code = code.unwrap_or(-1);
+        self.run_allocated = made.iter().map(|(b, _)| *b).collect();
         for (b, c) in made {
             std::mem::replace(&mut self.cols[b], Slot::Owned(c)).give_back();
         }
