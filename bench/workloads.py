@@ -913,9 +913,12 @@ def workloads() -> list[Workload]:
             target=Target("speedup", 1.5, peer="scipy"), rtol=1e-12, atol=1e-12, sparse_out=True,
             note="Poisson + random (5 entries per row), CSR -> CSR: row bounds from the positions, then one merged "
             "union per row written in place",
-            gap="not yet explained: a merge per row as SciPy's; hand-written variants without the merge's "
-            "dependent chain (a branch-free step, each entry placed at its rank in the other row by AVX2 "
-            "compares, the same with non-temporal stores) measured no faster (docs/performance.md)",
+            gap="the merge's compare per output entry, not the memory: copying the same rows into the same "
+            "result with no comparison (bench/probes/union_copy.c) takes 13-16 ms on one thread where the "
+            "generated merge takes 30-32 ms and SciPy's 35-37 ms (2026-12-07); 1.5x SciPy needs ~24 ms, a "
+            "merge within ~1.6x of that copy. perf puts the call in the merge loop (the bound pass ~1 %); a "
+            "branch-free step (33-36 ms) and rank placement by vector compares measured slower "
+            "(docs/performance.md)",
         )
     )
     ws.append(
