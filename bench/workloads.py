@@ -917,7 +917,7 @@ def workloads() -> list[Workload]:
             "result with no comparison (bench/probes/union_copy.c) takes 13-16 ms on one thread where the "
             "generated merge takes 30-32 ms and SciPy's 35-37 ms (2026-12-07); 1.5x SciPy needs ~24 ms, a "
             "merge within ~1.6x of that copy. perf puts the call in the merge loop (the bound pass ~1 %); a "
-            "branch-free step (33-36 ms) and rank placement by vector compares measured slower "
+            "branch-free step measured slower (33-36 ms), rank placement by vector compares no faster "
             "(docs/performance.md)",
         )
     )
