@@ -32,22 +32,43 @@ pub struct Program {
 thread_local! {
     /// The payload functions traced ops apply, each built once (equal ones are one function).
     static PAYLOADS: RefCell<ModuleBuilder> = RefCell::new(ModuleBuilder::new());
+    /// Each payload made so far, by what it was made from: a reduction asks for its payload on
+    /// every call, and building it again (to find the equal one in the library) cost ~13 % of
+    /// a 50-element `sum` evaluated.
+    static MADE: RefCell<FxHashMap<PayloadKey, Handle<Function>>> = RefCell::new(FxHashMap::default());
 }
 
-/// A payload function built by `build` in this thread's library (the existing one if an equal
-/// function is there), for a traced op to apply.
+/// What a payload function is made from (its builder's arguments).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum PayloadKey {
+    /// [`fold_payload`].
+    Fold(Scalar, Option<BinaryOp>),
+    /// [`running_fold_payload`].
+    RunningFold(BinaryOp, Vec<usize>, Scalar, Place),
+    /// [`arg_extreme_payload`].
+    ArgExtreme(Scalar, bool),
+}
+
+/// The payload function `key` names: built by `build` in this thread's library the first time
+/// (the existing one if an equal function is there), for a traced op to apply.
 pub(crate) fn payload(
+    key: PayloadKey,
     build: impl FnOnce(&mut ModuleBuilder) -> std::result::Result<Handle<Function>, BuildError>,
 ) -> Handle<Function> {
-    PAYLOADS
+    if let Some(&h) = MADE.with(|m| m.borrow().get(&key).copied()).as_ref() {
+        return h;
+    }
+    let h = PAYLOADS
         .with(|lib| build(&mut lib.borrow_mut()))
-        .unwrap_or_else(|e| panic!("a payload of the array front end: {e}"))
+        .unwrap_or_else(|e| panic!("a payload of the array front end: {e}"));
+    MADE.with(|m| m.borrow_mut().insert(key, h));
+    h
 }
 
 /// `(acc: T, x: T) -> T` returning `op(acc, x)`, or `x` itself when `op` is `None` (the
 /// payload of a view that only reads).
 pub(crate) fn fold_payload(t: Scalar, op: Option<BinaryOp>) -> Handle<Function> {
-    payload(|lib| match op {
+    payload(PayloadKey::Fold(t, op), |lib| match op {
         Some(op) => lib.binary_function(op, t),
         None => {
             let ty = lib.scalar(t);
@@ -62,7 +83,7 @@ pub(crate) fn fold_payload(t: Scalar, op: Option<BinaryOp>) -> Handle<Function> 
 /// `(s: S, x: S) -> S` returning `op(s, x)` over slices of `shape` (the step of a running sum
 /// or product).
 pub(crate) fn running_fold_payload(op: BinaryOp, shape: &[usize], t: Scalar, place: &Place) -> Handle<Function> {
-    payload(|lib| {
+    payload(PayloadKey::RunningFold(op, shape.to_vec(), t, place.clone()), |lib| {
         let ty = ir_type(lib, shape, t, place);
         let name = if op == BinaryOp::Multiplies { "running_product" } else { "running_sum" };
         let mut f = lib.function(name, FunctionKind::Func);
@@ -76,7 +97,7 @@ pub(crate) fn running_fold_payload(op: BinaryOp, shape: &[usize], t: Scalar, pla
 /// `(acc: (T, index), x: T, j: index) -> (T, index)` keeping the best value and its position:
 /// strictly better wins, so ties keep the first; the first NaN wins and stays (numpy).
 pub(crate) fn arg_extreme_payload(t: Scalar, largest: bool) -> Handle<Function> {
-    payload(|lib| {
+    payload(PayloadKey::ArgExtreme(t, largest), |lib| {
         let ty = lib.scalar(t);
         let index = lib.scalar(Scalar::Index);
         let acc_t = lib.tuple(vec![ty, index]);
@@ -315,5 +336,36 @@ impl Walk {
         let results: Vec<Value> = std::iter::once(root).chain(&kept).map(|a| values[&Rc::as_ptr(&a.0)]).collect();
         let entry = f.finish_returning(&results);
         Ok(Program { module: mb.into_module(), entry, inputs })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A payload asked for again is the function its builder would make (the library's equal
+    /// function), and payloads made from different arguments stay different functions.
+    #[test]
+    fn a_payload_asked_for_again_is_the_one_its_builder_makes() {
+        let add = fold_payload(Scalar::F64, Some(BinaryOp::Plus));
+        assert_eq!(fold_payload(Scalar::F64, Some(BinaryOp::Plus)), add);
+        let built = PAYLOADS.with(|lib| lib.borrow_mut().binary_function(BinaryOp::Plus, Scalar::F64)).unwrap();
+        assert_eq!(built, add, "the memo and the builder agree");
+        let others = [
+            fold_payload(Scalar::F32, Some(BinaryOp::Plus)),
+            fold_payload(Scalar::F64, Some(BinaryOp::Maximum)),
+            fold_payload(Scalar::F64, None),
+            arg_extreme_payload(Scalar::F64, true),
+            arg_extreme_payload(Scalar::F64, false),
+            running_fold_payload(BinaryOp::Plus, &[3], Scalar::F64, &Place::default()),
+            running_fold_payload(BinaryOp::Plus, &[4], Scalar::F64, &Place::default()),
+        ];
+        let mut all = vec![add];
+        all.extend(others);
+        for (i, a) in all.iter().enumerate() {
+            assert!(all[i + 1..].iter().all(|b| b != a), "payload {i} is one of its own");
+        }
+        assert_eq!(arg_extreme_payload(Scalar::F64, true), all[4]);
+        assert_eq!(running_fold_payload(BinaryOp::Plus, &[4], Scalar::F64, &Place::default()), all[7]);
     }
 }

@@ -183,6 +183,38 @@ pub struct Function {
 }
 
 impl Function {
+    /// Whether `self` and `other` are the same function but for their names: every other field
+    /// equal. Cheap fields are compared first, so that most unequal pairs differ in a step.
+    pub fn same_but_name(&self, other: &Function) -> bool {
+        // Destructured, so that a new field cannot be left out of the comparison.
+        let Function {
+            name: _,
+            kind,
+            params,
+            results,
+            result_inferred,
+            exprs,
+            body,
+            closing_comments,
+            untyped,
+            inline,
+            instance_of,
+        } = self;
+        *kind == other.kind
+            && params.len() == other.params.len()
+            && exprs.len() == other.exprs.len()
+            && body.len() == other.body.len()
+            && *results == other.results
+            && *result_inferred == other.result_inferred
+            && *instance_of == other.instance_of
+            && *params == other.params
+            && *exprs == other.exprs
+            && *body == other.body
+            && *untyped == other.untyped
+            && *inline == other.inline
+            && *closing_comments == other.closing_comments
+    }
+
     /// The result type of a `func` with exactly one result.
     pub fn result(&self) -> Option<Handle<Type>> {
         match self.results.as_slice() {

@@ -194,12 +194,8 @@ impl ModuleBuilder {
     /// name. A new function whose name is taken gets a numbered one (`name_1`, …), so names
     /// stay unique.
     fn add(&mut self, mut func: Function) -> Handle<Function> {
-        let mut probe = func.clone();
-        for (h, g) in self.module.functions.iter() {
-            probe.name.clone_from(&g.name);
-            if *g == probe {
-                return h;
-            }
+        if let Some((h, _)) = self.module.functions.iter().find(|(_, g)| g.same_but_name(&func)) {
+            return h;
         }
         let base = func.name.clone();
         let mut k = 0;

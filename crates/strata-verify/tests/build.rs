@@ -113,3 +113,27 @@ fn a_reduction_payload_is_built_once_and_imported_with_its_types() {
     let (module, _) = mb.finish().unwrap();
     assert!(module.to_string().contains("map_reduce(@add"), "{module}");
 }
+
+/// A function equal to one already built — under any name — is that function; one that differs
+/// in an op, a parameter's type or its result is a function of its own, named apart.
+#[test]
+fn an_equal_function_is_built_once_whatever_its_name() {
+    let mut lib = ModuleBuilder::new();
+    let build = |lib: &mut ModuleBuilder, name: &str, op: BinaryOp, t: Scalar| {
+        let ty = lib.scalar(t);
+        let mut p = lib.function(name, FunctionKind::Func);
+        let a = p.param(ty, ParamMode::In);
+        let b = p.param(ty, ParamMode::In);
+        let r = p.op(Op::Binary { op, lhs: a, rhs: b }).unwrap();
+        p.finish_returning(&[r])
+    };
+    let add = build(&mut lib, "add", BinaryOp::Plus, Scalar::F64);
+    assert_eq!(build(&mut lib, "plus", BinaryOp::Plus, Scalar::F64), add, "the same function under another name");
+    assert_eq!(lib.binary_function(BinaryOp::Plus, Scalar::F64).unwrap(), add);
+    let sub = build(&mut lib, "add", BinaryOp::Minus, Scalar::F64);
+    let add32 = build(&mut lib, "add", BinaryOp::Plus, Scalar::F32);
+    assert!(sub != add && add32 != add && add32 != sub);
+    let names: Vec<&str> = [add, sub, add32].iter().map(|&h| lib.module().functions[h].name.as_str()).collect();
+    assert_eq!(names, ["add", "add_1", "add_2"]);
+    assert_eq!(lib.module().functions.len(), 3);
+}
