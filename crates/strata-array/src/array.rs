@@ -396,9 +396,11 @@ impl Array {
         let n = &self.0;
         let key = NodeKey::new(&t.op, &t.args, &n.shape, n.dtype, &n.place, n.kind);
         NODES.with(|nodes| {
-            let mut nodes = nodes.borrow_mut();
-            if nodes.get(&key).is_some_and(|w| std::ptr::eq(w.as_ptr(), Rc::as_ptr(n))) {
-                nodes.remove(&key);
+            // One lookup: the entry is this node's, or a newer node's of the same key.
+            if let std::collections::hash_map::Entry::Occupied(e) = nodes.borrow_mut().entry(key) {
+                if std::ptr::eq(e.get().as_ptr(), Rc::as_ptr(n)) {
+                    e.remove();
+                }
             }
         });
     }
