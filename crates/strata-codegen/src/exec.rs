@@ -336,9 +336,10 @@ pub struct Buffers<'a> {
     tables: Vec<Option<(String, String)>>,
     /// The program's extents, passed after the buffers.
     extents: Vec<i64>,
-    /// The buffers the last run allocated itself (`rt->alloc`: a sparse result's coordinates
-    /// and values, sized at run time). The next run allocates them again before it touches
-    /// them, so they go back to the pool first, where its allocations find them.
+    /// The buffers the last whole run ([`Self::call`]) allocated itself (`rt->alloc`: a sparse
+    /// result's coordinates and values, sized at run time). The next whole run allocates them
+    /// again before it touches them, so they go back to the pool first, where its allocations
+    /// find them. Phases of a split run ([`Self::call_some`]) give nothing back.
     run_allocated: Vec<usize>,
 }
 
@@ -533,7 +534,7 @@ impl<'a> Buffers<'a> {
     /// Runs the kernels once on these buffers with `threads` threads (0: the OpenMP default).
     pub fn call(&mut self, lib: &Loaded, threads: usize) -> Result<(), ExecError> {
         // SAFETY: the pointers are the buffers' (see `call_with`).
-        self.call_with(lib, |ptrs| Some(unsafe { lib.call(ptrs, threads) }))
+        self.call_with(lib, true, |ptrs| Some(unsafe { lib.call(ptrs, threads) }))
     }
 
     /// Runs the kernels `run` marks (one flag per kernel), in order: one phase of a run split
@@ -544,12 +545,16 @@ impl<'a> Buffers<'a> {
     /// by an older version).
     pub fn call_some(&mut self, lib: &Loaded, threads: usize, run: &[bool]) -> Result<(), ExecError> {
         // SAFETY: the pointers are the buffers' (see `call_with`); `run` is the caller's.
-        self.call_with(lib, |ptrs| unsafe { lib.call_some(ptrs, threads, run) })
+        // A phase keeps what the run allocated so far: the other phase's kernels may read it.
+        self.call_with(lib, false, |ptrs| unsafe { lib.call_some(ptrs, threads, run) })
     }
 
+    /// Runs `call` on the buffers' pointers. `whole`: the call runs every kernel, so the
+    /// buffers the last whole run allocated are allocated again before anything reads them.
     fn call_with(
         &mut self,
         lib: &Loaded,
+        whole: bool,
         call: impl FnOnce(&mut [*mut std::ffi::c_void]) -> Option<i32>,
     ) -> Result<(), ExecError> {
         // An empty buffer points at spare zeros: a checked access that fails (a table entry
@@ -559,7 +564,8 @@ impl<'a> Buffers<'a> {
         // Without this a repeated run would hold its previous result's memory while it
         // allocates the next: fresh pages, a fault on each (a 10 M-entry sparse sum's second
         // run cost 3-15x its first).
-        for &b in &self.run_allocated {
+        let given_back = if whole { std::mem::take(&mut self.run_allocated) } else { Vec::new() };
+        for &b in &given_back {
             std::mem::replace(&mut self.cols[b], Slot::Owned(Column::zeros(self.scalars[b], 0))).give_back();
         }
         let mut ptrs: Vec<*mut std::ffi::c_void> =
@@ -571,7 +577,8 @@ impl<'a> Buffers<'a> {
         // the call; buffers the code allocates come from `runtime::alloc` and are kept below.
         let (code, made) = crate::runtime::allocations(self.scalars.clone(), || call(&mut ptrs));
         let code = code.unwrap_or(-1);
-        self.run_allocated = made.iter().map(|(b, _)| *b).collect();
+        // Only a whole run's allocations are known to be made again by the next whole run.
+        self.run_allocated = if whole { made.iter().map(|(b, _)| *b).collect() } else { Vec::new() };
         for (b, c) in made {
             std::mem::replace(&mut self.cols[b], Slot::Owned(c)).give_back();
         }
