@@ -104,6 +104,18 @@ def test_svd_and_qr_reconstruct_with_orthonormal_factors(a, full):
     assert np.allclose(np.tril(rn, -1), 0)
 
 
+@pytest.mark.parametrize("shape", [(2000, 50), (50, 700), (700, 660)])
+def test_svd_on_either_side_of_the_threads_threshold(shape):
+    # A thin matrix runs faer's SVD on one thread, one whose smaller side is at least 640 on
+    # its threads (ops/decompositions.rs, SVD_THREADS_MIN): both reconstruct and give numpy's
+    # singular values.
+    a = np.random.default_rng(sum(shape)).standard_normal(shape)
+    u, s, vh = (x.to_numpy() for x in xp.linalg.svd(xp.asarray(a), full_matrices=False))
+    np.testing.assert_allclose(s, np.linalg.svd(a, compute_uv=False), rtol=1e-10, atol=1e-10 * s[0])
+    np.testing.assert_allclose((u * s) @ vh, a, rtol=1e-9, atol=1e-9 * s[0])
+    np.testing.assert_allclose(xp.linalg.pinv(xp.asarray(a)).to_numpy(), np.linalg.pinv(a), rtol=1e-8, atol=1e-8)
+
+
 @SETTINGS
 @given(stacks(), st.booleans())
 def test_hermitian_factorizations_read_the_lower_triangle_only(a, upper):
