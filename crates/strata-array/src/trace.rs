@@ -55,7 +55,7 @@ pub(crate) fn payload(
     key: PayloadKey,
     build: impl FnOnce(&mut ModuleBuilder) -> std::result::Result<Handle<Function>, BuildError>,
 ) -> Handle<Function> {
-    if let Some(&h) = MADE.with(|m| m.borrow().get(&key).copied()).as_ref() {
+    if let Some(h) = MADE.with(|m| m.borrow().get(&key).copied()) {
         return h;
     }
     let h = PAYLOADS
