@@ -334,12 +334,67 @@ def array_kernels(runs: int, peak_gflops: float | None) -> list[dict]:
     return out
 
 
+# How much slower than the baseline a loop may run before the processes' spread is asked.
+SLACK = 0.05
+
+
+def compare(now: list[Path], base: list[Path]) -> int:
+    """Strata's time per row in the `--json` records of processes of this build (`now`) against
+    those of a baseline build's processes run alternately with them: the best and worst
+    process of each side, their ratio, and a verdict — slower where even this build's best
+    process is more than SLACK above the baseline's worst (the processes' spread does not
+    explain it). Returns 0 (the table is the result)."""
+
+    def times(paths):
+        out = {}
+        for path in paths:
+            # An indented row ("  the same, ...") details the row above it: keyed with it.
+            above = ""
+            for r in json.loads(path.read_text()):
+                what = r["what"]
+                if what[:1].isspace():
+                    what = f"{above} /{what.strip()}"
+                else:
+                    above = what
+                out.setdefault((r["group"], what), []).append(r["strata_s"])
+        return out
+
+    t_now, t_base = times(now), times(base)
+    print(f"\nloops against the baseline build ({len(now)} + {len(base)} alternating processes): "
+          "best and worst process per side, baseline / this build on the best (> 1: this build is faster)")
+    slower = []
+    for key, ns in t_now.items():
+        bs = t_base.get(key)
+        if not bs:
+            print(f"{key[0]:10} {key[1]:44} {min(ns) * 1e3:10.3f} ms  baseline: not measured")
+            continue
+        verdict = "same"
+        if min(ns) > max(bs) * (1 + SLACK):
+            verdict = "slower"
+            slower.append(f"{key[0]}: {key[1]}")
+        elif min(bs) > max(ns) * (1 + SLACK):
+            verdict = "faster"
+        print(f"{key[0]:10} {key[1]:44} {min(ns) * 1e3:10.3f}-{max(ns) * 1e3:.3f} ms  baseline "
+              f"{min(bs) * 1e3:10.3f}-{max(bs) * 1e3:.3f} ms  {min(bs) / min(ns):5.2f}x  {verdict}")
+    print("loops slower than the baseline: " + ("; ".join(slower) if slower else "none"))
+    return 0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="bench/loops.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--strata", required=True, help="the strata binary")
+    p.add_argument("--strata", help="the strata binary")
     p.add_argument("--runs", type=int, default=7)
     p.add_argument("--json", type=Path)
+    p.add_argument("--compare", type=Path, nargs="+", metavar="JSON",
+                   help="compare these --json records (this build's processes) with --against's and exit")
+    p.add_argument("--against", type=Path, nargs="+", metavar="JSON", help="the baseline build's --json records")
     a = p.parse_args(argv)
+    if a.compare or a.against:
+        if not (a.compare and a.against):
+            p.error("--compare and --against go together")
+        return compare(a.compare, a.against)
+    if not a.strata:
+        p.error("--strata is required")
     import strata
 
     import runner

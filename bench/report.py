@@ -111,10 +111,53 @@ def fmt(v, spec):
 
 COLD_COMPILE_S, CACHED_CALL_S = 0.150, 0.005
 
+# The impl of a baseline build's records (`bench/run --baseline STRATA`).
+BASELINE = "strata@baseline"
+# How much slower than the baseline's median a workload may run before its spread is asked.
+BASELINE_SLACK = 0.05
+
+
+def baseline_verdict(now, base):
+    """"slower", "faster" or "same" for one workload: slower when this build's median is more than
+    BASELINE_SLACK above the baseline's and above every baseline run (the two runs' ranges do not
+    explain it); faster the other way round."""
+    if now["median_s"] > base["median_s"] * (1 + BASELINE_SLACK) and now["median_s"] > base["max_s"]:
+        return "slower"
+    if base["median_s"] > now["median_s"] * (1 + BASELINE_SLACK) and base["median_s"] > now["max_s"]:
+        return "faster"
+    return "same"
+
+
+def against_baseline(records, workloads, title):
+    """Each workload's time against the baseline build's in the same rounds, both variants, under
+    `title`, and the (workload, threads, variant) this build runs slower beyond the run's noise
+    (`baseline_verdict`): (text, slower)."""
+    lines = [f"{title}: baseline median / this build's (> 1: this build is faster); slower or faster where "
+             "the medians are 5 % apart and outside the other build's whole range", ""]
+    slower, threads = [], sorted({r["threads"] for r in records})
+    for w in workloads:
+        for t in threads:
+            if not any(r["workload"] == w.name and r["threads"] == t for r in records):
+                continue
+            cells = []
+            for variant in ("allocating", "preallocated"):
+                now, base = find(records, w.name, "strata", t, variant), find(records, w.name, BASELINE, t, variant)
+                if now is None or base is None:
+                    err = next((r["error"] for r in records if r["workload"] == w.name and r["threads"] == t
+                                and r["impl"] == BASELINE and "error" in r), None)
+                    cells.append(f"{variant}: baseline failed ({err.splitlines()[0][:80]})" if err else f"{variant}: -")
+                    continue
+                v = baseline_verdict(now, base)
+                cells.append(f"{variant} {base['median_s'] / now['median_s']:.2f}x {v}")
+                if v == "slower":
+                    slower.append((w.name, t, variant))
+            lines.append(f"  {w.name:17} {t} thr  " + "; ".join(cells))
+    return "\n".join(lines) + "\n", slower
+
 
 def compile_cell(r):
-    """Strata: cold compile / cached lookup; a peer: its first call."""
-    if r["impl"] == "strata":
+    """Strata (and a baseline build): cold compile / cached lookup; a peer: its first call."""
+    if r["impl"].startswith("strata"):
         if r.get("variant") == "preallocated" or "cold_compile_s" not in r:
             return ""
         cached = r.get("cached_compile_s")
@@ -162,8 +205,11 @@ def table(records, workloads, meta, markdown=False):
                     errors.append(f"- {w.name}, {impl}, {t} thread(s): {r['error'].strip()}")
                     continue
                 ratio = "-"
-                if r["impl"] != "strata" and s_alloc is not None:
-                    ratio = f"{r['median_s'] / s_alloc['median_s']:.2f}x"
+                # A baseline build is compared with this build's same variant, a peer with its
+                # allocating run.
+                same = find(records, w.name, "strata", t, r.get("variant")) if r["impl"] == BASELINE else s_alloc
+                if r["impl"] != "strata" and same is not None:
+                    ratio = f"{r['median_s'] / same['median_s']:.2f}x"
                 tgt = ""
                 if first and statuses:
                     tgt = "; ".join(f"{tg.describe()}: {st[0]} ({st[1]})" for tg, st in statuses)

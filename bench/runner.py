@@ -6,8 +6,11 @@ workloads), and runs every workload in a child process
 pinned to that many cores, with every peer's thread pool set to the same count:
 Strata (native backend, cached compile; --repeat timings on preallocated and on freshly
 allocated outputs) and the peers on identical data, in interleaved rounds so that load bursts
-on a shared machine hit every implementation alike. Every result is checked against the numpy
-reference. Prints the table (bench/report.py) and writes the JSON records with --json.
+on a shared machine hit every implementation alike, the order rotating every round. Every
+result is checked against the numpy reference. Prints the table (bench/report.py) and writes
+the JSON records with --json. With --baseline STRATA, that binary (a build of an earlier
+commit) takes turns too, and a list after the table names the workloads this build runs
+slower than it beyond the run's noise (bench/report.py, `against_baseline`).
 """
 
 from __future__ import annotations
@@ -36,12 +39,23 @@ def parse_args(argv):
     p.add_argument("--runs", type=int, default=7, help="timed runs after the warm-up (default 7, at least 5)")
     p.add_argument("--readme", action="store_true", help="rewrite the README's performance table from these results")
     p.add_argument("--strata", default=str(HERE.parent / "target/release/strata"), help=argparse.SUPPRESS)
+    p.add_argument("--baseline", metavar="STRATA",
+                   help="another `strata` binary (a build of an earlier commit) timed in the same interleaved rounds "
+                        "as this one, with a kernel cache of its own: its rows are 'strata (baseline)', and a list "
+                        "after the table says which workloads this build runs slower beyond the run's noise")
     p.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    p.add_argument("--builds-only", action="store_true", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.runs < 5:
         p.error("--runs must be at least 5")
     if a.threads is not None and a.threads < 1:
         p.error("--threads must be at least 1")
+    if a.baseline is not None:
+        if a.readme:
+            p.error("--readme takes a run without --baseline (the README's table compares peers, not builds)")
+        a.baseline = str(Path(a.baseline).resolve())
+        if not os.access(a.baseline, os.X_OK):
+            p.error(f"--baseline {a.baseline}: not an executable file")
     return a
 
 
@@ -189,10 +203,12 @@ def stats(times):
 ROUND = 3  # timed runs per implementation per round
 
 
-def measure(w, inputs, want, threads, runs, strata, tmp):
+def measure(w, inputs, want, threads, runs, strata, tmp, baseline=None, peers=True):
     """Times Strata and every peer on `w` in interleaved rounds of ROUND runs each, so that a
     burst of load on the shared machine hits every implementation alike. Returns records
-    (without derived figures); a failing implementation gets an "error" record."""
+    (without derived figures); a failing implementation gets an "error" record. `baseline`:
+    another `strata` binary timed the same way in the same rounds (impl "strata@baseline",
+    its kernels compiled into a cache of its own). `peers=False` times the builds alone."""
     base = {"workload": w.name, "threads": threads}
     rounds = -(-runs // ROUND)
     times = {}  # impl -> list of run times (Strata: per variant)
@@ -200,7 +216,7 @@ def measure(w, inputs, want, threads, runs, strata, tmp):
     runners = {}
     errors = {}
     # Set up and warm up each peer once (JIT compiles, first touch), checking its result.
-    for impl, factory in w.peers.items():
+    for impl, factory in (w.peers if peers else {}).items():
         try:
             t0 = time.perf_counter()
             run = factory(inputs)
@@ -212,35 +228,52 @@ def measure(w, inputs, want, threads, runs, strata, tmp):
             times[impl] = []
         except Exception as e:  # noqa: BLE001 — reported in the table, the suite goes on
             errors[impl] = f"{type(e).__name__}: {e}"
-    times["strata/preallocated"], times["strata/allocating"] = [], []
+    builds = {"strata": strata} | ({"strata@baseline": baseline} if baseline else {})
+    for impl in builds:
+        times[f"{impl}/preallocated"], times[f"{impl}/allocating"] = [], []
+    def build_turn(r, impl, binary):
+        if impl in errors:
+            return
+        try:
+            # The first round compiles into an empty cache (a cold compile), the second finds it
+            # there (a cached call's overhead). The baseline keeps a cache of its own.
+            tag = f"{w.name.replace('/', '-')}-{threads}"
+            cache = (tmp / f"cache-{tag}" if r < 2 else None) if impl == "strata" else tmp / f"cache-baseline-{tag}"
+            got, t = run_strata(w, inputs, threads, ROUND, binary, tmp, cache)
+            if r == 0:
+                extra[impl] = {"check": check(w, got, want), "compile_s": t["compile_s"], "cached": t["cached"],
+                               "cold_compile_s": t["compile_s"]}
+                if impl != "strata":
+                    extra[impl]["label"] = "strata (baseline)"
+            elif r == 1:
+                extra[impl]["cached_compile_s"] = t["compile_s"]
+            times[f"{impl}/preallocated"] += t["preallocated_s"]
+            times[f"{impl}/allocating"] += t["allocating_s"]
+        except Exception as e:  # noqa: BLE001
+            errors[impl] = str(e)
+
+    def peer_turn(_r, impl, run):
+        for _ in range(ROUND):
+            t0 = time.perf_counter()
+            run()
+            times[impl].append(time.perf_counter() - t0)
+
+    turns = [(build_turn, impl, binary) for impl, binary in builds.items()]
+    turns += [(peer_turn, impl, run) for impl, run in runners.items()]
     for r in range(rounds):
-        if "strata" not in errors:
-            try:
-                # The first round compiles into an empty cache (a cold compile), the second finds
-                # it there (a cached call's overhead).
-                cache = tmp / f"cache-{w.name.replace('/', '-')}-{threads}" if r < 2 else None
-                got, t = run_strata(w, inputs, threads, ROUND, strata, tmp, cache)
-                if r == 0:
-                    extra["strata"] = {"check": check(w, got, want), "compile_s": t["compile_s"], "cached": t["cached"],
-                                       "cold_compile_s": t["compile_s"]}
-                elif r == 1:
-                    extra["strata"]["cached_compile_s"] = t["compile_s"]
-                times["strata/preallocated"] += t["preallocated_s"]
-                times["strata/allocating"] += t["allocating_s"]
-            except Exception as e:  # noqa: BLE001
-                errors["strata"] = str(e)
-        for impl, run in runners.items():
-            for _ in range(ROUND):
-                t0 = time.perf_counter()
-                run()
-                times[impl].append(time.perf_counter() - t0)
+        # Every implementation takes its turn first in some round: the one right after another's
+        # turn meets that one's thread pools still spinning (OpenBLAS, XLA, OpenMP), which cost a
+        # 2-thread GEMM ~40 % where the same build, run later in the round, did not pay it.
+        for turn, impl, what in turns[r % len(turns):] + turns[: r % len(turns)]:
+            turn(r, impl, what)
     records = []
-    if "strata" in errors:
-        records.append({**base, "impl": "strata", "variant": "allocating", "error": errors["strata"]})
-    else:
+    for impl in builds:
+        if impl in errors:
+            records.append({**base, "impl": impl, "variant": "allocating", "error": errors[impl]})
+            continue
         for variant in ("preallocated", "allocating"):
-            records.append({**base, "impl": "strata", "variant": variant, **stats(times[f"strata/{variant}"]), **extra["strata"]})
-    for impl in w.peers:
+            records.append({**base, "impl": impl, "variant": variant, **stats(times[f"{impl}/{variant}"]), **extra[impl]})
+    for impl in w.peers if peers else ():
         if impl in errors:
             records.append({**base, "impl": impl, "variant": "allocating", "error": errors[impl]})
         else:
@@ -272,11 +305,33 @@ def child(args):
             inputs = data[w.group]
             want = w.reference(inputs)
             print(f"  {w.name}: strata, {', '.join(w.peers)}", file=sys.stderr, flush=True)
-            records += measure(w, inputs, want, threads, args.runs * w.runs_scale, args.strata, tmp)
+            records += measure(w, inputs, want, threads, args.runs * w.runs_scale, args.strata, tmp, args.baseline,
+                               peers=not args.builds_only)
     args.child.write_text(json.dumps(records))
 
 
 # --- the parent ----------------------------------------------------------------------------
+
+
+def confirm(flagged, ws, run_child):
+    """A second pass over the workloads the first found slower than the baseline: the two builds
+    alone (no peers), twice as many runs, in alternating rounds. Returns "workload (N thr,
+    variant)" for each found slower in both passes: one pass's burst of load on a shared
+    machine, hitting a few of one build's runs, flags a workload about once a full run."""
+    if not flagged:
+        return []
+    names = {w.name for w in ws}
+    confirmed = []
+    for t in sorted({t for _, t, _ in flagged}):
+        only = sorted({n for n, tt, _ in flagged if tt == t and n in names})
+        print(f"bench: {t} thread(s): confirming {', '.join(only)} against the baseline", file=sys.stderr)
+        with tempfile.TemporaryDirectory(prefix="strata-confirm-") as d:
+            again = run_child(t, ",".join(only), 14, d, builds_only=True)
+        text, slower = report.against_baseline(again, [w for w in ws if w.name in only],
+                                               f"Confirmation, {t} thread(s): the two builds alone, 14 runs each")
+        print(text)
+        confirmed += [f"{n} ({t} thr, {v})" for n, tt, v in flagged if tt == t and (n, tt, v) in slower]
+    return confirmed
 
 
 def main(argv):
@@ -287,17 +342,25 @@ def main(argv):
     counts = [args.threads] if args.threads else sorted({1, len(os.sched_getaffinity(0))})
     ws = selected(args.only)
     records = []
+
+    def run_child(t, only, runs, d, builds_only=False):
+        out = Path(d) / f"child-{t}.json"
+        cmd = [sys.executable, __file__, "--child", str(out), "--threads", str(t), "--runs", str(runs), "--strata", args.strata]
+        if only:
+            cmd += ["--only", only]
+        if args.baseline:
+            cmd += ["--baseline", args.baseline]
+        if builds_only:
+            cmd += ["--builds-only"]
+        subprocess.run(cmd, env=thread_env(t), preexec_fn=pin(t), check=True)
+        return json.loads(out.read_text())
+
     with tempfile.TemporaryDirectory(prefix="strata-probes-") as d:
         for t in counts:
             print(f"bench: {t} thread(s): probing the machine's limits", file=sys.stderr)
             before = probe_limits(t, Path(d))
             print(f"bench: {t} thread(s): {len(ws)} workloads", file=sys.stderr)
-            out = Path(d) / f"child-{t}.json"
-            cmd = [sys.executable, __file__, "--child", str(out), "--threads", str(t), "--runs", str(args.runs), "--strata", args.strata]
-            if args.only:
-                cmd += ["--only", args.only]
-            subprocess.run(cmd, env=thread_env(t), preexec_fn=pin(t), check=True)
-            records += json.loads(out.read_text())
+            records += run_child(t, args.only, args.runs, d)
             # Limits are what the machine can do: the better of a probe before and after.
             after = probe_limits(t, Path(d))
             for b, a in zip(before, after):
@@ -309,6 +372,11 @@ def main(argv):
         if r["impl"] == "limit":
             r["machine"] = meta
     print(report.table(records, ws, meta))
+    if args.baseline:
+        text, flagged = report.against_baseline(records, ws, f"Against the baseline build {args.baseline}, same rounds")
+        print(text)
+        slower = confirm(flagged, ws, run_child)
+        print("slower than the baseline (in both passes): " + (", ".join(slower) if slower else "none") + "\n")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(records, indent=1) + "\n")
