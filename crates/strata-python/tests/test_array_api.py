@@ -740,6 +740,29 @@ def test_min_and_argmin_of_uint64_reach_the_top_of_the_range():
     assert np.asarray(xp.min(x, axis=1, keepdims=True)).shape == (3, 1)
 
 
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64])
+def test_argmax_and_argmin_of_rows_across_the_vector_blocks(dtype):
+    # The native argmax/argmin of a row folds whole blocks of 4 vectors of the target's lanes
+    # (16 float lanes with AVX-512, 8 with AVX2, ...), then the rest in order: rows shorter
+    # than a block, one block, a block and one, several blocks and a tail. Ties (the first
+    # index wins, in any lane and across blocks), -inf and the extreme values of the type.
+    rng = np.random.default_rng(7)
+    for n in (1, 7, 8, 15, 16, 31, 32, 33, 63, 64, 65, 127, 128, 129, 257, 1000):
+        a = (rng.integers(-50, 50, size=(5, n)) if np.dtype(dtype).kind == "i" else rng.standard_normal((5, n))).astype(dtype)
+        if n > 3:
+            a[1, [n // 3, n - 1]] = a[1].max() + 1  # a tie between a block and the tail
+            a[2, :] = a[2, 0]  # all equal: index 0
+        info = np.finfo(dtype) if np.dtype(dtype).kind == "f" else np.iinfo(dtype)
+        a[3, n // 2] = info.max
+        a[4, n // 2] = info.min
+        if np.dtype(dtype).kind == "f":
+            a[0, n - 1] = -np.inf
+        x = xp.asarray(a)
+        for f in ("argmax", "argmin"):
+            got, want = np.asarray(getattr(xp, f)(x, axis=1)), getattr(np, f)(a, axis=1)
+            assert np.array_equal(got, want), (dtype, n, f, got, want)
+
 def test_an_axis_out_of_range_is_an_axis_error_both_index_and_value_error():
     x = xp.ones((2, 3))
     for call in (lambda: xp.expand_dims(x, axis=3), lambda: xp.expand_dims(x, axis=-4),

@@ -147,17 +147,18 @@ pub(super) fn emit_scan_stage(
     }
 }
 
-/// Lanes per vector register of an argmax / argmin fold (see `kernel::ArgBest`), and the
-/// independent vectors it keeps, so that consecutive steps do not wait on one compare-and-blend
-/// chain (measured on 4096² `f32` rows in L2: 2.0 ms with one vector, 0.8 ms with four).
-pub(super) const LANES: i64 = 16;
-
+/// The independent vectors an argmax / argmin fold (see `kernel::ArgBest`) keeps, so that
+/// consecutive steps do not wait on one compare-and-blend chain (measured on 4096² `f32` rows in
+/// L2: 2.0 ms with one vector, 0.8 ms with four). Their lanes are the target's
+/// (`STRATA_ARG_LANES` in the prelude, `lanes_` in the kernel): a vector wider than the
+/// target's registers compiles to element-wise code.
 pub(super) const VECTORS: i64 = 4;
 
 /// An argmax / argmin fold as explicit vector code (GCC vector extensions, so it compiles for
-/// any target): lane `l` of vector `u` folds every element `j ≡ 16u + l` (mod 64) of each full
-/// block of 64, keeping its best value and the block it came from in registers; a strictly
-/// better value replaces the lane's, so each lane keeps its first best. The lanes combine
+/// any target): with `L` lanes a vector, lane `l` of vector `u` folds every element
+/// `j ≡ Lu + l` (mod 4L) of each full block of `4L`, keeping its best value and the block it
+/// came from in registers; a strictly better value replaces the lane's, so each lane keeps its
+/// first best. The lanes combine
 /// into the state registers by best value, then smallest index — the sequential fold's answer
 /// (a lane that ever took a value holds one strictly better than the initial state) — and the
 /// remaining elements fold in order after them. NaN is never better, as in the sequential
@@ -175,22 +176,25 @@ pub(super) fn emit_arg_best(
     let (a, b) = (ext(sc.dim.interval.start), ext(sc.dim.interval.stop));
     let better = if best.less { "<" } else { ">" };
     let x = em.value(&best.value);
-    let block = LANES * VECTORS;
+    // The lanes are the target's (`STRATA_ARG_LANES`): sizes in the text are C constants.
+    let block = format!("({VECTORS} * lanes_)");
+    let lanes = |u: &i64| if *u == 0 { "0".to_string() } else { format!("{u} * lanes_") };
     let _ = writeln!(
         out,
-        "{indent}{{  /* arg{} over {}{} in {VECTORS} vectors of {LANES} lanes */",
+        "{indent}{{  /* arg{} over {}{} in {VECTORS} vectors of the target's lanes */",
         if best.less { "min" } else { "max" },
         sc.dim.name,
         super::extents::interval(sc.dim.interval)
     );
-    let _ = writeln!(out, "{indent}  typedef {vt} vv_ __attribute__((vector_size({LANES} * sizeof({vt}))));");
-    let _ = writeln!(out, "{indent}  typedef int32_t vb_ __attribute__((vector_size({LANES} * sizeof(int32_t))));");
+    let _ = writeln!(out, "{indent}  enum {{ lanes_ = STRATA_ARG_LANES({vt}) }};");
+    let _ = writeln!(out, "{indent}  typedef {vt} vv_ __attribute__((vector_size(lanes_ * sizeof({vt}))));");
+    let _ = writeln!(out, "{indent}  typedef int32_t vb_ __attribute__((vector_size(lanes_ * sizeof(int32_t))));");
     let vectors: Vec<i64> = (0..VECTORS).collect();
     let decls: Vec<String> =
         vectors.iter().map(|u| format!("vv_ bv{u} = (vv_){{0}} + acc{v}; vb_ bb{u} = (vb_){{0}} - 1;")).collect();
     let _ = writeln!(out, "{indent}  {}", decls.join(" "));
     // The block counter fits the lanes' 32-bit block numbers: `Lowerer` recognizes only folds
-    // of fewer than 2^36 steps.
+    // of fewer than 2^34 steps, and a block is at least 8 steps (4 vectors of 2 lanes).
     let _ = writeln!(out, "{indent}  int64_t jb = {a}; vb_ kv = {{0}};");
     let _ = writeln!(out, "{indent}  for (; jb + {block} <= {b}; jb += {block}, kv += 1) {{");
     // A value loaded contiguously along the fold is read as vectors straight from its buffer;
@@ -205,9 +209,9 @@ pub(super) fn emit_arg_best(
     }
     for u in &vectors {
         let source = if direct {
-            format!("{{ const int64_t {d} = jb + {}; memcpy(&x, &{x}, sizeof x); {} }}", u * LANES, prefetch_ahead(&x))
+            format!("{{ const int64_t {d} = jb + {}; memcpy(&x, &{x}, sizeof x); {} }}", lanes(u), prefetch_ahead(&x))
         } else {
-            format!("memcpy(&x, xs + {}, sizeof x);", u * LANES)
+            format!("memcpy(&x, xs + {}, sizeof x);", lanes(u))
         };
         let _ = writeln!(
             out,
@@ -219,9 +223,7 @@ pub(super) fn emit_arg_best(
     let _ = writeln!(out, "{indent}  }}");
     let stores: Vec<String> = vectors
         .iter()
-        .map(|u| {
-            format!("memcpy(bvs + {0}, &bv{u}, sizeof bv{u}); memcpy(bbs + {0}, &bb{u}, sizeof bb{u});", u * LANES)
-        })
+        .map(|u| format!("memcpy(bvs + {0}, &bv{u}, sizeof bv{u}); memcpy(bbs + {0}, &bb{u}, sizeof bb{u});", lanes(u)))
         .collect();
     let _ = writeln!(out, "{indent}  {{ {vt} bvs[{block}]; int32_t bbs[{block}]; {}", stores.join(" "));
     let _ = writeln!(

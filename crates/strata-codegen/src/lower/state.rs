@@ -219,8 +219,8 @@ impl Lowerer<'_> {
         if updates.iter().any(crate::sparse::reads_sparse) {
             return Err(refuse("over sparse or ragged values"));
         }
-        // The vector lanes number their blocks of 64 steps in 32 bits.
-        let arg_best = arg_best(&states, &updates, &dim).filter(|_| interval.len() < 1 << 36);
+        // The vector lanes number their blocks (at least 8 steps: 4 vectors of 2 lanes) in 32 bits.
+        let arg_best = arg_best(&states, &updates, &dim).filter(|_| interval.len() < 1 << 34);
         let comment = format!("%{} = fold of @{} with a tuple accumulator", e.name, self.module.functions[f].name);
         let dim = Level::dense(dim, interval);
         let scan = ScanLoop { arg_best, dim, forward: true, states, updates, last_only: true };
