@@ -3,7 +3,8 @@
 //! The compiler is `$CC`, else `cc`, with [`FLAGS`] (no fused multiply-add, so arithmetic
 //! equals the interpreter's bit for bit; OpenMP threads share each kernel's outermost loop). Shared objects are
 //! cached in `$STRATA_CACHE_DIR`, else `$XDG_CACHE_HOME/strata`, else `~/.cache/strata`, keyed
-//! by a hash of the source, the compiler's identity and the flags: a warm run skips the compiler.
+//! by a hash of the source, the compiler's identity, the flags and the CPU: a warm run skips the
+//! compiler.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -142,6 +143,23 @@ fn compiler_identity(cc: &str) -> &'static str {
     id
 }
 
+/// The CPU the code is built for (`-march=native` makes it part of the object): its model and
+/// feature flags as Linux lists them in `/proc/cpuinfo` for the first CPU (empty where there is
+/// none), read once. A kernel cache shared between machines (a home on NFS, an image moved to
+/// another host) then never loads one CPU's code on another, e.g. AVX-512 code on an AVX2 CPU.
+fn cpu_identity() -> &'static str {
+    static CPU: OnceLock<String> = OnceLock::new();
+    CPU.get_or_init(|| {
+        let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let first = info.split("\n\n").next().unwrap_or_default();
+        first
+            .lines()
+            .filter(|l| l.starts_with("model name") || l.starts_with("flags") || l.starts_with("Features"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    })
+}
+
 /// What a cached object's checksum file holds: its length and hash.
 fn checksum(bytes: &[u8]) -> String {
     format!("{} {:016x}\n", bytes.len(), hash(&[bytes]))
@@ -187,8 +205,8 @@ pub fn build(source: &str) -> Result<(PathBuf, CacheState), CompileError> {
 
 /// Generated kernels looked up in the kernel cache without compiling them ([`lookup`]).
 pub struct Lookup {
-    /// Their cache key (a hash of the source, the compiler's identity and the flags): the same
-    /// for the same source, in every process.
+    /// Their cache key (a hash of the source, the compiler's identity, the flags and the CPU):
+    /// the same for the same source, in every process.
     pub key: u64,
     /// Their shared object, if the cache holds it intact.
     pub object: Option<PathBuf>,
@@ -217,6 +235,7 @@ fn cache_entry(
         compiler_identity(cc).as_bytes(),
         flags.join(" ").as_bytes(),
         libs.join(" ").as_bytes(),
+        cpu_identity().as_bytes(),
     ]);
     let dir = cache_dir();
     let so = dir.join(format!("{prefix}{key:016x}.so"));
