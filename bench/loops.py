@@ -334,16 +334,13 @@ def array_kernels(runs: int, peak_gflops: float | None) -> list[dict]:
     return out
 
 
-# How much slower than the baseline a loop may run before the processes' spread is asked.
-SLACK = 0.05
-
-
 def compare(now: list[Path], base: list[Path]) -> int:
     """Strata's time per row in the `--json` records of processes of this build (`now`) against
     those of a baseline build's processes run alternately with them: the best and worst
     process of each side, their ratio, and a verdict — slower where even this build's best
-    process is more than SLACK above the baseline's worst (the processes' spread does not
-    explain it). Returns 0 (the table is the result)."""
+    process is more than the workloads' slack (`report.BASELINE_SLACK`) above the baseline's
+    worst (the processes' spread does not explain it). Returns 0 (the table is the result)."""
+    from report import BASELINE_SLACK as SLACK
 
     def times(paths):
         out = {}

@@ -207,7 +207,7 @@ def measure(w, inputs, want, threads, runs, strata, tmp, baseline=None, peers=Tr
     """Times Strata and every peer on `w` in interleaved rounds of ROUND runs each, so that a
     burst of load on the shared machine hits every implementation alike. Returns records
     (without derived figures); a failing implementation gets an "error" record. `baseline`:
-    another `strata` binary timed the same way in the same rounds (impl "strata@baseline",
+    another `strata` binary timed the same way in the same rounds (impl `report.BASELINE`,
     its kernels compiled into a cache of its own). `peers=False` times the builds alone."""
     base = {"workload": w.name, "threads": threads}
     rounds = -(-runs // ROUND)
@@ -228,9 +228,10 @@ def measure(w, inputs, want, threads, runs, strata, tmp, baseline=None, peers=Tr
             times[impl] = []
         except Exception as e:  # noqa: BLE001 — reported in the table, the suite goes on
             errors[impl] = f"{type(e).__name__}: {e}"
-    builds = {"strata": strata} | ({"strata@baseline": baseline} if baseline else {})
+    builds = {"strata": strata} | ({report.BASELINE: baseline} if baseline else {})
     for impl in builds:
         times[f"{impl}/preallocated"], times[f"{impl}/allocating"] = [], []
+
     def build_turn(r, impl, binary):
         if impl in errors:
             return
@@ -313,22 +314,19 @@ def child(args):
 # --- the parent ----------------------------------------------------------------------------
 
 
-def confirm(flagged, ws, run_child):
+def confirm(flagged, ws, runs, run_child):
     """A second pass over the workloads the first found slower than the baseline: the two builds
-    alone (no peers), twice as many runs, in alternating rounds. Returns "workload (N thr,
-    variant)" for each found slower in both passes: one pass's burst of load on a shared
+    alone (no peers), twice the first pass's `runs`, in alternating rounds. Returns "workload
+    (N thr, variant)" for each found slower in both passes: one pass's burst of load on a shared
     machine, hitting a few of one build's runs, flags a workload about once a full run."""
-    if not flagged:
-        return []
-    names = {w.name for w in ws}
     confirmed = []
     for t in sorted({t for _, t, _ in flagged}):
-        only = sorted({n for n, tt, _ in flagged if tt == t and n in names})
+        only = sorted({n for n, tt, _ in flagged if tt == t})
         print(f"bench: {t} thread(s): confirming {', '.join(only)} against the baseline", file=sys.stderr)
         with tempfile.TemporaryDirectory(prefix="strata-confirm-") as d:
-            again = run_child(t, ",".join(only), 14, d, builds_only=True)
+            again = run_child(t, ",".join(only), 2 * runs, d, builds_only=True)
         text, slower = report.against_baseline(again, [w for w in ws if w.name in only],
-                                               f"Confirmation, {t} thread(s): the two builds alone, 14 runs each")
+                                               f"Confirmation, {t} thread(s): the two builds alone, {2 * runs} runs each")
         print(text)
         confirmed += [f"{n} ({t} thr, {v})" for n, tt, v in flagged if tt == t and (n, tt, v) in slower]
     return confirmed
@@ -375,7 +373,7 @@ def main(argv):
     if args.baseline:
         text, flagged = report.against_baseline(records, ws, f"Against the baseline build {args.baseline}, same rounds")
         print(text)
-        slower = confirm(flagged, ws, run_child)
+        slower = confirm(flagged, ws, args.runs, run_child)
         print("slower than the baseline (in both passes): " + (", ".join(slower) if slower else "none") + "\n")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

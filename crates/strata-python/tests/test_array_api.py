@@ -740,7 +740,6 @@ def test_min_and_argmin_of_uint64_reach_the_top_of_the_range():
     assert np.asarray(xp.min(x, axis=1, keepdims=True)).shape == (3, 1)
 
 
-
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64])
 def test_argmax_and_argmin_of_rows_across_the_vector_blocks(dtype):
     # The native argmax/argmin of a row folds whole blocks of 4 vectors of the target's lanes
