@@ -1,7 +1,11 @@
-//! Pass `materialize_invariant_reductions`: a reduction that would be recomputed along a loop
-//! it does not depend on — a loop of its kernel, or of an enclosing fold it cannot be hoisted
-//! out of — is computed once, by a kernel of its own over the loop variables it does depend
-//! on, into a temporary the first kernel reads.
+//! Passes `materialize_invariant_reductions` and `materialize_nested_folds`: a reduction is
+//! computed once, by a kernel of its own over the loop variables it depends on, into a
+//! temporary the first kernel reads —
+//! - when it would be recomputed along a loop it does not depend on (a loop of its kernel, or
+//!   of an enclosing fold it cannot be hoisted out of);
+//! - when it is a long fold nested in an enclosing fold (`Σᵢ Σₖ a[i, k]·x[k]`, the sum of a
+//!   matrix-vector product): as a kernel over the enclosing fold's points it runs as one,
+//!   rows in parallel and jammed ([`materialize_nested_folds`]).
 //!
 //! Fusion inlines every value at its use, which is right for elementwise work but not for a
 //! fold broadcast along another dimension: `(x - mean(x, axis 0)) / std(x, axis 0)` over an
@@ -82,36 +86,66 @@ type Conditions = Vec<(Rc<SExpr>, bool)>;
 /// evaluated.
 type Found = Option<(Rc<SExpr>, LoopGroup, Conditions)>;
 
-/// The innermost reduction in `e` that is recomputed along a loop it does not depend on — a
-/// kernel loop, or a fold it cannot be hoisted out of — with the loop variables it depends
-/// on (and their ranges, in loop order). Reductions reading an enclosing accumulator stay.
-fn candidate(e: &Rc<SExpr>, loops: &mut Loops, conds: &mut Conditions) -> Found {
-    fn in_part(p: Part, loops: &mut Loops, conds: &mut Conditions, found: &mut Found) {
+/// Which reductions a pass materializes.
+#[derive(Clone, Copy, PartialEq)]
+enum Want {
+    /// Those recomputed along a loop they do not depend on.
+    Invariant,
+    /// Long folds inside an enclosing fold ([`materialize_nested_folds`]).
+    Nested,
+}
+
+/// The fewest steps of a fold [`materialize_nested_folds`] computes on its own: its temporary
+/// (one value per step of the enclosing folds) then moves at most 1/64 of the bytes the fold
+/// reads, and its points are long enough to run as vector sums
+/// ([`crate::schedule::REASSOCIATE_MIN`]).
+pub const NESTED_FOLD_MIN: i64 = crate::schedule::REASSOCIATE_MIN;
+
+/// Whether nested fold `r`, evaluated once per point of `over`, is worth its own kernel: at
+/// least [`NESTED_FOLD_MIN`] steps, and a temporary no larger than the largest buffer it reads
+/// (`lens`: every buffer's elements), so that the temporary never costs more memory than the
+/// operands the program already holds.
+fn nested_worth(r: &Rc<SExpr>, over: &LoopGroup, lens: &[usize]) -> bool {
+    let SExpr::Reduce { vars, .. } = &**r else { return false };
+    let steps: i64 = vars.iter().map(|(_, i)| i.len() as i64).product();
+    let points: i64 = over.iter().map(|(_, i)| i.len() as i64).product();
+    let mut largest = 0usize;
+    crate::sym::for_each_load(r, &mut |l| largest = largest.max(lens.get(l.buffer).copied().unwrap_or(0)));
+    steps >= NESTED_FOLD_MIN && points <= largest as i64
+}
+
+/// The innermost reduction in `e` that `want` asks for — recomputed along a loop it does not
+/// depend on (a kernel loop, or a fold it cannot be hoisted out of), or a long fold inside an
+/// enclosing fold — with the loop variables it depends on (and their ranges, in loop order).
+/// Reductions reading an enclosing accumulator stay.
+/// `lens` holds every buffer's elements (by index), which bound a nested fold's temporary.
+fn candidate(e: &Rc<SExpr>, loops: &mut Loops, conds: &mut Conditions, want: Want, lens: &[usize]) -> Found {
+    fn in_part(p: Part, loops: &mut Loops, conds: &mut Conditions, want: Want, lens: &[usize], found: &mut Found) {
         if found.is_some() {
             return;
         }
         match p {
-            Part::Expr(x) => *found = candidate(x, loops, conds),
-            Part::Coord(c) => for_each_coord_part(c, &mut |q| in_part(q, loops, conds, found)),
+            Part::Expr(x) => *found = candidate(x, loops, conds, want, lens),
+            Part::Coord(c) => for_each_coord_part(c, &mut |q| in_part(q, loops, conds, want, lens, found)),
         }
     }
     let mut found = None;
     match &**e {
         SExpr::Reduce { vars, init, body, .. } => {
-            in_part(Part::Expr(init), loops, conds, &mut found);
+            in_part(Part::Expr(init), loops, conds, want, lens, &mut found);
             loops.push(vars.clone());
-            in_part(Part::Expr(body), loops, conds, &mut found);
+            in_part(Part::Expr(body), loops, conds, want, lens, &mut found);
             loops.pop();
         }
         SExpr::Select(c, t, f) => {
-            in_part(Part::Expr(c), loops, conds, &mut found);
+            in_part(Part::Expr(c), loops, conds, want, lens, &mut found);
             for (branch, taken) in [(t, true), (f, false)] {
                 conds.push((c.clone(), taken));
-                in_part(Part::Expr(branch), loops, conds, &mut found);
+                in_part(Part::Expr(branch), loops, conds, want, lens, &mut found);
                 conds.pop();
             }
         }
-        _ => for_each_part(e, &mut |p| in_part(p, loops, conds, &mut found)),
+        _ => for_each_part(e, &mut |p| in_part(p, loops, conds, want, lens, &mut found)),
     }
     if found.is_some() || !matches!(&**e, SExpr::Reduce { .. }) {
         return found;
@@ -125,10 +159,16 @@ fn candidate(e: &Rc<SExpr>, loops: &mut Loops, conds: &mut Conditions) -> Found 
     let depends = |g: &LoopGroup| g.iter().any(|(d, _)| u.dims.contains(d));
     let home = loops.iter().rposition(depends).unwrap_or(0);
     let around: Vec<&(DimName, Interval)> = loops[..=home].iter().flatten().collect();
-    if around.iter().all(|(d, _)| u.dims.contains(d)) {
+    let invariant = !around.iter().all(|(d, _)| u.dims.contains(d));
+    let over: LoopGroup = around.into_iter().filter(|(d, _)| u.dims.contains(d)).cloned().collect();
+    let wanted = match want {
+        Want::Invariant => invariant,
+        // Inside an enclosing fold (group 0 is the kernel's own loops).
+        Want::Nested => home >= 1 && nested_worth(e, &over, lens),
+    };
+    if !wanted {
         return None;
     }
-    let over: LoopGroup = around.into_iter().filter(|(d, _)| u.dims.contains(d)).cloned().collect();
     // Every variable it reads must be one of these loops (not an element variable, say), and
     // so must every condition it is evaluated under.
     let conditions_computable = conds.iter().all(|(c, _)| {
@@ -166,18 +206,38 @@ fn replace_in_coord(c: &Coord, target: &Rc<SExpr>, with: &Rc<SExpr>) -> Coord {
 pub fn materialize_invariant_reductions(kernels: Vec<Kernel>, buffers: &mut Vec<Buffer>) -> Vec<Kernel> {
     let mut out = Vec::with_capacity(kernels.len());
     for k in kernels {
-        materialize(k, buffers, &mut out);
+        materialize(k, buffers, &mut out, Want::Invariant);
     }
     out
 }
 
-fn materialize(mut k: Kernel, buffers: &mut Vec<Buffer>, out: &mut Vec<Kernel>) {
+/// Runs the nested-fold pass over every plain kernel: a fold of at least [`NESTED_FOLD_MIN`]
+/// steps inside an enclosing fold (the sum of a matrix-vector product, the trace of a matrix
+/// product) is computed first, by a kernel over the points of the enclosing folds, into a
+/// temporary the enclosing fold then reads. Inlined, every step of the outer fold runs the
+/// inner one as a nested loop on one thread; on its own it is a kernel like any other — its
+/// points in parallel, rows of a matrix-vector product jammed (`jam-rows`), a product of
+/// matrices a GEMM (`recognize-matmul`). Each fold runs its steps in its own order either way,
+/// so values change only where a schedule reassociates a sum (to rounding, as anywhere).
+pub fn materialize_nested_folds(kernels: Vec<Kernel>, buffers: &mut Vec<Buffer>) -> Vec<Kernel> {
+    let mut out = Vec::with_capacity(kernels.len());
+    for k in kernels {
+        materialize(k, buffers, &mut out, Want::Nested);
+    }
+    out
+}
+
+fn materialize(mut k: Kernel, buffers: &mut Vec<Buffer>, out: &mut Vec<Kernel>, want: Want) {
     let eligible = k.as_nest().is_some() && k.domain.iter().all(|l| l.format.is_dense_like());
     let kernel_loops: LoopGroup = k.domain.iter().map(|l| (l.name.clone(), l.interval)).collect();
-    let next = |k: &Kernel| {
-        k.stores.iter().find_map(|st| candidate(&st.value, &mut vec![kernel_loops.clone()], &mut Vec::new()))
+    let next = |k: &Kernel, buffers: &[Buffer]| {
+        let lens: Vec<usize> =
+            if want == Want::Nested { buffers.iter().map(Buffer::len).collect() } else { Vec::new() };
+        k.stores
+            .iter()
+            .find_map(|st| candidate(&st.value, &mut vec![kernel_loops.clone()], &mut Vec::new(), want, &lens))
     };
-    while let Some((r, over, conds)) = eligible.then(|| next(&k)).flatten() {
+    while let Some((r, over, conds)) = eligible.then(|| next(&k, buffers)).flatten() {
         let SExpr::Reduce { scalar, .. } = &*r else { unreachable!("candidates are reductions") };
         let levels: Vec<Level> = over.iter().map(|(d, iv)| Level::dense(d.clone(), *iv)).collect();
         let name = format!("red{}", buffers.len());
@@ -189,12 +249,16 @@ fn materialize(mut k: Kernel, buffers: &mut Vec<Buffer>, out: &mut Vec<Kernel>) 
             st.value = replace(&st.value, &r, &load);
         }
         let names: Vec<&str> = levels.iter().map(|l| l.name.as_str()).collect();
+        let why = match want {
+            Want::Invariant => "a reduction",
+            Want::Nested => "a fold nested in a fold",
+        };
         let reduced = Kernel::nest(
-            format!("%{name}: a reduction in `{}` depending on [{}] only, computed once", k.comment, names.join(", ")),
+            format!("%{name}: {why} in `{}` depending on [{}] only, computed once", k.comment, names.join(", ")),
             levels,
             vec![Store { buffer: b, value: under(r.clone(), &conds, *scalar) }],
         );
-        materialize(reduced, buffers, out);
+        materialize(reduced, buffers, out, want);
     }
     out.push(k);
 }

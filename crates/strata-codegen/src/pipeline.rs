@@ -50,6 +50,15 @@ pub const PASSES: &[Pass] = &[
         },
     },
     Pass {
+        name: "materialize-nested-folds",
+        optional: true,
+        summary: "computes a long fold inside another fold (the sum of a matrix-vector product) first, in a kernel of its own over the outer fold's points",
+        run: |p| {
+            let kernels = std::mem::take(&mut p.kernels);
+            p.kernels = crate::invariant::materialize_nested_folds(kernels, &mut p.buffers);
+        },
+    },
+    Pass {
         name: "forward-results",
         optional: true,
         summary: "a kernel whose temporary a later kernel only copies into an output writes it there",

@@ -400,3 +400,56 @@ program @main(%norm: out tensor<f64>, %out: out tensor<{n}xf64>, %a: tensor<{n}x
         assert!((g - w).abs() <= 1e-12 * w.abs().max(1.0), "{y:?} against {want_y:?}");
     }
 }
+
+/// `Σᵢ (Σₖ a[i, k]·x[k])`: the sum of a matrix-vector product (`sum(a @ x)`), over `rows × cols`.
+fn sum_of_matvec(rows: usize, cols: usize) -> String {
+    format!(
+        r#"
+func @add(%acc: f64, %x: f64) -> f64 {{
+  %s = plus(%acc, %x) : f64
+  return %s
+}}
+func @f(%a: tensor<{rows}x{cols}xf64>, %x: tensor<{cols}xf64>) -> tensor<f64> {{
+  %y = dot_general(%a, %x, ring = plus_times, lhs_contract = [1], rhs_contract = [0], lhs_batch = [], rhs_batch = []) : tensor<{rows}xf64>
+  %s = map_reduce(@add, %y, init = 0.0, einsum = "a->") : tensor<f64>
+  return %s
+}}
+"#
+    )
+}
+
+#[test]
+fn a_long_fold_inside_a_fold_runs_as_a_kernel_of_its_own() {
+    use strata_codegen::{compile, emit_c, exec};
+    use strata_runtime::{Column, Data, Tensor};
+    let (rows, cols) = (300, 200);
+    let p = lowered_source(&sum_of_matvec(rows, cols), "f");
+    // The product first, over its rows (in parallel, jammed), then the sum over them.
+    assert_eq!(p.kernels.len(), 2, "{p}");
+    let temps: Vec<&strata_codegen::kernel::Buffer> = p.buffers.iter().filter(|b| b.temp).collect();
+    assert_eq!(temps.len(), 1, "{p}");
+    assert_eq!(temps[0].len(), rows, "one value per row: {p}");
+    let jammed = p.kernels[0].schedule.as_ref().map(|s| s.layout);
+    assert_eq!(jammed, Some(strata_codegen::schedule::Layout::JammedRows), "{p}");
+    // Folds of fewer than 64 steps stay nested (the temporary would cost more than it saves).
+    assert_eq!(lowered_source(&sum_of_matvec(rows, 40), "f").kernels.len(), 1);
+    // The value against its closed form: a[i, k] = i + k, x[k] = 1, all sums exact.
+    let module = strata_verify::parse(&sum_of_matvec(rows, cols)).unwrap();
+    let info = strata_verify::verify(&module).unwrap();
+    let h = module.function_by_name("f").unwrap();
+    let (so, _) = compile::build(&emit_c::emit(&p)).unwrap();
+    let lib = compile::Loaded::open(&so).unwrap();
+    let interp = strata_interp::Interpreter::new(&module, &info.types);
+    let f = &module.functions[h];
+    let arg = |i: usize, v: Vec<f64>| Tensor {
+        ty: interp.value_type(f.exprs[f.params[i]].ty),
+        data: Data::Scalars(Column::F64(v)),
+        present: None,
+    };
+    let a = arg(0, (0..rows * cols).map(|n| (n / cols + n % cols) as f64).collect());
+    let x = arg(1, vec![1.0; cols]);
+    let names = ["a".to_string(), "x".to_string()];
+    let got = exec::run(&p, &lib, &[a, x], &names, Some(&interp.value_type(f.result().unwrap()))).unwrap();
+    let want = (cols * rows * (rows - 1) / 2 + rows * cols * (cols - 1) / 2) as f64;
+    assert_eq!(got[0].1.data, Data::Scalars(Column::F64(vec![want])));
+}

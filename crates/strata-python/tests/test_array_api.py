@@ -796,3 +796,36 @@ def test_a_product_of_centered_matrices_equals_numpy():
         centered = a.T - a.T.mean(axis=1, keepdims=True)
         want = centered @ centered.T / (rows - 1)
         np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * 10)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64])
+@pytest.mark.parametrize("rows,inner", [(0, 70), (1, 64), (5, 63), (37, 64), (300, 65), (129, 200)])
+def test_folds_of_products_against_numpy(rows, inner, dtype):
+    # A fold over a matrix product's points (its sum, maximum, trace, a row's sums): the
+    # product's fold runs first in a kernel of its own when it is long enough (64 steps, pass
+    # `materialize-nested-folds`), nested otherwise; and where its temporary would outgrow the
+    # operands (an outer product of two 64-column factors) it stays nested too.
+    rng = np.random.default_rng(rows * 1000 + inner)
+    if np.dtype(dtype).kind == "i":
+        a = rng.integers(-9, 10, (rows, inner)).astype(dtype)
+        x = rng.integers(-9, 10, inner).astype(dtype)
+        b = rng.integers(-9, 10, (inner, 3)).astype(dtype)
+    else:
+        a = rng.standard_normal((rows, inner)).astype(dtype)
+        x = rng.standard_normal(inner).astype(dtype)
+        b = rng.standard_normal((inner, 3)).astype(dtype)
+    tol = dict(rtol=1e-4 if dtype == np.float32 else 1e-10, atol=1e-3 if dtype == np.float32 else 1e-9)
+    A, X, B = xp.asarray(a), xp.asarray(x), xp.asarray(b)
+    np.testing.assert_allclose(float(xp.sum(A @ X)), np.sum(a @ x), **tol)
+    np.testing.assert_allclose(xp.sum(A @ B, axis=0).to_numpy(), np.sum(a @ b, axis=0), **tol)
+    np.testing.assert_allclose(float(xp.sum(A @ B)), np.sum(a @ b), **tol)
+    np.testing.assert_allclose(float(xp.vecdot(xp.sum(A @ B, axis=1), xp.sum(A @ B, axis=1))),
+                               np.sum((a @ b).sum(axis=1) ** 2), **tol)
+    if rows:
+        # Maxima are not sums: an outer fold whose steps are not annihilated by zero.
+        np.testing.assert_allclose(float(xp.max(A @ X)), np.max(a @ x), **tol)
+        np.testing.assert_allclose(float(xp.min(A @ B)), np.min(a @ b), **tol)
+        sq = a[: min(rows, inner)]
+        np.testing.assert_allclose(float(xp.linalg.trace(xp.asarray(sq) @ xp.asarray(sq.T))), np.trace(sq @ sq.T), **tol)
+        # The outer product of two long factors: a temporary larger than both stays nested.
+        np.testing.assert_allclose(float(xp.sum(A @ A.T)), np.sum(a @ a.T), **tol)
