@@ -123,7 +123,11 @@ pub fn hash(parts: &[&[u8]]) -> u64 {
 }
 
 /// What `cc --version` prints (once per process and compiler): part of every cache key, and
-/// how [`libs`] tells GCC from other compilers.
+/// how [`libs`] tells GCC from other compilers. Running the compiler costs ~2 ms, more than the
+/// rest of a cached call (a process's first kernel found in the cache), so its output is kept in
+/// the kernel cache too, under the compiler's file: its resolved path, size and modification
+/// time ([`remembered_identity`]). Installing another compiler changes them, and a later
+/// process asks it again (ccache decides the same way by default).
 fn compiler_identity(cc: &str) -> &'static str {
     use std::collections::HashMap;
     use std::sync::Mutex;
@@ -133,14 +137,58 @@ fn compiler_identity(cc: &str) -> &'static str {
     if let Some(id) = ids.get(cc) {
         return id;
     }
-    let id = Command::new(cc)
-        .arg("--version")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_default();
+    let ask = || {
+        Command::new(cc)
+            .arg("--version")
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    let id = match compiler_file_key(cc) {
+        Some(key) => remembered_identity(&cache_dir(), key, ask),
+        None => ask(),
+    }
+    .unwrap_or_default();
     let id: &'static str = Box::leak(id.into_boxed_str());
     ids.insert(cc.to_string(), id);
     id
+}
+
+/// A digest of the file compiler `cc` runs (found on `$PATH` unless it names a path): its
+/// resolved path, size and modification time; `None` where it cannot be found.
+fn compiler_file_key(cc: &str) -> Option<u64> {
+    let found = if cc.contains('/') {
+        PathBuf::from(cc)
+    } else {
+        let path = std::env::var_os("PATH")?;
+        std::env::split_paths(&path).map(|d| d.join(cc)).find(|p| p.is_file())?
+    };
+    let real = std::fs::canonicalize(found).ok()?;
+    let meta = std::fs::metadata(&real).ok()?;
+    let modified = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
+    let stamp = format!("{} {} {}", meta.len(), modified.as_secs(), modified.subsec_nanos());
+    Some(hash(&[real.as_os_str().as_encoded_bytes(), stamp.as_bytes()]))
+}
+
+/// The identity cache directory `dir` holds for compiler file `key` (`cc-<key>.version`), else
+/// what `ask` answers, then kept there (best effort: a cache that cannot be written asks again
+/// in the next process). An answer of `None` (the compiler did not run) is not kept.
+fn remembered_identity(dir: &Path, key: u64, ask: impl FnOnce() -> Option<String>) -> Option<String> {
+    let file = dir.join(format!("cc-{key:016x}.version"));
+    if let Ok(id) = std::fs::read_to_string(&file) {
+        return Some(id);
+    }
+    let id = ask()?;
+    // Written under a name of its own and renamed into place: a reader never sees half of it.
+    let tmp = dir.join(format!("cc-{key:016x}.version.{}.tmp", std::process::id()));
+    if std::fs::create_dir_all(dir).is_ok()
+        && std::fs::write(&tmp, &id).is_ok()
+        && std::fs::rename(&tmp, &file).is_err()
+    {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    Some(id)
 }
 
 /// The CPU the code is built for (`-march=native` makes it part of the object): its model and
@@ -468,6 +516,47 @@ impl Loaded {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_compilers_identity_is_asked_once_and_kept_by_its_file() {
+        let dir = std::env::temp_dir().join(format!("strata-cc-identity-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        // A stand-in compiler file: its key follows its path, size and modification time.
+        let compiler = dir.join("mycc");
+        std::fs::write(&compiler, "v1").unwrap();
+        let key = compiler_file_key(compiler.to_str().unwrap()).unwrap();
+        assert_eq!(compiler_file_key(compiler.to_str().unwrap()), Some(key));
+        std::fs::write(&compiler, "version 2").unwrap();
+        let changed = compiler_file_key(compiler.to_str().unwrap()).unwrap();
+        assert_ne!(changed, key, "a compiler installed over the old one is asked again");
+        assert_eq!(compiler_file_key(dir.join("absent").to_str().unwrap()), None);
+        // The first process asks; the next finds the answer.
+        let asked = std::cell::Cell::new(0);
+        let ask = || {
+            asked.set(asked.get() + 1);
+            Some("mycc 1.0".to_string())
+        };
+        assert_eq!(remembered_identity(&dir, key, ask).as_deref(), Some("mycc 1.0"));
+        assert_eq!(remembered_identity(&dir, key, ask).as_deref(), Some("mycc 1.0"));
+        assert_eq!(asked.get(), 1);
+        // A compiler that did not run is asked again next time (nothing kept).
+        assert_eq!(remembered_identity(&dir, changed, || None), None);
+        assert_eq!(remembered_identity(&dir, changed, ask).as_deref(), Some("mycc 1.0"));
+        assert_eq!(asked.get(), 2);
+        // `cc` itself, found on $PATH, has a key; its kept identity is what it prints.
+        if let Some(k) = compiler_file_key("cc") {
+            let id = remembered_identity(&dir, k, || {
+                Command::new("cc")
+                    .arg("--version")
+                    .output()
+                    .ok()
+                    .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            });
+            assert!(id.is_some_and(|id| !id.is_empty()));
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn a_sweep_removes_old_temporaries_only() {
