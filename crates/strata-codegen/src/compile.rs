@@ -137,14 +137,7 @@ fn compiler_identity(cc: &str) -> &'static str {
     if let Some(id) = ids.get(cc) {
         return id;
     }
-    let ask = || {
-        Command::new(cc)
-            .arg("--version")
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-    };
+    let ask = || version_of(cc);
     let id = match compiler_file_key(cc) {
         Some(key) => remembered_identity(&cache_dir(), key, ask),
         None => ask(),
@@ -153,6 +146,16 @@ fn compiler_identity(cc: &str) -> &'static str {
     let id: &'static str = Box::leak(id.into_boxed_str());
     ids.insert(cc.to_string(), id);
     id
+}
+
+/// What compiler `cc --version` prints; `None` where it does not run or fails.
+fn version_of(cc: &str) -> Option<String> {
+    Command::new(cc)
+        .arg("--version")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
 }
 
 /// A digest of the file compiler `cc` runs (found on `$PATH` unless it names a path): its
@@ -546,13 +549,7 @@ mod tests {
         assert_eq!(asked.get(), 2);
         // `cc` itself, found on $PATH, has a key; its kept identity is what it prints.
         if let Some(k) = compiler_file_key("cc") {
-            let id = remembered_identity(&dir, k, || {
-                Command::new("cc")
-                    .arg("--version")
-                    .output()
-                    .ok()
-                    .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-            });
+            let id = remembered_identity(&dir, k, || version_of("cc"));
             assert!(id.is_some_and(|id| !id.is_empty()));
         }
         std::fs::remove_dir_all(&dir).unwrap();

@@ -102,15 +102,15 @@ enum Want {
 pub const NESTED_FOLD_MIN: i64 = crate::schedule::REASSOCIATE_MIN;
 
 /// Whether nested fold `r`, evaluated once per point of `over`, is worth its own kernel: at
-/// least [`NESTED_FOLD_MIN`] steps, and a temporary no larger than the largest buffer it reads
-/// (`lens`: every buffer's elements), so that the temporary never costs more memory than the
-/// operands the program already holds.
-fn nested_worth(r: &Rc<SExpr>, over: &LoopGroup, lens: &[usize]) -> bool {
+/// least [`NESTED_FOLD_MIN`] steps, and a temporary no larger than the largest of `buffers` it
+/// reads, so that the temporary never costs more memory than the operands the program already
+/// holds.
+fn nested_worth(r: &Rc<SExpr>, over: &LoopGroup, buffers: &[Buffer]) -> bool {
     let SExpr::Reduce { vars, .. } = &**r else { return false };
     let steps: i64 = vars.iter().map(|(_, i)| i.len() as i64).product();
     let points: i64 = over.iter().map(|(_, i)| i.len() as i64).product();
     let mut largest = 0usize;
-    crate::sym::for_each_load(r, &mut |l| largest = largest.max(lens.get(l.buffer).copied().unwrap_or(0)));
+    crate::sym::for_each_load(r, &mut |l| largest = largest.max(buffers.get(l.buffer).map_or(0, Buffer::len)));
     steps >= NESTED_FOLD_MIN && points <= largest as i64
 }
 
@@ -118,34 +118,34 @@ fn nested_worth(r: &Rc<SExpr>, over: &LoopGroup, lens: &[usize]) -> bool {
 /// depend on (a kernel loop, or a fold it cannot be hoisted out of), or a long fold inside an
 /// enclosing fold — with the loop variables it depends on (and their ranges, in loop order).
 /// Reductions reading an enclosing accumulator stay.
-/// `lens` holds every buffer's elements (by index), which bound a nested fold's temporary.
-fn candidate(e: &Rc<SExpr>, loops: &mut Loops, conds: &mut Conditions, want: Want, lens: &[usize]) -> Found {
-    fn in_part(p: Part, loops: &mut Loops, conds: &mut Conditions, want: Want, lens: &[usize], found: &mut Found) {
+/// The program's `buffers` bound a nested fold's temporary.
+fn candidate(e: &Rc<SExpr>, loops: &mut Loops, conds: &mut Conditions, want: Want, buffers: &[Buffer]) -> Found {
+    fn in_part(p: Part, loops: &mut Loops, conds: &mut Conditions, want: Want, buffers: &[Buffer], found: &mut Found) {
         if found.is_some() {
             return;
         }
         match p {
-            Part::Expr(x) => *found = candidate(x, loops, conds, want, lens),
-            Part::Coord(c) => for_each_coord_part(c, &mut |q| in_part(q, loops, conds, want, lens, found)),
+            Part::Expr(x) => *found = candidate(x, loops, conds, want, buffers),
+            Part::Coord(c) => for_each_coord_part(c, &mut |q| in_part(q, loops, conds, want, buffers, found)),
         }
     }
     let mut found = None;
     match &**e {
         SExpr::Reduce { vars, init, body, .. } => {
-            in_part(Part::Expr(init), loops, conds, want, lens, &mut found);
+            in_part(Part::Expr(init), loops, conds, want, buffers, &mut found);
             loops.push(vars.clone());
-            in_part(Part::Expr(body), loops, conds, want, lens, &mut found);
+            in_part(Part::Expr(body), loops, conds, want, buffers, &mut found);
             loops.pop();
         }
         SExpr::Select(c, t, f) => {
-            in_part(Part::Expr(c), loops, conds, want, lens, &mut found);
+            in_part(Part::Expr(c), loops, conds, want, buffers, &mut found);
             for (branch, taken) in [(t, true), (f, false)] {
                 conds.push((c.clone(), taken));
-                in_part(Part::Expr(branch), loops, conds, want, lens, &mut found);
+                in_part(Part::Expr(branch), loops, conds, want, buffers, &mut found);
                 conds.pop();
             }
         }
-        _ => for_each_part(e, &mut |p| in_part(p, loops, conds, want, lens, &mut found)),
+        _ => for_each_part(e, &mut |p| in_part(p, loops, conds, want, buffers, &mut found)),
     }
     if found.is_some() || !matches!(&**e, SExpr::Reduce { .. }) {
         return found;
@@ -164,7 +164,7 @@ fn candidate(e: &Rc<SExpr>, loops: &mut Loops, conds: &mut Conditions, want: Wan
     let wanted = match want {
         Want::Invariant => invariant,
         // Inside an enclosing fold (group 0 is the kernel's own loops).
-        Want::Nested => home >= 1 && nested_worth(e, &over, lens),
+        Want::Nested => home >= 1 && nested_worth(e, &over, buffers),
     };
     if !wanted {
         return None;
@@ -231,11 +231,9 @@ fn materialize(mut k: Kernel, buffers: &mut Vec<Buffer>, out: &mut Vec<Kernel>, 
     let eligible = k.as_nest().is_some() && k.domain.iter().all(|l| l.format.is_dense_like());
     let kernel_loops: LoopGroup = k.domain.iter().map(|l| (l.name.clone(), l.interval)).collect();
     let next = |k: &Kernel, buffers: &[Buffer]| {
-        let lens: Vec<usize> =
-            if want == Want::Nested { buffers.iter().map(Buffer::len).collect() } else { Vec::new() };
         k.stores
             .iter()
-            .find_map(|st| candidate(&st.value, &mut vec![kernel_loops.clone()], &mut Vec::new(), want, &lens))
+            .find_map(|st| candidate(&st.value, &mut vec![kernel_loops.clone()], &mut Vec::new(), want, buffers))
     };
     while let Some((r, over, conds)) = eligible.then(|| next(&k, buffers)).flatten() {
         let SExpr::Reduce { scalar, .. } = &*r else { unreachable!("candidates are reductions") };
