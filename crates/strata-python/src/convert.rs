@@ -48,7 +48,7 @@ fn dtype_name(s: Scalar) -> &'static str {
 }
 
 /// The scalar type of a numpy dtype, if Strata has it (`index` reads as `int64`).
-fn scalar_of(d: &Bound<'_, numpy::PyArrayDescr>) -> Option<Scalar> {
+pub(crate) fn scalar_of(d: &Bound<'_, numpy::PyArrayDescr>) -> Option<Scalar> {
     // By kind and size (no dtype objects made, no cast-safety machinery): called for every
     // array of every call. A non-native byte order is no scalar of ours.
     if d.is_native_byteorder() == Some(false) || d.has_fields() || d.has_subarray() {

@@ -273,6 +273,21 @@ def test_asarray_copies_every_layout_in_row_major_order(dtype):
         np.testing.assert_array_equal(np.asarray(xp.asarray(v)), v)
         assert xp.asarray(v).shape == v.shape
 
+
+@pytest.mark.parametrize(
+    "dtype", ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+              "float32", "float64", "complex64", "complex128"])
+def test_asarray_takes_every_dtype_in_either_byte_order(dtype):
+    """Every dtype Strata has arrives with its dtype and values, in this machine's byte order
+    and in the other one (data read from a big-endian file); others are refused by name."""
+    a = (np.arange(-5, 7) % 3 == 0) if dtype == "bool" else (np.arange(12) * 7 % 11).astype(dtype)
+    for v in (a, a.astype(a.dtype.newbyteorder("S"))):
+        got = np.asarray(xp.asarray(v))
+        assert got.dtype == np.dtype(dtype)
+        np.testing.assert_array_equal(got, a)
+    with pytest.raises(TypeError, match="datetime64"):
+        xp.asarray(np.array(["2026-12-07"], dtype="datetime64[D]"))
+
 def test_sets_and_searching():
     v = np.array([3, 1, 3, 2, 1, 3])
     pa, sa_ = both(v)

@@ -466,6 +466,8 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: Optiona
         a = np.asarray(obj, dtype=None if dtype is None else np.dtype(dtype))
         if a.dtype == np.float16:
             a = a.astype(np.float32)
+        elif not a.dtype.isnative:
+            a = a.astype(a.dtype.newbyteorder("="))  # big-endian data (from a file) in this machine's order
     if a.dtype.kind == "c" and a.dtype not in (complex64, complex128):
         raise TypeError(f"{a.dtype} is not an array-API dtype Strata has")
     p = _placement.place_of(device)
