@@ -298,3 +298,77 @@ fn input_tables_are_checked_whole_before_the_kernels_which_read_them_unchecked()
         assert!(m.contains("neighbor table entry") && m.contains(&bad.to_string()) && m.contains("e2v"), "{m}");
     }
 }
+
+/// Folds whose payload is one binary operation, in both operand orders, on both backends.
+const ONE_OPERATION_FOLDS: &str = "
+func @sub_acc_first(%acc: f64, %a: f64) -> f64 {
+  %r = minus(%acc, %a) : f64
+  return %r
+}
+func @sub_acc_second(%acc: f64, %a: f64) -> f64 {
+  %r = minus(%a, %acc) : f64
+  return %r
+}
+func @biggest(%acc: f64, %a: f64) -> f64 {
+  %r = maximum(%a, %acc) : f64
+  return %r
+}
+func @first(%x: tensor<4x3xf64>) -> tensor<3xf64> {
+  %s = map_reduce(@sub_acc_first, %x, init = 100.0, einsum = \"ab->b\") : tensor<3xf64>
+  return %s
+}
+func @second(%x: tensor<4x3xf64>) -> tensor<3xf64> {
+  %t = map_reduce(@sub_acc_second, %x, init = 100.0, einsum = \"ab->b\") : tensor<3xf64>
+  return %t
+}
+func @largest(%x: tensor<4x3xf64>) -> tensor<3xf64> {
+  %m = map_reduce(@biggest, %x, init = -1000.0, einsum = \"ab->b\") : tensor<3xf64>
+  return %m
+}
+func @idiv(%acc: i64, %a: i64) -> i64 {
+  %r = floor_divide(%acc, %a) : i64
+  return %r
+}
+func @quotients(%x: tensor<3xi64>) -> tensor<i64> {
+  %q = map_reduce(@idiv, %x, init = 1000, einsum = \"a->\") : tensor<i64>
+  return %q
+}
+";
+
+#[test]
+fn folds_of_one_operation_keep_the_operand_order_on_both_backends() {
+    // Row-major order within each column: a fold is a left fold over rows 0..4.
+    let x = [1.0, 2.0, 3.0, 4.0, f64::NAN, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, -12.0];
+    let col = |j: usize| (0..4).map(move |i| x[i * 3 + j]);
+    let folds: [(&str, f64, fn(f64, f64) -> f64); 3] = [
+        ("first", 100.0, |acc, a| acc - a),
+        ("second", 100.0, |acc, a| a - acc),
+        // `maximum` propagates NaN (docs/runtime.md): column 1 holds one.
+        ("largest", -1000.0, |acc, a| if a.is_nan() || acc.is_nan() { f64::NAN } else { a.max(acc) }),
+    ];
+    for (entry, init, f) in folds {
+        let want: Vec<f64> = (0..3).map(|j| col(j).fold(init, f)).collect();
+        for backend in [Backend::Interp, Backend::Native] {
+            let p = prepared(ONE_OPERATION_FOLDS, entry, backend);
+            let out = p.run(&[tensor(arg_type(&p, 0), x.to_vec())]).expect("runs");
+            let got = f64s(&out.values[0].1);
+            let same = got.iter().zip(&want).all(|(g, w)| g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()));
+            assert!(same && got.len() == 3, "{entry} on {backend:?}: {got:?} against {want:?}");
+        }
+    }
+    // Integer folds, as numpy divides: floor(1000 / 3) = 333, floor(333 / -7) = -48,
+    // floor(-48 / 2) = -24; a division by zero gives 0 (docs/runtime.md), 0 / 2 = 0.
+    for backend in [Backend::Interp, Backend::Native] {
+        let p = prepared(ONE_OPERATION_FOLDS, "quotients", backend);
+        let ty = arg_type(&p, 0);
+        for (x, want) in [(vec![3, -7, 2], -24), (vec![3, 0, 2], 0)] {
+            let mut t = Tensor::zeros(&ty);
+            t.data = Data::Scalars(Column::I64(x));
+            let out = p.run(&[Value::Tensor(t)]).expect("runs");
+            let Value::Tensor(Tensor { data: Data::Scalars(Column::I64(q)), .. }) = &out.values[0].1 else {
+                panic!("an i64 result")
+            };
+            assert_eq!(q[..], [want], "{backend:?}");
+        }
+    }
+}

@@ -228,7 +228,7 @@ pub(crate) fn eval(cx: &OpCx, op: &Op) -> R<Tensor> {
     }
 }
 
-fn binary_symbol(op: BinaryOp) -> &'static str {
+pub(crate) fn binary_symbol(op: BinaryOp) -> &'static str {
     match op {
         BinaryOp::Divides => "/",
         BinaryOp::Modulo => "%",

@@ -159,6 +159,10 @@ pub(crate) fn map_reduce(
             out.data.set(oi, initial(cx, init, oi));
         }
     }
+    // A payload that is one binary operation of the accumulator and the only operand (a sum,
+    // product, max, min, …) is applied directly instead of being called once per point: the
+    // same operation in the same order.
+    let fold_op = if ts.len() == 1 && matches!(ts[0].data, Data::Scalars(_)) { one_operation(cx, func) } else { None };
     let mut full = vec![0usize; letters.len()];
     for dpos in &driver_points {
         if let Some(d) = driver {
@@ -182,6 +186,12 @@ pub(crate) fn map_reduce(
                     acc.binary(strata_ir::BinaryOp::Plus, a.binary(strata_ir::BinaryOp::Multiplies, b).map_err(err)?)
                         .map_err(err)?,
                 )
+            } else if let Some((op, acc_first)) = fold_op {
+                let (acc, a) = (out.get(oi).scalar().expect("scalar accumulator"), ts[0].scalar_at(offset(0)));
+                let (x, y) = if acc_first { (acc, a) } else { (a, acc) };
+                Elem::Scalar(x.binary(op, y).map_err(|e| {
+                    cx.err("strata::run::division_by_zero", format!("{e} ({x} {} {y})", crate::ops::binary_symbol(op)))
+                })?)
             } else {
                 let mut elems = Vec::with_capacity(ts.len() + 1);
                 elems.push(out.get(oi));
@@ -217,6 +227,37 @@ fn is_multiply_add(cx: &OpCx, func: Handle<Function>) -> bool {
     let is = |v: Value, op: BinaryOp, x: Value, y: Value| matches!(&f.exprs[v].kind, ExprKind::Op(Op::Binary { op: o, lhs, rhs }) if *o == op && ((*lhs == x && *rhs == y) || (*lhs == y && *rhs == x)));
     // Operand order is immaterial: IEEE and wrapping addition and multiplication commute.
     is(*p, BinaryOp::Multiplies, a, b) && is(*s, BinaryOp::Plus, acc, *p) && r[..] == [*s]
+}
+
+/// `Some((op, acc_first))` when `func` is `(acc, a) -> op(acc, a)` (`acc_first`) or
+/// `op(a, acc)` on scalars: a fold's payload that one binary operation is.
+fn one_operation(cx: &OpCx, func: Handle<Function>) -> Option<(strata_ir::BinaryOp, bool)> {
+    use strata_ir::{ExprKind, Op, Statement};
+    let f = &cx.interp.module.functions[func];
+    if f.params.len() != 2 || f.body.len() != 2 {
+        return None;
+    }
+    let scalar = |v: Value| {
+        let t = cx.interp.value_type(f.exprs[v].ty);
+        t.element.scalar().is_some() && !t.is_tensor
+    };
+    if !f.params.iter().all(|&p| scalar(p)) {
+        return None;
+    }
+    let stmts: Vec<&Statement> = f.body.iter().map(|(_, s)| s).collect();
+    let (Statement::Let(v), Statement::Return(r)) = (stmts[0], stmts[1]) else {
+        return None;
+    };
+    let ExprKind::Op(Op::Binary { op, lhs, rhs }) = &f.exprs[*v].kind else {
+        return None;
+    };
+    let (acc, a) = (f.params[0], f.params[1]);
+    let acc_first = match (*lhs, *rhs) {
+        (l, r) if l == acc && r == a => true,
+        (l, r) if l == a && r == acc => false,
+        _ => return None,
+    };
+    (r[..] == [*v] && scalar(*v)).then_some((*op, acc_first))
 }
 
 /// The linear offset `constant + Σ coef[d] · loop[d]` of an affine access into a tensor with
