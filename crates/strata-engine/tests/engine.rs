@@ -340,7 +340,8 @@ fn folds_of_one_operation_keep_the_operand_order_on_both_backends() {
     // Row-major order within each column: a fold is a left fold over rows 0..4.
     let x = [1.0, 2.0, 3.0, 4.0, f64::NAN, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, -12.0];
     let col = |j: usize| (0..4).map(move |i| x[i * 3 + j]);
-    let folds: [(&str, f64, fn(f64, f64) -> f64); 3] = [
+    type Fold = fn(f64, f64) -> f64;
+    let folds: [(&str, f64, Fold); 3] = [
         ("first", 100.0, |acc, a| acc - a),
         ("second", 100.0, |acc, a| a - acc),
         // `maximum` propagates NaN (docs/runtime.md): column 1 holds one.
