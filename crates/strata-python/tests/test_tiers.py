@@ -87,5 +87,20 @@ def test_small_evaluations_are_interpreted_until_their_kernels_are_compiled():
     assert report["large"] == {"native": 1, "close": True}, report["large"]
 
 
+def test_import_bounds_openmp_spinning_unless_the_user_chose():
+    """`import strata` bounds libgomp's idle spinning (docs/python.md, "Threads"), before any
+    kernel library loads libgomp; a user's own wait policy or spin count stays as it is."""
+    show = "import os, strata; print(os.environ.get('GOMP_SPINCOUNT'), os.environ.get('OMP_WAIT_POLICY'))"
+    base = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
+    for extra, want in [({}, "10000 None"), ({"GOMP_SPINCOUNT": "5"}, "5 None"),
+                        ({"OMP_WAIT_POLICY": "active"}, "None active")]:
+        out = subprocess.run([sys.executable, "-c", show], env={**base, **extra}, capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.split("\n")[0] == want, (extra, out.stdout)
+    check = "import sys, strata; sys.exit(any('libgomp' in l for l in open('/proc/self/maps')))"
+    out = subprocess.run([sys.executable, "-c", check], env=base, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, "libgomp was loaded by the import itself, before the setting: " + out.stderr
+
+
 if __name__ == "__main__":
     child()

@@ -40,6 +40,16 @@ from typing import Any, Dict, NamedTuple, Optional, Tuple
 
 import numpy as np
 
+# OpenMP's idle workers (the kernels' threads, libgomp) spin for up to 300,000 rounds (several
+# milliseconds) after every parallel loop unless told otherwise, so a caller running kernels
+# now and then keeps every core busy, and the kernels the tiered engine compiles in the
+# background at the lowest priority never finish (scikit-learn's LDA on 2 cores: none of 9
+# compiled in 250 calls). A bounded spin (~0.1-0.5 ms) keeps a tight loop's hand-off without
+# starving them; a user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT is left as it is. libgomp reads
+# it when the first kernel library loads it, after this import (docs/python.md, "Threads").
+if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+    os.environ["GOMP_SPINCOUNT"] = "10000"
+
 from ._strata import ArgumentError, AxisError, Error, LinAlgError, ParseError, Program, RunError, VerifyError
 from ._strata import __version__
 from ._strata import compile as _compile
