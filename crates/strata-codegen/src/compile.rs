@@ -314,15 +314,23 @@ fn found(so: PathBuf, sum: &Path) -> Option<PathBuf> {
     None
 }
 
-/// Removes the objects of builds that ended with their process (a background compile still
-/// running when the program exited): `*.tmp` files in `dir` older than `age`, which no running
-/// build still writes. Done once per process, on its first compile.
+/// Removes the files of builds that ended with their process (a background compile still
+/// running when the program exited): `*.tmp` objects and a build's own source,
+/// `{prefix}{key}.{pid}.{n}.c` (kept as `{prefix}{key}.c` only when the build succeeds), older
+/// than `age`, which no running build still writes. Done once per process, on its first
+/// compile.
 fn sweep(dir: &Path, age: std::time::Duration) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let a_builds_source = |name: &str| {
+        let parts: Vec<&str> = name.split('.').collect();
+        matches!(parts[..], [_, pid, n, "c"] if [pid, n].iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())))
+    };
     for e in entries.flatten() {
         let path = e.path();
         let old = e.metadata().and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok()).is_some_and(|a| a > age);
-        if old && path.extension().is_some_and(|x| x == "tmp") {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if old && (name.ends_with(".tmp") || a_builds_source(&name)) {
             let _ = std::fs::remove_file(&path);
         }
     }
@@ -560,17 +568,21 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("strata-sweep-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let old = dir.join("kabc.so.1.2.tmp");
+        let old_source = dir.join("kabc.1.2.c");
         let young = dir.join("kdef.so.1.3.tmp");
-        let object = dir.join("kabc.so");
-        for f in [&old, &young, &object] {
+        let young_source = dir.join("kdef.1.3.c");
+        // What a successful build keeps: its object, checksum and source.
+        let kept = ["kabc.so", "kabc.so.sum", "kabc.c"].map(|f| dir.join(f));
+        for f in [&old, &old_source, &young, &young_source].into_iter().chain(&kept) {
             std::fs::write(f, b"x").unwrap();
         }
         let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
-        for f in [&old, &object] {
+        for f in [&old, &old_source].into_iter().chain(&kept) {
             std::fs::File::options().write(true).open(f).unwrap().set_modified(hour_ago).unwrap();
         }
         sweep(&dir, std::time::Duration::from_secs(3600));
-        assert!(!old.exists() && young.exists() && object.exists());
+        assert!(!old.exists() && !old_source.exists());
+        assert!(young.exists() && young_source.exists() && kept.iter().all(|f| f.exists()));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
