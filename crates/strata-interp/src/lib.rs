@@ -11,6 +11,7 @@
 
 #![deny(missing_docs)]
 
+mod dense;
 mod entries;
 mod index;
 mod nested;

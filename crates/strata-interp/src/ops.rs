@@ -72,23 +72,26 @@ fn dense_scalars(cx: &OpCx, args: &[&Tensor], mut f: impl FnMut(&[Sv]) -> R<Sv>)
         _ => None,
     });
     let columns: Vec<&Column> = columns.collect::<Option<_>>()?;
+    let access: Vec<crate::dense::Access> =
+        args.iter().map(|a| crate::dense::Access::of(&cx.ty.levels, &a.ty)).collect::<Option<_>>()?;
     let mut out = Tensor::zeros(cx.ty);
     let Data::Scalars(column) = &mut out.data else { return None };
-    let maps: Vec<Option<Vec<Option<usize>>>> =
-        args.iter().map(|a| (a.ty.levels != cx.ty.levels).then(|| index_map(&cx.ty.levels, &a.ty, &[]))).collect();
     let mut values = Vec::with_capacity(args.len());
-    for i in 0..cx.ty.len() {
-        values.clear();
-        for (c, m) in columns.iter().zip(&maps) {
-            let j = m.as_ref().map_or(i, |m| m[i].expect("verified broadcast"));
-            values.push(c.get(j));
+    let mut failed = None;
+    crate::dense::for_each_row(&cx.ty.levels, &access, |start, at, steps, len| {
+        for i in 0..len {
+            if failed.is_some() {
+                return;
+            }
+            values.clear();
+            values.extend(columns.iter().zip(at.iter().zip(steps)).map(|(c, (&o, &s))| c.get(o + i * s)));
+            match f(&values) {
+                Ok(v) => column.set(start + i, v),
+                Err(e) => failed = Some(e),
+            }
         }
-        match f(&values) {
-            Ok(v) => column.set(i, v),
-            Err(e) => return Some(Err(e)),
-        }
-    }
-    Some(Ok(out))
+    });
+    Some(failed.map_or(Ok(out), Err))
 }
 
 fn scalar(e: &Elem) -> Sv {
@@ -129,6 +132,9 @@ pub(crate) fn eval(cx: &OpCx, op: &Op) -> R<Tensor> {
                 })
             };
             let args = [cx.arg(*lhs), cx.arg(*rhs)];
+            if let Some(done) = crate::dense::float_arithmetic(cx.ty, *op, args[0], args[1]) {
+                return Ok(done);
+            }
             match dense_scalars(cx, &args, |v| apply(v[0], v[1])) {
                 Some(done) => done,
                 None => elementwise(cx, &args, |e| apply(scalar(&e[0]), scalar(&e[1])).map(Elem::Scalar)),
