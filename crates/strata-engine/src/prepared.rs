@@ -109,6 +109,9 @@ struct Native {
     lib: std::sync::OnceLock<(Loaded, std::path::PathBuf)>,
     /// The library's background compile, when it was not compiled at once ([`crate::tier`]).
     tier: Option<Arc<crate::tier::Library>>,
+    /// What interpreting a run costs ([`strata_codegen::schedule::interpret_cost`]), charged
+    /// toward the background compile ([`crate::tier::charge`]).
+    interpret_cost: i64,
     /// This size's specialized library, once compiled ([`Options::specialize_after`]).
     specialized: Arc<std::sync::OnceLock<Loaded>>,
     /// Native run time spent at this size so far, in nanoseconds.
@@ -502,7 +505,7 @@ impl Prepared {
             Tier::Compiling(tier) => {
                 let t = Instant::now();
                 let ran = self.interpret(args, None);
-                tier.interpreted(t.elapsed());
+                tier.interpreted(crate::tier::charge(t.elapsed(), native.interpret_cost));
                 ran
             }
             Tier::NoCompiler(why) => {
@@ -714,6 +717,7 @@ fn build(program: Result<KernelProgram, LowerError>, tiered: bool) -> Result<(Na
         lib: Default::default(),
         tier: None,
         specialized: Default::default(),
+        interpret_cost: 0,
         spent_ns: Default::default(),
         specializing: Default::default(),
     };
@@ -722,7 +726,8 @@ fn build(program: Result<KernelProgram, LowerError>, tiered: bool) -> Result<(Na
             compile::Lookup { object: Some(so), .. } => (so, compile::CacheState::Warm),
             compile::Lookup { key, object: None } => {
                 let tier = crate::tier::Library::of(key, &source);
-                let small = strata_codegen::schedule::interpret_cost(&program) <= crate::tier::TIER_MAX_COST;
+                native.interpret_cost = strata_codegen::schedule::interpret_cost(&program);
+                let small = native.interpret_cost <= crate::tier::TIER_MAX_COST;
                 if small || tier.built().is_some() {
                     // Runs load the library once compiled (by this size, another or a large run).
                     native.tier = Some(tier);
