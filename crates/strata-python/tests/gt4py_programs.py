@@ -5,8 +5,10 @@ later statements reading what earlier ones wrote, shifted operands, `where`, inp
 outputs passed as slices of larger fields, a vertical scan on a sub-domain, and every program
 called twice with changed data."""
 
+import atexit
 import importlib.util
 import os
+import shutil
 import tempfile
 
 import numpy as np
@@ -63,6 +65,20 @@ def source(rng):
     return "\n".join(lines), n_in, n_out
 
 
+_FOLDER = []
+
+
+def _folder():
+    """This process' folder for the generated modules, removed when the process ends (GT4Py
+    reads their sources while it runs)."""
+    if not _FOLDER:
+        folder = os.path.join(tempfile.gettempdir(), f"strata-gt4py-programs-{os.getpid()}")
+        os.makedirs(folder, exist_ok=True)
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        _FOLDER.append(folder)
+    return _FOLDER[0]
+
+
 def run(seed, backend):
     """Builds program `seed` and runs it with `backend` (None: embedded) twice, the inputs
     changed between the calls; inputs and outputs are sometimes slices of larger fields.
@@ -74,9 +90,7 @@ def run(seed, backend):
         "import gt4py.next as gtx\nfrom gt4py.next import abs, where, maximum\n"
         "from gt4py_programs import I, J, K\nF = gtx.Field[gtx.Dims[I, J, K], gtx.float64]\n\n"
     )
-    folder = os.path.join(tempfile.gettempdir(), f"strata-gt4py-programs-{os.getpid()}")
-    os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, f"generated_{seed}.py")
+    path = os.path.join(_folder(), f"generated_{seed}.py")
     with open(path, "w") as f:
         f.write(header + text)
     spec = importlib.util.spec_from_file_location(f"generated_{seed}_{backend is None}", path)
