@@ -251,22 +251,7 @@ impl PyArr {
                 PyArray1::from_vec(py, v).reshape(shape)?.into_any()
             }};
         }
-        use strata_ir::Scalar as S;
-        Ok(match self.0.dtype() {
-            S::Bool => out!(bool),
-            S::I8 => out!(i8),
-            S::I16 => out!(i16),
-            S::I32 => out!(i32),
-            S::I64 | S::Index => out!(i64),
-            S::U8 => out!(u8),
-            S::U16 => out!(u16),
-            S::U32 => out!(u32),
-            S::U64 => out!(u64),
-            S::F32 => out!(f32),
-            S::F64 => out!(f64),
-            S::C64 => out!(num_complex::Complex32),
-            S::C128 => out!(num_complex::Complex64),
-        })
+        Ok(crate::convert::by_scalar!(self.0.dtype(), out))
     }
 }
 
@@ -283,22 +268,9 @@ macro_rules! numpy_values {
         }
         // By kind and size (`convert::scalar_of`): `str(dtype)` runs numpy's Python code
         // (~8 µs, most of a small `asarray`).
-        use strata_ir::Scalar as S;
         match $crate::convert::scalar_of(&arr.dtype()) {
-            Some(S::Bool) => read!(bool),
-            Some(S::I8) => read!(i8),
-            Some(S::I16) => read!(i16),
-            Some(S::I32) => read!(i32),
-            Some(S::I64) => read!(i64),
-            Some(S::U8) => read!(u8),
-            Some(S::U16) => read!(u16),
-            Some(S::U32) => read!(u32),
-            Some(S::U64) => read!(u64),
-            Some(S::F32) => read!(f32),
-            Some(S::F64) => read!(f64),
-            Some(S::C64) => read!(num_complex::Complex32),
-            Some(S::C128) => read!(num_complex::Complex64),
-            _ => {
+            Some(s) => $crate::convert::by_scalar!(s, read),
+            None => {
                 let other = arr.dtype().to_string();
                 return Err(PyTypeError::new_err(format!("dtype {other} is not an array-API dtype Strata has")));
             }

@@ -25,22 +25,23 @@ use crate::errors::ArgumentError;
 macro_rules! by_scalar {
     ($scalar:expr, $m:ident) => {
         match $scalar {
-            Scalar::Bool => $m!(bool),
-            Scalar::I8 => $m!(i8),
-            Scalar::I16 => $m!(i16),
-            Scalar::I32 => $m!(i32),
-            Scalar::I64 | Scalar::Index => $m!(i64),
-            Scalar::U8 => $m!(u8),
-            Scalar::U16 => $m!(u16),
-            Scalar::U32 => $m!(u32),
-            Scalar::U64 => $m!(u64),
-            Scalar::F32 => $m!(f32),
-            Scalar::F64 => $m!(f64),
-            Scalar::C64 => $m!(num_complex::Complex32),
-            Scalar::C128 => $m!(num_complex::Complex64),
+            strata_ir::Scalar::Bool => $m!(bool),
+            strata_ir::Scalar::I8 => $m!(i8),
+            strata_ir::Scalar::I16 => $m!(i16),
+            strata_ir::Scalar::I32 => $m!(i32),
+            strata_ir::Scalar::I64 | strata_ir::Scalar::Index => $m!(i64),
+            strata_ir::Scalar::U8 => $m!(u8),
+            strata_ir::Scalar::U16 => $m!(u16),
+            strata_ir::Scalar::U32 => $m!(u32),
+            strata_ir::Scalar::U64 => $m!(u64),
+            strata_ir::Scalar::F32 => $m!(f32),
+            strata_ir::Scalar::F64 => $m!(f64),
+            strata_ir::Scalar::C64 => $m!(num_complex::Complex32),
+            strata_ir::Scalar::C128 => $m!(num_complex::Complex64),
         }
     };
 }
+pub(crate) use by_scalar;
 
 /// The numpy name of a scalar type.
 fn dtype_name(s: Scalar) -> &'static str {
