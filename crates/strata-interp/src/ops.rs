@@ -126,11 +126,7 @@ pub(crate) fn eval(cx: &OpCx, op: &Op) -> R<Tensor> {
             None => elementwise(cx, &[cx.arg(*arg)], |e| Ok(Elem::Scalar(scalar(&e[0]).unary(*op)))),
         },
         Op::Binary { op, lhs, rhs } => {
-            let apply = |a: Sv, b: Sv| {
-                a.binary(*op, b).map_err(|err| {
-                    cx.err("strata::run::division_by_zero", format!("{err} ({a} {} {b})", binary_symbol(*op)))
-                })
-            };
+            let apply = |a: Sv, b: Sv| binary(cx, *op, a, b);
             let args = [cx.arg(*lhs), cx.arg(*rhs)];
             if let Some(done) = crate::dense::float_arithmetic(cx.ty, *op, args[0], args[1]) {
                 return Ok(done);
@@ -234,7 +230,13 @@ pub(crate) fn eval(cx: &OpCx, op: &Op) -> R<Tensor> {
     }
 }
 
-pub(crate) fn binary_symbol(op: BinaryOp) -> &'static str {
+/// `a op b`, or the run's error naming the operands (an integer division by zero).
+pub(crate) fn binary(cx: &OpCx, op: BinaryOp, a: Sv, b: Sv) -> R<Sv> {
+    a.binary(op, b)
+        .map_err(|err| cx.err("strata::run::division_by_zero", format!("{err} ({a} {} {b})", binary_symbol(op))))
+}
+
+fn binary_symbol(op: BinaryOp) -> &'static str {
     match op {
         BinaryOp::Divides => "/",
         BinaryOp::Modulo => "%",

@@ -189,9 +189,7 @@ pub(crate) fn map_reduce(
             } else if let Some((op, acc_first)) = fold_op {
                 let (acc, a) = (out.get(oi).scalar().expect("scalar accumulator"), ts[0].scalar_at(offset(0)));
                 let (x, y) = if acc_first { (acc, a) } else { (a, acc) };
-                Elem::Scalar(x.binary(op, y).map_err(|e| {
-                    cx.err("strata::run::division_by_zero", format!("{e} ({x} {} {y})", crate::ops::binary_symbol(op)))
-                })?)
+                Elem::Scalar(crate::ops::binary(cx, op, x, y)?)
             } else {
                 let mut elems = Vec::with_capacity(ts.len() + 1);
                 elems.push(out.get(oi));
@@ -210,13 +208,7 @@ pub(crate) fn map_reduce(
 fn is_multiply_add(cx: &OpCx, func: Handle<Function>) -> bool {
     use strata_ir::{BinaryOp, ExprKind, Op, Statement};
     let f = &cx.interp.module.functions[func];
-    if f.params.len() != 3 || f.body.len() != 3 {
-        return false;
-    }
-    let scalar = |v: Value| {
-        cx.interp.value_type(f.exprs[v].ty).element.scalar().is_some() && !cx.interp.value_type(f.exprs[v].ty).is_tensor
-    };
-    if !f.params.iter().all(|&p| scalar(p)) {
+    if f.params.len() != 3 || f.body.len() != 3 || !f.params.iter().all(|&p| bare_scalar(cx, f, p)) {
         return false;
     }
     let stmts: Vec<&Statement> = f.body.iter().map(|(_, s)| s).collect();
@@ -234,14 +226,7 @@ fn is_multiply_add(cx: &OpCx, func: Handle<Function>) -> bool {
 fn one_operation(cx: &OpCx, func: Handle<Function>) -> Option<(strata_ir::BinaryOp, bool)> {
     use strata_ir::{ExprKind, Op, Statement};
     let f = &cx.interp.module.functions[func];
-    if f.params.len() != 2 || f.body.len() != 2 {
-        return None;
-    }
-    let scalar = |v: Value| {
-        let t = cx.interp.value_type(f.exprs[v].ty);
-        t.element.scalar().is_some() && !t.is_tensor
-    };
-    if !f.params.iter().all(|&p| scalar(p)) {
+    if f.params.len() != 2 || f.body.len() != 2 || !f.params.iter().all(|&p| bare_scalar(cx, f, p)) {
         return None;
     }
     let stmts: Vec<&Statement> = f.body.iter().map(|(_, s)| s).collect();
@@ -257,7 +242,13 @@ fn one_operation(cx: &OpCx, func: Handle<Function>) -> Option<(strata_ir::Binary
         (l, r) if l == a && r == acc => false,
         _ => return None,
     };
-    (r[..] == [*v] && scalar(*v)).then_some((*op, acc_first))
+    (r[..] == [*v] && bare_scalar(cx, f, *v)).then_some((*op, acc_first))
+}
+
+/// Whether value `v` of payload `f` is one scalar (not a tensor, not a tuple).
+fn bare_scalar(cx: &OpCx, f: &Function, v: Value) -> bool {
+    let t = cx.interp.value_type(f.exprs[v].ty);
+    t.element.scalar().is_some() && !t.is_tensor
 }
 
 /// The linear offset `constant + Σ coef[d] · loop[d]` of an affine access into a tensor with

@@ -6,6 +6,7 @@ outputs passed as slices of larger fields, a vertical scan on a sub-domain, and 
 called twice with changed data."""
 
 import atexit
+import functools
 import importlib.util
 import os
 import shutil
@@ -65,18 +66,14 @@ def source(rng):
     return "\n".join(lines), n_in, n_out
 
 
-_FOLDER = []
-
-
+@functools.cache
 def _folder():
     """This process' folder for the generated modules, removed when the process ends (GT4Py
     reads their sources while it runs)."""
-    if not _FOLDER:
-        folder = os.path.join(tempfile.gettempdir(), f"strata-gt4py-programs-{os.getpid()}")
-        os.makedirs(folder, exist_ok=True)
-        atexit.register(shutil.rmtree, folder, ignore_errors=True)
-        _FOLDER.append(folder)
-    return _FOLDER[0]
+    folder = os.path.join(tempfile.gettempdir(), f"strata-gt4py-programs-{os.getpid()}")
+    os.makedirs(folder, exist_ok=True)
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
 
 
 def run(seed, backend):
