@@ -497,6 +497,68 @@ case("entries_assemble_uneven", ENTRIES, uneven,
 bad = {"c": ("ragged", ragged_of([[8, 3], [], [9], []], np.int64)), "v": ("ragged", ragged_of([[1.0, 2.0], [], [3.0], []]))}
 case("entries_assemble_out_of_interval", ENTRIES, bad, {"error": {"interp": "coordinate 9 (at Row = 2 entry 0) is outside `Col[3:9]`", "native": "an index is outside its dimension's interval"}}, "build")
 
+# ---- sparse times dense: the points of a row share its walk (`jam-rows`) ----------------------
+# The result's columns in groups of four step one walk of the row's stored entries, each with its
+# own accumulator, then the columns left over one by one: widths below a group, exactly one, one
+# with a remainder and several; a column-major dense operand (not grouped); a union of two
+# matrices walked once per group; a fold `max(0·x)` changes, so it visits every column; an
+# integer product (exact); empty rows throughout.
+def spmm_program(m, n, k, dtype="f64", b_cols_first=False):
+    b = f"tensor<{dtype}, K[0:{k}], Col[0:{n}]>" if b_cols_first else f"tensor<{dtype}, Col[0:{n}], K[0:{k}]>"
+    spec = "ij,kj->ik" if b_cols_first else "ij,jk->ik"
+    out = f"tensor<{dtype}, Row[0:{m}], K[0:{k}]>"
+    zero = "0" if dtype == "i64" else "0.0"
+    return f"""
+func @mac(%acc: {dtype}, %a: {dtype}, %b: {dtype}) -> {dtype} {{
+  %p = multiplies(%a, %b) : {dtype}
+  %s = plus(%acc, %p) : {dtype}
+  return %s
+}}
+func @mac2(%acc: {dtype}, %a: {dtype}, %c: {dtype}, %b: {dtype}) -> {dtype} {{
+  %ac = plus(%a, %c) : {dtype}
+  %p = multiplies(%ac, %b) : {dtype}
+  %s = plus(%acc, %p) : {dtype}
+  return %s
+}}
+func @maxprod(%acc: {dtype}, %a: {dtype}, %b: {dtype}) -> {dtype} {{
+  %p = multiplies(%a, %b) : {dtype}
+  %s = maximum(%acc, %p) : {dtype}
+  return %s
+}}
+func @spmm(%a: tensor<{dtype}, Row[0:{m}], Col[0:{n}] compressed>, %b: {b}) -> {out} {{
+  %c = map_reduce(@mac, %a, %b, init = {zero}, einsum = "{spec}") : {out}
+  return %c
+}}
+func @spmm_sum(%a: tensor<{dtype}, Row[0:{m}], Col[0:{n}] compressed>, %c: tensor<{dtype}, Row[0:{m}], Col[0:{n}] compressed>, %b: {b}) -> {out} {{
+  %r = map_reduce(@mac2, %a, %c, %b, init = {zero}, einsum = "{spec.replace(',', ',ij,', 1)}") : {out}
+  return %r
+}}
+func @spmm_max(%a: tensor<{dtype}, Row[0:{m}], Col[0:{n}] compressed>, %b: {b}) -> {out} {{
+  %c = map_reduce(@maxprod, %a, %b, init = -1000{".0" if dtype != "i64" else ""}, einsum = "{spec}") : {out}
+  return %c
+}}
+"""
+
+
+for k in (1, 3, 4, 5, 8, 13):
+    SA = sparse_matrix(23, 31, 0.12, 60 + k).tolil()
+    SA[[0, 7, 22], :] = 0  # empty rows, the first and the last among them
+    SA = SA.tocsr()
+    SA.eliminate_zeros()
+    SC = sparse_matrix(23, 31, 0.1, 70 + k)
+    XB = np.round(rng.standard_normal((31, k)) * 4, 2)
+    case(f"spmm_k{k}", spmm_program(23, 31, k), {"a": SA, "b": XB}, {"result": SA.toarray() @ XB}, "spmm")
+    case(f"spmm_sum_k{k}", spmm_program(23, 31, k), {"a": SA, "c": SC, "b": XB},
+         {"result": (SA + SC).toarray() @ XB}, "spmm_sum")
+    case(f"spmm_max_k{k}", spmm_program(23, 31, k), {"a": SA, "b": XB},
+         {"result": np.maximum(-1000.0, (SA.toarray()[:, :, None] * XB[None, :, :]).max(axis=1))}, "spmm_max")
+    case(f"spmm_columns_first_k{k}", spmm_program(23, 31, k, b_cols_first=True), {"a": SA, "b": np.ascontiguousarray(XB.T)},
+         {"result": SA.toarray() @ XB}, "spmm")
+    IA = SA.copy()
+    IA.data = np.round(IA.data * 3).astype(np.int64)
+    IA.data[IA.data == 0] = 5
+    XI = rng.integers(-1000, 1000, size=(31, k)).astype(np.int64)
+    case(f"spmm_int_k{k}", spmm_program(23, 31, k, "i64"), {"a": IA, "b": XI}, {"result": IA.toarray() @ XI}, "spmm")
 CA = sp.csr_matrix(np.array([[1.0, 1.0, 0.0], [0.0, 2.0, 1.0], [0.0, 0.0, 0.0]]))
 CB = sp.csr_matrix(np.array([[1.0, 2.0], [-1.0, 3.0], [2.0, -6.0]]))
 case("spgemm_cancelling", spgemm_program(3, 3, 2), {"a": CA, "b": CB}, {"result": ("sparse", (CA @ CB).tocsr(), False)}, "spgemm")

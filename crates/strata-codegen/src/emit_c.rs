@@ -510,6 +510,12 @@ fn emit_nest(out: &mut String, em: &Emitter, k: &Kernel, n: &crate::kernel::Nest
     if !n.windows.is_empty() {
         return window::emit_windowed(out, em, k);
     }
+    // Points in groups: their folds' loops open inside every domain loop, so a set walked by
+    // a fold stays inside the loops its parent position depends on (`jam-rows` groups such
+    // points only where the set does not depend on the grouped level).
+    if em.schedule.layout == Layout::JammedRows {
+        return jam::emit_jammed(out, em, k);
+    }
     // Loops over stored coordinates: plain loop nests, folds evaluated per point (strips
     // and shared fold loops would hoist a set's loop out of the loops its parent
     // position depends on).
@@ -523,9 +529,6 @@ fn emit_nest(out: &mut String, em: &Emitter, k: &Kernel, n: &crate::kernel::Nest
         let hoisted_stores: Vec<Rc<SExpr>> =
             k.stores.iter().map(|st| hoist_reductions(&st.value, &mut hoisted, &|_| true)).collect();
         return emit_contraction(out, em, k, &hoisted, &hoisted_stores, n.fold_strips);
-    }
-    if em.schedule.layout == Layout::JammedRows {
-        return jam::emit_jammed(out, em, k);
     }
     emit_loops(out, em, k);
 }

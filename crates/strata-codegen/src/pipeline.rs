@@ -145,7 +145,7 @@ pub const PASSES: &[Pass] = &[
     Pass {
         name: "jam-rows",
         optional: true,
-        summary: "points that each sum a contiguous row in vector lanes (a matrix-vector product) step their folds four at a time",
+        summary: "points that each sum a contiguous row in vector lanes (a matrix-vector product), or fold over a sparse row they share (CSR times dense), step their folds four at a time",
         run: crate::jam_rows::jam_rows,
     },
 ];

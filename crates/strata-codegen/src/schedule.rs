@@ -260,12 +260,13 @@ pub enum Layout {
     /// point still folds in the same order (contractions, and folds reading crosswise: see
     /// [`crate::fold_strips`], whose sibling folds share each strip's loop).
     Strips,
-    /// As `PerPoint` for folds that sum contiguous rows in vector lanes (a matrix–vector
-    /// product, row sums), with the innermost level's points in groups of [`JAM`]: one fold
-    /// loop steps the folds of the group's points together, each with its own accumulators,
-    /// so [`JAM`] rows stream from memory at once and an operand the rows share (the vector) is
-    /// loaded once per step. Each point folds exactly as alone. Chosen by the `jam-rows` pass
-    /// ([`crate::jam_rows`]).
+    /// As `PerPoint`, with the innermost level's points in groups of [`JAM`]: one fold loop
+    /// steps the folds of the group's points together, each with its own accumulators. For
+    /// folds that sum contiguous rows in vector lanes (a matrix–vector product, row sums),
+    /// [`JAM`] rows stream from memory at once and an operand the rows share (the vector) is
+    /// loaded once per step; for folds over a sparse row the points share (a CSR matrix times
+    /// a dense one), the row's stored entries are walked once per group. Each point folds
+    /// exactly as alone. Chosen by the `jam-rows` pass ([`crate::jam_rows`]).
     JammedRows,
 }
 
@@ -292,7 +293,7 @@ impl std::fmt::Display for Schedule {
             Layout::SharedFolds => write!(f, ", sibling folds share loops")?,
             Layout::Strips if self.strip == crate::emit_c::STRIP => write!(f, ", strips of the innermost level")?,
             Layout::Strips => write!(f, ", strips of {} points of the innermost level", self.strip)?,
-            Layout::JammedRows => write!(f, ", rows in groups of {JAM}")?,
+            Layout::JammedRows => write!(f, ", innermost points in groups of {JAM}")?,
         }
         if !self.reassociate.is_empty() {
             let ids: Vec<String> = self.reassociate.iter().map(|id| format!("acc{id}")).collect();

@@ -117,6 +117,14 @@ pub enum IterSet {
 }
 
 impl IterSet {
+    /// Every read the set names: each member of an intersection or a union.
+    pub fn reads(&self) -> Vec<&Rc<SparseRead>> {
+        match self {
+            IterSet::Stored { read, .. } => vec![read],
+            IterSet::Intersection(sets) | IterSet::Union(sets) => sets.iter().flat_map(IterSet::reads).collect(),
+        }
+    }
+
     /// The set a loop runs over (the first of an intersection); `None` for a union, which
     /// every member drives.
     pub fn lead(&self) -> Option<(&Rc<SparseRead>, usize)> {

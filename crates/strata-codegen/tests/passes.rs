@@ -453,3 +453,40 @@ fn a_long_fold_inside_a_fold_runs_as_a_kernel_of_its_own() {
     let want = (cols * rows * (rows - 1) / 2 + rows * cols * (cols - 1) / 2) as f64;
     assert_eq!(got[0].1.data, Data::Scalars(Column::F64(vec![want])));
 }
+
+/// A CSR matrix times a dense one, with `payload` folding and the dense operand `dense` read as
+/// `spec` says.
+fn sparse_times_dense(payload: &str, dense: &str, spec: &str) -> String {
+    format!(
+        r#"
+func @mac(%acc: f64, %a: f64, %x: f64) -> f64 {{
+  %p = multiplies(%a, %x) : f64
+  %s = {payload}(%acc, %p) : f64
+  return %s
+}}
+func @spmm(%a: tensor<f64, Row[0:50], Col[0:40] compressed>, %x: tensor<f64, {dense}>) -> tensor<f64, Row[0:50], K[0:6]> {{
+  %y = map_reduce(@mac, %a, %x, init = 0.0, einsum = "{spec}") : tensor<f64, Row[0:50], K[0:6]>
+  return %y
+}}
+"#
+    )
+}
+
+#[test]
+fn the_columns_of_a_sparse_times_dense_product_share_their_rows_walk() {
+    use strata_codegen::schedule::Layout;
+    let layout = |p: &KernelProgram| p.kernels[0].schedule.as_ref().map(|s| s.layout);
+    // The row's stored entries are walked once per group of four columns.
+    let p = lowered_source(&sparse_times_dense("plus", "Col[0:40], K[0:6]", "ij,jk->ik"), "spmm");
+    assert_eq!(layout(&p), Some(Layout::JammedRows), "{p}");
+    let c = strata_codegen::emit_c::emit(&p);
+    assert!(c.contains("+= 4) {  /* K in groups of 4 */"), "{c}");
+    assert!(c.contains("(d_K + 3)") && !c.contains("(d_K + x"), "a group's offsets are literals: {c}");
+    // A dense operand stored with the columns first: its four reads would not be adjacent.
+    let p = lowered_source(&sparse_times_dense("plus", "K[0:6], Col[0:40]", "ij,kj->ik"), "spmm");
+    assert_ne!(layout(&p), Some(Layout::JammedRows), "{p}");
+    // `max(acc, 0·x)` changes the accumulator: the fold visits every column, no stored set.
+    let p = lowered_source(&sparse_times_dense("maximum", "Col[0:40], K[0:6]", "ij,jk->ik"), "spmm");
+    assert!(p.kernels[0].sets.is_empty(), "{p}");
+    assert_ne!(layout(&p), Some(Layout::JammedRows), "{p}");
+}
