@@ -31,9 +31,11 @@ use crate::sym::{Coord, Part, SExpr};
 /// contraction's loop nest it does not index. Operands of other ops (concatenations, payloads)
 /// count once per use; a long reduction read several times per point counts as computed once.
 ///
-/// Also counted: each value's *reads* per evaluation of its users (its fan-out). A value read
-/// once by one user (an operand of a formula) is computed as often as that user and is kept
-/// only with it, never alone.
+/// Also counted: each value's *reads* per evaluation of its users (its fan-out), a result's
+/// store (or return) counting as one. A value read once by one user (an operand of a formula)
+/// is computed as often as that user and is kept only with it, never alone; a value that is a
+/// result and also read by another value (`q = A @ p` returned beside `p · q`) is computed
+/// once per use when inlined, so the reuse rule may keep it (in the result).
 #[derive(Default)]
 pub(crate) struct Evaluations {
     memo: HashMap<Handle<Function>, Rc<Counts>>,
@@ -62,10 +64,19 @@ impl Evaluations {
         let mut evals = vec![0.0f64; func.exprs.len()];
         let mut reads = vec![0.0f64; func.exprs.len()];
         let mut multiplied = vec![false; func.exprs.len()];
+        // A result is read once per point by its store (or its caller), beside any reads by
+        // other values: a value returned and also read by another one is computed twice when
+        // inlined, and so is a candidate for keeping (into the result itself).
         for (_, stmt) in func.body.iter() {
             match stmt {
-                Statement::Return(vs) => vs.iter().for_each(|v| evals[v.index()] += 1.0),
-                Statement::Assign { value, .. } => evals[value.index()] += 1.0,
+                Statement::Return(vs) => vs.iter().for_each(|v| {
+                    evals[v.index()] += 1.0;
+                    reads[v.index()] += 1.0;
+                }),
+                Statement::Assign { value, .. } => {
+                    evals[value.index()] += 1.0;
+                    reads[value.index()] += 1.0;
+                }
                 Statement::Let(_) => {}
             }
         }

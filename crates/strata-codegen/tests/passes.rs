@@ -490,3 +490,29 @@ fn the_columns_of_a_sparse_times_dense_product_share_their_rows_walk() {
     assert!(p.kernels[0].sets.is_empty(), "{p}");
     assert_ne!(layout(&p), Some(Layout::JammedRows), "{p}");
 }
+
+#[test]
+fn a_fold_that_is_a_result_and_read_by_another_value_is_computed_once_into_the_result() {
+    // A conjugate-gradient step as the array API traces it: `q = A @ p` returned, and `p · q`.
+    let source = "func @plus(%p0: f64, %p1: f64) -> f64 {
+  %v2 = plus(%p0, %p1) : f64
+  return %v2
+}
+program @main(%pq: out tensor<f64>, %q: out tensor<300xf64>, %p: tensor<300xf64>, %a: tensor<300x300xf64>) {
+  %y = dot_general(%a, %p, ring = plus_times, lhs_contract = [1], rhs_contract = [0], lhs_batch = [], rhs_batch = []) : tensor<300xf64>
+  %py = multiplies(%p, %y) : tensor<300xf64>
+  %s = map_reduce(@plus, %py, init = 0.0, einsum = \"a->\") : tensor<f64>
+  %pq <- %s
+  %q <- %y
+}
+";
+    let p = lowered_source(source, "main");
+    // One product, written into `%q`, which the dot product reads: not a second product (as a
+    // nested fold's temporary, or inlined into the dot product's fold).
+    assert_eq!(p.kernels.len(), 2, "{p}");
+    let q = p.buffers.iter().position(|b| b.name == "q").unwrap();
+    assert!(p.kernels[0].writes(q) && p.kernels[1].reads(q), "{p}");
+    let folds =
+        |k: &strata_codegen::kernel::Kernel| k.stores.iter().map(|s| strata_codegen::sym::fold_height(&s.value)).max();
+    assert_eq!(folds(&p.kernels[1]), Some(1), "the dot product reads the product, no nested fold: {p}");
+}

@@ -326,3 +326,35 @@ def test_a_view_read_and_dropped_on_another_thread():
     finally:
         sys.unraisablehook = hook
     assert not raised, [r.exc_value for r in raised]
+
+
+def test_conjugate_gradients_match_numpy_and_compute_each_product_once():
+    # A matvec both read back (`p · q`) and kept for the next step (`r - alpha q`); that it is
+    # computed once, into `q`, is tested on the lowering (strata-codegen's tests/passes.rs).
+    rng = np.random.default_rng(5)
+    n = 300
+    r0 = rng.random((n, n)) / n
+    a = (r0 + r0.T) / 2 + 2.0 * np.eye(n)
+    b = rng.random(n)
+
+    def solve(mod, A, b):
+        x = mod.zeros_like(b)
+        r = p = b
+        rr = float(mod.vecdot(r, r))
+        for _ in range(25):
+            q = A @ p
+            alpha = rr / float(mod.vecdot(p, q))
+            x = x + alpha * p
+            r = r - alpha * q
+            rr, rr_old = float(mod.vecdot(r, r)), rr
+            p = r + (rr / rr_old) * p
+        return x
+
+    want = solve(np, a, b)
+    got = np.asarray(solve(xp, xp.asarray(a), xp.asarray(b)))
+    np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-13)
+    np.testing.assert_allclose(a @ got, b, rtol=1e-8, atol=1e-10)
+    A, p = xp.asarray(a), xp.asarray(b) * 1.5
+    q = A @ p
+    np.testing.assert_allclose(float(xp.vecdot(p, q)), (b * 1.5) @ (a @ (b * 1.5)), rtol=1e-13)
+    np.testing.assert_allclose(np.asarray(q), a @ (b * 1.5), rtol=1e-13)
