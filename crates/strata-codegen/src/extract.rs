@@ -68,16 +68,14 @@ impl Evaluations {
         // other values: a value returned and also read by another one is computed twice when
         // inlined, and so is a candidate for keeping (into the result itself).
         for (_, stmt) in func.body.iter() {
-            match stmt {
-                Statement::Return(vs) => vs.iter().for_each(|v| {
-                    evals[v.index()] += 1.0;
-                    reads[v.index()] += 1.0;
-                }),
-                Statement::Assign { value, .. } => {
-                    evals[value.index()] += 1.0;
-                    reads[value.index()] += 1.0;
-                }
-                Statement::Let(_) => {}
+            let results = match stmt {
+                Statement::Return(vs) => vs.as_slice(),
+                Statement::Assign { value, .. } => std::slice::from_ref(value),
+                Statement::Let(_) => &[],
+            };
+            for v in results {
+                evals[v.index()] += 1.0;
+                reads[v.index()] += 1.0;
             }
         }
         let lets: Vec<_> =

@@ -123,15 +123,19 @@ pub(super) fn constant(v: strata_runtime::Sv) -> Option<String> {
     }
 }
 
-/// Coordinate `c` (C text) moved by `o`: `c` itself for 0, a small shift (a stencil's, a
-/// point of a jammed group: [`crate::schedule::JAM`] − 1 at most) as a literal, a larger one
-/// (where a concatenation's piece starts) as an extent. With a slot per site every offset is
-/// one, 0 too: where a rank's block starts is an offset of its reads.
+/// The largest shift [`shifted`] prints as a literal: a stencil's (±2), or a point of a
+/// jammed group ([`crate::schedule::JAM`] − 1), whichever is larger.
+const SMALL_SHIFT: u64 = if crate::schedule::JAM - 1 > 2 { crate::schedule::JAM as u64 - 1 } else { 2 };
+
+/// Coordinate `c` (C text) moved by `o`: `c` itself for 0, a small shift (up to
+/// [`SMALL_SHIFT`]) as a literal, a larger one (where a concatenation's piece starts) as an
+/// extent. With a slot per site every offset is one, 0 too: where a rank's block starts is an
+/// offset of its reads.
 pub(super) fn shifted(c: String, o: i64) -> String {
     match o {
         _ if Slots::per_site() => format!("({c} + {})", ext(o)),
         0 => c,
-        _ if o.unsigned_abs() < crate::schedule::JAM.max(3) as u64 => format!("({c} + {o})"),
+        _ if o.unsigned_abs() <= SMALL_SHIFT => format!("({c} + {o})"),
         _ => format!("({c} + {})", ext(o)),
     }
 }
