@@ -127,6 +127,9 @@ impl Drop for Node {
     /// The value's memory, when nothing else holds it, is kept for a later run's output
     /// ([`strata_engine::recycle`]): a loop's next state reuses the last one's buffer.
     fn drop(&mut self) {
+        if self.op.get_mut().is_some() {
+            unshare(self);
+        }
         if let Some(Ok(t)) = self.value.get_mut().take().map(Rc::try_unwrap) {
             strata_engine::recycle(t);
         }
@@ -245,9 +248,8 @@ impl Array {
 
     /// The live node computing `op` on `args` (hash-consed), or a new one.
     fn node(op: Op, args: Vec<Array>, shape: Vec<usize>, dtype: DType, place: Place, kind: Kind) -> Array {
-        let key = NodeKey::new(&op, &args, &shape, dtype, &place, kind);
         let pending = pending_after(&args);
-        shared(key, || Node {
+        shared(Node {
             shape,
             dtype,
             place,
@@ -354,73 +356,94 @@ fn whole_operands(args: Vec<Array>, place: &Place) -> (Vec<Array>, Place) {
     (args.iter().map(crate::ops::collected).collect(), crate::ops::untiled(place))
 }
 
-/// What makes two traced nodes the same computation: the op (its payload a handle into the
-/// thread's library, where equal payloads are one function), the operand nodes, the result.
-#[derive(Clone, PartialEq, Eq, Hash)]
-struct NodeKey {
-    op: Op,
-    args: Vec<usize>,
-    shape: Vec<usize>,
-    dtype: DType,
-    place: Place,
-    kind: Kind,
+/// The digest of what makes two traced nodes the same computation: the op (its payload a
+/// handle into the thread's library, where equal payloads are one function), the operand nodes
+/// (by address), the result's shape, dtype, place and kind.
+fn digest(n: &Node, t: &Traced) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = rustc_hash::FxHasher::default();
+    t.op.hash(&mut h);
+    for a in &t.args {
+        (Rc::as_ptr(&a.0) as usize).hash(&mut h);
+    }
+    n.shape.hash(&mut h);
+    n.dtype.hash(&mut h);
+    n.place.hash(&mut h);
+    n.kind.hash(&mut h);
+    h.finish()
 }
 
-impl NodeKey {
-    fn new(op: &Op, args: &[Array], shape: &[usize], dtype: DType, place: &Place, kind: Kind) -> NodeKey {
-        NodeKey {
-            op: op.clone(),
-            args: args.iter().map(|a| Rc::as_ptr(&a.0) as usize).collect(),
-            shape: shape.to_vec(),
-            dtype,
-            place: place.clone(),
-            kind,
-        }
-    }
+/// Whether traced nodes `a` (operation `ta`) and `b` (`tb`) compute the same thing.
+fn same_computation(a: &Node, ta: &Traced, b: &Node, tb: &Traced) -> bool {
+    a.kind == b.kind
+        && a.dtype == b.dtype
+        && a.shape == b.shape
+        && a.place == b.place
+        && ta.args.len() == tb.args.len()
+        && ta.args.iter().zip(&tb.args).all(|(x, y)| Rc::ptr_eq(&x.0, &y.0))
+        && ta.op == tb.op
 }
 
 thread_local! {
     /// Live traced nodes by what they compute (hash-consing): building the same operation on
     /// the same operands again returns the existing node, so a program computes it once (the
-    /// mean inside `std` and a `mean` of the same array are one fold). Operand addresses stay
-    /// valid keys because a live node keeps its operands alive.
-    static NODES: RefCell<rustc_hash::FxHashMap<NodeKey, std::rc::Weak<Node>>> = RefCell::new(Default::default());
+    /// mean inside `std` and a `mean` of the same array are one fold). Entries are compared
+    /// through the nodes themselves (no key is copied), and a node leaves the table when it is
+    /// dropped or evaluated ([`unshare`]), so the table holds the live traced nodes only.
+    /// Operand addresses stay valid because a live node keeps its operands alive.
+    static NODES: RefCell<hashbrown::HashTable<(u64, std::rc::Weak<Node>)>> = const { RefCell::new(hashbrown::HashTable::new()) };
+}
+
+/// The live node computing what `node` computes, or `node` itself, shared from now on.
+fn shared(node: Node) -> Array {
+    let hash = {
+        let t = node.op.borrow();
+        digest(&node, t.as_ref().expect("a traced node"))
+    };
+    NODES.with(|nodes| {
+        let mut nodes = nodes.borrow_mut();
+        let found = nodes
+            .find(hash, |(h, w)| {
+                *h == hash
+                    && w.upgrade().is_some_and(|n| {
+                        let (a, b) = (n.op.borrow(), node.op.borrow());
+                        matches!((a.as_ref(), b.as_ref()), (Some(ta), Some(tb)) if same_computation(&n, ta, &node, tb))
+                    })
+            })
+            .and_then(|(_, w)| w.upgrade());
+        if let Some(n) = found {
+            // `node` is dropped outside the table's borrow: it was never in it.
+            drop(nodes);
+            drop(node);
+            return Array(n);
+        }
+        let n = Rc::new(node);
+        nodes.insert_unique(hash, (hash, Rc::downgrade(&n)), |(h, _)| *h);
+        Array(n)
+    })
+}
+
+/// Removes the table entry of traced node `n` (being dropped, or dropping its operation), if
+/// it has one. A thread's table may be gone while the thread ends: nothing to remove then.
+fn unshare(n: &Node) {
+    let Some(hash) = n.op.try_borrow().ok().and_then(|t| t.as_ref().map(|t| digest(n, t))) else { return };
+    let _ = NODES.try_with(|nodes| {
+        let Ok(mut nodes) = nodes.try_borrow_mut() else { return };
+        if let Ok(e) = nodes.find_entry(hash, |(h, w)| *h == hash && std::ptr::eq(w.as_ptr(), n)) {
+            e.remove();
+        }
+    });
 }
 
 impl Array {
     /// Drops the operation of an evaluated node: its operands (and theirs) are freed unless
-    /// something else holds them. The node leaves the hash-consing table, whose key names the
-    /// operands by address.
+    /// something else holds them. The node leaves the hash-consing table, whose entries name
+    /// their operands by address.
     pub(crate) fn forget_operation(&self) {
-        let Some(t) = self.0.op.borrow_mut().take() else { return };
-        let n = &self.0;
-        let key = NodeKey::new(&t.op, &t.args, &n.shape, n.dtype, &n.place, n.kind);
-        NODES.with(|nodes| {
-            // One lookup: the entry is this node's, or a newer node's of the same key.
-            if let std::collections::hash_map::Entry::Occupied(e) = nodes.borrow_mut().entry(key) {
-                if std::ptr::eq(e.get().as_ptr(), Rc::as_ptr(n)) {
-                    e.remove();
-                }
-            }
-        });
+        unshare(&self.0);
+        let t = self.0.op.borrow_mut().take();
+        drop(t);
     }
-}
-
-/// The live node for `key`, or a new one built by `make`.
-fn shared(key: NodeKey, make: impl FnOnce() -> Node) -> Array {
-    NODES.with(|nodes| {
-        let mut nodes = nodes.borrow_mut();
-        if let Some(n) = nodes.get(&key).and_then(std::rc::Weak::upgrade) {
-            return Array(n);
-        }
-        // Forget dead nodes now and then (the table would otherwise grow with every trace).
-        if nodes.len() >= 4096 && nodes.len().is_power_of_two() {
-            nodes.retain(|_, w| w.strong_count() > 0);
-        }
-        let n = Rc::new(make());
-        nodes.insert(key, Rc::downgrade(&n));
-        Array(n)
-    })
 }
 
 /// The runtime type of an array value: positional dense levels `_0, _1, …`; a team
@@ -461,5 +484,49 @@ pub(crate) fn int_literal(v: i128, dtype: DType) -> Literal {
         d if d.is_inexact() => Literal::Float(v as f64),
         Scalar::Bool => Literal::Bool(v != 0),
         d => Literal::Int(strata_runtime::Sv::from_i128(d, v).as_i128() as i64),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// How many entries this thread's hash-consing table holds.
+    fn table_len() -> usize {
+        NODES.with(|n| n.borrow().len())
+    }
+
+    fn data(v: &[f64]) -> Array {
+        Array::from_vec(&[v.len()], v.to_vec()).unwrap()
+    }
+
+    /// The table holds the live traced nodes only: the same operation on the same operands is
+    /// one node while it lives; a dropped or evaluated node leaves the table, so a loop that
+    /// traces and drops (or evaluates) every step keeps it at its working set, and the same
+    /// operation traced again afterwards is a new node computing the right value.
+    #[test]
+    fn the_hash_consing_table_holds_the_live_traced_nodes_only() {
+        let (x, y) = (data(&[1.0, 2.0, 3.0]), data(&[10.0, 20.0, 30.0]));
+        let base = table_len();
+        let a = crate::add(&x, &y).unwrap();
+        let b = crate::add(&x, &y).unwrap();
+        assert!(Rc::ptr_eq(&a.0, &b.0), "one node for one computation");
+        assert_eq!(table_len(), base + 1);
+        let c = crate::multiply(&a, &y).unwrap();
+        assert_eq!(table_len(), base + 2);
+        drop((b, c));
+        assert_eq!(table_len(), base + 1, "a dropped node leaves the table");
+        assert_eq!(a.to_vec::<f64>().unwrap(), vec![11.0, 22.0, 33.0]);
+        assert_eq!(table_len(), base, "an evaluated node leaves the table");
+        drop(a);
+        for step in 0..10_000 {
+            let s = crate::subtract(&crate::add(&x, &y).unwrap(), &x).unwrap();
+            if step % 1000 == 0 {
+                assert_eq!(s.to_vec::<f64>().unwrap(), vec![10.0, 20.0, 30.0]);
+            }
+        }
+        assert_eq!(table_len(), base, "nothing left behind by 10,000 traced steps");
+        let again = crate::add(&x, &y).unwrap();
+        assert_eq!(again.to_vec::<f64>().unwrap(), vec![11.0, 22.0, 33.0]);
     }
 }

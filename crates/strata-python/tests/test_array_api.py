@@ -201,6 +201,42 @@ def test_python_scalars_are_weak():
     assert (b & True).dtype == xp.bool
 
 
+def test_python_scalars_mix_with_arrays_by_kind():
+    # Each kind of Python scalar (read without a numpy array in between) and numpy's scalars.
+    x = xp.asarray([1.0, 2.0])
+    same(0.5 * x, np.asarray([0.5, 1.0]))
+    same(x - 2, np.asarray([-1.0, 0.0]))
+    same(x * True, np.asarray([1.0, 2.0]))
+    same(x * (1 + 1j), np.asarray([1 + 1j, 2 + 2j]))
+    same(x * np.float64(0.25), np.asarray([0.25, 0.5]))
+    same(x + np.int64(3), np.asarray([4.0, 5.0]))
+    with pytest.raises(OverflowError):
+        xp.asarray([1], dtype=xp.int64) + 2**70
+    with pytest.raises(TypeError):
+        x + "a"
+
+
+@pytest.mark.parametrize(
+    "dtype", ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64", "complex64", "complex128"]
+)
+def test_zero_d_arrays_convert_to_the_python_scalar_numpy_gives(dtype):
+    if dtype == "bool":
+        v = np.asarray(True)
+    elif dtype.startswith(("int", "uint")):
+        v = np.asarray(np.iinfo(dtype).max, dtype=dtype)  # the largest value survives
+    elif dtype.startswith("complex"):
+        v = np.asarray(1.1 + 2.2j, dtype=dtype)
+    else:
+        v = np.asarray(1.1, dtype=dtype)  # float32: the rounded value, widened exactly
+    a = xp.asarray(v)
+    convert = {"b": bool, "i": int, "u": int, "f": float, "c": complex}[v.dtype.kind]
+    got, want = convert(a), convert(v.item())
+    assert type(got) is type(want) and got == want, (dtype, got, want)
+    assert float(xp.sum(xp.asarray(np.arange(4.0)) * 0.5)) == 3.0  # an evaluated 0-d result
+    with pytest.raises(TypeError, match="0-d"):
+        convert(xp.ones(3, dtype=dtype))
+
+
 def test_special_values():
     x = xp.asarray([0.0, -0.0, math.inf, -math.inf, math.nan, 1.0])
     s = xs.asarray(np.asarray([0.0, -0.0, math.inf, -math.inf, math.nan, 1.0]))

@@ -209,9 +209,10 @@ class Array:
         return (1, 0)  # kDLCPU
 
     def _one(self, what: str) -> Any:
-        if self.size != 1 or self.ndim != 0:
+        x = self._x
+        if x.shape:
             raise TypeError(f"only 0-d arrays convert to Python {what} (this one has shape {self.shape})")
-        return self.to_numpy().item()
+        return x.item()
 
     def __bool__(self) -> builtins.bool:
         return builtins.bool(self._one("bool"))
