@@ -36,12 +36,18 @@ pub const FLAGS: &[&str] = &[
 /// process has loaded), which took half of the link (11 of 20 ms on a kernel, measured; the
 /// link is a fixed cost of every compile). `-lgcc` keeps GCC's own helpers. Other compilers
 /// (Clang) link as usual: there `-nodefaultlibs` would drop the OpenMP runtime as well.
-fn libs(cc: &str) -> &'static [&'static str] {
+///
+/// With GCC the library also routes its `GOMP_parallel` calls through the prelude's
+/// `__wrap_GOMP_parallel` (`-Wl,--wrap`, enabled in the prelude by `STRATA_WRAP_GOMP_PARALLEL`):
+/// a region whose `if(par_)` is false runs its loop on the calling thread at once. libgomp
+/// itself makes a team of one for it, which wakes the pool's idle threads (a futex call,
+/// ~1.1 µs on the 2-core VM against 0.1 µs; every small kernel of a front end's loop paid it).
+pub(crate) fn libs(cc: &str) -> &'static [&'static str] {
     const MATH: &[&str] = if cfg!(target_arch = "x86_64") { &["-lm", "-lmvec"] } else { &["-lm"] };
     const GCC: &[&str] = if cfg!(target_arch = "x86_64") {
-        &["-nodefaultlibs", "-lm", "-lmvec", "-lgcc"]
+        &["-nodefaultlibs", "-lm", "-lmvec", "-lgcc", "-DSTRATA_WRAP_GOMP_PARALLEL", "-Wl,--wrap=GOMP_parallel"]
     } else {
-        &["-nodefaultlibs", "-lm", "-lgcc"]
+        &["-nodefaultlibs", "-lm", "-lgcc", "-DSTRATA_WRAP_GOMP_PARALLEL", "-Wl,--wrap=GOMP_parallel"]
     };
     let id = compiler_identity(cc);
     // GCC's `--version` names its copyright holder; Clang's says "clang" (and `cc` may be either).

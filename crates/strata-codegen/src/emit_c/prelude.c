@@ -14,6 +14,24 @@ void free(void *p);
 void *memcpy(void *restrict dst, const void *restrict src, size_t n);
 void *memmove(void *dst, const void *src, size_t n);
 
+#ifdef STRATA_WRAP_GOMP_PARALLEL
+/* Every `#pragma omp parallel` of this library calls this instead of libgomp's GOMP_parallel
+   (GCC links it with -Wl,--wrap=GOMP_parallel: strata_codegen::compile::libs). A region of one
+   thread (`if(par_)` false: GCC passes num_threads 1) runs its outlined body here, on this
+   thread, as a team of one would: its static schedule gives thread 0 of 1 every iteration and
+   its reductions combine the same way. libgomp would start a team of one and wake the idle
+   pool threads for it (a futex call per small kernel). */
+void __real_GOMP_parallel(void (*fn)(void *), void *data, unsigned num_threads, unsigned flags);
+__attribute__((visibility("hidden"))) void __wrap_GOMP_parallel(void (*fn)(void *), void *data,
+                                                                 unsigned num_threads, unsigned flags) {
+  if (num_threads == 1) {
+    fn(data);
+    return;
+  }
+  __real_GOMP_parallel(fn, data, num_threads, flags);
+}
+#endif
+
 /* Runs f(ctx, 0) ... f(ctx, n - 1) on the OpenMP threads the kernels run on (Rust:
    strata_codegen::runtime::ParallelFor): the runtime GEMM's split contraction runs there, on
    threads the program's other kernels keep awake, instead of beside them on its own. */

@@ -116,3 +116,44 @@ fn a_translation_unit_includes_the_sections_its_body_uses() {
         assert!(built.status.success(), "unit {i}: {}", String::from_utf8_lossy(&built.stderr));
     }
 }
+
+/// A region whose `if(par_)` is false runs on the calling thread through the prelude's
+/// `__wrap_GOMP_parallel` where the kernel libraries are linked with it (GCC: no libgomp team
+/// of one, so `omp_get_level()` stays 0 inside), and computes what a team computes: every
+/// iteration runs, and the error flags combine by `max` on both paths.
+#[test]
+fn a_region_of_one_thread_runs_on_the_caller_and_combines_its_flags() {
+    const REGIONS: &str = r#"
+static int region(int par_, int *e, double *sum) {
+  int e_ = 0, level = -1;
+  double s = 0;
+  #pragma omp parallel for schedule(static) reduction(max:e_) reduction(+:s) if(par_)
+  for (int i = 0; i < 1000; ++i) {
+    s += i;
+    if (i == 999) level = omp_get_level();
+    if (i == 42) e_ = 7;
+    if (i == 900) e_ = e_ > 3 ? e_ : 3;
+  }
+  *e = e_;
+  *sum = s;
+  return level;
+}
+int main(void) {
+  int e0, e1;
+  double s0, s1;
+  const int serial = region(0, &e0, &s0), parallel = region(1, &e1, &s1);
+  printf("%d %d %d %d %.0f %.0f\n", serial, parallel, e0, e1, s0, s1);
+  return 0;
+}
+"#;
+    let wrap = ["-DSTRATA_WRAP_GOMP_PARALLEL", "-Wl,--wrap=GOMP_parallel"];
+    let wrapped = crate::compile::libs(&compiler()).contains(&wrap[1]);
+    // With the wrapper (where the kernels have it) and without it (libgomp's team of one).
+    for with in [wrapped, false] {
+        let out = run_c(REGIONS, if with { &wrap } else { &[] });
+        let f: Vec<&str> = out.split_whitespace().collect();
+        assert_eq!(f[2..], ["7", "7", "499500", "499500"], "{out}");
+        assert_eq!(f[1], "1", "a parallel region is a team: {out}");
+        assert_eq!(f[0], if with { "0" } else { "1" }, "where the region of one thread ran: {out}");
+    }
+}
