@@ -95,8 +95,14 @@ def _scalar(v: Any) -> Any:
     return asarray(v)._x
 
 
+_object_new = object.__new__
+
+
 def _wrap(x: Any) -> "Array":
-    return Array._new(x)
+    # Built in place (not through `Array._new`): every traced operation returns through here.
+    a = _object_new(Array)
+    a._x = x
+    return a
 
 
 def _dev(device: Any) -> Any:
@@ -121,6 +127,28 @@ def _moved(x: "Array", device: Any) -> "Array":
         _, ranks = _dev(p)  # joins the job first
         return _wrap(_a.distribute(x._x, ranks))
     return x
+
+
+def _operator(name: str, f: Any, reflected: builtins.bool = False) -> Any:
+    """The Python operator `name` applying the extension's `f` (its operands swapped where
+    `reflected`): two arrays go straight to `f` (one Python frame per traced operation),
+    anything else through `Array._bin` (Python scalars, numpy scalars, `NotImplemented`)."""
+    if reflected:
+        def op(self, o):
+            if type(o) is Array:
+                a = _object_new(Array)
+                a._x = f(o._x, self._x)
+                return a
+            return self._bin(f, o, True)
+    else:
+        def op(self, o):
+            if type(o) is Array:
+                a = _object_new(Array)
+                a._x = f(self._x, o._x)
+                return a
+            return self._bin(f, o)
+    op.__name__ = op.__qualname__ = name
+    return op
 
 
 class Array:
@@ -263,36 +291,36 @@ class Array:
                 raise OverflowError(f"Python integer {o} out of bounds for {self.dtype}")
         return _wrap(f(o, self._x) if reflected else f(self._x, o))
 
-    def __add__(self, o): return self._bin(_a.add, o)
-    def __radd__(self, o): return self._bin(_a.add, o, True)
-    def __sub__(self, o): return self._bin(_a.subtract, o)
-    def __rsub__(self, o): return self._bin(_a.subtract, o, True)
-    def __mul__(self, o): return self._bin(_a.multiply, o)
-    def __rmul__(self, o): return self._bin(_a.multiply, o, True)
-    def __truediv__(self, o): return self._bin(_a.divide, o)
-    def __rtruediv__(self, o): return self._bin(_a.divide, o, True)
-    def __floordiv__(self, o): return self._bin(_a.floor_divide, o)
-    def __rfloordiv__(self, o): return self._bin(_a.floor_divide, o, True)
-    def __mod__(self, o): return self._bin(_a.remainder, o)
-    def __rmod__(self, o): return self._bin(_a.remainder, o, True)
-    def __pow__(self, o): return self._bin(_a.pow, o)
-    def __rpow__(self, o): return self._bin(_a.pow, o, True)
-    def __and__(self, o): return self._bin(_a.bitwise_and, o)
-    def __rand__(self, o): return self._bin(_a.bitwise_and, o, True)
-    def __or__(self, o): return self._bin(_a.bitwise_or, o)
-    def __ror__(self, o): return self._bin(_a.bitwise_or, o, True)
-    def __xor__(self, o): return self._bin(_a.bitwise_xor, o)
-    def __rxor__(self, o): return self._bin(_a.bitwise_xor, o, True)
-    def __lshift__(self, o): return self._bin(_a.bitwise_left_shift, o)
-    def __rlshift__(self, o): return self._bin(_a.bitwise_left_shift, o, True)
-    def __rshift__(self, o): return self._bin(_a.bitwise_right_shift, o)
-    def __rrshift__(self, o): return self._bin(_a.bitwise_right_shift, o, True)
-    def __lt__(self, o): return self._bin(_a.less, o)
-    def __le__(self, o): return self._bin(_a.less_equal, o)
-    def __gt__(self, o): return self._bin(_a.greater, o)
-    def __ge__(self, o): return self._bin(_a.greater_equal, o)
-    def __eq__(self, o): return self._bin(_a.equal, o)  # type: ignore[override]
-    def __ne__(self, o): return self._bin(_a.not_equal, o)  # type: ignore[override]
+    __add__ = _operator("__add__", _a.add)
+    __radd__ = _operator("__radd__", _a.add, True)
+    __sub__ = _operator("__sub__", _a.subtract)
+    __rsub__ = _operator("__rsub__", _a.subtract, True)
+    __mul__ = _operator("__mul__", _a.multiply)
+    __rmul__ = _operator("__rmul__", _a.multiply, True)
+    __truediv__ = _operator("__truediv__", _a.divide)
+    __rtruediv__ = _operator("__rtruediv__", _a.divide, True)
+    __floordiv__ = _operator("__floordiv__", _a.floor_divide)
+    __rfloordiv__ = _operator("__rfloordiv__", _a.floor_divide, True)
+    __mod__ = _operator("__mod__", _a.remainder)
+    __rmod__ = _operator("__rmod__", _a.remainder, True)
+    __pow__ = _operator("__pow__", _a.pow)
+    __rpow__ = _operator("__rpow__", _a.pow, True)
+    __and__ = _operator("__and__", _a.bitwise_and)
+    __rand__ = _operator("__rand__", _a.bitwise_and, True)
+    __or__ = _operator("__or__", _a.bitwise_or)
+    __ror__ = _operator("__ror__", _a.bitwise_or, True)
+    __xor__ = _operator("__xor__", _a.bitwise_xor)
+    __rxor__ = _operator("__rxor__", _a.bitwise_xor, True)
+    __lshift__ = _operator("__lshift__", _a.bitwise_left_shift)
+    __rlshift__ = _operator("__rlshift__", _a.bitwise_left_shift, True)
+    __rshift__ = _operator("__rshift__", _a.bitwise_right_shift)
+    __rrshift__ = _operator("__rrshift__", _a.bitwise_right_shift, True)
+    __lt__ = _operator("__lt__", _a.less)
+    __le__ = _operator("__le__", _a.less_equal)
+    __gt__ = _operator("__gt__", _a.greater)
+    __ge__ = _operator("__ge__", _a.greater_equal)
+    __eq__ = _operator("__eq__", _a.equal)  # type: ignore[override]
+    __ne__ = _operator("__ne__", _a.not_equal)  # type: ignore[override]
     __hash__ = None  # type: ignore[assignment]
 
     def __matmul__(self, o):
