@@ -39,9 +39,10 @@ pub const FLAGS: &[&str] = &[
 ///
 /// With GCC the library also routes its `GOMP_parallel` calls through the prelude's
 /// `__wrap_GOMP_parallel` (`-Wl,--wrap`, enabled in the prelude by `STRATA_WRAP_GOMP_PARALLEL`):
-/// a region whose `if(par_)` is false runs its loop on the calling thread at once. libgomp
-/// itself makes a team of one for it, which wakes the pool's idle threads (a futex call,
-/// ~1.1 µs on the 2-core VM against 0.1 µs; every small kernel of a front end's loop paid it).
+/// a region whose `if(par_)` is false, or any region of a run asking for one thread, runs its
+/// loop on the calling thread at once. libgomp itself makes a team of one for it, which wakes
+/// the pool's idle threads (a futex call, ~1.1 µs on the 2-core VM against 0.1 µs; every small
+/// kernel of a front end's loop paid it).
 pub(crate) fn libs(cc: &str) -> &'static [&'static str] {
     const MATH: &[&str] = if cfg!(target_arch = "x86_64") { &["-lm", "-lmvec"] } else { &["-lm"] };
     const GCC: &[&str] = if cfg!(target_arch = "x86_64") {

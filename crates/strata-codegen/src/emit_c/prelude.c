@@ -17,14 +17,15 @@ void *memmove(void *dst, const void *src, size_t n);
 #ifdef STRATA_WRAP_GOMP_PARALLEL
 /* Every `#pragma omp parallel` of this library calls this instead of libgomp's GOMP_parallel
    (GCC links it with -Wl,--wrap=GOMP_parallel: strata_codegen::compile::libs). A region of one
-   thread (`if(par_)` false: GCC passes num_threads 1) runs its outlined body here, on this
-   thread, as a team of one would: its static schedule gives thread 0 of 1 every iteration and
-   its reductions combine the same way. libgomp would start a team of one and wake the idle
-   pool threads for it (a futex call per small kernel). */
+   thread (`if(par_)` false: GCC passes num_threads 1; or the default count, 0, while the run
+   asked for one thread) runs its outlined body here, on this thread, as a team of one would:
+   its static schedule gives thread 0 of 1 every iteration and its reductions combine the same
+   way. libgomp would start a team of one for it, ~1.1 us each (a futex call waking the idle
+   pool threads, where there are any). */
 void __real_GOMP_parallel(void (*fn)(void *), void *data, unsigned num_threads, unsigned flags);
 __attribute__((visibility("hidden"))) void __wrap_GOMP_parallel(void (*fn)(void *), void *data,
                                                                  unsigned num_threads, unsigned flags) {
-  if (num_threads == 1) {
+  if (num_threads == 1 || (num_threads == 0 && omp_get_max_threads() == 1)) {
     fn(data);
     return;
   }

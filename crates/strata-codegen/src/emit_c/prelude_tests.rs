@@ -117,10 +117,11 @@ fn a_translation_unit_includes_the_sections_its_body_uses() {
     }
 }
 
-/// A region whose `if(par_)` is false runs on the calling thread through the prelude's
-/// `__wrap_GOMP_parallel` where the kernel libraries are linked with it (GCC: no libgomp team
-/// of one, so `omp_get_level()` stays 0 inside), and computes what a team computes: every
-/// iteration runs, and the error flags combine by `max` on both paths.
+/// A region whose `if(par_)` is false, or any region of a run asking for one thread, runs on
+/// the calling thread through the prelude's `__wrap_GOMP_parallel` where the kernel libraries
+/// are linked with it (GCC: no libgomp team of one, so `omp_get_level()` stays 0 inside), and
+/// computes what a team computes: every iteration runs, and the error flags combine by `max`
+/// on both paths.
 #[test]
 fn a_region_of_one_thread_runs_on_the_caller_and_combines_its_flags() {
     const REGIONS: &str = r#"
@@ -139,10 +140,12 @@ static int region(int par_, int *e, double *sum) {
   return level;
 }
 int main(void) {
-  int e0, e1;
-  double s0, s1;
+  int e0, e1, e2;
+  double s0, s1, s2;
   const int serial = region(0, &e0, &s0), parallel = region(1, &e1, &s1);
-  printf("%d %d %d %d %.0f %.0f\n", serial, parallel, e0, e1, s0, s1);
+  omp_set_num_threads(1); /* a run asking for one thread (strata_entry's `threads`) */
+  const int one = region(1, &e2, &s2);
+  printf("%d %d %d %d %d %d %.0f %.0f %.0f\n", serial, parallel, one, e0, e1, e2, s0, s1, s2);
   return 0;
 }
 "#;
@@ -152,8 +155,10 @@ int main(void) {
     for with in [wrapped, false] {
         let out = run_c(REGIONS, if with { &wrap } else { &[] });
         let f: Vec<&str> = out.split_whitespace().collect();
-        assert_eq!(f[2..], ["7", "7", "499500", "499500"], "{out}");
+        assert_eq!(f[3..], ["7", "7", "7", "499500", "499500", "499500"], "{out}");
         assert_eq!(f[1], "1", "a parallel region is a team: {out}");
-        assert_eq!(f[0], if with { "0" } else { "1" }, "where the region of one thread ran: {out}");
+        let caller = if with { "0" } else { "1" };
+        assert_eq!(f[0], caller, "where the region of one thread ran: {out}");
+        assert_eq!(f[2], caller, "where the region of a one-thread run ran: {out}");
     }
 }
