@@ -412,9 +412,11 @@ fn shared(node: Node) -> Array {
             })
             .and_then(|(_, w)| w.upgrade());
         if let Some(n) = found {
-            // `node` is dropped outside the table's borrow: it was never in it.
+            // `node` was never in the table: its operation (and the operands it holds) goes
+            // outside the table's borrow, and without `Node::drop` looking for its entry.
             drop(nodes);
-            drop(node);
+            let mut node = node;
+            drop(node.op.get_mut().take());
             return Array(n);
         }
         let n = Rc::new(node);

@@ -150,7 +150,11 @@ int main(void) {
 }
 "#;
     let wrap = ["-DSTRATA_WRAP_GOMP_PARALLEL", "-Wl,--wrap=GOMP_parallel"];
-    let wrapped = crate::compile::libs(&compiler()).contains(&wrap[1]);
+    let libs = crate::compile::libs(&compiler());
+    let wrapped = wrap.iter().all(|w| libs.contains(w));
+    // GCC's kernel libraries (linked without the default libraries) have the wrapper, so this
+    // test runs it wherever the kernels do.
+    assert_eq!(wrapped, libs.contains(&"-nodefaultlibs"), "{libs:?}");
     // With the wrapper (where the kernels have it) and without it (libgomp's team of one).
     for with in [wrapped, false] {
         let out = run_c(REGIONS, if with { &wrap } else { &[] });

@@ -132,13 +132,10 @@ def _moved(x: "Array", device: Any) -> "Array":
 def _operator(name: str, f: Any, reflected: builtins.bool = False) -> Any:
     """The Python operator `name` applying the extension's `f` (its operands swapped where
     `reflected`): two arrays go straight to `f` (one Python frame per traced operation),
-    anything else through `Array._bin` (Python scalars, numpy scalars, `NotImplemented`)."""
+    anything else through `Array._bin` (Python scalars, numpy scalars, `NotImplemented`). A
+    reflected operator meets an array on its left only when called by name: `_bin` serves it."""
     if reflected:
         def op(self, o):
-            if type(o) is Array:
-                a = _object_new(Array)
-                a._x = f(o._x, self._x)
-                return a
             return self._bin(f, o, True)
     else:
         def op(self, o):
