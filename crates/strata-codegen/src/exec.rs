@@ -827,6 +827,13 @@ pub fn recycle(t: strata_runtime::Tensor) {
     }
 }
 
+/// Keeps a column of values its owner no longer needs for the outputs of later runs, as
+/// [`recycle`] does a tensor's: a front end that handed a result's buffer to another owner (a
+/// numpy array) gives it back when that owner lets go of it.
+pub fn recycle_column(c: Column) {
+    pool::give_back(c);
+}
+
 /// Large buffers freed by finished runs (or [`recycle`]d), kept for the next run's outputs: a
 /// fresh mapping of many MiB pays a page fault per page on first touch, a reused one none
 /// (numpy's allocator gets the same effect from malloc's free lists below 32 MiB). What is

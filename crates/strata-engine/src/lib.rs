@@ -29,6 +29,6 @@ pub use prepared::{
     prepare, prepare_keyed, prepared_count, tiered_default, Bounded, Executed, Options, Prepared, MEMO_CAPACITY,
 };
 pub use strata_codegen::compile::libraries_loaded;
-pub use strata_codegen::exec::recycle;
+pub use strata_codegen::exec::{recycle, recycle_column};
 pub use strata_codegen::placement::gpu_ordinal;
 pub use timings::{median, Timings};

@@ -358,3 +358,26 @@ def test_conjugate_gradients_match_numpy_and_compute_each_product_once():
     q = A @ p
     np.testing.assert_allclose(float(xp.vecdot(p, q)), (b * 1.5) @ (a @ (b * 1.5)), rtol=1e-13)
     np.testing.assert_allclose(np.asarray(q), a @ (b * 1.5), rtol=1e-13)
+
+
+def test_a_result_numpy_lets_go_of_serves_the_next_result_of_its_size():
+    # A program's result becomes a numpy array that owns Strata's buffer (no copy). Once numpy
+    # frees it, the buffer goes back to the native backend's pool, and the next result of that
+    # size is written into it (no zeroing, no page faults) — whatever the caller wrote there.
+    I, J = strata.dims("I J")
+    a = np.random.default_rng(5).standard_normal((700, 400))  # 2.2 MB: a pooled size
+    x = strata.field(a, I[0:700], J[0:400])
+    r = (x * 2.0 + 1.0).numpy()
+    np.testing.assert_array_equal(r, a * 2.0 + 1.0)
+    assert r.flags.writeable and type(r.base).__name__ == "ResultBuffer"
+    address = r.ctypes.data
+    r[...] = np.nan
+    del r
+    s = (x * 3.0 - 1.0).numpy()
+    assert s.ctypes.data == address
+    np.testing.assert_array_equal(s, a * 3.0 - 1.0)
+    # Held by numpy, a buffer is never reused: the next result gets one of its own.
+    t = (x * 4.0).numpy()
+    assert t.ctypes.data != s.ctypes.data
+    np.testing.assert_array_equal(s, a * 3.0 - 1.0)
+    np.testing.assert_array_equal(t, a * 4.0)
