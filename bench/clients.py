@@ -14,6 +14,9 @@ runs in a fresh process with an empty kernel cache, and reports:
   rows), once the structure has been seen: kernels take their sizes as arguments, so no
   compile should happen;
 - numpy: the median of the same call on numpy arrays (and at the new size);
+- numpy (dispatch), scikit-learn only: the same call on numpy arrays with
+  `array_api_dispatch=True`, the path a Strata array takes through scikit-learn (its namespace
+  checks and array-API code run per call); numpy (dispatch) / warm is then Strata's own share;
 - compiles: the libraries the process loaded, cold and settling, and at the new size.
 
 Results are checked against numpy's (PCA up to the sign of each component; the distances'
@@ -129,6 +132,11 @@ def one_client(name: str, n: int, runs: int) -> dict:
     want, _ = timed(lambda: call(X, c, t))
     numpy_s = median(lambda: call(X, c, t))
     wants_new, numpy_new = zip(*(timed(lambda d=d: call(*d)) for d in new_data))
+    numpy_dispatch_s = None
+    if name.startswith("sklearn"):
+        with sklearn.config_context(array_api_dispatch=True):
+            call(X, c, t)
+            numpy_dispatch_s = median(lambda: call(X, c, t))
     with sklearn.config_context(array_api_dispatch=True):
         Xs, cs, ts = xp.asarray(X), xp.asarray(c), xp.asarray(t)
         before = libraries()
@@ -163,6 +171,7 @@ def one_client(name: str, n: int, runs: int) -> dict:
         "new_n": news,
         "numpy_s": numpy_s,
         "numpy_new_s": statistics.median(numpy_new),
+        "numpy_dispatch_s": numpy_dispatch_s,
         "settle_calls": settle_calls,
         "settle_s": settle_s,
         "cold_compiles": cold_compiles,
@@ -272,7 +281,7 @@ def clients(sizes: list[int], runs: int, threads: int, triad: float | None) -> l
 
     records = []
     print(f"{'clients':10} {'case':40} {'rows':>8}  {'cold':>9} {'settle':>15} {'warm':>9} {'new size':>9} {'numpy':>9}  "
-          f"{'numpy/warm':>10} {'new/numpy':>9}  compiles  agree")
+          f"{'numpy/warm':>10} {'new/numpy':>9}  {'np dispatch':>11} {'/warm':>6}  compiles  agree")
     for n in sizes:
         for name in client_cases():
             try:
@@ -286,9 +295,11 @@ def clients(sizes: list[int], runs: int, threads: int, triad: float | None) -> l
                 gbps = n * COLUMNS * 8 / r["warm_s"] / 1e9
                 extra = f"  X once {gbps:.1f} GB/s = {gbps / triad:.2f} of triad"
             settle = f"{r['settle_calls']:3d} in {r['settle_s']:6.2f}s"
+            dispatch = r.get("numpy_dispatch_s")
+            dispatch = f"{ms(dispatch):>11} {dispatch / r['warm_s']:5.2f}x" if dispatch else f"{'-':>11} {'-':>6}"
             print(f"{'clients':10} {name:40} {n:8}  {ms(r['cold_s'])} {settle:>15} {ms(r['warm_s'])} {ms(r['new_s'])} "
                   f"{ms(r['numpy_s'])}  {r['numpy_s'] / r['warm_s']:9.2f}x {r['new_s'] / r['numpy_new_s']:8.2f}x  "
-                  f"{r['cold_compiles']:3d} / {r['new_compiles']:<3d}  {'yes' if r['agree'] else 'NO'}{extra}")
+                  f"{dispatch}  {r['cold_compiles']:3d} / {r['new_compiles']:<3d}  {'yes' if r['agree'] else 'NO'}{extra}")
             records.append({"group": "clients", "threads": threads, **r})
             if not r["agree"]:
                 raise SystemExit(f"clients: {name} at {n} rows differs from numpy")
