@@ -759,7 +759,14 @@ def workloads() -> list[Workload]:
             bytes=8 * ((LAP_N + 4) ** 2 * LAP_K + 2 * lap_out), flops=21 * lap_out, bound="triad", out="out",
             peers={"numpy": np_peer(hdiff_np), "jax": hdiff_jax, "numba": hdiff_numba, "gt4py": gt4py_peers.hdiff,
                    "gt4py-strata": gt4py_peers.on_strata(gt4py_peers.hdiff)},
-            target=[Target("fraction", 0.70), AHEAD_OF_GT4PY, as_fast_as_own(), gt4py_on_strata(
+            target=[Target("fraction", 0.70), AHEAD_OF_GT4PY, as_fast_as_own(
+                "GT4Py hands the program over in its padded layout, K outermost, read in place; stage-windows "
+                "rolls windows along the outermost level only, where this program reads no neighbor, so the "
+                "laplacian and the y flux are recomputed per use (five laplacians a point instead of one: strata "
+                "lower of the program strata.gt4py builds). Compute-bound on AVX2 (2026-12-07: 43.8 against "
+                "15.6 ms on one thread), behind the memory stream on the AVX-512 machine of 2026-12-07's "
+                "first table (1.04x); windows rolling along the second level when the first is read at no "
+                "offset would stage them"), gt4py_on_strata(
                 5.0, "the two GT4Py rows run different forms of the program (the peer's note): gtfn recomputes a "
                 "fused operator's stages per use, so its row writes them to temporaries, ~10 arrays of traffic per "
                 "call")],
@@ -772,7 +779,10 @@ def workloads() -> list[Workload]:
             "three windows (laplacian, both fluxes) per kernel: ~21 flops and 3 window writes plus 9 window "
             "reads per point; every loop vectorizes, yet it runs at ~13 GFLOP/s and ~16 GB/s on one core, and its "
             "working set per thread (0.79 MB of windows plus ~0.5 MB of input planes) exceeds this machine's 1 MiB "
-            "L2: tiling J in blocks of 128 by hand measured 6.5 -> 5.9 ms on one thread (not generated yet); "
+            "L2: tiling J in blocks of 128 by hand measured 6.5 -> 5.9 ms on one thread; generated (2026-12-07, a "
+            "pass sweeping the planes once per tile of J sized at run time to half the L2; not kept) it did not "
+            "carry over: on a 512 KiB-L2 EPYC, one thread, 51-row tiles 19.3-21.0 ms against 13.4-16.6 untiled, "
+            "102- and 205-row tiles 13.5-16.1 (noise), two threads within noise at every size (docs/performance.md); "
             "streaming the result gained ~10 % (7.1 -> 6.4 ms)",
         ),
         Workload(
