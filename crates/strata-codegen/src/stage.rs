@@ -23,6 +23,12 @@
 //! cannot fail, because every read's range is a box), and free of accumulators of enclosing
 //! folds.
 //!
+//! **Which level rolls.** The outermost. A kernel whose outermost level no value reads at an
+//! offset (GT4Py's layout puts K outermost; a horizontal stencil shifts I and J) is also staged
+//! with the first level read at an offset moved outermost (the innermost stays innermost), and
+//! the order that stages more windows is kept: along K a window is a whole J×I plane, of which
+//! the budget holds few.
+//!
 //! **Cost rule** (per point, in units of one arithmetic operation or L1 access, see [`ops`]):
 //! recomputing costs `k · w` for `k` distinct translations of a value of work `w`; staging
 //! costs `w · (hull / domain)` (the widened box's points per output point) plus
@@ -63,15 +69,89 @@ pub fn stage_windows(program: &mut KernelProgram) {
         if !eligible {
             continue;
         }
-        let plane: i64 = kernel.domain[1..].iter().map(|l| l.interval.len() as i64).product();
-        if plane < MIN_PLANE {
+        // Staged in its own loop order, and, where its outermost level is read at no offset,
+        // with a level that is outermost instead: the order that stages more windows is kept
+        // (GT4Py's horizontal diffusion, K outermost: one window of whole horizontal planes
+        // fits the budget, three with J outermost; its laplacian of laplacian stages its one
+        // window either way and keeps its order).
+        let Some(reordered) = outermost_read_at_offsets(kernel) else {
+            stage_all(&mut program.kernels[k], &mut program.buffers);
             continue;
+        };
+        let mut trial = (reordered, program.buffers.clone());
+        stage_all(&mut trial.0, &mut trial.1);
+        stage_all(&mut program.kernels[k], &mut program.buffers);
+        if trial.0.windows().len() > program.kernels[k].windows().len() {
+            (program.kernels[k], program.buffers) = trial;
         }
-        while let Some(found) = best_candidate(&program.kernels[k], &program.buffers) {
-            stage(&mut program.kernels[k], &mut program.buffers, found);
-        }
-        order_windows(&mut program.kernels[k], &program.buffers);
     }
+}
+
+/// Stages in kernel `k` every window the cost rule chooses along its outermost level, adding
+/// the windows' buffers to `buffers` (none where its planes are too small to vectorize).
+fn stage_all(k: &mut Kernel, buffers: &mut Vec<Buffer>) {
+    if plane_points(k) >= MIN_PLANE {
+        while let Some(found) = best_candidate(k, buffers) {
+            stage(k, buffers, found);
+        }
+        order_windows(k, buffers);
+    }
+}
+
+/// Points of a plane of `k` (every domain level inside the outermost).
+fn plane_points(k: &Kernel) -> i64 {
+    k.domain[1..].iter().map(|l| l.interval.len() as i64).product()
+}
+
+/// `k` with its loops reordered so that a level its stores read at an offset runs outermost,
+/// when the outermost is read at none (GT4Py's padded layout puts K outermost, where a
+/// horizontal stencil reads no neighbour): windows roll along the outermost level, and along
+/// one read at no offset there is nothing to reuse, while the planes across it are as large as
+/// the whole horizontal grid. The first such level moves outermost; the innermost stays
+/// innermost (the vector loop over contiguous memory). `None` where nothing would change, or
+/// where the order could matter: a kernel that reads a buffer it writes.
+fn outermost_read_at_offsets(k: &Kernel) -> Option<Kernel> {
+    let n = k.domain.len();
+    if n < 3 {
+        return None;
+    }
+    let mut shifted: Vec<DimName> = Vec::new();
+    let mut reads_own = false;
+    let written: Vec<usize> = k.stores.iter().map(|s| s.buffer).collect();
+    for st in &k.stores {
+        visit_loads(&st.value, &mut |l| {
+            reads_own |= written.contains(&l.buffer);
+            for c in &l.coords {
+                if let Coord::Var { dim, offset } = c {
+                    if *offset != 0 && !shifted.contains(dim) {
+                        shifted.push(dim.clone());
+                    }
+                }
+            }
+        });
+    }
+    if reads_own || shifted.contains(&k.domain[0].name) {
+        return None;
+    }
+    let i = (1..n - 1).find(|&i| shifted.contains(&k.domain[i].name))?;
+    let mut reordered = k.clone();
+    let level = reordered.domain.remove(i);
+    reordered.domain.insert(0, level);
+    Some(reordered)
+}
+
+/// Calls `f` on every load in `e`, those inside coordinates included.
+fn visit_loads(e: &Rc<SExpr>, f: &mut dyn FnMut(&Load)) {
+    fn part(p: Part, f: &mut dyn FnMut(&Load)) {
+        match p {
+            Part::Expr(e) => visit_loads(e, f),
+            Part::Coord(c) => crate::sym::for_each_coord_part(c, &mut |q| part(q, f)),
+        }
+    }
+    if let SExpr::Load(l) = &**e {
+        f(l);
+    }
+    for_each_part(e, &mut |q| part(q, f));
 }
 
 /// One class of translated occurrences: the normalized value, each distinct translation (per

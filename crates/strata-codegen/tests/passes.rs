@@ -516,3 +516,33 @@ program @main(%pq: out tensor<f64>, %q: out tensor<300xf64>, %p: tensor<300xf64>
         |k: &strata_codegen::kernel::Kernel| k.stores.iter().map(|s| strata_codegen::sym::fold_height(&s.value)).max();
     assert_eq!(folds(&p.kernels[1]), Some(1), "the dot product reads the product, no nested fold: {p}");
 }
+
+#[test]
+fn a_stencil_stored_k_outermost_rolls_its_windows_along_j() {
+    // GT4Py's layout: K outermost, read at no offset. Along K a window is a whole J×I plane and
+    // one fits the budget; with J outermost all three staged values (the laplacian, both
+    // fluxes) roll in rows of K×I. The innermost level stays innermost.
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/programs/hdiff_columns.strata");
+    let p = lowered_source(&std::fs::read_to_string(path).unwrap(), "hdiff");
+    assert_eq!(p.kernels.len(), 1, "{p}");
+    let k = &p.kernels[0];
+    let order: Vec<&str> = k.domain.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(order, ["J", "K", "I"], "{p}");
+    assert_eq!(k.windows().len(), 3, "{p}");
+    // A laplacian of laplacian stored the same way stages its one window along K either way,
+    // and keeps its order.
+    let source = "!In = tensor<f64, K[0:3], J[-2:98], I[-2:98]>\n\
+        !Out = tensor<f64, K[0:3], J[0:96], I[0:96]>\n\
+        func @lap(%x) {\n\
+          %i = plus(cartesian_shift(%x, dim = I, offset = 1), cartesian_shift(%x, dim = I, offset = -1))\n\
+          %j = plus(cartesian_shift(%x, dim = J, offset = 1), cartesian_shift(%x, dim = J, offset = -1))\n\
+          return minus(plus(%i, %j), multiplies(4.0, %x))\n\
+        }\n\
+        program @laplap(%out: out !Out, %inp: !In) {\n\
+          %out <- call(@lap, call(@lap, %inp))\n\
+        }\n";
+    let p = lowered_source(source, "laplap");
+    let order: Vec<&str> = p.kernels[0].domain.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(order, ["K", "J", "I"], "{p}");
+    assert_eq!(p.kernels[0].windows().len(), 1, "{p}");
+}
