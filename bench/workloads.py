@@ -760,13 +760,12 @@ def workloads() -> list[Workload]:
             peers={"numpy": np_peer(hdiff_np), "jax": hdiff_jax, "numba": hdiff_numba, "gt4py": gt4py_peers.hdiff,
                    "gt4py-strata": gt4py_peers.on_strata(gt4py_peers.hdiff)},
             target=[Target("fraction", 0.70), AHEAD_OF_GT4PY, as_fast_as_own(
-                "GT4Py hands the program over in its padded layout, K outermost, read in place; stage-windows "
-                "rolls windows along the outermost level only, where this program reads no neighbor, so the "
-                "laplacian and the y flux are recomputed per use (five laplacians a point instead of one: strata "
-                "lower of the program strata.gt4py builds). Compute-bound on AVX2 (2026-12-07: 43.8 against "
-                "15.6 ms on one thread), behind the memory stream on the AVX-512 machine of 2026-12-07's "
-                "first table (1.04x); windows rolling along the second level when the first is read at no "
-                "offset would stage them"), gt4py_on_strata(
+                "GT4Py hands the program over in its padded layout, K outermost, read in place. Until "
+                "2026-12-07 stage-windows rolled windows along that level, where this program reads no "
+                "neighbor: one window of whole J x I planes fitted the budget, and the laplacian and the y flux "
+                "were recomputed per use (0.36x on one thread on an AVX2 machine). It now runs J outermost when "
+                "that stages more windows: 37.8 -> 20.7-21.8 ms on one thread, 20.0-25.6 -> 12.8-15.4 on two, "
+                "against the .strata program's ~16 and ~9 ms; the rest is not analysed"), gt4py_on_strata(
                 5.0, "the two GT4Py rows run different forms of the program (the peer's note): gtfn recomputes a "
                 "fused operator's stages per use, so its row writes them to temporaries, ~10 arrays of traffic per "
                 "call")],
