@@ -115,12 +115,13 @@ fn outermost_read_at_offsets(k: &Kernel) -> Option<Kernel> {
     if n < 3 {
         return None;
     }
+    let reads_own = k.stores.iter().any(|st| k.stores.iter().any(|w| crate::sym::reads(&st.value, w.buffer)));
+    if reads_own {
+        return None;
+    }
     let mut shifted: Vec<DimName> = Vec::new();
-    let mut reads_own = false;
-    let written: Vec<usize> = k.stores.iter().map(|s| s.buffer).collect();
     for st in &k.stores {
-        visit_loads(&st.value, &mut |l| {
-            reads_own |= written.contains(&l.buffer);
+        crate::sym::for_each_load(&st.value, &mut |l| {
             for c in &l.coords {
                 if let Coord::Var { dim, offset } = c {
                     if *offset != 0 && !shifted.contains(dim) {
@@ -130,7 +131,7 @@ fn outermost_read_at_offsets(k: &Kernel) -> Option<Kernel> {
             }
         });
     }
-    if reads_own || shifted.contains(&k.domain[0].name) {
+    if shifted.contains(&k.domain[0].name) {
         return None;
     }
     let i = (1..n - 1).find(|&i| shifted.contains(&k.domain[i].name))?;
@@ -138,20 +139,6 @@ fn outermost_read_at_offsets(k: &Kernel) -> Option<Kernel> {
     let level = reordered.domain.remove(i);
     reordered.domain.insert(0, level);
     Some(reordered)
-}
-
-/// Calls `f` on every load in `e`, those inside coordinates included.
-fn visit_loads(e: &Rc<SExpr>, f: &mut dyn FnMut(&Load)) {
-    fn part(p: Part, f: &mut dyn FnMut(&Load)) {
-        match p {
-            Part::Expr(e) => visit_loads(e, f),
-            Part::Coord(c) => crate::sym::for_each_coord_part(c, &mut |q| part(q, f)),
-        }
-    }
-    if let SExpr::Load(l) = &**e {
-        f(l);
-    }
-    for_each_part(e, &mut |q| part(q, f));
 }
 
 /// One class of translated occurrences: the normalized value, each distinct translation (per
